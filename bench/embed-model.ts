@@ -1,0 +1,105 @@
+/**
+ * Bare-model numbers for use-lite, the figures behind its `threads` and `chunkSize` defaults:
+ * document throughput (texts/s) per chunk size and thread count, single-query latency when idle,
+ * and query latency while a long document batch is running (the case the priority queue is for).
+ *
+ *   npx tsx bench/embed-model.ts [--threads=1,2] [--chunks=1,8,16,32,64] [--texts=128] [--repeats=3]
+ *                                [--latency-chunks=8,64]
+ */
+import { readFileSync } from 'node:fs';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { createUseLiteEmbedder } from '../src/embed/use-lite.js';
+
+const EVAL_DIR = new URL('../../shared/eval/livemcpbench/', import.meta.url);
+
+const args = new Map(
+  process.argv.slice(2).map((arg) => {
+    const [key, value = ''] = arg.replace(/^--/, '').split('=');
+    return [key!, value];
+  }),
+);
+const listArg = (name: string, fallback: number[]) => (args.has(name) ? args.get(name)!.split(',').map(Number) : fallback);
+const threadCounts = listArg('threads', [1, 2]);
+const chunkSizes = listArg('chunks', [1, 8, 16, 32, 64]);
+const textCount = listArg('texts', [128])[0]!;
+const repeats = listArg('repeats', [3])[0]!;
+const latencyChunkSizes = listArg('latency-chunks', [8, 64]);
+
+const toolTexts = readJsonl<{ name: string; description: string }>(new URL('catalog.jsonl', EVAL_DIR)).map(
+  (tool) => `${tool.name} ${tool.description}`,
+);
+const queries = readJsonl<{ query: string }>(new URL('queries.dev.jsonl', EVAL_DIR)).map((q) => q.query);
+const documents = toolTexts.slice(0, textCount);
+
+console.log(`use-lite, ${documents.length} tool texts per batch (LiveMCPBench catalog), ${repeats} repeats`);
+for (const threads of threadCounts) {
+  console.log(`\n## threads=${threads}`);
+  for (const chunkSize of chunkSizes) {
+    const embedder = await createUseLiteEmbedder({ threads, chunkSize });
+    await embedder.embedDocuments(documents.slice(0, threads * chunkSize)); // warm every worker
+    const rates: number[] = [];
+    for (let r = 0; r < repeats; r++) {
+      const start = performance.now();
+      await embedder.embedDocuments(documents);
+      rates.push(documents.length / ((performance.now() - start) / 1000));
+    }
+    console.log(`documents chunk=${String(chunkSize).padStart(2)}: ${spread(rates)} texts/s`);
+    await embedder.close();
+  }
+  await reportQueryLatency(threads);
+}
+
+/** Idle latency, then latency and main event-loop delay while a long document batch runs. */
+async function reportQueryLatency(threads: number) {
+  for (const chunkSize of latencyChunkSizes) {
+    const embedder = await createUseLiteEmbedder({ threads, chunkSize });
+    await embedder.embedDocuments(documents.slice(0, threads * chunkSize));
+    if (chunkSize === latencyChunkSizes[0]) {
+      const idle: number[] = [];
+      for (const query of queries.slice(0, 40)) idle.push(await timed(() => embedder.embedQuery(query)));
+      console.log(`query, idle (ms): ${percentiles(idle)}`);
+    }
+    const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+    loopDelay.enable();
+    const batch = embedder.embedDocuments(toolTexts.slice(0, 256));
+    const underLoad: number[] = [];
+    for (const query of queries.slice(0, 20)) {
+      underLoad.push(await timed(() => embedder.embedQuery(query)));
+      await sleep(50);
+    }
+    await batch;
+    loopDelay.disable();
+    console.log(`query during a 256-text batch, chunk=${chunkSize} (ms): ${percentiles(underLoad)}`);
+    console.log(`  main-thread event-loop delay meanwhile (ms): p50 ${(loopDelay.percentile(50) / 1e6).toFixed(1)}  max ${(loopDelay.max / 1e6).toFixed(1)}`);
+    await embedder.close();
+  }
+}
+
+async function timed(run: () => Promise<unknown>): Promise<number> {
+  const start = performance.now();
+  await run();
+  return performance.now() - start;
+}
+
+function percentiles(samples: number[]): string {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
+  return `median ${at(0.5).toFixed(1)}  p95 ${at(0.95).toFixed(1)}  max ${sorted[sorted.length - 1]!.toFixed(1)}  (n=${samples.length})`;
+}
+
+function spread(samples: number[], digits = 1): string {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const median = sorted[Math.floor(sorted.length / 2)]!;
+  return `median ${median.toFixed(digits)}  [${sorted[0]!.toFixed(digits)} .. ${sorted[sorted.length - 1]!.toFixed(digits)}]`;
+}
+
+function readJsonl<T>(url: URL): T[] {
+  return readFileSync(url, 'utf8')
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => JSON.parse(line) as T);
+}
+
+function sleep(ms: number) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

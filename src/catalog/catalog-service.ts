@@ -1,0 +1,106 @@
+import { AppError, notFound } from '../errors.js';
+import * as catalogStore from '../store/catalog-store.js';
+import type { Db } from '../store/database.js';
+import type { ToolDocument } from '../store/tool-store.js';
+import { contentHash } from './content-hash.js';
+import { documentTerms } from './search-text.js';
+import { normalizeTools } from './tool-formats.js';
+import type { Tool } from './tool.js';
+
+/** What the catalog operations need; built once in deps.ts. */
+export interface CatalogDeps {
+  db: Db;
+  /** Called with hashes that may lack an embedding for the active model (the embedding queue). */
+  onDocumentsWritten?: (hashes: string[]) => Promise<string[]>;
+}
+
+export interface CatalogRef {
+  tenant: string;
+  name: string;
+}
+
+export const MAX_TOOLS_PER_REQUEST = 10_000;
+
+/** A canonical tool with its content hash and BM25 terms: what the store keeps. */
+export function toDocument(tool: Tool): ToolDocument {
+  const { termFreqs, length } = documentTerms(tool);
+  return { hash: contentHash(tool), tool, termFreqs, length };
+}
+
+/** Normalizes every tool or rejects the whole request, naming each bad tool by index. */
+export function parseToolList(raws: unknown[]): ToolDocument[] {
+  if (raws.length > MAX_TOOLS_PER_REQUEST) {
+    throw new AppError('validation_failed', `too many tools: ${raws.length} (at most ${MAX_TOOLS_PER_REQUEST} per request)`);
+  }
+  const { tools, problems } = normalizeTools(raws);
+  if (problems.length > 0) {
+    const first = problems[0]!;
+    throw new AppError(
+      'invalid_tool',
+      `tools[${first.index}]${first.name ? ` ("${first.name}")` : ''}: ${first.message}` +
+        (problems.length > 1 ? ` (and ${problems.length - 1} more problem${problems.length > 2 ? 's' : ''})` : ''),
+      problems,
+    );
+  }
+  return tools.map(toDocument);
+}
+
+export interface CatalogWriteResult {
+  catalog: catalogStore.CatalogSummary;
+  newDocuments: number;
+  jobIds: string[];
+}
+
+async function afterWrite(deps: CatalogDeps, write: catalogStore.CatalogWrite, documents: ToolDocument[]) {
+  const jobIds = deps.onDocumentsWritten ? await deps.onDocumentsWritten(documents.map((doc) => doc.hash)) : [];
+  return { catalog: write.catalog, newDocuments: write.newHashes.length, jobIds };
+}
+
+export async function replaceCatalog(deps: CatalogDeps, ref: CatalogRef, raws: unknown[]): Promise<CatalogWriteResult> {
+  const documents = parseToolList(raws);
+  const write = await catalogStore.replaceCatalog(deps.db, ref.tenant, ref.name, documents);
+  return afterWrite(deps, write, documents);
+}
+
+export async function upsertTools(deps: CatalogDeps, ref: CatalogRef, raws: unknown[]): Promise<CatalogWriteResult> {
+  const documents = parseToolList(raws);
+  const write = await catalogStore.upsertCatalogTools(deps.db, ref.tenant, ref.name, documents);
+  return afterWrite(deps, write, documents);
+}
+
+export async function deleteTool(deps: CatalogDeps, ref: CatalogRef, toolName: string): Promise<void> {
+  if (!(await catalogStore.getCatalog(deps.db, ref.tenant, ref.name))) throw notFound(`catalog "${ref.name}"`);
+  if (!(await catalogStore.deleteCatalogTool(deps.db, ref.tenant, ref.name, toolName))) {
+    throw notFound(`tool "${toolName}" in catalog "${ref.name}"`);
+  }
+}
+
+export async function deleteCatalog(deps: CatalogDeps, ref: CatalogRef): Promise<void> {
+  if (!(await catalogStore.deleteCatalog(deps.db, ref.tenant, ref.name))) throw notFound(`catalog "${ref.name}"`);
+}
+
+export async function getCatalog(deps: CatalogDeps, ref: CatalogRef): Promise<catalogStore.CatalogSummary> {
+  const catalog = await catalogStore.getCatalog(deps.db, ref.tenant, ref.name);
+  if (!catalog) throw notFound(`catalog "${ref.name}"`);
+  return catalog;
+}
+
+export const listCatalogs = (deps: CatalogDeps, tenant: string) => catalogStore.listCatalogs(deps.db, tenant);
+
+export async function listTools(
+  deps: CatalogDeps,
+  ref: CatalogRef,
+  page: { limit: number; after?: string },
+): Promise<{ tools: catalogStore.CatalogToolRow[]; nextAfter?: string }> {
+  await getCatalog(deps, ref);
+  const rows = await catalogStore.listCatalogTools(deps.db, ref, { limit: page.limit + 1, after: page.after });
+  const tools = rows.slice(0, page.limit);
+  return rows.length > page.limit ? { tools, nextAfter: tools[tools.length - 1]!.name } : { tools };
+}
+
+export async function getTool(deps: CatalogDeps, ref: CatalogRef, toolName: string): Promise<catalogStore.CatalogToolRow> {
+  await getCatalog(deps, ref);
+  const tool = await catalogStore.getCatalogTool(deps.db, ref, toolName);
+  if (!tool) throw notFound(`tool "${toolName}" in catalog "${ref.name}"`);
+  return tool;
+}

@@ -1,0 +1,127 @@
+/**
+ * What of a tool is searched: the BM25 bag of terms and the text the sentence model embeds.
+ * Both are derived from the canonical fields only, so they change exactly when the content hash
+ * changes.
+ */
+import type { CanonicalTool, JsonSchema } from './tool.js';
+import { tokenize } from '../search/tokenizer.js';
+
+/** The name is the most precise evidence of what a tool does; the issue asks it to count twice. */
+export const NAME_WEIGHT = 2;
+/** Nested schemas deeper than this are option bags, not what the tool is about. */
+export const MAX_SCHEMA_DEPTH = 3;
+/** Bounds the work and the document size for tools with huge generated schemas. */
+export const MAX_PARAMETERS = 64;
+/** Bounds any one text field; a description longer than this is usually a pasted manual. */
+export const MAX_FIELD_CHARS = 4000;
+/**
+ * USE Lite averages its token embeddings (a DAN), so every extra word dilutes the rest: the
+ * embedded text keeps the name and the start of the description, and stops here.
+ */
+export const MAX_EMBEDDING_CHARS = 400;
+
+export interface SchemaParameter {
+  name: string;
+  description: string;
+}
+
+export interface DocumentTerms {
+  termFreqs: Map<string, number>;
+  /** Sum of termFreqs: what BM25 calls the document length. */
+  length: number;
+}
+
+/** The BM25 document: name tokens twice, then description, server, tags and parameter names. */
+export function documentTerms(tool: CanonicalTool): DocumentTerms {
+  const nameTerms = tokenize(clip(tool.name));
+  const terms: string[] = [];
+  for (let i = 0; i < NAME_WEIGHT; i++) terms.push(...nameTerms);
+  terms.push(...tokenize(clip(tool.description)));
+  if (tool.server !== null) terms.push(...tokenize(clip(tool.server)));
+  for (const tag of tool.tags) terms.push(...tokenize(clip(tag)));
+  for (const parameter of schemaParameters(tool.inputSchema)) {
+    terms.push(...tokenize(parameter.name));
+    terms.push(...tokenize(parameter.description));
+  }
+  return countTerms(terms);
+}
+
+/** The query side of BM25: the same tokenizer as documents; duplicates are handled by scoreBm25. */
+export function queryTerms(query: string): string[] {
+  return tokenize(query);
+}
+
+/** The text a sentence model embeds for a tool: readable words, not identifiers. */
+export function embeddingText(tool: CanonicalTool): string {
+  const parts = [humanize(tool.name)];
+  const description = tool.description.trim();
+  if (description !== '') parts.push(description);
+  const text = parts.join(': ');
+  return text.length > MAX_EMBEDDING_CHARS ? text.slice(0, MAX_EMBEDDING_CHARS) : text;
+}
+
+/** `get_userByID` -> `get user By ID`: identifier boundaries become spaces. */
+export function humanize(identifier: string): string {
+  return identifier
+    .replace(/([\p{Ll}\p{N}])(\p{Lu})/gu, '$1 $2')
+    .replace(/[_\-.:/]+/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
+}
+
+/**
+ * Parameters of a JSON Schema, nested ones included (object properties, array items, anyOf and
+ * friends), breadth-first so top-level parameters survive the MAX_PARAMETERS cut.
+ */
+export function schemaParameters(schema: JsonSchema | null): SchemaParameter[] {
+  const parameters: SchemaParameter[] = [];
+  let level: unknown[] = [schema];
+  for (let depth = 0; depth < MAX_SCHEMA_DEPTH && level.length > 0; depth++) {
+    const next: unknown[] = [];
+    for (const node of level) {
+      for (const [name, property] of Object.entries(propertiesOf(node))) {
+        if (parameters.length >= MAX_PARAMETERS) return parameters;
+        parameters.push({ name: clip(name), description: clip(stringField(property, 'description')) });
+        next.push(property);
+      }
+    }
+    level = next;
+  }
+  return parameters;
+}
+
+/** The properties of a schema node, looking through arrays and anyOf/oneOf/allOf wrappers. */
+function propertiesOf(node: unknown): Record<string, unknown> {
+  const found: Record<string, unknown> = {};
+  const visit = (candidate: unknown, hops: number): void => {
+    if (!isRecord(candidate) || hops > MAX_SCHEMA_DEPTH) return;
+    if (isRecord(candidate.properties)) Object.assign(found, candidate.properties);
+    visit(candidate.items, hops + 1);
+    for (const key of ['anyOf', 'oneOf', 'allOf'] as const) {
+      const variants = candidate[key];
+      if (Array.isArray(variants)) for (const variant of variants) visit(variant, hops + 1);
+    }
+  };
+  visit(node, 0);
+  return found;
+}
+
+function countTerms(terms: readonly string[]): DocumentTerms {
+  const termFreqs = new Map<string, number>();
+  for (const term of terms) termFreqs.set(term, (termFreqs.get(term) ?? 0) + 1);
+  return { termFreqs, length: terms.length };
+}
+
+function stringField(node: unknown, key: string): string {
+  if (!isRecord(node)) return '';
+  const value = node[key];
+  return typeof value === 'string' ? value : '';
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function clip(text: string): string {
+  return text.length > MAX_FIELD_CHARS ? text.slice(0, MAX_FIELD_CHARS) : text;
+}

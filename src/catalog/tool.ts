@@ -1,0 +1,29 @@
+/** The tool formats toolsift recognises on input. */
+export type ToolFormat =
+  | 'mcp'
+  | 'openai_chat'
+  | 'openai_responses'
+  | 'anthropic'
+  | 'gateway';
+
+export type JsonSchema = Record<string, unknown>;
+
+/**
+ * One canonical tool, whatever shape it arrived in. Everything the ranking and the store need is
+ * here; `definition` keeps what the client sent so `detail=full` can hand it back unchanged.
+ */
+export interface Tool {
+  name: string;
+  /** '' when the source had none. */
+  description: string;
+  /** JSON Schema of the arguments; null when the source had none. */
+  inputSchema: JsonSchema | null;
+  /** Sorted, de-duplicated. */
+  tags: string[];
+  server: string | null;
+  format: ToolFormat;
+  definition: unknown;
+}
+
+/** The fields that identify a tool's content: what the content hash covers. */
+export type CanonicalTool = Pick<Tool, 'name' | 'description' | 'inputSchema' | 'tags' | 'server'>;

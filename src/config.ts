@@ -1,0 +1,67 @@
+import { z } from 'zod';
+
+const booleanFlag = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'])
+  .transform((value) => ['true', '1', 'yes', 'on'].includes(value));
+
+/** Accepts "25mb", "512kb", "1048576": the same notation express's body parser uses. */
+const byteSize = z
+  .string()
+  .regex(/^\d+(\.\d+)?\s*(b|kb|mb|gb)?$/i, 'expected a size such as 25mb, 512kb or a byte count')
+  .transform((value) => {
+    const match = /^(\d+(?:\.\d+)?)\s*(b|kb|mb|gb)?$/i.exec(value)!;
+    const unit = (match[2] ?? 'b').toLowerCase();
+    const factor = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 }[unit as 'b' | 'kb' | 'mb' | 'gb'];
+    return Math.floor(Number(match[1]) * factor);
+  });
+
+/** `key1:tenant1,key2:tenant2`; a key without a tenant maps to the tenant "default". */
+const apiKeys = z.string().transform((value, ctx) => {
+  const keys = new Map<string, string>();
+  for (const entry of value.split(',').map((part) => part.trim()).filter(Boolean)) {
+    const [key, tenant = 'default'] = entry.split(':').map((part) => part.trim());
+    if (!key || !/^[A-Za-z0-9._-]{1,64}$/.test(tenant)) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: `bad entry "${entry}": expected key:tenant` });
+      return z.NEVER;
+    }
+    keys.set(key, tenant);
+  }
+  return keys;
+});
+
+const emptyAsUndefined = (value: unknown) => (value === '' ? undefined : value);
+
+export const configSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  HOST: z.string().default('0.0.0.0'),
+  DATABASE_URL: z.preprocess(emptyAsUndefined, z.string().url().optional()),
+  DATA_DIR: z.string().min(1).default('./data'),
+  REDIS_URL: z.preprocess(emptyAsUndefined, z.string().url().optional()),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  BODY_LIMIT: z.preprocess(emptyAsUndefined, byteSize.default('25mb')),
+  API_KEYS: z.preprocess(emptyAsUndefined, apiKeys.optional()),
+  EMBED_MODEL: z.string().min(1).default('use-lite'),
+  MODEL_DIR: z.preprocess(emptyAsUndefined, z.string().optional()),
+  ALLOW_REMOTE_MODELS: z.preprocess(emptyAsUndefined, booleanFlag.default('false')),
+  EMBED_THREADS: z.coerce.number().int().min(1).max(16).default(2),
+  EMBED_POOLING: z.preprocess(emptyAsUndefined, z.enum(['mean', 'cls']).optional()),
+  EMBED_QUERY_PREFIX: z.preprocess(emptyAsUndefined, z.string().optional()),
+  QUERY_CACHE_SIZE: z.coerce.number().int().min(0).default(1000),
+  EMBED_WORKER: z.enum(['inline', 'off']).default('inline'),
+  EMBED_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
+  EMBED_BATCH_SIZE: z.coerce.number().int().min(1).max(1024).default(32),
+});
+
+export type Config = z.infer<typeof configSchema>;
+
+export class ConfigError extends Error {}
+
+/** Parses the environment once; a bad value names the variable and what was expected. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = configSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
+    throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
+  }
+  return parsed.data;
+}

@@ -1,0 +1,85 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import type { Embedder, EmbedderStatus } from './embedder.js';
+import type { Pooling } from './transformers.js';
+import { USE_LITE_MODEL_ID } from './use-lite.js';
+
+export interface LoadEmbedderOptions {
+  /** 'use-lite', 'none', or a transformers.js model id such as 'Xenova/all-MiniLM-L6-v2'. */
+  model: string;
+  /** Folder of local transformers.js models (`<modelDir>/<model>/...`). */
+  modelDir?: string;
+  allowRemote: boolean;
+  /** Worker threads for use-lite. */
+  threads: number;
+  pooling?: Pooling;
+  queryPrefix?: string;
+  documentPrefix?: string;
+}
+
+/** pino's logger fits this; so does a test double. */
+export interface EmbedLogger {
+  info(details: object, message: string): void;
+  warn(details: object, message: string): void;
+}
+
+export const DISABLED_MODEL = 'none';
+
+/**
+ * Builds the configured embedder. Never throws: a model that cannot load leaves the service
+ * ranking with BM25 alone, so the failure becomes an `unavailable` status whose reason names
+ * the missing package or folder. The implementations are imported lazily so that choosing
+ * use-lite never loads onnxruntime, and a missing package is reported rather than fatal.
+ */
+export async function loadEmbedder(
+  options: LoadEmbedderOptions,
+  logger?: EmbedLogger,
+): Promise<{ embedder: Embedder | null; status: EmbedderStatus }> {
+  const modelId = options.model;
+  if (modelId === DISABLED_MODEL) {
+    return { embedder: null, status: { state: 'disabled', modelId } };
+  }
+  const started = performance.now();
+  try {
+    const embedder = modelId === USE_LITE_MODEL_ID ? await loadUseLite(options) : await loadTransformers(options);
+    logger?.info(
+      { modelId, dimension: embedder.dimension, loadMs: Math.round(performance.now() - started) },
+      'embedding model ready',
+    );
+    return { embedder, status: { state: 'ready', modelId } };
+  } catch (error) {
+    const reason = describeLoadFailure(error);
+    logger?.warn({ modelId, reason }, 'embedding model unavailable; ranking with BM25 only');
+    return { embedder: null, status: { state: 'unavailable', modelId, reason } };
+  }
+}
+
+async function loadUseLite(options: LoadEmbedderOptions): Promise<Embedder> {
+  const { createUseLiteEmbedder } = await import('./use-lite.js');
+  return createUseLiteEmbedder({ threads: options.threads });
+}
+
+async function loadTransformers(options: LoadEmbedderOptions): Promise<Embedder> {
+  if (options.modelDir !== undefined && !options.allowRemote) {
+    // The library's own message for this lists a file deep inside the folder; say what is missing.
+    const folder = path.resolve(options.modelDir, options.model);
+    if (!existsSync(folder)) throw new Error(`model folder not found: ${folder} (remote models are disabled)`);
+  }
+  const { createTransformersEmbedder } = await import('./transformers.js');
+  return createTransformersEmbedder({
+    modelId: options.model,
+    modelDir: options.modelDir,
+    allowRemote: options.allowRemote,
+    pooling: options.pooling,
+    queryPrefix: options.queryPrefix,
+    documentPrefix: options.documentPrefix,
+  });
+}
+
+/** Node's "Cannot find package 'x' imported from y" already names the package; keep it whole. */
+function describeLoadFailure(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === 'ERR_MODULE_NOT_FOUND') return `package not installed: ${error.message}`;
+  return error.message;
+}

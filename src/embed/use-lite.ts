@@ -1,0 +1,89 @@
+import { availableParallelism } from 'node:os';
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { chunk, type Embedder } from './embedder.js';
+import { WorkerPool } from './worker-pool.js';
+
+export const USE_LITE_MODEL_ID = 'use-lite';
+export const USE_LITE_DIMENSION = 512;
+
+/**
+ * Texts per worker call. USE-Lite takes sparse token ids, so batching saves no padding and buys
+ * little; measured on LiveMCPBench tool texts (bench/embed-model.ts), 1 text per call was the
+ * fastest and throughput falls as the batch grows (2 threads: 51 texts/s at 1, 45 at 8, 35 at 64).
+ * 8 keeps per-message overhead low while a query waits behind at most one ~0.2 s chunk per worker.
+ */
+export const DEFAULT_USE_LITE_CHUNK_SIZE = 8;
+
+/** Each worker holds its own model (~130 MB RSS). */
+export interface UseLiteOptions {
+  /** Worker threads; default `defaultUseLiteThreads()`. */
+  threads?: number;
+  /** Texts per worker call when embedding documents; default `DEFAULT_USE_LITE_CHUNK_SIZE`. */
+  chunkSize?: number;
+  startupTimeoutMs?: number;
+}
+
+/**
+ * One worker per core, at most 2: on a 2-core machine 2 workers gave ~1.45x the throughput of 1
+ * (tfjs-wasm is single-threaded per model), and beyond 2 each worker costs ~130 MB while the HTTP
+ * thread needs a core of its own.
+ */
+export function defaultUseLiteThreads(): number {
+  return Math.max(1, Math.min(2, availableParallelism()));
+}
+
+/** Starts the worker pool and resolves once every worker has loaded the model. */
+export async function createUseLiteEmbedder(options: UseLiteOptions = {}): Promise<Embedder> {
+  const threads = options.threads ?? defaultUseLiteThreads();
+  const chunkSize = options.chunkSize ?? DEFAULT_USE_LITE_CHUNK_SIZE;
+  if (!Number.isInteger(threads) || threads < 1) throw new Error(`use-lite: threads must be a positive integer, got ${threads}`);
+  if (!Number.isInteger(chunkSize) || chunkSize < 1) throw new Error(`use-lite: chunkSize must be a positive integer, got ${chunkSize}`);
+
+  const pool = await WorkerPool.start<string[], number[][]>({
+    name: USE_LITE_MODEL_ID,
+    size: threads,
+    spawn: spawnUseLiteWorker,
+    startupTimeoutMs: options.startupTimeoutMs,
+  });
+
+  return {
+    modelId: USE_LITE_MODEL_ID,
+    dimension: USE_LITE_DIMENSION,
+    async embedDocuments(texts) {
+      if (texts.length === 0) return [];
+      // One failed chunk fails the batch; the abort drops its chunks still waiting in the queue.
+      const batch = new AbortController();
+      const parts = chunk(texts, chunkSize).map((part) =>
+        pool.run(part, 'low', batch.signal).catch((error: Error) => {
+          batch.abort(error);
+          throw error;
+        }),
+      );
+      return (await Promise.all(parts)).flat();
+    },
+    async embedQuery(text) {
+      const [vector] = await pool.run([text], 'high');
+      return vector!;
+    },
+    close: () => pool.close(),
+  };
+}
+
+/**
+ * The worker sits next to this module: `.ts` when running from source (tsx, vitest), `.js` in the
+ * compiled `dist/`. On Node 20, `execArgv: ['--import', 'tsx']` does not reach a worker's own module
+ * loader ("Unknown file extension .ts"), so a `.ts` worker is started through tsx's `tsImport`,
+ * which registers the loader inside the worker first. tsx is resolved from here, not from the cwd.
+ */
+function spawnUseLiteWorker(): Worker {
+  if (!fileURLToPath(import.meta.url).endsWith('.ts')) {
+    return new Worker(new URL('./use-lite-worker.js', import.meta.url));
+  }
+  const workerUrl = new URL('./use-lite-worker.ts', import.meta.url).href;
+  // `require.resolve` picks the package's CJS build; its ESM twin is the `.mjs` beside it.
+  const tsxApiUrl = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs')).href;
+  const source = `import(${JSON.stringify(tsxApiUrl)}).then((tsx) => tsx.tsImport(${JSON.stringify(workerUrl)}, ${JSON.stringify(import.meta.url)}))`;
+  return new Worker(source, { eval: true });
+}

@@ -1,0 +1,212 @@
+import { Worker } from 'node:worker_threads';
+
+/**
+ * A fixed pool of worker threads, each holding its own model, fed from a two-level queue.
+ *
+ * Why: tfjs computes on the calling thread, so a model on the main thread would stall every HTTP
+ * request while it embeds a catalog. Queries jump ahead of queued document chunks so a search
+ * waits for at most one in-flight chunk per worker, never behind a whole ingestion batch.
+ *
+ * The wire protocol (see `WorkerMessage`) is what a worker script must speak: post `ready` once its
+ * model is loaded (or `failed`), then answer every `{ id, payload }` with `result` or `error`.
+ */
+export type WorkerMessage<R> =
+  | { type: 'ready' }
+  | { type: 'failed'; message: string }
+  | { type: 'result'; id: number; value: R }
+  | { type: 'error'; id: number; message: string };
+
+export type WorkerRequest<P> = { id: number; payload: P };
+
+export type Priority = 'high' | 'low';
+
+export interface WorkerPoolOptions {
+  /** Used in error messages, e.g. 'use-lite'. */
+  name: string;
+  size: number;
+  /** Starts one worker; called again to replace a worker that crashed after it was ready. */
+  spawn: () => Worker;
+  /** A worker that has not posted `ready` by then counts as failed. */
+  startupTimeoutMs?: number;
+}
+
+interface Task<P, R> {
+  id: number;
+  payload: P;
+  signal: AbortSignal | undefined;
+  resolve: (value: R) => void;
+  reject: (error: Error) => void;
+}
+
+interface Slot<P, R> {
+  worker: Worker;
+  busyWith: Task<P, R> | null;
+  lastError: Error | null;
+}
+
+/** Generous: the models load in well under a second, but a cold disk or a busy CI box is slow. */
+const DEFAULT_STARTUP_TIMEOUT_MS = 60_000;
+
+export class WorkerPool<P, R> {
+  readonly #options: WorkerPoolOptions;
+  readonly #slots = new Set<Slot<P, R>>();
+  readonly #high: Task<P, R>[] = [];
+  readonly #low: Task<P, R>[] = [];
+  #nextId = 1;
+  #closed = false;
+  /** Set once no worker is left; every later call fails with it. */
+  #broken: Error | null = null;
+
+  private constructor(options: WorkerPoolOptions) {
+    this.#options = options;
+  }
+
+  /** Starts `size` workers and resolves once every one has loaded its model; rejects (and stops them all) if any fails. */
+  static async start<P, R>(options: WorkerPoolOptions): Promise<WorkerPool<P, R>> {
+    const pool = new WorkerPool<P, R>(options);
+    const starts = Array.from({ length: options.size }, () => pool.#startSlot());
+    const results = await Promise.allSettled(starts);
+    const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failure) {
+      await pool.close();
+      throw failure.reason;
+    }
+    return pool;
+  }
+
+  get size(): number {
+    return this.#slots.size;
+  }
+
+  /** Runs one task on the next free worker; `high` tasks are taken before any `low` one. */
+  run(payload: P, priority: Priority, signal?: AbortSignal): Promise<R> {
+    if (this.#closed) return Promise.reject(new Error(`${this.#options.name} worker pool is closed`));
+    if (this.#broken) return Promise.reject(this.#broken);
+    if (signal?.aborted) return Promise.reject(abortError(signal));
+    return new Promise<R>((resolve, reject) => {
+      const task: Task<P, R> = { id: this.#nextId++, payload, signal, resolve, reject };
+      (priority === 'high' ? this.#high : this.#low).push(task);
+      this.#dispatch();
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    const closed = new Error(`${this.#options.name} worker pool is closed`);
+    this.#rejectQueued(closed);
+    const slots = [...this.#slots];
+    this.#slots.clear();
+    for (const slot of slots) slot.busyWith?.reject(closed);
+    await Promise.all(slots.map((slot) => slot.worker.terminate()));
+  }
+
+  #startSlot(): Promise<void> {
+    const { name, spawn, startupTimeoutMs = DEFAULT_STARTUP_TIMEOUT_MS } = this.#options;
+    return new Promise<void>((resolve, reject) => {
+      let worker: Worker;
+      try {
+        worker = spawn();
+      } catch (error) {
+        reject(new Error(`${name} worker could not start: ${messageOf(error)}`));
+        return;
+      }
+      const slot: Slot<P, R> = { worker, busyWith: null, lastError: null };
+      let ready = false;
+      const timer = setTimeout(() => {
+        fail(new Error(`${name} worker did not load its model within ${startupTimeoutMs} ms`));
+        void worker.terminate();
+      }, startupTimeoutMs);
+      const fail = (error: Error) => {
+        clearTimeout(timer);
+        reject(error);
+      };
+
+      worker.on('message', (message: WorkerMessage<R>) => {
+        if (message.type === 'ready') {
+          ready = true;
+          clearTimeout(timer);
+          if (this.#closed) {
+            void worker.terminate();
+          } else {
+            this.#slots.add(slot);
+            this.#dispatch();
+          }
+          resolve();
+        } else if (message.type === 'failed') {
+          fail(new Error(`${name} worker could not load its model: ${message.message}`));
+          void worker.terminate();
+        } else {
+          this.#settle(slot, message);
+        }
+      });
+      worker.on('error', (error) => {
+        slot.lastError = error;
+      });
+      worker.on('exit', (code) => {
+        const cause = slot.lastError ? `: ${slot.lastError.message}` : '';
+        if (!ready) {
+          fail(new Error(`${name} worker exited with code ${code} before it was ready${cause}`));
+          return;
+        }
+        if (!this.#slots.delete(slot)) return; // terminated by close()
+        const crash = new Error(`${name} worker crashed (exit code ${code})${cause}`);
+        slot.busyWith?.reject(crash);
+        slot.busyWith = null;
+        // Replace the worker; the task it was running is not retried, so a text that kills the
+        // model cannot put the pool into a crash loop.
+        this.#startSlot().catch((error: Error) => {
+          if (this.#slots.size === 0 && !this.#closed) {
+            this.#broken = new Error(`${name} has no worker left: ${error.message}`);
+            this.#rejectQueued(this.#broken);
+          }
+        });
+      });
+    });
+  }
+
+  #settle(slot: Slot<P, R>, message: WorkerMessage<R>): void {
+    const task = slot.busyWith;
+    if (!task || !('id' in message) || message.id !== task.id) return;
+    slot.busyWith = null;
+    if (message.type === 'result') task.resolve(message.value);
+    else if (message.type === 'error') task.reject(new Error(`${this.#options.name}: ${message.message}`));
+    this.#dispatch();
+  }
+
+  #dispatch(): void {
+    for (const slot of this.#slots) {
+      if (slot.busyWith) continue;
+      const task = this.#nextTask();
+      if (!task) return;
+      slot.busyWith = task;
+      const request: WorkerRequest<P> = { id: task.id, payload: task.payload };
+      slot.worker.postMessage(request);
+    }
+  }
+
+  #nextTask(): Task<P, R> | undefined {
+    for (const queue of [this.#high, this.#low]) {
+      let task = queue.shift();
+      while (task?.signal?.aborted) {
+        task.reject(abortError(task.signal));
+        task = queue.shift();
+      }
+      if (task) return task;
+    }
+    return undefined;
+  }
+
+  #rejectQueued(error: Error): void {
+    for (const task of this.#high.splice(0)) task.reject(error);
+    for (const task of this.#low.splice(0)) task.reject(error);
+  }
+}
+
+function abortError(signal: AbortSignal): Error {
+  return signal.reason instanceof Error ? signal.reason : new Error('aborted');
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,35 @@
+import express, { type Express } from 'express';
+import type { Config } from '../config.js';
+import type { Logger } from '../logger.js';
+import type { CatalogDeps } from '../catalog/catalog-service.js';
+import { catalogRoutes } from './catalogs.js';
+import { errorMiddleware, notFoundRoute } from './errors.js';
+import { healthRoutes, type ReadinessCheck } from './health.js';
+import { authenticate, requestId, requireJsonBody } from './middleware.js';
+
+export interface AppDeps {
+  config: Pick<Config, 'BODY_LIMIT' | 'API_KEYS'>;
+  logger: Logger;
+  catalog: CatalogDeps;
+  readiness: ReadinessCheck[];
+}
+
+export function createApp(deps: AppDeps): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('query parser', 'simple');
+  app.use(requestId);
+  app.use(healthRoutes(deps.readiness));
+  // Authenticate before reading a body of up to BODY_LIMIT bytes.
+  app.use('/v1', authenticate(deps.config.API_KEYS));
+  app.use(requireJsonBody);
+  app.use(express.json({ limit: deps.config.BODY_LIMIT }));
+  app.use(catalogRoutes(deps.catalog));
+  app.use(notFoundRoute);
+  app.use(
+    errorMiddleware((error, req) => {
+      deps.logger.error({ err: error, requestId: req.res?.locals.requestId, method: req.method, path: req.path }, 'request failed');
+    }),
+  );
+  return app;
+}

@@ -1,0 +1,125 @@
+import { Router, type Request, type Response } from 'express';
+import { z } from 'zod';
+import * as catalogs from '../catalog/catalog-service.js';
+import { firstSentence, parameterNames } from '../catalog/describe.js';
+import { extractToolList } from '../catalog/tool-formats.js';
+import { AppError } from '../errors.js';
+import type { CatalogSummary, CatalogToolRow } from '../store/catalog-store.js';
+import { parseInput } from './errors.js';
+
+export const CATALOG_NAME = /^[A-Za-z0-9._-]{1,64}$/;
+
+const catalogParams = z.object({
+  catalog: z.string().regex(CATALOG_NAME, 'catalog names are 1-64 characters of A-Z, a-z, 0-9, ".", "_" and "-"'),
+});
+const toolParams = catalogParams.extend({ name: z.string().min(1).max(128) });
+const detailQuery = z.object({ detail: z.enum(['brief', 'full']).default('brief') });
+const listQuery = detailQuery.extend({
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  cursor: z.string().max(512).optional(),
+});
+
+/** The tool list of a request body: `{tools: [...]}`, an MCP tools/list result, or a bare array. */
+const toolListBody = z.unknown().transform((body, ctx) => {
+  const tools = extractToolList(body);
+  if (!tools) {
+    ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'expected {"tools": [...]} (an MCP tools/list result, OpenAI or Anthropic tools)' });
+    return z.NEVER;
+  }
+  return tools;
+});
+
+export function catalogJson(catalog: CatalogSummary) {
+  return {
+    name: catalog.name,
+    tool_count: catalog.toolCount,
+    revision: catalog.revision,
+    created_at: catalog.createdAt.toISOString(),
+    updated_at: catalog.updatedAt.toISOString(),
+  };
+}
+
+/** brief: what a model needs to pick a tool; full: the definition exactly as it was pushed. */
+export function toolJson(tool: Pick<CatalogToolRow, 'name' | 'description' | 'inputSchema' | 'tags' | 'server' | 'definition'>, detail: 'brief' | 'full') {
+  const common = { name: tool.name, tags: tool.tags, server: tool.server };
+  return detail === 'brief'
+    ? { ...common, description: firstSentence(tool.description), parameters: parameterNames(tool.inputSchema) }
+    : { ...common, description: tool.description, definition: tool.definition };
+}
+
+const encodeCursor = (name: string) => Buffer.from(name, 'utf8').toString('base64url');
+function decodeCursor(cursor: string): string {
+  const name = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (name.length === 0 || encodeCursor(name) !== cursor) {
+    throw new AppError('validation_failed', 'invalid cursor: pass next_cursor from the previous page unchanged');
+  }
+  return name;
+}
+
+function catalogRef(req: Request, res: Response): catalogs.CatalogRef {
+  const { catalog } = parseInput(catalogParams, req.params, 'path');
+  return { tenant: String(res.locals.tenant), name: catalog };
+}
+
+function writeJson(result: catalogs.CatalogWriteResult, written: number) {
+  return { catalog: catalogJson(result.catalog), tools_written: written, new_documents: result.newDocuments, job_ids: result.jobIds };
+}
+
+export function catalogRoutes(deps: catalogs.CatalogDeps): Router {
+  const router = Router();
+
+  router.get('/v1/catalogs', async (_req, res) => {
+    const list = await catalogs.listCatalogs(deps, String(res.locals.tenant));
+    res.json({ catalogs: list.map(catalogJson) });
+  });
+
+  router.get('/v1/catalogs/:catalog', async (req, res) => {
+    res.json(catalogJson(await catalogs.getCatalog(deps, catalogRef(req, res))));
+  });
+
+  router.put('/v1/catalogs/:catalog', async (req, res) => {
+    const ref = catalogRef(req, res);
+    const tools = parseInput(toolListBody, req.body, 'body');
+    res.json(writeJson(await catalogs.replaceCatalog(deps, ref, tools), tools.length));
+  });
+
+  router.delete('/v1/catalogs/:catalog', async (req, res) => {
+    await catalogs.deleteCatalog(deps, catalogRef(req, res));
+    res.status(204).end();
+  });
+
+  router.get('/v1/catalogs/:catalog/tools', async (req, res) => {
+    const ref = catalogRef(req, res);
+    const query = parseInput(listQuery, req.query, 'query');
+    const page = await catalogs.listTools(deps, ref, {
+      limit: query.limit,
+      after: query.cursor === undefined ? undefined : decodeCursor(query.cursor),
+    });
+    res.json({
+      tools: page.tools.map((tool) => toolJson(tool, query.detail)),
+      next_cursor: page.nextAfter === undefined ? null : encodeCursor(page.nextAfter),
+    });
+  });
+
+  router.post('/v1/catalogs/:catalog/tools', async (req, res) => {
+    const ref = catalogRef(req, res);
+    const tools = parseInput(toolListBody, req.body, 'body');
+    res.json(writeJson(await catalogs.upsertTools(deps, ref, tools), tools.length));
+  });
+
+  router.get('/v1/catalogs/:catalog/tools/:name', async (req, res) => {
+    const ref = catalogRef(req, res);
+    const { name } = parseInput(toolParams, req.params, 'path');
+    const { detail } = parseInput(detailQuery, req.query, 'query');
+    res.json(toolJson(await catalogs.getTool(deps, ref, name), detail));
+  });
+
+  router.delete('/v1/catalogs/:catalog/tools/:name', async (req, res) => {
+    const ref = catalogRef(req, res);
+    const { name } = parseInput(toolParams, req.params, 'path');
+    await catalogs.deleteTool(deps, ref, name);
+    res.status(204).end();
+  });
+
+  return router;
+}

@@ -1,0 +1,51 @@
+import type { Server } from 'node:http';
+import { ConfigError, loadConfig } from './config.js';
+import { createDeps } from './deps.js';
+import { createApp } from './http/app.js';
+
+/** `npm start`: read config, build deps, serve HTTP; SIGTERM/SIGINT drain and close. */
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(error.message);
+      process.exit(2);
+    }
+    throw error;
+  }
+  const deps = await createDeps(config);
+  if (!config.API_KEYS || config.API_KEYS.size === 0) {
+    deps.logger.warn('API_KEYS is not set: every endpoint is open and all callers share the "default" tenant');
+  }
+  const app = createApp(deps);
+  const server: Server = app.listen(config.PORT, config.HOST, () => {
+    deps.logger.info({ port: config.PORT, host: config.HOST }, 'toolsift listening');
+  });
+  server.on('error', async (error) => {
+    deps.logger.fatal({ err: error }, 'HTTP server failed');
+    await deps.close();
+    process.exit(1);
+  });
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    deps.logger.info({ signal }, 'shutting down: draining requests');
+    server.close(async () => {
+      await deps.close();
+      deps.logger.info('stopped');
+      process.exit(0);
+    });
+    server.closeIdleConnections();
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+}
+
+main().catch((error: unknown) => {
+  console.error(`toolsift failed to start: ${(error as Error).message}`);
+  process.exit(1);
+});

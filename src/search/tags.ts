@@ -1,0 +1,29 @@
+/**
+ * Tag boost: a tool carrying a tag the caller asked for moves up, without outranking a clearly
+ * better match. Tag filtering happens before ranking, elsewhere; this is only the boost maths.
+ */
+import { byScoreThenId } from './bm25.js';
+import { RRF_K } from './rrf.js';
+
+/**
+ * Per matching tag, a quarter of one first-place RRF vote (1 / (k + 1) ~ 0.016): it reorders
+ * tools the retrievers rank close together (a tag-matching tool at rank 10 passes an untagged
+ * one at rank ~14 in both lists) but cannot lift a tool neither retriever found near the top.
+ */
+export const TAG_BOOST = 0.25 / (RRF_K + 1);
+
+/** Adds `boost` per requested tag the tool carries (exact, case-sensitive match), then re-sorts. */
+export function boostByTags(
+  fused: readonly (readonly [string, number])[],
+  toolTags: ReadonlyMap<string, readonly string[]>,
+  queryTags: readonly string[],
+  boost: number = TAG_BOOST,
+): [string, number][] {
+  const wanted = new Set(queryTags);
+  const boosted = fused.map(([id, score]): [string, number] => {
+    if (wanted.size === 0) return [id, score];
+    const matches = (toolTags.get(id) ?? []).filter((tag) => wanted.has(tag)).length;
+    return [id, score + boost * matches];
+  });
+  return boosted.sort(byScoreThenId);
+}

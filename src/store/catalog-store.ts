@@ -1,0 +1,170 @@
+import { sql } from 'drizzle-orm';
+import { queryRows, type Db } from './database.js';
+import { insertDocuments, type Executor, type ToolDocument } from './tool-store.js';
+
+export interface CatalogSummary {
+  name: string;
+  toolCount: number;
+  revision: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface CatalogToolRow {
+  name: string;
+  hash: string;
+  description: string;
+  inputSchema: Record<string, unknown> | null;
+  tags: string[];
+  server: string | null;
+  definition: unknown;
+}
+
+const summaryColumns = sql`c.name, c.revision::int as revision, c.created_at as "createdAt", c.updated_at as "updatedAt",
+  (select count(*)::int from catalog_tools ct where ct.catalog_id = c.id) as "toolCount"`;
+
+function normalizeSummary(row: CatalogSummary): CatalogSummary {
+  return { ...row, createdAt: new Date(row.createdAt), updatedAt: new Date(row.updatedAt) };
+}
+
+/** Creates the catalog or marks it changed; returns its id. */
+async function touchCatalog(db: Executor, tenant: string, name: string): Promise<number> {
+  const rows = await queryRows<{ id: number }>(
+    db,
+    sql`insert into catalogs (tenant, name) values (${tenant}, ${name})
+        on conflict (tenant, name) do update set updated_at = now(), revision = catalogs.revision + 1
+        returning id`,
+  );
+  return rows[0]!.id;
+}
+
+async function catalogId(db: Executor, tenant: string, name: string): Promise<number | undefined> {
+  const rows = await queryRows<{ id: number }>(
+    db,
+    sql`select id from catalogs where tenant = ${tenant} and name = ${name}`,
+  );
+  return rows[0]?.id;
+}
+
+async function upsertMappings(db: Executor, id: number, documents: ToolDocument[], firstPosition: number) {
+  if (documents.length === 0) return;
+  await db.execute(
+    sql`insert into catalog_tools (catalog_id, name, hash, definition, position)
+        select ${id}, t.name, t.hash, t.definition::json, t.position
+        from unnest(
+          ${sql.param(documents.map((doc) => doc.tool.name))}::text[],
+          ${sql.param(documents.map((doc) => doc.hash))}::text[],
+          ${sql.param(documents.map((doc) => JSON.stringify(doc.tool.definition)))}::text[],
+          ${sql.param(documents.map((_, index) => firstPosition + index))}::int[]
+        ) as t(name, hash, definition, position)
+        on conflict (catalog_id, name) do update set hash = excluded.hash, definition = excluded.definition`,
+  );
+}
+
+export interface CatalogWrite {
+  catalog: CatalogSummary;
+  /** Hashes written for the first time (their embeddings are still to be computed). */
+  newHashes: string[];
+}
+
+/** Replaces every tool of a catalog in one transaction: all of it lands, or none of it. */
+export async function replaceCatalog(db: Db, tenant: string, name: string, documents: ToolDocument[]): Promise<CatalogWrite> {
+  return db.transaction(async (tx) => {
+    const newHashes = await insertDocuments(tx, documents);
+    const id = await touchCatalog(tx, tenant, name);
+    await tx.execute(sql`delete from catalog_tools where catalog_id = ${id}`);
+    await upsertMappings(tx, id, documents, 0);
+    return { catalog: (await getCatalog(tx, tenant, name))!, newHashes };
+  });
+}
+
+/** Adds tools to a catalog (creating it when missing) and replaces same-named ones. */
+export async function upsertCatalogTools(
+  db: Db,
+  tenant: string,
+  name: string,
+  documents: ToolDocument[],
+): Promise<CatalogWrite> {
+  return db.transaction(async (tx) => {
+    const newHashes = await insertDocuments(tx, documents);
+    const id = await touchCatalog(tx, tenant, name);
+    const next = await queryRows<{ next: number }>(
+      tx,
+      sql`select coalesce(max(position) + 1, 0)::int as next from catalog_tools where catalog_id = ${id}`,
+    );
+    await upsertMappings(tx, id, documents, next[0]?.next ?? 0);
+    return { catalog: (await getCatalog(tx, tenant, name))!, newHashes };
+  });
+}
+
+export async function deleteCatalogTool(db: Db, tenant: string, catalog: string, toolName: string): Promise<boolean> {
+  return db.transaction(async (tx) => {
+    const id = await catalogId(tx, tenant, catalog);
+    if (id === undefined) return false;
+    const deleted = await queryRows<{ name: string }>(
+      tx,
+      sql`delete from catalog_tools where catalog_id = ${id} and name = ${toolName} returning name`,
+    );
+    if (deleted.length > 0) {
+      await tx.execute(sql`update catalogs set updated_at = now(), revision = revision + 1 where id = ${id}`);
+    }
+    return deleted.length > 0;
+  });
+}
+
+export async function deleteCatalog(db: Executor, tenant: string, name: string): Promise<boolean> {
+  const rows = await queryRows<{ id: number }>(
+    db,
+    sql`delete from catalogs where tenant = ${tenant} and name = ${name} returning id`,
+  );
+  return rows.length > 0;
+}
+
+export async function listCatalogs(db: Executor, tenant: string): Promise<CatalogSummary[]> {
+  const rows = await queryRows<CatalogSummary>(
+    db,
+    sql`select ${summaryColumns} from catalogs c where c.tenant = ${tenant} order by c.name`,
+  );
+  return rows.map(normalizeSummary);
+}
+
+export async function getCatalog(db: Executor, tenant: string, name: string): Promise<CatalogSummary | undefined> {
+  const rows = await queryRows<CatalogSummary>(
+    db,
+    sql`select ${summaryColumns} from catalogs c where c.tenant = ${tenant} and c.name = ${name}`,
+  );
+  return rows[0] ? normalizeSummary(rows[0]) : undefined;
+}
+
+const toolColumns = sql`ct.name, ct.hash, d.description, d.input_schema as "inputSchema", d.tags, d.server, ct.definition`;
+
+/** One page of a catalog's tools in name order; `after` is the last name of the previous page. */
+export async function listCatalogTools(
+  db: Executor,
+  catalog: { tenant: string; name: string },
+  page: { limit: number; after?: string },
+): Promise<CatalogToolRow[]> {
+  return queryRows<CatalogToolRow>(
+    db,
+    sql`select ${toolColumns}
+        from catalogs c join catalog_tools ct on ct.catalog_id = c.id join tool_documents d on d.hash = ct.hash
+        where c.tenant = ${catalog.tenant} and c.name = ${catalog.name}
+          ${page.after === undefined ? sql`` : sql`and ct.name collate "C" > ${page.after}`}
+        order by ct.name collate "C"
+        limit ${page.limit}`,
+  );
+}
+
+export async function getCatalogTool(
+  db: Executor,
+  catalog: { tenant: string; name: string },
+  toolName: string,
+): Promise<CatalogToolRow | undefined> {
+  const rows = await queryRows<CatalogToolRow>(
+    db,
+    sql`select ${toolColumns}
+        from catalogs c join catalog_tools ct on ct.catalog_id = c.id join tool_documents d on d.hash = ct.hash
+        where c.tenant = ${catalog.tenant} and c.name = ${catalog.name} and ct.name = ${toolName}`,
+  );
+  return rows[0];
+}

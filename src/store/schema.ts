@@ -1,0 +1,99 @@
+import { sql } from 'drizzle-orm';
+import {
+  bigint,
+  customType,
+  index,
+  integer,
+  json,
+  pgTable,
+  primaryKey,
+  serial,
+  text,
+  timestamp,
+  uniqueIndex,
+} from 'drizzle-orm/pg-core';
+
+/**
+ * A pgvector column without a fixed dimension: each embedding model has its own dimension, and the
+ * HNSW index is a partial expression index per model (`embedding::vector(N) WHERE model = ...`).
+ */
+export const vector = customType<{ data: number[]; driverData: string }>({
+  dataType: () => 'vector',
+  toDriver: (value) => `[${value.join(',')}]`,
+  fromDriver: (value) => JSON.parse(value) as number[],
+});
+
+/** One row per distinct tool content, shared by every catalog, tenant and inline request. */
+export const toolDocuments = pgTable('tool_documents', {
+  hash: text('hash').primaryKey(),
+  name: text('name').notNull(),
+  description: text('description').notNull(),
+  /** `json`, not `jsonb`: keeps the author's key order (parameter order matters to models). */
+  inputSchema: json('input_schema'),
+  tags: text('tags').array().notNull().default(sql`'{}'::text[]`),
+  server: text('server'),
+  /** The definition as first seen; catalogs keep their own copy as sent. */
+  definition: json('definition').notNull(),
+  /** BM25 document length: the sum of `tool_terms.tf` for this hash. */
+  docLength: integer('doc_length').notNull(),
+  createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+});
+
+/** Exact BM25 term frequencies per document (a tsvector would cap them at 255). */
+export const toolTerms = pgTable(
+  'tool_terms',
+  {
+    hash: text('hash')
+      .notNull()
+      .references(() => toolDocuments.hash, { onDelete: 'cascade' }),
+    term: text('term').notNull(),
+    tf: integer('tf').notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.hash, table.term] }), index('tool_terms_term_idx').on(table.term, table.hash)],
+);
+
+/** One vector per (document, model); the HNSW indexes are partial, one per model. */
+export const toolEmbeddings = pgTable(
+  'tool_embeddings',
+  {
+    hash: text('hash')
+      .notNull()
+      .references(() => toolDocuments.hash, { onDelete: 'cascade' }),
+    model: text('model').notNull(),
+    dimension: integer('dimension').notNull(),
+    embedding: vector('embedding').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (table) => [primaryKey({ columns: [table.hash, table.model] })],
+);
+
+export const catalogs = pgTable(
+  'catalogs',
+  {
+    id: serial('id').primaryKey(),
+    tenant: text('tenant').notNull(),
+    name: text('name').notNull(),
+    /** Bumped on every change, so clients can tell whether their copy is current. */
+    revision: bigint('revision', { mode: 'number' }).notNull().default(1),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (table) => [uniqueIndex('catalogs_tenant_name_idx').on(table.tenant, table.name)],
+);
+
+export const catalogTools = pgTable(
+  'catalog_tools',
+  {
+    catalogId: integer('catalog_id')
+      .notNull()
+      .references(() => catalogs.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    hash: text('hash')
+      .notNull()
+      .references(() => toolDocuments.hash),
+    /** The definition exactly as this catalog received it (detail=full returns it). */
+    definition: json('definition').notNull(),
+    position: integer('position').notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.catalogId, table.name] }), index('catalog_tools_hash_idx').on(table.hash)],
+);

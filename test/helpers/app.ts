@@ -1,0 +1,56 @@
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { pino } from 'pino';
+import { configSchema, type Config } from '../../src/config.js';
+import { createDeps, type Deps } from '../../src/deps.js';
+import { createApp } from '../../src/http/app.js';
+import { testDatabase } from './database.js';
+
+export interface TestApp {
+  url: string;
+  deps: Deps;
+  close(): Promise<void>;
+  request(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<TestResponse>;
+}
+
+export interface TestResponse {
+  status: number;
+  headers: Headers;
+  body: any;
+  text: string;
+}
+
+/** The real app on a real port over the shared test database; `env` overrides config values. */
+export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+  const config: Config = configSchema.parse({ EMBED_MODEL: 'none', ...env });
+  const deps = await createDeps(config, { database: await testDatabase(), logger: pino({ level: 'silent' }) });
+  const app = createApp(deps);
+  const server: Server = await new Promise((resolve) => {
+    const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
+  });
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url,
+    deps,
+    async close() {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await deps.close();
+    },
+    async request(method, path, body, headers = {}) {
+      const init: RequestInit = { method, headers: { ...headers } };
+      if (body !== undefined) {
+        init.body = typeof body === 'string' ? body : JSON.stringify(body);
+        (init.headers as Record<string, string>)['content-type'] ??= 'application/json';
+      }
+      const response = await fetch(`${url}${path}`, init);
+      const text = await response.text();
+      let parsed: unknown;
+      try {
+        parsed = text ? JSON.parse(text) : undefined;
+      } catch {
+        parsed = undefined;
+      }
+      return { status: response.status, headers: response.headers, body: parsed, text };
+    },
+  };
+}
