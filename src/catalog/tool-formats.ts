@@ -146,6 +146,10 @@ function parseShape(raw: unknown, allowWrapper: boolean): Parsed {
  */
 export function normalizeTool(raw: unknown): Tool {
   const parsed = parseShape(raw, true);
+  // PostgreSQL text cannot hold U+0000: without this a NUL in a description is a 500, not a 400.
+  if ([parsed.name, parsed.description, parsed.server ?? '', ...(parsed.tags ?? [])].some((text) => text.includes('\u0000'))) {
+    throw new ToolFormatError('name, description, tags and server must not contain NUL (\\u0000) characters', []);
+  }
   return {
     name: parsed.name,
     description: parsed.description,

@@ -2,8 +2,10 @@ import express, { type Express } from 'express';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import type { CatalogDeps } from '../catalog/catalog-service.js';
+import type { RankDeps } from '../search/hybrid-search.js';
 import { catalogRoutes } from './catalogs.js';
 import { errorMiddleware, notFoundRoute } from './errors.js';
+import { searchRoutes } from './search.js';
 import { healthRoutes, type ReadinessCheck } from './health.js';
 import { authenticate, requestId, requireJsonBody } from './middleware.js';
 
@@ -11,6 +13,7 @@ export interface AppDeps {
   config: Pick<Config, 'BODY_LIMIT' | 'API_KEYS'>;
   logger: Logger;
   catalog: CatalogDeps;
+  search: RankDeps;
   readiness: ReadinessCheck[];
 }
 
@@ -25,6 +28,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(requireJsonBody);
   app.use(express.json({ limit: deps.config.BODY_LIMIT }));
   app.use(catalogRoutes(deps.catalog));
+  app.use(searchRoutes(deps.search));
   app.use(notFoundRoute);
   app.use(
     errorMiddleware((error, req) => {

@@ -9,7 +9,7 @@ import { parseInput } from './errors.js';
 
 export const CATALOG_NAME = /^[A-Za-z0-9._-]{1,64}$/;
 
-const catalogParams = z.object({
+export const catalogParams = z.object({
   catalog: z.string().regex(CATALOG_NAME, 'catalog names are 1-64 characters of A-Z, a-z, 0-9, ".", "_" and "-"'),
 });
 const toolParams = catalogParams.extend({ name: z.string().min(1).max(128) });

@@ -3,6 +3,7 @@ import { queryRows, type Db } from './database.js';
 import { insertDocuments, type Executor, type ToolDocument } from './tool-store.js';
 
 export interface CatalogSummary {
+  id: number;
   name: string;
   toolCount: number;
   revision: number;
@@ -20,7 +21,7 @@ export interface CatalogToolRow {
   definition: unknown;
 }
 
-const summaryColumns = sql`c.name, c.revision::int as revision, c.created_at as "createdAt", c.updated_at as "updatedAt",
+const summaryColumns = sql`c.id, c.name, c.revision::int as revision, c.created_at as "createdAt", c.updated_at as "updatedAt",
   (select count(*)::int from catalog_tools ct where ct.catalog_id = c.id) as "toolCount"`;
 
 function normalizeSummary(row: CatalogSummary): CatalogSummary {
@@ -167,4 +168,16 @@ export async function getCatalogTool(
         where c.tenant = ${catalog.tenant} and c.name = ${catalog.name} and ct.name = ${toolName}`,
   );
   return rows[0];
+}
+
+/** The named tools of a catalog with their documents (search results are loaded last). */
+export async function loadCatalogTools(db: Executor, catalogId: number, names: string[]): Promise<Map<string, CatalogToolRow>> {
+  if (names.length === 0) return new Map();
+  const rows = await queryRows<CatalogToolRow>(
+    db,
+    sql`select ${toolColumns}
+        from catalog_tools ct join tool_documents d on d.hash = ct.hash
+        where ct.catalog_id = ${catalogId} and ct.name = any(${sql.param(names)}::text[])`,
+  );
+  return new Map(rows.map((row) => [row.name, row]));
 }

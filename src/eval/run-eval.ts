@@ -1,0 +1,80 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import * as catalogService from '../catalog/catalog-service.js';
+import type { Deps } from '../deps.js';
+import { searchCatalog } from '../search/catalog-search.js';
+import type { SearchMode } from '../search/hybrid-search.js';
+import { meanMetrics, scoreQuery, type QueryMetrics } from './metrics.js';
+
+const queryLine = z.object({
+  id: z.string(),
+  query: z.string(),
+  relevant: z.array(z.string()),
+  relevant_groups: z.array(z.array(z.string())).optional(),
+});
+export type EvalQuery = z.infer<typeof queryLine>;
+
+function readJsonl(path: string): unknown[] {
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line, index) => {
+      try {
+        return JSON.parse(line);
+      } catch (error) {
+        throw new Error(`${path}:${index + 1}: ${(error as Error).message}`);
+      }
+    });
+}
+
+export function loadQueries(path: string): EvalQuery[] {
+  return readJsonl(path).map((row, index) => {
+    const parsed = queryLine.safeParse(row);
+    if (!parsed.success) throw new Error(`${path}:${index + 1}: ${parsed.error.issues[0]?.message}`);
+    return parsed.data;
+  });
+}
+
+export interface EvalReport {
+  dataset: string;
+  tools: number;
+  modes: Record<string, ReturnType<typeof meanMetrics>>;
+  /** Top-50 names per query for the first mode. */
+  rankings: { id: string; ranked: string[] }[];
+}
+
+/**
+ * Ingests `<dataset>/catalog.jsonl` through the catalog service (the REST API's code) into a
+ * scratch catalog, waits until every tool is embedded, then ranks every query with the search
+ * endpoint's function, per mode. The scratch catalog is deleted afterwards.
+ */
+export async function runEval(
+  deps: Pick<Deps, 'catalog' | 'search' | 'queue'>,
+  options: { dataset: string; queries?: string; modes: SearchMode[]; onProgress?: (message: string) => void },
+): Promise<EvalReport> {
+  const tools = readJsonl(join(options.dataset, 'catalog.jsonl'));
+  const queries = loadQueries(options.queries ?? join(options.dataset, 'queries.dev.jsonl'));
+  const ref = { tenant: 'eval', name: `eval-${randomBytes(4).toString('hex')}` };
+  await catalogService.replaceCatalog(deps.catalog, ref, tools);
+  try {
+    options.onProgress?.(`ingested ${tools.length} tools; embedding`);
+    await deps.queue?.whenIdle();
+    const report: EvalReport = { dataset: options.dataset, tools: tools.length, modes: {}, rankings: [] };
+    for (const [modeIndex, mode] of options.modes.entries()) {
+      const perQuery: QueryMetrics[] = [];
+      for (const query of queries) {
+        const result = await searchCatalog(deps.search, ref, { query: query.query, topK: 50, mode });
+        const ranked = result.tools.map((tool) => tool.id);
+        perQuery.push(scoreQuery(ranked, { relevant: query.relevant, relevantGroups: query.relevant_groups }));
+        if (modeIndex === 0) report.rankings.push({ id: query.id, ranked });
+      }
+      report.modes[mode] = meanMetrics(perQuery);
+      options.onProgress?.(`${mode} done`);
+    }
+    return report;
+  } finally {
+    await catalogService.deleteCatalog(deps.catalog, ref);
+  }
+}

@@ -1,0 +1,42 @@
+import { Router } from 'express';
+import { z } from 'zod';
+import { searchCatalog } from '../search/catalog-search.js';
+import type { RankDeps } from '../search/hybrid-search.js';
+import { catalogParams, toolJson } from './catalogs.js';
+import { parseInput } from './errors.js';
+
+export const catalogSearchRequest = z
+  .object({
+    query: z.string().trim().min(1, 'query must not be empty').max(10_000),
+    top_k: z.number().int().min(1).max(100).default(5),
+    tags: z.array(z.string().min(1).max(64)).max(64).optional(),
+    mode: z.enum(['hybrid', 'bm25', 'vector']).default('hybrid'),
+    detail: z.enum(['brief', 'full']).default('brief'),
+    explain: z.boolean().default(false),
+  })
+  .strict();
+export type CatalogSearchRequest = z.infer<typeof catalogSearchRequest>;
+
+export function searchRoutes(deps: RankDeps): Router {
+  const router = Router();
+  router.post('/v1/catalogs/:catalog/search', async (req, res) => {
+    const started = performance.now();
+    const { catalog } = parseInput(catalogParams, req.params, 'path');
+    const body = parseInput(catalogSearchRequest, req.body, 'body');
+    const result = await searchCatalog(
+      deps,
+      { tenant: String(res.locals.tenant), name: catalog },
+      { query: body.query, topK: body.top_k, mode: body.mode, tags: body.tags },
+    );
+    res.json({
+      results: result.tools.map((ranked) => ({
+        ...toolJson(ranked.tool, body.detail),
+        score: ranked.score,
+        ...(body.explain ? { explain: ranked.explain } : {}),
+      })),
+      took_ms: Math.round((performance.now() - started) * 100) / 100,
+      ...(result.degraded ? { degraded: result.degraded } : {}),
+    });
+  });
+  return router;
+}

@@ -1,0 +1,57 @@
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+
+/** Queue and job names shared by producers and workers. */
+export const EMBED_QUEUE_NAME = 'toolsift-embed';
+
+/** A job carries content hashes and the model id, never texts: workers read documents from the store. */
+export const embedJobPayload = z.object({
+  model: z.string().min(1).max(200),
+  hashes: z.array(z.string().regex(/^[0-9a-f]{64}$/, 'hashes are sha256 hex')).min(1).max(1000),
+});
+export type EmbedJobPayload = z.infer<typeof embedJobPayload>;
+
+export type JobState = 'waiting' | 'active' | 'completed' | 'failed' | 'delayed' | 'unknown';
+
+export interface JobInfo {
+  id: string;
+  state: JobState;
+  /** 0-100 */
+  progress: number;
+  hashes: number;
+  error?: string;
+  attempts: number;
+}
+
+export interface QueueStatus {
+  kind: 'in-process' | 'bullmq';
+  model: string;
+  waiting: number;
+  active: number;
+  failed: number;
+  completed: number;
+}
+
+/**
+ * Where embedding work goes. The in-process queue serves the embedded default; BullMQ on Redis
+ * serves replicas and separate worker processes. Both dedupe by job id, derived from what a job
+ * embeds, so the same hashes enqueued twice are one job.
+ */
+export interface EmbedQueue {
+  readonly kind: QueueStatus['kind'];
+  /** Schedules the hashes that have no vector for the active model; returns the job ids. */
+  enqueue(hashes: string[]): Promise<string[]>;
+  /** Schedules every stored document still lacking a vector (at start, or when Redis is back). */
+  enqueueMissing(): Promise<string[]>;
+  getJob(id: string): Promise<JobInfo | undefined>;
+  status(): Promise<QueueStatus>;
+  /** Resolves once nothing is waiting or running (eval, tests, the ingest CLI). */
+  whenIdle(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Stable id for one batch: the same model and hashes always give the same id. */
+export function embedJobId(model: string, hashes: string[]): string {
+  const digest = createHash('sha256').update(model).update('\0').update([...hashes].sort().join(',')).digest('hex');
+  return `embed-${digest.slice(0, 32)}`;
+}

@@ -1,0 +1,43 @@
+import { AppError, notFound } from '../errors.js';
+import { getCatalog } from '../store/catalog-store.js';
+import { EXACT_SCAN_MAX, existingNames } from '../store/search-store.js';
+import { loadCatalogTools } from '../store/catalog-store.js';
+import type { CatalogToolRow } from '../store/catalog-store.js';
+import { rankCorpus, type RankDeps, type RankQuery, type RankedTool, type RankResult } from './hybrid-search.js';
+import { nameCandidates } from './patterns.js';
+
+export interface CatalogSearchResult {
+  tools: (RankedTool & { tool: CatalogToolRow })[];
+  degraded?: RankResult['degraded'];
+  timings: RankResult['timings'];
+}
+
+/** Ranks one stored catalog for a query; documents are loaded for the top results only. */
+export async function searchCatalog(
+  deps: RankDeps,
+  ref: { tenant: string; name: string },
+  request: Omit<RankQuery, 'exactIds'>,
+): Promise<CatalogSearchResult> {
+  const catalog = await getCatalog(deps.db, ref.tenant, ref.name);
+  if (!catalog) throw notFound(`catalog "${ref.name}"`);
+  if (request.mode === 'vector' && !deps.embedder) {
+    throw new AppError('service_unavailable', 'mode "vector" needs the embedding model, which is not available (see /readyz)');
+  }
+  const candidates = nameCandidates(request.query);
+  const found = new Set(await existingNames(deps.db, catalog.id, candidates));
+  const ranked = await rankCorpus(
+    deps,
+    { kind: 'catalog', catalogId: catalog.id },
+    { ...request, exactIds: candidates.filter((name) => found.has(name)) },
+    { useVectorIndex: catalog.toolCount > EXACT_SCAN_MAX },
+  );
+  const rows = await loadCatalogTools(deps.db, catalog.id, ranked.tools.map((tool) => tool.id));
+  return {
+    tools: ranked.tools.flatMap((tool) => {
+      const row = rows.get(tool.id);
+      return row ? [{ ...tool, tool: row }] : [];
+    }),
+    timings: ranked.timings,
+    ...(ranked.degraded ? { degraded: ranked.degraded } : {}),
+  };
+}

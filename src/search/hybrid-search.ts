@@ -1,0 +1,116 @@
+import { queryTerms } from '../catalog/search-text.js';
+import type { Embedder } from '../embed/embedder.js';
+import type { Db } from '../store/database.js';
+import { searchBm25, searchVector, tagsOf, type Corpus, type Ranked } from '../store/search-store.js';
+import { distinctTerms } from './bm25.js';
+import { fuseHybrid, FUSION_DEPTH } from './fusion.js';
+import { boostByTags } from './tags.js';
+
+export type SearchMode = 'hybrid' | 'bm25' | 'vector';
+
+export interface RankQuery {
+  query: string;
+  topK: number;
+  mode: SearchMode;
+  /** Filter first: only tools carrying at least one of these; then each match boosts. */
+  tags?: string[];
+  /** Corpus ids the query names exactly: they go first, in this order. */
+  exactIds?: string[];
+}
+
+export interface RankedTool {
+  id: string;
+  score: number;
+  explain: {
+    bm25: { rank: number; score: number } | null;
+    vector: { rank: number; score: number } | null;
+    tag_boost: number;
+    exact_name: boolean;
+  };
+}
+
+export interface RankDeps {
+  db: Db;
+  /** null when the model is off or failed to load: ranking falls back to BM25. */
+  embedder: Embedder | null;
+}
+
+export interface RankResult {
+  tools: RankedTool[];
+  /** Why the answer is not what the mode promises, e.g. the model is unavailable. */
+  degraded?: 'embedder_unavailable';
+  timings: { query_embedding_ms: number; retrieval_ms: number; fusion_ms: number };
+}
+
+function positions(ranked: Ranked): Map<string, { rank: number; score: number }> {
+  return new Map(ranked.map(([id, score], index) => [id, { rank: index + 1, score }]));
+}
+
+/**
+ * The hybrid pipeline. Stages pass ids and scores; documents are loaded by the caller, last.
+ * Tags filter inside both retrievers (before any cut), fusion reads FUSION_DEPTH candidates from
+ * each, tag boosts and exact names reorder, and only then is the list cut to topK.
+ */
+export async function rankCorpus(
+  deps: RankDeps,
+  corpus: Corpus,
+  request: RankQuery,
+  options: { useVectorIndex: boolean; queryVector?: number[] },
+): Promise<RankResult> {
+  const filtered: Corpus = request.tags?.length ? { ...corpus, tags: request.tags } : corpus;
+  const terms = distinctTerms(queryTerms(request.query));
+  const wantVector = request.mode !== 'bm25';
+  const embedder = deps.embedder;
+  const timings = { query_embedding_ms: 0, retrieval_ms: 0, fusion_ms: 0 };
+
+  let started = performance.now();
+  let queryVector = options.queryVector;
+  if (wantVector && embedder && !queryVector && request.query.trim() !== '') {
+    queryVector = await embedder.embedQuery(request.query);
+  }
+  timings.query_embedding_ms = performance.now() - started;
+
+  started = performance.now();
+  const depth = Math.max(FUSION_DEPTH, request.topK);
+  const [bm25, vector] = await Promise.all([
+    request.mode === 'vector' ? Promise.resolve<Ranked>([]) : searchBm25(deps.db, filtered, { terms, weights: terms.map(() => 1) }, depth),
+    wantVector && embedder && queryVector
+      ? searchVector(deps.db, filtered, { model: embedder.modelId, vector: queryVector, useIndex: options.useVectorIndex }, depth)
+      : Promise.resolve<Ranked>([]),
+  ]);
+  timings.retrieval_ms = performance.now() - started;
+
+  started = performance.now();
+  let fused: [string, number][] =
+    request.mode === 'bm25' ? bm25 : request.mode === 'vector' ? vector : fuseHybrid(bm25, vector);
+  const boosts = new Map<string, number>();
+  if (request.tags?.length) {
+    const tags = await tagsOf(deps.db, filtered, fused.map(([id]) => id));
+    const before = new Map(fused);
+    fused = boostByTags(fused, tags, request.tags);
+    for (const [id, score] of fused) boosts.set(id, score - (before.get(id) ?? score));
+  }
+  const exactIds = request.exactIds ?? [];
+  const exact = new Set(exactIds);
+  if (exact.size > 0) {
+    // Named tools come first even when no retriever surfaced them (say, an empty description).
+    const scores = new Map(fused);
+    fused = [...exactIds.map((id): [string, number] => [id, scores.get(id) ?? 0]), ...fused.filter(([id]) => !exact.has(id))];
+  }
+  timings.fusion_ms = performance.now() - started;
+
+  const bm25At = positions(bm25);
+  const vectorAt = positions(vector);
+  const tools = fused.slice(0, request.topK).map(([id, score]) => ({
+    id,
+    score,
+    explain: {
+      bm25: bm25At.get(id) ?? null,
+      vector: vectorAt.get(id) ?? null,
+      tag_boost: boosts.get(id) ?? 0,
+      exact_name: exact.has(id),
+    },
+  }));
+  const degraded = wantVector && !embedder ? ('embedder_unavailable' as const) : undefined;
+  return { tools, timings, ...(degraded ? { degraded } : {}) };
+}

@@ -1,0 +1,170 @@
+import { sql, type SQL } from 'drizzle-orm';
+import { BM25_B, BM25_K1 } from '../search/bm25.js';
+import { queryRows, type Db } from './database.js';
+import type { Executor } from './tool-store.js';
+
+/**
+ * What a search ranks: a stored catalog (ids are tool names), or an arbitrary set of content
+ * hashes such as the tools of one selector request (ids are hashes). BM25 statistics (N, avgdl,
+ * df) are computed over exactly this corpus, after the tag filter.
+ */
+export type Corpus =
+  | { kind: 'catalog'; catalogId: number; tags?: string[] }
+  | { kind: 'hashes'; hashes: string[]; tags?: string[] };
+
+export type Ranked = [id: string, score: number][];
+
+/** Above this many tools a catalog's vector search uses the HNSW index instead of an exact scan. */
+export const EXACT_SCAN_MAX = 2000;
+/** HNSW candidate list per query: well above the 50-100 candidates fusion reads, for recall. */
+const HNSW_EF_SEARCH = 200;
+
+function tagFilter(tags: string[] | undefined): SQL {
+  return tags && tags.length > 0 ? sql`and d.tags && ${sql.param(tags)}::text[]` : sql``;
+}
+
+/** `(id, hash, doc_length)` rows of the corpus, tag filter applied (filter before rank). */
+function corpusRows(corpus: Corpus): SQL {
+  if (corpus.kind === 'catalog') {
+    return sql`select ct.name as id, d.hash, d.doc_length
+               from catalog_tools ct join tool_documents d on d.hash = ct.hash
+               where ct.catalog_id = ${corpus.catalogId} ${tagFilter(corpus.tags)}`;
+  }
+  return sql`select d.hash as id, d.hash, d.doc_length
+             from tool_documents d
+             where d.hash = any(${sql.param(corpus.hashes)}::text[]) ${tagFilter(corpus.tags)}`;
+}
+
+/**
+ * Okapi BM25 in SQL, the same maths as search/bm25.ts: idf = ln(1 + (N - df + 0.5)/(df + 0.5)),
+ * tf saturation with k1 and length normalisation with b against the corpus's average length.
+ * `weights` multiply each query term's contribution (its count in the query).
+ */
+export async function searchBm25(
+  db: Executor,
+  corpus: Corpus,
+  query: { terms: string[]; weights: number[] },
+  limit: number,
+): Promise<Ranked> {
+  if (query.terms.length === 0) return [];
+  const rows = await queryRows<{ id: string; score: number }>(
+    db,
+    sql`with corpus as (${corpusRows(corpus)}),
+        stats as (select count(*)::float8 as n, avg(doc_length)::float8 as avgdl from corpus),
+        q as (select * from unnest(${sql.param(query.terms)}::text[], ${sql.param(query.weights)}::float8[]) as q(term, weight)),
+        matches as (
+          select c.id, c.doc_length, t.term, t.tf, q.weight
+          from corpus c join tool_terms t on t.hash = c.hash join q on q.term = t.term
+        ),
+        df as (select term, count(*)::float8 as df from matches group by term)
+        select m.id,
+               sum(m.weight * ln(1 + (s.n - df.df + 0.5) / (df.df + 0.5))
+                   * (m.tf * (${BM25_K1}::float8 + 1))
+                   / (m.tf + ${BM25_K1}::float8 * (1 - ${BM25_B}::float8 + ${BM25_B}::float8 * m.doc_length / s.avgdl)))::float8 as score
+        from matches m join df on df.term = m.term cross join stats s
+        group by m.id
+        order by score desc, m.id collate "C"
+        limit ${limit}`,
+  );
+  return rows.map((row) => [row.id, Number(row.score)]);
+}
+
+const vectorLiteral = (vector: number[]) => `[${vector.join(',')}]`;
+
+/**
+ * Cosine similarity (1 - cosine distance) of the corpus's vectors for `model` to the query.
+ * Small corpora are scanned exactly; a large catalog goes through the model's HNSW index, with
+ * pgvector 0.8's iterative scan so a catalog or tag filter still yields `limit` rows.
+ */
+export async function searchVector(
+  db: Db,
+  corpus: Corpus,
+  query: { model: string; vector: number[]; useIndex: boolean },
+  limit: number,
+): Promise<Ranked> {
+  const literal = vectorLiteral(query.vector);
+  if (!query.useIndex) {
+    const rows = await queryRows<{ id: string; score: number }>(
+      db,
+      sql`with corpus as (${corpusRows(corpus)})
+          select c.id, (1 - (e.embedding <=> ${literal}::vector))::float8 as score
+          from corpus c join tool_embeddings e on e.hash = c.hash and e.model = ${query.model}
+          order by e.embedding <=> ${literal}::vector, c.id collate "C"
+          limit ${limit}`,
+    );
+    return rows.map((row) => [row.id, Number(row.score)]);
+  }
+  if (corpus.kind !== 'catalog') throw new Error('the HNSW path serves stored catalogs');
+  const dimension = sql.raw(String(Math.trunc(query.vector.length)));
+  return db.transaction(async (tx) => {
+    await tx.execute(sql.raw(`set local hnsw.ef_search = ${HNSW_EF_SEARCH}`));
+    await tx.execute(sql.raw(`set local hnsw.iterative_scan = relaxed_order`));
+    const rows = await queryRows<{ id: string; score: number }>(
+      tx,
+      sql`select ct.name as id, (1 - (e.embedding::vector(${dimension}) <=> ${literal}::vector(${dimension})))::float8 as score
+          from tool_embeddings e
+          join catalog_tools ct on ct.hash = e.hash and ct.catalog_id = ${corpus.catalogId}
+          join tool_documents d on d.hash = e.hash
+          where e.model = ${query.model} ${tagFilter(corpus.tags)}
+          order by e.embedding::vector(${dimension}) <=> ${literal}::vector(${dimension})
+          limit ${limit}`,
+    );
+    // relaxed_order may return near-ties slightly out of order.
+    return rows
+      .map((row): [string, number] => [row.id, Number(row.score)])
+      .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  });
+}
+
+export interface CorpusInfo {
+  size: number;
+  /** Corpus members that have a vector for the model. */
+  embedded: number;
+}
+
+export async function corpusInfo(db: Executor, corpus: Corpus, model: string): Promise<CorpusInfo> {
+  const rows = await queryRows<{ size: number; embedded: number }>(
+    db,
+    sql`with corpus as (${corpusRows(corpus)})
+        select count(*)::int as size,
+               count(*) filter (where exists (select 1 from tool_embeddings e where e.hash = corpus.hash and e.model = ${model}))::int as embedded
+        from corpus`,
+  );
+  return rows[0] ?? { size: 0, embedded: 0 };
+}
+
+/** Which of `names` are tools of the catalog (exact, case-sensitive). */
+export async function existingNames(db: Executor, catalogId: number, names: string[]): Promise<string[]> {
+  if (names.length === 0) return [];
+  const rows = await queryRows<{ name: string }>(
+    db,
+    sql`select name from catalog_tools where catalog_id = ${catalogId} and name = any(${sql.param(names)}::text[])`,
+  );
+  return rows.map((row) => row.name);
+}
+
+/** Tags of the given corpus ids (names for a catalog, hashes otherwise). */
+export async function tagsOf(db: Executor, corpus: Corpus, ids: string[]): Promise<Map<string, string[]>> {
+  if (ids.length === 0) return new Map();
+  const rows = await queryRows<{ id: string; tags: string[] }>(
+    db,
+    corpus.kind === 'catalog'
+      ? sql`select ct.name as id, d.tags from catalog_tools ct join tool_documents d on d.hash = ct.hash
+            where ct.catalog_id = ${corpus.catalogId} and ct.name = any(${sql.param(ids)}::text[])`
+      : sql`select d.hash as id, d.tags from tool_documents d where d.hash = any(${sql.param(ids)}::text[])`,
+  );
+  return new Map(rows.map((row) => [row.id, row.tags]));
+}
+
+/** The model's partial HNSW index (the default model's comes with the migrations). */
+export async function ensureVectorIndex(db: Executor, model: string, dimension: number): Promise<void> {
+  if (!/^[A-Za-z0-9._\/-]{1,128}$/.test(model) || !Number.isInteger(dimension) || dimension < 1 || dimension > 16000) {
+    throw new Error(`cannot index model "${model}" with dimension ${dimension}`);
+  }
+  const indexName = `tool_embeddings_hnsw_${model.replace(/[^A-Za-z0-9]+/g, '_').toLowerCase()}`.slice(0, 63);
+  await db.execute(
+    sql.raw(
+      `create index if not exists "${indexName}" on tool_embeddings using hnsw ((embedding::vector(${dimension})) vector_cosine_ops) where model = '${model}'`,
+    ),
+  );
+}
