@@ -1,0 +1,99 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.js';
+
+/** The ConfigError that loading `env` throws. */
+function configError(env: NodeJS.ProcessEnv): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return error as ConfigError;
+  }
+  throw new Error(`expected ${JSON.stringify(env)} to be rejected`);
+}
+
+describe('loadConfig', () => {
+  it('has working defaults for an empty environment', () => {
+    const config = loadConfig({});
+    expect(config.PORT).toBe(8080);
+    expect(config.HOST).toBe('0.0.0.0');
+    expect(config.DATA_DIR).toBe('./data');
+    expect(config.BODY_LIMIT).toBe(26_214_400);
+    expect(config.LOG_LEVEL).toBe('info');
+    expect(config.DATABASE_URL).toBeUndefined();
+    expect(config.API_KEYS).toBeUndefined();
+  });
+
+  it('reads explicit values', () => {
+    const config = loadConfig({
+      PORT: '9000',
+      DATA_DIR: '/var/lib/toolsift',
+      BODY_LIMIT: '512kb',
+      LOG_LEVEL: 'debug',
+      DATABASE_URL: 'postgres://u@db:5432/x',
+    });
+    expect(config).toMatchObject({
+      PORT: 9000,
+      DATA_DIR: '/var/lib/toolsift',
+      BODY_LIMIT: 524_288,
+      LOG_LEVEL: 'debug',
+      DATABASE_URL: 'postgres://u@db:5432/x',
+    });
+  });
+
+  it('reads BODY_LIMIT in the body parser notation', () => {
+    expect(loadConfig({ BODY_LIMIT: '1048576' }).BODY_LIMIT).toBe(1_048_576);
+    expect(loadConfig({ BODY_LIMIT: '2kb' }).BODY_LIMIT).toBe(2048);
+    expect(loadConfig({ BODY_LIMIT: '1.5MB' }).BODY_LIMIT).toBe(1_572_864);
+    expect(loadConfig({ BODY_LIMIT: '1gb' }).BODY_LIMIT).toBe(1024 ** 3);
+    expect(loadConfig({ BODY_LIMIT: '' }).BODY_LIMIT).toBe(26_214_400);
+  });
+
+  it('treats an empty DATABASE_URL or API_KEYS as unset', () => {
+    const config = loadConfig({ DATABASE_URL: '', API_KEYS: '' });
+    expect(config.DATABASE_URL).toBeUndefined();
+    expect(config.API_KEYS).toBeUndefined();
+  });
+
+  const bad: [string, string][] = [
+    ['PORT', 'abc'],
+    ['PORT', '70000'],
+    ['PORT', '80.5'],
+    ['BODY_LIMIT', 'lots'],
+    ['BODY_LIMIT', '25 megabytes'],
+    ['LOG_LEVEL', 'loud'],
+    ['DATABASE_URL', 'not a url'],
+    ['API_KEYS', 'k1:bad tenant!'],
+    ['API_KEYS', ':t1'],
+  ];
+  for (const [name, value] of bad) {
+    it(`rejects ${name}=${value} with a ConfigError naming the variable`, () => {
+      const error = configError({ [name]: value });
+      expect(error.message).toMatch(new RegExp(`^\\s+${name}: `, 'm'));
+      // Only the bad variable is named.
+      expect(error.message.split('\n').filter((line) => line.startsWith('  '))).toHaveLength(1);
+    });
+  }
+
+  it('names every bad variable at once', () => {
+    const error = configError({ PORT: 'abc', LOG_LEVEL: 'loud' });
+    expect(error.message).toMatch(/PORT: /);
+    expect(error.message).toMatch(/LOG_LEVEL: /);
+  });
+
+  it('parses API_KEYS into key -> tenant, with "default" for a key without one', () => {
+    const keys = loadConfig({ API_KEYS: 'k1:t1, k2:t2 ,k3,,' }).API_KEYS;
+    expect(keys).toBeInstanceOf(Map);
+    expect([...keys!.entries()]).toEqual([
+      ['k1', 't1'],
+      ['k2', 't2'],
+      ['k3', 'default'],
+    ]);
+  });
+
+  it('lets two keys share a tenant', () => {
+    const keys = loadConfig({ API_KEYS: 'old:acme,new:acme' }).API_KEYS!;
+    expect(keys.get('old')).toBe('acme');
+    expect(keys.get('new')).toBe('acme');
+  });
+});
