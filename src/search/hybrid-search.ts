@@ -3,7 +3,7 @@ import type { Embedder } from '../embed/embedder.js';
 import type { Db } from '../store/database.js';
 import { searchBm25, searchVector, tagsOf, type Corpus, type Ranked } from '../store/search-store.js';
 import { distinctTerms } from './bm25.js';
-import { fuseHybrid, FUSION_DEPTH } from './fusion.js';
+import { fuseHybrid, RRF_DEPTH } from './rrf.js';
 import { boostByTags } from './tags.js';
 
 export type SearchMode = 'hybrid' | 'bm25' | 'vector';
@@ -38,7 +38,7 @@ export interface RankDeps {
 export interface RankResult {
   tools: RankedTool[];
   /** Why the answer is not what the mode promises, e.g. the model is unavailable. */
-  degraded?: 'embedder_unavailable';
+  degraded?: 'embedder_unavailable' | 'embedder_error';
   timings: { query_embedding_ms: number; retrieval_ms: number; fusion_ms: number };
 }
 
@@ -48,14 +48,14 @@ function positions(ranked: Ranked): Map<string, { rank: number; score: number }>
 
 /**
  * The hybrid pipeline. Stages pass ids and scores; documents are loaded by the caller, last.
- * Tags filter inside both retrievers (before any cut), fusion reads FUSION_DEPTH candidates from
+ * Tags filter inside both retrievers (before any cut), fusion reads RRF_DEPTH candidates from
  * each, tag boosts and exact names reorder, and only then is the list cut to topK.
  */
 export async function rankCorpus(
   deps: RankDeps,
   corpus: Corpus,
   request: RankQuery,
-  options: { useVectorIndex: boolean; queryVector?: number[] },
+  options: { useVectorIndex: boolean; queryVector?: number[]; onEmbedError?: (error: unknown) => void },
 ): Promise<RankResult> {
   const filtered: Corpus = request.tags?.length ? { ...corpus, tags: request.tags } : corpus;
   const terms = distinctTerms(queryTerms(request.query));
@@ -63,24 +63,36 @@ export async function rankCorpus(
   const embedder = deps.embedder;
   const timings = { query_embedding_ms: 0, retrieval_ms: 0, fusion_ms: 0 };
 
-  let started = performance.now();
+  const started = performance.now();
+  const depth = Math.max(RRF_DEPTH, request.topK);
+  // BM25 needs no vector: it runs while the model embeds the query.
+  const bm25Promise: Promise<Ranked> =
+    request.mode === 'vector' ? Promise.resolve([]) : searchBm25(deps.db, filtered, { terms, weights: terms.map(() => 1) }, depth);
+  bm25Promise.catch(() => {}); // awaited below; no unhandled rejection while the model runs
+  let degraded: RankResult['degraded'];
   let queryVector = options.queryVector;
+  if (wantVector && !embedder) degraded = 'embedder_unavailable';
   if (wantVector && embedder && !queryVector && request.query.trim() !== '') {
-    queryVector = await embedder.embedQuery(request.query);
+    const embedStarted = performance.now();
+    try {
+      queryVector = await embedder.embedQuery(request.query);
+    } catch (error) {
+      // A model failure must not fail the search: rank with BM25 alone and say so.
+      if (request.mode === 'vector') throw error;
+      degraded = 'embedder_error';
+      options.onEmbedError?.(error);
+    }
+    timings.query_embedding_ms = performance.now() - embedStarted;
   }
-  timings.query_embedding_ms = performance.now() - started;
-
-  started = performance.now();
-  const depth = Math.max(FUSION_DEPTH, request.topK);
   const [bm25, vector] = await Promise.all([
-    request.mode === 'vector' ? Promise.resolve<Ranked>([]) : searchBm25(deps.db, filtered, { terms, weights: terms.map(() => 1) }, depth),
-    wantVector && embedder && queryVector
+    bm25Promise,
+    embedder && queryVector
       ? searchVector(deps.db, filtered, { model: embedder.modelId, vector: queryVector, useIndex: options.useVectorIndex }, depth)
       : Promise.resolve<Ranked>([]),
   ]);
-  timings.retrieval_ms = performance.now() - started;
+  timings.retrieval_ms = performance.now() - started - timings.query_embedding_ms;
 
-  started = performance.now();
+  const fusionStarted = performance.now();
   let fused: [string, number][] =
     request.mode === 'bm25' ? bm25 : request.mode === 'vector' ? vector : fuseHybrid(bm25, vector);
   const boosts = new Map<string, number>();
@@ -97,7 +109,7 @@ export async function rankCorpus(
     const scores = new Map(fused);
     fused = [...exactIds.map((id): [string, number] => [id, scores.get(id) ?? 0]), ...fused.filter(([id]) => !exact.has(id))];
   }
-  timings.fusion_ms = performance.now() - started;
+  timings.fusion_ms = performance.now() - fusionStarted;
 
   const bm25At = positions(bm25);
   const vectorAt = positions(vector);
@@ -111,6 +123,5 @@ export async function rankCorpus(
       exact_name: exact.has(id),
     },
   }));
-  const degraded = wantVector && !embedder ? ('embedder_unavailable' as const) : undefined;
   return { tools, timings, ...(degraded ? { degraded } : {}) };
 }

@@ -1,0 +1,68 @@
+import { describe, it, expect } from 'vitest';
+import { BM25_B, BM25_K1, bm25Idf, bm25TermScore, scoreBm25, type Bm25Document } from '../../src/search/bm25.js';
+
+// Toy corpus: N = 3, lengths 3 + 1 + 2, so avgdl = 2.
+const corpus: Bm25Document[] = [
+  { id: 'd1', termFreqs: new Map([['cat', 2], ['dog', 1]]), length: 3 },
+  { id: 'd2', termFreqs: new Map([['dog', 1]]), length: 1 },
+  { id: 'd3', termFreqs: new Map([['fish', 2]]), length: 2 },
+];
+// Worked by hand with k1 = 1.2, b = 0.75:
+// idf(cat) = ln(1 + (3 - 1 + 0.5) / (1 + 0.5)) = ln(8/3)  = 0.980829
+// idf(dog) = ln(1 + (3 - 2 + 0.5) / (2 + 0.5)) = ln(1.6)  = 0.470004
+// d1 (dl 3): k1 * (1 - b + b * 3/2) = 1.65;  d2 (dl 1): k1 * (1 - b + b * 1/2) = 0.75
+// cat in d1 = 0.980829 * 2 * 2.2 / (2 + 1.65) = 1.182369
+// dog in d1 = 0.470004 * 1 * 2.2 / (1 + 1.65) = 0.390192
+// dog in d2 = 0.470004 * 1 * 2.2 / (1 + 0.75) = 0.590862
+const CAT_D1 = 1.182369;
+const DOG_D1 = 0.390192;
+const DOG_D2 = 0.590862;
+
+describe('bm25Idf', () => {
+  it('matches the Lucene formula', () => {
+    expect(bm25Idf(3, 1)).toBeCloseTo(Math.log(8 / 3), 10);
+    expect(bm25Idf(3, 2)).toBeCloseTo(0.470004, 6);
+  });
+  it('stays positive for a term in every document', () => {
+    expect(bm25Idf(3, 3)).toBeGreaterThan(0);
+  });
+});
+
+describe('bm25TermScore', () => {
+  it('uses the named constants by default', () => {
+    expect(BM25_K1).toBe(1.2);
+    expect(BM25_B).toBe(0.75);
+    expect(bm25TermScore(2, Math.log(8 / 3), 3, 2)).toBeCloseTo(CAT_D1, 5);
+  });
+  it('is zero for an absent term and finite for an all-empty corpus', () => {
+    expect(bm25TermScore(0, 1, 3, 2)).toBe(0);
+    expect(Number.isFinite(bm25TermScore(1, 1, 0, 0))).toBe(true);
+  });
+});
+
+describe('scoreBm25', () => {
+  it('scores one term', () => {
+    const ranked = scoreBm25(corpus, ['dog']);
+    expect(ranked.map(([id]) => id)).toEqual(['d2', 'd1']);
+    expect(ranked[0]?.[1]).toBeCloseTo(DOG_D2, 5);
+    expect(ranked[1]?.[1]).toBeCloseTo(DOG_D1, 5);
+  });
+  it('sums terms and leaves out documents with no query term', () => {
+    const ranked = scoreBm25(corpus, ['cat', 'dog']);
+    expect(ranked.map(([id]) => id)).toEqual(['d1', 'd2']);
+    expect(ranked[0]?.[1]).toBeCloseTo(CAT_D1 + DOG_D1, 5);
+  });
+  it('counts a repeated query term once', () => {
+    expect(scoreBm25(corpus, ['dog', 'dog', 'dog'])).toEqual(scoreBm25(corpus, ['dog']));
+  });
+  it('breaks ties by id and handles empty input', () => {
+    const twins: Bm25Document[] = [
+      { id: 'b', termFreqs: new Map([['x', 1]]), length: 1 },
+      { id: 'a', termFreqs: new Map([['x', 1]]), length: 1 },
+    ];
+    expect(scoreBm25(twins, ['x']).map(([id]) => id)).toEqual(['a', 'b']);
+    expect(scoreBm25([], ['x'])).toEqual([]);
+    expect(scoreBm25(corpus, [])).toEqual([]);
+    expect(scoreBm25(corpus, ['unknown'])).toEqual([]);
+  });
+});

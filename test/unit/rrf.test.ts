@@ -1,0 +1,57 @@
+import { describe, it, expect } from 'vitest';
+import { BM25_WEIGHT, RRF_DEPTH, RRF_K, VECTOR_WEIGHT, fuseHybrid, fuseRrf } from '../../src/search/rrf.js';
+import { TAG_BOOST, boostByTags } from '../../src/search/tags.js';
+
+describe('fuseRrf', () => {
+  it('is plain RRF with weight 1 and no score scaling', () => {
+    const fused = fuseRrf([
+      { ranked: [['a', 9], ['b', 5]], weight: 1, scaleByScore: false },
+      { ranked: [['b', 0.9], ['c', 0.8]], weight: 1, scaleByScore: false },
+    ]);
+    expect(fused.map(([id]) => id)).toEqual(['b', 'a', 'c']);
+    expect(fused[0]?.[1]).toBeCloseTo(1 / (RRF_K + 2) + 1 / (RRF_K + 1), 12);
+  });
+  it('scales votes by score / top score when asked', () => {
+    const fused = fuseRrf([{ ranked: [['a', 10], ['b', 5]], weight: 1, scaleByScore: true }]);
+    expect(fused[1]?.[1]).toBeCloseTo(0.5 / (RRF_K + 2), 12);
+  });
+  it('reads only `depth` candidates per list', () => {
+    const ranked = Array.from({ length: 100 }, (_, i): [string, number] => [`t${String(i).padStart(3, '0')}`, 100 - i]);
+    expect(fuseRrf([{ ranked, weight: 1, scaleByScore: false }])).toHaveLength(RRF_DEPTH);
+    expect(fuseRrf([{ ranked, weight: 1, scaleByScore: false }], { k: RRF_K, depth: 30 })).toHaveLength(30);
+  });
+  it('breaks ties by id, skips empty lists and zero weights', () => {
+    const fused = fuseRrf([
+      { ranked: [['b', 1]], weight: 1, scaleByScore: false },
+      { ranked: [['a', 1]], weight: 1, scaleByScore: false },
+      { ranked: [['z', 1]], weight: 0, scaleByScore: false },
+      { ranked: [], weight: 1, scaleByScore: true },
+    ]);
+    expect(fused.map(([id]) => id)).toEqual(['a', 'b']);
+  });
+});
+
+describe('fuseHybrid', () => {
+  it('keeps a confident BM25 head ahead of dense-only candidates', () => {
+    const fused = fuseHybrid([['exact', 12], ['weak', 3]], [['dense', 0.7], ['weak', 0.6]]);
+    expect(fused[0]?.[0]).toBe('exact');
+    expect(BM25_WEIGHT).toBeGreaterThan(VECTOR_WEIGHT);
+  });
+  it('lets the dense list rescue a tool BM25 never found', () => {
+    const fused = fuseHybrid([], [['dense', 0.7]]);
+    expect(fused).toEqual([['dense', VECTOR_WEIGHT / (RRF_K + 1)]]);
+  });
+});
+
+describe('boostByTags', () => {
+  const tags = new Map([['a', ['Finance']], ['b', ['Finance', 'Search']], ['c', []]]);
+  it('adds TAG_BOOST per matching tag and re-sorts', () => {
+    const boosted = boostByTags([['c', 0.024], ['a', 0.022], ['b', 0.02]], tags, ['Finance', 'Search']);
+    expect(boosted.map(([id]) => id)).toEqual(['b', 'a', 'c']);
+    expect(boosted[0]?.[1]).toBeCloseTo(0.02 + 2 * TAG_BOOST, 12);
+  });
+  it('is a fraction of one first-place RRF vote and a no-op without tags', () => {
+    expect(TAG_BOOST).toBeLessThan(1 / (RRF_K + 1));
+    expect(boostByTags([['c', 0.03], ['a', 0.025]], tags, [])).toEqual([['c', 0.03], ['a', 0.025]]);
+  });
+});

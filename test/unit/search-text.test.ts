@@ -1,0 +1,70 @@
+import { describe, it, expect } from 'vitest';
+import type { CanonicalTool } from '../../src/catalog/tool.js';
+import { MAX_EMBEDDING_CHARS, MAX_PARAMETERS, documentTerms, embeddingText, queryTerms, schemaParameters } from '../../src/catalog/search-text.js';
+
+const tool: CanonicalTool = {
+  name: 'get_stock_price',
+  description: 'Current price of a stock.',
+  inputSchema: {
+    type: 'object',
+    properties: {
+      symbol: { type: 'string', description: 'Ticker symbol' },
+      range: { anyOf: [{ type: 'object', properties: { startDate: { type: 'string' } } }, { type: 'null' }] },
+    },
+  },
+  tags: ['Finance'],
+  server: 'yahoo-finance',
+};
+
+describe('documentTerms', () => {
+  it('counts name terms twice, then description, server, tags and parameters', () => {
+    const { termFreqs, length } = documentTerms(tool);
+    expect(termFreqs.get('get')).toBe(2);
+    expect(termFreqs.get('stock')).toBe(3); // twice from the name, once from the description
+    expect(termFreqs.get('price')).toBe(3);
+    expect(termFreqs.get('yahoo')).toBe(1);
+    expect(termFreqs.get('finance')).toBe(2); // server and tag
+    expect(termFreqs.get('ticker')).toBe(1);
+    expect(termFreqs.get('start')).toBe(1); // nested through anyOf
+    expect(length).toBe([...termFreqs.values()].reduce((a, b) => a + b, 0));
+  });
+  it('handles a bare tool', () => {
+    const bare: CanonicalTool = { name: '', description: '', inputSchema: null, tags: [], server: null };
+    expect(documentTerms(bare)).toEqual({ termFreqs: new Map(), length: 0 });
+  });
+});
+
+describe('schemaParameters', () => {
+  it('walks nested properties and array items breadth-first, bounded', () => {
+    const schema = {
+      properties: {
+        a: { type: 'array', items: { properties: { b: { description: 'deep' } } } },
+        ...Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`p${i}`, {}])),
+      },
+    };
+    const parameters = schemaParameters(schema);
+    expect(parameters[0]).toEqual({ name: 'a', description: '' });
+    expect(parameters).toHaveLength(MAX_PARAMETERS);
+    expect(schemaParameters(null)).toEqual([]);
+    expect(schemaParameters({ properties: 'not an object' })).toEqual([]);
+  });
+  it('terminates on self-referencing schemas', () => {
+    const node: Record<string, unknown> = { properties: {} };
+    (node.properties as Record<string, unknown>).self = node;
+    expect(schemaParameters(node).length).toBeGreaterThan(0);
+  });
+});
+
+describe('embeddingText', () => {
+  it('reads the name as words, then the description, bounded', () => {
+    expect(embeddingText(tool)).toBe('get stock price: Current price of a stock.');
+    expect(embeddingText({ ...tool, description: 'x '.repeat(1000) }).length).toBe(MAX_EMBEDDING_CHARS);
+    expect(embeddingText({ ...tool, name: 'getUserByID', description: '' })).toBe('get User By ID');
+  });
+});
+
+describe('queryTerms', () => {
+  it('uses the document tokenizer', () => {
+    expect(queryTerms('What is the stock price of Apple?')).toEqual(['stock', 'price', 'apple']);
+  });
+});

@@ -1,0 +1,33 @@
+import { describe, it, expect } from 'vitest';
+import { STOP_WORDS, tokenize } from '../../src/search/tokenizer.js';
+
+describe('tokenize', () => {
+  it('splits camelCase, snake_case and kebab-case identifiers', () => {
+    expect(tokenize('getUserByID')).toEqual(['get', 'user', 'id']);
+    expect(tokenize('list_open_issues')).toEqual(['list', 'open', 'issues']);
+    expect(tokenize('valorant-characters-statistics')).toEqual(['valorant', 'characters', 'statistics']);
+    expect(tokenize('HTMLParser')).toEqual(['html', 'parser']);
+  });
+  it('keeps letters and digits of one word together', () => {
+    expect(tokenize('base64Encode getV2Users mp3 2024')).toEqual(['base64', 'encode', 'get', 'v2', 'users', 'mp3', '2024']);
+  });
+  it('lowercases, drops stop words and punctuation', () => {
+    expect(tokenize('Could you PLEASE find the Weather, in Paris?')).toEqual(['find', 'weather', 'paris']);
+    expect(STOP_WORDS.has('the')).toBe(true);
+  });
+  it('indexes CJK runs as overlapping bigrams and a lone character as itself', () => {
+    expect(tokenize('搜索关键词')).toEqual(['搜索', '索关', '关键', '键词']);
+    expect(tokenize('使用Bing搜索')).toEqual(['使用', 'bing', '搜索']);
+    expect(tokenize('検索 한국어 中')).toEqual(['検索', '한국', '국어', '中']);
+  });
+  it('folds full-width forms', () => {
+    expect(tokenize('ＡＢＣ１２３')).toEqual(['abc123']);
+  });
+  it('never throws', () => {
+    for (const text of ['', '   ', '(.*+?)[]{}\\^$|', '🎉🚀', '\ud800', 'x'.repeat(1_000_000), 'aB_'.repeat(100_000)]) {
+      expect(() => tokenize(text)).not.toThrow();
+    }
+    expect(tokenize('🎉 (.*) café')).toEqual(['café']);
+    expect(tokenize(undefined as unknown as string)).toEqual([]);
+  });
+});
