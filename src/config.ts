@@ -50,6 +50,10 @@ export const configSchema = z.object({
   EMBED_WORKER: z.enum(['inline', 'off']).default('inline'),
   EMBED_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
   EMBED_BATCH_SIZE: z.coerce.number().int().min(1).max(1024).default(32),
+  /** Redis key prefix of the embedding queue: separates deployments (and test runs) sharing one Redis. */
+  QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/).default('toolsift'),
+  /** Lock and stalled-check period of BullMQ workers: how soon a dead worker's job is taken over. */
+  EMBED_STALLED_MS: z.coerce.number().int().min(500).max(600_000).default(30_000),
 });
 
 export type Config = z.infer<typeof configSchema>;

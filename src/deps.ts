@@ -6,8 +6,13 @@ import { withQueryCache } from './embed/query-cache.js';
 import type { ReadinessCheck } from './http/health.js';
 import type { EmbedQueue } from './jobs/embed-queue.js';
 import { InProcessEmbedQueue } from './jobs/in-process-queue.js';
+import { BullmqEmbedQueue, connectRedis } from './jobs/bullmq-queue.js';
+import { startEmbedWorker, type EmbedWorker } from './jobs/bullmq-worker.js';
+import { DISABLED_MODEL } from './embed/create-embedder.js';
 import { createLogger, type Logger } from './logger.js';
 import type { RankDeps } from './search/hybrid-search.js';
+import type { SelectorDeps } from './search/selector.js';
+import { LruCache } from './lru-cache.js';
 import { openDatabase, type Database } from './store/database.js';
 import { ensureVectorIndex } from './store/search-store.js';
 
@@ -21,8 +26,11 @@ export interface Deps {
   embedderStatus: EmbedderStatus;
   /** null when there is no embedder: nothing to compute. */
   queue: EmbedQueue | null;
+  /** The BullMQ worker running inside this process (REDIS_URL with EMBED_WORKER=inline). */
+  embedWorker: EmbedWorker | null;
   catalog: CatalogDeps;
   search: RankDeps;
+  selector: SelectorDeps;
   readiness: ReadinessCheck[];
   close(): Promise<void>;
 }
@@ -68,14 +76,44 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const embedder = loaded.embedder && config.QUERY_CACHE_SIZE > 0 ? withQueryCache(loaded.embedder, config.QUERY_CACHE_SIZE) : loaded.embedder;
   if (embedder) await ensureVectorIndex(database.db, embedder.modelId, embedder.dimension);
 
-  const queue: EmbedQueue | null =
-    embedder && config.EMBED_WORKER === 'inline'
-      ? new InProcessEmbedQueue(database.db, embedder, {
-          batchSize: config.EMBED_BATCH_SIZE,
+  let queue: EmbedQueue | null = null;
+  let embedWorker: EmbedWorker | null = null;
+  try {
+    if (config.REDIS_URL && config.EMBED_MODEL !== DISABLED_MODEL) {
+      // Redis unreachable at start is fatal (connectRedis names the URL): silently embedding
+      // in-process would leave the separate workers idle and replicas doing the work twice.
+      // A process whose model failed to load still enqueues; workers with the model do the work.
+      queue = new BullmqEmbedQueue(database.db, {
+        connection: await connectRedis(config.REDIS_URL),
+        model: embedder?.modelId ?? config.EMBED_MODEL,
+        batchSize: config.EMBED_BATCH_SIZE,
+        prefix: config.QUEUE_PREFIX,
+        logger,
+      });
+      if (embedder && config.EMBED_WORKER === 'inline') {
+        embedWorker = await startEmbedWorker({
+          db: database.db,
+          embedder,
+          redisUrl: config.REDIS_URL,
+          prefix: config.QUEUE_PREFIX,
           concurrency: config.EMBED_CONCURRENCY,
+          stalledMs: config.EMBED_STALLED_MS,
           logger,
-        })
-      : null;
+        });
+      }
+    } else if (embedder && config.EMBED_WORKER === 'inline') {
+      queue = new InProcessEmbedQueue(database.db, embedder, {
+        batchSize: config.EMBED_BATCH_SIZE,
+        concurrency: config.EMBED_CONCURRENCY,
+        logger,
+      });
+    }
+  } catch (error) {
+    await queue?.close();
+    if (ownsEmbedder) await embedder?.close();
+    if (ownsDatabase) await database.close();
+    throw error;
+  }
   // Whatever an earlier run stored but did not embed (a crash, a restart) is picked up again.
   if (queue) {
     const jobs = await queue.enqueueMissing();
@@ -94,6 +132,16 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
         return { model: loaded.status.modelId, dimension: embedder?.dimension };
       },
     },
+    {
+      // Not required: search and reads work without Redis; ingestion answers 503 until it is back.
+      name: 'queue',
+      required: false,
+      check: async () => {
+        if (!queue) return { kind: 'none' };
+        const { kind, model, ...counts } = await queue.status();
+        return { kind, model, inlineWorker: embedWorker !== null || kind === 'in-process', ...counts };
+      },
+    },
   ];
 
   return {
@@ -103,10 +151,17 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     embedder,
     embedderStatus: loaded.status,
     queue,
-    catalog: { db: database.db, onDocumentsWritten: queue ? (hashes) => queue.enqueue(hashes) : undefined },
+    embedWorker,
+    catalog: {
+      db: database.db,
+      onDocumentsWritten: queue ? (hashes) => queue!.enqueue(hashes) : undefined,
+      embedding: queue ? { model: embedder?.modelId ?? config.EMBED_MODEL, failedHashes: () => queue!.failedHashes() } : undefined,
+    },
     search: { db: database.db, embedder },
+    selector: { db: database.db, embedder, queue, toolCache: new LruCache(20_000), logger },
     readiness,
     async close() {
+      await embedWorker?.close();
       await queue?.close();
       if (ownsEmbedder) await embedder?.close();
       if (ownsDatabase) await database.close();

@@ -1,5 +1,6 @@
 import { AppError, notFound } from '../errors.js';
 import * as catalogStore from '../store/catalog-store.js';
+import { catalogEmbeddingProgress, catalogHashesWithoutVector } from '../store/embedding-store.js';
 import type { Db } from '../store/database.js';
 import type { ToolDocument } from '../store/tool-store.js';
 import { contentHash } from './content-hash.js';
@@ -12,6 +13,8 @@ export interface CatalogDeps {
   db: Db;
   /** Called with hashes that may lack an embedding for the active model (the embedding queue). */
   onDocumentsWritten?: (hashes: string[]) => Promise<string[]>;
+  /** The active embedding model and the queue's failures; absent when nothing is embedded. */
+  embedding?: { model: string; failedHashes(): Promise<Set<string>> };
 }
 
 export interface CatalogRef {
@@ -103,4 +106,36 @@ export async function getTool(deps: CatalogDeps, ref: CatalogRef, toolName: stri
   const tool = await catalogStore.getCatalogTool(deps.db, ref, toolName);
   if (!tool) throw notFound(`tool "${toolName}" in catalog "${ref.name}"`);
   return tool;
+}
+
+/**
+ * How far a catalog's tools are embedded under the active model. Every tool is in exactly one of:
+ * - done: it has a vector for `model`;
+ * - failed: no vector, and its job gave up after every attempt (the queue's periodic sweep, or
+ *   pushing the catalog again, schedules it once more);
+ * - pending: no vector yet and not failed: waiting, running, retrying, or about to be re-enqueued
+ *   (e.g. accepted while Redis was away).
+ * null when the service embeds nothing (EMBED_MODEL=none).
+ */
+export interface EmbeddingProgress {
+  model: string;
+  total: number;
+  done: number;
+  pending: number;
+  failed: number;
+}
+
+export async function embeddingProgress(deps: CatalogDeps, catalog: catalogStore.CatalogSummary): Promise<EmbeddingProgress | null> {
+  if (!deps.embedding) return null;
+  const { model } = deps.embedding;
+  const { total, done } = await catalogEmbeddingProgress(deps.db, catalog.id, model);
+  let failed = 0;
+  if (done < total) {
+    // Failures are looked up only while something is missing; a finished catalog costs one query.
+    const failedHashes = await deps.embedding.failedHashes().catch(() => new Set<string>());
+    if (failedHashes.size > 0) {
+      failed = (await catalogHashesWithoutVector(deps.db, catalog.id, model)).filter((hash) => failedHashes.has(hash)).length;
+    }
+  }
+  return { model, total, done, pending: total - done - failed, failed };
 }

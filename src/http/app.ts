@@ -6,7 +6,11 @@ import type { RankDeps } from '../search/hybrid-search.js';
 import { catalogRoutes } from './catalogs.js';
 import { errorMiddleware, notFoundRoute } from './errors.js';
 import { searchRoutes } from './search.js';
+import { selectorRoutes } from './selector.js';
+import type { SelectorDeps } from '../search/selector.js';
 import { healthRoutes, type ReadinessCheck } from './health.js';
+import { jobRoutes } from './jobs.js';
+import type { EmbedQueue } from '../jobs/embed-queue.js';
 import { authenticate, requestId, requireJsonBody } from './middleware.js';
 
 export interface AppDeps {
@@ -14,7 +18,10 @@ export interface AppDeps {
   logger: Logger;
   catalog: CatalogDeps;
   search: RankDeps;
+  selector: SelectorDeps;
   readiness: ReadinessCheck[];
+  /** Embedding jobs for GET /v1/jobs/{id}; null or absent when nothing is embedded. */
+  queue?: EmbedQueue | null;
 }
 
 export function createApp(deps: AppDeps): Express {
@@ -24,11 +31,13 @@ export function createApp(deps: AppDeps): Express {
   app.use(requestId);
   app.use(healthRoutes(deps.readiness));
   // Authenticate before reading a body of up to BODY_LIMIT bytes.
-  app.use('/v1', authenticate(deps.config.API_KEYS));
+  app.use(['/v1', '/api'], authenticate(deps.config.API_KEYS));
   app.use(requireJsonBody);
   app.use(express.json({ limit: deps.config.BODY_LIMIT }));
   app.use(catalogRoutes(deps.catalog));
   app.use(searchRoutes(deps.search));
+  app.use(selectorRoutes(deps.selector));
+  app.use(jobRoutes(deps.queue ?? null));
   app.use(notFoundRoute);
   app.use(
     errorMiddleware((error, req) => {

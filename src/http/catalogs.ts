@@ -74,7 +74,9 @@ export function catalogRoutes(deps: catalogs.CatalogDeps): Router {
   });
 
   router.get('/v1/catalogs/:catalog', async (req, res) => {
-    res.json(catalogJson(await catalogs.getCatalog(deps, catalogRef(req, res))));
+    const catalog = await catalogs.getCatalog(deps, catalogRef(req, res));
+    // Only this route reports embedding progress: the list stays one cheap query.
+    res.json({ ...catalogJson(catalog), embedding: await catalogs.embeddingProgress(deps, catalog) });
   });
 
   router.put('/v1/catalogs/:catalog', async (req, res) => {

@@ -45,6 +45,8 @@ export interface EmbedQueue {
   enqueueMissing(): Promise<string[]>;
   getJob(id: string): Promise<JobInfo | undefined>;
   status(): Promise<QueueStatus>;
+  /** Hashes whose job gave up after every attempt (bounded to recent failures); progress reports them as failed. */
+  failedHashes(): Promise<Set<string>>;
   /** Resolves once nothing is waiting or running (eval, tests, the ingest CLI). */
   whenIdle(): Promise<void>;
   close(): Promise<void>;

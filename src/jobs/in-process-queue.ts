@@ -74,6 +74,12 @@ export class InProcessEmbedQueue implements EmbedQueue {
     return { kind: this.kind, model: this.embedder.modelId, waiting: this.waiting.length, active: this.running, failed, completed };
   }
 
+  async failedHashes(): Promise<Set<string>> {
+    const hashes = new Set<string>();
+    for (const job of this.jobs.values()) if (job.state === 'failed') for (const hash of job.hashList) hashes.add(hash);
+    return hashes;
+  }
+
   whenIdle(): Promise<void> {
     if (this.waiting.length === 0 && this.running === 0) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));

@@ -1,3 +1,5 @@
+import vm from 'node:vm';
+
 /**
  * Pieces of a query that may be a tool's exact name: the whole query, and each whitespace-separated
  * word with quotes, brackets and trailing punctuation stripped ("use `read_file`." -> read_file).
@@ -11,4 +13,74 @@ export function nameCandidates(query: string): string[] {
     if (bare.length > 0 && bare.length <= 128) candidates.add(bare);
   }
   return [...candidates].slice(0, 64);
+}
+
+/** `server__tool` -> `tool`: MCP gateways prefix tool names with their server. */
+export function bareName(name: string): string {
+  const index = name.lastIndexOf('__');
+  return index > 0 && index < name.length - 2 ? name.slice(index + 2) : name;
+}
+
+/** `read_file`, `getUser`, `web-search`, `fs.read`: a word shaped like an identifier, not prose. */
+const IDENTIFIER_SHAPED = /[_\-.:/]|\p{Ll}\p{Lu}/u;
+
+/**
+ * Names the query mentions exactly, in the order the query mentions them. A full name counts
+ * anywhere in the query; a bare name (after `server__`) counts when it is the whole query or an
+ * identifier-shaped word in it, so "search the web" does not select every `*__search` tool while
+ * "search" or "use read_file" still select theirs. A bare name shared by several servers selects
+ * all of them.
+ */
+export function exactNameMatches(query: string, names: readonly string[]): string[] {
+  const candidates = nameCandidates(query);
+  if (candidates.length === 0) return [];
+  const whole = query.trim();
+  const byName = new Set(names);
+  const byBare = new Map<string, string[]>();
+  for (const name of names) {
+    const bare = bareName(name);
+    if (bare !== name) byBare.set(bare, [...(byBare.get(bare) ?? []), name]);
+  }
+  const found: string[] = [];
+  for (const candidate of candidates) if (byName.has(candidate)) found.push(candidate);
+  for (const candidate of candidates) {
+    if (candidate !== whole && !IDENTIFIER_SHAPED.test(candidate)) continue;
+    for (const name of byBare.get(candidate) ?? []) found.push(name);
+  }
+  return [...new Set(found)];
+}
+
+/** Total time any one pattern may spend matching names; V8's backtracking engine is exponential at worst. */
+export const REGEX_BUDGET_MS = 5;
+const REGEX_META = /[\\^$.*+?()[\]{}|]/;
+
+export type RegexOutcome =
+  | { kind: 'not_regex' }
+  | { kind: 'invalid'; reason: string }
+  | { kind: 'timeout' }
+  | { kind: 'matched'; names: string[] };
+
+/**
+ * Treats a pattern that looks like a regular expression (it has metacharacters and compiles) as
+ * one over tool names, case-insensitive like the gateway's own regex strategy. Matching runs in a
+ * vm context with a hard timeout, so a catastrophic pattern such as `(a+)+$` costs at most
+ * REGEX_BUDGET_MS instead of freezing the event loop.
+ */
+export function matchNamesByRegex(pattern: string, names: readonly string[], budgetMs = REGEX_BUDGET_MS): RegexOutcome {
+  const trimmed = pattern.trim();
+  if (trimmed === '' || !REGEX_META.test(trimmed) || trimmed.length > 512) return { kind: 'not_regex' };
+  let regex: RegExp;
+  try {
+    regex = new RegExp(trimmed, 'i');
+  } catch (error) {
+    return { kind: 'invalid', reason: (error as Error).message };
+  }
+  const context = vm.createContext({ regex, names });
+  try {
+    const matched = vm.runInContext('names.filter((name) => regex.test(name))', context, { timeout: budgetMs }) as string[];
+    return { kind: 'matched', names: [...matched] };
+  } catch (error) {
+    if ((error as { code?: string }).code === 'ERR_SCRIPT_EXECUTION_TIMEOUT') return { kind: 'timeout' };
+    return { kind: 'invalid', reason: (error as Error).message };
+  }
 }

@@ -56,3 +56,14 @@ export async function catalogEmbeddingProgress(db: Executor, catalogId: number, 
   );
   return rows[0] ?? { total: 0, done: 0 };
 }
+
+/** A catalog's hashes with no vector for `model`. */
+export async function catalogHashesWithoutVector(db: Executor, catalogId: number, model: string): Promise<string[]> {
+  const rows = await queryRows<{ hash: string }>(
+    db,
+    sql`select ct.hash from catalog_tools ct
+        where ct.catalog_id = ${catalogId}
+          and not exists (select 1 from tool_embeddings e where e.hash = ct.hash and e.model = ${model})`,
+  );
+  return rows.map((row) => row.hash);
+}

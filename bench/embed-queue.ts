@@ -1,0 +1,166 @@
+/**
+ * Throughput of the whole embedding path against the bare model, in one run on one machine:
+ *
+ *   queue path: PUT the catalog to a real server (DATABASE_URL + REDIS_URL, EMBED_WORKER=off),
+ *               N separate `src/worker.ts` processes embed it from Redis jobs and write pgvector;
+ *               timed from the PUT until GET /v1/catalogs/{name} reports done == total.
+ *   bare model: the same texts through createUseLiteEmbedder with the same total thread count.
+ *
+ *   npm run bench:embed -- [--catalog ../shared/eval/sealtools/catalog.jsonl] [--limit N]
+ *                          [--runs 1x2,2x1]   workers x EMBED_THREADS per worker
+ *                          [--concurrency 1] [--batch 32]
+ *                          [--pg postgres://postgres@127.0.0.1:5432] [--redis redis://127.0.0.1:6379]
+ *
+ * Every run uses a scratch database (created and dropped here) and a scratch queue prefix, and
+ * clears the vectors between runs, so every vector is really computed.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { Redis } from 'ioredis';
+import { embeddingText } from '../src/catalog/search-text.js';
+import { normalizeTools } from '../src/catalog/tool-formats.js';
+import { createUseLiteEmbedder } from '../src/embed/use-lite.js';
+import { openPostgres } from '../src/store/database.js';
+
+const { values } = parseArgs({
+  options: {
+    catalog: { type: 'string', default: new URL('../../shared/eval/sealtools/catalog.jsonl', import.meta.url).pathname },
+    limit: { type: 'string' },
+    runs: { type: 'string', default: '1x2,2x1' },
+    concurrency: { type: 'string', default: '1' },
+    batch: { type: 'string', default: '32' },
+    pg: { type: 'string', default: 'postgres://postgres@127.0.0.1:5432' },
+    redis: { type: 'string', default: 'redis://127.0.0.1:6379' },
+  },
+});
+
+const raws = readFileSync(values.catalog!, 'utf8')
+  .trim()
+  .split('\n')
+  .map((line) => JSON.parse(line) as Record<string, unknown>)
+  .slice(0, values.limit ? Number(values.limit) : undefined)
+  .map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.input_schema ?? tool.inputSchema, tags: tool.tags }));
+const { tools, problems } = normalizeTools(raws);
+if (problems.length > 0) throw new Error(`catalog has ${problems.length} invalid tools, first: ${problems[0]!.message}`);
+const texts = tools.map((tool) => embeddingText(tool));
+const runs = values.runs!.split(',').map((run) => {
+  const [workers, threads] = run.split('x').map(Number);
+  return { workers: workers!, threads: threads! };
+});
+
+const runId = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
+const dbName = `toolsift_bench_${runId}`;
+const databaseUrl = `${values.pg}/${dbName}`;
+const prefix = `bench-${runId}`;
+const port = 18_000 + Math.floor(Math.random() * 2000);
+const baseUrl = `http://127.0.0.1:${port}`;
+const children = new Set<ChildProcess>();
+
+const admin = new pg.Client({ connectionString: `${values.pg}/postgres` });
+await admin.connect();
+await admin.query(`create database "${dbName}"`);
+const database = openPostgres(databaseUrl, 2);
+await database.migrate();
+
+const env = (extra: Record<string, string>) => ({
+  ...process.env,
+  DATABASE_URL: databaseUrl,
+  REDIS_URL: values.redis!,
+  QUEUE_PREFIX: prefix,
+  EMBED_MODEL: 'use-lite',
+  EMBED_CONCURRENCY: values.concurrency!,
+  EMBED_BATCH_SIZE: values.batch!,
+  LOG_LEVEL: 'info',
+  ...extra,
+});
+
+/** Starts `node --import tsx <script>` and resolves once its log says `readyMessage`. */
+function startProcess(script: string, extra: Record<string, string>, readyMessage: string): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', script], { env: env(extra), stdio: ['ignore', 'pipe', 'pipe'] });
+  children.add(child);
+  child.on('exit', (code, signal) => {
+    children.delete(child);
+    if (signal !== 'SIGTERM' && !(script.endsWith('worker.ts') && code === 0)) console.error(`${script} exited (${code ?? signal}):\n${log.slice(-3000)}`);
+  });
+  let log = '';
+  return new Promise((resolve, reject) => {
+    child.stdout!.on('data', (data: Buffer) => {
+      log += data.toString();
+      if (log.includes(readyMessage)) resolve(child);
+    });
+    child.stderr!.on('data', (data: Buffer) => (log += data.toString()));
+    child.on('exit', (code) => reject(new Error(`${script} exited with ${code} before "${readyMessage}":\n${log.slice(-2000)}`)));
+  });
+}
+
+async function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+async function bareModel(threads: number): Promise<number> {
+  const embedder = await createUseLiteEmbedder({ threads });
+  await embedder.embedDocuments(texts.slice(0, threads * 8)); // warm every thread, like a started worker
+  const start = performance.now();
+  await embedder.embedDocuments(texts);
+  const seconds = (performance.now() - start) / 1000;
+  await embedder.close();
+  return texts.length / seconds;
+}
+
+async function queuePath(workers: number, threads: number, round: number): Promise<number> {
+  const started = await Promise.all(
+    Array.from({ length: workers }, () => startProcess('src/worker.ts', { EMBED_THREADS: String(threads) }, 'embedding worker started')),
+  );
+  await database.db.execute('delete from tool_embeddings' as never);
+  const catalog = `bench-${round}`;
+  const start = performance.now();
+  const put = await fetch(`${baseUrl}/v1/catalogs/${catalog}`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ tools: raws }),
+  });
+  if (!put.ok) throw new Error(`PUT failed: ${put.status} ${await put.text()}`);
+  for (;;) {
+    const { embedding } = (await (await fetch(`${baseUrl}/v1/catalogs/${catalog}`)).json()) as { embedding: { total: number; done: number; failed: number } };
+    if (embedding.failed > 0) throw new Error(`${embedding.failed} tools failed to embed`);
+    if (embedding.done === embedding.total) break;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  const seconds = (performance.now() - start) / 1000;
+  await Promise.all(started.map(stopProcess));
+  const rows = await database.db.execute('select count(*)::int as n, count(distinct hash)::int as hashes from tool_embeddings' as never);
+  const { n, hashes } = (rows as unknown as { rows: { n: number; hashes: number }[] }).rows[0]!;
+  if (n !== texts.length || hashes !== texts.length) throw new Error(`expected ${texts.length} vectors, found ${n} for ${hashes} hashes`);
+  return texts.length / seconds;
+}
+
+try {
+  const server = await startProcess('src/main.ts', { PORT: String(port), HOST: '127.0.0.1', EMBED_WORKER: 'off', EMBED_THREADS: '1' }, 'toolsift listening');
+  console.log(
+    `${texts.length} tool texts from ${values.catalog}; EMBED_CONCURRENCY=${values.concurrency} EMBED_BATCH_SIZE=${values.batch}; ${process.env.NODE_ENV ?? ''}`.trim(),
+  );
+  console.log('workers x threads | bare model texts/s | queue path texts/s | ratio');
+  let round = 0;
+  for (const { workers, threads } of runs) {
+    round += 1;
+    const bare = await bareModel(workers * threads);
+    const queued = await queuePath(workers, threads, round);
+    console.log(`${workers} x ${threads}`.padEnd(18) + `| ${bare.toFixed(1).padStart(18)} | ${queued.toFixed(1).padStart(18)} | ${(queued / bare).toFixed(2)}`);
+  }
+  await stopProcess(server);
+} finally {
+  for (const child of children) child.kill('SIGKILL');
+  await database.close();
+  await admin.query(`drop database if exists "${dbName}" with (force)`);
+  await admin.end();
+  const redis = new Redis(values.redis!);
+  const keys = await redis.keys(`${prefix}:*`);
+  if (keys.length > 0) await redis.del(...keys);
+  await redis.quit();
+}

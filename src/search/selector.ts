@@ -1,0 +1,192 @@
+import { contentHash } from '../catalog/content-hash.js';
+import { documentTerms } from '../catalog/search-text.js';
+import { normalizeTool, ToolFormatError, TOOL_NAME_MAX } from '../catalog/tool-formats.js';
+import type { Tool } from '../catalog/tool.js';
+import { AppError } from '../errors.js';
+import type { EmbedQueue } from '../jobs/embed-queue.js';
+import type { Logger } from '../logger.js';
+import type { LruCache } from '../lru-cache.js';
+import { insertDocuments } from '../store/tool-store.js';
+import { distinctTerms, scoreBm25 } from './bm25.js';
+import { queryTerms } from '../catalog/search-text.js';
+import { rankCorpus, type RankDeps } from './hybrid-search.js';
+import { exactNameMatches, matchNamesByRegex } from './patterns.js';
+
+export const DEFAULT_TOP_K = 5;
+
+export interface SelectorDeps extends RankDeps {
+  queue: EmbedQueue | null;
+  /**
+   * Request tools already parsed, by their exact JSON: gateways send the same tools every turn,
+   * so the steady state skips normalizing, hashing and storing them. Holds only tools known to be
+   * stored.
+   */
+  toolCache: LruCache<string, RequestTool>;
+  logger: Logger;
+}
+
+export interface SelectorInput {
+  pattern: string;
+  topK: number;
+  alwaysKeep: string[];
+  tools: unknown[];
+}
+
+export type FallbackReason = 'blank_pattern' | 'no_match' | 'store_error' | 'embedder_unavailable' | 'embedder_error';
+
+export interface Selection {
+  names: string[];
+  /** Set when the answer did not come from the full hybrid ranking. */
+  fallback?: FallbackReason;
+  toolsIn: number;
+  newDocuments: number;
+  evidence: { always_keep: number; exact: number; regex: number | 'timeout' | 'invalid' | null };
+  timings: { parse_ms: number; store_ms: number; query_embedding_ms: number; ranking_ms: number; total_ms: number };
+}
+
+export interface RequestTool {
+  tool: Tool;
+  hash: string;
+}
+
+/**
+ * A gateway tool as leniently as the gateway itself: a definition in a shape we do not know (a
+ * provider's newer built-in tool, say) still leaves a named, described tool to rank, rather than
+ * failing a request that gateways send on every turn. Only a tool without a usable name is an error.
+ */
+export function normalizeRequestTool(raw: unknown, index: number): Tool {
+  try {
+    return normalizeTool(raw);
+  } catch (error) {
+    if (!(error instanceof ToolFormatError)) throw error;
+    const record = typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : {};
+    const name = record.name;
+    if (typeof name !== 'string' || name.length === 0 || name.length > TOOL_NAME_MAX || name.includes('\u0000')) {
+      throw new AppError('invalid_tool', `tools[${index}]: ${error.message}`, [{ index, message: error.message, issues: error.issues }]);
+    }
+    const description = typeof record.description === 'string' ? record.description.replaceAll('\u0000', '') : '';
+    const parameters = record.parameters;
+    return {
+      name,
+      description,
+      inputSchema: typeof parameters === 'object' && parameters !== null && !Array.isArray(parameters) ? (parameters as Record<string, unknown>) : null,
+      tags: [],
+      server: null,
+      format: 'gateway',
+      definition: raw,
+    };
+  }
+}
+
+/** The request's tools, each normalized and hashed (or taken from the cache), first of a name wins. */
+function parseRequestTools(deps: SelectorDeps, raws: unknown[]): { tools: RequestTool[]; fresh: RequestTool[]; keys: string[] } {
+  const seen = new Set<string>();
+  const tools: RequestTool[] = [];
+  const fresh: RequestTool[] = [];
+  const keys: string[] = [];
+  raws.forEach((raw, index) => {
+    const key = JSON.stringify(raw);
+    let entry = deps.toolCache.get(key);
+    if (!entry) {
+      const tool = normalizeRequestTool(raw, index);
+      entry = { tool, hash: contentHash(tool) };
+      fresh.push(entry);
+      keys.push(key);
+    }
+    // A repeated name is the same tool to the gateway, which matches answers by name: keep the first.
+    if (seen.has(entry.tool.name)) return;
+    seen.add(entry.tool.name);
+    tools.push(entry);
+  });
+  return { tools, fresh, keys };
+}
+
+/** Writes documents and BM25 terms for tools not cached as stored (cheap), and queues their embeddings. */
+async function storeRequestTools(deps: SelectorDeps, fresh: RequestTool[], keys: string[]): Promise<number> {
+  if (fresh.length === 0) return 0;
+  const inserted = await insertDocuments(
+    deps.db,
+    fresh.map(({ tool, hash }) => ({ hash, tool, ...documentTerms(tool) })),
+  );
+  fresh.forEach((entry, index) => deps.toolCache.set(keys[index]!, entry));
+  if (deps.queue) {
+    // Embedding is the queue's work; the request ranks with whatever vectors exist now.
+    deps.queue.enqueue(fresh.map(({ hash }) => hash)).catch((error: unknown) => {
+      deps.logger.warn({ err: error }, 'selector: could not queue embeddings; they will be re-discovered');
+    });
+  }
+  return inserted.length;
+}
+
+/** The BM25 ranking computed in process: the selector's answer when the store cannot be reached. */
+function rankInMemory(tools: RequestTool[], pattern: string): string[] {
+  const corpus = tools.map(({ tool }) => ({ id: tool.name, ...documentTerms(tool) }));
+  return scoreBm25(corpus, distinctTerms(queryTerms(pattern))).map(([name]) => name);
+}
+
+/**
+ * The gateway selector: at most `topK` names, always exactly as sent. Order of evidence:
+ * `always_keep` names present in the request, names the pattern mentions exactly (also the bare
+ * name of a `server__name` tool), names a regular-expression pattern matches, then the hybrid
+ * ranking over exactly the request's tools, then request order, so a non-empty tool list never
+ * yields an empty answer (an empty answer makes gateways fail open or trip their breaker).
+ */
+export async function selectTools(deps: SelectorDeps, input: SelectorInput): Promise<Selection> {
+  const started = performance.now();
+  const { tools, fresh, keys } = parseRequestTools(deps, input.tools);
+  const names = tools.map(({ tool }) => tool.name);
+  const present = new Set(names);
+  const timings = { parse_ms: performance.now() - started, store_ms: 0, query_embedding_ms: 0, ranking_ms: 0, total_ms: 0 };
+  const keep = [...new Set(input.alwaysKeep)].filter((name) => present.has(name));
+  const selection: Selection = {
+    names: [],
+    toolsIn: input.tools.length,
+    newDocuments: 0,
+    evidence: { always_keep: keep.length, exact: 0, regex: null },
+    timings,
+  };
+  const finish = (ordered: string[], fallback?: FallbackReason): Selection => {
+    selection.names = [...new Set([...keep, ...ordered, ...names])].slice(0, input.topK);
+    if (fallback) selection.fallback = fallback;
+    timings.total_ms = performance.now() - started;
+    return selection;
+  };
+  if (tools.length === 0) return finish([]);
+  if (input.pattern.trim() === '') return finish([], 'blank_pattern');
+
+  const exact = exactNameMatches(input.pattern, names);
+  selection.evidence.exact = exact.length;
+  const regex = matchNamesByRegex(input.pattern, names);
+  const regexNames = regex.kind === 'matched' && regex.names.length < names.length ? regex.names : [];
+  selection.evidence.regex =
+    regex.kind === 'matched' ? regexNames.length : regex.kind === 'timeout' || regex.kind === 'invalid' ? regex.kind : null;
+
+  let ranked: string[];
+  let fallback: FallbackReason | undefined;
+  try {
+    const storeStarted = performance.now();
+    selection.newDocuments = await storeRequestTools(deps, fresh, keys);
+    timings.store_ms = performance.now() - storeStarted;
+    const rankStarted = performance.now();
+    const byHash = new Map(tools.map(({ tool, hash }) => [hash, tool.name]));
+    const result = await rankCorpus(
+      deps,
+      { kind: 'hashes', hashes: tools.map(({ hash }) => hash) },
+      { query: input.pattern, topK: Math.min(tools.length, Math.max(input.topK + keep.length + exact.length, 50)), mode: 'hybrid' },
+      { useVectorIndex: false, onEmbedError: (error) => deps.logger.warn({ err: error }, 'selector: query embedding failed; BM25 only') },
+    );
+    timings.query_embedding_ms = result.timings.query_embedding_ms;
+    timings.ranking_ms = performance.now() - rankStarted - result.timings.query_embedding_ms;
+    ranked = result.tools.map(({ id }) => byHash.get(id)!);
+    fallback = result.degraded;
+  } catch (error) {
+    // Never fail closed: the store is down or slow, so rank the request's tools in process.
+    deps.logger.warn({ err: error }, 'selector: store unavailable; BM25 in process');
+    ranked = rankInMemory(tools, input.pattern);
+    fallback = 'store_error';
+  }
+  if (ranked.length === 0 && exact.length === 0 && regexNames.length === 0) fallback ??= 'no_match';
+  const rankedSet = new Set(ranked);
+  const regexOrdered = [...ranked.filter((name) => regexNames.includes(name)), ...regexNames.filter((name) => !rankedSet.has(name))];
+  return finish([...exact, ...regexOrdered, ...ranked], fallback);
+}

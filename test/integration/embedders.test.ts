@@ -1,0 +1,193 @@
+import path from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadEmbedder } from '../../src/embed/create-embedder.js';
+import type { Embedder } from '../../src/embed/embedder.js';
+import { createUseLiteEmbedder } from '../../src/embed/use-lite.js';
+import { WorkerPool } from '../../src/embed/worker-pool.js';
+
+const MODEL_DIR = path.resolve(process.cwd(), '../shared/models');
+const TINY_MODEL = 'test/tiny-random-bert';
+
+/** Loads through `loadEmbedder` and fails (never skips) with the reason when the model is missing. */
+async function mustLoad(model: string, extra: { modelDir?: string; threads?: number } = {}): Promise<Embedder> {
+  const { embedder, status } = await loadEmbedder({ model, allowRemote: false, threads: 1, ...extra });
+  if (!embedder) throw new Error(`embedding model '${model}' did not load: ${status.reason}`);
+  return embedder;
+}
+
+const dot = (a: number[], b: number[]) => a.reduce((sum, x, i) => sum + x * b[i]!, 0);
+const norm = (a: number[]) => Math.sqrt(dot(a, a));
+
+describe('use-lite (real model in worker threads)', () => {
+  let one: Embedder;
+  let two: Embedder;
+
+  beforeAll(async () => {
+    one = await mustLoad('use-lite', { threads: 1 });
+    two = await createUseLiteEmbedder({ threads: 2, chunkSize: 4 });
+  }, 120_000);
+  afterAll(async () => {
+    await one?.close();
+    await two?.close();
+  });
+
+  it('embeds queries and documents as 512-d unit vectors', async () => {
+    expect(one.modelId).toBe('use-lite');
+    expect(one.dimension).toBe(512);
+    const query = await one.embedQuery('search the web');
+    const documents = await one.embedDocuments(['web_search: Search the web', 'read_file: Read a file', '']);
+    for (const vector of [query, ...documents]) {
+      expect(vector).toHaveLength(512);
+      expect(norm(vector)).toBeCloseTo(1, 6);
+    }
+    expect(await one.embedDocuments([])).toEqual([]);
+  });
+
+  it('puts similar texts closer than unrelated ones', async () => {
+    const [search, webQuery, deleteFile] = await one.embedDocuments([
+      'search the web',
+      'web search engine query',
+      'delete a file from disk',
+    ]);
+    expect(dot(search!, webQuery!)).toBeGreaterThan(dot(search!, deleteFile!));
+  });
+
+  it('gives the same vectors with 2 threads as with 1, in input order', async () => {
+    const texts = Array.from({ length: 11 }, (_, i) => `tool number ${i}: fetch weather for city ${i}`);
+    const [fromOne, fromTwo] = await Promise.all([one.embedDocuments(texts), two.embedDocuments(texts)]);
+    expect(fromTwo).toHaveLength(texts.length);
+    for (let i = 0; i < texts.length; i++) {
+      const difference = Math.max(...fromOne[i]!.map((x, j) => Math.abs(x - fromTwo[i]![j]!)));
+      expect(difference).toBeLessThan(1e-5);
+    }
+    const query = await two.embedQuery(texts[3]!);
+    expect(Math.max(...query.map((x, j) => Math.abs(x - fromOne[3]![j]!)))).toBeLessThan(1e-5);
+  });
+
+  it('answers a query without waiting for a long document batch', async () => {
+    const texts = Array.from({ length: 120 }, (_, i) => `tool ${i}: ${'reads and writes spreadsheets in the cloud '.repeat(3)}`);
+    const batchStart = performance.now();
+    const batch = two.embedDocuments(texts).then(() => performance.now() - batchStart);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const queryStart = performance.now();
+    const vector = await two.embedQuery('convert a spreadsheet to csv');
+    const queryMs = performance.now() - queryStart;
+    const batchMs = await batch;
+    console.log(`use-lite query during a ${texts.length}-text batch: ${queryMs.toFixed(0)} ms (batch ${batchMs.toFixed(0)} ms)`);
+    expect(vector).toHaveLength(512);
+    // Behind the whole batch it would finish with it; ahead of the queue it waits for one chunk.
+    // Timing targets belong in bench/embed-model.ts; this bound only catches a FIFO queue.
+    expect(queryMs).toBeLessThan(batchMs / 2);
+  });
+});
+
+describe('transformers.js (tiny random BERT from a local folder, remote disabled)', () => {
+  let tiny: Embedder;
+
+  beforeAll(async () => {
+    tiny = await mustLoad(TINY_MODEL, { modelDir: MODEL_DIR });
+  }, 60_000);
+  afterAll(async () => {
+    await tiny?.close();
+  });
+
+  it('discovers the dimension and returns unit vectors in order', async () => {
+    expect(tiny.modelId).toBe(TINY_MODEL);
+    expect(tiny.dimension).toBe(32);
+    const texts = ['find information online', 'delete a file', 'x'.repeat(2000)];
+    const documents = await tiny.embedDocuments(texts);
+    expect(documents).toHaveLength(3);
+    for (const vector of [...documents, await tiny.embedQuery('find information online')]) {
+      expect(vector).toHaveLength(32);
+      expect(norm(vector)).toBeCloseTo(1, 6);
+    }
+    // Same text alone and inside a padded batch: padding must not leak into mean pooling.
+    const [alone] = await tiny.embedDocuments([texts[1]!]);
+    expect(Math.max(...alone!.map((x, j) => Math.abs(x - documents[1]![j]!)))).toBeLessThan(1e-5);
+  });
+
+  it('reports a missing model folder as unavailable, naming the folder', async () => {
+    const { embedder, status } = await loadEmbedder({
+      model: 'test/no-such-model',
+      modelDir: MODEL_DIR,
+      allowRemote: false,
+      threads: 1,
+    });
+    expect(embedder).toBeNull();
+    expect(status.state).toBe('unavailable');
+    expect(status.reason).toContain(path.join(MODEL_DIR, 'test/no-such-model'));
+  });
+});
+
+describe('loadEmbedder', () => {
+  it("reports 'none' as disabled", async () => {
+    expect(await loadEmbedder({ model: 'none', allowRemote: false, threads: 1 })).toEqual({
+      embedder: null,
+      status: { state: 'disabled', modelId: 'none' },
+    });
+  });
+});
+
+describe('WorkerPool', () => {
+  /** A worker speaking the pool's protocol that dies on the text 'crash'. */
+  const spawnEcho = () =>
+    new Worker(
+      `const { parentPort } = require('node:worker_threads');
+       parentPort.on('message', ({ id, payload }) => {
+         if (payload === 'crash') process.exit(3);
+         if (payload === 'throw') throw new Error('boom');
+         setTimeout(() => parentPort.postMessage({ type: 'result', id, value: payload.toUpperCase() }), 20);
+       });
+       parentPort.postMessage({ type: 'ready' });`,
+      { eval: true },
+    );
+
+  it('rejects the call a crashed worker was running, then keeps serving with a replacement', async () => {
+    const pool = await WorkerPool.start<string, string>({ name: 'echo', size: 1, spawn: spawnEcho });
+    try {
+      const queued = pool.run('after', 'low');
+      await expect(pool.run('crash', 'high')).rejects.toThrow(/echo worker crashed \(exit code 3\)/);
+      await expect(queued).resolves.toBe('AFTER');
+      await expect(pool.run('throw', 'high')).rejects.toThrow(/echo worker crashed.*boom/);
+      await expect(pool.run('again', 'high')).resolves.toBe('AGAIN');
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('runs high-priority tasks before queued low-priority ones', async () => {
+    const pool = await WorkerPool.start<string, string>({ name: 'echo', size: 1, spawn: spawnEcho });
+    try {
+      const finished: string[] = [];
+      const track = (p: Promise<string>) => p.then((value) => void finished.push(value));
+      await Promise.all([
+        track(pool.run('a', 'low')),
+        track(pool.run('b', 'low')),
+        track(pool.run('c', 'low')),
+        track(pool.run('q', 'high')),
+      ]);
+      expect(finished).toEqual(['A', 'Q', 'B', 'C']);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('fails to start with the worker’s own error when the model cannot load', async () => {
+    const spawnBroken = () =>
+      new Worker(`require('node:worker_threads').parentPort.postMessage({ type: 'failed', message: 'weights missing' })`, {
+        eval: true,
+      });
+    await expect(WorkerPool.start({ name: 'broken', size: 2, spawn: spawnBroken })).rejects.toThrow(
+      'broken worker could not load its model: weights missing',
+    );
+  });
+
+  it('rejects pending and later calls once closed', async () => {
+    const pool = await WorkerPool.start<string, string>({ name: 'echo', size: 1, spawn: spawnEcho });
+    const pending = expect(pool.run('slow', 'low')).rejects.toThrow('echo worker pool is closed');
+    await pool.close();
+    await pending;
+    await expect(pool.run('x', 'high')).rejects.toThrow('echo worker pool is closed');
+  });
+});
