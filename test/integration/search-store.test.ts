@@ -1,0 +1,91 @@
+import { randomBytes } from 'node:crypto';
+import { sql } from 'drizzle-orm';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { scoreBm25 } from '../../src/search/bm25.js';
+import { replaceCatalog } from '../../src/store/catalog-store.js';
+import type { Database } from '../../src/store/database.js';
+import { writeVectors } from '../../src/store/embedding-store.js';
+import { searchBm25, searchVector, type Corpus } from '../../src/store/search-store.js';
+import type { ToolDocument } from '../../src/store/tool-store.js';
+import { testDatabase, uniqueName } from '../helpers/database.js';
+
+/** A document with hand-set term counts (the SQL must use exactly these, not re-tokenize). */
+function toyDocument(name: string, termFreqs: Record<string, number>): ToolDocument {
+  const map = new Map(Object.entries(termFreqs));
+  const hash = randomBytes(32).toString('hex');
+  return {
+    hash,
+    tool: { name, description: '', inputSchema: null, tags: [name === 'd3' ? 'aquatic' : 'pets'], server: null, format: 'mcp', definition: { name } },
+    termFreqs: map,
+    length: [...map.values()].reduce((sum, tf) => sum + tf, 0),
+  };
+}
+
+// The toy corpus of test/unit/bm25.test.ts, with the values worked out by hand there:
+// N = 3, avgdl = 2, k1 = 1.2, b = 0.75.
+const CAT_D1 = 1.182369;
+const DOG_D1 = 0.390192;
+const DOG_D2 = 0.590862;
+
+describe('BM25 and vector search in SQL', () => {
+  let database: Database;
+  let docs: ToolDocument[];
+  let catalog: Corpus;
+  beforeAll(async () => {
+    database = await testDatabase();
+    docs = [toyDocument('d1', { cat: 2, dog: 1 }), toyDocument('d2', { dog: 1 }), toyDocument('d3', { fish: 2 })];
+    const write = await replaceCatalog(database.db, uniqueName('toy'), 'toy', docs);
+    catalog = { kind: 'catalog', catalogId: write.catalog.id };
+  });
+
+  it('scores a stored catalog exactly as the hand-computed Okapi BM25', async () => {
+    const dog = await searchBm25(database.db, catalog, { terms: ['dog'], weights: [1] }, 10);
+    expect(dog.map(([id]) => id)).toEqual(['d2', 'd1']);
+    expect(dog[0]![1]).toBeCloseTo(DOG_D2, 5);
+    expect(dog[1]![1]).toBeCloseTo(DOG_D1, 5);
+    const both = await searchBm25(database.db, catalog, { terms: ['cat', 'dog'], weights: [1, 1] }, 10);
+    expect(both.map(([id]) => id)).toEqual(['d1', 'd2']);
+    expect(both[0]![1]).toBeCloseTo(CAT_D1 + DOG_D1, 5);
+  });
+
+  it('computes N, avgdl and df over an arbitrary set of hashes, as the pure function does', async () => {
+    const subset: Corpus = { kind: 'hashes', hashes: [docs[0]!.hash, docs[1]!.hash] };
+    const sqlRanked = await searchBm25(database.db, subset, { terms: ['cat', 'dog'], weights: [1, 1] }, 10);
+    const pure = scoreBm25(
+      docs.slice(0, 2).map((doc) => ({ id: doc.hash, termFreqs: doc.termFreqs, length: doc.length })),
+      ['cat', 'dog'],
+    );
+    expect(sqlRanked.map(([id]) => id)).toEqual(pure.map(([id]) => id));
+    sqlRanked.forEach(([, score], index) => expect(score).toBeCloseTo(pure[index]![1], 9));
+  });
+
+  it('filters by tag before ranking, so statistics cover only the tools that pass', async () => {
+    const pets = await searchBm25(database.db, { ...catalog, tags: ['pets'] } as Corpus, { terms: ['fish', 'dog'], weights: [1, 1] }, 10);
+    expect(pets.map(([id]) => id)).toEqual(['d2', 'd1']);
+    const pure = scoreBm25(
+      docs.slice(0, 2).map((doc) => ({ id: doc.tool.name, termFreqs: doc.termFreqs, length: doc.length })),
+      ['dog'],
+    );
+    pets.forEach(([, score], index) => expect(score).toBeCloseTo(pure[index]![1], 9));
+  });
+
+  it('ranks vectors by cosine similarity, exact scan and HNSW alike', async () => {
+    const model = `test-model-${randomBytes(3).toString('hex')}`;
+    await writeVectors(database.db, model, [
+      { hash: docs[0]!.hash, vector: [1, 0, 0] },
+      { hash: docs[1]!.hash, vector: [0.6, 0.8, 0] },
+      { hash: docs[2]!.hash, vector: [0, 0, 1] },
+    ]);
+    await database.db.execute(
+      sql.raw(`create index if not exists "hnsw_${model.replaceAll('-', '_')}" on tool_embeddings using hnsw ((embedding::vector(3)) vector_cosine_ops) where model = '${model}'`),
+    );
+    const exact = await searchVector(database.db, catalog, { model, vector: [1, 0, 0], useIndex: false }, 10);
+    expect(exact.map(([id]) => id)).toEqual(['d1', 'd2', 'd3']);
+    expect(exact[0]![1]).toBeCloseTo(1, 6);
+    expect(exact[1]![1]).toBeCloseTo(0.6, 6);
+    const indexed = await searchVector(database.db, catalog, { model, vector: [1, 0, 0], useIndex: true }, 10);
+    expect(indexed.map(([id]) => id)).toEqual(['d1', 'd2', 'd3']);
+    const filtered = await searchVector(database.db, { ...catalog, tags: ['aquatic'] } as Corpus, { model, vector: [1, 0, 0], useIndex: true }, 10);
+    expect(filtered.map(([id]) => id)).toEqual(['d3']);
+  });
+});
