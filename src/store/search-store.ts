@@ -30,9 +30,11 @@ function corpusRows(corpus: Corpus): SQL {
                from catalog_tools ct join tool_documents d on d.hash = ct.hash
                where ct.catalog_id = ${corpus.catalogId} ${tagFilter(corpus.tags)}`;
   }
+  // A join on unnest, not `hash = any(array)`: the planner would test the whole array at every
+  // index probe (quadratic: 40 ms for 258 tools on PGlite instead of under 1 ms).
   return sql`select d.hash as id, d.hash, d.doc_length
-             from tool_documents d
-             where d.hash = any(${sql.param(corpus.hashes)}::text[]) ${tagFilter(corpus.tags)}`;
+             from unnest(${sql.param(corpus.hashes)}::text[]) as h(hash) join tool_documents d on d.hash = h.hash
+             where true ${tagFilter(corpus.tags)}`;
 }
 
 /**
