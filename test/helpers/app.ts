@@ -2,9 +2,10 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { pino } from 'pino';
 import { configSchema, type Config } from '../../src/config.js';
-import { createDeps, type Deps } from '../../src/deps.js';
+import { createDeps, type Deps, type DepsOverrides } from '../../src/deps.js';
 import { createApp } from '../../src/http/app.js';
 import { testDatabase } from './database.js';
+import { assertMatchesSpec } from './openapi.js';
 
 export interface TestApp {
   url: string;
@@ -21,9 +22,9 @@ export interface TestResponse {
 }
 
 /** The real app on a real port over the shared test database; `env` overrides config values. */
-export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+export async function startTestApp(env: Record<string, string> = {}, overrides: DepsOverrides = {}): Promise<TestApp> {
   const config: Config = configSchema.parse({ EMBED_MODEL: 'none', ...env });
-  const deps = await createDeps(config, { database: await testDatabase(), logger: pino({ level: 'silent' }) });
+  const deps = await createDeps(config, { database: await testDatabase(), logger: pino({ level: 'silent' }), ...overrides });
   const app = createApp(deps);
   const server: Server = await new Promise((resolve) => {
     const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
@@ -49,6 +50,10 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
         parsed = text ? JSON.parse(text) : undefined;
       } catch {
         parsed = undefined;
+      }
+      // Every response a test sees is also checked against openapi.yaml.
+      if (response.headers.get('content-type')?.includes('application/json') || response.status === 204) {
+        assertMatchesSpec(method, path, response.status, parsed);
       }
       return { status: response.status, headers: response.headers, body: parsed, text };
     },
