@@ -1,0 +1,106 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { uniqueName } from '../helpers/database.js';
+import { testEmbedder } from '../helpers/embedder.js';
+
+const tools = [
+  { name: 'read_file', description: 'Read the complete contents of a file from disk.', inputSchema: { type: 'object', properties: { path: { type: 'string' } } }, tags: ['files'] },
+  { name: 'write_file', description: 'Write text to a file on disk, replacing it.', inputSchema: { type: 'object', properties: { path: { type: 'string' }, content: { type: 'string' } } }, tags: ['files'] },
+  { name: 'list_directory', description: 'List the files in a directory.', inputSchema: { type: 'object', properties: { path: { type: 'string' } } }, tags: ['files'] },
+  { name: 'web_search', description: 'Search the web for pages matching a query.', inputSchema: { type: 'object', properties: { query: { type: 'string' } } }, tags: ['web'] },
+  { name: 'fetch_url', description: 'Download a web page and return its text.', inputSchema: { type: 'object', properties: { url: { type: 'string' } } }, tags: ['web'] },
+  { name: 'send_email', description: 'Send an email message to a recipient.', inputSchema: { type: 'object', properties: { to: { type: 'string' } } }, tags: ['mail'] },
+  { name: 'get_weather', description: 'Current weather forecast for a city.', inputSchema: { type: 'object', properties: { city: { type: 'string' } } }, tags: ['weather'] },
+  { name: 'github__create_issue', description: 'Open an issue in a GitHub repository.', inputSchema: { type: 'object', properties: { title: { type: 'string' } } }, server: 'github', tags: ['code'] },
+];
+
+describe('POST /v1/catalogs/{catalog}/search with the real model', () => {
+  let app: TestApp;
+  const catalog = uniqueName('search');
+  beforeAll(async () => {
+    app = await startTestApp({ EMBED_MODEL: 'use-lite' });
+    // The shared model is loaded by the app itself here; testEmbedder() warms the same package.
+    await testEmbedder();
+    const put = await app.request('PUT', `/v1/catalogs/${catalog}`, { tools });
+    expect(put.status).toBe(200);
+    await app.deps.queue?.whenIdle();
+    const progress = await app.request('GET', `/v1/catalogs/${catalog}`);
+    expect(progress.body.embedding).toMatchObject({ model: 'use-lite', total: tools.length, done: tools.length });
+  });
+  afterAll(() => app.close());
+
+  const search = (body: unknown) => app.request('POST', `/v1/catalogs/${catalog}/search`, body);
+
+  it('ranks the right tool first in every mode, with explain and brief detail by default', async () => {
+    for (const mode of ['hybrid', 'bm25', 'vector']) {
+      const response = await search({ query: 'read the contents of a file', mode, top_k: 3, explain: true });
+      expect(response.status).toBe(200);
+      expect(response.body.results[0].name, mode).toBe('read_file');
+      // BM25 returns only tools sharing a word with the query; the dense side ranks every tool.
+      if (mode === 'bm25') expect(response.body.results.length).toBeLessThanOrEqual(3);
+      else expect(response.body.results).toHaveLength(3);
+      expect(response.body.results[0].parameters).toEqual(['path']);
+      expect(response.body.results[0].description).toBe('Read the complete contents of a file from disk.');
+      expect(typeof response.body.took_ms).toBe('number');
+    }
+    const hybrid = await search({ query: 'read the contents of a file', explain: true });
+    expect(hybrid.body.results[0].explain.bm25.rank).toBe(1);
+    expect(hybrid.body.results[0].explain.vector.rank).toBeGreaterThanOrEqual(1);
+    expect(hybrid.body.results).toHaveLength(5);
+  });
+
+  it('finds a tool by meaning when no word overlaps (the dense retriever at work)', async () => {
+    const response = await search({ query: 'is it going to rain tomorrow in Paris', mode: 'vector', top_k: 1 });
+    expect(response.body.results[0].name).toBe('get_weather');
+  });
+
+  it('returns the full definition with detail=full', async () => {
+    const response = await search({ query: 'send an email', top_k: 1, detail: 'full' });
+    expect(response.body.results[0]).toMatchObject({ name: 'send_email', definition: tools[5] });
+  });
+
+  it('filters by tags before cutting, so a filtered search still fills top_k', async () => {
+    const response = await search({ query: 'search the web for a page', tags: ['files'], top_k: 3 });
+    expect(response.body.results.map((r: { name: string }) => r.name).sort()).toEqual(['list_directory', 'read_file', 'write_file']);
+    const boosted = await search({ query: 'file', tags: ['files', 'web'], top_k: 8, explain: true });
+    expect(boosted.body.results.every((r: { tags: string[] }) => r.tags.some((tag) => tag === 'files' || tag === 'web'))).toBe(true);
+    expect(boosted.body.results[0].explain.tag_boost).toBeGreaterThan(0);
+  });
+
+  it('puts a tool named exactly in the query first', async () => {
+    const response = await search({ query: 'use fetch_url to get the weather page', top_k: 2, explain: true });
+    expect(response.body.results[0].name).toBe('fetch_url');
+    expect(response.body.results[0].explain.exact_name).toBe(true);
+  });
+
+  it('rejects bad input with 400 and details, and unknown catalogs with 404', async () => {
+    for (const body of [{}, { query: '' }, { query: 'x', top_k: 0 }, { query: 'x', top_k: 101 }, { query: 'x', mode: 'magic' }, { query: 'x', tags: 'files' }, { query: 'x', extra: 1 }]) {
+      const response = await search(body);
+      expect(response.status, JSON.stringify(body)).toBe(400);
+      expect(response.body.error.code).toBe('validation_failed');
+      expect(response.body.error.details.length).toBeGreaterThan(0);
+    }
+    const missing = await app.request('POST', `/v1/catalogs/${uniqueName('none')}/search`, { query: 'x' });
+    expect(missing.status).toBe(404);
+  });
+});
+
+describe('POST /v1/catalogs/{catalog}/search without a model', () => {
+  let app: TestApp;
+  const catalog = uniqueName('search-bm25');
+  beforeAll(async () => {
+    app = await startTestApp({ EMBED_MODEL: 'none' });
+    await app.request('PUT', `/v1/catalogs/${catalog}`, { tools });
+  });
+  afterAll(() => app.close());
+
+  it('ranks hybrid with BM25 and says it is degraded; vector mode is 503', async () => {
+    const hybrid = await app.request('POST', `/v1/catalogs/${catalog}/search`, { query: 'send an email' });
+    expect(hybrid.status).toBe(200);
+    expect(hybrid.body.results[0].name).toBe('send_email');
+    expect(hybrid.body.degraded).toBe('embedder_unavailable');
+    const vector = await app.request('POST', `/v1/catalogs/${catalog}/search`, { query: 'send an email', mode: 'vector' });
+    expect(vector.status).toBe(503);
+    expect(vector.body.error.code).toBe('service_unavailable');
+  });
+});
