@@ -10,6 +10,7 @@ import { BullmqEmbedQueue, connectRedis } from './jobs/bullmq-queue.js';
 import { startEmbedWorker, type EmbedWorker } from './jobs/bullmq-worker.js';
 import { DISABLED_MODEL } from './embed/create-embedder.js';
 import { createLogger, type Logger } from './logger.js';
+import { createMetrics, type Metrics } from './metrics.js';
 import type { RankDeps } from './search/hybrid-search.js';
 import type { SelectorDeps } from './search/selector.js';
 import { LruCache } from './lru-cache.js';
@@ -32,6 +33,7 @@ export interface Deps {
   search: RankDeps;
   selector: SelectorDeps;
   readiness: ReadinessCheck[];
+  metrics: Metrics;
   close(): Promise<void>;
 }
 
@@ -76,6 +78,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const embedder = loaded.embedder && config.QUERY_CACHE_SIZE > 0 ? withQueryCache(loaded.embedder, config.QUERY_CACHE_SIZE) : loaded.embedder;
   if (embedder) await ensureVectorIndex(database.db, embedder.modelId, embedder.dimension);
 
+  // Built before the queue so workers can count what they write; the queue is read at scrape time.
+  const metrics = createMetrics({ queue: () => queue, embedder: () => loaded.status });
   let queue: EmbedQueue | null = null;
   let embedWorker: EmbedWorker | null = null;
   try {
@@ -106,6 +110,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
         batchSize: config.EMBED_BATCH_SIZE,
         concurrency: config.EMBED_CONCURRENCY,
         logger,
+        onEmbedded: (count) => metrics.embeddingsWritten.inc({ model: embedder.modelId }, count),
       });
     }
   } catch (error) {
@@ -158,8 +163,9 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
       embedding: queue ? { model: embedder?.modelId ?? config.EMBED_MODEL, failedHashes: () => queue!.failedHashes() } : undefined,
     },
     search: { db: database.db, embedder },
-    selector: { db: database.db, embedder, queue, toolCache: new LruCache(20_000), logger },
+    selector: { db: database.db, embedder, queue, toolCache: new LruCache(20_000), logger, metrics },
     readiness,
+    metrics,
     async close() {
       await embedWorker?.close();
       await queue?.close();

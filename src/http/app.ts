@@ -12,6 +12,8 @@ import { healthRoutes, type ReadinessCheck } from './health.js';
 import { jobRoutes } from './jobs.js';
 import type { EmbedQueue } from '../jobs/embed-queue.js';
 import { authenticate, requestId, requireJsonBody } from './middleware.js';
+import { metricsRoutes, observeRequests } from './observability.js';
+import type { Metrics } from '../metrics.js';
 
 export interface AppDeps {
   config: Pick<Config, 'BODY_LIMIT' | 'API_KEYS'>;
@@ -20,6 +22,7 @@ export interface AppDeps {
   search: RankDeps;
   selector: SelectorDeps;
   readiness: ReadinessCheck[];
+  metrics: Metrics;
   /** Embedding jobs for GET /v1/jobs/{id}; null or absent when nothing is embedded. */
   queue?: EmbedQueue | null;
 }
@@ -29,19 +32,22 @@ export function createApp(deps: AppDeps): Express {
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
   app.use(requestId);
+  app.use(observeRequests(deps.logger, deps.metrics));
   app.use(healthRoutes(deps.readiness));
+  app.use(metricsRoutes(deps.metrics));
   // Authenticate before reading a body of up to BODY_LIMIT bytes.
   app.use(['/v1', '/api'], authenticate(deps.config.API_KEYS));
   app.use(requireJsonBody);
   app.use(express.json({ limit: deps.config.BODY_LIMIT }));
   app.use(catalogRoutes(deps.catalog));
-  app.use(searchRoutes(deps.search));
+  app.use(searchRoutes(deps.search, deps.metrics));
   app.use(selectorRoutes(deps.selector));
   app.use(jobRoutes(deps.queue ?? null));
   app.use(notFoundRoute);
   app.use(
     errorMiddleware((error, req) => {
-      deps.logger.error({ err: error, requestId: req.res?.locals.requestId, method: req.method, path: req.path }, 'request failed');
+      const log = (req.res?.locals.log as Logger | undefined) ?? deps.logger;
+      log.error({ err: error, method: req.method, path: req.path }, 'request failed');
     }),
   );
   return app;

@@ -4,6 +4,7 @@ import { searchCatalog } from '../search/catalog-search.js';
 import type { RankDeps } from '../search/hybrid-search.js';
 import { catalogParams, toolJson } from './catalogs.js';
 import { parseInput } from './errors.js';
+import type { Metrics } from '../metrics.js';
 
 export const catalogSearchRequest = z
   .object({
@@ -17,7 +18,7 @@ export const catalogSearchRequest = z
   .strict();
 export type CatalogSearchRequest = z.infer<typeof catalogSearchRequest>;
 
-export function searchRoutes(deps: RankDeps): Router {
+export function searchRoutes(deps: RankDeps, metrics?: Metrics): Router {
   const router = Router();
   router.post('/v1/catalogs/:catalog/search', async (req, res) => {
     const started = performance.now();
@@ -28,6 +29,9 @@ export function searchRoutes(deps: RankDeps): Router {
       { tenant: String(res.locals.tenant), name: catalog },
       { query: body.query, topK: body.top_k, mode: body.mode, tags: body.tags },
     );
+    for (const [stage, ms] of Object.entries(result.timings)) {
+      metrics?.stageDuration.observe({ endpoint: 'catalog_search', stage: stage.replace(/_ms$/, '') }, ms / 1000);
+    }
     res.json({
       results: result.tools.map((ranked) => ({
         ...toolJson(ranked.tool, body.detail),

@@ -2,6 +2,19 @@ import { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
 import { DEFAULT_TOP_K, selectTools, type SelectorDeps } from '../search/selector.js';
 import { parseInput } from './errors.js';
+import type { Logger } from '../logger.js';
+import type { Metrics } from '../metrics.js';
+import type { Selection } from '../search/selector.js';
+
+function recordSelection(metrics: Metrics | undefined, selection: Selection): void {
+  if (!metrics) return;
+  metrics.selectorNames.observe(selection.names.length);
+  if (selection.fallback) metrics.selectorFallbacks.inc({ reason: selection.fallback });
+  if (selection.fallback === 'blank_pattern') metrics.selectorBlankPatterns.inc();
+  for (const stage of ['parse', 'store', 'query_embedding', 'ranking'] as const) {
+    metrics.stageDuration.observe({ endpoint: 'selector', stage }, selection.timings[`${stage}_ms`] / 1000);
+  }
+}
 
 /** Most tools a gateway sends in one request; 1,000 full schemas fit well under BODY_LIMIT. */
 export const MAX_SELECTOR_TOOLS = 10_000;
@@ -49,9 +62,9 @@ export function selectorRoutes(deps: SelectorDeps): Router {
       alwaysKeep: body.always_keep ?? [],
       tools: body.tools,
     });
-    deps.logger.info(
+    recordSelection(deps.metrics, selection);
+    (res.locals.log as Logger).info(
       {
-        requestId: res.locals.requestId,
         tenant: res.locals.tenant,
         route: 'selector',
         toolsIn: selection.toolsIn,

@@ -30,7 +30,7 @@ export class InProcessEmbedQueue implements EmbedQueue {
   constructor(
     private readonly db: Db,
     private readonly embedder: Embedder,
-    private readonly options: { batchSize: number; concurrency: number; logger: Logger; retryDelayMs?: number },
+    private readonly options: { batchSize: number; concurrency: number; logger: Logger; retryDelayMs?: number; onEmbedded?: (count: number) => void },
   ) {}
 
   async enqueue(hashes: string[]): Promise<string[]> {
@@ -111,7 +111,8 @@ export class InProcessEmbedQueue implements EmbedQueue {
     job.state = 'active';
     job.attempts += 1;
     try {
-      await embedDocuments(this.db, this.embedder, job.hashList);
+      const written = await embedDocuments(this.db, this.embedder, job.hashList);
+      this.options.onEmbedded?.(written);
       job.state = 'completed';
       job.progress = 100;
       for (const hash of job.hashList) this.scheduled.delete(hash);

@@ -5,6 +5,7 @@ import type { Tool } from '../catalog/tool.js';
 import { AppError } from '../errors.js';
 import type { EmbedQueue } from '../jobs/embed-queue.js';
 import type { Logger } from '../logger.js';
+import type { Metrics } from '../metrics.js';
 import type { LruCache } from '../lru-cache.js';
 import { insertDocuments } from '../store/tool-store.js';
 import { distinctTerms, scoreBm25 } from './bm25.js';
@@ -23,6 +24,7 @@ export interface SelectorDeps extends RankDeps {
    */
   toolCache: LruCache<string, RequestTool>;
   logger: Logger;
+  metrics?: Metrics;
 }
 
 export interface SelectorInput {

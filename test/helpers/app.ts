@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { configSchema, type Config } from '../../src/config.js';
 import { createDeps, type Deps, type DepsOverrides } from '../../src/deps.js';
 import { createApp } from '../../src/http/app.js';

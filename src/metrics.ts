@@ -1,0 +1,91 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { EmbedderStatus } from './embed/embedder.js';
+import type { EmbedQueue } from './jobs/embed-queue.js';
+
+/**
+ * The service's Prometheus metrics, on a registry of its own (no prom-client global), built once
+ * in deps.ts and handed to whatever records into it.
+ */
+export interface Metrics {
+  registry: Registry;
+  httpDuration: Histogram<'method' | 'route' | 'status'>;
+  selectorNames: Histogram;
+  selectorFallbacks: Counter<'reason'>;
+  selectorBlankPatterns: Counter;
+  stageDuration: Histogram<'endpoint' | 'stage'>;
+  embeddingsWritten: Counter<'model'>;
+}
+
+export function createMetrics(sources: { queue: () => EmbedQueue | null; embedder: () => EmbedderStatus }): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'toolsift_' });
+  const metrics: Metrics = {
+    registry,
+    httpDuration: new Histogram({
+      name: 'toolsift_http_request_duration_seconds',
+      help: 'HTTP request latency by route template, method and status.',
+      labelNames: ['method', 'route', 'status'],
+      buckets: [0.002, 0.005, 0.01, 0.02, 0.035, 0.05, 0.075, 0.1, 0.2, 0.5, 1, 2.5, 10],
+      registers: [registry],
+    }),
+    selectorNames: new Histogram({
+      name: 'toolsift_selector_names_returned',
+      help: 'Tool names returned per selector request.',
+      buckets: [0, 1, 2, 3, 5, 8, 10, 20, 50],
+      registers: [registry],
+    }),
+    selectorFallbacks: new Counter({
+      name: 'toolsift_selector_fallbacks_total',
+      help: 'Selector answers not from the full hybrid ranking, by reason.',
+      labelNames: ['reason'],
+      registers: [registry],
+    }),
+    selectorBlankPatterns: new Counter({
+      name: 'toolsift_selector_blank_patterns_total',
+      help: 'Selector requests whose pattern/query was blank.',
+      registers: [registry],
+    }),
+    stageDuration: new Histogram({
+      name: 'toolsift_search_stage_duration_seconds',
+      help: 'Time per search stage (parse, store, query embedding, ranking) by endpoint.',
+      labelNames: ['endpoint', 'stage'],
+      buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1],
+      registers: [registry],
+    }),
+    embeddingsWritten: new Counter({
+      name: 'toolsift_embeddings_written_total',
+      help: 'Tool vectors written by this process (rate() gives embeddings per second).',
+      labelNames: ['model'],
+      registers: [registry],
+    }),
+  };
+  const queueJobs = new Gauge({
+    name: 'toolsift_queue_jobs',
+    help: 'Embedding jobs by state (waiting, active, completed, failed), as the queue reports them.',
+    labelNames: ['state'],
+    registers: [registry],
+    async collect() {
+      const queue = sources.queue();
+      if (!queue) return;
+      try {
+        const status = await queue.status();
+        for (const state of ['waiting', 'active', 'completed', 'failed'] as const) this.set({ state }, status[state]);
+      } catch {
+        // An unreachable queue shows as missing samples; /readyz says why.
+      }
+    },
+  });
+  void queueJobs;
+  new Gauge({
+    name: 'toolsift_model_state',
+    help: 'Embedding model load state: 1 for the current state of the configured model.',
+    labelNames: ['model', 'state'],
+    registers: [registry],
+    collect() {
+      const status = sources.embedder();
+      this.reset();
+      this.set({ model: status.modelId, state: status.state }, 1);
+    },
+  });
+  return metrics;
+}

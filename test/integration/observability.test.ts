@@ -1,0 +1,66 @@
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { uniqueName } from '../helpers/database.js';
+
+function sample(text: string, name: string, labels: Record<string, string> = {}): number {
+  const wanted = Object.entries(labels).map(([key, value]) => `${key}="${value}"`);
+  let total = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+    if (wanted.every((pair) => line.includes(pair))) total += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return total;
+}
+
+describe('metrics and logs', () => {
+  let app: TestApp;
+  const lines: Record<string, unknown>[] = [];
+  beforeAll(async () => {
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+        done();
+      },
+    });
+    app = await startTestApp({}, { logger: pino({ level: 'info' }, sink) });
+  });
+  afterAll(() => app.close());
+
+  it('GET /metrics reflects real traffic', async () => {
+    const before = await (await fetch(`${app.url}/metrics`)).text();
+    const tools = [{ name: 'read_file', description: 'Read a file' }, { name: 'send_email', description: 'Send an email' }];
+    await app.request('POST', '/v1/tool-discovery/search', { pattern: 'read a file', top_k: 1, tools });
+    await app.request('POST', '/v1/tool-discovery/search', { pattern: '  ', top_k: 1, tools });
+    const catalog = uniqueName('metrics');
+    await app.request('PUT', `/v1/catalogs/${catalog}`, { tools: tools.map((tool) => ({ ...tool, inputSchema: {} })) });
+    await app.request('POST', `/v1/catalogs/${catalog}/search`, { query: 'email' });
+    const response = await fetch(`${app.url}/metrics`);
+    expect(response.headers.get('content-type')).toContain('text/plain');
+    const after = await response.text();
+    const selectorRoute = { route: '/v1/tool-discovery/search', status: '200' };
+    expect(sample(after, 'toolsift_http_request_duration_seconds_count', selectorRoute)).toBe(
+      sample(before, 'toolsift_http_request_duration_seconds_count', selectorRoute) + 2,
+    );
+    expect(sample(after, 'toolsift_selector_names_returned_count')).toBe(sample(before, 'toolsift_selector_names_returned_count') + 2);
+    expect(sample(after, 'toolsift_selector_blank_patterns_total')).toBe(sample(before, 'toolsift_selector_blank_patterns_total') + 1);
+    expect(sample(after, 'toolsift_selector_fallbacks_total', { reason: 'blank_pattern' })).toBeGreaterThanOrEqual(1);
+    expect(sample(after, 'toolsift_search_stage_duration_seconds_count', { endpoint: 'catalog_search', stage: 'retrieval' })).toBeGreaterThan(
+      sample(before, 'toolsift_search_stage_duration_seconds_count', { endpoint: 'catalog_search', stage: 'retrieval' }),
+    );
+    expect(sample(after, 'toolsift_model_state', { model: 'none', state: 'disabled' })).toBe(1);
+    expect(after).toContain('toolsift_process_resident_memory_bytes');
+  });
+
+  it('puts the request id on every log line of a request, in the header and in error bodies', async () => {
+    const response = await app.request('GET', `/v1/catalogs/${uniqueName('missing')}`, undefined, { 'X-Request-Id': 'trace-abc-123' });
+    expect(response.headers.get('x-request-id')).toBe('trace-abc-123');
+    expect(response.body.error.request_id).toBe('trace-abc-123');
+    await app.request('POST', '/v1/tool-discovery/search', { pattern: 'x', tools: [{ name: 'x' }] }, { 'X-Request-Id': 'trace-sel-1' });
+    const forRequest = lines.filter((line) => line.requestId === 'trace-sel-1');
+    expect(forRequest.map((line) => line.msg)).toEqual(expect.arrayContaining(['tool selection', 'request']));
+    const access = lines.find((line) => line.requestId === 'trace-abc-123' && line.msg === 'request');
+    expect(access).toMatchObject({ status: 404, method: 'GET' });
+  });
+});
