@@ -13,6 +13,7 @@ import { jobRoutes } from './jobs.js';
 import type { EmbedQueue } from '../jobs/embed-queue.js';
 import { authenticate, requestId, requireJsonBody } from './middleware.js';
 import { metricsRoutes, observeRequests } from './observability.js';
+import { docsRoutes } from './docs.js';
 import type { Metrics } from '../metrics.js';
 
 export interface AppDeps {
@@ -35,6 +36,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(observeRequests(deps.logger, deps.metrics));
   app.use(healthRoutes(deps.readiness));
   app.use(metricsRoutes(deps.metrics));
+  app.use(docsRoutes());
   // Authenticate before reading a body of up to BODY_LIMIT bytes.
   app.use(['/v1', '/api'], authenticate(deps.config.API_KEYS));
   app.use(requireJsonBody);

@@ -64,3 +64,25 @@ describe('metrics and logs', () => {
     expect(access).toMatchObject({ status: 404, method: 'GET' });
   });
 });
+
+describe('the spec and the docs page', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp();
+  });
+  afterAll(() => app.close());
+
+  it('serves openapi.yaml and a docs page whose assets come from the service itself', async () => {
+    const spec = await fetch(`${app.url}/openapi.yaml`);
+    expect(spec.status).toBe(200);
+    expect(await spec.text()).toContain('openapi: 3.1.0');
+    const page = await (await fetch(`${app.url}/docs`)).text();
+    const assets = [...page.matchAll(/(?:src|href)="([^"]+)"/g)].map((match) => match[1]!);
+    expect(assets.length).toBeGreaterThan(0);
+    for (const asset of assets) {
+      expect(asset.startsWith('/'), `${asset} must be served locally, not from a CDN`).toBe(true);
+      const response = await fetch(`${app.url}${asset}`);
+      expect(response.status, asset).toBe(200);
+    }
+  });
+});
