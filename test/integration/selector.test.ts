@@ -1,0 +1,444 @@
+import { readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { contentHash } from '../../src/catalog/content-hash.js';
+import { normalizeRequestTool } from '../../src/search/selector.js';
+import { queryRows } from '../../src/store/database.js';
+import { startTestApp, type TestApp, type TestResponse } from '../helpers/app.js';
+import { uniqueName } from '../helpers/database.js';
+
+const SEARCH = '/v1/tool-discovery/search';
+/** Where gateways >= 0.5.3 post (`<base>/api/compress/tool-discovery/`, trailing slash included). */
+const COMPRESR = '/api/compress/tool-discovery/';
+
+/** Byte-for-byte what each gateway version posts (see test/fixtures/README.md). */
+const fixture = (name: string) => readFileSync(new URL(`../fixtures/${name}`, import.meta.url), 'utf8');
+const v052Body = fixture('gateway-v0.5.2-request.json');
+const v053Body = fixture('gateway-v0.5.3-request.json');
+const v052 = JSON.parse(v052Body) as { top_k: number; always_keep: string[]; tools: { name: string }[] };
+const v053 = JSON.parse(v053Body) as { max_tools: number; always_keep: string[]; tools: { name: string; description: string; parameters: object }[] };
+
+const toolbench = readFileSync(new URL('../../../shared/eval/toolbench_stable/catalog.jsonl', import.meta.url), 'utf8')
+  .trim()
+  .split('\n')
+  .map((line) => JSON.parse(line) as { name: string; description: string; input_schema: Record<string, unknown> });
+
+interface WireTool {
+  name: string;
+  description?: string;
+  definition?: Record<string, unknown>;
+  parameters?: Record<string, unknown>;
+}
+
+/** A gateway <= 0.5.2 tool: wrapper plus the provider's definition (Anthropic shape here). */
+function wrapped(name: string, description: string, properties: Record<string, unknown> = { input: { type: 'string' } }): WireTool {
+  const inputSchema = { type: 'object', properties };
+  return { name, description, definition: { name, description, input_schema: inputSchema } };
+}
+
+/** The gateway's view of a turn: mixed local tools and MCP tools prefixed with their server. */
+const workspaceTools: WireTool[] = [
+  wrapped('read_file', 'Read a file from the workspace and return its contents.', { path: { type: 'string' } }),
+  wrapped('write_file', 'Create or overwrite a file in the workspace.', { path: { type: 'string' }, content: { type: 'string' } }),
+  wrapped('search_code', 'Find a regular expression in the source files of the workspace.', { pattern: { type: 'string' } }),
+  wrapped('web_search', 'Search the web and return the top results with title, URL and snippet.', { query: { type: 'string' } }),
+  wrapped('run_shell', 'Run a shell command and return its output and exit code.', { command: { type: 'string' } }),
+  wrapped('github__create_issue', 'Create a new issue in a GitHub repository.', { title: { type: 'string' } }),
+  wrapped('filesystem__read_file', 'Read the complete contents of a file from the file system.', { path: { type: 'string' } }),
+  wrapped('git__read_file', 'Show a file at a given git revision.', { rev: { type: 'string' } }),
+  // Servers whose tool is called "search" but that have nothing to do with the web.
+  wrapped('jira__search', 'Find Jira tickets with a JQL expression.', { jql: { type: 'string' } }),
+  wrapped('slack__search', 'Find messages in Slack channels and direct messages.', { text: { type: 'string' } }),
+];
+const workspaceNames = workspaceTools.map((tool) => tool.name);
+
+interface ErrorDetail {
+  code: string;
+  message: string;
+  details?: unknown;
+  request_id: string;
+}
+
+function expectError(response: TestResponse, status: number, code: string): ErrorDetail {
+  expect(response.status, response.text).toBe(status);
+  expect(response.body).toEqual({
+    error: {
+      code,
+      message: expect.any(String),
+      request_id: expect.any(String),
+      ...(response.body?.error?.details === undefined ? {} : { details: expect.anything() }),
+    },
+  });
+  expect(response.body.error.request_id).not.toBe('');
+  expect(response.headers.get('x-request-id')).toBe(response.body.error.request_id);
+  return response.body.error as ErrorDetail;
+}
+
+/**
+ * Checks the one body both gateway generations read (`selected_names`; `success` + `data.relevant_tools`)
+ * and what the gateway keeps of it: names exactly as sent, within the budget, never empty for tools.
+ */
+function expectSelection(response: TestResponse, sentNames: string[], budget: number): string[] {
+  expect(response.status, response.text).toBe(200);
+  expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+  const names = response.body.selected_names as string[];
+  expect(Array.isArray(names)).toBe(true);
+  expect(response.body.success).toBe(true);
+  expect(response.body.data.relevant_tools).toEqual(names);
+  expect(new Set(names).size).toBe(names.length);
+  for (const name of names) expect(sentNames).toContain(name);
+  expect(names.length).toBeLessThanOrEqual(budget);
+  if (sentNames.length > 0) expect(names.length).toBeGreaterThan(0);
+  return names;
+}
+
+async function select(app: TestApp, body: unknown, headers: Record<string, string> = {}, path = SEARCH): Promise<TestResponse> {
+  return app.request('POST', path, body, headers);
+}
+
+describe('tool selection for the Context Gateway', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp({ EMBED_MODEL: 'use-lite' });
+  });
+  afterAll(() => app.close());
+
+  it('posts the fixtures as Go marshals them: compact, HTML characters escaped', () => {
+    for (const body of [v052Body, v053Body]) {
+      expect(body).not.toMatch(/[<>&\n]/);
+      expect(body).toContain('\\u003c');
+      expect(body).toContain('\\u0026');
+    }
+    expect(Object.keys(JSON.parse(v052Body))).toEqual(['pattern', 'top_k', 'always_keep', 'tools']);
+    expect(Object.keys(JSON.parse(v053Body))).toEqual(['query', 'always_keep', 'tools', 'max_tools', 'compression_model_name', 'source']);
+  });
+
+  it('answers what a 0.5.2 gateway posts, readable by both gateway generations', async () => {
+    const sent = v052.tools.map((tool) => tool.name);
+    const names = expectSelection(await select(app, v052Body, { authorization: 'Bearer anything' }), sent, v052.top_k);
+    // always_keep ["Bash", "read_file"]: the one present comes first, the absent one never appears.
+    expect(names[0]).toBe('read_file');
+    expect(names).not.toContain('Bash');
+    // "read the contents of a file at a git revision"
+    expect(names).toContain('git__read_file');
+  });
+
+  it('answers what a 0.5.3 gateway posts, at its own path and at ours', async () => {
+    const sent = v053.tools.map((tool) => tool.name);
+    for (const path of [COMPRESR, '/api/compress/tool-discovery', SEARCH]) {
+      const names = expectSelection(await select(app, v053Body, { 'x-api-key': 'anything' }, path), sent, v053.max_tools);
+      expect(names[0]).toBe('read_file');
+      expect(names).not.toContain('TodoWrite');
+      // "open a GitHub issue about the failing build & attach the <stderr> output"
+      expect(names).toContain('github__create_issue');
+    }
+  });
+
+  it('defaults top_k to 5 and honours top_k and max_tools', async () => {
+    expect(expectSelection(await select(app, { pattern: 'file', tools: workspaceTools }), workspaceNames, 5)).toHaveLength(5);
+    expect(expectSelection(await select(app, { query: 'file', tools: workspaceTools }), workspaceNames, 5)).toHaveLength(5);
+    expect(expectSelection(await select(app, { pattern: 'file', top_k: 2, tools: workspaceTools }), workspaceNames, 2)).toHaveLength(2);
+    expect(expectSelection(await select(app, { query: 'file', max_tools: 7, tools: workspaceTools }), workspaceNames, 7)).toHaveLength(7);
+    // More than there are tools: every tool, once.
+    expect(expectSelection(await select(app, { pattern: 'file', top_k: 50, tools: workspaceTools }), workspaceNames, 50)).toHaveLength(workspaceNames.length);
+  });
+
+  it('includes the always_keep names present in tools within the budget and ignores absent ones', async () => {
+    const body = { pattern: 'search the web', top_k: 3, always_keep: ['run_shell', 'NotATool', 'write_file'], tools: workspaceTools };
+    const names = expectSelection(await select(app, body), workspaceNames, 3);
+    expect(names.slice(0, 2)).toEqual(['run_shell', 'write_file']);
+    expect(names).not.toContain('NotATool');
+    // More always_keep than budget: the budget wins, in always_keep order.
+    const tight = { pattern: 'search the web', top_k: 2, always_keep: ['run_shell', 'write_file', 'read_file'], tools: workspaceTools };
+    expect(expectSelection(await select(app, tight), workspaceNames, 2)).toEqual(['run_shell', 'write_file']);
+    const only = { query: 'anything', max_tools: 4, always_keep: ['Bash', 'TodoWrite'], tools: workspaceTools };
+    expect(expectSelection(await select(app, only), workspaceNames, 4)).toHaveLength(4);
+  });
+
+  it('puts an exact tool name first', async () => {
+    for (const name of ['git__read_file', 'search_code', 'slack__search', 'write_file']) {
+      const names = expectSelection(await select(app, { pattern: name, tools: workspaceTools }), workspaceNames, 5);
+      expect(names[0]).toBe(name);
+    }
+    const mentioned = expectSelection(await select(app, { pattern: 'use `github__create_issue` for the crash', tools: workspaceTools }), workspaceNames, 5);
+    expect(mentioned[0]).toBe('github__create_issue');
+  });
+
+  it('selects a server tool by its bare name, and every server tool sharing it', async () => {
+    const bare = expectSelection(await select(app, { pattern: 'create_issue', tools: workspaceTools }), workspaceNames, 5);
+    expect(bare[0]).toBe('github__create_issue');
+    const withoutLocal = workspaceTools.filter((tool) => tool.name !== 'read_file');
+    const shared = expectSelection(await select(app, { pattern: 'read_file', tools: withoutLocal }), workspaceNames, 5);
+    expect(new Set(shared.slice(0, 2))).toEqual(new Set(['filesystem__read_file', 'git__read_file']));
+    const search = expectSelection(await select(app, { pattern: 'search', tools: workspaceTools }), workspaceNames, 5);
+    expect(new Set(search.slice(0, 2))).toEqual(new Set(['jira__search', 'slack__search']));
+  });
+
+  it('does not force *__search tools first for prose that contains the word search', async () => {
+    const names = expectSelection(await select(app, { pattern: 'search the web', tools: workspaceTools }), workspaceNames, 5);
+    expect(names[0]).toBe('web_search');
+    const prose = expectSelection(await select(app, { query: 'search the web for the latest Node.js release notes', tools: workspaceTools }), workspaceNames, 5);
+    expect(prose[0]).toBe('web_search');
+  });
+
+  it('never answers a name that was not sent', async () => {
+    const body = { pattern: 'delete_everything or format_disk', top_k: 10, always_keep: ['delete_everything'], tools: workspaceTools.slice(0, 4) };
+    const names = expectSelection(await select(app, body), workspaceNames.slice(0, 4), 10);
+    expect(names).toHaveLength(4);
+    expect(names).not.toContain('delete_everything');
+    expect(names).not.toContain('format_disk');
+  });
+
+  it('answers a blank pattern with always_keep, then the request order', async () => {
+    for (const blank of ['', '   ']) {
+      const names = expectSelection(await select(app, { pattern: blank, top_k: 3, always_keep: ['run_shell'], tools: workspaceTools }), workspaceNames, 3);
+      expect(names).toEqual(['run_shell', 'read_file', 'write_file']);
+      const newer = expectSelection(await select(app, { query: blank, max_tools: 2, tools: workspaceTools }, {}, COMPRESR), workspaceNames, 2);
+      expect(newer).toEqual(['read_file', 'write_file']);
+    }
+  });
+
+  it('answers an empty tool list with an empty list', async () => {
+    for (const body of [{ pattern: 'read a file', top_k: 5, tools: [] }, { query: 'read a file', max_tools: 5, tools: [], compression_model_name: 'tdc_coldbrew_v1' }]) {
+      const response = await select(app, body);
+      expect(response.status, response.text).toBe(200);
+      expect(response.body).toEqual({ selected_names: [], success: true, data: { relevant_tools: [] } });
+    }
+  });
+
+  it('puts the names a regular-expression pattern matches first', async () => {
+    const names = expectSelection(await select(app, { pattern: 'read_.*', top_k: 5, tools: workspaceTools }), workspaceNames, 5);
+    expect(new Set(names.slice(0, 3))).toEqual(new Set(['read_file', 'filesystem__read_file', 'git__read_file']));
+    const anchored = expectSelection(await select(app, { pattern: '^(jira|slack)__', top_k: 3, tools: workspaceTools }), workspaceNames, 3);
+    expect(new Set(anchored.slice(0, 2))).toEqual(new Set(['jira__search', 'slack__search']));
+    // Metacharacters that do not compile are just text to the ranker.
+    expectSelection(await select(app, { pattern: 'read_(file [src', tools: workspaceTools }), workspaceNames, 5);
+  });
+
+  it('ranks a tool whose definition is in an unknown shape by its name and description', async () => {
+    const tools = [
+      ...workspaceTools.filter((tool) => tool.name !== 'web_search'),
+      { name: 'web_search', description: 'Search the web for current information.', definition: { type: 'web_search_20250305', name: 'web_search', max_uses: 5 } },
+      { name: 'computer', definition: { type: 'computer_20250124', name: 'computer', display_width_px: 1024, display_height_px: 768 } },
+    ];
+    const sent = tools.map((tool) => tool.name);
+    const names = expectSelection(await select(app, { pattern: 'look something up on the web', top_k: 3, tools }), sent, 3);
+    expect(names).toContain('web_search');
+    expect(expectSelection(await select(app, { pattern: 'computer', top_k: 3, tools }), sent, 3)[0]).toBe('computer');
+  });
+});
+
+describe('selector keys, tenants and the content-hash cache', () => {
+  let app: TestApp;
+  const t1 = { authorization: 'Bearer k1' };
+  const t2 = { 'x-api-key': 'k2' };
+  beforeAll(async () => {
+    app = await startTestApp({ API_KEYS: 'k1:t1,k2:t2', EMBED_MODEL: 'use-lite' });
+    // At start the queue resumes every stored document of the shared database still lacking a
+    // vector (earlier test files, earlier runs): let that finish so the counts below are ours.
+    await app.deps.queue!.whenIdle();
+  }, 600_000);
+  afterAll(() => app.close());
+
+  /** Never-seen tools for this run, in the 0.5.2 wrapper shape and the 0.5.3 parameters shape. */
+  function freshTools(): { v052: WireTool[]; v053: WireTool[]; hashes: string[] } {
+    const run = uniqueName('sel');
+    const specs = [
+      ['read_file', `Read a file from the workspace (${run}).`],
+      ['web_search', `Search the web for pages (${run}).`],
+      ['github__create_issue', `Create an issue in a GitHub repository (${run}).`],
+      ['git__read_file', `Show a file at a git revision (${run}).`],
+    ] as const;
+    const properties = { input: { type: 'string', description: 'What to act on' } };
+    const v052Tools = specs.map(([name, description]) => wrapped(name, description, properties));
+    const v053Tools = specs.map(([name, description]) => ({ name, description, parameters: { type: 'object', properties } }));
+    const hashes = v052Tools.map((tool, index) => contentHash(normalizeRequestTool(tool, index)));
+    // Both shapes are the same content: one document each.
+    expect(v053Tools.map((tool, index) => contentHash(normalizeRequestTool(tool, index)))).toEqual(hashes);
+    return { v052: v052Tools, v053: v053Tools, hashes };
+  }
+
+  async function documentCount(hashes: string[]): Promise<number> {
+    const rows = await queryRows<{ count: number }>(
+      app.deps.database.db,
+      sql`select count(*)::int as count from tool_documents where hash = any(${sql.param(hashes)}::text[])`,
+    );
+    return rows[0]!.count;
+  }
+
+  async function vectorsPerHash(hashes: string[]): Promise<Map<string, number>> {
+    const rows = await queryRows<{ hash: string; count: number }>(
+      app.deps.database.db,
+      sql`select hash, count(*)::int as count from tool_embeddings
+          where hash = any(${sql.param(hashes)}::text[]) and model = ${app.deps.embedder!.modelId} group by hash`,
+    );
+    return new Map(rows.map((row) => [row.hash, row.count]));
+  }
+
+  /** Waits until the queue has written a vector for each hash (the request does not await its enqueue). */
+  async function embedded(hashes: string[]): Promise<void> {
+    const deadline = Date.now() + 30_000;
+    while ((await vectorsPerHash(hashes)).size < hashes.length && Date.now() < deadline) await sleep(50);
+  }
+
+  /** The queue once every job, including ones enqueued without being awaited, has finished. */
+  async function settledStatus() {
+    await sleep(100);
+    await app.deps.queue!.whenIdle();
+    return app.deps.queue!.status();
+  }
+
+  it('refuses a missing or wrong key with 401 in the error shape, on both paths', async () => {
+    const body = { pattern: 'read', tools: [{ name: 'read_file' }] };
+    for (const path of [SEARCH, COMPRESR]) {
+      expect(expectError(await select(app, body, {}, path), 401, 'unauthorized').message).toMatch(/missing API key/);
+      expect(expectError(await select(app, body, { authorization: 'Bearer nope' }, path), 401, 'unauthorized').message).toMatch(/invalid API key/);
+      expectError(await select(app, body, { 'x-api-key': 'k3' }, path), 401, 'unauthorized');
+      expectError(await select(app, body, { authorization: 'k1' }, path), 401, 'unauthorized');
+    }
+    // Refused before the body is read: a malformed body with no key is still a 401.
+    expectError(await select(app, '{not json', {}), 401, 'unauthorized');
+  });
+
+  it('accepts Authorization: Bearer (gateway <= 0.5.2) and X-API-Key (gateway >= 0.5.3)', async () => {
+    expectSelection(await select(app, v052Body, t1), v052.tools.map((tool) => tool.name), v052.top_k);
+    expectSelection(await select(app, v053Body, t2, COMPRESR), v053.tools.map((tool) => tool.name), v053.max_tools);
+    expectSelection(await select(app, v053Body, { authorization: 'Bearer k2' }, COMPRESR), v053.tools.map((tool) => tool.name), v053.max_tools);
+  });
+
+  it('keeps catalogs to their tenant', async () => {
+    const name = uniqueName('sel-tenant');
+    const put = await app.request('PUT', `/v1/catalogs/${name}`, v053.tools.map(({ name: tool, description, parameters }) => ({ name: tool, description, inputSchema: parameters })), t2);
+    expect(put.status, put.text).toBe(200);
+    expect((await app.request('GET', `/v1/catalogs/${name}`, undefined, t2)).status).toBe(200);
+    expectError(await app.request('GET', `/v1/catalogs/${name}`, undefined, t1), 404, 'not_found');
+    expectError(await app.request('GET', `/v1/catalogs/${name}/tools`, undefined, t1), 404, 'not_found');
+    expectError(await app.request('GET', `/v1/catalogs/${name}`), 401, 'unauthorized');
+  });
+
+  it('stores each never-seen tool once, embeds it once, and re-sent tools enqueue nothing', async () => {
+    const { v052: tools, hashes } = freshTools();
+    const sent = tools.map((tool) => tool.name);
+    expect(await documentCount(hashes)).toBe(0);
+
+    expectSelection(await select(app, { pattern: 'read a file', top_k: 2, tools }, t1), sent, 2);
+    // Documents and terms are written during the request; the vectors come from the queue.
+    expect(await documentCount(hashes)).toBe(hashes.length);
+    await embedded(hashes);
+    const idle = await settledStatus();
+    const vectors = await vectorsPerHash(hashes);
+    expect([...vectors.keys()].sort()).toEqual([...hashes].sort());
+    for (const count of vectors.values()) expect(count).toBe(1);
+
+    // Same bytes again: no new document, nothing enqueued, still one vector each.
+    expectSelection(await select(app, { pattern: 'search the web', top_k: 2, tools }, t1), sent, 2);
+    expect(await settledStatus()).toEqual(idle);
+    expect(await documentCount(hashes)).toBe(hashes.length);
+    expect(await vectorsPerHash(hashes)).toEqual(vectors);
+  });
+
+  it('lets a second tenant, and the other gateway shape, reuse the same documents and vectors', async () => {
+    const { v052: tools, v053: newer, hashes } = freshTools();
+    const sent = tools.map((tool) => tool.name);
+    expectSelection(await select(app, { pattern: 'open an issue', top_k: 3, tools }, t1), sent, 3);
+    await embedded(hashes);
+    const idle = await settledStatus();
+    const vectors = await vectorsPerHash(hashes);
+    expect(vectors.size).toBe(hashes.length);
+
+    // The same bytes from another tenant.
+    expectSelection(await select(app, { pattern: 'open an issue', top_k: 3, tools }, t2), sent, 3);
+    // The same tools as a 0.5.3 gateway sends them: other bytes, so parsed and hashed again, same content.
+    const answer = expectSelection(await select(app, { query: 'github__create_issue', max_tools: 3, tools: newer }, t2, COMPRESR), sent, 3);
+    expect(answer[0]).toBe('github__create_issue');
+    expect(await settledStatus()).toEqual(idle);
+    expect(await documentCount(hashes)).toBe(hashes.length);
+    expect(await vectorsPerHash(hashes)).toEqual(vectors);
+  });
+});
+
+describe('selector limits and malformed bodies', () => {
+  // No model here: these are about parsing, size and time. The documents this block creates are
+  // removed afterwards, or every later app with a model would spend minutes embedding them.
+  let app: TestApp;
+  const created = new Set<string>();
+  beforeAll(async () => {
+    app = await startTestApp();
+  });
+  afterAll(async () => {
+    if (created.size > 0) {
+      await app.deps.database.db.execute(
+        sql`delete from tool_documents d where d.hash = any(${sql.param([...created])}::text[])
+            and not exists (select 1 from catalog_tools ct where ct.hash = d.hash)`,
+      );
+    }
+    await app.close();
+  });
+
+  /** Notes which of these tools' documents do not exist yet, so afterAll removes only those. */
+  async function track(tools: WireTool[]): Promise<void> {
+    const hashes = tools.map((tool, index) => contentHash(normalizeRequestTool(tool, index)));
+    const rows = await queryRows<{ hash: string }>(
+      app.deps.database.db,
+      sql`select hash from tool_documents where hash = any(${sql.param(hashes)}::text[])`,
+    );
+    const existing = new Set(rows.map((row) => row.hash));
+    for (const hash of hashes) if (!existing.has(hash)) created.add(hash);
+  }
+
+  it('answers a catastrophic regular expression against 1,000 long names quickly', async () => {
+    const tools = Array.from({ length: 1000 }, (_, index) => ({ name: `${'a'.repeat(60)}!${index}`, description: `Long-named tool ${index}.` }));
+    const sent = tools.map((tool) => tool.name);
+    await track(tools);
+    // First sight stores 1,000 documents; the timed request measures the pattern, not the insert.
+    expectSelection(await select(app, { pattern: 'long named tool', tools }), sent, 5);
+    const started = performance.now();
+    const response = await select(app, { pattern: '(a+)+$', tools });
+    const elapsed = performance.now() - started;
+    expectSelection(response, sent, 5);
+    expect(elapsed).toBeLessThan(2000);
+    const newerStarted = performance.now();
+    expectSelection(await select(app, { query: '(a+)+$', max_tools: 5, tools }, {}, COMPRESR), sent, 5);
+    expect(performance.now() - newerStarted).toBeLessThan(2000);
+  });
+
+  it('accepts 1,000 tools with full schemas under the default body limit', async () => {
+    const tools = toolbench.slice(0, 1000).map((tool) => ({
+      name: tool.name,
+      description: tool.description,
+      definition: { name: tool.name, description: tool.description, input_schema: tool.input_schema },
+    }));
+    await track(tools);
+    const body = JSON.stringify({ pattern: 'get the current weather forecast for a city', top_k: 5, always_keep: [tools[999]!.name], tools });
+    expect(Buffer.byteLength(body)).toBeGreaterThan(500_000);
+    expect(Buffer.byteLength(body)).toBeLessThan(25 * 1024 * 1024);
+    const names = expectSelection(await select(app, body), tools.map((tool) => tool.name), 5);
+    expect(names[0]).toBe(tools[999]!.name);
+    // The same 1,000 in the 0.5.3 shape.
+    const newer = { query: 'get the current weather forecast for a city', max_tools: 8, tools: toolbench.slice(0, 1000).map(({ name, description, input_schema }) => ({ name, description, parameters: input_schema })) };
+    expectSelection(await select(app, newer, {}, COMPRESR), tools.map((tool) => tool.name), 8);
+  });
+
+  it('refuses malformed bodies with 400 and a message that says what is wrong', async () => {
+    const tools = [{ name: 'read_file', description: 'Read a file.' }];
+    const notJson = expectError(await select(app, '{"pattern": "read", "tools": [', { 'content-type': 'application/json' }), 400, 'invalid_json');
+    expect(notJson.message).toMatch(/not valid JSON/);
+    expect(expectError(await select(app, { pattern: 'read' }), 400, 'validation_failed').message).toMatch(/tools is required/);
+    expect(expectError(await select(app, { pattern: 'read', tools: { read_file: {} } }), 400, 'validation_failed').message).toMatch(/tools must be an array/);
+    expect(expectError(await select(app, { pattern: 'read', tools: 'read_file' }), 400, 'validation_failed').message).toMatch(/tools must be an array/);
+    expect(expectError(await select(app, { tools }), 400, 'validation_failed').message).toMatch(/pattern .*or query .*is required/);
+    expect(expectError(await select(app, { pattern: 5, tools }), 400, 'validation_failed').message).toMatch(/pattern/);
+    expect(expectError(await select(app, [{ pattern: 'read', tools }]), 400, 'validation_failed').message).toMatch(/body/);
+    for (const topK of [0, '5', 1.5, -1, null]) {
+      const error = expectError(await select(app, { pattern: 'read', top_k: topK, tools }), 400, 'validation_failed');
+      expect(error.message).toMatch(/top_k/);
+      expect(expectError(await select(app, { query: 'read', max_tools: topK, tools }), 400, 'validation_failed').message).toMatch(/max_tools/);
+    }
+    const nameless = expectError(await select(app, { pattern: 'read', tools: [...tools, { description: 'no name' }] }), 400, 'invalid_tool');
+    expect(nameless.message).toMatch(/^tools\[1\]: .*name/);
+    expect(expectError(await select(app, { pattern: 'read', tools: [{ name: '', description: 'x' }] }), 400, 'invalid_tool').message).toMatch(/tools\[0\]/);
+    expect(expectError(await select(app, { pattern: 'read', tools: ['read_file'] }), 400, 'invalid_tool').message).toMatch(/tools\[0\]/);
+    expectError(await select(app, 'pattern=read', { 'content-type': 'application/x-www-form-urlencoded' }), 415, 'unsupported_media_type');
+  });
+});
