@@ -1,0 +1,587 @@
+/**
+ * The gateway selector under load, against the bare model measured in the same run (issue 5):
+ *
+ *   for each store (PGlite in a fresh DATA_DIR; a scratch PostgreSQL database when reachable):
+ *     start the built service (`node dist/src/main.js`) on a free port,
+ *     first sight: one request carrying 258 never-seen tools (LiveMCPBench, gateway 0.5.2 shape),
+ *     wait until every vector is stored (a catalog of the same tools reports embedding done == total),
+ *     load it with autocannon for --duration s at concurrency 8, then at concurrency 1,
+ *     every request with a pattern never sent before, so the query cache never answers.
+ *   bare model: use-lite's time to embed one query (1 thread, one call at a time) and its
+ *   single-query throughput with EMBED_THREADS threads and 8 queries in flight.
+ *
+ *   npm run bench -- [--duration 30] [--stores pglite,postgres] [--pg] [--pg-url postgres://postgres@127.0.0.1:5432]
+ *                    [--threads 2] [--log-level warn] [--skip-build] [--source]
+ *
+ * The targets are ratios to the bare model, because the query embedding is the floor of a request.
+ * With --log-level info the server's "tool selection" lines are read back and their time split
+ * (parse, store, query embedding, ranking) is summarized per phase.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { createUseLiteEmbedder, defaultUseLiteThreads } from '../src/embed/use-lite.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const CATALOG = path.resolve(ROOT, '../shared/eval/livemcpbench/catalog.jsonl');
+const QUERIES = path.resolve(ROOT, '../shared/eval/livemcpbench/queries.dev.jsonl');
+const TOOL_COUNT = 258;
+const TOP_K = 5;
+const API_KEY = 'bench-key';
+const SELECTOR_PATH = '/v1/tool-discovery/search';
+/** Queries the bare model embeds one at a time: enough for a stable median on a noisy machine. */
+const BARE_QUERIES = 200;
+/** Queries in flight when measuring the bare model's throughput, as at concurrency 8. */
+const BARE_IN_FLIGHT = 8;
+
+const { values } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '30' },
+    stores: { type: 'string' },
+    pg: { type: 'boolean', default: false },
+    'pg-url': { type: 'string', default: 'postgres://postgres@127.0.0.1:5432' },
+    threads: { type: 'string', default: String(defaultUseLiteThreads()) },
+    'log-level': { type: 'string', default: 'warn' },
+    'skip-build': { type: 'boolean', default: false },
+    source: { type: 'boolean', default: false },
+  },
+});
+const durationSeconds = Number(values.duration);
+const embedThreads = Number(values.threads);
+const logLevel = values['log-level']!;
+const pgUrl = values['pg-url']!;
+if (!(durationSeconds > 0)) throw new Error(`--duration must be a positive number of seconds, got ${values.duration}`);
+if (!Number.isInteger(embedThreads) || embedThreads < 1) throw new Error(`--threads must be a positive integer, got ${values.threads}`);
+
+// ---------------------------------------------------------------------------------------------
+// Request material: the 258 tools in the gateway's 0.5.2 wrapper shape, and distinct patterns.
+
+interface CatalogLine {
+  name: string;
+  description?: string;
+  input_schema?: Record<string, unknown>;
+}
+
+const catalogLines = readFileSync(CATALOG, 'utf8')
+  .trim()
+  .split('\n')
+  .map((line) => JSON.parse(line) as CatalogLine);
+
+/** The gateway's wrapper: name and description beside the provider tool JSON (Anthropic shape here). */
+function gatewayTool(line: CatalogLine) {
+  const definition = { name: line.name, description: line.description ?? '', input_schema: line.input_schema ?? { type: 'object', properties: {} } };
+  return { name: line.name, description: definition.description, definition };
+}
+
+const benchTools = catalogLines.slice(0, TOOL_COUNT).map(gatewayTool);
+/** Other tools that warm the server up without revealing the 258 benchmark tools to it. */
+const warmupTools = catalogLines.slice(TOOL_COUNT, TOOL_COUNT + 10).map(gatewayTool);
+if (benchTools.length !== TOOL_COUNT || warmupTools.length === 0) throw new Error(`${CATALOG} has fewer than ${TOOL_COUNT + 1} tools`);
+const benchToolsJson = JSON.stringify(benchTools);
+
+/** The body exactly as a 0.5.2 gateway builds it; the tool list is serialized once. */
+const selectorBody = (pattern: string, toolsJson = benchToolsJson) =>
+  `{"pattern":${JSON.stringify(pattern)},"top_k":${TOP_K},"tools":${toolsJson}}`;
+
+/** mulberry32: a seeded generator, so every run sends the same pattern sequence. */
+function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const STOP_WORDS = new Set('this that with from your will when into have been such which their there than then also only each more most other some these those they them what where while within about after before using used uses based given specified provided returns return'.split(' '));
+const vocabulary = [
+  ...new Set(
+    benchTools.flatMap(({ description }) => description.toLowerCase().match(/[a-z]{4,}/g) ?? []).filter((word) => !STOP_WORDS.has(word)),
+  ),
+];
+const sentences = readFileSync(QUERIES, 'utf8')
+  .trim()
+  .split('\n')
+  .map((line) => (JSON.parse(line) as { query: string }).query);
+
+/**
+ * Patterns as models write them for the gateway's search tool: mostly 2-5 keywords, sometimes a
+ * sentence with a keyword added. Never repeats, so no request is answered by the query cache.
+ */
+function patternSource(seed: number): () => string {
+  const random = seededRandom(seed);
+  const pick = <T>(items: T[]) => items[Math.floor(random() * items.length)]!;
+  const issued = new Set<string>();
+  return () => {
+    for (;;) {
+      const pattern =
+        random() < 0.2
+          ? `${pick(sentences)} ${pick(vocabulary)}`
+          : Array.from({ length: 2 + Math.floor(random() * 4) }, () => pick(vocabulary)).join(' ');
+      if (!issued.has(pattern)) {
+        issued.add(pattern);
+        return pattern;
+      }
+    }
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statistics.
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
+function summarize(samples: number[]) {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return { n: sorted.length, min: sorted[0] ?? Number.NaN, p10: percentile(sorted, 10), p50: percentile(sorted, 50), p90: percentile(sorted, 90), p95: percentile(sorted, 95), p99: percentile(sorted, 99), max: sorted.at(-1) ?? Number.NaN };
+}
+
+const ms = (value: number) => `${value.toFixed(1)} ms`;
+const round = (value: number, digits = 2) => Math.round(value * 10 ** digits) / 10 ** digits;
+
+// ---------------------------------------------------------------------------------------------
+// The bare model: the floor every selector request stands on.
+
+interface BareModel {
+  singleQuery: ReturnType<typeof summarize>;
+  throughputThreads: number;
+  throughputPerSecond: number;
+}
+
+async function measureBareModel(): Promise<BareModel> {
+  const nextPattern = patternSource(7);
+  const single = await createUseLiteEmbedder({ threads: 1 });
+  const samples: number[] = [];
+  try {
+    for (let i = 0; i < 10; i += 1) await single.embedQuery(nextPattern()); // JIT and WASM warm-up
+    for (let i = 0; i < BARE_QUERIES; i += 1) {
+      const text = nextPattern();
+      const started = performance.now();
+      await single.embedQuery(text);
+      samples.push(performance.now() - started);
+    }
+  } finally {
+    await single.close();
+  }
+
+  const pooled = await createUseLiteEmbedder({ threads: embedThreads });
+  let completed = 0;
+  let seconds: number;
+  try {
+    await Promise.all(Array.from({ length: embedThreads * 4 }, () => pooled.embedQuery(nextPattern()))); // warm every thread
+    const window = Math.max(3, Math.min(durationSeconds, 10)) * 1000;
+    const started = performance.now();
+    const deadline = started + window;
+    await Promise.all(
+      Array.from({ length: BARE_IN_FLIGHT }, async () => {
+        while (performance.now() < deadline) {
+          await pooled.embedQuery(nextPattern());
+          completed += 1;
+        }
+      }),
+    );
+    seconds = (performance.now() - started) / 1000;
+  } finally {
+    await pooled.close();
+  }
+  return { singleQuery: summarize(samples), throughputThreads: embedThreads, throughputPerSecond: completed / seconds };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The service as a child process.
+
+interface Service {
+  child: ChildProcess;
+  baseUrl: string;
+  /** Server log lines not yet read, and everything it printed (the tail goes into failures). */
+  lines: string[];
+  output: () => string;
+}
+
+const children = new Set<ChildProcess>();
+const tempDirs: string[] = [];
+const scratchDatabases: string[] = [];
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function startService(storeEnv: Record<string, string>): Promise<Service> {
+  const port = await freePort();
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of ['DATABASE_URL', 'DATA_DIR', 'REDIS_URL', 'API_KEYS', 'EMBED_MODEL', 'QUERY_CACHE_SIZE', 'EMBED_WORKER']) delete env[name];
+  Object.assign(env, {
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: logLevel,
+    EMBED_THREADS: String(embedThreads),
+    API_KEYS: `${API_KEY}:bench`,
+    NODE_ENV: 'production',
+    ...storeEnv,
+  });
+  const args = values.source ? ['--import', 'tsx', 'src/main.ts'] : ['dist/src/main.js'];
+  const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  let output = '';
+  const lines: string[] = [];
+  let partial = '';
+  child.stdout!.on('data', (data: Buffer) => {
+    const text = data.toString();
+    output = (output + text).slice(-20_000);
+    const parts = (partial + text).split('\n');
+    partial = parts.pop()!;
+    lines.push(...parts);
+  });
+  child.stderr!.on('data', (data: Buffer) => (output = (output + data.toString()).slice(-20_000)));
+
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode} during start:\n${output.slice(-3000)}`);
+    if (Date.now() > deadline) throw new Error(`service not ready after 120 s:\n${output.slice(-3000)}`);
+    const ready = await fetch(`${baseUrl}/readyz`).then((response) => response.ok, () => false);
+    if (ready) return { child, baseUrl, lines, output: () => output };
+    await sleep(200);
+  }
+}
+
+async function stopService(service: Service): Promise<void> {
+  const { child } = service;
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+const sleep = (milliseconds: number) => new Promise((resolve) => setTimeout(resolve, milliseconds));
+const authHeaders = { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' };
+
+async function postSelector(service: Service, body: string): Promise<{ ms: number; names: string[] }> {
+  const started = performance.now();
+  const response = await fetch(`${service.baseUrl}${SELECTOR_PATH}`, { method: 'POST', headers: authHeaders, body });
+  const text = await response.text();
+  const elapsed = performance.now() - started;
+  if (!response.ok) throw new Error(`selector answered ${response.status}: ${text.slice(0, 500)}`);
+  const names = (JSON.parse(text) as { selected_names: string[] }).selected_names;
+  return { ms: elapsed, names };
+}
+
+/** PUTs `tools` as a catalog and waits until the server reports a vector for every one of them. */
+async function waitForVectors(service: Service, catalog: string, tools: unknown[]): Promise<{ total: number; seconds: number }> {
+  const started = performance.now();
+  const put = await fetch(`${service.baseUrl}/v1/catalogs/${catalog}`, { method: 'PUT', headers: authHeaders, body: JSON.stringify({ tools }) });
+  if (!put.ok) throw new Error(`catalog PUT answered ${put.status}: ${(await put.text()).slice(0, 500)}`);
+  const deadline = Date.now() + 600_000;
+  for (;;) {
+    const response = await fetch(`${service.baseUrl}/v1/catalogs/${catalog}`, { headers: authHeaders });
+    const { embedding } = (await response.json()) as { embedding: { total: number; done: number; failed: number } | null };
+    if (!embedding) throw new Error('the service has no embedding queue (model not loaded?): nothing to wait for');
+    if (embedding.failed > 0) throw new Error(`${embedding.failed} of ${embedding.total} tools failed to embed`);
+    if (embedding.total !== tools.length) throw new Error(`catalog reports ${embedding.total} tools, sent ${tools.length}`);
+    if (embedding.done === embedding.total) return { total: embedding.total, seconds: (performance.now() - started) / 1000 };
+    if (Date.now() > deadline) throw new Error(`vectors not stored after 600 s: ${embedding.done}/${embedding.total}`);
+    await sleep(250);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Load.
+
+interface LoadResult {
+  connections: number;
+  seconds: number;
+  ok: number;
+  requestsPerSecond: number;
+  latency: ReturnType<typeof summarize>;
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+}
+
+async function runLoad(service: Service, connections: number, nextPattern: () => string): Promise<LoadResult> {
+  const latencies: number[] = [];
+  const instance = autocannon({
+    url: service.baseUrl,
+    connections,
+    duration: durationSeconds,
+    timeout: 30,
+    requests: [
+      {
+        method: 'POST',
+        path: SELECTOR_PATH,
+        headers: authHeaders,
+        setupRequest: (request) => ({ ...request, body: selectorBody(nextPattern()) }),
+      },
+    ],
+  });
+  instance.on('response', (_client, statusCode, _bytes, responseTime) => {
+    if (statusCode >= 200 && statusCode < 300) latencies.push(responseTime);
+  });
+  const result = await instance;
+  return {
+    connections,
+    seconds: result.duration,
+    ok: latencies.length,
+    requestsPerSecond: latencies.length / result.duration,
+    latency: summarize(latencies),
+    errors: result.errors,
+    timeouts: result.timeouts,
+    non2xx: result.non2xx,
+  };
+}
+
+/** The server's own time split from its "tool selection" lines, median per field. */
+function serverSplit(lines: string[]): Record<string, number> | null {
+  const timings = lines
+    .filter((line) => line.includes('"tool selection"'))
+    .map((line) => JSON.parse(line) as { toolsIn: number; timings: Record<string, number> })
+    .filter((entry) => entry.toolsIn === TOOL_COUNT)
+    .map((entry) => entry.timings);
+  if (timings.length === 0) return null;
+  const split: Record<string, number> = { n: timings.length };
+  for (const key of Object.keys(timings[0]!)) split[`${key}_p50`] = round(summarize(timings.map((entry) => entry[key] ?? 0)).p50);
+  split.total_ms_p99 = round(summarize(timings.map((entry) => entry.total_ms ?? 0)).p99);
+  return split;
+}
+
+/** The log lines so far; the short wait lets the last request's line arrive through the pipe. */
+async function drain(service: Service): Promise<string[]> {
+  await sleep(300);
+  return service.lines.splice(0, service.lines.length);
+}
+
+// ---------------------------------------------------------------------------------------------
+// One store.
+
+interface StoreResult {
+  store: string;
+  firstSightMs: number;
+  firstSightNewTools: number;
+  vectorsSeconds: number;
+  c8: LoadResult;
+  c1: LoadResult;
+  split: Record<string, Record<string, number> | null>;
+}
+
+async function benchStore(store: string, storeEnv: Record<string, string>): Promise<StoreResult> {
+  const service = await startService(storeEnv);
+  try {
+    const nextPattern = patternSource(store === 'pglite' ? 11 : 13);
+    // Warm the process (JIT, connections, model threads) on other tools, embedded before first sight.
+    await waitForVectors(service, 'bench-warmup', warmupTools);
+    const warmupJson = JSON.stringify(warmupTools);
+    for (let i = 0; i < 5; i += 1) await postSelector(service, selectorBody(nextPattern(), warmupJson));
+    await drain(service);
+
+    const first = await postSelector(service, selectorBody(nextPattern()));
+    if (first.names.length !== TOP_K) throw new Error(`first-sight answer has ${first.names.length} names, expected ${TOP_K}`);
+    const firstSplit = serverSplit(await drain(service));
+    const vectors = await waitForVectors(service, 'bench-tools', benchTools);
+    for (let i = 0; i < 20; i += 1) await postSelector(service, selectorBody(nextPattern()));
+    await drain(service);
+
+    const c8 = await runLoad(service, 8, nextPattern);
+    const c8Split = serverSplit(await drain(service));
+    const c1 = await runLoad(service, 1, nextPattern);
+    const c1Split = serverSplit(await drain(service));
+    if (service.child.exitCode !== null) throw new Error(`service died during the load:\n${service.output().slice(-3000)}`);
+    return {
+      store,
+      firstSightMs: first.ms,
+      firstSightNewTools: TOOL_COUNT,
+      vectorsSeconds: vectors.seconds,
+      c8,
+      c1,
+      split: { first_sight: firstSplit, c8: c8Split, c1: c1Split },
+    };
+  } catch (error) {
+    console.error(`--- ${store} service output (tail) ---\n${service.output().slice(-3000)}`);
+    throw error;
+  } finally {
+    await stopService(service);
+  }
+}
+
+async function postgresReachable(): Promise<boolean> {
+  const client = new pg.Client({ connectionString: `${pgUrl}/postgres`, connectionTimeoutMillis: 2000 });
+  try {
+    await client.connect();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+async function withAdmin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: `${pgUrl}/postgres` });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+async function storeEnvironment(store: string): Promise<Record<string, string>> {
+  if (store === 'pglite') {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'toolsift-bench-'));
+    tempDirs.push(dataDir);
+    return { DATA_DIR: dataDir };
+  }
+  const name = `toolsift_bench_${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
+  await withAdmin((client) => client.query(`create database "${name}"`));
+  scratchDatabases.push(name);
+  // DATA_DIR is still set so nothing is written to ./data by mistake.
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'toolsift-bench-'));
+  tempDirs.push(dataDir);
+  return { DATABASE_URL: `${pgUrl}/${name}`, DATA_DIR: dataDir };
+}
+
+async function cleanUp(): Promise<void> {
+  for (const child of children) child.kill('SIGKILL');
+  for (const dir of tempDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  const names = scratchDatabases.splice(0);
+  if (names.length > 0) {
+    await withAdmin(async (client) => {
+      for (const name of names) await client.query(`drop database if exists "${name}" with (force)`);
+    }).catch((error: Error) => console.error(`could not drop ${names.join(', ')}: ${error.message}`));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report.
+
+interface Check {
+  name: string;
+  value: string;
+  pass: boolean;
+}
+
+function checks(result: StoreResult, bare: BareModel): Check[] {
+  const floor = bare.singleQuery.p50;
+  const errors = (load: LoadResult) => load.errors + load.timeouts + load.non2xx;
+  return [
+    {
+      name: 'c=1 p50 <= bare query + 5 ms',
+      value: `${ms(result.c1.latency.p50)} vs ${ms(floor + 5)} (ratio ${(result.c1.latency.p50 / (floor + 5)).toFixed(2)})`,
+      pass: result.c1.latency.p50 <= floor + 5,
+    },
+    {
+      name: 'c=1 p99 <= 2 x p50',
+      value: `${ms(result.c1.latency.p99)} vs ${ms(2 * result.c1.latency.p50)} (ratio ${(result.c1.latency.p99 / result.c1.latency.p50).toFixed(2)})`,
+      pass: result.c1.latency.p99 <= 2 * result.c1.latency.p50,
+    },
+    {
+      name: `c=8 req/s >= 0.8 x bare (${bare.throughputThreads} thr)`,
+      value: `${result.c8.requestsPerSecond.toFixed(1)} vs ${(0.8 * bare.throughputPerSecond).toFixed(1)} (ratio ${(result.c8.requestsPerSecond / bare.throughputPerSecond).toFixed(2)} of bare)`,
+      pass: result.c8.requestsPerSecond >= 0.8 * bare.throughputPerSecond,
+    },
+    {
+      name: 'zero errors',
+      value: `c=8 ${errors(result.c8)}, c=1 ${errors(result.c1)}`,
+      pass: errors(result.c8) + errors(result.c1) === 0,
+    },
+    { name: 'first sight <= 500 ms', value: ms(result.firstSightMs), pass: result.firstSightMs <= 500 },
+  ];
+}
+
+function printLoad(label: string, load: LoadResult): void {
+  const { latency } = load;
+  console.log(
+    `  ${label.padEnd(5)} ${load.ok} ok in ${load.seconds.toFixed(1)} s = ${load.requestsPerSecond.toFixed(1)} req/s; ` +
+      `p50 ${ms(latency.p50)}  p95 ${ms(latency.p95)}  p99 ${ms(latency.p99)}  max ${ms(latency.max)}; ` +
+      `errors ${load.errors} timeouts ${load.timeouts} non-2xx ${load.non2xx}`,
+  );
+}
+
+async function main(): Promise<void> {
+  const requested = values.stores?.split(',').map((store) => store.trim()).filter(Boolean);
+  for (const store of requested ?? []) {
+    if (store !== 'pglite' && store !== 'postgres') throw new Error(`--stores takes pglite and/or postgres, got "${store}"`);
+  }
+  const reachable = await postgresReachable();
+  const stores = requested ?? (values.pg || reachable ? ['pglite', 'postgres'] : ['pglite']);
+  if (stores.includes('postgres') && !reachable) throw new Error(`PostgreSQL is not reachable at ${pgUrl}`);
+
+  if (!values.source && !values['skip-build']) {
+    const build = spawnSync('npm', ['run', 'build'], { cwd: ROOT, encoding: 'utf8' });
+    if (build.status !== 0) throw new Error(`npm run build failed:\n${build.stdout}${build.stderr}`);
+  }
+  const bodyKb = selectorBody('x').length / 1024;
+  console.log(
+    `toolsift selector benchmark: ${TOOL_COUNT} tools (${bodyKb.toFixed(0)} KB body, gateway 0.5.2 shape, Anthropic definitions), top_k ${TOP_K}; ` +
+      `EMBED_THREADS=${embedThreads}; duration ${durationSeconds} s per load; LOG_LEVEL=${logLevel}; ` +
+      `server ${values.source ? 'node --import tsx src/main.ts' : 'node dist/src/main.js'}; stores ${stores.join(', ')}`,
+  );
+
+  const bare = await measureBareModel();
+  const q = bare.singleQuery;
+  console.log(
+    `bare use-lite, one query, 1 thread (${q.n} distinct): median ${ms(q.p50)} (p10 ${ms(q.p10)}, p90 ${ms(q.p90)}, p99 ${ms(q.p99)}, max ${ms(q.max)})`,
+  );
+  console.log(`bare use-lite, single-query throughput, ${bare.throughputThreads} threads, ${BARE_IN_FLIGHT} in flight: ${bare.throughputPerSecond.toFixed(1)} queries/s`);
+
+  const results: StoreResult[] = [];
+  const summary: Record<string, unknown> = {
+    embed_threads: embedThreads,
+    duration_s: durationSeconds,
+    bare: { query_p50_ms: round(q.p50), query_p10_ms: round(q.p10), query_p90_ms: round(q.p90), throughput_qps: round(bare.throughputPerSecond, 1) },
+  };
+  let allPass = true;
+  for (const store of stores) {
+    const result = await benchStore(store, await storeEnvironment(store));
+    results.push(result);
+    console.log(`\n[${store}] first sight (${TOOL_COUNT} never-seen tools): ${ms(result.firstSightMs)}; all ${TOOL_COUNT} vectors stored ${result.vectorsSeconds.toFixed(1)} s later`);
+    printLoad('c=8', result.c8);
+    printLoad('c=1', result.c1);
+    for (const [phase, split] of Object.entries(result.split)) {
+      if (split) console.log(`  server split ${phase}: ${JSON.stringify(split)}`);
+    }
+    const storeChecks = checks(result, bare);
+    for (const check of storeChecks) console.log(`  ${check.pass ? 'PASS' : 'FAIL'}  ${check.name.padEnd(36)} ${check.value}`);
+    allPass &&= storeChecks.every((check) => check.pass);
+    summary[store] = {
+      first_sight_ms: round(result.firstSightMs, 1),
+      c8: { rps: round(result.c8.requestsPerSecond, 1), p50: round(result.c8.latency.p50), p95: round(result.c8.latency.p95), p99: round(result.c8.latency.p99), errors: result.c8.errors + result.c8.timeouts + result.c8.non2xx },
+      c1: { rps: round(result.c1.requestsPerSecond, 1), p50: round(result.c1.latency.p50), p95: round(result.c1.latency.p95), p99: round(result.c1.latency.p99), errors: result.c1.errors + result.c1.timeouts + result.c1.non2xx },
+      pass: Object.fromEntries(storeChecks.map((check) => [check.name, check.pass])),
+    };
+  }
+  summary.pass = allPass;
+  console.log(`\n${JSON.stringify(summary)}`);
+  process.exitCode = allPass ? 0 : 1;
+}
+
+process.once('SIGINT', () => {
+  void cleanUp().finally(() => process.exit(130));
+});
+
+try {
+  await main();
+} finally {
+  await cleanUp();
+}
