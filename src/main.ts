@@ -3,6 +3,9 @@ import { ConfigError, loadConfig } from './config.js';
 import { createDeps } from './deps.js';
 import { createApp } from './http/app.js';
 
+/** How long in-flight requests get to finish after SIGTERM. */
+const DRAIN_MS = 20_000;
+
 /** `npm start`: read config, build deps, serve HTTP; SIGTERM/SIGINT drain and close. */
 async function main(): Promise<void> {
   let config;
@@ -34,10 +37,19 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     deps.logger.info({ signal }, 'shutting down: draining requests');
+    // In-flight requests finish; keep-alive connections that stay idle are closed, and after
+    // DRAIN_MS whatever is still open is cut so a stuck client cannot hold the process forever.
+    const force = setTimeout(() => server.closeAllConnections(), DRAIN_MS);
+    force.unref();
     server.close(async () => {
-      await deps.close();
-      deps.logger.info('stopped');
-      process.exit(0);
+      try {
+        await deps.close();
+        deps.logger.info('stopped');
+        process.exit(0);
+      } catch (error) {
+        deps.logger.error({ err: error }, 'error while closing');
+        process.exit(1);
+      }
     });
     server.closeIdleConnections();
   };

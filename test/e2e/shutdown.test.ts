@@ -1,0 +1,71 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const root = new URL('../..', import.meta.url).pathname;
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+describe('SIGTERM on a real server process', () => {
+  it('finishes the request in flight, closes the database and exits 0', async () => {
+    const port = await freePort();
+    const dataDir = mkdtempSync(join(tmpdir(), 'toolsift-sigterm-'));
+    const server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      cwd: root,
+      env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info', EMBED_MODEL: 'none', QUEUE_PREFIX: `sigterm-${port}` },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    server.stdout!.on('data', (chunk) => (output += String(chunk)));
+    server.stderr!.on('data', (chunk) => (output += String(chunk)));
+    const exited = new Promise<number | null>((resolve) => server.once('exit', (code) => resolve(code)));
+    try {
+      const base = `http://127.0.0.1:${port}`;
+      for (let tries = 0; ; tries++) {
+        try {
+          if ((await fetch(`${base}/readyz`)).status === 200) break;
+        } catch {
+          // not listening yet
+        }
+        if (tries > 400) throw new Error(`server did not start:\n${output}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      // A request with 2,000 never-seen tools: long enough to still be running when SIGTERM lands.
+      const tools = Array.from({ length: 2000 }, (_, index) => ({
+        name: `tool_${index}_${port}`,
+        description: `Tool number ${index} does task ${index % 97} with care and many words to tokenize`,
+        parameters: { type: 'object', properties: { [`field_${index}`]: { type: 'string', description: 'a field' } } },
+      }));
+      const inFlight = fetch(`${base}/v1/tool-discovery/search`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ query: 'task 42', max_tools: 3, tools }),
+      });
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      server.kill('SIGTERM');
+      const response = await inFlight;
+      expect(response.status).toBe(200);
+      expect((await response.json()).selected_names).toHaveLength(3);
+      expect(await exited, output).toBe(0);
+      expect(output).toContain('shutting down');
+      expect(output).toContain('"msg":"stopped"');
+      // The selection was still being computed when the signal arrived.
+      expect(output.indexOf('shutting down'), output).toBeLessThan(output.indexOf('"msg":"tool selection"'));
+      await expect(fetch(`${base}/healthz`)).rejects.toThrow();
+    } finally {
+      if (server.exitCode === null) server.kill('SIGKILL');
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
