@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import http from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -41,22 +42,33 @@ describe('SIGTERM on a real server process', () => {
         if (tries > 400) throw new Error(`server did not start:\n${output}`);
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
-      // A request with 2,000 never-seen tools: long enough to still be running when SIGTERM lands.
-      const tools = Array.from({ length: 2000 }, (_, index) => ({
-        name: `tool_${index}_${port}`,
-        description: `Tool number ${index} does task ${index % 97} with care and many words to tokenize`,
-        parameters: { type: 'object', properties: { [`field_${index}`]: { type: 'string', description: 'a field' } } },
-      }));
-      const inFlight = fetch(`${base}/v1/tool-discovery/search`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ query: 'task 42', max_tools: 3, tools }),
+      // A request whose body is still arriving when SIGTERM lands: half is sent, then the signal,
+      // then the rest. The server must finish it before exiting.
+      const body = JSON.stringify({
+        query: 'task 42',
+        max_tools: 3,
+        tools: Array.from({ length: 200 }, (_, index) => ({ name: `tool_${index}`, description: `Tool ${index} does task ${index % 97}` })),
       });
-      await new Promise((resolve) => setTimeout(resolve, 30));
-      server.kill('SIGTERM');
-      const response = await inFlight;
-      expect(response.status).toBe(200);
-      expect((await response.json()).selected_names).toHaveLength(3);
+      const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const request = http.request(`${base}/v1/tool-discovery/search`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+        });
+        request.on('response', (response) => {
+          let text = '';
+          response.on('data', (chunk) => (text += String(chunk)));
+          response.on('end', () => resolve({ status: response.statusCode ?? 0, body: text }));
+        });
+        request.on('error', reject);
+        request.write(body.slice(0, body.length / 2));
+        setTimeout(() => {
+          server.kill('SIGTERM');
+          setTimeout(() => request.end(body.slice(body.length / 2)), 300);
+        }, 200);
+      });
+      const response = await answer;
+      expect(response.status, response.body).toBe(200);
+      expect(JSON.parse(response.body).selected_names).toHaveLength(3);
       expect(await exited, output).toBe(0);
       expect(output).toContain('shutting down');
       expect(output).toContain('"msg":"stopped"');
