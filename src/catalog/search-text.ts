@@ -51,11 +51,18 @@ export function queryTerms(query: string): string[] {
   return tokenize(query);
 }
 
-/** The text a sentence model embeds for a tool: readable words, not identifiers. */
+/**
+ * The first sentence of a description: what the tool does. The rest (options, caveats, examples)
+ * only dilutes USE Lite's averaged vector; on the eval sets name + first sentence beat name + 400
+ * characters of description for the dense list (livemcpbench nDCG@10 0.220 -> 0.243).
+ */
+const FIRST_SENTENCE = /^[\s\S]*?[.!?\u3002](?=\s|$)/u;
+
+/** The text a sentence model embeds for a tool: readable name words and what the tool does. */
 export function embeddingText(tool: CanonicalTool): string {
   const parts = [humanize(tool.name)];
   const description = tool.description.trim();
-  if (description !== '') parts.push(description);
+  if (description !== '') parts.push(FIRST_SENTENCE.exec(description)?.[0] ?? description);
   const text = parts.join(': ');
   return text.length > MAX_EMBEDDING_CHARS ? text.slice(0, MAX_EMBEDDING_CHARS) : text;
 }

@@ -20,10 +20,10 @@ export const RRF_DEPTH = 50;
 /** BM25 is the stronger retriever on every eval set; its votes are the unit. */
 export const BM25_WEIGHT = 1;
 /**
- * USE Lite alone reaches ~55% of BM25's nDCG; at 0.35 it adds the tools BM25 misses on long
- * multi-step tasks without reordering BM25's confident matches (0.3-0.45 all work; 1 hurts).
+ * USE Lite alone reaches ~55% of BM25's nDCG; at 0.4 it adds the tools BM25 misses on long
+ * multi-step tasks without reordering BM25's confident matches (0.35-0.5 all work; 1 hurts).
  */
-export const VECTOR_WEIGHT = 0.35;
+export const VECTOR_WEIGHT = 0.4;
 
 export interface FusionInput {
   /** Best first. Scores must be non-negative when `scaleByScore` is set. */
@@ -81,3 +81,4 @@ export function fuseHybrid(
     options,
   );
 }
+

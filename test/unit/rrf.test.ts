@@ -43,6 +43,7 @@ describe('fuseHybrid', () => {
   });
 });
 
+
 describe('boostByTags', () => {
   const tags = new Map([['a', ['Finance']], ['b', ['Finance', 'Search']], ['c', []]]);
   it('adds TAG_BOOST per matching tag and re-sorts', () => {

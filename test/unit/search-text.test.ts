@@ -61,6 +61,9 @@ describe('embeddingText', () => {
     expect(embeddingText({ ...tool, description: 'x '.repeat(1000) }).length).toBe(MAX_EMBEDDING_CHARS);
     expect(embeddingText({ ...tool, name: 'getUserByID', description: '' })).toBe('get User By ID');
   });
+  it('keeps only the first sentence of the description, with file names and versions whole', () => {
+    expect(embeddingText({ ...tool, description: 'Reads config.json v1.2 files. Options: encoding, size.' })).toBe('get stock price: Reads config.json v1.2 files.');
+  });
 });
 
 describe('queryTerms', () => {
