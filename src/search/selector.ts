@@ -103,7 +103,7 @@ function parseRequestTools(deps: SelectorDeps, raws: unknown[]): { tools: Reques
   return { tools, fresh, keys };
 }
 
-/** Writes documents and BM25 terms for tools not cached as stored (cheap), and queues their embeddings. */
+/** Writes documents and BM25 terms for tools not cached as stored (cheap, during the request). */
 async function storeRequestTools(deps: SelectorDeps, fresh: RequestTool[], keys: string[]): Promise<number> {
   if (fresh.length === 0) return 0;
   const inserted = await insertDocuments(
@@ -111,13 +111,18 @@ async function storeRequestTools(deps: SelectorDeps, fresh: RequestTool[], keys:
     fresh.map(({ tool, hash }) => ({ hash, tool, ...documentTerms(tool) })),
   );
   fresh.forEach((entry, index) => deps.toolCache.set(keys[index]!, entry));
-  if (deps.queue) {
-    // Embedding is the queue's work; the request ranks with whatever vectors exist now.
-    deps.queue.enqueue(fresh.map(({ hash }) => hash)).catch((error: unknown) => {
-      deps.logger.warn({ err: error }, 'selector: could not queue embeddings; they will be re-discovered');
-    });
-  }
   return inserted.length;
+}
+
+/**
+ * Queues embeddings for tools seen for the first time. Called once the answer is ranked, so the
+ * request that brought them does not wait behind their embedding (same threads, same database).
+ */
+function queueEmbeddings(deps: SelectorDeps, fresh: RequestTool[]): void {
+  if (!deps.queue || fresh.length === 0) return;
+  deps.queue.enqueue(fresh.map(({ hash }) => hash)).catch((error: unknown) => {
+    deps.logger.warn({ err: error }, 'selector: could not queue embeddings; they will be re-discovered');
+  });
 }
 
 /** The BM25 ranking computed in process: the selector's answer when the store cannot be reached. */
@@ -190,5 +195,6 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
   if (ranked.length === 0 && exact.length === 0 && regexNames.length === 0) fallback ??= 'no_match';
   const rankedSet = new Set(ranked);
   const regexOrdered = [...ranked.filter((name) => regexNames.includes(name)), ...regexNames.filter((name) => !rankedSet.has(name))];
+  if (fallback !== 'store_error') queueEmbeddings(deps, fresh);
   return finish([...exact, ...regexOrdered, ...ranked], fallback);
 }
