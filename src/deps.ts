@@ -9,6 +9,7 @@ import { InProcessEmbedQueue } from './jobs/in-process-queue.js';
 import { BullmqEmbedQueue, connectRedis } from './jobs/bullmq-queue.js';
 import { startEmbedWorker, type EmbedWorker } from './jobs/bullmq-worker.js';
 import { DISABLED_MODEL } from './embed/create-embedder.js';
+import { refreshStaleTerms } from './catalog/refresh-terms.js';
 import { createLogger, type Logger } from './logger.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import type { RankDeps } from './search/hybrid-search.js';
@@ -56,6 +57,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     throw error;
   }
   logger.info({ store: database.kind, ...(database.kind === 'pglite' ? { dataDir: config.DATA_DIR } : {}) }, 'database ready');
+  await refreshStaleTerms(database.db, logger);
 
   const ownsEmbedder = overrides.embedder === undefined;
   const loaded =

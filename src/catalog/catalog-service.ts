@@ -4,7 +4,7 @@ import { catalogEmbeddingProgress, catalogHashesWithoutVector } from '../store/e
 import type { Db } from '../store/database.js';
 import type { ToolDocument } from '../store/tool-store.js';
 import { contentHash } from './content-hash.js';
-import { documentTerms } from './search-text.js';
+import { documentTerms, TERMS_VERSION } from './search-text.js';
 import { normalizeTools } from './tool-formats.js';
 import type { Tool } from './tool.js';
 
@@ -27,7 +27,7 @@ export const MAX_TOOLS_PER_REQUEST = 10_000;
 /** A canonical tool with its content hash and BM25 terms: what the store keeps. */
 export function toDocument(tool: Tool): ToolDocument {
   const { termFreqs, length } = documentTerms(tool);
-  return { hash: contentHash(tool), tool, termFreqs, length };
+  return { hash: contentHash(tool), tool, termFreqs, length, termsVersion: TERMS_VERSION };
 }
 
 /** Normalizes every tool or rejects the whole request, naming each bad tool by index. */

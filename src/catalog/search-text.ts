@@ -6,6 +6,12 @@
 import type { CanonicalTool, JsonSchema } from './tool.js';
 import { tokenize } from '../search/tokenizer.js';
 
+/**
+ * Version of the BM25 document recipe (tokenizer, fields, weights). Bump it with any change that
+ * alters documentTerms' output: stored terms of older versions are recomputed at start-up.
+ */
+export const TERMS_VERSION = 1;
+
 /** The name is the most precise evidence of what a tool does; the issue asks it to count twice. */
 export const NAME_WEIGHT = 2;
 /** Nested schemas deeper than this are option bags, not what the tool is about. */

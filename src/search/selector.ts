@@ -1,5 +1,6 @@
 import { contentHash } from '../catalog/content-hash.js';
 import { documentTerms } from '../catalog/search-text.js';
+import { toDocument } from '../catalog/catalog-service.js';
 import { normalizeTool, ToolFormatError, TOOL_NAME_MAX } from '../catalog/tool-formats.js';
 import type { Tool } from '../catalog/tool.js';
 import { AppError } from '../errors.js';
@@ -108,7 +109,7 @@ async function storeRequestTools(deps: SelectorDeps, fresh: RequestTool[], keys:
   if (fresh.length === 0) return 0;
   const inserted = await insertDocuments(
     deps.db,
-    fresh.map(({ tool, hash }) => ({ hash, tool, ...documentTerms(tool) })),
+    fresh.map(({ tool }) => toDocument(tool)),
   );
   fresh.forEach((entry, index) => deps.toolCache.set(keys[index]!, entry));
   return inserted.length;

@@ -36,6 +36,11 @@ export const toolDocuments = pgTable('tool_documents', {
   definition: json('definition').notNull(),
   /** BM25 document length: the sum of `tool_terms.tf` for this hash. */
   docLength: integer('doc_length').notNull(),
+  /**
+   * The tokenizer/document recipe (search-text.ts TERMS_VERSION) the terms were computed with;
+   * start-up recomputes older ones, so a release that changes tokenizing never mixes recipes.
+   */
+  termsVersion: integer('terms_version').notNull().default(1),
   createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
 });
 

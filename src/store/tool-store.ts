@@ -10,6 +10,37 @@ export interface ToolDocument {
   tool: Tool;
   termFreqs: Map<string, number>;
   length: number;
+  /** The recipe version the terms were computed with (search-text.ts TERMS_VERSION). */
+  termsVersion: number;
+}
+
+export interface DocumentTerms {
+  termFreqs: Map<string, number>;
+  length: number;
+}
+
+/** Term rows for many documents as three parallel arrays, for one unnest-bound insert. */
+function termColumns(documents: { hash: string; termFreqs: Map<string, number> }[]) {
+  const hashes: string[] = [];
+  const terms: string[] = [];
+  const counts: number[] = [];
+  for (const doc of documents) {
+    for (const [term, tf] of doc.termFreqs) {
+      hashes.push(doc.hash);
+      terms.push(term);
+      counts.push(tf);
+    }
+  }
+  return { hashes, terms, counts };
+}
+
+async function insertTerms(db: Executor, documents: { hash: string; termFreqs: Map<string, number> }[]): Promise<void> {
+  const { hashes, terms, counts } = termColumns(documents);
+  if (hashes.length === 0) return;
+  await db.execute(
+    sql`insert into tool_terms (hash, term, tf)
+        select * from unnest(${sql.param(hashes)}::text[], ${sql.param(terms)}::text[], ${sql.param(counts)}::int[])`,
+  );
 }
 
 /**
@@ -22,8 +53,8 @@ export async function insertDocuments(db: Executor, documents: ToolDocument[]): 
   if (unique.length === 0) return [];
   const inserted = await queryRows<{ hash: string }>(
     db,
-    sql`insert into tool_documents (hash, name, description, input_schema, tags, server, definition, doc_length)
-        select d.hash, d.name, d.description, d.input_schema::json, array(select jsonb_array_elements_text(d.tags::jsonb)), d.server, d.definition::json, d.doc_length
+    sql`insert into tool_documents (hash, name, description, input_schema, tags, server, definition, doc_length, terms_version)
+        select d.hash, d.name, d.description, d.input_schema::json, array(select jsonb_array_elements_text(d.tags::jsonb)), d.server, d.definition::json, d.doc_length, d.terms_version
         from unnest(
           ${sql.param(unique.map((doc) => doc.hash))}::text[],
           ${sql.param(unique.map((doc) => doc.tool.name))}::text[],
@@ -32,29 +63,14 @@ export async function insertDocuments(db: Executor, documents: ToolDocument[]): 
           ${sql.param(unique.map((doc) => JSON.stringify(doc.tool.tags)))}::text[],
           ${sql.param(unique.map((doc) => doc.tool.server))}::text[],
           ${sql.param(unique.map((doc) => JSON.stringify(doc.tool.definition)))}::text[],
-          ${sql.param(unique.map((doc) => doc.length))}::int[]
-        ) as d(hash, name, description, input_schema, tags, server, definition, doc_length)
+          ${sql.param(unique.map((doc) => doc.length))}::int[],
+          ${sql.param(unique.map((doc) => doc.termsVersion))}::int[]
+        ) as d(hash, name, description, input_schema, tags, server, definition, doc_length, terms_version)
         on conflict (hash) do nothing
         returning hash`,
   );
   const fresh = new Set(inserted.map((row) => row.hash));
-  const hashes: string[] = [];
-  const terms: string[] = [];
-  const counts: number[] = [];
-  for (const doc of unique) {
-    if (!fresh.has(doc.hash)) continue;
-    for (const [term, tf] of doc.termFreqs) {
-      hashes.push(doc.hash);
-      terms.push(term);
-      counts.push(tf);
-    }
-  }
-  if (hashes.length > 0) {
-    await db.execute(
-      sql`insert into tool_terms (hash, term, tf)
-          select * from unnest(${sql.param(hashes)}::text[], ${sql.param(terms)}::text[], ${sql.param(counts)}::int[])`,
-    );
-  }
+  await insertTerms(db, unique.filter((doc) => fresh.has(doc.hash)));
   return [...fresh];
 }
 
@@ -76,4 +92,38 @@ export async function loadDocuments(db: Executor, hashes: string[]): Promise<Map
         from tool_documents where hash = any(${sql.param(hashes)}::text[])`,
   );
   return new Map(rows.map((row) => [row.hash, row]));
+}
+
+/** Up to `limit` documents whose terms were computed by another recipe version. */
+export async function documentsWithStaleTerms(db: Executor, termsVersion: number, limit: number): Promise<StoredDocument[]> {
+  return queryRows<StoredDocument>(
+    db,
+    sql`select hash, name, description, input_schema as "inputSchema", tags, server, definition
+        from tool_documents where terms_version <> ${termsVersion} order by hash limit ${limit}`,
+  );
+}
+
+/** Replaces the terms (and length) of documents in one transaction, stamped with the recipe version. */
+export async function replaceTerms(db: Db, documents: (DocumentTerms & { hash: string })[], termsVersion: number): Promise<void> {
+  if (documents.length === 0) return;
+  await db.transaction(async (tx) => {
+    // Row locks serialize replicas refreshing at once; the loser re-reads and finds nothing stale.
+    const stale = await queryRows<{ hash: string }>(
+      tx,
+      sql`select hash from tool_documents
+          where hash = any(${sql.param(documents.map((doc) => doc.hash))}::text[]) and terms_version <> ${termsVersion}::int
+          for update`,
+    );
+    const pending = new Set(stale.map((row) => row.hash));
+    documents = documents.filter((doc) => pending.has(doc.hash));
+    if (documents.length === 0) return;
+    const hashes = documents.map((doc) => doc.hash);
+    await tx.execute(sql`delete from tool_terms where hash = any(${sql.param(hashes)}::text[])`);
+    await insertTerms(tx, documents);
+    await tx.execute(
+      sql`update tool_documents d set doc_length = v.doc_length, terms_version = ${termsVersion}::int
+          from unnest(${sql.param(hashes)}::text[], ${sql.param(documents.map((doc) => doc.length))}::int[]) as v(hash, doc_length)
+          where d.hash = v.hash`,
+    );
+  });
 }

@@ -18,6 +18,7 @@ function toyDocument(name: string, termFreqs: Record<string, number>): ToolDocum
     tool: { name, description: '', inputSchema: null, tags: [name === 'd3' ? 'aquatic' : 'pets'], server: null, format: 'mcp', definition: { name } },
     termFreqs: map,
     length: [...map.values()].reduce((sum, tf) => sum + tf, 0),
+    termsVersion: 1,
   };
 }
 
@@ -87,5 +88,26 @@ describe('BM25 and vector search in SQL', () => {
     expect(indexed.map(([id]) => id)).toEqual(['d1', 'd2', 'd3']);
     const filtered = await searchVector(database.db, { ...catalog, tags: ['aquatic'] } as Corpus, { model, vector: [1, 0, 0], useIndex: true }, 10);
     expect(filtered.map(([id]) => id)).toEqual(['d3']);
+  });
+});
+
+describe('documents from an older tokenizer recipe', () => {
+  it('get their BM25 terms recomputed at start-up, so one corpus never mixes recipes', async () => {
+    const { refreshStaleTerms } = await import('../../src/catalog/refresh-terms.js');
+    const { toDocument } = await import('../../src/catalog/catalog-service.js');
+    const { normalizeTool } = await import('../../src/catalog/tool-formats.js');
+    const { pino } = await import('pino');
+    const database = await testDatabase();
+    const doc = toDocument(normalizeTool({ name: `stale_${randomBytes(3).toString('hex')}`, description: 'Reads invoices', inputSchema: {} }));
+    // As an older release would have stored it: other terms, another version.
+    await replaceCatalog(database.db, uniqueName('stale'), 'stale', [{ ...doc, termFreqs: new Map([['obsolete', 3]]), length: 3, termsVersion: 0 }]);
+    const before = await searchBm25(database.db, { kind: 'hashes', hashes: [doc.hash] }, { terms: ['invoices'], weights: [1] }, 5);
+    expect(before).toEqual([]);
+    const refreshed = await refreshStaleTerms(database.db, pino({ level: 'silent' }));
+    expect(refreshed).toBeGreaterThanOrEqual(1);
+    const after = await searchBm25(database.db, { kind: 'hashes', hashes: [doc.hash] }, { terms: ['invoices'], weights: [1] }, 5);
+    expect(after.map(([id]) => id)).toEqual([doc.hash]);
+    expect(await searchBm25(database.db, { kind: 'hashes', hashes: [doc.hash] }, { terms: ['obsolete'], weights: [1] }, 5)).toEqual([]);
+    expect(await refreshStaleTerms(database.db, pino({ level: 'silent' }))).toBe(0);
   });
 });
