@@ -19,8 +19,9 @@ const byteSize = z
 const apiKeys = z.string().transform((value, ctx) => {
   const keys = new Map<string, string>();
   for (const entry of value.split(',').map((part) => part.trim()).filter(Boolean)) {
-    const [key, tenant = 'default'] = entry.split(':').map((part) => part.trim());
-    if (!key || !/^[A-Za-z0-9._-]{1,64}$/.test(tenant)) {
+    const parts = entry.split(':').map((part) => part.trim());
+    const [key, tenant = 'default'] = parts;
+    if (parts.length > 2 || !key || !/^[A-Za-z0-9._-]{1,64}$/.test(tenant)) {
       ctx.addIssue({ code: z.ZodIssueCode.custom, message: `bad entry "${entry}": expected key:tenant` });
       return z.NEVER;
     }
@@ -31,7 +32,11 @@ const apiKeys = z.string().transform((value, ctx) => {
 
 const emptyAsUndefined = (value: unknown) => (value === '' ? undefined : value);
 
-export const configSchema = z.object({
+/** A variable set to the empty string (common in compose files and .env templates) counts as unset. */
+const dropEmpty = (env: unknown) =>
+  typeof env === 'object' && env !== null ? Object.fromEntries(Object.entries(env).filter(([, value]) => value !== '')) : env;
+
+export const configSchema = z.preprocess(dropEmpty, z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   HOST: z.string().default('0.0.0.0'),
   DATABASE_URL: z.preprocess(emptyAsUndefined, z.string().url().optional()),
@@ -54,7 +59,7 @@ export const configSchema = z.object({
   QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/).default('toolsift'),
   /** Lock and stalled-check period of BullMQ workers: how soon a dead worker's job is taken over. */
   EMBED_STALLED_MS: z.coerce.number().int().min(500).max(600_000).default(30_000),
-});
+}));
 
 export type Config = z.infer<typeof configSchema>;
 

@@ -75,6 +75,18 @@ describe('loadConfig', () => {
     });
   }
 
+  it('treats any variable set to the empty string as unset (PORT, EMBED_THREADS, ...)', () => {
+    const config = loadConfig({ PORT: '', EMBED_THREADS: '', LOG_LEVEL: '', EMBED_MODEL: '' });
+    expect(config.PORT).toBe(8080);
+    expect(config.EMBED_THREADS).toBe(2);
+    expect(config.LOG_LEVEL).toBe('info');
+    expect(config.EMBED_MODEL).toBe('use-lite');
+  });
+
+  it('rejects an API_KEYS entry with more than key:tenant', () => {
+    expect(() => loadConfig({ API_KEYS: 'k1:t1:x' })).toThrow(/API_KEYS/);
+  });
+
   it('names every bad variable at once', () => {
     const error = configError({ PORT: 'abc', LOG_LEVEL: 'loud' });
     expect(error.message).toMatch(/PORT: /);
