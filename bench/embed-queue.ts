@@ -20,6 +20,8 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { Redis } from 'ioredis';
+import { Queue } from 'bullmq';
+import { EMBED_QUEUE_NAME } from '../src/jobs/embed-queue.js';
 import { embeddingText } from '../src/catalog/search-text.js';
 import { normalizeTools } from '../src/catalog/tool-formats.js';
 import { createUseLiteEmbedder } from '../src/embed/use-lite.js';
@@ -58,6 +60,7 @@ const prefix = `bench-${runId}`;
 const port = 18_000 + Math.floor(Math.random() * 2000);
 const baseUrl = `http://127.0.0.1:${port}`;
 const children = new Set<ChildProcess>();
+const stopping = new WeakSet<ChildProcess>();
 
 const admin = new pg.Client({ connectionString: `${values.pg}/postgres` });
 await admin.connect();
@@ -83,7 +86,7 @@ function startProcess(script: string, extra: Record<string, string>, readyMessag
   children.add(child);
   child.on('exit', (code, signal) => {
     children.delete(child);
-    if (signal !== 'SIGTERM' && !(script.endsWith('worker.ts') && code === 0)) console.error(`${script} exited (${code ?? signal}):\n${log.slice(-3000)}`);
+    if (!stopping.has(child)) console.error(`${script} exited (${code ?? signal}):\n${log.slice(-3000)}`);
   });
   let log = '';
   return new Promise((resolve, reject) => {
@@ -99,6 +102,7 @@ function startProcess(script: string, extra: Record<string, string>, readyMessag
 async function stopProcess(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null) return;
   const exited = new Promise((resolve) => child.once('exit', resolve));
+  stopping.add(child);
   child.kill('SIGTERM');
   await exited;
 }
@@ -134,10 +138,26 @@ async function queuePath(workers: number, threads: number, round: number): Promi
   }
   const seconds = (performance.now() - start) / 1000;
   await Promise.all(started.map(stopProcess));
+  await reportJobTimes(seconds);
   const rows = await database.db.execute('select count(*)::int as n, count(distinct hash)::int as hashes from tool_embeddings' as never);
   const { n, hashes } = (rows as unknown as { rows: { n: number; hashes: number }[] }).rows[0]!;
   if (n !== texts.length || hashes !== texts.length) throw new Error(`expected ${texts.length} vectors, found ${n} for ${hashes} hashes`);
   return texts.length / seconds;
+}
+
+/** Where the time went: first job start to last job end, and time inside jobs, from BullMQ's own stamps. */
+async function reportJobTimes(seconds: number): Promise<void> {
+  const queue = new Queue(EMBED_QUEUE_NAME, { connection: { url: values.redis! } as never, prefix });
+  const jobs = await queue.getCompleted(0, -1);
+  const since = Math.min(...jobs.map((job) => job.processedOn!));
+  const until = Math.max(...jobs.map((job) => job.finishedOn!));
+  const inJobs = jobs.reduce((sum, job) => sum + (job.finishedOn! - job.processedOn!), 0);
+  console.log(
+    `  ${jobs.length} jobs; first start to last finish ${((until - since) / 1000).toFixed(1)} s of ${seconds.toFixed(1)} s; ` +
+      `${(inJobs / 1000).toFixed(1)} job-seconds`,
+  );
+  await queue.obliterate({ force: true });
+  await queue.close();
 }
 
 try {

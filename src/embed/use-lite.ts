@@ -9,16 +9,17 @@ export const USE_LITE_MODEL_ID = 'use-lite';
 export const USE_LITE_DIMENSION = 512;
 
 /**
- * Texts per worker call. USE-Lite takes sparse token ids, so batching saves no padding and buys
- * little; measured on LiveMCPBench tool texts (bench/embed-model.ts), 1 text per call was the
- * fastest and throughput falls as the batch grows (2 threads: 51 texts/s at 1, 45 at 8, 35 at 64).
- * 8 keeps per-message overhead low while a query waits behind at most one ~0.2 s chunk per worker.
+ * Texts per worker call. USE-Lite takes sparse token ids, so a batch saves no padding and buys
+ * little: on LiveMCPBench tool texts throughput falls as batches grow (quiet machine, in-process:
+ * 32.5 texts/s at 1, 28.9 at 8, 24.9 at 16, 18.8 at 64), while a query waits behind up to one
+ * chunk per busy worker (median 62 ms at chunk 1 vs 577 ms at chunk 8 during a long batch).
+ * Under CPU contention 2-4 matched or beat 1, so 4 is the compromise; re-measure with
+ * `npx tsx bench/embed-model.ts --chunks=1,2,4,8`.
  */
-export const DEFAULT_USE_LITE_CHUNK_SIZE = 8;
+export const DEFAULT_USE_LITE_CHUNK_SIZE = 4;
 
-/** Each worker holds its own model (~130 MB RSS). */
 export interface UseLiteOptions {
-  /** Worker threads; default `defaultUseLiteThreads()`. */
+  /** Worker threads, each holding its own model; default `defaultUseLiteThreads()`. */
   threads?: number;
   /** Texts per worker call when embedding documents; default `DEFAULT_USE_LITE_CHUNK_SIZE`. */
   chunkSize?: number;

@@ -174,8 +174,7 @@ export class BullmqEmbedQueue implements EmbedQueue {
 
   /** Hashes of retained failed jobs (they gave up after every attempt; a sweep retries them). */
   async failedHashes(): Promise<Set<string>> {
-    const jobs = await this.unavailableOnError(() => this.queue.getFailed(0, 999));
-    return new Set(jobs.flatMap((job) => (Array.isArray(job?.data?.hashes) ? job.data.hashes : [])));
+    return jobHashes(await this.unavailableOnError(() => this.queue.getFailed(0, 999)));
   }
 
   /** Polls until no job waits or runs; needs a worker somewhere (this process or `npm run worker`). */
@@ -231,8 +230,7 @@ export class BullmqEmbedQueue implements EmbedQueue {
   }
 
   private async scheduledHashes(): Promise<Set<string>> {
-    const jobs = await this.unavailableOnError(() => this.queue.getJobs(['waiting', 'prioritized', 'paused', 'delayed', 'active'], 0, -1));
-    return new Set(jobs.flatMap((job) => (Array.isArray(job?.data?.hashes) ? job.data.hashes : [])));
+    return jobHashes(await this.unavailableOnError(() => this.queue.getJobs(['waiting', 'prioritized', 'paused', 'delayed', 'active'], 0, -1)));
   }
 
   /** Redis being away is the service being unavailable (503), not an internal error. */
@@ -245,6 +243,16 @@ export class BullmqEmbedQueue implements EmbedQueue {
       throw queueUnavailable((error as Error).message);
     }
   }
+}
+
+/** Hashes of jobs for this model whose payload is valid (a malformed job names no real hash). */
+function jobHashes(jobs: ({ data: unknown } | undefined)[]): Set<string> {
+  const hashes = new Set<string>();
+  for (const job of jobs) {
+    const payload = embedJobPayload.safeParse(job?.data);
+    if (payload.success) for (const hash of payload.data.hashes) hashes.add(hash);
+  }
+  return hashes;
 }
 
 function queueUnavailable(reason: string): AppError {

@@ -53,6 +53,9 @@ export function embedJobProcessor(db: Db, embedder: Embedder) {
 }
 
 export async function startEmbedWorker(options: EmbedWorkerOptions): Promise<EmbedWorker> {
+  // The model's first inferences run at half speed (kernels compile); pay that before taking a
+  // job, not inside one whose lock is ticking. Measured ~1 s for use-lite.
+  await options.embedder.embedDocuments(Array.from({ length: 16 }, (_, i) => `warm up embedding worker ${i}`));
   const connection = await connectRedis(options.redisUrl, { blocking: true });
   const worker = new Worker<EmbedJobPayload, { written: number }>(EMBED_QUEUE_NAME, embedJobProcessor(options.db, options.embedder), {
     connection,
