@@ -55,7 +55,12 @@ export async function rankCorpus(
   deps: RankDeps,
   corpus: Corpus,
   request: RankQuery,
-  options: { useVectorIndex: boolean; queryVector?: number[]; onEmbedError?: (error: unknown) => void },
+  options: {
+    useVectorIndex: boolean;
+    /** The query's embedding when the caller started it early (it then overlaps the caller's own work). */
+    queryVector?: Promise<number[]>;
+    onEmbedError?: (error: unknown) => void;
+  },
 ): Promise<RankResult> {
   const filtered: Corpus = request.tags?.length ? { ...corpus, tags: request.tags } : corpus;
   const terms = distinctTerms(queryTerms(request.query));
@@ -70,12 +75,12 @@ export async function rankCorpus(
     request.mode === 'vector' ? Promise.resolve([]) : searchBm25(deps.db, filtered, { terms, weights: terms.map(() => 1) }, depth);
   bm25Promise.catch(() => {}); // awaited below; no unhandled rejection while the model runs
   let degraded: RankResult['degraded'];
-  let queryVector = options.queryVector;
+  let queryVector: number[] | undefined;
   if (wantVector && !embedder) degraded = 'embedder_unavailable';
-  if (wantVector && embedder && !queryVector && request.query.trim() !== '') {
+  if (wantVector && embedder && request.query.trim() !== '') {
     const embedStarted = performance.now();
     try {
-      queryVector = await embedder.embedQuery(request.query);
+      queryVector = await (options.queryVector ?? embedder.embedQuery(request.query));
     } catch (error) {
       // A model failure must not fail the search: rank with BM25 alone and say so.
       if (request.mode === 'vector') throw error;

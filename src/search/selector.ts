@@ -141,6 +141,10 @@ function rankInMemory(tools: RequestTool[], pattern: string): string[] {
  */
 export async function selectTools(deps: SelectorDeps, input: SelectorInput): Promise<Selection> {
   const started = performance.now();
+  // The query's embedding is the slowest step and needs nothing else: start it first, so parsing,
+  // hashing, storing and BM25 all happen while the model thread works.
+  const queryVector = deps.embedder && input.pattern.trim() !== '' && input.tools.length > 0 ? deps.embedder.embedQuery(input.pattern) : undefined;
+  queryVector?.catch(() => {}); // awaited in rankCorpus, which reports a failure
   const { tools, fresh, keys } = parseRequestTools(deps, input.tools);
   const names = tools.map(({ tool }) => tool.name);
   const present = new Set(names);
@@ -181,7 +185,7 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
       deps,
       { kind: 'hashes', hashes: tools.map(({ hash }) => hash) },
       { query: input.pattern, topK: Math.min(tools.length, Math.max(input.topK + keep.length + exact.length, 50)), mode: 'hybrid' },
-      { useVectorIndex: false, onEmbedError: (error) => deps.logger.warn({ err: error }, 'selector: query embedding failed; BM25 only') },
+      { useVectorIndex: false, queryVector, onEmbedError: (error) => deps.logger.warn({ err: error }, 'selector: query embedding failed; BM25 only') },
     );
     timings.query_embedding_ms = result.timings.query_embedding_ms;
     timings.ranking_ms = performance.now() - rankStarted - result.timings.query_embedding_ms;
