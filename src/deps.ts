@@ -15,6 +15,7 @@ import { createMetrics, type Metrics } from './metrics.js';
 import type { RankDeps } from './search/hybrid-search.js';
 import type { SelectorDeps } from './search/selector.js';
 import { LruCache } from './lru-cache.js';
+import { VectorCache } from './store/vector-cache.js';
 import { openDatabase, type Database } from './store/database.js';
 import { ensureVectorIndex } from './store/search-store.js';
 
@@ -165,7 +166,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
       embedding: queue ? { model: embedder?.modelId ?? config.EMBED_MODEL, failedHashes: () => queue!.failedHashes() } : undefined,
     },
     search: { db: database.db, embedder },
-    selector: { db: database.db, embedder, queue, toolCache: new LruCache(20_000), logger, metrics },
+    selector: { db: database.db, embedder, vectors: new VectorCache(), queue, toolCache: new LruCache(20_000), logger, metrics },
     readiness,
     metrics,
     async close() {

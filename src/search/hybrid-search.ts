@@ -5,6 +5,8 @@ import { searchBm25, searchVector, tagsOf, type Corpus, type Ranked } from '../s
 import { distinctTerms } from './bm25.js';
 import { fuseHybrid, RRF_DEPTH } from './rrf.js';
 import { boostByTags } from './tags.js';
+import { rankByCosine } from './vector-scan.js';
+import type { VectorCache } from '../store/vector-cache.js';
 
 export type SearchMode = 'hybrid' | 'bm25' | 'vector';
 
@@ -33,6 +35,8 @@ export interface RankDeps {
   db: Db;
   /** null when the model is off or failed to load: ranking falls back to BM25. */
   embedder: Embedder | null;
+  /** When present, an untagged set of hashes (a selector request) is scanned in process. */
+  vectors?: VectorCache;
 }
 
 export interface RankResult {
@@ -44,6 +48,14 @@ export interface RankResult {
 
 function positions(ranked: Ranked): Map<string, { rank: number; score: number }> {
   return new Map(ranked.map(([id, score], index) => [id, { rank: index + 1, score }]));
+}
+
+/** pgvector for catalogs and tag filters; the in-process scan for a request's own tools. */
+async function searchVectors(deps: RankDeps, embedder: Embedder, corpus: Corpus, vector: number[], useIndex: boolean, depth: number): Promise<Ranked> {
+  if (deps.vectors && corpus.kind === 'hashes' && !corpus.tags?.length) {
+    return rankByCosine(vector, await deps.vectors.load(deps.db, embedder.modelId, corpus.hashes), depth);
+  }
+  return searchVector(deps.db, corpus, { model: embedder.modelId, vector, useIndex }, depth);
 }
 
 /**
@@ -91,9 +103,7 @@ export async function rankCorpus(
   }
   const [bm25, vector] = await Promise.all([
     bm25Promise,
-    embedder && queryVector
-      ? searchVector(deps.db, filtered, { model: embedder.modelId, vector: queryVector, useIndex: options.useVectorIndex }, depth)
-      : Promise.resolve<Ranked>([]),
+    embedder && queryVector ? searchVectors(deps, embedder, filtered, queryVector, options.useVectorIndex, depth) : Promise.resolve<Ranked>([]),
   ]);
   timings.retrieval_ms = performance.now() - started - timings.query_embedding_ms;
 

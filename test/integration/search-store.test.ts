@@ -111,3 +111,35 @@ describe('documents from an older tokenizer recipe', () => {
     expect(await refreshStaleTerms(database.db, pino({ level: 'silent' }))).toBe(0);
   });
 });
+
+describe('the selector\'s in-process vector scan', () => {
+  it('ranks a request\'s hashes exactly as the pgvector scan does, from vectors read out of pgvector', async () => {
+    const { VectorCache } = await import('../../src/store/vector-cache.js');
+    const { rankByCosine } = await import('../../src/search/vector-scan.js');
+    const database = await testDatabase();
+    const model = `cache-model-${randomBytes(3).toString('hex')}`;
+    const docs = Array.from({ length: 40 }, (_, index) => toyDocument(`v${index}`, { word: 1 }));
+    await replaceCatalog(database.db, uniqueName('vectors'), 'vectors', docs);
+    const unit = (values: number[]) => {
+      const norm = Math.hypot(...values);
+      return values.map((value) => value / norm);
+    };
+    await writeVectors(
+      database.db,
+      model,
+      docs.slice(0, 35).map((doc, index) => ({ hash: doc.hash, vector: unit([Math.sin(index), Math.cos(index * 1.7), (index % 5) - 2, 0.3]) })),
+    );
+    const query = unit([0.2, -0.5, 1, 0.1]);
+    const corpus: Corpus = { kind: 'hashes', hashes: docs.map((doc) => doc.hash) };
+    const inSql = await searchVector(database.db, corpus, { model, vector: query, useIndex: false }, 20);
+    const cache = new VectorCache();
+    const loaded = await cache.load(database.db, model, corpus.hashes);
+    expect(loaded.size).toBe(35);
+    const inMemory = rankByCosine(query, loaded, 20);
+    expect(inMemory.map(([id]) => id)).toEqual(inSql.map(([id]) => id));
+    inMemory.forEach(([, score], index) => expect(score).toBeCloseTo(inSql[index]![1], 5));
+    // Served from the cache the second time, including after the rows are gone from the store.
+    await database.db.execute(sql`delete from tool_embeddings where model = ${model}`);
+    expect((await cache.load(database.db, model, corpus.hashes)).size).toBe(35);
+  });
+});
