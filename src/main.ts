@@ -1,5 +1,5 @@
 import type { Server } from 'node:http';
-import { ConfigError, loadConfig } from './config.js';
+import { loadConfigOrExit } from './config.js';
 import { createDeps } from './deps.js';
 import { createApp } from './http/app.js';
 
@@ -8,16 +8,7 @@ const DRAIN_MS = 20_000;
 
 /** `npm start`: read config, build deps, serve HTTP; SIGTERM/SIGINT drain and close. */
 async function main(): Promise<void> {
-  let config;
-  try {
-    config = loadConfig();
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      console.error(error.message);
-      process.exit(2);
-    }
-    throw error;
-  }
+  const config = loadConfigOrExit();
   const deps = await createDeps(config);
   if (!config.API_KEYS || config.API_KEYS.size === 0) {
     deps.logger.warn('API_KEYS is not set: every endpoint is open and all callers share the "default" tenant');

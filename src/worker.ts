@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from './config.js';
+import { loadConfigOrExit } from './config.js';
 import { createDeps } from './deps.js';
 import { startEmbedWorker } from './jobs/bullmq-worker.js';
 
@@ -8,16 +8,7 @@ import { startEmbedWorker } from './jobs/bullmq-worker.js';
  * worker killed outright loses nothing: its job's lock expires and another worker takes it.
  */
 async function main(): Promise<void> {
-  let config;
-  try {
-    config = loadConfig();
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      console.error(error.message);
-      process.exit(2);
-    }
-    throw error;
-  }
+  const config = loadConfigOrExit();
   if (!config.REDIS_URL) {
     console.error('npm run worker needs REDIS_URL: without Redis, `npm start` embeds in-process (EMBED_WORKER=inline)');
     process.exit(2);

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
-import { loadConfig } from '../config.js';
+import { loadConfigOrExit } from '../config.js';
 import { createDeps } from '../deps.js';
 import { runEval } from '../eval/run-eval.js';
 import type { SearchMode } from '../search/hybrid-search.js';
@@ -32,7 +32,7 @@ for (const mode of modes) {
   }
 }
 
-const config = loadConfig({ ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' });
+const config = loadConfigOrExit({ ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' });
 const database = config.DATABASE_URL ? openPostgres(config.DATABASE_URL) : await openPglite('memory://');
 await database.migrate();
 const deps = await createDeps(config, { database, logger: pino({ level: config.LOG_LEVEL }) });

@@ -1,8 +1,8 @@
-import { loadConfig } from '../config.js';
+import { loadConfigOrExit } from '../config.js';
 import { openDatabase } from '../store/database.js';
 
 /** `npm run migrate`: applies migrations to DATABASE_URL, or to the PGlite store in DATA_DIR. */
-const config = loadConfig();
+const config = loadConfigOrExit();
 const database = await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR });
 try {
   await database.migrate();

@@ -1,23 +1,13 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createToolsiftClient } from '../../client/index.js';
+import { freePort } from '../helpers/process.js';
 
 const root = new URL('../..', import.meta.url).pathname;
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
 
 const catalogTools = readFileSync(join(root, '../shared/eval/livemcpbench/catalog.jsonl'), 'utf8')
   .trim()

@@ -6,6 +6,7 @@ import { normalizeTool } from '../../src/catalog/tool-formats.js';
 import { queryRows } from '../../src/store/database.js';
 import { startTestApp, type TestApp, type TestResponse } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
+import { expectError } from '../helpers/assertions.js';
 
 const livemcp = readFileSync(new URL('../../../shared/eval/livemcpbench/catalog.jsonl', import.meta.url), 'utf8')
   .trim()
@@ -22,21 +23,6 @@ function mcpTool(name: string, description = `Does ${name}.`, properties: Record
 }
 
 /** Asserts the one error shape, with X-Request-Id echoing error.request_id. */
-function expectError(response: TestResponse, status: number, code: string): { code: string; message: string; details?: any; request_id: string } {
-  expect(response.status, response.text).toBe(status);
-  expect(response.headers.get('content-type')).toMatch(/^application\/json/);
-  expect(response.body).toEqual({
-    error: {
-      code,
-      message: expect.any(String),
-      request_id: expect.any(String),
-      ...(response.body?.error?.details === undefined ? {} : { details: expect.anything() }),
-    },
-  });
-  expect(response.body.error.request_id).not.toBe('');
-  expect(response.headers.get('x-request-id')).toBe(response.body.error.request_id);
-  return response.body.error;
-}
 
 /** Every tool of a catalog, walking the pages. */
 async function allTools(app: TestApp, catalog: string, query = ''): Promise<any[]> {

@@ -7,6 +7,7 @@ import { normalizeRequestTool } from '../../src/search/selector.js';
 import { queryRows } from '../../src/store/database.js';
 import { startTestApp, type TestApp, type TestResponse } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
+import { expectError, type ErrorDetail } from '../helpers/assertions.js';
 
 const SEARCH = '/v1/tool-discovery/search';
 /** Where gateways >= 0.5.3 post (`<base>/api/compress/tool-discovery/`, trailing slash included). */
@@ -53,27 +54,7 @@ const workspaceTools: WireTool[] = [
 ];
 const workspaceNames = workspaceTools.map((tool) => tool.name);
 
-interface ErrorDetail {
-  code: string;
-  message: string;
-  details?: unknown;
-  request_id: string;
-}
 
-function expectError(response: TestResponse, status: number, code: string): ErrorDetail {
-  expect(response.status, response.text).toBe(status);
-  expect(response.body).toEqual({
-    error: {
-      code,
-      message: expect.any(String),
-      request_id: expect.any(String),
-      ...(response.body?.error?.details === undefined ? {} : { details: expect.anything() }),
-    },
-  });
-  expect(response.body.error.request_id).not.toBe('');
-  expect(response.headers.get('x-request-id')).toBe(response.body.error.request_id);
-  return response.body.error as ErrorDetail;
-}
 
 /**
  * Checks the one body both gateway generations read (`selected_names`; `success` + `data.relevant_tools`)
