@@ -106,6 +106,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
           concurrency: config.EMBED_CONCURRENCY,
           stalledMs: config.EMBED_STALLED_MS,
           logger,
+          onEmbedded: (count) => metrics.embeddingsWritten.inc({ model: embedder.modelId }, count),
         });
       }
     } else if (embedder && config.EMBED_WORKER === 'inline') {

@@ -20,6 +20,8 @@ export interface EmbedWorkerOptions {
    */
   stalledMs: number;
   logger: Logger;
+  /** Called with the vectors each finished job wrote (the metrics count them). */
+  onEmbedded?: (count: number) => void;
 }
 
 export interface EmbedWorker {
@@ -67,6 +69,7 @@ export async function startEmbedWorker(options: EmbedWorkerOptions): Promise<Emb
     maxStalledCount: 2,
   });
   worker.on('error', (error) => options.logger.warn({ err: error }, 'embedding worker: Redis error'));
+  worker.on('completed', (_job, result) => options.onEmbedded?.(result.written));
   worker.on('failed', (job, error) => {
     const final = !job || job.attemptsMade >= (job.opts.attempts ?? 1) || error instanceof UnrecoverableError || error.name === 'UnrecoverableError';
     options.logger[final ? 'error' : 'warn']({ jobId: job?.id, attempt: job?.attemptsMade, err: error }, final ? 'embedding job failed' : 'embedding job failed; retrying');
