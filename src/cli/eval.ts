@@ -15,13 +15,13 @@ const { values } = parseArgs({
   options: {
     dataset: { type: 'string' },
     queries: { type: 'string' },
-    modes: { type: 'string', default: 'bm25,vector,hybrid' },
+    modes: { type: 'string', default: 'hybrid,bm25,vector' },
     out: { type: 'string' },
     json: { type: 'boolean', default: false },
   },
 });
 if (!values.dataset) {
-  console.error('usage: npm run eval -- --dataset <dir> [--queries <file>] [--modes bm25,vector,hybrid] [--out <file>] [--json]');
+  console.error('usage: npm run eval -- --dataset <dir> [--queries <file>] [--modes hybrid,bm25,vector] [--out <file>] [--json]');
   process.exit(2);
 }
 const modes = values.modes!.split(',').map((mode) => mode.trim()) as SearchMode[];
