@@ -6,6 +6,7 @@ import { replaceCatalog } from '../../src/store/catalog-store.js';
 import type { Database } from '../../src/store/database.js';
 import { writeVectors } from '../../src/store/embedding-store.js';
 import { searchBm25, searchVector, type Corpus } from '../../src/store/search-store.js';
+import { queryRows } from '../../src/store/database.js';
 import type { ToolDocument } from '../../src/store/tool-store.js';
 import { testDatabase, uniqueName } from '../helpers/database.js';
 
@@ -141,5 +142,21 @@ describe('the selector\'s in-process vector scan', () => {
     // Served from the cache the second time, including after the rows are gone from the store.
     await database.db.execute(sql`delete from tool_embeddings where model = ${model}`);
     expect((await cache.load(database.db, model, corpus.hashes)).size).toBe(35);
+  });
+});
+
+describe('the HNSW index of the default model', () => {
+  it('matches the expression the catalog vector search orders by, so the planner can use it', async () => {
+    const database = await testDatabase();
+    const vector = `[${Array.from({ length: 512 }, (_, i) => (i === 0 ? 1 : 0)).join(',')}]`;
+    const plan = await database.db.transaction(async (tx) => {
+      await tx.execute(sql.raw('set local enable_seqscan = off'));
+      return queryRows<Record<string, string>>(
+        tx,
+        sql`explain select hash from tool_embeddings where model = 'use-lite'
+            order by embedding::vector(512) <=> ${vector}::vector(512) limit 5`,
+      );
+    });
+    expect(plan.map((row) => Object.values(row)[0]).join('\n')).toContain('tool_embeddings_hnsw_use_lite');
   });
 });
