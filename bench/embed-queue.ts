@@ -32,7 +32,7 @@ const { values } = parseArgs({
     catalog: { type: 'string', default: new URL('../../shared/eval/sealtools/catalog.jsonl', import.meta.url).pathname },
     limit: { type: 'string' },
     runs: { type: 'string', default: '1x2,2x1' },
-    concurrency: { type: 'string', default: '1' },
+    concurrency: { type: 'string', default: '2' },
     batch: { type: 'string', default: '32' },
     pg: { type: 'string', default: 'postgres://postgres@127.0.0.1:5432' },
     redis: { type: 'string', default: 'redis://127.0.0.1:6379' },
