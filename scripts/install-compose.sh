@@ -12,21 +12,13 @@ export DOCKER_CONFIG="${DOCKER_CONFIG:-$TOOLS/docker}"
 PLUGIN="$DOCKER_CONFIG/cli-plugins/docker-compose"
 
 if [ ! -x "$PLUGIN" ]; then
-  D="$(mktemp -d /tmp/compose-apt.XXXXXX)"
-  trap 'rm -rf "$D"' EXIT
-  chmod 755 "$D"
-  mkdir -p "$D/sources.list.d" "$D/lists/partial" "$D/cache/archives/partial" "$D/deb" "$D/root"
-  URIS="$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources)"
-  cat > "$D/sources.list.d/trixie.sources" <<SRC
-Types: deb
-URIs: ${URIS}
-Suites: trixie
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-SRC
-  APT_OPTS=(-o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$D/sources.list.d"
-            -o "Dir::State::Lists=$D/lists" -o "Dir::Cache=$D/cache" -o Dir::State::status=/dev/null -o APT::Sandbox::User=root)
-  apt-get "${APT_OPTS[@]}" update >/dev/null
+  # shellcheck source=lib/trixie-apt.sh
+  . scripts/lib/trixie-apt.sh
+  trixie_apt deb
+  trap 'rm -rf "$APT_DIR"' EXIT
+  D="$APT_DIR"
+  mkdir -p "$D/deb" "$D/root"
+  APT_OPTS+=(-o Dir::State::status=/dev/null -o APT::Sandbox::User=root)
   (cd "$D/deb" && apt-get "${APT_OPTS[@]}" download docker-compose >/dev/null)
   dpkg -x "$D"/deb/docker-compose_*.deb "$D/root"
   mkdir -p "$(dirname "$PLUGIN")"

@@ -20,22 +20,12 @@ $SUDO apt-get install -y "postgresql-server-dev-${PG_MAJOR}" make gcc dpkg-dev >
   $SUDO apt-get install -y "postgresql-server-dev-${PG_MAJOR}" make gcc dpkg-dev
 }
 
-D="$(mktemp -d /tmp/pgvector-apt.XXXXXX)"
-trap 'rm -rf "$D"' EXIT
-chmod 755 "$D"
-mkdir -p "$D/sources.list.d" "$D/lists/partial" "$D/cache/archives/partial" "$D/src"
-URIS="$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources)"
-cat > "$D/sources.list.d/trixie-src.sources" <<SRC
-Types: deb-src
-URIs: ${URIS}
-Suites: trixie
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-SRC
-
-APT_OPTS=(-o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$D/sources.list.d"
-          -o "Dir::State::Lists=$D/lists" -o "Dir::Cache=$D/cache")
-apt-get "${APT_OPTS[@]}" update >/dev/null
+# shellcheck source=lib/trixie-apt.sh
+. "$(dirname "$0")/lib/trixie-apt.sh"
+trixie_apt deb-src
+trap 'rm -rf "$APT_DIR"' EXIT
+D="$APT_DIR"
+mkdir -p "$D/src"
 (cd "$D/src" && apt-get "${APT_OPTS[@]}" source pgvector >/dev/null)
 SRCDIR="$(find "$D/src" -maxdepth 1 -mindepth 1 -type d -name 'pgvector-*' | head -n 1)"
 make -C "$SRCDIR" PG_CONFIG="$PG_CONFIG" >/dev/null
