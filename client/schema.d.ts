@@ -621,8 +621,8 @@ export interface operations {
                      *           "status": "ok",
                      *           "kind": "pglite",
                      *           "migrations": {
-                     *             "applied": 3,
-                     *             "expected": 3
+                     *             "applied": 4,
+                     *             "expected": 4
                      *           }
                      *         },
                      *         "embedder": {
@@ -632,7 +632,13 @@ export interface operations {
                      *         },
                      *         "queue": {
                      *           "status": "ok",
-                     *           "kind": "in-process"
+                     *           "kind": "in-process",
+                     *           "model": "use-lite",
+                     *           "inlineWorker": true,
+                     *           "waiting": 0,
+                     *           "active": 0,
+                     *           "failed": 0,
+                     *           "completed": 0
                      *         }
                      *       }
                      *     }
@@ -982,8 +988,8 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "query": "read a file from disk",
-                 *       "top_k": 3,
+                 *       "query": "look something up online",
+                 *       "top_k": 1,
                  *       "explain": true
                  *     }
                  */
@@ -997,6 +1003,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "results": [
+                     *         {
+                     *           "name": "web_search",
+                     *           "tags": [],
+                     *           "server": null,
+                     *           "description": "Search the web.",
+                     *           "parameters": [
+                     *             "query"
+                     *           ],
+                     *           "score": 0.006557377049180328,
+                     *           "explain": {
+                     *             "bm25": null,
+                     *             "vector": {
+                     *               "rank": 1,
+                     *               "score": 0.6393786761737932
+                     *             },
+                     *             "tag_boost": 0,
+                     *             "exact_name": false
+                     *           }
+                     *         }
+                     *       ],
+                     *       "took_ms": 39.78
+                     *     }
+                     */
                     "application/json": components["schemas"]["SearchResponse"];
                 };
             };
@@ -1025,21 +1057,6 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /**
-                     * @example {
-                     *       "selected_names": [
-                     *         "web_search",
-                     *         "read_file"
-                     *       ],
-                     *       "success": true,
-                     *       "data": {
-                     *         "relevant_tools": [
-                     *           "web_search",
-                     *           "read_file"
-                     *         ]
-                     *       }
-                     *     }
-                     */
                     "application/json": components["schemas"]["SelectorResponse"];
                 };
             };
