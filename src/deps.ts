@@ -167,7 +167,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
       embedding: queue ? { model: embedder?.modelId ?? config.EMBED_MODEL, failedHashes: () => queue!.failedHashes() } : undefined,
     },
     search: { db: database.db, embedder },
-    selector: { db: database.db, embedder, vectors: new VectorCache(), queue, toolCache: new LruCache(20_000), logger, metrics },
+    selector: { db: database.db, embedder, vectors: new VectorCache(), queue, toolCache: new LruCache(20_000), toolListCache: new LruCache(256), logger, metrics },
     readiness,
     metrics,
     async close() {

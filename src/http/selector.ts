@@ -1,4 +1,5 @@
-import { Router, type RequestHandler } from 'express';
+import { createHash } from 'node:crypto';
+import { Router, type Request, type RequestHandler } from 'express';
 import { z } from 'zod';
 import { DEFAULT_TOP_K, selectTools, type SelectorDeps } from '../search/selector.js';
 import { parseInput } from './errors.js';
@@ -52,6 +53,23 @@ export interface SelectorResponse {
   data: { relevant_tools: string[] };
 }
 
+export type RawBodyRequest = Request & { rawBody?: Buffer };
+
+const TOOLS_FIELD = Buffer.from('"tools":');
+
+/**
+ * Identifies the tool list by the request's own bytes, without serializing 250 tools again: a
+ * digest of everything from the first `"tools":` to the end. The real top-level array lies inside
+ * that span (a quote inside a JSON string is always escaped, so an earlier match can only be a
+ * nested key), so equal digests mean equal tools. Gateways put the pattern or query before the
+ * tools, so turns that resend the same tools share the digest.
+ */
+export function toolsKey(raw: Buffer | undefined): string | undefined {
+  if (!raw) return undefined;
+  const at = raw.indexOf(TOOLS_FIELD);
+  return at === -1 ? undefined : createHash('sha256').update(raw.subarray(at)).digest('base64');
+}
+
 export function selectorRoutes(deps: SelectorDeps): Router {
   const router = Router();
   const handler: RequestHandler = async (req, res) => {
@@ -61,6 +79,7 @@ export function selectorRoutes(deps: SelectorDeps): Router {
       topK: body.top_k ?? body.max_tools ?? DEFAULT_TOP_K,
       alwaysKeep: body.always_keep ?? [],
       tools: body.tools,
+      toolsKey: toolsKey((req as RawBodyRequest).rawBody),
     });
     recordSelection(deps.metrics, selection);
     (res.locals.log as Logger).info(

@@ -9,7 +9,7 @@ import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import type { LruCache } from '../lru-cache.js';
 import { insertDocuments } from '../store/tool-store.js';
-import { distinctTerms, scoreBm25 } from './bm25.js';
+import { byScoreThenId, distinctTerms, scoreBm25 } from './bm25.js';
 import { queryTerms } from '../catalog/search-text.js';
 import { rankCorpus, type RankDeps } from './hybrid-search.js';
 import { exactNameMatches, matchNamesByRegex } from './patterns.js';
@@ -24,6 +24,11 @@ export interface SelectorDeps extends RankDeps {
    * stored.
    */
   toolCache: LruCache<string, RequestTool>;
+  /**
+   * Whole tool lists by `SelectorInput.toolsKey`: a turn that resends the same tools skips even
+   * the per-tool cache lookups. Holds only lists whose tools are all stored.
+   */
+  toolListCache: LruCache<string, RequestTool[]>;
   logger: Logger;
   metrics?: Metrics;
 }
@@ -33,6 +38,8 @@ export interface SelectorInput {
   topK: number;
   alwaysKeep: string[];
   tools: unknown[];
+  /** A digest of the exact bytes the tools arrived as, when the caller has them (see http/selector.ts). */
+  toolsKey?: string;
 }
 
 export type FallbackReason = 'blank_pattern' | 'no_match' | 'store_error' | 'embedder_unavailable' | 'embedder_error';
@@ -145,7 +152,8 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
   // hashing, storing and BM25 all happen while the model thread works.
   const queryVector = deps.embedder && input.pattern.trim() !== '' && input.tools.length > 0 ? deps.embedder.embedQuery(input.pattern) : undefined;
   queryVector?.catch(() => {}); // awaited in rankCorpus, which reports a failure
-  const { tools, fresh, keys } = parseRequestTools(deps, input.tools);
+  const cachedList = input.toolsKey === undefined ? undefined : deps.toolListCache.get(input.toolsKey);
+  const { tools, fresh, keys } = cachedList ? { tools: cachedList, fresh: [], keys: [] } : parseRequestTools(deps, input.tools);
   const names = tools.map(({ tool }) => tool.name);
   const present = new Set(names);
   const timings = { parse_ms: performance.now() - started, store_ms: 0, query_embedding_ms: 0, ranking_ms: 0, total_ms: 0 };
@@ -178,6 +186,7 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
   try {
     const storeStarted = performance.now();
     selection.newDocuments = await storeRequestTools(deps, fresh, keys);
+    if (input.toolsKey !== undefined && !cachedList) deps.toolListCache.set(input.toolsKey, tools);
     timings.store_ms = performance.now() - storeStarted;
     const rankStarted = performance.now();
     const byHash = new Map(tools.map(({ tool, hash }) => [hash, tool.name]));
@@ -189,7 +198,11 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
     );
     timings.query_embedding_ms = result.timings.query_embedding_ms;
     timings.ranking_ms = performance.now() - rankStarted - result.timings.query_embedding_ms;
-    ranked = result.tools.map(({ id }) => byHash.get(id)!);
+    // Ids here are hashes; equal scores are ordered by name, as everywhere else.
+    ranked = result.tools
+      .map(({ id, score }): [string, number] => [byHash.get(id)!, score])
+      .sort(byScoreThenId)
+      .map(([name]) => name);
     fallback = result.degraded;
   } catch (error) {
     // Never fail closed: the store is down or slow, so rank the request's tools in process.

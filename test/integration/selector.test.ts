@@ -423,3 +423,22 @@ describe('selector limits and malformed bodies', () => {
     expectError(await select(app, 'pattern=read', { 'content-type': 'application/x-www-form-urlencoded' }), 415, 'unsupported_media_type');
   });
 });
+
+describe('the selector tool-list cache', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp({ EMBED_MODEL: 'none' });
+  });
+  afterAll(() => app.close());
+
+  it('answers from the tools each request carries, however the lists alternate', async () => {
+    const first = [{ name: 'alpha_reader', description: 'Reads alpha files' }, { name: 'alpha_writer', description: 'Writes alpha files' }];
+    const second = [{ name: 'beta_reader', description: 'Reads beta files' }, { name: 'beta_writer', description: 'Writes beta files' }];
+    for (const [tools, pattern] of [[first, 'reads files'], [second, 'reads files'], [first, 'writes files'], [second, 'writes files']] as const) {
+      const response = await app.request('POST', '/v1/tool-discovery/search', { pattern, top_k: 1, tools });
+      expect(response.status).toBe(200);
+      const expected = tools.find((tool) => tool.name.endsWith(pattern.startsWith('read') ? 'reader' : 'writer'))!.name;
+      expect(response.body.selected_names).toEqual([expected]);
+    }
+  });
+});
