@@ -25,9 +25,9 @@ export interface CatalogRef {
 export const MAX_TOOLS_PER_REQUEST = 10_000;
 
 /** A canonical tool with its content hash and BM25 terms: what the store keeps. */
-export function toDocument(tool: Tool): ToolDocument {
+export function toDocument(tool: Tool, hash: string = contentHash(tool)): ToolDocument {
   const { termFreqs, length } = documentTerms(tool);
-  return { hash: contentHash(tool), tool, termFreqs, length, termsVersion: TERMS_VERSION };
+  return { hash, tool, termFreqs, length, termsVersion: TERMS_VERSION };
 }
 
 /** Normalizes every tool or rejects the whole request, naming each bad tool by index. */
@@ -45,7 +45,7 @@ export function parseToolList(raws: unknown[]): ToolDocument[] {
       problems,
     );
   }
-  return tools.map(toDocument);
+  return tools.map((tool) => toDocument(tool));
 }
 
 export interface CatalogWriteResult {

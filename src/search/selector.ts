@@ -1,5 +1,5 @@
 import { contentHash } from '../catalog/content-hash.js';
-import { documentTerms } from '../catalog/search-text.js';
+import { documentTerms, queryTerms } from '../catalog/search-text.js';
 import { toDocument } from '../catalog/catalog-service.js';
 import { normalizeTool, ToolFormatError, TOOL_NAME_MAX } from '../catalog/tool-formats.js';
 import type { Tool } from '../catalog/tool.js';
@@ -10,7 +10,6 @@ import type { Metrics } from '../metrics.js';
 import type { LruCache } from '../lru-cache.js';
 import { insertDocuments } from '../store/tool-store.js';
 import { byScoreThenId, distinctTerms, scoreBm25 } from './bm25.js';
-import { queryTerms } from '../catalog/search-text.js';
 import { rankCorpus, type RankDeps } from './hybrid-search.js';
 import { exactNameMatches, matchNamesByRegex } from './patterns.js';
 
@@ -116,7 +115,7 @@ async function storeRequestTools(deps: SelectorDeps, fresh: RequestTool[], keys:
   if (fresh.length === 0) return 0;
   const inserted = await insertDocuments(
     deps.db,
-    fresh.map(({ tool }) => toDocument(tool)),
+    fresh.map(({ tool, hash }) => toDocument(tool, hash)),
   );
   fresh.forEach((entry, index) => deps.toolCache.set(keys[index]!, entry));
   return inserted.length;

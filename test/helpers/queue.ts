@@ -32,7 +32,7 @@ export function uniqueTools(count: number, label = 'tool'): { name: string; desc
 }
 
 export function toDocuments(raws: unknown[]): ToolDocument[] {
-  return normalizeTools(raws).tools.map(toDocument);
+  return normalizeTools(raws).tools.map((tool) => toDocument(tool));
 }
 
 /** A real embedder that counts the texts it embeds and can be told to fail its next calls. */
