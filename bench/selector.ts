@@ -11,11 +11,12 @@
  *   single-query throughput with EMBED_THREADS threads and 8 queries in flight.
  *
  *   npm run bench -- [--duration 30] [--stores pglite,postgres] [--pg] [--pg-url postgres://postgres@127.0.0.1:5432]
- *                    [--threads 2] [--log-level warn] [--skip-build] [--source]
+ *                    [--threads 2] [--log-level warn] [--skip-build] [--source] [--cpu-prof <dir>]
  *
  * The targets are ratios to the bare model, because the query embedding is the floor of a request.
  * With --log-level info the server's "tool selection" lines are read back and their time split
- * (parse, store, query embedding, ranking) is summarized per phase.
+ * (parse, store, query embedding, ranking) is summarized per phase. --cpu-prof writes the service's
+ * V8 CPU profiles (main thread and model threads) into <dir>, for Chrome DevTools or speedscope.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -51,6 +52,7 @@ const { values } = parseArgs({
     'log-level': { type: 'string', default: 'warn' },
     'skip-build': { type: 'boolean', default: false },
     source: { type: 'boolean', default: false },
+    'cpu-prof': { type: 'string' },
   },
 });
 const durationSeconds = Number(values.duration);
@@ -238,7 +240,8 @@ async function startService(storeEnv: Record<string, string>): Promise<Service> 
     NODE_ENV: 'production',
     ...storeEnv,
   });
-  const args = values.source ? ['--import', 'tsx', 'src/main.ts'] : ['dist/src/main.js'];
+  const profile = values['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir', path.resolve(values['cpu-prof'])] : [];
+  const args = [...profile, ...(values.source ? ['--import', 'tsx', 'src/main.ts'] : ['dist/src/main.js'])];
   const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(child);
   child.once('exit', () => children.delete(child));

@@ -18,6 +18,7 @@ import { LruCache } from './lru-cache.js';
 import { VectorCache } from './store/vector-cache.js';
 import { openDatabase, type Database } from './store/database.js';
 import { ensureVectorIndex } from './store/search-store.js';
+import { RegexSandbox } from './search/patterns.js';
 
 /** Everything the service is made of, built once from the config and passed down. */
 export interface Deps {
@@ -167,7 +168,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
       embedding: queue ? { model: embedder?.modelId ?? config.EMBED_MODEL, failedHashes: () => queue!.failedHashes() } : undefined,
     },
     search: { db: database.db, embedder },
-    selector: { db: database.db, embedder, vectors: new VectorCache(), queue, toolCache: new LruCache(20_000), toolListCache: new LruCache(256), logger, metrics },
+    selector: { db: database.db, embedder, vectors: new VectorCache(), queue, toolCache: new LruCache(20_000), toolListCache: new LruCache(256), regexSandbox: new RegexSandbox(), logger, metrics },
     readiness,
     metrics,
     async close() {

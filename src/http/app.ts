@@ -6,7 +6,7 @@ import type { RankDeps } from '../search/hybrid-search.js';
 import { catalogRoutes } from './catalogs.js';
 import { errorMiddleware, notFoundRoute } from './errors.js';
 import { searchRoutes } from './search.js';
-import { selectorRoutes, type RawBodyRequest } from './selector.js';
+import { SELECTOR_PATHS, selectorRoutes } from './selector.js';
 import type { SelectorDeps } from '../search/selector.js';
 import { healthRoutes, type ReadinessCheck } from './health.js';
 import { jobRoutes } from './jobs.js';
@@ -40,15 +40,9 @@ export function createApp(deps: AppDeps): Express {
   // Authenticate before reading a body of up to BODY_LIMIT bytes.
   app.use(['/v1', '/api'], authenticate(deps.config.API_KEYS));
   app.use(requireJsonBody);
-  app.use(
-    express.json({
-      limit: deps.config.BODY_LIMIT,
-      // The selector keys its cache on the bytes the tools arrived as (http/selector.ts).
-      verify: (req, _res, body) => {
-        (req as RawBodyRequest).rawBody = body;
-      },
-    }),
-  );
+  // The selector reads its own JSON: it skips parsing tool lists it has seen (http/selector.ts).
+  app.use(SELECTOR_PATHS, express.raw({ type: () => true, limit: deps.config.BODY_LIMIT }));
+  app.use(express.json({ limit: deps.config.BODY_LIMIT }));
   app.use(catalogRoutes(deps.catalog));
   app.use(searchRoutes(deps.search, deps.metrics));
   app.use(selectorRoutes(deps.selector));

@@ -1,7 +1,10 @@
 import { createHash } from 'node:crypto';
-import { Router, type Request, type RequestHandler } from 'express';
+import { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
-import { DEFAULT_TOP_K, selectTools, type SelectorDeps } from '../search/selector.js';
+import { DEFAULT_TOP_K, selectTools, type CachedToolList, type SelectorDeps } from '../search/selector.js';
+import { AppError } from '../errors.js';
+import type { LruCache } from '../lru-cache.js';
+import { topLevelArraySpan } from './json-span.js';
 import { parseInput } from './errors.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
@@ -53,33 +56,64 @@ export interface SelectorResponse {
   data: { relevant_tools: string[] };
 }
 
-export type RawBodyRequest = Request & { rawBody?: Buffer };
+/** Gateways <= 0.5.2 post to the first; >= 0.5.3 to <base>/api/compress/tool-discovery/. */
+export const SELECTOR_PATHS = ['/v1/tool-discovery/search', '/api/compress/tool-discovery'];
 
-const TOOLS_FIELD = Buffer.from('"tools":');
+interface SelectorBody {
+  json: unknown;
+  /** A digest of the exact bytes of the top-level `tools` array: equal digests, equal tools. */
+  toolsKey?: string;
+  /** The list that key names, when already known: its bytes were then not parsed again. */
+  cached?: CachedToolList;
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new AppError('invalid_json', `request body is not valid JSON: ${(error as Error).message}`);
+  }
+}
 
 /**
- * Identifies the tool list by the request's own bytes, without serializing 250 tools again: a
- * digest of everything from the first `"tools":` to the end. The real top-level array lies inside
- * that span (a quote inside a JSON string is always escaped, so an earlier match can only be a
- * nested key), so equal digests mean equal tools. Gateways put the pattern or query before the
- * tools, so turns that resend the same tools share the digest.
+ * The request body, parsed as little as possible. A gateway resends the same tools every turn:
+ * when the bytes of the `tools` array digest to a list already cached, only the rest of the body
+ * (pattern, top_k, ...) is parsed, with `[]` standing in for the tools. That stand-in body parsing
+ * means the real one parses too (one valid array replaced by another), so no malformed body gets
+ * through; anything unusual (no tools array, escaped key, a stub that fails) takes the full parse,
+ * which also produces the error message.
  */
-export function toolsKey(raw: Buffer | undefined): string | undefined {
-  if (!raw) return undefined;
-  const at = raw.indexOf(TOOLS_FIELD);
-  return at === -1 ? undefined : createHash('sha256').update(raw.subarray(at)).digest('base64');
+export function readSelectorBody(raw: Buffer, lists: LruCache<string, CachedToolList>): SelectorBody {
+  // A UTF-8 byte order mark is tolerated, as express.json tolerates it.
+  const body = raw[0] === 0xef && raw[1] === 0xbb && raw[2] === 0xbf ? raw.subarray(3) : raw;
+  if (body.length === 0) return { json: {} };
+  const span = topLevelArraySpan(body, 'tools');
+  if (!span) return { json: parseJson(body.toString('utf8')) };
+  const toolsKey = createHash('sha256').update(body.subarray(span.start, span.end)).digest('base64');
+  const cached = lists.get(toolsKey);
+  if (cached) {
+    const stub = `${body.toString('utf8', 0, span.start)}[]${body.toString('utf8', span.end)}`;
+    try {
+      return { json: JSON.parse(stub), toolsKey, cached };
+    } catch {
+      // fall through: the full parse reports what is wrong
+    }
+  }
+  return { json: parseJson(body.toString('utf8')), toolsKey };
 }
 
 export function selectorRoutes(deps: SelectorDeps): Router {
   const router = Router();
   const handler: RequestHandler = async (req, res) => {
-    const body = parseInput(selectorRequest, req.body, 'body');
+    const { json, toolsKey, cached } = Buffer.isBuffer(req.body) ? readSelectorBody(req.body, deps.toolListCache) : { json: req.body ?? {} };
+    const body = parseInput(selectorRequest, json, 'body');
     const selection = await selectTools(deps, {
       pattern: body.pattern ?? body.query ?? '',
       topK: body.top_k ?? body.max_tools ?? DEFAULT_TOP_K,
       alwaysKeep: body.always_keep ?? [],
       tools: body.tools,
-      toolsKey: toolsKey((req as RawBodyRequest).rawBody),
+      toolsKey,
+      cached,
     });
     recordSelection(deps.metrics, selection);
     (res.locals.log as Logger).info(
@@ -102,8 +136,7 @@ export function selectorRoutes(deps: SelectorDeps): Router {
     };
     res.json(response);
   };
-  router.post('/v1/tool-discovery/search', handler);
   // Gateways >= 0.5.3 post to <base>/api/compress/tool-discovery/: pointing their base URL here works too.
-  router.post('/api/compress/tool-discovery', handler);
+  for (const path of SELECTOR_PATHS) router.post(path, handler);
   return router;
 }

@@ -3,6 +3,7 @@ import type { Embedder } from '../embed/embedder.js';
 import type { Db } from '../store/database.js';
 import { searchBm25, searchVector, tagsOf, type Corpus, type Ranked } from '../store/search-store.js';
 import { distinctTerms } from './bm25.js';
+import type { Bm25Index } from './bm25-index.js';
 import { fuseHybrid, RRF_DEPTH } from './rrf.js';
 import { boostByTags } from './tags.js';
 import { rankByCosine } from './vector-scan.js';
@@ -71,6 +72,8 @@ export async function rankCorpus(
     useVectorIndex: boolean;
     /** The query's embedding when the caller started it early (it then overlaps the caller's own work). */
     queryVector?: Promise<number[]>;
+    /** BM25 statistics of exactly this (untagged) corpus, cached by the caller: scored in process. */
+    bm25Index?: Bm25Index;
     onEmbedError?: (error: unknown) => void;
   },
 ): Promise<RankResult> {
@@ -84,7 +87,11 @@ export async function rankCorpus(
   const depth = Math.max(RRF_DEPTH, request.topK);
   // BM25 needs no vector: it runs while the model embeds the query.
   const bm25Promise: Promise<Ranked> =
-    request.mode === 'vector' ? Promise.resolve([]) : searchBm25(deps.db, filtered, { terms, weights: terms.map(() => 1) }, depth);
+    request.mode === 'vector'
+      ? Promise.resolve([])
+      : options.bm25Index && !request.tags?.length
+        ? Promise.resolve(options.bm25Index.search(terms, depth))
+        : searchBm25(deps.db, filtered, { terms, weights: terms.map(() => 1) }, depth);
   bm25Promise.catch(() => {}); // awaited below; no unhandled rejection while the model runs
   let degraded: RankResult['degraded'];
   let queryVector: number[] | undefined;

@@ -61,12 +61,37 @@ export type RegexOutcome =
   | { kind: 'matched'; names: string[] };
 
 /**
+ * Where name regexes run: a vm context with a hard timeout. One context is reused for every
+ * pattern (creating one costs ~1.5 ms, 10x the match itself); each run sets its own globals.
+ */
+export class RegexSandbox {
+  private readonly context = vm.createContext({ regex: /$^/, names: [] as readonly string[] });
+  private readonly script = new vm.Script('names.filter((name) => regex.test(name))');
+
+  /** Throws ERR_SCRIPT_EXECUTION_TIMEOUT when the budget runs out. */
+  filter(regex: RegExp, names: readonly string[], budgetMs: number): string[] {
+    this.context.regex = regex;
+    this.context.names = names;
+    try {
+      return [...(this.script.runInContext(this.context, { timeout: budgetMs }) as string[])];
+    } finally {
+      this.context.names = [];
+    }
+  }
+}
+
+/**
  * Treats a pattern that looks like a regular expression (it has metacharacters and compiles) as
  * one over tool names, case-insensitive like the gateway's own regex strategy. Matching runs in a
- * vm context with a hard timeout, so a catastrophic pattern such as `(a+)+$` costs at most
+ * sandbox with a hard timeout, so a catastrophic pattern such as `(a+)+$` costs at most
  * REGEX_BUDGET_MS instead of freezing the event loop.
  */
-export function matchNamesByRegex(pattern: string, names: readonly string[], budgetMs = REGEX_BUDGET_MS): RegexOutcome {
+export function matchNamesByRegex(
+  pattern: string,
+  names: readonly string[],
+  budgetMs = REGEX_BUDGET_MS,
+  sandbox: RegexSandbox = new RegexSandbox(),
+): RegexOutcome {
   const trimmed = pattern.trim();
   if (trimmed === '' || !REGEX_META.test(trimmed) || trimmed.length > 512) return { kind: 'not_regex' };
   let regex: RegExp;
@@ -75,10 +100,8 @@ export function matchNamesByRegex(pattern: string, names: readonly string[], bud
   } catch (error) {
     return { kind: 'invalid', reason: (error as Error).message };
   }
-  const context = vm.createContext({ regex, names });
   try {
-    const matched = vm.runInContext('names.filter((name) => regex.test(name))', context, { timeout: budgetMs }) as string[];
-    return { kind: 'matched', names: [...matched] };
+    return { kind: 'matched', names: sandbox.filter(regex, names, budgetMs) };
   } catch (error) {
     if ((error as { code?: string }).code === 'ERR_SCRIPT_EXECUTION_TIMEOUT') return { kind: 'timeout' };
     return { kind: 'invalid', reason: (error as Error).message };

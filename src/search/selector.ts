@@ -10,8 +10,10 @@ import type { Metrics } from '../metrics.js';
 import type { LruCache } from '../lru-cache.js';
 import { insertDocuments } from '../store/tool-store.js';
 import { byScoreThenId, distinctTerms, scoreBm25 } from './bm25.js';
+import { Bm25Index } from './bm25-index.js';
+import { bm25Documents } from '../store/search-store.js';
 import { rankCorpus, type RankDeps } from './hybrid-search.js';
-import { exactNameMatches, matchNamesByRegex } from './patterns.js';
+import { exactNameMatches, matchNamesByRegex, RegexSandbox, REGEX_BUDGET_MS } from './patterns.js';
 
 export const DEFAULT_TOP_K = 5;
 
@@ -25,9 +27,12 @@ export interface SelectorDeps extends RankDeps {
   toolCache: LruCache<string, RequestTool>;
   /**
    * Whole tool lists by `SelectorInput.toolsKey`: a turn that resends the same tools skips even
-   * the per-tool cache lookups. Holds only lists whose tools are all stored.
+   * the per-tool cache lookups, and ranks BM25 from the list's cached statistics. Holds only lists
+   * whose tools are all stored.
    */
-  toolListCache: LruCache<string, RequestTool[]>;
+  toolListCache: LruCache<string, CachedToolList>;
+  /** Reused for every regex pattern; a fresh one per request when absent (slower, same answers). */
+  regexSandbox?: RegexSandbox;
   logger: Logger;
   metrics?: Metrics;
 }
@@ -36,9 +41,26 @@ export interface SelectorInput {
   pattern: string;
   topK: number;
   alwaysKeep: string[];
+  /** The request's tools as sent; ignored when `cached` is given. */
   tools: unknown[];
   /** A digest of the exact bytes the tools arrived as, when the caller has them (see http/selector.ts). */
   toolsKey?: string;
+  /** The list `toolsKey` names, when the caller already found it (and so did not parse the tools). */
+  cached?: CachedToolList;
+}
+
+/** A tool list seen before, as `toolListCache` keeps it. */
+export interface CachedToolList {
+  /** Normalized and hashed, first of each name. */
+  tools: RequestTool[];
+  /** How many tools the request carried, repeats included. */
+  toolsIn: number;
+  /**
+   * BM25 statistics of exactly these tools, read once from the stored terms after the list's first
+   * request (which Postgres ranks): every later turn scores in process, same maths, same ranking.
+   */
+  bm25?: Bm25Index;
+  bm25Loading?: boolean;
 }
 
 export type FallbackReason = 'blank_pattern' | 'no_match' | 'store_error' | 'embedder_unavailable' | 'embedder_error';
@@ -132,6 +154,26 @@ function queueEmbeddings(deps: SelectorDeps, fresh: RequestTool[]): void {
   });
 }
 
+/**
+ * Reads a tool list's stored BM25 documents into an in-process index, off the request path: the
+ * request that triggers it was already ranked by Postgres, and so are any that arrive before it is
+ * ready. A failure only means Postgres keeps ranking this list.
+ */
+function loadListStatistics(deps: SelectorDeps, list: CachedToolList): void {
+  if (list.bm25Loading) return;
+  list.bm25Loading = true;
+  const hashes = list.tools.map(({ hash }) => hash);
+  bm25Documents(deps.db, hashes)
+    .then((documents) => {
+      // Every hash of a cached list is stored; a shorter answer means a concurrent purge, so wait.
+      if (documents.length === new Set(hashes).size) list.bm25 = new Bm25Index(documents);
+    })
+    .catch((error: unknown) => deps.logger.warn({ err: error }, 'selector: could not read tool list statistics; Postgres keeps ranking it'))
+    .finally(() => {
+      list.bm25Loading = false;
+    });
+}
+
 /** The BM25 ranking computed in process: the selector's answer when the store cannot be reached. */
 function rankInMemory(tools: RequestTool[], pattern: string): string[] {
   const corpus = tools.map(({ tool }) => ({ id: tool.name, ...documentTerms(tool) }));
@@ -151,15 +193,15 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
   // hashing, storing and BM25 all happen while the model thread works.
   const queryVector = deps.embedder && input.pattern.trim() !== '' && input.tools.length > 0 ? deps.embedder.embedQuery(input.pattern) : undefined;
   queryVector?.catch(() => {}); // awaited in rankCorpus, which reports a failure
-  const cachedList = input.toolsKey === undefined ? undefined : deps.toolListCache.get(input.toolsKey);
-  const { tools, fresh, keys } = cachedList ? { tools: cachedList, fresh: [], keys: [] } : parseRequestTools(deps, input.tools);
+  const cachedList = input.cached ?? (input.toolsKey === undefined ? undefined : deps.toolListCache.get(input.toolsKey));
+  const { tools, fresh, keys } = cachedList ? { tools: cachedList.tools, fresh: [], keys: [] } : parseRequestTools(deps, input.tools);
   const names = tools.map(({ tool }) => tool.name);
   const present = new Set(names);
   const timings = { parse_ms: performance.now() - started, store_ms: 0, query_embedding_ms: 0, ranking_ms: 0, total_ms: 0 };
   const keep = [...new Set(input.alwaysKeep)].filter((name) => present.has(name));
   const selection: Selection = {
     names: [],
-    toolsIn: input.tools.length,
+    toolsIn: cachedList?.toolsIn ?? input.tools.length,
     newDocuments: 0,
     evidence: { always_keep: keep.length, exact: 0, regex: null },
     timings,
@@ -175,7 +217,7 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
 
   const exact = exactNameMatches(input.pattern, names);
   selection.evidence.exact = exact.length;
-  const regex = matchNamesByRegex(input.pattern, names);
+  const regex = matchNamesByRegex(input.pattern, names, REGEX_BUDGET_MS, deps.regexSandbox);
   const regexNames = regex.kind === 'matched' && regex.names.length < names.length ? regex.names : [];
   selection.evidence.regex =
     regex.kind === 'matched' ? regexNames.length : regex.kind === 'timeout' || regex.kind === 'invalid' ? regex.kind : null;
@@ -185,7 +227,8 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
   try {
     const storeStarted = performance.now();
     selection.newDocuments = await storeRequestTools(deps, fresh, keys);
-    if (input.toolsKey !== undefined && !cachedList) deps.toolListCache.set(input.toolsKey, tools);
+    const list = cachedList ?? (input.toolsKey === undefined ? undefined : { tools, toolsIn: input.tools.length });
+    if (list && !cachedList) deps.toolListCache.set(input.toolsKey!, list);
     timings.store_ms = performance.now() - storeStarted;
     const rankStarted = performance.now();
     const byHash = new Map(tools.map(({ tool, hash }) => [hash, tool.name]));
@@ -193,8 +236,14 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
       deps,
       { kind: 'hashes', hashes: tools.map(({ hash }) => hash) },
       { query: input.pattern, topK: Math.min(tools.length, Math.max(input.topK + keep.length + exact.length, 50)), mode: 'hybrid' },
-      { useVectorIndex: false, queryVector, onEmbedError: (error) => deps.logger.warn({ err: error }, 'selector: query embedding failed; BM25 only') },
+      {
+        useVectorIndex: false,
+        queryVector,
+        bm25Index: list?.bm25,
+        onEmbedError: (error) => deps.logger.warn({ err: error }, 'selector: query embedding failed; BM25 only'),
+      },
     );
+    if (list && !list.bm25) loadListStatistics(deps, list);
     timings.query_embedding_ms = result.timings.query_embedding_ms;
     timings.ranking_ms = performance.now() - rankStarted - result.timings.query_embedding_ms;
     // Ids here are hashes; equal scores are ordered by name, as everywhere else.

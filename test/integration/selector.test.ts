@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'drizzle-orm';
@@ -440,5 +441,27 @@ describe('the selector tool-list cache', () => {
       const expected = tools.find((tool) => tool.name.endsWith(pattern.startsWith('read') ? 'reader' : 'writer'))!.name;
       expect(response.body.selected_names).toEqual([expected]);
     }
+  });
+
+  it('ranks a repeated list from its cached BM25 statistics exactly as Postgres ranked it', async () => {
+    const tools = toolbench.slice(0, 150).map(({ name, description, input_schema }) => ({ name, description, parameters: input_schema }));
+    const patterns = toolbench.slice(150, 170).map(({ name, description }) => `${description} ${name}`.slice(0, 200));
+    const compact = JSON.stringify(tools);
+    const body = (pattern: string, toolsJson: string) => `{"pattern":${JSON.stringify(pattern)},"top_k":20,"tools":${toolsJson}}`;
+    const post = async (text: string) => {
+      const response = await app.request('POST', '/v1/tool-discovery/search', text, { 'content-type': 'application/json' });
+      return expectSelection(response, tools.map(({ name }) => name), 20);
+    };
+    // Each list below differs in whitespace only, so each is new to the cache: Postgres ranks it.
+    const byPostgres: string[][] = [];
+    for (const [index, pattern] of patterns.entries()) byPostgres.push(await post(body(pattern, `[${' '.repeat(index + 1)}${compact.slice(1)}`)));
+
+    await post(body('warm up', compact));
+    const key = createHash('sha256').update(compact).digest('base64');
+    for (let waited = 0; !app.deps.selector.toolListCache.get(key)?.bm25; waited += 50) {
+      if (waited > 10_000) throw new Error('the tool list statistics were not loaded within 10 s');
+      await sleep(50);
+    }
+    for (const [index, pattern] of patterns.entries()) expect(await post(body(pattern, compact)), pattern).toEqual(byPostgres[index]);
   });
 });

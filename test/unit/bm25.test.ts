@@ -1,5 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import { BM25_B, BM25_K1, bm25Idf, bm25TermScore, scoreBm25, type Bm25Document } from '../../src/search/bm25.js';
+import { Bm25Index } from '../../src/search/bm25-index.js';
 
 // Toy corpus: N = 3, lengths 3 + 1 + 2, so avgdl = 2.
 const corpus: Bm25Document[] = [
@@ -64,5 +65,35 @@ describe('scoreBm25', () => {
     expect(scoreBm25([], ['x'])).toEqual([]);
     expect(scoreBm25(corpus, [])).toEqual([]);
     expect(scoreBm25(corpus, ['unknown'])).toEqual([]);
+  });
+});
+
+describe('Bm25Index', () => {
+  it('scores the hand-computed toy corpus', () => {
+    const index = new Bm25Index(corpus);
+    const [d1, d2] = index.search(['cat', 'dog']);
+    expect(d1![0]).toBe('d1');
+    expect(d1![1]).toBeCloseTo(CAT_D1 + DOG_D1, 5);
+    expect(d2).toEqual(['d2', expect.closeTo(DOG_D2, 5)]);
+    expect(index.search(['cat', 'dog'], 1)).toHaveLength(1);
+    expect(new Bm25Index([]).search(['cat'])).toEqual([]);
+  });
+
+  it('ranks and scores exactly as scoreBm25 on random corpora and queries', () => {
+    let state = 7;
+    const random = () => ((state = (state * 1103515245 + 12345) % 2147483648) / 2147483648);
+    const vocabulary = Array.from({ length: 40 }, (_, i) => `t${i}`);
+    for (let round = 0; round < 50; round++) {
+      const documents: Bm25Document[] = Array.from({ length: 1 + Math.floor(random() * 60) }, (_, i) => {
+        const termFreqs = new Map<string, number>();
+        for (let j = 0; j < Math.floor(random() * 12); j++) {
+          const term = vocabulary[Math.floor(random() * vocabulary.length)]!;
+          termFreqs.set(term, (termFreqs.get(term) ?? 0) + 1 + Math.floor(random() * 3));
+        }
+        return { id: `doc-${Math.floor(random() * 1000)}-${i}`, termFreqs, length: [...termFreqs.values()].reduce((a, b) => a + b, 0) };
+      });
+      const query = Array.from({ length: 1 + Math.floor(random() * 6) }, () => vocabulary[Math.floor(random() * vocabulary.length)]!);
+      expect(new Bm25Index(documents).search(query)).toEqual(scoreBm25(documents, query));
+    }
   });
 });

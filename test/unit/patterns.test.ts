@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bareName, exactNameMatches, matchNamesByRegex, nameCandidates, REGEX_BUDGET_MS } from '../../src/search/patterns.js';
+import { bareName, exactNameMatches, matchNamesByRegex, nameCandidates, RegexSandbox, REGEX_BUDGET_MS } from '../../src/search/patterns.js';
 
 describe('nameCandidates', () => {
   it('offers the whole query and each word stripped of quotes, brackets and trailing punctuation', () => {
@@ -93,5 +93,13 @@ describe('matchNamesByRegex', () => {
     expect(matchNamesByRegex('(a+)+$', long)).toEqual({ kind: 'timeout' });
     // The budget plus vm setup and timer slack; unbounded, this takes years.
     expect(performance.now() - started).toBeLessThan(REGEX_BUDGET_MS + 250);
+  });
+  it('reuses one sandbox across patterns, also after a pattern ran out of time', () => {
+    const sandbox = new RegexSandbox();
+    const budget = 10_000;
+    expect(matchNamesByRegex('read_.*', names, budget, sandbox)).toEqual({ kind: 'matched', names: ['read_file', 'filesystem__read_file'] });
+    const long = Array.from({ length: 1000 }, (_, index) => `${'a'.repeat(60)}!${index}`);
+    expect(matchNamesByRegex('(a+)+$', long, REGEX_BUDGET_MS, sandbox)).toEqual({ kind: 'timeout' });
+    expect(matchNamesByRegex('(web|write)_', names, budget, sandbox)).toEqual({ kind: 'matched', names: ['write_file', 'web_search'] });
   });
 });

@@ -1,0 +1,51 @@
+/**
+ * BM25 over a fixed corpus with its statistics computed once: the selector's repeated tool lists.
+ * A gateway sends the same tools every turn, so N, avgdl and the postings of a list never change
+ * between its requests; only the query does. Scores are the same floating-point operations, in the
+ * same order, as `scoreBm25` (the reference the SQL is tested against), so rankings are identical.
+ */
+import { bm25Idf, bm25TermScore, byScoreThenId, distinctTerms, DEFAULT_BM25_PARAMS, type Bm25Document, type Bm25Params } from './bm25.js';
+
+export class Bm25Index {
+  readonly size: number;
+  private readonly ids: string[];
+  private readonly lengths: Float64Array;
+  private readonly avgDocLength: number;
+  /** term -> [document index, term frequency] pairs, in corpus order. */
+  private readonly postings = new Map<string, number[]>();
+
+  constructor(corpus: readonly Bm25Document[], private readonly params: Bm25Params = DEFAULT_BM25_PARAMS) {
+    this.size = corpus.length;
+    this.ids = corpus.map((doc) => doc.id);
+    this.lengths = Float64Array.from(corpus, (doc) => doc.length);
+    this.avgDocLength = this.size === 0 ? 0 : corpus.reduce((sum, doc) => sum + doc.length, 0) / this.size;
+    corpus.forEach((doc, index) => {
+      for (const [term, tf] of doc.termFreqs) {
+        if (tf <= 0) continue;
+        let list = this.postings.get(term);
+        if (!list) this.postings.set(term, (list = []));
+        list.push(index, tf);
+      }
+    });
+  }
+
+  /** The documents holding a query term, best first, ties by id, at most `limit`. */
+  search(queryTerms: readonly string[], limit = Number.POSITIVE_INFINITY): [string, number][] {
+    const scores = new Float64Array(this.size);
+    const matched = new Uint8Array(this.size);
+    for (const term of distinctTerms(queryTerms)) {
+      const list = this.postings.get(term);
+      if (!list) continue;
+      const idf = bm25Idf(this.size, list.length / 2);
+      for (let i = 0; i < list.length; i += 2) {
+        const doc = list[i]!;
+        scores[doc] = scores[doc]! + bm25TermScore(list[i + 1]!, idf, this.lengths[doc]!, this.avgDocLength, this.params);
+        matched[doc] = 1;
+      }
+    }
+    const ranked: [string, number][] = [];
+    for (let doc = 0; doc < this.size; doc++) if (matched[doc]) ranked.push([this.ids[doc]!, scores[doc]!]);
+    ranked.sort(byScoreThenId);
+    return ranked.length > limit ? ranked.slice(0, limit) : ranked;
+  }
+}

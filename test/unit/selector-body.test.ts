@@ -1,0 +1,118 @@
+import { describe, expect, it } from 'vitest';
+import { topLevelArraySpan } from '../../src/http/json-span.js';
+import { readSelectorBody } from '../../src/http/selector.js';
+import { LruCache } from '../../src/lru-cache.js';
+import type { CachedToolList } from '../../src/search/selector.js';
+
+const bytes = (value: unknown, space?: number) => Buffer.from(JSON.stringify(value, null, space));
+const tools = [{ name: 'read_file', description: 'Read a "file" \\ at C:\\\\tmp' }, { name: 'web_search', definition: { tools: [1, [2]] } }];
+const spanText = (body: Buffer) => {
+  const span = topLevelArraySpan(body, 'tools');
+  return span && body.toString('utf8', span.start, span.end);
+};
+
+/** mulberry32, so the random documents are the same on every run. */
+function seeded(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Random JSON values whose strings are full of quotes, backslashes, brackets and "tools" keys. */
+function randomValue(random: () => number, depth: number): unknown {
+  const pick = random();
+  const text = () => Array.from({ length: Math.floor(random() * 6) }, () => ['"', '\\', '[', ']', '{', '}', ':', 'tools', '"tools":', 'é', '\u2028', ' '][Math.floor(random() * 12)]).join('');
+  if (depth > 3 || pick < 0.3) return random() < 0.5 ? text() : Math.floor(random() * 100);
+  if (pick < 0.6) return Array.from({ length: Math.floor(random() * 4) }, () => randomValue(random, depth + 1));
+  const object: Record<string, unknown> = {};
+  for (let i = 0; i < Math.floor(random() * 4); i++) object[random() < 0.3 ? 'tools' : text()] = randomValue(random, depth + 1);
+  return object;
+}
+
+describe('topLevelArraySpan', () => {
+  it('finds exactly the bytes of the top-level tools array, wherever the field is', () => {
+    for (const body of [
+      bytes({ pattern: 'read', top_k: 5, tools }),
+      bytes({ query: 'x', always_keep: ['a'], tools, max_tools: 3, compression_model_name: 'm', source: 'gateway:anthropic' }),
+      bytes({ meta: { tools: [] }, pattern: 'the "tools": [list]', tools }, 2),
+    ]) {
+      expect(JSON.parse(spanText(body)!)).toEqual(tools);
+    }
+  });
+
+  it('agrees with JSON.parse on random documents full of quotes, escapes and nested "tools" keys', () => {
+    const random = seeded(42);
+    let checked = 0;
+    for (let i = 0; i < 2000; i++) {
+      const document: Record<string, unknown> = { before: randomValue(random, 1) };
+      if (random() < 0.8) document.tools = Array.from({ length: Math.floor(random() * 4) }, () => randomValue(random, 2));
+      document.after = randomValue(random, 1);
+      const text = spanText(bytes(document, random() < 0.5 ? 2 : undefined));
+      if (document.tools === undefined) expect(text).toBeUndefined();
+      else {
+        expect(JSON.parse(text!)).toEqual(document.tools);
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThan(1000);
+  });
+
+  it('keeps the last of duplicate keys, as JSON.parse does, and ignores a tools value that is no array', () => {
+    expect(spanText(Buffer.from('{"tools":[1],"pattern":"x","tools":[2, 3]}'))).toBe('[2, 3]');
+    expect(spanText(Buffer.from('{"tools":{"a":[1]},"pattern":"x"}'))).toBeUndefined();
+    expect(spanText(Buffer.from('{"tools" : [1] }'))).toBe('[1]');
+  });
+
+  it('gives up on bodies it cannot scan', () => {
+    expect(spanText(Buffer.from('{"tools":[1]'))).toBeUndefined();
+    expect(spanText(Buffer.from('{"tools":["x]}'))).toBeUndefined();
+    expect(spanText(Buffer.from(']]{"tools":[1]}'))).toBeUndefined();
+  });
+});
+
+describe('readSelectorBody', () => {
+  const list: CachedToolList = { tools: [], toolsIn: 2 };
+
+  it('keys the tools by their bytes: the same under another pattern or trailing field, different when any byte differs', () => {
+    const lists = new LruCache<string, CachedToolList>(4);
+    const key = readSelectorBody(bytes({ pattern: 'read', top_k: 5, tools }), lists).toolsKey;
+    expect(key).toBeDefined();
+    expect(readSelectorBody(bytes({ query: 'web', always_keep: ['x'], tools, max_tools: 3 }), lists).toolsKey).toBe(key);
+    expect(readSelectorBody(bytes({ pattern: 'read', tools: [tools[1], tools[0]] }), lists).toolsKey).not.toBe(key);
+    expect(readSelectorBody(bytes({ pattern: 'read', tools: [{ ...tools[0], name: 'read_files' }, tools[1]] }), lists).toolsKey).not.toBe(key);
+    expect(readSelectorBody(bytes({ pattern: 'x' }), lists).toolsKey).toBeUndefined();
+  });
+
+  it('parses everything but the tools when their list is cached, and the whole body otherwise', () => {
+    const lists = new LruCache<string, CachedToolList>(4);
+    const first = readSelectorBody(bytes({ pattern: 'read', top_k: 5, tools }), lists);
+    expect(first.cached).toBeUndefined();
+    expect(first.json).toEqual({ pattern: 'read', top_k: 5, tools });
+    lists.set(first.toolsKey!, list);
+    const again = readSelectorBody(bytes({ query: 'web', tools, max_tools: 3 }), lists);
+    expect(again.cached).toBe(list);
+    expect(again.json).toEqual({ query: 'web', tools: [], max_tools: 3 });
+  });
+
+  it('still rejects a malformed body whose tools are cached, with the JSON error', () => {
+    const lists = new LruCache<string, CachedToolList>(4);
+    const { toolsKey } = readSelectorBody(bytes({ pattern: 'read', tools }), lists);
+    lists.set(toolsKey!, list);
+    const toolsJson = JSON.stringify(tools);
+    for (const malformed of [`{"pattern":"read" "tools":${toolsJson}}`, `{"pattern":"read","tools":${toolsJson}}}`, `{"pattern":"read","tools":${toolsJson},}`]) {
+      expect(() => readSelectorBody(Buffer.from(malformed), lists)).toThrow(expect.objectContaining({ code: 'invalid_json' }));
+    }
+  });
+
+  it('reads an empty body as an empty object and tolerates a byte order mark', () => {
+    const lists = new LruCache<string, CachedToolList>(4);
+    expect(readSelectorBody(Buffer.alloc(0), lists).json).toEqual({});
+    const withBom = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), bytes({ pattern: 'x', tools: [] })]);
+    expect(readSelectorBody(withBom, lists).json).toEqual({ pattern: 'x', tools: [] });
+  });
+});
