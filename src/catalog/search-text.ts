@@ -9,8 +9,9 @@ import { tokenize } from '../search/tokenizer.js';
 /**
  * Version of the BM25 document recipe (tokenizer, fields, weights). Bump it with any change that
  * alters documentTerms' output: stored terms of older versions are recomputed at start-up.
+ * 2: plural acronyms (`IDs`, `URLs`) are one word.
  */
-export const TERMS_VERSION = 1;
+export const TERMS_VERSION = 2;
 
 /** The name is the most precise evidence of what a tool does; the issue asks it to count twice. */
 export const NAME_WEIGHT = 2;

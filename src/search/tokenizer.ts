@@ -29,6 +29,11 @@ const CJK_CHAR = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script
 const WORD = /[\p{L}\p{M}\p{N}]+/gu;
 /** `userID` -> `user ID`, `v2Api` -> `v2 Api`: a lower-case letter or digit before a capital. */
 const LOWER_UPPER = /([\p{Ll}\p{N}])(\p{Lu})/gu;
+/**
+ * `GUIDs` -> `GUID`, `APIs` -> `API`: a plural acronym. Without this the camelCase split reads
+ * `IDs` as `i ds` and `URLs` as `ur ls`.
+ */
+const ACRONYM_PLURAL = /(\p{Lu}{2,})s(?![\p{L}\p{M}\p{N}])/gu;
 /** `HTMLParser` -> `HTML Parser`: the last capital of an acronym starts the next word. */
 const ACRONYM_WORD = /(\p{Lu})(\p{Lu}\p{Ll})/gu;
 
@@ -47,6 +52,7 @@ export function tokenize(text: string, options: TokenizeOptions = DEFAULT_TOKENI
   if (typeof text !== 'string' || text.length === 0) return [];
   const words = text
     .normalize('NFKC')
+    .replace(ACRONYM_PLURAL, '$1')
     .replace(LOWER_UPPER, '$1 $2')
     .replace(ACRONYM_WORD, '$1 $2')
     .match(WORD);

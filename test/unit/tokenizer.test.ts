@@ -8,6 +8,10 @@ describe('tokenize', () => {
     expect(tokenize('valorant-characters-statistics')).toEqual(['valorant', 'characters', 'statistics']);
     expect(tokenize('HTMLParser')).toEqual(['html', 'parser']);
   });
+  it('reads a plural acronym as one word', () => {
+    expect(tokenize('list GUIDs, URLs and userIDs via APIs')).toEqual(['list', 'guid', 'url', 'user', 'id', 'via', 'api']);
+    expect(tokenize('macOS HTTPS ids')).toEqual(['mac', 'os', 'https', 'ids']);
+  });
   it('keeps letters and digits of one word together', () => {
     expect(tokenize('base64Encode getV2Users mp3 2024')).toEqual(['base64', 'encode', 'get', 'v2', 'users', 'mp3', '2024']);
   });
