@@ -35,7 +35,7 @@ declare module 'autocannon' {
     pipelining?: number;
     method?: string;
     headers?: Record<string, string>;
-    body?: string;
+    body?: string | Buffer;
     requests?: RequestStep[];
   }
 

@@ -52,9 +52,18 @@ function positions(ranked: Ranked): Map<string, { rank: number; score: number }>
 }
 
 /** pgvector for catalogs and tag filters; the in-process scan for a request's own tools. */
-async function searchVectors(deps: RankDeps, embedder: Embedder, corpus: Corpus, vector: number[], useIndex: boolean, depth: number): Promise<Ranked> {
-  if (deps.vectors && corpus.kind === 'hashes' && !corpus.tags?.length) {
-    return rankByCosine(vector, await deps.vectors.load(deps.db, embedder.modelId, corpus.hashes), depth);
+async function searchVectors(
+  deps: RankDeps,
+  embedder: Embedder,
+  corpus: Corpus,
+  vector: number[],
+  options: { useVectorIndex: boolean; corpusVectors?: ReadonlyMap<string, Float32Array> },
+  depth: number,
+): Promise<Ranked> {
+  const useIndex = options.useVectorIndex;
+  if (corpus.kind === 'hashes' && !corpus.tags?.length) {
+    if (options.corpusVectors) return rankByCosine(vector, options.corpusVectors, depth);
+    if (deps.vectors) return rankByCosine(vector, await deps.vectors.load(deps.db, embedder.modelId, corpus.hashes), depth);
   }
   return searchVector(deps.db, corpus, { model: embedder.modelId, vector, useIndex }, depth);
 }
@@ -74,6 +83,8 @@ export async function rankCorpus(
     queryVector?: Promise<number[]>;
     /** BM25 statistics of exactly this (untagged) corpus, cached by the caller: scored in process. */
     bm25Index?: Bm25Index;
+    /** The embedder's vectors of this (untagged) hash corpus, already in hand: scanned in process. */
+    corpusVectors?: ReadonlyMap<string, Float32Array>;
     onEmbedError?: (error: unknown) => void;
   },
 ): Promise<RankResult> {
@@ -110,7 +121,7 @@ export async function rankCorpus(
   }
   const [bm25, vector] = await Promise.all([
     bm25Promise,
-    embedder && queryVector ? searchVectors(deps, embedder, filtered, queryVector, options.useVectorIndex, depth) : Promise.resolve<Ranked>([]),
+    embedder && queryVector ? searchVectors(deps, embedder, filtered, queryVector, options, depth) : Promise.resolve<Ranked>([]),
   ]);
   timings.retrieval_ms = performance.now() - started - timings.query_embedding_ms;
 

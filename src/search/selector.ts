@@ -61,6 +61,8 @@ export interface CachedToolList {
    */
   bm25?: Bm25Index;
   bm25Loading?: boolean;
+  /** Every tool's vector, once all exist (until then they are looked up per request). */
+  vectors?: { model: string; byHash: ReadonlyMap<string, Float32Array> };
 }
 
 export type FallbackReason = 'blank_pattern' | 'no_match' | 'store_error' | 'embedder_unavailable' | 'embedder_error';
@@ -174,6 +176,19 @@ function loadListStatistics(deps: SelectorDeps, list: CachedToolList): void {
     });
 }
 
+/**
+ * The vectors of a cached list's tools: from the list itself once every tool has one, else from
+ * the vector cache (which asks pgvector for the missing ones, whose embeddings may have landed).
+ */
+async function listVectors(deps: SelectorDeps, list: CachedToolList, distinctHashes: number): Promise<ReadonlyMap<string, Float32Array> | undefined> {
+  const model = deps.embedder?.modelId;
+  if (model === undefined || !deps.vectors) return undefined;
+  if (list.vectors?.model === model) return list.vectors.byHash;
+  const found = await deps.vectors.load(deps.db, model, list.tools.map(({ hash }) => hash));
+  if (found.size === distinctHashes) list.vectors = { model, byHash: found };
+  return found;
+}
+
 /** The BM25 ranking computed in process: the selector's answer when the store cannot be reached. */
 function rankInMemory(tools: RequestTool[], pattern: string): string[] {
   const corpus = tools.map(({ tool }) => ({ id: tool.name, ...documentTerms(tool) }));
@@ -232,6 +247,7 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
     timings.store_ms = performance.now() - storeStarted;
     const rankStarted = performance.now();
     const byHash = new Map(tools.map(({ tool, hash }) => [hash, tool.name]));
+    const corpusVectors = list ? await listVectors(deps, list, byHash.size) : undefined;
     const result = await rankCorpus(
       deps,
       { kind: 'hashes', hashes: tools.map(({ hash }) => hash) },
@@ -240,6 +256,7 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
         useVectorIndex: false,
         queryVector,
         bm25Index: list?.bm25,
+        corpusVectors,
         onEmbedError: (error) => deps.logger.warn({ err: error }, 'selector: query embedding failed; BM25 only'),
       },
     );
