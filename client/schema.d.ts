@@ -235,6 +235,10 @@ export interface paths {
          *     pattern returns `always_keep` plus request order. The answer is never empty when `tools`
          *     is not. A tool whose `definition` has an unknown shape is ranked by name and description
          *     rather than failing the request; repeated names keep the first.
+         *
+         *     Resending the same `tools` (byte for byte) is the fast path: the list is recognized by a
+         *     digest of its bytes and not parsed again, and it is ranked from statistics and vectors
+         *     cached in process after its first request (the same ranking Postgres gives).
          */
         post: operations["selectTools"];
         delete?: never;
