@@ -19,6 +19,7 @@ import { VectorCache } from './store/vector-cache.js';
 import { openDatabase, type Database } from './store/database.js';
 import { ensureVectorIndex } from './store/search-store.js';
 import { RegexSandbox } from './search/patterns.js';
+import { TOOL_LIST_CACHE_LISTS, TOOL_LIST_CACHE_TOOLS } from './search/selector.js';
 
 /** Everything the service is made of, built once from the config and passed down. */
 export interface Deps {
@@ -168,7 +169,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
       embedding: queue ? { model: embedder?.modelId ?? config.EMBED_MODEL, failedHashes: () => queue!.failedHashes() } : undefined,
     },
     search: { db: database.db, embedder },
-    selector: { db: database.db, embedder, vectors: new VectorCache(), queue, toolCache: new LruCache(20_000), toolListCache: new LruCache(256), regexSandbox: new RegexSandbox(), logger, metrics },
+    selector: { db: database.db, embedder, vectors: new VectorCache(), queue, toolCache: new LruCache(20_000), toolListCache: new LruCache(TOOL_LIST_CACHE_LISTS, { max: TOOL_LIST_CACHE_TOOLS, weigh: (list) => list.tools.length }), regexSandbox: new RegexSandbox(), logger, metrics },
     readiness,
     metrics,
     async close() {

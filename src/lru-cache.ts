@@ -1,8 +1,21 @@
-/** A bounded map that forgets the least recently used entry first (Map keeps insertion order). */
+export interface LruWeight<V> {
+  /** Most total weight held; the least recently used entries go first to stay under it. */
+  max: number;
+  weigh: (value: V) => number;
+}
+
+/**
+ * A bounded map that forgets the least recently used entry first (Map keeps insertion order):
+ * at most `capacity` entries, and optionally at most a total weight (say, tools across tool lists).
+ */
 export class LruCache<K, V> {
   private readonly entries = new Map<K, V>();
+  private totalWeight = 0;
 
-  constructor(readonly capacity: number) {}
+  constructor(
+    readonly capacity: number,
+    private readonly weight?: LruWeight<V>,
+  ) {}
 
   get(key: K): V | undefined {
     const value = this.entries.get(key);
@@ -13,9 +26,22 @@ export class LruCache<K, V> {
   }
 
   set(key: K, value: V): void {
-    this.entries.delete(key);
+    this.delete(key);
+    const weight = this.weight?.weigh(value) ?? 0;
+    // An entry heavier than the whole budget would only evict everything else, then itself.
+    if (this.weight && weight > this.weight.max) return;
     this.entries.set(key, value);
-    if (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value as K);
+    this.totalWeight += weight;
+    while (this.entries.size > this.capacity || (this.weight && this.totalWeight > this.weight.max)) {
+      this.delete(this.entries.keys().next().value as K);
+    }
+  }
+
+  delete(key: K): void {
+    const value = this.entries.get(key);
+    if (value === undefined) return;
+    this.entries.delete(key);
+    this.totalWeight -= this.weight?.weigh(value) ?? 0;
   }
 
   get size(): number {

@@ -30,10 +30,17 @@ function isEscaped(json: Buffer, quote: number): boolean {
   return backslashes % 2 === 1;
 }
 
+/** Whether the string that ended just before `at` is an object key (a colon follows). */
+function isKey(json: Buffer, at: number): boolean {
+  let next = at;
+  while (isWhitespace(json[next])) next++;
+  return json[next] === COLON;
+}
+
 /**
  * The bytes of the array that the top-level object's `key` holds (the last such key, as JSON.parse
- * keeps the last), or undefined when there is none, the value is not an array, or the scan finds the
- * body malformed. Exact for valid JSON; on invalid JSON the answer means nothing, so callers parse
+ * keeps the last), or undefined when there is none, the value is not an array, a top-level key is
+ * written with an escape, or the scan finds the body malformed. Exact for valid JSON; on invalid JSON the answer means nothing, so callers parse
  * what they rely on (see http/selector.ts).
  */
 export function topLevelArraySpan(json: Buffer, key: string): ByteSpan | undefined {
@@ -50,16 +57,18 @@ export function topLevelArraySpan(json: Buffer, key: string): ByteSpan | undefin
       while (end !== -1 && isEscaped(json, end)) end = json.indexOf(QUOTE, end + 1);
       if (end === -1) return undefined;
       i = end + 1;
-      if (depth === 1 && end - start === keyBytes.length && json.compare(keyBytes, 0, keyBytes.length, start, end) === 0) {
+      if (depth !== 1 || !isKey(json, i)) continue;
+      // JSON.parse reads `"tool\u0073"` as the key tools; a byte compare would not. A top-level key
+      // with any escape makes the scan give up rather than disagree with the parser.
+      if (json.subarray(start, end).includes(BACKSLASH)) return undefined;
+      if (end - start === keyBytes.length && json.compare(keyBytes, 0, keyBytes.length, start, end) === 0) {
         let next = i;
         while (isWhitespace(json[next])) next++;
-        if (json[next] === COLON) {
-          next++;
-          while (isWhitespace(json[next])) next++;
-          if (json[next] === OPEN_ARRAY) {
-            valueStart = next;
-            i = next;
-          }
+        next++; // the colon
+        while (isWhitespace(json[next])) next++;
+        if (json[next] === OPEN_ARRAY) {
+          valueStart = next;
+          i = next;
         }
       }
       continue;

@@ -68,10 +68,22 @@ interface SelectorBody {
 }
 
 function parseJson(text: string): unknown {
+  let json: unknown;
   try {
-    return JSON.parse(text);
+    json = JSON.parse(text);
   } catch (error) {
     throw new AppError('invalid_json', `request body is not valid JSON: ${(error as Error).message}`);
+  }
+  // As express.json's strict mode: a bare string, number or null is not a request body.
+  if (typeof json !== 'object' || json === null) throw new AppError('invalid_json', 'request body is not valid JSON: the top level must be an object');
+  return json;
+}
+
+/** The selector reads UTF-8 only (what every gateway sends); express.json also took UTF-16/32. */
+function requireUtf8(contentType: string | undefined): void {
+  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? '')?.[1]?.toLowerCase();
+  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+    throw new AppError('unsupported_media_type', `unsupported charset "${charset.toUpperCase()}": the selector reads UTF-8 JSON`);
   }
 }
 
@@ -105,6 +117,7 @@ export function readSelectorBody(raw: Buffer, lists: LruCache<string, CachedTool
 export function selectorRoutes(deps: SelectorDeps): Router {
   const router = Router();
   const handler: RequestHandler = async (req, res) => {
+    requireUtf8(req.get('content-type'));
     const { json, toolsKey, cached } = Buffer.isBuffer(req.body) ? readSelectorBody(req.body, deps.toolListCache) : { json: req.body ?? {} };
     const body = parseInput(selectorRequest, json, 'body');
     const selection = await selectTools(deps, {

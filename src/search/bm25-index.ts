@@ -2,7 +2,8 @@
  * BM25 over a fixed corpus with its statistics computed once: the selector's repeated tool lists.
  * A gateway sends the same tools every turn, so N, avgdl and the postings of a list never change
  * between its requests; only the query does. Scores are the same floating-point operations, in the
- * same order, as `scoreBm25` (the reference the SQL is tested against), so rankings are identical.
+ * same order, as `scoreBm25` (the reference the SQL is tested against), so they are identical to it;
+ * Postgres groups the arithmetic differently, so against SQL only near-ties can order differently.
  */
 import { bm25Idf, bm25TermScore, byScoreThenId, distinctTerms, DEFAULT_BM25_PARAMS, type Bm25Document, type Bm25Params } from './bm25.js';
 

@@ -16,6 +16,13 @@ import { rankCorpus, type RankDeps } from './hybrid-search.js';
 import { exactNameMatches, matchNamesByRegex, RegexSandbox, REGEX_BUDGET_MS } from './patterns.js';
 
 export const DEFAULT_TOP_K = 5;
+/**
+ * Tool lists remembered whole (see `toolListCache`): gateways send a handful of distinct lists,
+ * and each holds its BM25 index and vectors, so the cache is bounded by tools as well as lists
+ * (~2-3 KB per tool: at most ~150 MB).
+ */
+export const TOOL_LIST_CACHE_LISTS = 256;
+export const TOOL_LIST_CACHE_TOOLS = 50_000;
 
 export interface SelectorDeps extends RankDeps {
   queue: EmbedQueue | null;
@@ -61,6 +68,8 @@ export interface CachedToolList {
    */
   bm25?: Bm25Index;
   bm25Loading?: boolean;
+  /** After a failed or incomplete read, Postgres keeps ranking the list until then (ms epoch). */
+  bm25RetryAt?: number;
   /** Every tool's vector, once all exist (until then they are looked up per request). */
   vectors?: { model: string; byHash: ReadonlyMap<string, Float32Array> };
 }
@@ -137,9 +146,13 @@ function parseRequestTools(deps: SelectorDeps, raws: unknown[]): { tools: Reques
 /** Writes documents and BM25 terms for tools not cached as stored (cheap, during the request). */
 async function storeRequestTools(deps: SelectorDeps, fresh: RequestTool[], keys: string[]): Promise<number> {
   if (fresh.length === 0) return 0;
-  const inserted = await insertDocuments(
-    deps.db,
-    fresh.map(({ tool, hash }) => toDocument(tool, hash)),
+  // One transaction: a concurrent request for the same tools waits on these rows and then finds
+  // them stored with their terms, never a document whose terms are not written yet.
+  const inserted = await deps.db.transaction((tx) =>
+    insertDocuments(
+      tx,
+      fresh.map(({ tool, hash }) => toDocument(tool, hash)),
+    ),
   );
   fresh.forEach((entry, index) => deps.toolCache.set(keys[index]!, entry));
   return inserted.length;
@@ -162,19 +175,31 @@ function queueEmbeddings(deps: SelectorDeps, fresh: RequestTool[]): void {
  * ready. A failure only means Postgres keeps ranking this list.
  */
 function loadListStatistics(deps: SelectorDeps, list: CachedToolList): void {
-  if (list.bm25Loading) return;
+  if (list.bm25Loading || (list.bm25RetryAt ?? 0) > Date.now()) return;
   list.bm25Loading = true;
   const hashes = list.tools.map(({ hash }) => hash);
+  const retryLater = () => (list.bm25RetryAt = Date.now() + STATISTICS_RETRY_MS);
   bm25Documents(deps.db, hashes)
     .then((documents) => {
-      // Every hash of a cached list is stored; a shorter answer means a concurrent purge, so wait.
-      if (documents.length === new Set(hashes).size) list.bm25 = new Bm25Index(documents);
+      // Every hash of a cached list is stored with all its terms (one transaction); anything less
+      // (a purge, a recipe refresh in flight) is not frozen into the index: try again later.
+      const complete =
+        documents.length === new Set(hashes).size &&
+        documents.every((doc) => [...doc.termFreqs.values()].reduce((sum, tf) => sum + tf, 0) === doc.length);
+      if (complete) list.bm25 = new Bm25Index(documents);
+      else retryLater();
     })
-    .catch((error: unknown) => deps.logger.warn({ err: error }, 'selector: could not read tool list statistics; Postgres keeps ranking it'))
+    .catch((error: unknown) => {
+      retryLater();
+      deps.logger.warn({ err: error }, 'selector: could not read tool list statistics; Postgres keeps ranking it');
+    })
     .finally(() => {
       list.bm25Loading = false;
     });
 }
+
+/** How long a list whose statistics could not be read is left to Postgres before trying again. */
+const STATISTICS_RETRY_MS = 5_000;
 
 /**
  * The vectors of a cached list's tools: from the list itself once every tool has one, else from
@@ -206,9 +231,10 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
   const started = performance.now();
   // The query's embedding is the slowest step and needs nothing else: start it first, so parsing,
   // hashing, storing and BM25 all happen while the model thread works.
-  const queryVector = deps.embedder && input.pattern.trim() !== '' && input.tools.length > 0 ? deps.embedder.embedQuery(input.pattern) : undefined;
-  queryVector?.catch(() => {}); // awaited in rankCorpus, which reports a failure
   const cachedList = input.cached ?? (input.toolsKey === undefined ? undefined : deps.toolListCache.get(input.toolsKey));
+  const toolCount = cachedList?.tools.length ?? input.tools.length;
+  const queryVector = deps.embedder && input.pattern.trim() !== '' && toolCount > 0 ? deps.embedder.embedQuery(input.pattern) : undefined;
+  queryVector?.catch(() => {}); // awaited in rankCorpus, which reports a failure
   const { tools, fresh, keys } = cachedList ? { tools: cachedList.tools, fresh: [], keys: [] } : parseRequestTools(deps, input.tools);
   const names = tools.map(({ tool }) => tool.name);
   const present = new Set(names);

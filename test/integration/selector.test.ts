@@ -422,6 +422,10 @@ describe('selector limits and malformed bodies', () => {
     expect(expectError(await select(app, { pattern: 'read', tools: [{ name: '', description: 'x' }] }), 400, 'invalid_tool').message).toMatch(/tools\[0\]/);
     expect(expectError(await select(app, { pattern: 'read', tools: ['read_file'] }), 400, 'invalid_tool').message).toMatch(/tools\[0\]/);
     expectError(await select(app, 'pattern=read', { 'content-type': 'application/x-www-form-urlencoded' }), 415, 'unsupported_media_type');
+    const utf16 = expectError(await select(app, JSON.stringify({ pattern: 'read', tools }), { 'content-type': 'application/json; charset=utf-16' }), 415, 'unsupported_media_type');
+    expect(utf16.message).toMatch(/UTF-16/);
+    expect(await select(app, JSON.stringify({ pattern: 'read', tools }), { 'content-type': 'application/json; charset=UTF-8' })).toMatchObject({ status: 200 });
+    expect(expectError(await select(app, 'null', { 'content-type': 'application/json' }), 400, 'invalid_json').message).toMatch(/top level/);
   });
 });
 

@@ -68,6 +68,13 @@ describe('topLevelArraySpan', () => {
     expect(spanText(Buffer.from('{"tools" : [1] }'))).toBe('[1]');
   });
 
+  it('gives up when a top-level key is written with an escape, which JSON.parse would decode', () => {
+    expect(spanText(Buffer.from('{"pattern":"x","tools":[1],"tool\\u0073":[2]}'))).toBeUndefined();
+    expect(spanText(Buffer.from('{"pat\\u0074ern":"x","tools":[1]}'))).toBeUndefined();
+    // Escapes inside values, and inside nested keys, are fine.
+    expect(spanText(Buffer.from('{"pattern":"a \\"quoted\\" \\\\","meta":{"k\\u0065y":1},"tools":[1]}'))).toBe('[1]');
+  });
+
   it('gives up on bodies it cannot scan', () => {
     expect(spanText(Buffer.from('{"tools":[1]'))).toBeUndefined();
     expect(spanText(Buffer.from('{"tools":["x]}'))).toBeUndefined();
@@ -106,6 +113,21 @@ describe('readSelectorBody', () => {
     const toolsJson = JSON.stringify(tools);
     for (const malformed of [`{"pattern":"read" "tools":${toolsJson}}`, `{"pattern":"read","tools":${toolsJson}}}`, `{"pattern":"read","tools":${toolsJson},}`]) {
       expect(() => readSelectorBody(Buffer.from(malformed), lists)).toThrow(expect.objectContaining({ code: 'invalid_json' }));
+    }
+  });
+
+  it('never files one list under the digest of another, whatever the keys look like', () => {
+    const lists = new LruCache<string, CachedToolList>(4);
+    const poisoned = Buffer.from(`{"pattern":"x","tools":${JSON.stringify(tools)},"tool\\u0073":[{"name":"other"}]}`);
+    const read = readSelectorBody(poisoned, lists);
+    expect(read.toolsKey).toBeUndefined();
+    expect(read.json).toEqual({ pattern: 'x', tools: [{ name: 'other' }] });
+  });
+
+  it('refuses a body whose top level is not an object or array', () => {
+    const lists = new LruCache<string, CachedToolList>(4);
+    for (const body of ['null', '5', '"tools"']) {
+      expect(() => readSelectorBody(Buffer.from(body), lists)).toThrow(expect.objectContaining({ code: 'invalid_json' }));
     }
   });
 

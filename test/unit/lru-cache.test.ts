@@ -1,0 +1,35 @@
+import { describe, expect, it } from 'vitest';
+import { LruCache } from '../../src/lru-cache.js';
+
+describe('LruCache', () => {
+  it('forgets the least recently used entry beyond its capacity', () => {
+    const cache = new LruCache<string, number>(2);
+    cache.set('a', 1);
+    cache.set('b', 2);
+    expect(cache.get('a')).toBe(1);
+    cache.set('c', 3);
+    expect(cache.get('b')).toBeUndefined();
+    expect([cache.get('a'), cache.get('c'), cache.size]).toEqual([1, 3, 2]);
+  });
+
+  it('also keeps the total weight under its budget, least recently used first', () => {
+    const cache = new LruCache<string, number[]>(10, { max: 5, weigh: (list) => list.length });
+    cache.set('a', [1, 2]);
+    cache.set('b', [1, 2]);
+    cache.get('a');
+    cache.set('c', [1, 2]);
+    expect(cache.get('b')).toBeUndefined();
+    expect(cache.size).toBe(2);
+    cache.set('a', [1]); // replacing an entry replaces its weight
+    cache.set('d', [1, 2]);
+    expect([cache.get('a'), cache.get('c'), cache.get('d')]).toEqual([[1], [1, 2], [1, 2]]);
+  });
+
+  it('does not keep an entry heavier than the whole budget, and keeps the others', () => {
+    const cache = new LruCache<string, number[]>(10, { max: 3, weigh: (list) => list.length });
+    cache.set('a', [1]);
+    cache.set('big', [1, 2, 3, 4]);
+    expect(cache.get('big')).toBeUndefined();
+    expect(cache.get('a')).toEqual([1]);
+  });
+});
