@@ -12,7 +12,8 @@
  *                          [--pg postgres://postgres@127.0.0.1:5432] [--redis redis://127.0.0.1:6379]
  *
  * Every run uses a scratch database (created and dropped here) and a scratch queue prefix, and
- * clears the vectors between runs, so every vector is really computed.
+ * empties the store between runs, so every run ingests from scratch and every vector is really
+ * computed.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -121,7 +122,9 @@ async function queuePath(workers: number, threads: number, round: number): Promi
   const started = await Promise.all(
     Array.from({ length: workers }, () => startProcess('src/worker.ts', { EMBED_THREADS: String(threads) }, 'embedding worker started')),
   );
-  await database.db.execute('delete from tool_embeddings' as never);
+  // Every run starts from an empty store, so each pays the same REST ingestion (documents, terms).
+  await database.db.execute('delete from catalogs' as never);
+  await database.db.execute('delete from tool_documents' as never);
   const catalog = `bench-${round}`;
   const start = performance.now();
   const put = await fetch(`${baseUrl}/v1/catalogs/${catalog}`, {
