@@ -10,6 +10,7 @@
  *                          [--runs 1x2,2x1]   workers x EMBED_THREADS per worker
  *                          [--concurrency 1] [--batch 32]
  *                          [--pg postgres://postgres@127.0.0.1:5432] [--redis redis://127.0.0.1:6379]
+ *                          [--cpu-prof <dir>]   V8 CPU profiles of the server and worker processes
  *
  * Every run uses a scratch database (created and dropped here) and a scratch queue prefix, and
  * empties the store between runs, so every run ingests from scratch and every vector is really
@@ -18,6 +19,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { Redis } from 'ioredis';
@@ -37,6 +39,7 @@ const { values } = parseArgs({
     batch: { type: 'string', default: '32' },
     pg: { type: 'string', default: 'postgres://postgres@127.0.0.1:5432' },
     redis: { type: 'string', default: 'redis://127.0.0.1:6379' },
+    'cpu-prof': { type: 'string' },
   },
 });
 
@@ -83,7 +86,8 @@ const env = (extra: Record<string, string>) => ({
 
 /** Starts `node --import tsx <script>` and resolves once its log says `readyMessage`. */
 function startProcess(script: string, extra: Record<string, string>, readyMessage: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], { env: env(extra), stdio: ['ignore', 'pipe', 'pipe'] });
+  const profile = values['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir', path.resolve(values['cpu-prof'])] : [];
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', script], { env: env(extra), stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(child);
   child.on('exit', (code, signal) => {
     children.delete(child);

@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { queryRows } from './database.js';
+import { vectorLiteral } from './vector-literal.js';
 import type { Executor, StoredDocument } from './tool-store.js';
 
 /** Of `hashes`, those with no vector for `model` yet (all missing ones when `hashes` is omitted). */
@@ -33,7 +34,7 @@ export async function writeVectors(db: Executor, model: string, vectors: { hash:
         from unnest(
           ${sql.param(vectors.map((item) => item.hash))}::text[],
           ${sql.param(vectors.map((item) => item.vector.length))}::int[],
-          ${sql.param(vectors.map((item) => `[${item.vector.join(',')}]`))}::text[]
+          ${sql.param(vectors.map((item) => vectorLiteral(item.vector)))}::text[]
         ) as v(hash, dimension, embedding)
         on conflict (hash, model) do update set embedding = excluded.embedding, dimension = excluded.dimension, created_at = now()`,
   );

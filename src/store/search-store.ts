@@ -1,6 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { BM25_B, BM25_K1, type Bm25Document } from '../search/bm25.js';
 import { queryRows, type Db } from './database.js';
+import { vectorLiteral } from './vector-literal.js';
 import type { Executor } from './tool-store.js';
 
 /**
@@ -92,7 +93,6 @@ export async function bm25Documents(db: Executor, hashes: string[]): Promise<Bm2
   return [...new Set(hashes)].flatMap((hash) => byHash.get(hash) ?? []);
 }
 
-const vectorLiteral = (vector: number[]) => `[${vector.join(',')}]`;
 
 /**
  * Cosine similarity (1 - cosine distance) of the corpus's vectors for `model` to the query.

@@ -1,0 +1,20 @@
+import { describe, expect, it } from 'vitest';
+import { vectorLiteral } from '../../src/store/vector-literal.js';
+
+const parse = (literal: string) => literal.slice(1, -1).split(',').map(Number);
+
+describe('vectorLiteral', () => {
+  it('writes pgvector text input that reads back within 1e-9, finer than float4', () => {
+    const vector = Array.from({ length: 512 }, (_, i) => Math.sin(i * 12.9898) * 0.2);
+    const literal = vectorLiteral(vector);
+    expect(literal).toMatch(/^\[-?\d+e-9(,-?\d+e-9)*\]$/);
+    parse(literal).forEach((value, i) => expect(Math.abs(value - vector[i]!)).toBeLessThanOrEqual(5e-10));
+    for (const value of parse(literal)) expect(Math.abs(Math.fround(value) - value)).toBeLessThan(1e-8);
+  });
+
+  it('keeps components of 1 and more as they are, and takes typed arrays', () => {
+    expect(vectorLiteral([1, -2.5, 0, 0.5])).toBe('[1,-2.5,0e-9,500000000e-9]');
+    expect(vectorLiteral(Float32Array.from([0.25]))).toBe('[250000000e-9]');
+    expect(vectorLiteral([])).toBe('[]');
+  });
+});
