@@ -236,6 +236,8 @@ export interface paths {
          *     is not. A tool whose `definition` has an unknown shape is ranked by name and description
          *     rather than failing the request; repeated names keep the first.
          *
+         *     The body must be UTF-8 JSON (a declared charset other than UTF-8 is a 415).
+         *
          *     Resending the same `tools` (byte for byte) is the fast path: the list is recognized by a
          *     digest of its bytes and not parsed again, and it is ranked from statistics and vectors
          *     cached in process after its first request (the same ranking Postgres gives).
@@ -549,7 +551,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The body is not `application/json`. */
+        /** @description The body is not `application/json` (for the selector, not UTF-8). */
         UnsupportedMediaType: {
             headers: {
                 [name: string]: unknown;
