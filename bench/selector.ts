@@ -91,13 +91,12 @@ const warmupTools = catalogLines.slice(TOOL_COUNT, TOOL_COUNT + 10).map(gatewayT
 if (benchTools.length !== TOOL_COUNT || warmupTools.length === 0) throw new Error(`${CATALOG} has fewer than ${TOOL_COUNT + 1} tools`);
 const benchToolsJson = JSON.stringify(benchTools);
 
-/** The body exactly as a 0.5.2 gateway builds it; the tool list is serialized once. */
-const selectorBody = (pattern: string, toolsJson = benchToolsJson) =>
-  `{"pattern":${JSON.stringify(pattern)},"top_k":${TOP_K},"tools":${toolsJson}}`;
+/** The body exactly as a 0.5.2 gateway builds it, up to the tools; the tool list is serialized once. */
+const selectorBodyHead = (pattern: string) => `{"pattern":${JSON.stringify(pattern)},"top_k":${TOP_K},"tools":`;
+const selectorBody = (pattern: string, toolsJson = benchToolsJson) => `${selectorBodyHead(pattern)}${toolsJson}}`;
 
 const benchToolsBytes = Buffer.from(benchToolsJson);
-const selectorBodyBytes = (pattern: string) =>
-  Buffer.concat([Buffer.from(`{"pattern":${JSON.stringify(pattern)},"top_k":${TOP_K},"tools":`), benchToolsBytes, Buffer.from('}')]);
+const selectorBodyBytes = (pattern: string) => Buffer.concat([Buffer.from(selectorBodyHead(pattern)), benchToolsBytes, Buffer.from('}')]);
 
 /** mulberry32: a seeded generator, so every run sends the same pattern sequence. */
 function seededRandom(seed: number): () => number {

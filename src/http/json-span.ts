@@ -19,8 +19,11 @@ const CLOSE_OBJECT = 0x7d;
 const OPEN_ARRAY = 0x5b;
 const CLOSE_ARRAY = 0x5d;
 
-function isWhitespace(byte: number | undefined): boolean {
-  return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
+/** The first position at or after `at` that is not JSON whitespace. */
+function skipWhitespace(json: Buffer, at: number): number {
+  let next = at;
+  while (json[next] === 0x20 || json[next] === 0x0a || json[next] === 0x0d || json[next] === 0x09) next++;
+  return next;
 }
 
 /** A quote preceded by an odd number of backslashes is part of the string. */
@@ -30,18 +33,11 @@ function isEscaped(json: Buffer, quote: number): boolean {
   return backslashes % 2 === 1;
 }
 
-/** Whether the string that ended just before `at` is an object key (a colon follows). */
-function isKey(json: Buffer, at: number): boolean {
-  let next = at;
-  while (isWhitespace(json[next])) next++;
-  return json[next] === COLON;
-}
-
 /**
  * The bytes of the array that the top-level object's `key` holds (the last such key, as JSON.parse
  * keeps the last), or undefined when there is none, the value is not an array, a top-level key is
- * written with an escape, or the scan finds the body malformed. Exact for valid JSON; on invalid JSON the answer means nothing, so callers parse
- * what they rely on (see http/selector.ts).
+ * written with an escape, or the scan finds the body malformed. Exact for valid JSON; on invalid
+ * JSON the answer means nothing, so callers parse what they rely on (see http/selector.ts).
  */
 export function topLevelArraySpan(json: Buffer, key: string): ByteSpan | undefined {
   const keyBytes = Buffer.from(key, 'utf8');
@@ -57,18 +53,17 @@ export function topLevelArraySpan(json: Buffer, key: string): ByteSpan | undefin
       while (end !== -1 && isEscaped(json, end)) end = json.indexOf(QUOTE, end + 1);
       if (end === -1) return undefined;
       i = end + 1;
-      if (depth !== 1 || !isKey(json, i)) continue;
+      // Only a top-level key (a string followed by a colon) matters.
+      const colon = skipWhitespace(json, i);
+      if (depth !== 1 || json[colon] !== COLON) continue;
       // JSON.parse reads `"tool\u0073"` as the key tools; a byte compare would not. A top-level key
       // with any escape makes the scan give up rather than disagree with the parser.
       if (json.subarray(start, end).includes(BACKSLASH)) return undefined;
       if (end - start === keyBytes.length && json.compare(keyBytes, 0, keyBytes.length, start, end) === 0) {
-        let next = i;
-        while (isWhitespace(json[next])) next++;
-        next++; // the colon
-        while (isWhitespace(json[next])) next++;
-        if (json[next] === OPEN_ARRAY) {
-          valueStart = next;
-          i = next;
+        const value = skipWhitespace(json, colon + 1);
+        if (json[value] === OPEN_ARRAY) {
+          valueStart = value;
+          i = value;
         }
       }
       continue;
