@@ -57,12 +57,13 @@ async function searchVectors(
   embedder: Embedder,
   corpus: Corpus,
   vector: number[],
-  options: { useVectorIndex: boolean; corpusVectors?: ReadonlyMap<string, Float32Array> },
+  options: { useVectorIndex: boolean; corpusVectors?: Promise<ReadonlyMap<string, Float32Array> | undefined> },
   depth: number,
 ): Promise<Ranked> {
   const useIndex = options.useVectorIndex;
   if (corpus.kind === 'hashes' && !corpus.tags?.length) {
-    if (options.corpusVectors) return rankByCosine(vector, options.corpusVectors, depth);
+    const inHand = await options.corpusVectors;
+    if (inHand) return rankByCosine(vector, inHand, depth);
     if (deps.vectors) return rankByCosine(vector, await deps.vectors.load(deps.db, embedder.modelId, corpus.hashes), depth);
   }
   return searchVector(deps.db, corpus, { model: embedder.modelId, vector, useIndex }, depth);
@@ -83,8 +84,11 @@ export async function rankCorpus(
     queryVector?: Promise<number[]>;
     /** BM25 statistics of exactly this (untagged) corpus, cached by the caller: scored in process. */
     bm25Index?: Bm25Index;
-    /** The embedder's vectors of this (untagged) hash corpus, already in hand: scanned in process. */
-    corpusVectors?: ReadonlyMap<string, Float32Array>;
+    /**
+     * The embedder's vectors of this (untagged) hash corpus, being loaded by the caller (alongside
+     * BM25 and the query embedding): scanned in process.
+     */
+    corpusVectors?: Promise<ReadonlyMap<string, Float32Array> | undefined>;
     onEmbedError?: (error: unknown) => void;
   },
 ): Promise<RankResult> {

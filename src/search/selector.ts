@@ -273,7 +273,10 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
     timings.store_ms = performance.now() - storeStarted;
     const rankStarted = performance.now();
     const byHash = new Map(tools.map(({ tool, hash }) => [hash, tool.name]));
-    const corpusVectors = list ? await listVectors(deps, list, byHash.size) : undefined;
+    // Not awaited here: the vectors load while BM25 runs and the model embeds the query. A failure
+    // surfaces where rankCorpus awaits them (and is dropped if it never needs them).
+    const corpusVectors = list ? listVectors(deps, list, byHash.size) : undefined;
+    corpusVectors?.catch(() => {});
     const result = await rankCorpus(
       deps,
       { kind: 'hashes', hashes: tools.map(({ hash }) => hash) },
