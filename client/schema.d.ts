@@ -381,9 +381,11 @@ export interface components {
             updated_at: string;
         };
         /**
-         * @description How many of the catalog's tools have a vector for the active model. `pending` are still
-         *     queued or running; `failed` exhausted their retries (they are retried when the catalog or
-         *     the same tools are pushed again, and on restart).
+         * @description How many of the catalog's tools have a current vector for the active model. `pending` are
+         *     still queued or running; `failed` exhausted their retries (they are retried when the catalog
+         *     or the same tools are pushed again, and on restart). After an upgrade that changes how a
+         *     tool's embedded text is built, older vectors count as pending until they are re-embedded;
+         *     search keeps using each one until its replacement is written.
          */
         EmbeddingProgress: {
             model: string;

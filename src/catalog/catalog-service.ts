@@ -1,3 +1,4 @@
+import { currentRecipe } from '../embed/embed-documents.js';
 import { AppError, notFound } from '../errors.js';
 import * as catalogStore from '../store/catalog-store.js';
 import { catalogEmbeddingProgress, catalogHashesWithoutVector } from '../store/embedding-store.js';
@@ -110,11 +111,12 @@ export async function getTool(deps: CatalogDeps, ref: CatalogRef, toolName: stri
 
 /**
  * How far a catalog's tools are embedded under the active model. Every tool is in exactly one of:
- * - done: it has a vector for `model`;
- * - failed: no vector, and its job gave up after every attempt (the queue's periodic sweep, or
- *   pushing the catalog again, schedules it once more);
- * - pending: no vector yet and not failed: waiting, running, retrying, or about to be re-enqueued
- *   (e.g. accepted while Redis was away).
+ * - done: it has a current vector for `model` (computed from this release's embedding text);
+ * - failed: no current vector, and its job gave up after every attempt (the queue's periodic
+ *   sweep, or pushing the catalog again, schedules it once more);
+ * - pending: no current vector yet and not failed: waiting, running, retrying, or about to be
+ *   re-enqueued (e.g. accepted while Redis was away). A vector from an older embedding text
+ *   recipe is pending too; it serves search until its replacement is written.
  * null when the service embeds nothing (EMBED_MODEL=none).
  */
 export interface EmbeddingProgress {
@@ -128,13 +130,14 @@ export interface EmbeddingProgress {
 export async function embeddingProgress(deps: CatalogDeps, catalog: catalogStore.CatalogSummary): Promise<EmbeddingProgress | null> {
   if (!deps.embedding) return null;
   const { model } = deps.embedding;
-  const { total, done } = await catalogEmbeddingProgress(deps.db, catalog.id, model);
+  const recipe = currentRecipe(model);
+  const { total, done } = await catalogEmbeddingProgress(deps.db, catalog.id, recipe);
   let failed = 0;
   if (done < total) {
     // Failures are looked up only while something is missing; a finished catalog costs one query.
     const failedHashes = await deps.embedding.failedHashes().catch(() => new Set<string>());
     if (failedHashes.size > 0) {
-      failed = (await catalogHashesWithoutVector(deps.db, catalog.id, model)).filter((hash) => failedHashes.has(hash)).length;
+      failed = (await catalogHashesWithoutVector(deps.db, catalog.id, recipe)).filter((hash) => failedHashes.has(hash)).length;
     }
   }
   return { model, total, done, pending: total - done - failed, failed };

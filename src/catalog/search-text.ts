@@ -13,6 +13,13 @@ import { tokenize } from '../search/tokenizer.js';
  */
 export const TERMS_VERSION = 2;
 
+/**
+ * Version of the embedding text recipe (`embeddingText`). Bump it with any change to that text:
+ * vectors computed from an older recipe count as missing, so the queue re-embeds them, while
+ * search keeps using each old vector until its replacement is written.
+ */
+export const EMBED_TEXT_VERSION = 1;
+
 /** The name is the most precise evidence of what a tool does; the issue asks it to count twice. */
 export const NAME_WEIGHT = 2;
 /** Nested schemas deeper than this are option bags, not what the tool is about. */

@@ -1,5 +1,6 @@
 import { Queue, type JobsOptions, type JobState as BullJobState } from 'bullmq';
 import { Redis } from 'ioredis';
+import { currentRecipe } from '../embed/embed-documents.js';
 import { chunk } from '../embed/embedder.js';
 import { AppError } from '../errors.js';
 import type { Logger } from '../logger.js';
@@ -130,12 +131,12 @@ export class BullmqEmbedQueue implements EmbedQueue {
   }
 
   async enqueue(hashes: string[]): Promise<string[]> {
-    const missing = await hashesWithoutVector(this.db, this.options.model, [...new Set(hashes)]);
+    const missing = await hashesWithoutVector(this.db, currentRecipe(this.options.model), [...new Set(hashes)]);
     return this.add(missing);
   }
 
   async enqueueMissing(): Promise<string[]> {
-    const missing = await hashesWithoutVector(this.db, this.options.model);
+    const missing = await hashesWithoutVector(this.db, currentRecipe(this.options.model));
     if (missing.length === 0) return [];
     // Batches cut from a different set of hashes get different ids: leave out what an unfinished
     // job already holds, or a sweep during a long ingestion would embed much of it twice.
@@ -212,9 +213,10 @@ export class BullmqEmbedQueue implements EmbedQueue {
 
   private async add(hashes: string[]): Promise<string[]> {
     if (hashes.length === 0) return [];
+    const { model, textVersion } = currentRecipe(this.options.model);
     const batches = chunk(hashes, this.options.batchSize).map((batch) => ({
-      id: embedJobId(this.options.model, batch),
-      data: { model: this.options.model, hashes: batch },
+      id: embedJobId(model, textVersion, batch),
+      data: { model, textVersion, hashes: batch } satisfies EmbedJobPayload,
     }));
     return this.unavailableOnError(async () => {
       // A job id still in Redis makes `add` a no-op. That is the dedup for waiting and running

@@ -1,5 +1,6 @@
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Embedder } from '../embed/embedder.js';
+import { EMBED_TEXT_VERSION } from '../catalog/search-text.js';
 import { embedDocuments } from '../embed/embed-documents.js';
 import type { Logger } from '../logger.js';
 import type { Db } from '../store/database.js';
@@ -47,6 +48,13 @@ export function embedJobProcessor(db: Db, embedder: Embedder) {
       // Jobs queued under another EMBED_MODEL (a deploy changing models). This worker cannot do
       // them; the sweep of a process running that model enqueues its missing hashes again.
       throw new UnrecoverableError(`job is for model "${payload.data.model}", this worker embeds "${embedder.modelId}"`);
+    }
+    if (payload.data.textVersion !== EMBED_TEXT_VERSION) {
+      // Queued by a release with another embedding text recipe (a rolling deploy): writing this
+      // worker's vectors under the job's version, or the reverse, would mislabel them.
+      throw new UnrecoverableError(
+        `job is for embedding text version ${payload.data.textVersion}, this worker builds version ${EMBED_TEXT_VERSION}`,
+      );
     }
     const written = await embedDocuments(db, embedder, payload.data.hashes);
     await job.updateProgress(100);

@@ -4,9 +4,13 @@ import { z } from 'zod';
 /** Queue and job names shared by producers and workers. */
 export const EMBED_QUEUE_NAME = 'toolsift-embed';
 
-/** A job carries content hashes and the model id, never texts: workers read documents from the store. */
+/**
+ * A job carries content hashes, the model id and the embedding text recipe version, never texts:
+ * workers read documents from the store. Jobs queued before the version existed are version 1.
+ */
 export const embedJobPayload = z.object({
   model: z.string().min(1).max(200),
+  textVersion: z.number().int().min(0).default(1),
   hashes: z.array(z.string().regex(/^[0-9a-f]{64}$/, 'hashes are sha256 hex')).min(1).max(1000),
 });
 export type EmbedJobPayload = z.infer<typeof embedJobPayload>;
@@ -52,8 +56,11 @@ export interface EmbedQueue {
   close(): Promise<void>;
 }
 
-/** Stable id for one batch: the same model and hashes always give the same id. */
-export function embedJobId(model: string, hashes: string[]): string {
-  const digest = createHash('sha256').update(model).update('\0').update([...hashes].sort().join(',')).digest('hex');
+/** Stable id for one batch: the same model, text recipe and hashes always give the same id. */
+export function embedJobId(model: string, textVersion: number, hashes: string[]): string {
+  const digest = createHash('sha256')
+    .update(`${model}\0${textVersion}\0`)
+    .update([...hashes].sort().join(','))
+    .digest('hex');
   return `embed-${digest.slice(0, 32)}`;
 }

@@ -1,7 +1,7 @@
 import type { Db } from '../store/database.js';
 import { hashesWithoutVector } from '../store/embedding-store.js';
 import { chunk } from '../embed/embedder.js';
-import { embedDocuments } from '../embed/embed-documents.js';
+import { currentRecipe, embedDocuments } from '../embed/embed-documents.js';
 import type { Embedder } from '../embed/embedder.js';
 import type { Logger } from '../logger.js';
 import { embedJobId, type EmbedQueue, type JobInfo, type QueueStatus } from './embed-queue.js';
@@ -34,12 +34,13 @@ export class InProcessEmbedQueue implements EmbedQueue {
   ) {}
 
   async enqueue(hashes: string[]): Promise<string[]> {
-    const missing = (await hashesWithoutVector(this.db, this.embedder.modelId, [...new Set(hashes)])).filter(
+    const recipe = currentRecipe(this.embedder.modelId);
+    const missing = (await hashesWithoutVector(this.db, recipe, [...new Set(hashes)])).filter(
       (hash) => !this.scheduled.has(hash),
     );
     const ids: string[] = [];
     for (const batch of chunk(missing, this.options.batchSize)) {
-      const id = embedJobId(this.embedder.modelId, batch);
+      const id = embedJobId(recipe.model, recipe.textVersion, batch);
       ids.push(id);
       const existing = this.jobs.get(id);
       if (existing && existing.state !== 'failed' && existing.state !== 'completed') continue;
@@ -54,7 +55,7 @@ export class InProcessEmbedQueue implements EmbedQueue {
   }
 
   async enqueueMissing(): Promise<string[]> {
-    return this.enqueue(await hashesWithoutVector(this.db, this.embedder.modelId));
+    return this.enqueue(await hashesWithoutVector(this.db, currentRecipe(this.embedder.modelId)));
   }
 
   async getJob(id: string): Promise<JobInfo | undefined> {

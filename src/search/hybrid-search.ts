@@ -1,4 +1,5 @@
 import { queryTerms } from '../catalog/search-text.js';
+import { currentRecipe } from '../embed/embed-documents.js';
 import type { Embedder } from '../embed/embedder.js';
 import type { Db } from '../store/database.js';
 import { searchBm25, searchVector, tagsOf, type Corpus, type Ranked } from '../store/search-store.js';
@@ -64,7 +65,7 @@ async function searchVectors(
   if (corpus.kind === 'hashes' && !corpus.tags?.length) {
     const inHand = await options.corpusVectors;
     if (inHand) return rankByCosine(vector, inHand, depth);
-    if (deps.vectors) return rankByCosine(vector, await deps.vectors.load(deps.db, embedder.modelId, corpus.hashes), depth);
+    if (deps.vectors) return rankByCosine(vector, (await deps.vectors.load(deps.db, currentRecipe(embedder.modelId), corpus.hashes)).vectors, depth);
   }
   return searchVector(deps.db, corpus, { model: embedder.modelId, vector, useIndex }, depth);
 }

@@ -4,6 +4,7 @@ import { toDocument } from '../catalog/catalog-service.js';
 import { normalizeTool, ToolFormatError, TOOL_NAME_MAX } from '../catalog/tool-formats.js';
 import type { Tool } from '../catalog/tool.js';
 import { AppError } from '../errors.js';
+import { currentRecipe } from '../embed/embed-documents.js';
 import type { EmbedQueue } from '../jobs/embed-queue.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
@@ -202,16 +203,16 @@ function loadListStatistics(deps: SelectorDeps, list: CachedToolList): void {
 const STATISTICS_RETRY_MS = 5_000;
 
 /**
- * The vectors of a cached list's tools: from the list itself once every tool has one, else from
- * the vector cache (which asks pgvector for the missing ones, whose embeddings may have landed).
+ * The vectors of a cached list's tools: from the list itself once every tool has a current one,
+ * else from the vector cache (which asks pgvector for the rest, whose embeddings may have landed).
  */
-async function listVectors(deps: SelectorDeps, list: CachedToolList, distinctHashes: number): Promise<ReadonlyMap<string, Float32Array> | undefined> {
+async function listVectors(deps: SelectorDeps, list: CachedToolList): Promise<ReadonlyMap<string, Float32Array> | undefined> {
   const model = deps.embedder?.modelId;
   if (model === undefined || !deps.vectors) return undefined;
   if (list.vectors?.model === model) return list.vectors.byHash;
-  const found = await deps.vectors.load(deps.db, model, list.tools.map(({ hash }) => hash));
-  if (found.size === distinctHashes) list.vectors = { model, byHash: found };
-  return found;
+  const loaded = await deps.vectors.load(deps.db, currentRecipe(model), list.tools.map(({ hash }) => hash));
+  if (loaded.complete) list.vectors = { model, byHash: loaded.vectors };
+  return loaded.vectors;
 }
 
 /** The BM25 ranking computed in process: the selector's answer when the store cannot be reached. */
@@ -275,7 +276,7 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
     const byHash = new Map(tools.map(({ tool, hash }) => [hash, tool.name]));
     // Not awaited here: the vectors load while BM25 runs and the model embeds the query. A failure
     // surfaces where rankCorpus awaits them (and is dropped if it never needs them).
-    const corpusVectors = list ? listVectors(deps, list, byHash.size) : undefined;
+    const corpusVectors = list ? listVectors(deps, list) : undefined;
     corpusVectors?.catch(() => {});
     const result = await rankCorpus(
       deps,

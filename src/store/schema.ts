@@ -67,6 +67,11 @@ export const toolEmbeddings = pgTable(
     model: text('model').notNull(),
     dimension: integer('dimension').notNull(),
     embedding: vector('embedding').notNull(),
+    /**
+     * The embedding text recipe (search-text.ts EMBED_TEXT_VERSION) the vector was computed from:
+     * an older one is re-embedded, and serves search until it is replaced.
+     */
+    textVersion: integer('text_version').notNull().default(1),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (table) => [primaryKey({ columns: [table.hash, table.model] })],

@@ -6,7 +6,8 @@ import type { Embedder } from '../../src/embed/embedder.js';
 import { createUseLiteEmbedder } from '../../src/embed/use-lite.js';
 import { BullmqEmbedQueue, connectRedis } from '../../src/jobs/bullmq-queue.js';
 import { startEmbedWorker, type EmbedWorker } from '../../src/jobs/bullmq-worker.js';
-import { EMBED_QUEUE_NAME } from '../../src/jobs/embed-queue.js';
+import { EMBED_TEXT_VERSION } from '../../src/catalog/search-text.js';
+import { EMBED_QUEUE_NAME, embedJobPayload } from '../../src/jobs/embed-queue.js';
 import { upsertCatalogTools } from '../../src/store/catalog-store.js';
 import { queryRows, type Db } from '../../src/store/database.js';
 import { startTestApp } from '../helpers/app.js';
@@ -101,6 +102,26 @@ describe('BullMQ embedding queue (real Redis and database)', { timeout: 180_000 
     expect(job).toMatchObject({ state: 'failed', attempts: 1, hashes: 0 });
     expect(job!.error).toMatch(/malformed embed job: hashes\.0/);
     expect((await queue.failedHashes()).size).toBe(0);
+  });
+
+  it('fails a job queued for another embedding text recipe at once, writing nothing', async () => {
+    const queue = await openQueue();
+    const [hash] = await storedHashes(1);
+    const raw = new Queue(EMBED_QUEUE_NAME, { connection: { url: testRedisUrl() } as never, prefix });
+    closers.push(() => raw.close());
+    await raw.add(
+      'embed',
+      { model: model.modelId, textVersion: EMBED_TEXT_VERSION + 1, hashes: [hash] },
+      { jobId: 'recipe-1', attempts: 5, backoff: { type: 'fixed', delay: 10 } },
+    );
+    await worker(countingEmbedder(model));
+    await until('the job to fail', async () => (await queue.getJob('recipe-1'))?.state === 'failed');
+    const job = await queue.getJob('recipe-1');
+    expect(job).toMatchObject({ state: 'failed', attempts: 1 });
+    expect(job!.error).toMatch(new RegExp(`embedding text version ${EMBED_TEXT_VERSION + 1}, this worker builds version ${EMBED_TEXT_VERSION}`));
+    expect(await vectorRows(db, [hash!], model.modelId)).toEqual([]);
+    // Jobs queued by a release from before recipe versions existed were built by recipe 1.
+    expect(embedJobPayload.parse({ model: model.modelId, hashes: [hash] }).textVersion).toBe(1);
   });
 
   it('retries a transient failure with backoff and then writes the vectors', async () => {

@@ -4,6 +4,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { scoreBm25 } from '../../src/search/bm25.js';
 import { replaceCatalog } from '../../src/store/catalog-store.js';
 import type { Database } from '../../src/store/database.js';
+import { EMBED_TEXT_VERSION } from '../../src/catalog/search-text.js';
 import { writeVectors } from '../../src/store/embedding-store.js';
 import { searchBm25, searchVector, type Corpus } from '../../src/store/search-store.js';
 import { queryRows } from '../../src/store/database.js';
@@ -73,7 +74,7 @@ describe('BM25 and vector search in SQL', () => {
 
   it('ranks vectors by cosine similarity, exact scan and HNSW alike', async () => {
     const model = `test-model-${randomBytes(3).toString('hex')}`;
-    await writeVectors(database.db, model, [
+    await writeVectors(database.db, { model, textVersion: EMBED_TEXT_VERSION }, [
       { hash: docs[0]!.hash, vector: [1, 0, 0] },
       { hash: docs[1]!.hash, vector: [0.6, 0.8, 0] },
       { hash: docs[2]!.hash, vector: [0, 0, 1] },
@@ -127,21 +128,73 @@ describe('the selector\'s in-process vector scan', () => {
     };
     await writeVectors(
       database.db,
-      model,
+      { model, textVersion: EMBED_TEXT_VERSION },
       docs.slice(0, 35).map((doc, index) => ({ hash: doc.hash, vector: unit([Math.sin(index), Math.cos(index * 1.7), (index % 5) - 2, 0.3]) })),
     );
     const query = unit([0.2, -0.5, 1, 0.1]);
     const corpus: Corpus = { kind: 'hashes', hashes: docs.map((doc) => doc.hash) };
     const inSql = await searchVector(database.db, corpus, { model, vector: query, useIndex: false }, 20);
     const cache = new VectorCache();
-    const loaded = await cache.load(database.db, model, corpus.hashes);
-    expect(loaded.size).toBe(35);
-    const inMemory = rankByCosine(query, loaded, 20);
+    const loaded = await cache.load(database.db, { model, textVersion: EMBED_TEXT_VERSION }, corpus.hashes);
+    expect(loaded.vectors.size).toBe(35);
+    expect(loaded.complete).toBe(false); // 5 of the 40 have no vector yet
+    const inMemory = rankByCosine(query, loaded.vectors, 20);
     expect(inMemory.map(([id]) => id)).toEqual(inSql.map(([id]) => id));
     inMemory.forEach(([, score], index) => expect(score).toBeCloseTo(inSql[index]![1], 5));
     // Served from the cache the second time, including after the rows are gone from the store.
     await database.db.execute(sql`delete from tool_embeddings where model = ${model}`);
-    expect((await cache.load(database.db, model, corpus.hashes)).size).toBe(35);
+    expect((await cache.load(database.db, { model, textVersion: EMBED_TEXT_VERSION }, corpus.hashes)).vectors.size).toBe(35);
+  });
+});
+
+describe('vectors from an older embedding text recipe', () => {
+  it('keep serving search, count as missing, and are replaced in place by the queue', { timeout: 120_000 }, async () => {
+    const { VectorCache } = await import('../../src/store/vector-cache.js');
+    const { catalogEmbeddingProgress, hashesWithoutVector } = await import('../../src/store/embedding-store.js');
+    const { InProcessEmbedQueue } = await import('../../src/jobs/in-process-queue.js');
+    const { testEmbedder } = await import('../helpers/embedder.js');
+    const { pino } = await import('pino');
+    const database = await testDatabase();
+    const real = await testEmbedder();
+    const model = `recipe-model-${randomBytes(3).toString('hex')}`;
+    const embedder = { ...real, modelId: model, close: async () => {} };
+    const current = { model, textVersion: EMBED_TEXT_VERSION };
+    const docs = ['r1', 'r2', 'r3'].map((name) => toyDocument(name, { word: 1 }));
+    const hashes = docs.map((doc) => doc.hash);
+    const { catalog } = await replaceCatalog(database.db, uniqueName('recipe'), 'recipe', docs);
+    // As a release with another embedding text recipe would have left them.
+    await writeVectors(
+      database.db,
+      { model, textVersion: EMBED_TEXT_VERSION - 1 },
+      docs.map((doc, index) => ({ hash: doc.hash, vector: [1, index, 0] })),
+    );
+
+    expect(await hashesWithoutVector(database.db, current, hashes)).toEqual([...hashes].sort());
+    expect(await catalogEmbeddingProgress(database.db, catalog.id, current)).toEqual({ total: 3, done: 0 });
+    const corpus: Corpus = { kind: 'hashes', hashes };
+    expect(await searchVector(database.db, corpus, { model, vector: [1, 0, 0], useIndex: false }, 5)).toHaveLength(3);
+    const cache = new VectorCache();
+    const stale = await cache.load(database.db, current, hashes);
+    expect(stale.vectors.size).toBe(3);
+    expect(stale.complete).toBe(false);
+
+    const queue = new InProcessEmbedQueue(database.db, embedder, { batchSize: 2, concurrency: 1, logger: pino({ level: 'silent' }) });
+    expect(await queue.enqueue(hashes)).toHaveLength(2);
+    await queue.whenIdle();
+    await queue.close();
+
+    expect(await hashesWithoutVector(database.db, current, hashes)).toEqual([]);
+    expect(await catalogEmbeddingProgress(database.db, catalog.id, current)).toEqual({ total: 3, done: 3 });
+    const rows = await queryRows<{ n: number; version: number; dimension: number }>(
+      database.db,
+      sql`select count(*)::int as n, min(text_version)::int as version, min(dimension)::int as dimension
+          from tool_embeddings where model = ${model} and hash = any(${sql.param(hashes)}::text[])`,
+    );
+    expect(rows[0]).toEqual({ n: 3, version: EMBED_TEXT_VERSION, dimension: real.dimension });
+    // The cache did not keep the stale vectors: it reads the new ones, and keeps those.
+    const fresh = await cache.load(database.db, current, hashes);
+    expect(fresh.complete).toBe(true);
+    expect([...fresh.vectors.values()].every((vector) => vector.length === real.dimension)).toBe(true);
   });
 });
 

@@ -1,0 +1,1 @@
+ALTER TABLE "tool_embeddings" ADD COLUMN "text_version" integer DEFAULT 1 NOT NULL;
