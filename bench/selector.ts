@@ -32,6 +32,7 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { createUseLiteEmbedder, defaultUseLiteThreads } from '../src/embed/use-lite.js';
+import { seededRandom } from '../test/helpers/seeded-random.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CATALOG = path.resolve(ROOT, '../shared/eval/livemcpbench/catalog.jsonl');
@@ -97,18 +98,6 @@ const selectorBody = (pattern: string, toolsJson = benchToolsJson) => `${selecto
 
 const benchToolsBytes = Buffer.from(benchToolsJson);
 const selectorBodyBytes = (pattern: string) => Buffer.concat([Buffer.from(selectorBodyHead(pattern)), benchToolsBytes, Buffer.from('}')]);
-
-/** mulberry32: a seeded generator, so every run sends the same pattern sequence. */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const STOP_WORDS = new Set('this that with from your will when into have been such which their there than then also only each more most other some these those they them what where while within about after before using used uses based given specified provided returns return'.split(' '));
 const vocabulary = [

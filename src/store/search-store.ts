@@ -93,7 +93,6 @@ export async function bm25Documents(db: Executor, hashes: string[]): Promise<Bm2
   return [...new Set(hashes)].flatMap((hash) => byHash.get(hash) ?? []);
 }
 
-
 /**
  * Cosine similarity (1 - cosine distance) of the corpus's vectors for `model` to the query.
  * Small corpora are scanned exactly; a large catalog goes through the model's HNSW index, with

@@ -3,6 +3,7 @@ import { topLevelArraySpan } from '../../src/http/json-span.js';
 import { readSelectorBody } from '../../src/http/selector.js';
 import { LruCache } from '../../src/lru-cache.js';
 import type { CachedToolList } from '../../src/search/selector.js';
+import { seededRandom } from '../helpers/seeded-random.js';
 
 const bytes = (value: unknown, space?: number) => Buffer.from(JSON.stringify(value, null, space));
 const tools = [{ name: 'read_file', description: 'Read a "file" \\ at C:\\\\tmp' }, { name: 'web_search', definition: { tools: [1, [2]] } }];
@@ -10,18 +11,6 @@ const spanText = (body: Buffer) => {
   const span = topLevelArraySpan(body, 'tools');
   return span && body.toString('utf8', span.start, span.end);
 };
-
-/** mulberry32, so the random documents are the same on every run. */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Random JSON values whose strings are full of quotes, backslashes, brackets and "tools" keys. */
 function randomValue(random: () => number, depth: number): unknown {
@@ -46,7 +35,7 @@ describe('topLevelArraySpan', () => {
   });
 
   it('agrees with JSON.parse on random documents full of quotes, escapes and nested "tools" keys', () => {
-    const random = seeded(42);
+    const random = seededRandom(42);
     let checked = 0;
     for (let i = 0; i < 2000; i++) {
       const document: Record<string, unknown> = { before: randomValue(random, 1) };
