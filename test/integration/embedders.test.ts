@@ -65,6 +65,16 @@ describe('use-lite (real model in worker threads)', () => {
     expect(Math.max(...query.map((x, j) => Math.abs(x - fromOne[3]![j]!)))).toBeLessThan(1e-5);
   });
 
+  it('gives each of many concurrent queries its own vector when they share a model call', async () => {
+    const queries = Array.from({ length: 7 }, (_, i) => `find the weather forecast for city number ${i}${' today'.repeat(i)}`);
+    // One thread: the first query runs alone, the six behind it go in one call.
+    const together = await Promise.all(queries.map((query) => one.embedQuery(query)));
+    const alone = await one.embedDocuments(queries);
+    for (let i = 0; i < queries.length; i++) {
+      expect(Math.max(...together[i]!.map((x, j) => Math.abs(x - alone[i]![j]!)))).toBeLessThan(1e-5);
+    }
+  });
+
   it('answers a query without waiting for a long document batch', async () => {
     const texts = Array.from({ length: 120 }, (_, i) => `tool ${i}: ${'reads and writes spreadsheets in the cloud '.repeat(3)}`);
     const batchStart = performance.now();
@@ -168,6 +178,51 @@ describe('WorkerPool', () => {
         track(pool.run('q', 'high')),
       ]);
       expect(finished).toEqual(['A', 'Q', 'B', 'C']);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  /** Answers each text with the size of the call it came in; fails a call that holds 'fail'. */
+  const spawnBatchEcho = () =>
+    new Worker(
+      `const { parentPort } = require('node:worker_threads');
+       parentPort.on('message', ({ id, payload }) => setTimeout(() => {
+         if (payload.includes('fail')) parentPort.postMessage({ type: 'error', id, message: 'bad text' });
+         else parentPort.postMessage({ type: 'result', id, value: payload.map((text) => text + '/' + payload.length) });
+       }, 20));
+       parentPort.postMessage({ type: 'ready' });`,
+      { eval: true },
+    );
+  const startCoalescing = (max: number) =>
+    WorkerPool.start<string[], string[]>({
+      name: 'batch-echo',
+      size: 1,
+      spawn: spawnBatchEcho,
+      coalesceHigh: { max, merge: (payloads) => payloads.flat(), split: (result, payloads) => payloads.map((_, i) => [result[i]!]) },
+    });
+
+  it('sends high-priority tasks that wait for a worker in one call, at most `max`, and never low ones', async () => {
+    const pool = await startCoalescing(3);
+    try {
+      const high = ['a', 'b', 'c', 'd', 'e'].map((text) => pool.run([text], 'high'));
+      const low = ['x', 'y'].map((text) => pool.run([text], 'low'));
+      // 'a' finds the worker free and runs alone; b, c, d wait and go together; e follows alone.
+      expect((await Promise.all(high)).flat()).toEqual(['a/1', 'b/3', 'c/3', 'd/3', 'e/1']);
+      expect((await Promise.all(low)).flat()).toEqual(['x/1', 'y/1']);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('fails every task of a shared call that fails, and the next call goes on', async () => {
+    const pool = await startCoalescing(8);
+    try {
+      const first = pool.run(['a'], 'high');
+      const shared = [pool.run(['b'], 'high'), pool.run(['fail'], 'high')];
+      await expect(first).resolves.toEqual(['a/1']);
+      for (const task of shared) await expect(task).rejects.toThrow('batch-echo: bad text');
+      await expect(pool.run(['c'], 'high')).resolves.toEqual(['c/1']);
     } finally {
       await pool.close();
     }
