@@ -5,6 +5,8 @@
  *
  *   npx tsx bench/embed-model.ts [--threads=1,2] [--chunks=1,8,16,32,64] [--texts=128] [--repeats=3]
  *                                [--latency-chunks=8,64]
+ *   npx tsx bench/embed-model.ts --query-batches   only: queries in one shared call vs one call each
+ *                                                  (the figures behind use-lite's query batching)
  */
 import { readFileSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -30,6 +32,11 @@ const toolTexts = readJsonl<{ name: string; description: string }>(new URL('cata
 );
 const queries = readJsonl<{ query: string }>(new URL('queries.dev.jsonl', EVAL_DIR)).map((q) => q.query);
 const documents = toolTexts.slice(0, textCount);
+
+if (args.has('query-batches')) {
+  await reportQueryBatches();
+  process.exit(0);
+}
 
 console.log(`use-lite, ${documents.length} tool texts per batch (LiveMCPBench catalog), ${repeats} repeats`);
 for (const threads of threadCounts) {
@@ -73,6 +80,44 @@ async function reportQueryLatency(threads: number) {
     console.log(`  main-thread event-loop delay meanwhile (ms): p50 ${(loopDelay.percentile(50) / 1e6).toFixed(1)}  max ${(loopDelay.max / 1e6).toFixed(1)}`);
     await embedder.close();
   }
+}
+
+/**
+ * One thread, one call at a time: the median time of a set of queries sent in one call, against
+ * the same set sent one call each. A call's cost follows its longest text, so only sets of short
+ * queries gain (use-lite.ts USE_LITE_SHARED_QUERY_MAX_CHARS).
+ */
+async function reportQueryBatches() {
+  const vocabulary = [...new Set(toolTexts.join(' ').toLowerCase().split(/[^a-z]+/).filter((word) => word.length > 3))];
+  let seed = 11;
+  const random = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+  const words = (count: number) => Array.from({ length: count }, () => vocabulary[Math.floor(random() * vocabulary.length)]).join(' ');
+  let next = 0;
+  const task = () => `${queries[next++ % queries.length]} ${words(1)}`;
+  const cases: [string, () => string[]][] = [
+    ['4 x 3 words', () => [words(3), words(3), words(3), words(3)]],
+    ['8 x 3 words', () => Array.from({ length: 8 }, () => words(3))],
+    ['3 x 3 words + 10 words', () => [words(3), words(3), words(3), words(10)]],
+    ['3 x 3 words + a task sentence', () => [words(3), words(3), words(3), task()]],
+    ['2 task sentences', () => [task(), task()]],
+  ];
+  const embedder = await createUseLiteEmbedder({ threads: 1, chunkSize: 8, queryBatch: 1 });
+  for (let i = 0; i < 30; i++) await embedder.embedQuery(words(3)); // JIT and WASM warm-up
+  console.log(`use-lite, 1 thread: a set of queries in one call vs one call each, median of ${repeats * 10} sets (ms)`);
+  for (const [label, make] of cases) {
+    const together: number[] = [];
+    const apart: number[] = [];
+    for (let r = 0; r < repeats * 10; r++) {
+      together.push(await timed(() => embedder.embedDocuments(make())));
+      const texts = make();
+      apart.push(await timed(async () => {
+        for (const text of texts) await embedder.embedQuery(text);
+      }));
+    }
+    const median = (samples: number[]) => [...samples].sort((a, b) => a - b)[Math.floor(samples.length / 2)]!;
+    console.log(`${label.padEnd(32)} one call ${median(together).toFixed(1).padStart(6)}   one each ${median(apart).toFixed(1).padStart(6)}`);
+  }
+  await embedder.close();
 }
 
 async function timed(run: () => Promise<unknown>): Promise<number> {

@@ -19,12 +19,19 @@ export const USE_LITE_DIMENSION = 512;
 export const DEFAULT_USE_LITE_CHUNK_SIZE = 4;
 
 /**
- * Most queries in one model call. Queries that arrive while every worker is busy wait for the next
- * free one and go to it together: a short query costs ~8 ms alone and ~4 ms in a call of four or
- * more (`bench/embed-model.ts` prints the figures), and the vectors are the same. A query that finds
- * a free worker runs at once, alone, so an idle service answers as fast as before.
+ * Most queries in one model call. Short queries that arrive while every worker is busy wait for the
+ * next free one and go to it together, with the same vectors: four 3-word queries took 18 ms in one
+ * call against 34 ms in four, eight 25 ms against 52 ms. A query that finds a free worker runs at once, alone, so an idle
+ * service answers as fast as before. Figures: `npx tsx bench/embed-model.ts --query-batches`.
  */
 export const DEFAULT_USE_LITE_QUERY_BATCH = 8;
+
+/**
+ * Longest query (in characters) that shares a call. A call costs about as if every text had the
+ * longest one's length: three 3-word queries with a 10-word one took 22 ms together against 31 ms
+ * apart, but with a whole task sentence 47 ms against 37 ms, so longer queries run alone.
+ */
+export const USE_LITE_SHARED_QUERY_MAX_CHARS = 100;
 
 export interface UseLiteOptions {
   /** Worker threads, each holding its own model; default `defaultUseLiteThreads()`. */
@@ -59,7 +66,15 @@ export async function createUseLiteEmbedder(options: UseLiteOptions = {}): Promi
     size: threads,
     spawn: spawnUseLiteWorker,
     startupTimeoutMs: options.startupTimeoutMs,
-    coalesceHigh: queryBatch > 1 ? { max: queryBatch, merge: (payloads) => payloads.flat(), split: splitByLength } : undefined,
+    coalesceHigh:
+      queryBatch > 1
+        ? {
+            max: queryBatch,
+            joins: (texts) => texts.every((text) => text.length <= USE_LITE_SHARED_QUERY_MAX_CHARS),
+            merge: (payloads) => payloads.flat(),
+            split: splitByLength,
+          }
+        : undefined,
   });
 
   return {

@@ -22,13 +22,14 @@ export type Priority = 'high' | 'low';
 
 /**
  * How queued high-priority tasks are sent to a worker together. A model call has a fixed cost
- * besides its per-text work (USE Lite: ~8 ms for one short query alone, ~4 ms each in a call of
- * four), so under load the queries waiting for a worker go as one call. Nothing waits to form a
- * batch: a task that finds a free worker runs at once, alone.
+ * besides its per-text work, so under load the short queries waiting for a worker go as one call.
+ * Nothing waits to form a batch: a task that finds a free worker runs at once, alone.
  */
 export interface Coalescing<P, R> {
   /** Most tasks in one call. */
   max: number;
+  /** Whether a task may share a call (e.g. only short texts, where padding costs less than a call). */
+  joins(payload: P): boolean;
   merge(payloads: P[]): P;
   /** One result per payload, in order, from the merged call's result. */
   split(result: R, payloads: P[]): R[];
@@ -206,16 +207,18 @@ export class WorkerPool<P, R> {
     return high ? this.#coalesce(high) : takeLive(this.#low);
   }
 
-  /** `first` alone, or `first` and the high-priority tasks queued behind it as one task. */
+  /** `first` alone, or `first` and the high-priority tasks queued behind it that may join, as one task. */
   #coalesce(first: Task<P, R>): Task<P, R> {
     const coalescing = this.#options.coalesceHigh;
-    if (!coalescing) return first;
+    if (!coalescing || this.#high.length === 0 || !coalescing.joins(first.payload)) return first;
     const tasks = [first];
-    while (tasks.length < coalescing.max) {
-      const next = takeLive(this.#high);
-      if (!next) break;
-      tasks.push(next);
+    const left: Task<P, R>[] = [];
+    for (const task of this.#high.splice(0)) {
+      if (task.signal?.aborted) task.reject(abortError(task.signal));
+      else if (tasks.length < coalescing.max && coalescing.joins(task.payload)) tasks.push(task);
+      else left.push(task);
     }
+    this.#high.push(...left);
     if (tasks.length === 1) return first;
     const payloads = tasks.map((task) => task.payload);
     const rejectAll = (error: Error) => {

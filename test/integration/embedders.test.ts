@@ -66,8 +66,9 @@ describe('use-lite (real model in worker threads)', () => {
   });
 
   it('gives each of many concurrent queries its own vector when they share a model call', async () => {
-    const queries = Array.from({ length: 7 }, (_, i) => `find the weather forecast for city number ${i}${' today'.repeat(i)}`);
-    // One thread: the first query runs alone, the six behind it go in one call.
+    const queries = Array.from({ length: 7 }, (_, i) => `weather forecast for city ${i}${' today'.repeat(i)}`);
+    queries.push(`a long task: ${'plan the trip, book the train and the hotel, then mail the itinerary; '.repeat(2)}`);
+    // One thread: the first query runs alone, the six short ones behind it go in one call, the long one alone.
     const together = await Promise.all(queries.map((query) => one.embedQuery(query)));
     const alone = await one.embedDocuments(queries);
     for (let i = 0; i < queries.length; i++) {
@@ -199,16 +200,24 @@ describe('WorkerPool', () => {
       name: 'batch-echo',
       size: 1,
       spawn: spawnBatchEcho,
-      coalesceHigh: { max, merge: (payloads) => payloads.flat(), split: (result, payloads) => payloads.map((_, i) => [result[i]!]) },
+      coalesceHigh: {
+        max,
+        joins: (payload) => !payload.includes('alone'),
+        merge: (payloads) => payloads.flat(),
+        split: (result, payloads) => payloads.map((_, i) => [result[i]!]),
+      },
     });
 
   it('sends high-priority tasks that wait for a worker in one call, at most `max`, and never low ones', async () => {
     const pool = await startCoalescing(3);
     try {
-      const high = ['a', 'b', 'c', 'd', 'e'].map((text) => pool.run([text], 'high'));
+      const high = ['a', 'b', 'alone', 'c', 'd', 'e'].map((text) => pool.run([text], 'high'));
       const low = ['x', 'y'].map((text) => pool.run([text], 'low'));
-      // 'a' finds the worker free and runs alone; b, c, d wait and go together; e follows alone.
-      expect((await Promise.all(high)).flat()).toEqual(['a/1', 'b/3', 'c/3', 'd/3', 'e/1']);
+      // 'a' finds the worker free and runs alone; b, c, d wait and go together, passing 'alone',
+      // which may not share a call and goes next; e follows alone.
+      const finished: string[] = [];
+      await Promise.all(high.map((task) => task.then(([value]) => void finished.push(value!))));
+      expect(finished).toEqual(['a/1', 'b/3', 'c/3', 'd/3', 'alone/1', 'e/1']);
       expect((await Promise.all(low)).flat()).toEqual(['x/1', 'y/1']);
     } finally {
       await pool.close();
