@@ -21,8 +21,9 @@ export const DEFAULT_USE_LITE_CHUNK_SIZE = 4;
 /**
  * Most queries in one model call. Short queries that arrive while every worker is busy wait for the
  * next free one and go to it together, with the same vectors: four 3-word queries took 18 ms in one
- * call against 34 ms in four, eight 25 ms against 52 ms. A query that finds a free worker runs at once, alone, so an idle
- * service answers as fast as before. Figures: `npx tsx bench/embed-model.ts --query-batches`.
+ * call against 34 ms in four, eight 25 ms against 52 ms. A query that finds a free worker runs at
+ * once, alone, so an idle service answers as fast as before. Figures:
+ * `npx tsx bench/embed-model.ts --query-batches`.
  */
 export const DEFAULT_USE_LITE_QUERY_BATCH = 8;
 
