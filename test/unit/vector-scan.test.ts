@@ -1,0 +1,30 @@
+import { describe, expect, it } from 'vitest';
+import { byScoreThenId } from '../../src/search/bm25.js';
+import { rankByCosine } from '../../src/search/vector-scan.js';
+import { seededRandom } from '../helpers/seeded-random.js';
+
+/** The plain definition: score everything, sort everything, cut. */
+function rankAll(query: number[], vectors: ReadonlyMap<string, number[]>, limit: number): [string, number][] {
+  const scored = [...vectors].map(([id, vector]): [string, number] => [id, vector.reduce((sum, x, i) => sum + x * query[i]!, 0)]);
+  return scored.sort(byScoreThenId).slice(0, limit);
+}
+
+describe('rankByCosine', () => {
+  it('gives the same top `limit` as sorting every candidate, ties by id included', () => {
+    const random = seededRandom(42);
+    for (let round = 0; round < 50; round++) {
+      const dimension = 8;
+      const query = Array.from({ length: dimension }, () => random() - 0.5);
+      const vectors = new Map<string, number[]>();
+      const size = 1 + Math.floor(random() * 120);
+      for (let i = 0; i < size; i++) {
+        // Every third vector repeats an earlier one, so equal scores are common.
+        const earlier = [...vectors.values()][Math.floor(random() * vectors.size)];
+        vectors.set(`t${Math.floor(random() * 1e6)}_${i}`, i % 3 === 2 && earlier ? earlier : Array.from({ length: dimension }, () => random() - 0.5));
+      }
+      for (const limit of [0, 1, 5, 50, size, size + 3]) {
+        expect(rankByCosine(query, vectors, limit)).toEqual(rankAll(query, vectors, limit));
+      }
+    }
+  });
+});
