@@ -11,7 +11,10 @@ export function rankByCosine(query: ArrayLike<number>, vectors: ReadonlyMap<stri
   const ids: string[] = [];
   const scores = new Float64Array(vectors.size);
   vectors.forEach((vector, id) => {
-    scores[ids.length] = dotProduct(query, vector);
+    let dot = 0;
+    const length = Math.min(query.length, vector.length);
+    for (let i = 0; i < length; i++) dot += query[i]! * vector[i]!;
+    scores[ids.length] = dot;
     ids.push(id);
   });
   // The limit-th best score: anything below it cannot be in the answer (ties at it are kept, and
@@ -20,12 +23,4 @@ export function rankByCosine(query: ArrayLike<number>, vectors: ReadonlyMap<stri
   const scored: [string, number][] = [];
   for (let i = 0; i < ids.length; i++) if (scores[i]! >= threshold) scored.push([ids[i]!, scores[i]!]);
   return scored.sort(byScoreThenId).slice(0, limit);
-}
-
-/** Its own small function so V8 optimizes it early and keeps the sum unboxed (no garbage per term). */
-function dotProduct(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let sum = 0;
-  const length = Math.min(a.length, b.length);
-  for (let i = 0; i < length; i++) sum += a[i]! * b[i]!;
-  return sum;
 }
