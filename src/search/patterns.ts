@@ -24,47 +24,30 @@ export function bareName(name: string): string {
 /** `read_file`, `getUser`, `web-search`, `fs.read`: a word shaped like an identifier, not prose. */
 const IDENTIFIER_SHAPED = /[_\-.:/]|\p{Ll}\p{Lu}/u;
 
-/** A tool list's names, indexed for `exactNameMatches`; built once per list and reused by every query. */
-export class NameIndex {
-  readonly #names: ReadonlySet<string>;
-  /** Bare name (after `server__`) -> the full names carrying it, in list order. */
-  readonly #byBare = new Map<string, string[]>();
-
-  constructor(names: readonly string[]) {
-    this.#names = new Set(names);
-    for (const name of names) {
-      const bare = bareName(name);
-      if (bare === name) continue;
-      const sharing = this.#byBare.get(bare);
-      if (sharing) sharing.push(name);
-      else this.#byBare.set(bare, [name]);
-    }
-  }
-
-  /**
-   * Names the query mentions exactly, in the order the query mentions them. A full name counts
-   * anywhere in the query; a bare name (after `server__`) counts when it is the whole query or an
-   * identifier-shaped word in it, so "search the web" does not select every `*__search` tool while
-   * "search" or "use read_file" still select theirs. A bare name shared by several servers selects
-   * all of them.
-   */
-  matches(query: string): string[] {
-    const candidates = nameCandidates(query);
-    if (candidates.length === 0) return [];
-    const whole = query.trim();
-    const found = new Set<string>();
-    for (const candidate of candidates) if (this.#names.has(candidate)) found.add(candidate);
-    for (const candidate of candidates) {
-      if (candidate !== whole && !IDENTIFIER_SHAPED.test(candidate)) continue;
-      for (const name of this.#byBare.get(candidate) ?? []) found.add(name);
-    }
-    return [...found];
-  }
-}
-
-/** `NameIndex.matches` over a list indexed for this one query. */
+/**
+ * Names the query mentions exactly, in the order the query mentions them. A full name counts
+ * anywhere in the query; a bare name (after `server__`) counts when it is the whole query or an
+ * identifier-shaped word in it, so "search the web" does not select every `*__search` tool while
+ * "search" or "use read_file" still select theirs. A bare name shared by several servers selects
+ * all of them.
+ */
 export function exactNameMatches(query: string, names: readonly string[]): string[] {
-  return new NameIndex(names).matches(query);
+  const candidates = nameCandidates(query);
+  if (candidates.length === 0) return [];
+  const whole = query.trim();
+  const byName = new Set(names);
+  const byBare = new Map<string, string[]>();
+  for (const name of names) {
+    const bare = bareName(name);
+    if (bare !== name) byBare.set(bare, [...(byBare.get(bare) ?? []), name]);
+  }
+  const found: string[] = [];
+  for (const candidate of candidates) if (byName.has(candidate)) found.push(candidate);
+  for (const candidate of candidates) {
+    if (candidate !== whole && !IDENTIFIER_SHAPED.test(candidate)) continue;
+    for (const name of byBare.get(candidate) ?? []) found.push(name);
+  }
+  return [...new Set(found)];
 }
 
 /** Total time any one pattern may spend matching names; V8's backtracking engine is exponential at worst. */

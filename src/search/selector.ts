@@ -14,7 +14,7 @@ import { byScoreThenId, distinctTerms, scoreBm25 } from './bm25.js';
 import { Bm25Index } from './bm25-index.js';
 import { bm25Documents } from '../store/search-store.js';
 import { rankCorpus, type RankDeps } from './hybrid-search.js';
-import { matchNamesByRegex, NameIndex, RegexSandbox, REGEX_BUDGET_MS } from './patterns.js';
+import { exactNameMatches, matchNamesByRegex, RegexSandbox, REGEX_BUDGET_MS } from './patterns.js';
 
 export const DEFAULT_TOP_K = 5;
 /**
@@ -73,44 +73,6 @@ export interface CachedToolList {
   bm25RetryAt?: number;
   /** Every tool's vector, once all exist (until then they are looked up per request). */
   vectors?: { model: string; byHash: ReadonlyMap<string, Float32Array> };
-  /** Built by the list's first request and kept: a turn then allocates almost nothing per tool. */
-  index?: ListIndex;
-}
-
-/**
- * What every query over a tool list needs from its tools. Rebuilding it per request made ~250 KB
- * of garbage per 258-tool request (V8 sampling heap profile under `npm run bench`), and the
- * collections that garbage causes were the selector's slowest requests.
- */
-interface ListIndex {
-  names: string[];
-  present: ReadonlySet<string>;
-  hashes: string[];
-  nameByHash: ReadonlyMap<string, string>;
-  exactNames: NameIndex;
-}
-
-function indexList(tools: RequestTool[]): ListIndex {
-  const names = tools.map(({ tool }) => tool.name);
-  return {
-    names,
-    present: new Set(names),
-    hashes: tools.map(({ hash }) => hash),
-    nameByHash: new Map(tools.map(({ tool, hash }) => [hash, tool.name])),
-    exactNames: new NameIndex(names),
-  };
-}
-
-/** The first `limit` distinct names of `lists`, in order (without building the whole union). */
-function firstDistinct(lists: readonly (readonly string[])[], limit: number): string[] {
-  const chosen = new Set<string>();
-  for (const list of lists) {
-    for (const name of list) {
-      if (chosen.size >= limit) return [...chosen];
-      chosen.add(name);
-    }
-  }
-  return [...chosen];
 }
 
 export type FallbackReason = 'blank_pattern' | 'no_match' | 'store_error' | 'embedder_unavailable' | 'embedder_error';
@@ -275,8 +237,8 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
   const queryVector = deps.embedder && input.pattern.trim() !== '' && toolCount > 0 ? deps.embedder.embedQuery(input.pattern) : undefined;
   queryVector?.catch(() => {}); // awaited in rankCorpus, which reports a failure
   const { tools, fresh, keys } = cachedList ? { tools: cachedList.tools, fresh: [], keys: [] } : parseRequestTools(deps, input.tools);
-  const index = cachedList ? (cachedList.index ??= indexList(cachedList.tools)) : indexList(tools);
-  const { names, present } = index;
+  const names = tools.map(({ tool }) => tool.name);
+  const present = new Set(names);
   const timings = { parse_ms: performance.now() - started, store_ms: 0, query_embedding_ms: 0, ranking_ms: 0, total_ms: 0 };
   const keep = [...new Set(input.alwaysKeep)].filter((name) => present.has(name));
   const selection: Selection = {
@@ -287,7 +249,7 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
     timings,
   };
   const finish = (ordered: string[], fallback?: FallbackReason): Selection => {
-    selection.names = firstDistinct([keep, ordered, names], input.topK);
+    selection.names = [...new Set([...keep, ...ordered, ...names])].slice(0, input.topK);
     if (fallback) selection.fallback = fallback;
     timings.total_ms = performance.now() - started;
     return selection;
@@ -295,7 +257,7 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
   if (tools.length === 0) return finish([]);
   if (input.pattern.trim() === '') return finish([], 'blank_pattern');
 
-  const exact = index.exactNames.matches(input.pattern);
+  const exact = exactNameMatches(input.pattern, names);
   selection.evidence.exact = exact.length;
   const regex = matchNamesByRegex(input.pattern, names, REGEX_BUDGET_MS, deps.regexSandbox);
   const regexNames = regex.kind === 'matched' && regex.names.length < names.length ? regex.names : [];
@@ -307,17 +269,18 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
   try {
     const storeStarted = performance.now();
     selection.newDocuments = await storeRequestTools(deps, fresh, keys);
-    const list = cachedList ?? (input.toolsKey === undefined ? undefined : { tools, toolsIn: input.tools.length, index });
+    const list = cachedList ?? (input.toolsKey === undefined ? undefined : { tools, toolsIn: input.tools.length });
     if (list && !cachedList) deps.toolListCache.set(input.toolsKey!, list);
     timings.store_ms = performance.now() - storeStarted;
     const rankStarted = performance.now();
+    const byHash = new Map(tools.map(({ tool, hash }) => [hash, tool.name]));
     // Not awaited here: the vectors load while BM25 runs and the model embeds the query. A failure
     // surfaces where rankCorpus awaits them (and is dropped if it never needs them).
     const corpusVectors = list ? listVectors(deps, list) : undefined;
     corpusVectors?.catch(() => {});
     const result = await rankCorpus(
       deps,
-      { kind: 'hashes', hashes: index.hashes },
+      { kind: 'hashes', hashes: tools.map(({ hash }) => hash) },
       { query: input.pattern, topK: Math.min(tools.length, Math.max(input.topK + keep.length + exact.length, 50)), mode: 'hybrid' },
       {
         useVectorIndex: false,
@@ -332,7 +295,7 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
     timings.ranking_ms = performance.now() - rankStarted - result.timings.query_embedding_ms;
     // Ids here are hashes; equal scores are ordered by name, as everywhere else.
     ranked = result.tools
-      .map(({ id, score }): [string, number] => [index.nameByHash.get(id)!, score])
+      .map(({ id, score }): [string, number] => [byHash.get(id)!, score])
       .sort(byScoreThenId)
       .map(([name]) => name);
     fallback = result.degraded;
