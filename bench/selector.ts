@@ -202,8 +202,9 @@ async function measureBareModel(): Promise<BareModel> {
 /**
  * The bare model's single-query throughput (one query per model call, the issue's yardstick) with
  * EMBED_THREADS threads and BARE_IN_FLIGHT queries in flight; with `queryBatch` > 1, waiting
- * queries share calls as they do in the service. This machine's speed drifts by 20-30% from minute to minute (a shared VM), so each
- * store's c=8 load is compared with this measured just before and just after it.
+ * queries share calls as they do in the service. This machine's speed drifts by 20-30% from minute
+ * to minute (a shared VM), so each store's c=8 load is compared with this measured just before and
+ * just after it.
  */
 async function measureBareThroughput(nextPattern: () => string, queryBatch = 1): Promise<number> {
   const pooled = await createUseLiteEmbedder({ threads: embedThreads, queryBatch });
