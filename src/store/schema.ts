@@ -12,6 +12,7 @@ import {
   timestamp,
   uniqueIndex,
 } from 'drizzle-orm/pg-core';
+import { vectorLiteral } from './vector-literal.js';
 
 /**
  * A pgvector column without a fixed dimension: each embedding model has its own dimension, and the
@@ -19,7 +20,7 @@ import {
  */
 export const vector = customType<{ data: number[]; driverData: string }>({
   dataType: () => 'vector',
-  toDriver: (value) => `[${value.join(',')}]`,
+  toDriver: vectorLiteral,
   fromDriver: (value) => JSON.parse(value) as number[],
 });
 
