@@ -13,20 +13,54 @@ export interface VectorRecipe {
   textVersion: number;
 }
 
-/** Has a current vector for `recipe` (SQL over `tool_embeddings e` joined on the document's hash). */
-const currentVector = (hash: SQL, recipe: VectorRecipe) =>
-  sql`exists (select 1 from tool_embeddings e where e.hash = ${hash} and e.model = ${recipe.model} and e.text_version = ${recipe.textVersion})`;
+/**
+ * The text version of `hash`'s vector for the recipe's model, or null: one probe of the (hash, model)
+ * primary key per row, which can return at most one row.
+ *
+ * Written as a scalar subquery on purpose. Postgres turns an EXISTS or a LEFT JOIN into a join that
+ * it plans from table statistics, and right after a catalog's first ingestion those are missing
+ * (autovacuum has not analyzed the new rows): it then guessed one row for tool_embeddings and chose
+ * a nested loop over a full scan per catalog tool. The progress query took 200-470 ms for 4,076
+ * tools while the embedding queue filled the table (each poll of GET /v1/catalogs/{name} and of
+ * `npm run ingest`), against 5 ms as this probe; with fresh statistics the join took 2 ms.
+ */
+const vectorTextVersion = (hash: SQL, recipe: VectorRecipe) =>
+  sql`(select e.text_version from tool_embeddings e where e.hash = ${hash} and e.model = ${recipe.model})`;
+
+/** Has a current vector for `recipe`. */
+const currentVector = (hash: SQL, recipe: VectorRecipe) => sql`${vectorTextVersion(hash, recipe)} = ${recipe.textVersion}::int`;
+
+/** Lacks a current vector for `recipe`: none for the model, or one of an older text recipe. */
+const noCurrentVector = (hash: SQL, recipe: VectorRecipe) =>
+  sql`${vectorTextVersion(hash, recipe)} is distinct from ${recipe.textVersion}::int`;
+
+/**
+ * The statements that ask which vectors exist, built apart from running them so a test can check
+ * their plans (each must probe the primary key, whatever the statistics say).
+ */
+export const vectorStatusSql = {
+  /** Of `hashes`, those with no current vector (every such stored document when omitted). */
+  missing: (recipe: VectorRecipe, hashes: string[] | undefined, limit: number) =>
+    sql`select d.hash from tool_documents d
+        where ${hashes ? sql`d.hash = any(${sql.param(hashes)}::text[]) and` : sql``}
+          ${noCurrentVector(sql`d.hash`, recipe)}
+        order by d.hash
+        limit ${limit}`,
+  /** A catalog's tool count and how many of them have a current vector. */
+  catalogProgress: (catalogId: number, recipe: VectorRecipe) =>
+    sql`select count(*)::int as total,
+               (count(*) filter (where ${currentVector(sql`ct.hash`, recipe)}))::int as done
+        from catalog_tools ct
+        where ct.catalog_id = ${catalogId}`,
+  /** A catalog's hashes with no current vector. */
+  catalogMissing: (catalogId: number, recipe: VectorRecipe) =>
+    sql`select ct.hash from catalog_tools ct
+        where ct.catalog_id = ${catalogId} and ${noCurrentVector(sql`ct.hash`, recipe)}`,
+};
 
 /** Of `hashes`, those with no current vector yet (all such stored documents when `hashes` is omitted). */
 export async function hashesWithoutVector(db: Executor, recipe: VectorRecipe, hashes?: string[], limit = 100_000): Promise<string[]> {
-  const rows = await queryRows<{ hash: string }>(
-    db,
-    sql`select d.hash from tool_documents d
-        where ${hashes ? sql`d.hash = any(${sql.param(hashes)}::text[]) and` : sql``}
-          not ${currentVector(sql`d.hash`, recipe)}
-        order by d.hash
-        limit ${limit}`,
-  );
+  const rows = await queryRows<{ hash: string }>(db, vectorStatusSql.missing(recipe, hashes, limit));
   return rows.map((row) => row.hash);
 }
 
@@ -65,23 +99,12 @@ export interface EmbeddingProgress {
 
 /** How many of a catalog's tools have a current vector. */
 export async function catalogEmbeddingProgress(db: Executor, catalogId: number, recipe: VectorRecipe): Promise<EmbeddingProgress> {
-  const rows = await queryRows<EmbeddingProgress>(
-    db,
-    sql`select count(*)::int as total,
-               count(e.hash)::int as done
-        from catalog_tools ct
-        left join tool_embeddings e on e.hash = ct.hash and e.model = ${recipe.model} and e.text_version = ${recipe.textVersion}
-        where ct.catalog_id = ${catalogId}`,
-  );
+  const rows = await queryRows<EmbeddingProgress>(db, vectorStatusSql.catalogProgress(catalogId, recipe));
   return rows[0] ?? { total: 0, done: 0 };
 }
 
 /** A catalog's hashes with no current vector. */
 export async function catalogHashesWithoutVector(db: Executor, catalogId: number, recipe: VectorRecipe): Promise<string[]> {
-  const rows = await queryRows<{ hash: string }>(
-    db,
-    sql`select ct.hash from catalog_tools ct
-        where ct.catalog_id = ${catalogId} and not ${currentVector(sql`ct.hash`, recipe)}`,
-  );
+  const rows = await queryRows<{ hash: string }>(db, vectorStatusSql.catalogMissing(catalogId, recipe));
   return rows.map((row) => row.hash);
 }

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import pg from 'pg';
 import { openPglite, openPostgres, type Database } from '../../src/store/database.js';
 
 let shared: Promise<Database> | undefined;
@@ -23,4 +24,41 @@ export const storeKind = () => (process.env.DATABASE_URL ? 'postgres' : 'pglite'
 /** A name no other test (or earlier run against the same server) uses. */
 export function uniqueName(prefix: string): string {
   return `${prefix}-${Date.now().toString(36)}-${randomBytes(3).toString('hex')}`;
+}
+
+export interface ScratchDatabase {
+  /** Its PostgreSQL URL; undefined for PGlite, which lives in this process only. */
+  url: string | undefined;
+  database: Database;
+  drop(): Promise<void>;
+}
+
+/**
+ * A new, migrated database of its own, for tests that need tables nobody else has written to (or
+ * a store no other process shares). `postgres`: a scratch database on DATABASE_URL's server, else
+ * on the local one CI machines have. `pglite`: a new in-memory PGlite.
+ */
+export async function scratchDatabase(kind: 'postgres' | 'pglite', label: string): Promise<ScratchDatabase> {
+  if (kind === 'pglite') {
+    const database = await openPglite('memory://');
+    await database.migrate();
+    return { url: undefined, database, drop: () => database.close() };
+  }
+  const server = new URL(process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
+  const url = (name: string) => Object.assign(new URL(server), { pathname: `/${name}` }).toString();
+  const name = uniqueName(label).replace(/-/g, '_');
+  const admin = new pg.Client({ connectionString: url('postgres') });
+  await admin.connect();
+  await admin.query(`create database "${name}"`);
+  const database = openPostgres(url(name), 2);
+  await database.migrate();
+  return {
+    url: url(name),
+    database,
+    async drop() {
+      await database.close();
+      await admin.query(`drop database if exists "${name}" with (force)`);
+      await admin.end();
+    },
+  };
 }

@@ -1,42 +1,21 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { sql } from 'drizzle-orm';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BullmqEmbedQueue } from '../../src/jobs/bullmq-queue.js';
-import { openPostgres, queryRows, type Database } from '../../src/store/database.js';
+import { queryRows } from '../../src/store/database.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { uniqueName } from '../helpers/database.js';
+import { scratchDatabase, uniqueName, type ScratchDatabase } from '../helpers/database.js';
 import { dropQueuePrefix, testRedisUrl, uniqueTools } from '../helpers/queue.js';
 
 const TOOLS = 240;
 
 /**
  * A worker *process* cannot share the in-memory PGlite, so this test always runs on PostgreSQL, in
- * a scratch database of its own (on DATABASE_URL's server when set, else the local one CI machines
- * have): in the shared database, the start-up sweep would queue every other test's documents too.
+ * a scratch database of its own: in the shared database, the start-up sweep would queue every other
+ * test's documents too.
  */
-async function crashTestDatabase(): Promise<{ url: string; database: Database; drop(): Promise<void> }> {
-  const server = new URL(process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
-  const url = (database: string) => Object.assign(new URL(server), { pathname: `/${database}` }).toString();
-  const name = uniqueName('toolsift_crash').replace(/-/g, '_');
-  const admin = new pg.Client({ connectionString: url('postgres') });
-  await admin.connect();
-  await admin.query(`create database "${name}"`);
-  const database = openPostgres(url(name), 2);
-  await database.migrate();
-  return {
-    url: url(name),
-    database,
-    async drop() {
-      await database.close();
-      await admin.query(`drop database if exists "${name}" with (force)`);
-      await admin.end();
-    },
-  };
-}
-
 describe('a worker process killed mid-batch (real Redis, PostgreSQL, model)', () => {
-  let scratch: Awaited<ReturnType<typeof crashTestDatabase>>;
+  let scratch: ScratchDatabase;
   let app: TestApp;
   const prefix = uniqueName('tq-crash');
   const workers: ChildProcess[] = [];
@@ -45,7 +24,7 @@ describe('a worker process killed mid-batch (real Redis, PostgreSQL, model)', ()
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/worker.ts'], {
       env: {
         ...process.env,
-        DATABASE_URL: scratch.url,
+        DATABASE_URL: scratch.url!,
         REDIS_URL: testRedisUrl(),
         QUEUE_PREFIX: prefix,
         EMBED_MODEL: 'use-lite',
@@ -70,7 +49,7 @@ describe('a worker process killed mid-batch (real Redis, PostgreSQL, model)', ()
   }
 
   beforeAll(async () => {
-    scratch = await crashTestDatabase();
+    scratch = await scratchDatabase('postgres', 'toolsift_crash');
     // The API side needs no model to enqueue: jobs name the configured model id.
     app = await startTestApp(
       { EMBED_MODEL: 'use-lite', REDIS_URL: testRedisUrl(), QUEUE_PREFIX: prefix, EMBED_WORKER: 'off', EMBED_BATCH_SIZE: '20' },
