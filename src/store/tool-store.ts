@@ -74,6 +74,11 @@ export async function insertDocuments(db: Executor, documents: ToolDocument[]): 
   return [...fresh];
 }
 
+/** insertDocuments in a transaction of its own: a document is never stored without its terms. */
+export function storeDocuments(db: Db, documents: ToolDocument[]): Promise<string[]> {
+  return db.transaction((tx) => insertDocuments(tx, documents));
+}
+
 export interface StoredDocument {
   hash: string;
   name: string;

@@ -6,6 +6,7 @@ import type { Embedder } from '../../src/embed/embedder.js';
 import { createUseLiteEmbedder } from '../../src/embed/use-lite.js';
 import { BullmqEmbedQueue, connectRedis } from '../../src/jobs/bullmq-queue.js';
 import { startEmbedWorker, type EmbedWorker } from '../../src/jobs/bullmq-worker.js';
+import { WRITE_AHEAD_SLICE } from '../../src/catalog/catalog-service.js';
 import { EMBED_TEXT_VERSION } from '../../src/catalog/search-text.js';
 import { EMBED_QUEUE_NAME, embedJobPayload } from '../../src/jobs/embed-queue.js';
 import { upsertCatalogTools } from '../../src/store/catalog-store.js';
@@ -174,6 +175,33 @@ describe('BullMQ embedding queue (real Redis and database)', { timeout: 180_000 
     const again = await app.request('PUT', `/v1/catalogs/${catalog}`, { tools });
     expect(again.status).toBe(200);
     expect(again.body.job_ids).toEqual([]);
+  });
+
+  it('embeds a catalog written ahead in slices once per tool, and re-pushing it queues nothing', async () => {
+    prefix = uniqueName('tq');
+    const app = await startTestApp(
+      { EMBED_MODEL: model.modelId, REDIS_URL: testRedisUrl(), QUEUE_PREFIX: prefix, EMBED_WORKER: 'inline', EMBED_BATCH_SIZE: '32' },
+      { embedder: model },
+    );
+    closers.push(() => app.close());
+    const catalog = uniqueName('ahead');
+    const tools = uniqueTools(WRITE_AHEAD_SLICE + 88, 'ahead');
+    const put = await app.request('PUT', `/v1/catalogs/${catalog}`, { tools });
+    expect(put.status, put.text).toBe(200);
+    expect(put.body).toMatchObject({ new_documents: tools.length });
+    // Slices of 512 and 88 tools, cut into jobs of at most 32: 16 + 3.
+    expect(put.body.job_ids).toHaveLength(19);
+    const queue = app.deps.queue as BullmqEmbedQueue;
+    const jobs = await Promise.all((put.body.job_ids as string[]).map((id) => queue.getJob(id)));
+    expect(jobs.reduce((sum, job) => sum + (job?.hashes ?? 0), 0)).toBe(tools.length);
+    await until('every tool to be embedded', async () => (await app.request('GET', `/v1/catalogs/${catalog}`)).body.embedding.done === tools.length, 120_000);
+    const rows = await vectorRows(db, toDocuments(tools).map((doc) => doc.hash), model.modelId);
+    expect(rows).toHaveLength(tools.length);
+    expect(rows.every((row) => row.n === 1)).toBe(true);
+
+    const again = await app.request('PUT', `/v1/catalogs/${catalog}`, { tools });
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ new_documents: 0, job_ids: [] });
   });
 
   it('reports jobs over HTTP: GET /v1/jobs/{id}, and 404 in the error shape', async () => {

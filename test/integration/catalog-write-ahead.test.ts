@@ -1,0 +1,90 @@
+import { sql } from 'drizzle-orm';
+import { describe, expect, it } from 'vitest';
+import { replaceCatalog, upsertTools, WRITE_AHEAD_SLICE, type CatalogDeps } from '../../src/catalog/catalog-service.js';
+import { getCatalog } from '../../src/store/catalog-store.js';
+import { queryRows, type Db } from '../../src/store/database.js';
+import { testDatabase, uniqueName } from '../helpers/database.js';
+import { toDocuments, uniqueTools } from '../helpers/queue.js';
+
+interface QueueCall {
+  hashes: string[];
+  /** Whether the catalog existed when the queue was called. */
+  catalogExisted: boolean;
+  /** How many of the hashes were stored documents with terms when the queue was called. */
+  storedWithTerms: number;
+}
+
+/** A recording stand-in for the embedding queue: what it was asked, and what the store held then. */
+function recordingQueue(db: Db, tenant: string, catalog: string, fail = false) {
+  const calls: QueueCall[] = [];
+  const onDocumentsWritten = async (hashes: string[]): Promise<string[]> => {
+    const stored = await queryRows<{ n: number }>(
+      db,
+      sql`select count(*)::int as n from tool_documents d
+          where d.hash = any(${sql.param(hashes)}::text[]) and exists (select 1 from tool_terms t where t.hash = d.hash)`,
+    );
+    calls.push({ hashes, catalogExisted: (await getCatalog(db, tenant, catalog)) !== undefined, storedWithTerms: stored[0]!.n });
+    if (fail) throw new Error('queue unavailable');
+    return [`job-${calls.length}`];
+  };
+  return { calls, onDocumentsWritten };
+}
+
+describe('a catalog write larger than one write-ahead slice', () => {
+  const count = 2 * WRITE_AHEAD_SLICE + 37;
+
+  it('queues each slice as soon as its documents are stored, before the catalog changes, each hash once', async () => {
+    const { db } = await testDatabase();
+    const ref = { tenant: uniqueName('tenant'), name: uniqueName('ahead') };
+    const tools = uniqueTools(count, 'ahead');
+    const hashes = toDocuments(tools).map((doc) => doc.hash);
+    const queue = recordingQueue(db, ref.tenant, ref.name);
+    const deps: CatalogDeps = { db, onDocumentsWritten: queue.onDocumentsWritten };
+
+    const result = await replaceCatalog(deps, ref, tools);
+    expect(queue.calls.map((call) => call.hashes.length)).toEqual([WRITE_AHEAD_SLICE, WRITE_AHEAD_SLICE, 37]);
+    expect(queue.calls.map((call) => call.catalogExisted)).toEqual([false, false, false]);
+    expect(queue.calls.map((call) => call.storedWithTerms)).toEqual([WRITE_AHEAD_SLICE, WRITE_AHEAD_SLICE, 37]);
+    expect(queue.calls.flatMap((call) => call.hashes).sort()).toEqual([...hashes].sort());
+    expect(result).toMatchObject({ newDocuments: count, jobIds: ['job-1', 'job-2', 'job-3'] });
+    expect(result.catalog.toolCount).toBe(count);
+
+    // The same tools again: nothing is new, so the one call after the write hands the queue every
+    // hash (it enqueues only those without a vector), as for a small request.
+    const again = recordingQueue(db, ref.tenant, ref.name);
+    const second = await upsertTools({ db, onDocumentsWritten: again.onDocumentsWritten }, ref, tools);
+    expect(again.calls).toHaveLength(1);
+    expect(again.calls[0]).toMatchObject({ catalogExisted: true, storedWithTerms: count });
+    expect(second.newDocuments).toBe(0);
+  });
+
+  it('with the queue away, still writes the catalog, then fails with the queue error after it', async () => {
+    const { db } = await testDatabase();
+    const ref = { tenant: uniqueName('tenant'), name: uniqueName('ahead-down') };
+    const tools = uniqueTools(count, 'ahead-down');
+    const queue = recordingQueue(db, ref.tenant, ref.name, true);
+
+    await expect(replaceCatalog({ db, onDocumentsWritten: queue.onDocumentsWritten }, ref, tools)).rejects.toThrow('queue unavailable');
+    // One try ahead; then every hash it did not take is offered once more after the catalog commit.
+    expect(queue.calls.map((call) => [call.hashes.length, call.catalogExisted])).toEqual([
+      [WRITE_AHEAD_SLICE, false],
+      [count, true],
+    ]);
+    expect((await getCatalog(db, ref.tenant, ref.name))?.toolCount).toBe(count);
+  });
+
+  it('rejects a request with a bad tool before storing anything', async () => {
+    const { db } = await testDatabase();
+    const ref = { tenant: uniqueName('tenant'), name: uniqueName('ahead-bad') };
+    const tools: unknown[] = uniqueTools(count, 'ahead-bad');
+    tools[count - 1] = { name: '', description: 'no name' };
+    const queue = recordingQueue(db, ref.tenant, ref.name);
+    await expect(replaceCatalog({ db, onDocumentsWritten: queue.onDocumentsWritten }, ref, tools)).rejects.toMatchObject({ code: 'invalid_tool' });
+    expect(queue.calls).toEqual([]);
+    const stored = await queryRows<{ n: number }>(
+      db,
+      sql`select count(*)::int as n from tool_documents where hash = any(${sql.param(toDocuments(tools.slice(0, 10)).map((doc) => doc.hash))}::text[])`,
+    );
+    expect(stored[0]!.n).toBe(0);
+  });
+});
