@@ -1,9 +1,9 @@
 import { sql } from 'drizzle-orm';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { replaceCatalog, upsertTools, WRITE_AHEAD_SLICE, type CatalogDeps } from '../../src/catalog/catalog-service.js';
 import { getCatalog } from '../../src/store/catalog-store.js';
 import { queryRows, type Db } from '../../src/store/database.js';
-import { testDatabase, uniqueName } from '../helpers/database.js';
+import { scratchDatabase, storeKind, uniqueName, type ScratchDatabase } from '../helpers/database.js';
 import { toDocuments, uniqueTools } from '../helpers/queue.js';
 
 interface QueueCall {
@@ -32,9 +32,19 @@ function recordingQueue(db: Db, tenant: string, catalog: string, fail = false) {
 
 describe('a catalog write larger than one write-ahead slice', () => {
   const count = 2 * WRITE_AHEAD_SLICE + 37;
+  // A database of its own: these documents never get vectors, and in the shared one every queue
+  // test's sweep would find them and embed them.
+  let scratch: ScratchDatabase;
+  let db: Db;
+  beforeAll(async () => {
+    scratch = await scratchDatabase(storeKind(), 'toolsift_ahead');
+    db = scratch.database.db;
+  });
+  afterAll(async () => {
+    await scratch?.drop();
+  });
 
   it('queues each slice as soon as its documents are stored, before the catalog changes, each hash once', async () => {
-    const { db } = await testDatabase();
     const ref = { tenant: uniqueName('tenant'), name: uniqueName('ahead') };
     const tools = uniqueTools(count, 'ahead');
     const hashes = toDocuments(tools).map((doc) => doc.hash);
@@ -59,7 +69,6 @@ describe('a catalog write larger than one write-ahead slice', () => {
   });
 
   it('with the queue away, still writes the catalog, then fails with the queue error after it', async () => {
-    const { db } = await testDatabase();
     const ref = { tenant: uniqueName('tenant'), name: uniqueName('ahead-down') };
     const tools = uniqueTools(count, 'ahead-down');
     const queue = recordingQueue(db, ref.tenant, ref.name, true);
@@ -74,7 +83,6 @@ describe('a catalog write larger than one write-ahead slice', () => {
   });
 
   it('rejects a request with a bad tool before storing anything', async () => {
-    const { db } = await testDatabase();
     const ref = { tenant: uniqueName('tenant'), name: uniqueName('ahead-bad') };
     const tools: unknown[] = uniqueTools(count, 'ahead-bad');
     tools[count - 1] = { name: '', description: 'no name' };

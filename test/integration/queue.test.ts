@@ -11,7 +11,7 @@ import { EMBED_TEXT_VERSION } from '../../src/catalog/search-text.js';
 import { EMBED_QUEUE_NAME, embedJobPayload } from '../../src/jobs/embed-queue.js';
 import { upsertCatalogTools } from '../../src/store/catalog-store.js';
 import { queryRows, type Db } from '../../src/store/database.js';
-import { startTestApp } from '../helpers/app.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
 import { testDatabase, uniqueName } from '../helpers/database.js';
 import { countingEmbedder, dropQueuePrefix, startRedisProxy, testRedisUrl, toDocuments, uniqueTools } from '../helpers/queue.js';
 
@@ -61,6 +61,17 @@ describe('BullMQ embedding queue (real Redis and database)', { timeout: 180_000 
     const queue = new BullmqEmbedQueue(db, { connection: await connectRedis(testRedisUrl()), model: model.modelId, batchSize, prefix, logger, reconcileMs: 0 });
     closers.push(() => queue.close());
     return queue;
+  }
+
+  /** The service with the real queue and its in-process worker, under a fresh queue prefix. */
+  async function inlineWorkerApp(batchSize: number): Promise<TestApp> {
+    prefix = uniqueName('tq');
+    const app = await startTestApp(
+      { EMBED_MODEL: model.modelId, REDIS_URL: testRedisUrl(), QUEUE_PREFIX: prefix, EMBED_WORKER: 'inline', EMBED_BATCH_SIZE: String(batchSize) },
+      { embedder: model },
+    );
+    closers.push(() => app.close());
+    return app;
   }
 
   async function worker(embedder: Embedder): Promise<EmbedWorker> {
@@ -178,12 +189,7 @@ describe('BullMQ embedding queue (real Redis and database)', { timeout: 180_000 
   });
 
   it('embeds a catalog written ahead in slices once per tool, and re-pushing it queues nothing', async () => {
-    prefix = uniqueName('tq');
-    const app = await startTestApp(
-      { EMBED_MODEL: model.modelId, REDIS_URL: testRedisUrl(), QUEUE_PREFIX: prefix, EMBED_WORKER: 'inline', EMBED_BATCH_SIZE: '32' },
-      { embedder: model },
-    );
-    closers.push(() => app.close());
+    const app = await inlineWorkerApp(32);
     const catalog = uniqueName('ahead');
     const tools = uniqueTools(WRITE_AHEAD_SLICE + 88, 'ahead');
     const put = await app.request('PUT', `/v1/catalogs/${catalog}`, { tools });
@@ -205,12 +211,7 @@ describe('BullMQ embedding queue (real Redis and database)', { timeout: 180_000 
   });
 
   it('reports jobs over HTTP: GET /v1/jobs/{id}, and 404 in the error shape', async () => {
-    prefix = uniqueName('tq');
-    const app = await startTestApp(
-      { EMBED_MODEL: model.modelId, REDIS_URL: testRedisUrl(), QUEUE_PREFIX: prefix, EMBED_WORKER: 'inline', EMBED_BATCH_SIZE: '4' },
-      { embedder: model },
-    );
-    closers.push(() => app.close());
+    const app = await inlineWorkerApp(4);
     const catalog = uniqueName('jobs');
     const put = await app.request('PUT', `/v1/catalogs/${catalog}`, { tools: uniqueTools(6, 'jobs') });
     expect(put.status).toBe(200);
