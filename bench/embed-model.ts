@@ -11,6 +11,7 @@
 import { readFileSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createUseLiteEmbedder } from '../src/embed/use-lite.js';
+import { seededRandom } from '../test/helpers/seeded-random.js';
 
 const EVAL_DIR = new URL('../../shared/eval/livemcpbench/', import.meta.url);
 
@@ -89,8 +90,7 @@ async function reportQueryLatency(threads: number) {
  */
 async function reportQueryBatches() {
   const vocabulary = [...new Set(toolTexts.join(' ').toLowerCase().split(/[^a-z]+/).filter((word) => word.length > 3))];
-  let seed = 11;
-  const random = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+  const random = seededRandom(11);
   const words = (count: number) => Array.from({ length: count }, () => vocabulary[Math.floor(random() * vocabulary.length)]).join(' ');
   let next = 0;
   const task = () => `${queries[next++ % queries.length]} ${words(1)}`;

@@ -1,6 +1,6 @@
 /**
  * mulberry32: a small seeded generator, so a sequence is the same on every run (the selector
- * body fuzz test's random documents, the selector bench's pattern sequence).
+ * body fuzz test's random documents, the benches' query patterns).
  */
 export function seededRandom(seed: number): () => number {
   let state = seed >>> 0;
