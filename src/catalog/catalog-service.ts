@@ -64,6 +64,8 @@ export interface CatalogWriteResult {
 export const WRITE_AHEAD_SLICE = 512;
 
 interface WrittenAhead {
+  /** What the catalog's transaction must still store: every document, unless they went ahead. */
+  unstored: ToolDocument[];
   newHashes: string[];
   jobIds: string[];
   /** Hashes whose embeddings are already queued: the write need not queue them again. */
@@ -77,8 +79,9 @@ interface WrittenAhead {
  * a retry reuses them and their vectors.
  */
 async function writeAhead(deps: CatalogDeps, documents: ToolDocument[]): Promise<WrittenAhead> {
-  const ahead: WrittenAhead = { newHashes: [], jobIds: [], queued: new Set() };
-  if (!deps.onDocumentsWritten || documents.length <= WRITE_AHEAD_SLICE) return ahead;
+  const queue = deps.onDocumentsWritten;
+  if (!queue || documents.length <= WRITE_AHEAD_SLICE) return { unstored: documents, newHashes: [], jobIds: [], queued: new Set() };
+  const ahead: WrittenAhead = { unstored: [], newHashes: [], jobIds: [], queued: new Set() };
   let queueing = true;
   for (let start = 0; start < documents.length; start += WRITE_AHEAD_SLICE) {
     const slice = documents.slice(start, start + WRITE_AHEAD_SLICE);
@@ -86,7 +89,7 @@ async function writeAhead(deps: CatalogDeps, documents: ToolDocument[]): Promise
     ahead.newHashes.push(...fresh);
     if (!queueing || fresh.length === 0) continue;
     try {
-      ahead.jobIds.push(...(await deps.onDocumentsWritten(fresh)));
+      ahead.jobIds.push(...(await queue(fresh)));
       for (const hash of fresh) ahead.queued.add(hash);
     } catch {
       // Queue away (Redis down): stop queueing ahead. The hashes not queued here are queued after
@@ -106,14 +109,14 @@ async function afterWrite(deps: CatalogDeps, write: catalogStore.CatalogWrite, d
 export async function replaceCatalog(deps: CatalogDeps, ref: CatalogRef, raws: unknown[]): Promise<CatalogWriteResult> {
   const documents = parseToolList(raws);
   const ahead = await writeAhead(deps, documents);
-  const write = await catalogStore.replaceCatalog(deps.db, ref.tenant, ref.name, documents);
+  const write = await catalogStore.replaceCatalog(deps.db, ref.tenant, ref.name, documents, ahead.unstored);
   return afterWrite(deps, write, documents, ahead);
 }
 
 export async function upsertTools(deps: CatalogDeps, ref: CatalogRef, raws: unknown[]): Promise<CatalogWriteResult> {
   const documents = parseToolList(raws);
   const ahead = await writeAhead(deps, documents);
-  const write = await catalogStore.upsertCatalogTools(deps.db, ref.tenant, ref.name, documents);
+  const write = await catalogStore.upsertCatalogTools(deps.db, ref.tenant, ref.name, documents, ahead.unstored);
   return afterWrite(deps, write, documents, ahead);
 }
 

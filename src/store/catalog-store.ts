@@ -68,10 +68,19 @@ export interface CatalogWrite {
   newHashes: string[];
 }
 
-/** Replaces every tool of a catalog in one transaction: all of it lands, or none of it. */
-export async function replaceCatalog(db: Db, tenant: string, name: string, documents: ToolDocument[]): Promise<CatalogWrite> {
+/**
+ * Replaces every tool of a catalog in one transaction: all of it lands, or none of it. `unstored`:
+ * the documents not stored yet (all of them unless the caller stored them ahead).
+ */
+export async function replaceCatalog(
+  db: Db,
+  tenant: string,
+  name: string,
+  documents: ToolDocument[],
+  unstored: ToolDocument[] = documents,
+): Promise<CatalogWrite> {
   return db.transaction(async (tx) => {
-    const newHashes = await insertDocuments(tx, documents);
+    const newHashes = await insertDocuments(tx, unstored);
     const id = await touchCatalog(tx, tenant, name);
     await tx.execute(sql`delete from catalog_tools where catalog_id = ${id}`);
     await upsertMappings(tx, id, documents, 0);
@@ -79,15 +88,16 @@ export async function replaceCatalog(db: Db, tenant: string, name: string, docum
   });
 }
 
-/** Adds tools to a catalog (creating it when missing) and replaces same-named ones. */
+/** Adds tools to a catalog (creating it when missing) and replaces same-named ones; `unstored` as above. */
 export async function upsertCatalogTools(
   db: Db,
   tenant: string,
   name: string,
   documents: ToolDocument[],
+  unstored: ToolDocument[] = documents,
 ): Promise<CatalogWrite> {
   return db.transaction(async (tx) => {
-    const newHashes = await insertDocuments(tx, documents);
+    const newHashes = await insertDocuments(tx, unstored);
     const id = await touchCatalog(tx, tenant, name);
     const next = await queryRows<{ next: number }>(
       tx,
