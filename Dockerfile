@@ -34,4 +34,5 @@ EXPOSE 8080
 # Slim images have no curl; Node 20 has fetch.
 HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-CMD ["node", "dist/src/main.js"]
+# The same node flags as `npm start` (test/unit/start-command.test.ts): a small young generation, see README.
+CMD ["node", "--max-semi-space-size=4", "dist/src/main.js"]

@@ -2,7 +2,7 @@
  * The gateway selector under load, against the bare model measured in the same run (issue 5):
  *
  *   for each store (PGlite in a fresh DATA_DIR; a scratch PostgreSQL database when reachable):
- *     start the built service (`node dist/src/main.js`) on a free port,
+ *     start the built service on a free port, exactly as `npm start` runs it (its node flags included),
  *     first sight: one request carrying 258 never-seen tools (LiveMCPBench, gateway 0.5.2 shape),
  *     wait until every vector is stored (a catalog of the same tools reports embedding done == total),
  *     load it with autocannon for --duration s at concurrency 8, then at concurrency 1 (mixed
@@ -37,6 +37,14 @@ import { createUseLiteEmbedder, DEFAULT_USE_LITE_QUERY_BATCH, defaultUseLiteThre
 import { seededRandom } from '../test/helpers/seeded-random.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
+/** The node flags of `npm start` (`node <flags> dist/src/main.js`): the bench runs what operators run. */
+const START_NODE_FLAGS = startNodeFlags((JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start);
+
+function startNodeFlags(start: string): string[] {
+  const words = start.trim().split(/\s+/);
+  if (words[0] !== 'node' || words.at(-1) !== 'dist/src/main.js') throw new Error(`package.json's start script is not "node [flags] dist/src/main.js": ${start}`);
+  return words.slice(1, -1);
+}
 const CATALOG = path.resolve(ROOT, '../shared/eval/livemcpbench/catalog.jsonl');
 const QUERIES = path.resolve(ROOT, '../shared/eval/livemcpbench/queries.dev.jsonl');
 const TOOL_COUNT = 258;
@@ -270,7 +278,7 @@ async function startService(storeEnv: Record<string, string>): Promise<Service> 
     ...storeEnv,
   });
   const profile = values['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir', path.resolve(values['cpu-prof'])] : [];
-  const args = [...profile, ...(values.source ? ['--import', 'tsx', 'src/main.ts'] : ['dist/src/main.js'])];
+  const args = [...profile, ...START_NODE_FLAGS, ...(values.source ? ['--import', 'tsx', 'src/main.ts'] : ['dist/src/main.js'])];
   const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(child);
   child.once('exit', () => children.delete(child));
@@ -593,7 +601,7 @@ async function main(): Promise<void> {
   console.log(
     `toolsift selector benchmark: ${TOOL_COUNT} tools (${bodyKb.toFixed(0)} KB body, gateway 0.5.2 shape, Anthropic definitions), top_k ${TOP_K}; ` +
       `EMBED_THREADS=${embedThreads}; duration ${durationSeconds} s per load; LOG_LEVEL=${logLevel}; ` +
-      `server ${values.source ? 'node --import tsx src/main.ts' : 'node dist/src/main.js'}; stores ${stores.join(', ')}`,
+      `server ${['node', ...START_NODE_FLAGS, ...(values.source ? ['--import tsx src/main.ts'] : ['dist/src/main.js'])].join(' ')}; stores ${stores.join(', ')}`,
   );
 
   const bare = await measureBareModel();
