@@ -132,9 +132,9 @@ export interface paths {
          * @description One transaction: every tool is stored, or (one bad tool, a duplicate name) none is and the
          *     previous catalog stays as it was. Creates the catalog when missing. Tools whose content is
          *     new are queued for embedding; the ids of those jobs are returned. A request of more than 512
-         *     tools stores their content-addressed documents ahead of the catalog, 512 at a time, and
-         *     queues each slice's embeddings as it commits, so embedding starts while the rest is written;
-         *     the catalog itself still changes at once.
+         *     tools stores their content-addressed documents ahead of the catalog in slices (64, then
+         *     128, 256, and 512 at a time), and queues each slice's embeddings as it commits, so
+         *     embedding starts while the rest is written; the catalog itself still changes at once.
          */
         put: operations["replaceCatalog"];
         post?: never;

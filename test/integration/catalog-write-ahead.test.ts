@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { replaceCatalog, upsertTools, WRITE_AHEAD_SLICE, type CatalogDeps } from '../../src/catalog/catalog-service.js';
+import { replaceCatalog, upsertTools, WRITE_AHEAD_SLICE, writeAheadSlices, type CatalogDeps } from '../../src/catalog/catalog-service.js';
 import { getCatalog } from '../../src/store/catalog-store.js';
 import { queryRows, type Db } from '../../src/store/database.js';
 import { scratchDatabase, storeKind, uniqueName, type ScratchDatabase } from '../helpers/database.js';
@@ -30,6 +30,21 @@ function recordingQueue(db: Db, tenant: string, catalog: string, fail = false) {
   return { calls, onDocumentsWritten };
 }
 
+describe('write-ahead slice sizes', () => {
+  it('are none up to one slice, then start small and double up to WRITE_AHEAD_SLICE, covering every document', () => {
+    expect(writeAheadSlices(0)).toEqual([]);
+    expect(writeAheadSlices(WRITE_AHEAD_SLICE)).toEqual([]);
+    expect(writeAheadSlices(WRITE_AHEAD_SLICE + 1)).toEqual([64, 128, 256, 65]);
+    expect(writeAheadSlices(4076)).toEqual([64, 128, 256, 512, 512, 512, 512, 512, 512, 512, 44]);
+    for (const count of [513, 600, 1000, 4076, 10_000]) {
+      const sizes = writeAheadSlices(count);
+      expect(sizes.reduce((sum, size) => sum + size, 0)).toBe(count);
+      expect(Math.max(...sizes)).toBeLessThanOrEqual(WRITE_AHEAD_SLICE);
+      expect(sizes.every((size) => size > 0)).toBe(true);
+    }
+  });
+});
+
 describe('a catalog write larger than one write-ahead slice', () => {
   const count = 2 * WRITE_AHEAD_SLICE + 37;
   // A database of its own: these documents never get vectors, and in the shared one every queue
@@ -52,11 +67,12 @@ describe('a catalog write larger than one write-ahead slice', () => {
     const deps: CatalogDeps = { db, onDocumentsWritten: queue.onDocumentsWritten };
 
     const result = await replaceCatalog(deps, ref, tools);
-    expect(queue.calls.map((call) => call.hashes.length)).toEqual([WRITE_AHEAD_SLICE, WRITE_AHEAD_SLICE, 37]);
-    expect(queue.calls.map((call) => call.catalogExisted)).toEqual([false, false, false]);
-    expect(queue.calls.map((call) => call.storedWithTerms)).toEqual([WRITE_AHEAD_SLICE, WRITE_AHEAD_SLICE, 37]);
+    // Slices of 64, 128, 256, 512 and the 101 left.
+    expect(queue.calls.map((call) => call.hashes.length)).toEqual([64, 128, 256, 512, 101]);
+    expect(queue.calls.map((call) => call.catalogExisted)).toEqual([false, false, false, false, false]);
+    expect(queue.calls.map((call) => call.storedWithTerms)).toEqual([64, 128, 256, 512, 101]);
     expect(queue.calls.flatMap((call) => call.hashes).sort()).toEqual([...hashes].sort());
-    expect(result).toMatchObject({ newDocuments: count, jobIds: ['job-1', 'job-2', 'job-3'] });
+    expect(result).toMatchObject({ newDocuments: count, jobIds: ['job-1', 'job-2', 'job-3', 'job-4', 'job-5'] });
     expect(result.catalog.toolCount).toBe(count);
 
     // The same tools again: nothing is new, so the one call after the write hands the queue every
@@ -76,7 +92,7 @@ describe('a catalog write larger than one write-ahead slice', () => {
     await expect(replaceCatalog({ db, onDocumentsWritten: queue.onDocumentsWritten }, ref, tools)).rejects.toThrow('queue unavailable');
     // One try ahead; then every hash it did not take is offered once more after the catalog commit.
     expect(queue.calls.map((call) => [call.hashes.length, call.catalogExisted])).toEqual([
-      [WRITE_AHEAD_SLICE, false],
+      [64, false],
       [count, true],
     ]);
     expect((await getCatalog(db, ref.tenant, ref.name))?.toolCount).toBe(count);

@@ -195,7 +195,7 @@ describe('BullMQ embedding queue (real Redis and database)', { timeout: 180_000 
     const put = await app.request('PUT', `/v1/catalogs/${catalog}`, { tools });
     expect(put.status, put.text).toBe(200);
     expect(put.body).toMatchObject({ new_documents: tools.length });
-    // Slices of 512 and 88 tools, cut into jobs of at most 32: 16 + 3.
+    // Slices of 64, 128, 256 and 152 tools, cut into jobs of at most 32: 2 + 4 + 8 + 5.
     expect(put.body.job_ids).toHaveLength(19);
     const queue = app.deps.queue as BullmqEmbedQueue;
     const jobs = await Promise.all((put.body.job_ids as string[]).map((id) => queue.getJob(id)));
