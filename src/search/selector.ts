@@ -9,7 +9,7 @@ import type { EmbedQueue } from '../jobs/embed-queue.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import type { LruCache } from '../lru-cache.js';
-import { insertDocuments } from '../store/tool-store.js';
+import { storeDocuments } from '../store/tool-store.js';
 import { byScoreThenId, distinctTerms, scoreBm25 } from './bm25.js';
 import { Bm25Index } from './bm25-index.js';
 import { bm25Documents } from '../store/search-store.js';
@@ -147,13 +147,11 @@ function parseRequestTools(deps: SelectorDeps, raws: unknown[]): { tools: Reques
 /** Writes documents and BM25 terms for tools not cached as stored (cheap, during the request). */
 async function storeRequestTools(deps: SelectorDeps, fresh: RequestTool[], keys: string[]): Promise<number> {
   if (fresh.length === 0) return 0;
-  // One transaction: a concurrent request for the same tools waits on these rows and then finds
+  // One transaction (storeDocuments): a concurrent request for the same tools waits on these rows and finds
   // them stored with their terms, never a document whose terms are not written yet.
-  const inserted = await deps.db.transaction((tx) =>
-    insertDocuments(
-      tx,
-      fresh.map(({ tool, hash }) => toDocument(tool, hash)),
-    ),
+  const inserted = await storeDocuments(
+    deps.db,
+    fresh.map(({ tool, hash }) => toDocument(tool, hash)),
   );
   fresh.forEach((entry, index) => deps.toolCache.set(keys[index]!, entry));
   return inserted.length;
