@@ -17,8 +17,10 @@ export const TERMS_VERSION = 2;
  * Version of the embedding text recipe (`embeddingText`). Bump it with any change to that text:
  * vectors computed from an older recipe count as missing, so the queue re-embeds them, while
  * search keeps using each old vector until its replacement is written.
+ * 2: a tool whose description the model cannot read (empty or mostly CJK) is described by its
+ * parameters.
  */
-export const EMBED_TEXT_VERSION = 1;
+export const EMBED_TEXT_VERSION = 2;
 
 /** The name is the most precise evidence of what a tool does; the issue asks it to count twice. */
 export const NAME_WEIGHT = 2;
@@ -72,11 +74,46 @@ export function queryTerms(query: string): string[] {
  */
 const FIRST_SENTENCE = /^[\s\S]*?[.!?\u3002](?=\s|$)/u;
 
-/** The text a sentence model embeds for a tool: readable name words and what the tool does. */
+/** Parameters that describe a tool whose own description the model cannot read. */
+export const MAX_EMBEDDED_PARAMETERS = 8;
+/** Of each such parameter's description, the start: what the value is, not how to format it. */
+export const MAX_PARAMETER_DESCRIPTION_CHARS = 60;
+
+const CJK_LETTER = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/gu;
+const LETTER = /\p{L}/gu;
+
+/**
+ * Whether the default sentence model can read a text: it has letters, and under 30% of them are
+ * CJK (USE Lite's vocabulary is English; a Chinese description reaches it as unknown tokens).
+ */
+export function isReadableText(text: string): boolean {
+  const letters = text.match(LETTER)?.length ?? 0;
+  if (letters === 0) return false;
+  return (text.match(CJK_LETTER)?.length ?? 0) / letters < 0.3;
+}
+
+/**
+ * The text a sentence model embeds for a tool: readable name words and what the tool does, from
+ * the first sentence of its description. When the description gives the model nothing to read
+ * (empty, or in Chinese), the tool's first parameters say what it works on instead: `name (start
+ * of its description)`. On the dev splits that lifted the dense list's Recall@10 on livemcpbench
+ * (78 such tools) from 0.323 to 0.365 and its nDCG@10 on toolbench_stable (173) from 0.371 to 0.390.
+ */
 export function embeddingText(tool: CanonicalTool): string {
   const parts = [humanize(tool.name)];
   const description = tool.description.trim();
-  if (description !== '') parts.push(FIRST_SENTENCE.exec(description)?.[0] ?? description);
+  if (isReadableText(description)) {
+    parts.push(FIRST_SENTENCE.exec(description)?.[0] ?? description);
+  } else {
+    const parameters = schemaParameters(tool.inputSchema)
+      .slice(0, MAX_EMBEDDED_PARAMETERS)
+      .map(({ name, description: about }) => {
+        const words = humanize(name);
+        const start = about.trim().slice(0, MAX_PARAMETER_DESCRIPTION_CHARS);
+        return isReadableText(start) ? `${words} (${start})` : words;
+      });
+    if (parameters.length > 0) parts.push(parameters.join(', '));
+  }
   const text = parts.join(': ');
   return text.length > MAX_EMBEDDING_CHARS ? text.slice(0, MAX_EMBEDDING_CHARS) : text;
 }

@@ -1,6 +1,16 @@
 import { describe, it, expect } from 'vitest';
 import type { CanonicalTool } from '../../src/catalog/tool.js';
-import { MAX_EMBEDDING_CHARS, MAX_PARAMETERS, documentTerms, embeddingText, queryTerms, schemaParameters } from '../../src/catalog/search-text.js';
+import {
+  MAX_EMBEDDED_PARAMETERS,
+  MAX_EMBEDDING_CHARS,
+  MAX_PARAMETERS,
+  MAX_PARAMETER_DESCRIPTION_CHARS,
+  documentTerms,
+  embeddingText,
+  isReadableText,
+  queryTerms,
+  schemaParameters,
+} from '../../src/catalog/search-text.js';
 
 const tool: CanonicalTool = {
   name: 'get_stock_price',
@@ -59,7 +69,31 @@ describe('embeddingText', () => {
   it('reads the name as words, then the description, bounded', () => {
     expect(embeddingText(tool)).toBe('get stock price: Current price of a stock.');
     expect(embeddingText({ ...tool, description: 'x '.repeat(1000) }).length).toBe(MAX_EMBEDDING_CHARS);
-    expect(embeddingText({ ...tool, name: 'getUserByID', description: '' })).toBe('get User By ID');
+    expect(embeddingText({ ...tool, name: 'getUserByID', description: '', inputSchema: null })).toBe('get User By ID');
+  });
+  it('describes a tool by its parameters when the model cannot read its description', () => {
+    const byParameters = 'get stock price: symbol (Ticker symbol), range, start Date';
+    expect(embeddingText({ ...tool, description: '' })).toBe(byParameters);
+    expect(embeddingText({ ...tool, description: '获取股票的当前价格。' })).toBe(byParameters);
+    // A parameter description in Chinese is left out too; a long one is cut.
+    const long = `Maximum number of results ${'to return '.repeat(20)}`;
+    const schema = { type: 'object', properties: { q: { description: '搜索关键词' }, limit: { description: long } } };
+    expect(embeddingText({ ...tool, description: '', inputSchema: schema })).toBe(
+      `get stock price: q, limit (${long.slice(0, MAX_PARAMETER_DESCRIPTION_CHARS)})`,
+    );
+    const wide = { type: 'object', properties: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`p${i}`, { type: 'string' }])) };
+    expect(embeddingText({ ...tool, description: '', inputSchema: wide }).split(', ')).toHaveLength(MAX_EMBEDDED_PARAMETERS);
+    // A mostly English description with a Chinese name in it is read as it is.
+    expect(embeddingText({ ...tool, description: 'Search Bilibili (哔哩哔哩) videos by keyword.' })).toBe(
+      'get stock price: Search Bilibili (哔哩哔哩) videos by keyword.',
+    );
+  });
+  it('judges readability by the share of CJK letters', () => {
+    expect(isReadableText('Current price of a stock.')).toBe(true);
+    expect(isReadableText('')).toBe(false);
+    expect(isReadableText('42 / 7')).toBe(false);
+    expect(isReadableText('获取微博热搜榜')).toBe(false);
+    expect(isReadableText('获取微博热搜榜 (weibo)')).toBe(false);
   });
   it('keeps only the first sentence of the description, with file names and versions whole', () => {
     expect(embeddingText({ ...tool, description: 'Reads config.json v1.2 files. Options: encoding, size.' })).toBe('get stock price: Reads config.json v1.2 files.');
