@@ -10,9 +10,17 @@
  *
  *   npm run bench:embed -- [--catalog ../shared/eval/sealtools/catalog.jsonl] [--limit N]
  *                          [--runs 1x2,2x1]   workers x EMBED_THREADS per worker
+ *                          [--rounds 3]       the runs, interleaved, this many times: the ratio
+ *                                             of one run moves by +-10% with this VM's drift, so
+ *                                             each configuration ends with its median and range
  *                          [--concurrency 1] [--batch 32]
  *                          [--pg postgres://postgres@127.0.0.1:5432] [--redis redis://127.0.0.1:6379]
  *                          [--cpu-prof <dir>]   V8 CPU profiles of the server and worker processes
+ *
+ * Each run also counts CPU seconds (user + system, every thread, from /proc): the bare model's
+ * process while it embeds, and the queue path's worker processes, server, Postgres backends and
+ * Redis from the PUT until progress reads 100%. The machine is saturated in both, so their ratio
+ * says how much work the path adds, and it does not move with the VM's drift as wall time does.
  *
  * Every run uses a scratch database (created and dropped here) and a scratch queue prefix, and
  * empties the store between runs, so every run ingests from scratch and every vector is really
@@ -37,6 +45,7 @@ const { values } = parseArgs({
     catalog: { type: 'string', default: new URL('../../shared/eval/sealtools/catalog.jsonl', import.meta.url).pathname },
     limit: { type: 'string' },
     runs: { type: 'string', default: '1x2,2x1' },
+    rounds: { type: 'string', default: '3' },
     concurrency: { type: 'string', default: '2' },
     batch: { type: 'string', default: '32' },
     pg: { type: 'string', default: 'postgres://postgres@127.0.0.1:5432' },
@@ -54,10 +63,24 @@ const raws = readFileSync(values.catalog!, 'utf8')
 const { tools, problems } = normalizeTools(raws);
 if (problems.length > 0) throw new Error(`catalog has ${problems.length} invalid tools, first: ${problems[0]!.message}`);
 const texts = tools.map((tool) => embeddingText(tool));
-const runs = values.runs!.split(',').map((run) => {
+const configurations = values.runs!.split(',').map((run) => {
   const [workers, threads] = run.split('x').map(Number);
+  if (!Number.isInteger(workers) || !Number.isInteger(threads) || workers! < 1 || threads! < 1) throw new Error(`--runs: "${run}" is not <workers>x<threads>`);
   return { workers: workers!, threads: threads! };
 });
+const rounds = Number(values.rounds);
+if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`--rounds must be a positive integer, got ${values.rounds}`);
+/** Interleaved (1x2, 2x1, 1x2, 2x1, ...), so a slow minute hits every configuration alike. */
+const runs = Array.from({ length: rounds }, () => configurations).flat();
+/** Queue-path throughput over the bare model's, per configuration, in run order. */
+const ratios = new Map<string, number[]>();
+const TARGET_RATIO = 0.8;
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+}
 
 /** How often the bench asks GET /v1/catalogs/{name} for progress while the queue path runs. */
 const POLL_MS = 1000;
@@ -117,17 +140,73 @@ async function stopProcess(child: ChildProcess): Promise<void> {
   await exited;
 }
 
-async function bareModel(threads: number): Promise<number> {
+/** Linux's USER_HZ, the unit of /proc/<pid>/stat's times: 100 on every architecture Node runs on. */
+const CLOCK_TICKS = 100;
+
+/** CPU seconds (user + system, all threads) a process has used so far; undefined once it is gone or off Linux. */
+function processCpuSeconds(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * CPU used by groups of processes between `start()` and the last `sample()`. Each sample keeps
+ * every process's latest reading, so a Postgres backend that exits mid-run keeps what it used
+ * up to the sample before (the bench samples once a second).
+ */
+class CpuMeter {
+  private readonly first = new Map<number, number>();
+  private readonly last = new Map<number, { group: string; seconds: number }>();
+  constructor(private readonly groups: () => Promise<Map<number, string>>) {}
+  async start(): Promise<void> {
+    for (const pid of (await this.groups()).keys()) this.first.set(pid, processCpuSeconds(pid) ?? 0);
+  }
+  async sample(): Promise<void> {
+    for (const [pid, group] of await this.groups()) {
+      const seconds = processCpuSeconds(pid);
+      if (seconds !== undefined) this.last.set(pid, { group, seconds });
+    }
+  }
+  /** Seconds per group; a process first seen after start() counts from zero. */
+  totals(): Map<string, number> {
+    const totals = new Map<string, number>();
+    for (const [pid, { group, seconds }] of this.last) totals.set(group, (totals.get(group) ?? 0) + seconds - (this.first.get(pid) ?? 0));
+    return totals;
+  }
+}
+
+async function redisPid(): Promise<number | undefined> {
+  const redis = new Redis(values.redis!);
+  const info = await redis.info('server');
+  await redis.quit();
+  const pid = /process_id:(\d+)/.exec(info)?.[1];
+  return pid === undefined ? undefined : Number(pid);
+}
+
+/** Texts/s of the bare model, and the CPU seconds its process used for them. */
+async function bareModel(threads: number): Promise<{ throughput: number; cpuSeconds: number }> {
   const embedder = await createUseLiteEmbedder({ threads });
   await embedder.embedDocuments(texts.slice(0, threads * 8)); // warm every thread, like a started worker
+  const cpuBefore = process.cpuUsage();
   const start = performance.now();
   await embedder.embedDocuments(texts);
   const seconds = (performance.now() - start) / 1000;
+  const cpu = process.cpuUsage(cpuBefore);
   await embedder.close();
-  return texts.length / seconds;
+  return { throughput: texts.length / seconds, cpuSeconds: (cpu.user + cpu.system) / 1e6 };
 }
 
-async function queuePath(workers: number, threads: number, round: number): Promise<number> {
+async function queuePath(
+  server: ChildProcess,
+  workers: number,
+  threads: number,
+  round: number,
+): Promise<{ throughput: number; cpu: Map<string, number> }> {
   const started = await Promise.all(
     Array.from({ length: workers }, () => startProcess('src/worker.ts', { EMBED_THREADS: String(threads) }, 'embedding worker started')),
   );
@@ -135,6 +214,17 @@ async function queuePath(workers: number, threads: number, round: number): Promi
   await database.db.execute('delete from catalogs' as never);
   await database.db.execute('delete from tool_documents' as never);
   const catalog = `bench-${round}`;
+  const redis = await redisPid();
+  const meter = new CpuMeter(async () => {
+    const groups = new Map<number, string>();
+    for (const worker of started) groups.set(worker.pid!, 'workers');
+    groups.set(server.pid!, 'server');
+    const backends = await admin.query<{ pid: number }>('select pid from pg_stat_activity where datname = $1', [dbName]);
+    for (const { pid } of backends.rows) groups.set(pid, 'postgres');
+    if (redis !== undefined) groups.set(redis, 'redis');
+    return groups;
+  });
+  await meter.start();
   const start = Date.now(); // wall clock: compared with BullMQ's job stamps, taken in the worker processes
   const put = await fetch(`${baseUrl}/v1/catalogs/${catalog}`, {
     method: 'PUT',
@@ -145,6 +235,7 @@ async function queuePath(workers: number, threads: number, round: number): Promi
   for (;;) {
     const { embedding } = (await (await fetch(`${baseUrl}/v1/catalogs/${catalog}`)).json()) as { embedding: { total: number; done: number; failed: number } };
     if (embedding.failed > 0) throw new Error(`${embedding.failed} tools failed to embed`);
+    await meter.sample();
     if (embedding.done === embedding.total) break;
     // Each poll costs the service ~8 ms of CPU (API + Postgres), on the cores the model needs: at
     // 10 polls/s that was ~4% of the machine. The end is taken from the jobs' own stamps instead.
@@ -156,7 +247,7 @@ async function queuePath(workers: number, threads: number, round: number): Promi
   const rows = await database.db.execute('select count(*)::int as n, count(distinct hash)::int as hashes from tool_embeddings' as never);
   const { n, hashes } = (rows as unknown as { rows: { n: number; hashes: number }[] }).rows[0]!;
   if (n !== texts.length || hashes !== texts.length) throw new Error(`expected ${texts.length} vectors, found ${n} for ${hashes} hashes`);
-  return texts.length / seconds;
+  return { throughput: texts.length / seconds, cpu: meter.totals() };
 }
 
 /**
@@ -190,13 +281,27 @@ try {
   let round = 0;
   for (const { workers, threads } of runs) {
     round += 1;
-    const before = await bareModel(workers * threads);
-    const queued = await queuePath(workers, threads, round);
-    const after = await bareModel(workers * threads);
+    const bareBefore = await bareModel(workers * threads);
+    const queuedRun = await queuePath(server, workers, threads, round);
+    const bareAfter = await bareModel(workers * threads);
+    const [before, after, queued] = [bareBefore.throughput, bareAfter.throughput, queuedRun.throughput];
     const bare = (before + after) / 2;
+    const label = `${workers} x ${threads}`;
+    ratios.set(label, [...(ratios.get(label) ?? []), queued / bare]);
     console.log(
       `${workers} x ${threads}`.padEnd(18) +
         `| ${`${bare.toFixed(1)} (${before.toFixed(1)}, ${after.toFixed(1)})`.padStart(33)} | ${queued.toFixed(1).padStart(18)} | ${(queued / bare).toFixed(2)}`,
+    );
+    const bareCpu = (bareBefore.cpuSeconds + bareAfter.cpuSeconds) / 2;
+    const queueCpu = [...queuedRun.cpu.values()].reduce((sum, seconds) => sum + seconds, 0);
+    const parts = [...queuedRun.cpu].map(([group, seconds]) => `${group} ${seconds.toFixed(1)}`).join(', ');
+    console.log(`  CPU seconds: bare model ${bareCpu.toFixed(1)}; queue path ${queueCpu.toFixed(1)} (${parts}); bare / queue ${(bareCpu / queueCpu).toFixed(2)}`);
+  }
+  console.log(`\nqueue path / bare model, per configuration over ${rounds} interleaved round(s) (target >= ${TARGET_RATIO}):`);
+  for (const [label, values] of ratios) {
+    const verdict = median(values) >= TARGET_RATIO ? 'PASS' : 'FAIL';
+    console.log(
+      `  ${verdict}  ${label}: median ${median(values).toFixed(3)}, range ${Math.min(...values).toFixed(2)}-${Math.max(...values).toFixed(2)} (${values.map((value) => value.toFixed(2)).join(', ')})`,
     );
   }
   await stopProcess(server);
