@@ -1,6 +1,7 @@
+import { createHash } from 'node:crypto';
 import { EMBED_TEXT_VERSION, embeddingText } from '../catalog/search-text.js';
 import type { Db } from '../store/database.js';
-import { documentsForEmbedding, hashesWithoutVector, writeVectors, type VectorRecipe } from '../store/embedding-store.js';
+import { documentsForEmbedding, hashesWithoutVector, relabelUnchangedVectors, writeVectors, type VectorRecipe } from '../store/embedding-store.js';
 import type { Embedder } from './embedder.js';
 
 /** The vectors this release computes for `model`: from the current embedding text recipe. */
@@ -8,22 +9,35 @@ export function currentRecipe(model: string): VectorRecipe {
   return { model, textVersion: EMBED_TEXT_VERSION };
 }
 
+/** Identifies an embedded text: stored beside its vector, compared when the recipe changes. */
+export function embeddingTextHash(text: string): string {
+  return createHash('sha256').update(text).digest('base64url');
+}
+
 /**
  * The unit of embedding work, shared by every queue: read the documents behind `hashes` that still
  * lack a current vector for the embedder's model, embed their search text, write the batch in one
- * statement. Idempotent: hashes already embedded (by another worker, or an earlier try) are skipped.
- * Returns how many vectors were written.
+ * statement. A vector from an older text recipe whose text did not change is relabelled instead
+ * (no model call). Idempotent: hashes already embedded (by another worker, or an earlier try) are
+ * skipped. Returns how many vectors were written or relabelled.
  */
 export async function embedDocuments(db: Db, embedder: Embedder, hashes: string[]): Promise<number> {
   const recipe = currentRecipe(embedder.modelId);
   const missing = await hashesWithoutVector(db, recipe, hashes);
   if (missing.length === 0) return 0;
-  const documents = await documentsForEmbedding(db, missing);
-  const vectors = await embedder.embedDocuments(documents.map((doc) => embeddingText(doc)));
-  await writeVectors(
-    db,
-    recipe,
-    documents.map((doc, index) => ({ hash: doc.hash, vector: vectors[index]! })),
-  );
+  const documents = (await documentsForEmbedding(db, missing)).map((doc) => {
+    const text = embeddingText(doc);
+    return { hash: doc.hash, text, textHash: embeddingTextHash(text) };
+  });
+  const relabelled = new Set(await relabelUnchangedVectors(db, recipe, documents));
+  const toEmbed = documents.filter((doc) => !relabelled.has(doc.hash));
+  if (toEmbed.length > 0) {
+    const vectors = await embedder.embedDocuments(toEmbed.map((doc) => doc.text));
+    await writeVectors(
+      db,
+      recipe,
+      toEmbed.map((doc, index) => ({ hash: doc.hash, vector: vectors[index]!, textHash: doc.textHash })),
+    );
+  }
   return documents.length;
 }

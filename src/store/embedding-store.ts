@@ -75,21 +75,49 @@ export async function documentsForEmbedding(db: Executor, hashes: string[]): Pro
 
 /**
  * One statement per batch, upserted by (hash, model): a retried batch overwrites, never duplicates,
- * and a vector of an older text recipe is replaced in place.
+ * and a vector of an older text recipe is replaced in place. `textHash` identifies the text the
+ * vector was computed from (see `relabelUnchangedVectors`).
  */
-export async function writeVectors(db: Executor, recipe: VectorRecipe, vectors: { hash: string; vector: number[] }[]): Promise<void> {
+export async function writeVectors(
+  db: Executor,
+  recipe: VectorRecipe,
+  vectors: { hash: string; vector: number[]; textHash?: string }[],
+): Promise<void> {
   if (vectors.length === 0) return;
   await db.execute(
-    sql`insert into tool_embeddings (hash, model, dimension, embedding, text_version)
-        select v.hash, ${recipe.model}, v.dimension, v.embedding::vector, ${recipe.textVersion}::int
+    sql`insert into tool_embeddings (hash, model, dimension, embedding, text_version, text_hash)
+        select v.hash, ${recipe.model}, v.dimension, v.embedding::vector, ${recipe.textVersion}::int, v.text_hash
         from unnest(
           ${sql.param(vectors.map((item) => item.hash))}::text[],
           ${sql.param(vectors.map((item) => item.vector.length))}::int[],
-          ${sql.param(vectors.map((item) => vectorLiteral(item.vector)))}::text[]
-        ) as v(hash, dimension, embedding)
+          ${sql.param(vectors.map((item) => vectorLiteral(item.vector)))}::text[],
+          ${sql.param(vectors.map((item) => item.textHash ?? null))}::text[]
+        ) as v(hash, dimension, embedding, text_hash)
         on conflict (hash, model) do update
-          set embedding = excluded.embedding, dimension = excluded.dimension, text_version = excluded.text_version, created_at = now()`,
+          set embedding = excluded.embedding, dimension = excluded.dimension, text_version = excluded.text_version,
+              text_hash = excluded.text_hash, created_at = now()`,
   );
+}
+
+/**
+ * Vectors of an older text recipe whose text the current recipe leaves unchanged (same text hash)
+ * are current as they are: stamps them with the recipe's version, in one statement, and returns
+ * their hashes. The rest still need the model.
+ */
+export async function relabelUnchangedVectors(
+  db: Executor,
+  recipe: VectorRecipe,
+  texts: { hash: string; textHash: string }[],
+): Promise<string[]> {
+  if (texts.length === 0) return [];
+  const rows = await queryRows<{ hash: string }>(
+    db,
+    sql`update tool_embeddings e set text_version = ${recipe.textVersion}::int
+        from unnest(${sql.param(texts.map((item) => item.hash))}::text[], ${sql.param(texts.map((item) => item.textHash))}::text[]) as t(hash, text_hash)
+        where e.hash = t.hash and e.model = ${recipe.model} and e.text_hash = t.text_hash and e.text_version <> ${recipe.textVersion}::int
+        returning e.hash`,
+  );
+  return rows.map((row) => row.hash);
 }
 
 export interface EmbeddingProgress {

@@ -73,6 +73,11 @@ export const toolEmbeddings = pgTable(
      * an older one is re-embedded, and serves search until it is replaced.
      */
     textVersion: integer('text_version').notNull().default(1),
+    /**
+     * SHA-256 of the text the vector was computed from (null before it was recorded). When a new
+     * recipe leaves a tool's text as it was, its vector is relabelled, not computed again.
+     */
+    textHash: text('text_hash'),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (table) => [primaryKey({ columns: [table.hash, table.model] })],

@@ -213,3 +213,59 @@ describe('the HNSW index of the default model', () => {
     expect(plan.map((row) => Object.values(row)[0]).join('\n')).toContain('tool_embeddings_hnsw_use_lite');
   });
 });
+
+describe('a new text recipe that leaves a tool text unchanged', () => {
+  it('relabels that vector instead of embedding it again, and embeds the tools whose text changed', { timeout: 120_000 }, async () => {
+    const { embedDocuments, embeddingTextHash } = await import('../../src/embed/embed-documents.js');
+    const { embeddingText } = await import('../../src/catalog/search-text.js');
+    const { hashesWithoutVector } = await import('../../src/store/embedding-store.js');
+    const { testEmbedder } = await import('../helpers/embedder.js');
+    const database = await testDatabase();
+    const real = await testEmbedder();
+    const model = `relabel-model-${randomBytes(3).toString('hex')}`;
+    const embedded: string[] = [];
+    const embedder = {
+      ...real,
+      modelId: model,
+      embedDocuments: async (texts: string[]) => {
+        embedded.push(...texts);
+        return real.embedDocuments(texts);
+      },
+      close: async () => {},
+    };
+    const current = { model, textVersion: EMBED_TEXT_VERSION };
+    const [same, changed, unrecorded] = ['same', 'changed', 'unrecorded'].map((name) => toyDocument(`relabel_${name}`, { word: 1 }));
+    const docs = [same!, changed!, unrecorded!];
+    await replaceCatalog(database.db, uniqueName('relabel'), 'relabel', docs);
+    // As an older release left them: one from the text this release builds, one from another
+    // text, one from before text hashes were recorded.
+    await writeVectors(database.db, { model, textVersion: EMBED_TEXT_VERSION - 1 }, [
+      { hash: same!.hash, vector: [1, 0, 0], textHash: embeddingTextHash(embeddingText(same!.tool)) },
+      { hash: changed!.hash, vector: [0, 1, 0], textHash: embeddingTextHash('an older text') },
+      { hash: unrecorded!.hash, vector: [0, 0, 1] },
+    ]);
+
+    expect(await embedDocuments(database.db, embedder, docs.map((doc) => doc.hash))).toBe(3);
+    expect(embedded.sort()).toEqual([embeddingText(changed!.tool), embeddingText(unrecorded!.tool)].sort());
+    expect(await hashesWithoutVector(database.db, current, docs.map((doc) => doc.hash))).toEqual([]);
+    const rows = await queryRows<{ hash: string; version: number; dimension: number; text_hash: string }>(
+      database.db,
+      sql`select hash, text_version as version, dimension, text_hash from tool_embeddings
+          where model = ${model} and hash = any(${sql.param(docs.map((doc) => doc.hash))}::text[])`,
+    );
+    const byHash = new Map(rows.map((row) => [row.hash, row]));
+    // Relabelled: the old 3-d vector is kept, stamped with this release's version.
+    expect(byHash.get(same!.hash)).toMatchObject({ version: EMBED_TEXT_VERSION, dimension: 3 });
+    for (const doc of [changed!, unrecorded!]) {
+      expect(byHash.get(doc.hash)).toEqual({
+        hash: doc.hash,
+        version: EMBED_TEXT_VERSION,
+        dimension: real.dimension,
+        text_hash: embeddingTextHash(embeddingText(doc.tool)),
+      });
+    }
+    // Nothing left to do: a second pass neither relabels nor embeds.
+    expect(await embedDocuments(database.db, embedder, docs.map((doc) => doc.hash))).toBe(0);
+    expect(embedded).toHaveLength(2);
+  });
+});

@@ -1,0 +1,1 @@
+ALTER TABLE "tool_embeddings" ADD COLUMN "text_hash" text;
