@@ -2,6 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createToolsiftClient } from '../../client/index.js';
 import { freePort } from '../helpers/process.js';
@@ -18,15 +19,17 @@ const catalogTools = readFileSync(join(root, '../shared/eval/livemcpbench/catalo
 describe('the generated client against a real server process', () => {
   let server: ChildProcess;
   let dataDir: string;
+  let queuePrefix: string;
   let client: ReturnType<typeof createToolsiftClient>;
   const logs: string[] = [];
 
   beforeAll(async () => {
     const port = await freePort();
+    queuePrefix = `e2e-${port}`;
     dataDir = mkdtempSync(join(tmpdir(), 'toolsift-e2e-'));
     server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
       cwd: root,
-      env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, API_KEYS: 'e2e-key:e2e', LOG_LEVEL: 'warn', EMBED_MODEL: 'use-lite', QUEUE_PREFIX: `e2e-${port}` },
+      env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, API_KEYS: 'e2e-key:e2e', LOG_LEVEL: 'warn', EMBED_MODEL: 'use-lite', QUEUE_PREFIX: queuePrefix },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     server.stdout!.on('data', (chunk) => logs.push(String(chunk)));
@@ -51,6 +54,14 @@ describe('the generated client against a real server process', () => {
       await new Promise((resolve) => server.once('exit', resolve));
     }
     rmSync(dataDir, { recursive: true, force: true });
+    // With REDIS_URL (CI's second pass) the server queued on the shared Redis: leave nothing there.
+    if (process.env.REDIS_URL && queuePrefix) {
+      const redis = new Redis(process.env.REDIS_URL);
+      const keys: string[] = [];
+      for await (const batch of redis.scanStream({ match: `${queuePrefix}:*`, count: 500 })) keys.push(...(batch as string[]));
+      if (keys.length > 0) await redis.del(...keys);
+      await redis.quit();
+    }
   });
 
   it('pushes a catalog, waits for every embedding, searches it, and selects in both gateway shapes', async () => {
