@@ -4,7 +4,7 @@
  * changes.
  */
 import type { CanonicalTool, JsonSchema } from './tool.js';
-import { tokenize } from '../search/tokenizer.js';
+import { CJK_SCRIPTS, tokenize } from '../search/tokenizer.js';
 
 /**
  * Version of the BM25 document recipe (tokenizer, fields, weights). Bump it with any change that
@@ -79,7 +79,7 @@ export const MAX_EMBEDDED_PARAMETERS = 8;
 /** Of each such parameter's description, the start: what the value is, not how to format it. */
 export const MAX_PARAMETER_DESCRIPTION_CHARS = 60;
 
-const CJK_LETTER = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/gu;
+const CJK_LETTER = new RegExp(`[${CJK_SCRIPTS}]`, 'gu');
 const LETTER = /\p{L}/gu;
 
 /**

@@ -22,9 +22,11 @@ export const STOP_WORDS: ReadonlySet<string> = new Set([
   'yourself', 'yourselves',
 ]);
 
-/** Han, Hiragana, Katakana (with the prolonged sound mark) and Hangul: scripts written without spaces. */
-const CJK_RUN = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\u30fc]+/gu;
-const CJK_CHAR = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\u30fc]/u;
+/** Han, Hiragana, Katakana and Hangul, the scripts written without spaces, as a character-class body. */
+export const CJK_SCRIPTS = '\\p{Script=Han}\\p{Script=Hiragana}\\p{Script=Katakana}\\p{Script=Hangul}';
+/** Those scripts with Katakana's prolonged sound mark (script Common), which belongs inside a run. */
+const CJK_RUN = new RegExp(`[${CJK_SCRIPTS}\\u30fc]+`, 'gu');
+const CJK_CHAR = new RegExp(`[${CJK_SCRIPTS}\\u30fc]`, 'u');
 /** Letters (with their combining marks) and digits; everything else separates words. */
 const WORD = /[\p{L}\p{M}\p{N}]+/gu;
 /** `userID` -> `user ID`, `v2Api` -> `v2 Api`: a lower-case letter or digit before a capital. */
