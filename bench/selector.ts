@@ -35,14 +35,14 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { createUseLiteEmbedder, DEFAULT_USE_LITE_QUERY_BATCH, defaultUseLiteThreads } from '../src/embed/use-lite.js';
 import { seededRandom } from '../test/helpers/seeded-random.js';
+import { startCommandWords } from '../test/helpers/start-command.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** The node flags of `npm start` (`node <flags> dist/src/main.js`): the bench runs what operators run. */
-const START_NODE_FLAGS = startNodeFlags((JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start);
+const START_NODE_FLAGS = startNodeFlags(startCommandWords());
 
-function startNodeFlags(start: string): string[] {
-  const words = start.trim().split(/\s+/);
-  if (words[0] !== 'node' || words.at(-1) !== 'dist/src/main.js') throw new Error(`package.json's start script is not "node [flags] dist/src/main.js": ${start}`);
+function startNodeFlags(words: string[]): string[] {
+  if (words[0] !== 'node' || words.at(-1) !== 'dist/src/main.js') throw new Error(`package.json's start script is not "node [flags] dist/src/main.js": ${words.join(' ')}`);
   return words.slice(1, -1);
 }
 const CATALOG = path.resolve(ROOT, '../shared/eval/livemcpbench/catalog.jsonl');
