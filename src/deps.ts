@@ -14,6 +14,7 @@ import { createLogger, type Logger } from './logger.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import type { RankDeps } from './search/hybrid-search.js';
 import type { SelectorDeps } from './search/selector.js';
+import { BackgroundWork } from './background-work.js';
 import { LruCache } from './lru-cache.js';
 import { VectorCache } from './store/vector-cache.js';
 import { openDatabase, type Database } from './store/database.js';
@@ -155,6 +156,18 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     },
   ];
 
+  const selector: SelectorDeps = {
+    db: database.db,
+    embedder,
+    vectors: new VectorCache(),
+    queue,
+    toolCache: new LruCache(20_000),
+    toolListCache: new LruCache(TOOL_LIST_CACHE_LISTS, { max: TOOL_LIST_CACHE_TOOLS, weigh: (list) => list.tools.length }),
+    background: new BackgroundWork(),
+    regexSandbox: new RegexSandbox(),
+    logger,
+    metrics,
+  };
   return {
     config,
     logger,
@@ -169,10 +182,12 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
       embedding: queue ? { model: embedder?.modelId ?? config.EMBED_MODEL, failedHashes: () => queue!.failedHashes() } : undefined,
     },
     search: { db: database.db, embedder },
-    selector: { db: database.db, embedder, vectors: new VectorCache(), queue, toolCache: new LruCache(20_000), toolListCache: new LruCache(TOOL_LIST_CACHE_LISTS, { max: TOOL_LIST_CACHE_TOOLS, weigh: (list) => list.tools.length }), regexSandbox: new RegexSandbox(), logger, metrics },
+    selector,
     readiness,
     metrics,
     async close() {
+      // Answered selector requests may still be storing their new tools (and queueing their embeddings).
+      await selector.background.settled();
       await embedWorker?.close();
       await queue?.close();
       if (ownsEmbedder) await embedder?.close();

@@ -15,7 +15,7 @@ function recordSelection(metrics: Metrics | undefined, selection: Selection): vo
   metrics.selectorNames.observe(selection.names.length);
   if (selection.fallback) metrics.selectorFallbacks.inc({ reason: selection.fallback });
   if (selection.fallback === 'blank_pattern') metrics.selectorBlankPatterns.inc();
-  for (const stage of ['parse', 'store', 'query_embedding', 'ranking'] as const) {
+  for (const stage of ['parse', 'query_embedding', 'ranking'] as const) {
     metrics.stageDuration.observe({ endpoint: 'selector', stage }, selection.timings[`${stage}_ms`] / 1000);
   }
 }
@@ -129,25 +129,32 @@ export function selectorRoutes(deps: SelectorDeps): Router {
       cached,
     });
     recordSelection(deps.metrics, selection);
-    (res.locals.log as Logger).info(
-      {
-        tenant: res.locals.tenant,
-        route: 'selector',
-        toolsIn: selection.toolsIn,
-        namesOut: selection.names.length,
-        newDocuments: selection.newDocuments,
-        fallback: selection.fallback ?? null,
-        evidence: selection.evidence,
-        timings: Object.fromEntries(Object.entries(selection.timings).map(([key, value]) => [key, Math.round(value * 100) / 100])),
-      },
-      'tool selection',
-    );
     const response: SelectorResponse = {
       selected_names: selection.names,
       success: true,
       data: { relevant_tools: selection.names },
     };
     res.json(response);
+    // One line per request, once its new tools are stored (after the answer): the store step is part of the split.
+    const log = res.locals.log as Logger;
+    void deps.background.run(
+      selection.stored.then(() => {
+        deps.metrics?.stageDuration.observe({ endpoint: 'selector', stage: 'store' }, selection.timings.store_ms / 1000);
+        log.info(
+          {
+            tenant: res.locals.tenant,
+            route: 'selector',
+            toolsIn: selection.toolsIn,
+            namesOut: selection.names.length,
+            newDocuments: selection.newDocuments,
+            fallback: selection.fallback ?? null,
+            evidence: selection.evidence,
+            timings: Object.fromEntries(Object.entries(selection.timings).map(([key, value]) => [key, Math.round(value * 100) / 100])),
+          },
+          'tool selection',
+        );
+      }),
+    );
   };
   // Gateways >= 0.5.3 post to <base>/api/compress/tool-discovery/: pointing their base URL here works too.
   for (const path of SELECTOR_PATHS) router.post(path, handler);

@@ -1,3 +1,4 @@
+import type { BackgroundWork } from '../background-work.js';
 import { contentHash } from '../catalog/content-hash.js';
 import { documentTerms, queryTerms } from '../catalog/search-text.js';
 import { toDocument } from '../catalog/catalog-service.js';
@@ -9,10 +10,9 @@ import type { EmbedQueue } from '../jobs/embed-queue.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import type { LruCache } from '../lru-cache.js';
-import { storeDocuments } from '../store/tool-store.js';
-import { byScoreThenId, distinctTerms, scoreBm25 } from './bm25.js';
+import { storeDocuments, type ToolDocument } from '../store/tool-store.js';
+import { byScoreThenId } from './bm25.js';
 import { Bm25Index } from './bm25-index.js';
-import { bm25Documents } from '../store/search-store.js';
 import { rankCorpus, type RankDeps } from './hybrid-search.js';
 import { exactNameMatches, matchNamesByRegex, RegexSandbox, REGEX_BUDGET_MS } from './patterns.js';
 
@@ -39,6 +39,8 @@ export interface SelectorDeps extends RankDeps {
    * whose tools are all stored.
    */
   toolListCache: LruCache<string, CachedToolList>;
+  /** Where a request's never-seen tools are written after it has answered (shutdown waits for it). */
+  background: BackgroundWork;
   /** Reused for every regex pattern; a fresh one per request when absent (slower, same answers). */
   regexSandbox?: RegexSandbox;
   logger: Logger;
@@ -64,13 +66,10 @@ export interface CachedToolList {
   /** How many tools the request carried, repeats included. */
   toolsIn: number;
   /**
-   * BM25 statistics of exactly these tools, read once from the stored terms after the list's first
-   * request (which Postgres ranks): every later turn scores in process, same maths, same ranking.
+   * BM25 statistics of exactly these tools, computed in process from their terms (the same terms
+   * the store keeps, the same maths as the SQL): every turn scores without asking the database.
    */
-  bm25?: Bm25Index;
-  bm25Loading?: boolean;
-  /** After a failed or incomplete read, Postgres keeps ranking the list until then (ms epoch). */
-  bm25RetryAt?: number;
+  bm25: Bm25Index;
   /** Every tool's vector, once all exist (until then they are looked up per request). */
   vectors?: { model: string; byHash: ReadonlyMap<string, Float32Array> };
 }
@@ -82,9 +81,17 @@ export interface Selection {
   /** Set when the answer did not come from the full hybrid ranking. */
   fallback?: FallbackReason;
   toolsIn: number;
+  /** Filled in once `stored` settles, like `timings.store_ms`. */
   newDocuments: number;
   evidence: { always_keep: number; exact: number; regex: number | 'timeout' | 'invalid' | null };
+  /** `total_ms` is the time to the answer; `store_ms` is the write that follows it. */
   timings: { parse_ms: number; store_ms: number; query_embedding_ms: number; ranking_ms: number; total_ms: number };
+  /**
+   * The request's never-seen tools being written, after the answer (see `storeNewTools`); tracked
+   * by `SelectorDeps.background`. Never rejects: a failed write is logged and tried again by the
+   * next request that sends the same tools.
+   */
+  stored: Promise<void>;
 }
 
 export interface RequestTool {
@@ -121,88 +128,85 @@ export function normalizeRequestTool(raw: unknown, index: number): Tool {
   }
 }
 
-/** The request's tools, each normalized and hashed (or taken from the cache), first of a name wins. */
-function parseRequestTools(deps: SelectorDeps, raws: unknown[]): { tools: RequestTool[]; fresh: RequestTool[]; keys: string[] } {
+/** A tool this process has not seen stored: its document (terms included) and its exact JSON. */
+interface FreshTool {
+  entry: RequestTool;
+  document: ToolDocument;
+  key: string;
+}
+
+/**
+ * The request's tools, each normalized and hashed (or taken from the cache), first of a name wins;
+ * tools not cached as stored also get their document and BM25 terms.
+ */
+function parseRequestTools(deps: SelectorDeps, raws: unknown[]): { tools: RequestTool[]; fresh: FreshTool[] } {
   const seen = new Set<string>();
   const tools: RequestTool[] = [];
-  const fresh: RequestTool[] = [];
-  const keys: string[] = [];
+  const fresh: FreshTool[] = [];
   raws.forEach((raw, index) => {
     const key = JSON.stringify(raw);
     let entry = deps.toolCache.get(key);
     if (!entry) {
       const tool = normalizeRequestTool(raw, index);
       entry = { tool, hash: contentHash(tool) };
-      fresh.push(entry);
-      keys.push(key);
+      fresh.push({ entry, document: toDocument(tool, entry.hash), key });
     }
     // A repeated name is the same tool to the gateway, which matches answers by name: keep the first.
     if (seen.has(entry.tool.name)) return;
     seen.add(entry.tool.name);
     tools.push(entry);
   });
-  return { tools, fresh, keys };
+  return { tools, fresh };
 }
 
-/** Writes documents and BM25 terms for tools not cached as stored (cheap, during the request). */
-async function storeRequestTools(deps: SelectorDeps, fresh: RequestTool[], keys: string[]): Promise<number> {
-  if (fresh.length === 0) return 0;
-  // One transaction (storeDocuments): a concurrent request for the same tools waits on these rows and finds
-  // them stored with their terms, never a document whose terms are not written yet.
-  const inserted = await storeDocuments(
-    deps.db,
-    fresh.map(({ tool, hash }) => toDocument(tool, hash)),
+/** BM25 statistics of exactly the request's tools, from the terms in hand (computed for the rest). */
+function indexTools(tools: RequestTool[], fresh: FreshTool[]): Bm25Index {
+  const computed = new Map(fresh.map(({ document }) => [document.hash, document]));
+  return new Bm25Index(
+    tools.map(({ tool, hash }) => {
+      const { termFreqs, length } = computed.get(hash) ?? documentTerms(tool);
+      return { id: hash, termFreqs, length };
+    }),
   );
-  fresh.forEach((entry, index) => deps.toolCache.set(keys[index]!, entry));
-  return inserted.length;
 }
 
 /**
- * Queues embeddings for tools seen for the first time. Called once the answer is ranked, so the
- * request that brought them does not wait behind their embedding (same threads, same database).
+ * Writes the documents and BM25 terms of tools not cached as stored, then queues their
+ * embeddings and remembers the tools (and the whole list) as stored. Runs after the request has
+ * answered: its ranking needs none of it (BM25 in process, vectors that already exist), and on
+ * PGlite the write would otherwise hold the answer for ~20 µs per term row (~0.2-0.4 s for 258 new
+ * tools). One transaction (storeDocuments): a concurrent request for the same tools waits on these
+ * rows and finds them stored with their terms, never a document without its terms.
  */
-function queueEmbeddings(deps: SelectorDeps, fresh: RequestTool[]): void {
-  if (!deps.queue || fresh.length === 0) return;
-  deps.queue.enqueue(fresh.map(({ hash }) => hash)).catch((error: unknown) => {
+async function storeNewTools(deps: SelectorDeps, selection: Selection, fresh: FreshTool[], list?: { key: string; list: CachedToolList }): Promise<void> {
+  // Let the answer go out first: on PGlite the write runs on this thread.
+  await new Promise((resolve) => setImmediate(resolve));
+  const started = performance.now();
+  try {
+    if (fresh.length > 0) {
+      selection.newDocuments = (await storeDocuments(deps.db, fresh.map(({ document }) => document))).length;
+      for (const { key, entry } of fresh) deps.toolCache.set(key, entry);
+      queueEmbeddings(deps, fresh);
+    }
+    if (list) deps.toolListCache.set(list.key, list.list);
+  } catch (error) {
+    deps.logger.warn({ err: error }, 'selector: could not store new tools; the next request that sends them tries again');
+  } finally {
+    selection.timings.store_ms = performance.now() - started;
+  }
+}
+
+/** Queues embeddings for tools just stored for the first time (same threads as the query model). */
+function queueEmbeddings(deps: SelectorDeps, fresh: FreshTool[]): void {
+  if (!deps.queue) return;
+  deps.queue.enqueue(fresh.map(({ entry }) => entry.hash)).catch((error: unknown) => {
     deps.logger.warn({ err: error }, 'selector: could not queue embeddings; they will be re-discovered');
   });
 }
 
 /**
- * Reads a tool list's stored BM25 documents into an in-process index, off the request path: the
- * request that triggers it was already ranked by Postgres, and so are any that arrive before it is
- * ready. A failure only means Postgres keeps ranking this list.
- */
-function loadListStatistics(deps: SelectorDeps, list: CachedToolList): void {
-  if (list.bm25Loading || (list.bm25RetryAt ?? 0) > Date.now()) return;
-  list.bm25Loading = true;
-  const hashes = list.tools.map(({ hash }) => hash);
-  const retryLater = () => (list.bm25RetryAt = Date.now() + STATISTICS_RETRY_MS);
-  bm25Documents(deps.db, hashes)
-    .then((documents) => {
-      // Every hash of a cached list is stored with all its terms (one transaction); anything less
-      // (a purge, a recipe refresh in flight) is not frozen into the index: try again later.
-      const complete =
-        documents.length === new Set(hashes).size &&
-        documents.every((doc) => [...doc.termFreqs.values()].reduce((sum, tf) => sum + tf, 0) === doc.length);
-      if (complete) list.bm25 = new Bm25Index(documents);
-      else retryLater();
-    })
-    .catch((error: unknown) => {
-      retryLater();
-      deps.logger.warn({ err: error }, 'selector: could not read tool list statistics; Postgres keeps ranking it');
-    })
-    .finally(() => {
-      list.bm25Loading = false;
-    });
-}
-
-/** How long a list whose statistics could not be read is left to Postgres before trying again. */
-const STATISTICS_RETRY_MS = 5_000;
-
-/**
- * The vectors of a cached list's tools: from the list itself once every tool has a current one,
- * else from the vector cache (which asks pgvector for the rest, whose embeddings may have landed).
+ * The vectors of a list's tools: from the list itself once every tool has a current one, else
+ * from the vector cache (which asks pgvector for the rest, whose embeddings may have landed).
  */
 async function listVectors(deps: SelectorDeps, list: CachedToolList): Promise<ReadonlyMap<string, Float32Array> | undefined> {
   const model = deps.embedder?.modelId;
@@ -211,12 +215,6 @@ async function listVectors(deps: SelectorDeps, list: CachedToolList): Promise<Re
   const loaded = await deps.vectors.load(deps.db, currentRecipe(model), list.tools.map(({ hash }) => hash));
   if (loaded.complete) list.vectors = { model, byHash: loaded.vectors };
   return loaded.vectors;
-}
-
-/** The BM25 ranking computed in process: the selector's answer when the store cannot be reached. */
-function rankInMemory(tools: RequestTool[], pattern: string): string[] {
-  const corpus = tools.map(({ tool }) => ({ id: tool.name, ...documentTerms(tool) }));
-  return scoreBm25(corpus, distinctTerms(queryTerms(pattern))).map(([name]) => name);
 }
 
 /**
@@ -229,12 +227,12 @@ function rankInMemory(tools: RequestTool[], pattern: string): string[] {
 export async function selectTools(deps: SelectorDeps, input: SelectorInput): Promise<Selection> {
   const started = performance.now();
   // The query's embedding is the slowest step and needs nothing else: start it first, so parsing,
-  // hashing, storing and BM25 all happen while the model thread works.
+  // hashing and BM25 all happen while the model thread works.
   const cachedList = input.cached ?? (input.toolsKey === undefined ? undefined : deps.toolListCache.get(input.toolsKey));
   const toolCount = cachedList?.tools.length ?? input.tools.length;
   const queryVector = deps.embedder && input.pattern.trim() !== '' && toolCount > 0 ? deps.embedder.embedQuery(input.pattern) : undefined;
   queryVector?.catch(() => {}); // awaited in rankCorpus, which reports a failure
-  const { tools, fresh, keys } = cachedList ? { tools: cachedList.tools, fresh: [], keys: [] } : parseRequestTools(deps, input.tools);
+  const { tools, fresh } = cachedList ? { tools: cachedList.tools, fresh: [] } : parseRequestTools(deps, input.tools);
   const names = tools.map(({ tool }) => tool.name);
   const present = new Set(names);
   const timings = { parse_ms: performance.now() - started, store_ms: 0, query_embedding_ms: 0, ranking_ms: 0, total_ms: 0 };
@@ -245,6 +243,7 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
     newDocuments: 0,
     evidence: { always_keep: keep.length, exact: 0, regex: null },
     timings,
+    stored: Promise.resolve(),
   };
   const finish = (ordered: string[], fallback?: FallbackReason): Selection => {
     selection.names = [...new Set([...keep, ...ordered, ...names])].slice(0, input.topK);
@@ -262,20 +261,18 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
   selection.evidence.regex =
     regex.kind === 'matched' ? regexNames.length : regex.kind === 'timeout' || regex.kind === 'invalid' ? regex.kind : null;
 
+  const indexStarted = performance.now();
+  const list = cachedList ?? { tools, toolsIn: input.tools.length, bm25: indexTools(tools, fresh) };
+  timings.parse_ms += performance.now() - indexStarted;
+  const byHash = new Map(tools.map(({ tool, hash }) => [hash, tool.name]));
   let ranked: string[];
   let fallback: FallbackReason | undefined;
+  const rankStarted = performance.now();
   try {
-    const storeStarted = performance.now();
-    selection.newDocuments = await storeRequestTools(deps, fresh, keys);
-    const list = cachedList ?? (input.toolsKey === undefined ? undefined : { tools, toolsIn: input.tools.length });
-    if (list && !cachedList) deps.toolListCache.set(input.toolsKey!, list);
-    timings.store_ms = performance.now() - storeStarted;
-    const rankStarted = performance.now();
-    const byHash = new Map(tools.map(({ tool, hash }) => [hash, tool.name]));
     // Not awaited here: the vectors load while BM25 runs and the model embeds the query. A failure
     // surfaces where rankCorpus awaits them (and is dropped if it never needs them).
-    const corpusVectors = list ? listVectors(deps, list) : undefined;
-    corpusVectors?.catch(() => {});
+    const corpusVectors = listVectors(deps, list);
+    corpusVectors.catch(() => {});
     const result = await rankCorpus(
       deps,
       { kind: 'hashes', hashes: tools.map(({ hash }) => hash) },
@@ -283,14 +280,12 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
       {
         useVectorIndex: false,
         queryVector,
-        bm25Index: list?.bm25,
+        bm25Index: list.bm25,
         corpusVectors,
         onEmbedError: (error) => deps.logger.warn({ err: error }, 'selector: query embedding failed; BM25 only'),
       },
     );
-    if (list && !list.bm25) loadListStatistics(deps, list);
     timings.query_embedding_ms = result.timings.query_embedding_ms;
-    timings.ranking_ms = performance.now() - rankStarted - result.timings.query_embedding_ms;
     // Ids here are hashes; equal scores are ordered by name, as everywhere else.
     ranked = result.tools
       .map(({ id, score }): [string, number] => [byHash.get(id)!, score])
@@ -298,14 +293,22 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
       .map(([name]) => name);
     fallback = result.degraded;
   } catch (error) {
-    // Never fail closed: the store is down or slow, so rank the request's tools in process.
+    // Never fail closed: the store is down or slow, so rank by BM25 alone, which is in process.
     deps.logger.warn({ err: error }, 'selector: store unavailable; BM25 in process');
-    ranked = rankInMemory(tools, input.pattern);
+    ranked = list.bm25
+      .search(queryTerms(input.pattern))
+      .map(([hash, score]): [string, number] => [byHash.get(hash)!, score])
+      .sort(byScoreThenId)
+      .map(([name]) => name);
     fallback = 'store_error';
   }
+  timings.ranking_ms = performance.now() - rankStarted - timings.query_embedding_ms;
   if (ranked.length === 0 && exact.length === 0 && regexNames.length === 0) fallback ??= 'no_match';
   const rankedSet = new Set(ranked);
   const regexOrdered = [...ranked.filter((name) => regexNames.includes(name)), ...regexNames.filter((name) => !rankedSet.has(name))];
-  if (fallback !== 'store_error') queueEmbeddings(deps, fresh);
+  if (fresh.length > 0 || (!cachedList && input.toolsKey !== undefined)) {
+    const remember = !cachedList && input.toolsKey !== undefined ? { key: input.toolsKey, list } : undefined;
+    selection.stored = deps.background.run(storeNewTools(deps, selection, fresh, remember));
+  }
   return finish([...exact, ...regexOrdered, ...ranked], fallback);
 }

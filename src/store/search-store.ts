@@ -1,5 +1,5 @@
 import { sql, type SQL } from 'drizzle-orm';
-import { BM25_B, BM25_K1, type Bm25Document } from '../search/bm25.js';
+import { BM25_B, BM25_K1 } from '../search/bm25.js';
 import { queryRows, type Db } from './database.js';
 import { vectorLiteral } from './vector-literal.js';
 import type { Executor } from './tool-store.js';
@@ -70,27 +70,6 @@ export async function searchBm25(
         limit ${limit}`,
   );
   return rows.map((row) => [row.id, Number(row.score)]);
-}
-
-/**
- * The stored BM25 documents (term frequencies and length) of a set of hashes, for a corpus that is
- * ranked many times with the same statistics (a selector tool list: search/bm25-index.ts). Hashes
- * without a stored document are left out.
- */
-export async function bm25Documents(db: Executor, hashes: string[]): Promise<Bm25Document[]> {
-  if (hashes.length === 0) return [];
-  const rows = await queryRows<{ hash: string; doc_length: number; terms: string }>(
-    db,
-    sql`select d.hash, d.doc_length, coalesce(json_object_agg(t.term, t.tf) filter (where t.term is not null), '{}')::text as terms
-        from unnest(${sql.param(hashes)}::text[]) as h(hash)
-        join tool_documents d on d.hash = h.hash
-        left join tool_terms t on t.hash = d.hash
-        group by d.hash, d.doc_length`,
-  );
-  const byHash = new Map(
-    rows.map((row) => [row.hash, { id: row.hash, length: Number(row.doc_length), termFreqs: new Map(Object.entries(JSON.parse(row.terms) as Record<string, number>)) }]),
-  );
-  return [...new Set(hashes)].flatMap((hash) => byHash.get(hash) ?? []);
 }
 
 /**

@@ -5,7 +5,10 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contentHash } from '../../src/catalog/content-hash.js';
 import { normalizeRequestTool } from '../../src/search/selector.js';
+import { queryTerms } from '../../src/catalog/search-text.js';
+import { distinctTerms } from '../../src/search/bm25.js';
 import { queryRows } from '../../src/store/database.js';
+import { searchBm25 } from '../../src/store/search-store.js';
 import { startTestApp, type TestApp, type TestResponse } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
 import { expectError, type ErrorDetail } from '../helpers/assertions.js';
@@ -305,7 +308,8 @@ describe('selector keys, tenants and the content-hash cache', () => {
     expect(await documentCount(hashes)).toBe(0);
 
     expectSelection(await select(app, { pattern: 'read a file', top_k: 2, tools }, t1), sent, 2);
-    // Documents and terms are written during the request; the vectors come from the queue.
+    // Documents and terms are written by the request once it has answered; the vectors come from the queue.
+    await app.deps.selector.background.settled();
     expect(await documentCount(hashes)).toBe(hashes.length);
     await embedded(hashes);
     const idle = await settledStatus();
@@ -349,6 +353,8 @@ describe('selector limits and malformed bodies', () => {
     app = await startTestApp();
   });
   afterAll(async () => {
+    // The requests' writes finish after their answers: let them land before removing what they wrote.
+    await app.deps.selector.background.settled();
     if (created.size > 0) {
       await app.deps.database.db.execute(
         sql`delete from tool_documents d where d.hash = any(${sql.param([...created])}::text[])
@@ -447,25 +453,22 @@ describe('the selector tool-list cache', () => {
     }
   });
 
-  it('ranks a repeated list from its cached BM25 statistics exactly as Postgres ranked it', async () => {
+  it('ranks BM25 in process exactly as Postgres ranks the documents the request stored', async () => {
     const tools = toolbench.slice(0, 150).map(({ name, description, input_schema }) => ({ name, description, parameters: input_schema }));
     const patterns = toolbench.slice(150, 170).map(({ name, description }) => `${description} ${name}`.slice(0, 200));
     const compact = JSON.stringify(tools);
-    const body = (pattern: string, toolsJson: string) => `{"pattern":${JSON.stringify(pattern)},"top_k":20,"tools":${toolsJson}}`;
-    const post = async (text: string) => {
-      const response = await app.request('POST', '/v1/tool-discovery/search', text, { 'content-type': 'application/json' });
-      return expectSelection(response, tools.map(({ name }) => name), 20);
-    };
-    // Each list below differs in whitespace only, so each is new to the cache: Postgres ranks it.
-    const byPostgres: string[][] = [];
-    for (const [index, pattern] of patterns.entries()) byPostgres.push(await post(body(pattern, `[${' '.repeat(index + 1)}${compact.slice(1)}`)));
-
-    await post(body('warm up', compact));
-    const key = createHash('sha256').update(compact).digest('base64');
-    for (let waited = 0; !app.deps.selector.toolListCache.get(key)?.bm25; waited += 50) {
-      if (waited > 10_000) throw new Error('the tool list statistics were not loaded within 10 s');
-      await sleep(50);
+    const body = (pattern: string) => `{"pattern":${JSON.stringify(pattern)},"top_k":20,"tools":${compact}}`;
+    const response = await app.request('POST', '/v1/tool-discovery/search', body(patterns[0]!), { 'content-type': 'application/json' });
+    expectSelection(response, tools.map(({ name }) => name), 20);
+    await app.deps.selector.background.settled();
+    const list = app.deps.selector.toolListCache.get(createHash('sha256').update(compact).digest('base64'));
+    expect(list, 'the list is remembered once its tools are stored').toBeDefined();
+    const hashes = list!.tools.map(({ hash }) => hash);
+    for (const pattern of patterns) {
+      const terms = distinctTerms(queryTerms(pattern));
+      const inProcess = list!.bm25.search(terms, 20).map(([hash]) => hash);
+      const byPostgres = await searchBm25(app.deps.database.db, { kind: 'hashes', hashes }, { terms, weights: terms.map(() => 1) }, 20);
+      expect(inProcess, pattern).toEqual(byPostgres.map(([hash]) => hash));
     }
-    for (const [index, pattern] of patterns.entries()) expect(await post(body(pattern, compact)), pattern).toEqual(byPostgres[index]);
   });
 });

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { topLevelArraySpan } from '../../src/http/json-span.js';
 import { readSelectorBody } from '../../src/http/selector.js';
 import { LruCache } from '../../src/lru-cache.js';
+import { Bm25Index } from '../../src/search/bm25-index.js';
 import type { CachedToolList } from '../../src/search/selector.js';
 import { seededRandom } from '../helpers/seeded-random.js';
 
@@ -72,7 +73,7 @@ describe('topLevelArraySpan', () => {
 });
 
 describe('readSelectorBody', () => {
-  const list: CachedToolList = { tools: [], toolsIn: 2 };
+  const list: CachedToolList = { tools: [], toolsIn: 2, bm25: new Bm25Index([]) };
 
   it('keys the tools by their bytes: the same under another pattern or trailing field, different when any byte differs', () => {
     const lists = new LruCache<string, CachedToolList>(4);

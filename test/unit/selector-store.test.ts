@@ -1,0 +1,89 @@
+import { Writable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { BackgroundWork } from '../../src/background-work.js';
+import { createLogger } from '../../src/logger.js';
+import { LruCache } from '../../src/lru-cache.js';
+import { selectTools, type CachedToolList, type RequestTool, type SelectorDeps } from '../../src/search/selector.js';
+import type { Db } from '../../src/store/database.js';
+
+/**
+ * When a request's new tools are written: after its answer, which needs none of the write. The
+ * store is a fake whose one transaction the test settles by hand (the real write is covered by the
+ * selector's integration tests on PGlite and PostgreSQL).
+ */
+function harness() {
+  let settle!: { resolve: (hashes: string[]) => void; reject: (error: Error) => void };
+  const transactions: Promise<string[]>[] = [];
+  const db = {
+    transaction: () => {
+      const write = new Promise<string[]>((resolve, reject) => (settle = { resolve, reject }));
+      transactions.push(write);
+      return write;
+    },
+  } as unknown as Db;
+  const lines: string[] = [];
+  const sink = new Writable({ write: (chunk, _encoding, done) => (lines.push(String(chunk)), done()) });
+  const deps: SelectorDeps = {
+    db,
+    embedder: null,
+    queue: null,
+    toolCache: new LruCache<string, RequestTool>(100),
+    toolListCache: new LruCache<string, CachedToolList>(10),
+    background: new BackgroundWork(),
+    logger: createLogger('warn', sink),
+  };
+  return { deps, transactions, settle: () => settle, lines };
+}
+
+const tools = [
+  { name: 'read_file', description: 'Read a file from disk' },
+  { name: 'web_search', description: 'Search the web' },
+  { name: 'send_email', description: 'Send an email message' },
+];
+const input = { pattern: 'search the web', topK: 1, alwaysKeep: [], tools, toolsKey: 'list-1' };
+
+/** Lets timers and I/O callbacks run (the write starts on the turn after the answer). */
+const nextTurn = () => new Promise((resolve) => setTimeout(resolve, 5));
+
+describe('selector: storing a request’s new tools', () => {
+  it('answers before the write of its new tools has finished, then remembers them as stored', async () => {
+    const { deps, transactions, settle } = harness();
+    const selection = await selectTools(deps, input);
+    expect(selection.names).toEqual(['web_search']);
+    await nextTurn();
+    expect(transactions).toHaveLength(1);
+    expect(deps.background.size).toBe(1);
+    expect(deps.toolListCache.get('list-1')).toBeUndefined();
+
+    settle().resolve(['h1', 'h2', 'h3']);
+    await deps.background.settled();
+    expect(selection.newDocuments).toBe(3);
+    expect(selection.timings.store_ms).toBeGreaterThan(0);
+    expect(deps.toolListCache.get('list-1')?.tools.map(({ tool }) => tool.name)).toEqual(['read_file', 'web_search', 'send_email']);
+
+    // The next turn with the same list writes nothing and ranks the same.
+    const again = await selectTools(deps, { ...input, cached: deps.toolListCache.get('list-1') });
+    await deps.background.settled();
+    expect(again.names).toEqual(['web_search']);
+    expect(transactions).toHaveLength(1);
+  });
+
+  it('keeps the answer when the write fails, and the next request that sends the tools writes them again', async () => {
+    const { deps, transactions, settle, lines } = harness();
+    const selection = await selectTools(deps, input);
+    await nextTurn();
+    settle().reject(new Error('connection refused'));
+    await selection.stored;
+    expect(selection.names).toEqual(['web_search']);
+    expect(selection.newDocuments).toBe(0);
+    expect(deps.toolListCache.get('list-1')).toBeUndefined();
+    expect(lines.join('')).toContain('could not store new tools');
+
+    const retry = await selectTools(deps, input);
+    await nextTurn();
+    expect(transactions).toHaveLength(2);
+    settle().resolve(['h1', 'h2', 'h3']);
+    await retry.stored;
+    expect(deps.toolListCache.get('list-1')).toBeDefined();
+  });
+});
