@@ -58,6 +58,8 @@ describe('metrics and logs', () => {
     expect(response.headers.get('x-request-id')).toBe('trace-abc-123');
     expect(response.body.error.request_id).toBe('trace-abc-123');
     await app.request('POST', '/v1/tool-discovery/search', { pattern: 'x', tools: [{ name: 'x' }] }, { 'X-Request-Id': 'trace-sel-1' });
+    // The selection line is written once the request's new tools are stored, after its answer.
+    await app.deps.selector.background.settled();
     const forRequest = lines.filter((line) => line.requestId === 'trace-sel-1');
     expect(forRequest.map((line) => line.msg)).toEqual(expect.arrayContaining(['tool selection', 'request']));
     const access = lines.find((line) => line.requestId === 'trace-abc-123' && line.msg === 'request');
