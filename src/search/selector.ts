@@ -175,8 +175,8 @@ function indexTools(tools: RequestTool[], fresh: FreshTool[]): Bm25Index {
  * embeddings and remembers the tools (and the whole list) as stored. Runs after the request has
  * answered: its ranking needs none of it (BM25 in process, vectors that already exist), and on
  * PGlite the write would otherwise hold the answer for ~20 µs per term row (~0.2-0.4 s for 258 new
- * tools). One transaction (storeDocuments): a concurrent request for the same tools waits on these
- * rows and finds them stored with their terms, never a document without its terms.
+ * tools). One transaction (storeDocuments): a document is never stored without its terms, and
+ * requests writing the same new tools at once store each document once.
  */
 async function storeNewTools(deps: SelectorDeps, selection: Selection, fresh: FreshTool[], list?: { key: string; list: CachedToolList }): Promise<void> {
   // Let the answer go out first: on PGlite the write runs on this thread.
