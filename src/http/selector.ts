@@ -135,26 +135,26 @@ export function selectorRoutes(deps: SelectorDeps): Router {
       data: { relevant_tools: selection.names },
     };
     res.json(response);
-    // One line per request, once its new tools are stored (after the answer): the store step is part of the split.
+    // One line per request, once its new tools are stored (after the answer): the store step is part
+    // of the split. Registered on the write before anything else waits for it (shutdown's
+    // `background.settled()` comes later), so the line is written before the service stops.
     const log = res.locals.log as Logger;
-    void deps.background.run(
-      selection.stored.then(() => {
-        deps.metrics?.stageDuration.observe({ endpoint: 'selector', stage: 'store' }, selection.timings.store_ms / 1000);
-        log.info(
-          {
-            tenant: res.locals.tenant,
-            route: 'selector',
-            toolsIn: selection.toolsIn,
-            namesOut: selection.names.length,
-            newDocuments: selection.newDocuments,
-            fallback: selection.fallback ?? null,
-            evidence: selection.evidence,
-            timings: Object.fromEntries(Object.entries(selection.timings).map(([key, value]) => [key, Math.round(value * 100) / 100])),
-          },
-          'tool selection',
-        );
-      }),
-    );
+    void selection.stored.then(() => {
+      deps.metrics?.stageDuration.observe({ endpoint: 'selector', stage: 'store' }, selection.timings.store_ms / 1000);
+      log.info(
+        {
+          tenant: res.locals.tenant,
+          route: 'selector',
+          toolsIn: selection.toolsIn,
+          namesOut: selection.names.length,
+          newDocuments: selection.newDocuments,
+          fallback: selection.fallback ?? null,
+          evidence: selection.evidence,
+          timings: Object.fromEntries(Object.entries(selection.timings).map(([key, value]) => [key, Math.round(value * 100) / 100])),
+        },
+        'tool selection',
+      );
+    });
   };
   // Gateways >= 0.5.3 post to <base>/api/compress/tool-discovery/: pointing their base URL here works too.
   for (const path of SELECTOR_PATHS) router.post(path, handler);

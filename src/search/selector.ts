@@ -24,6 +24,12 @@ export const DEFAULT_TOP_K = 5;
  */
 export const TOOL_LIST_CACHE_LISTS = 256;
 export const TOOL_LIST_CACHE_TOOLS = 50_000;
+/**
+ * Writes of new tools that may run after their answers at once; a request beyond this waits for
+ * its own. Each holds at most one request's tools; gateways resend the same tools, so more than a
+ * few at a time means a client pushing new tools faster than the store takes them.
+ */
+export const MAX_WRITES_IN_FLIGHT = 8;
 
 export interface SelectorDeps extends RankDeps {
   queue: EmbedQueue | null;
@@ -308,7 +314,11 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
   const regexOrdered = [...ranked.filter((name) => regexNames.includes(name)), ...regexNames.filter((name) => !rankedSet.has(name))];
   if (fresh.length > 0 || (!cachedList && input.toolsKey !== undefined)) {
     const remember = !cachedList && input.toolsKey !== undefined ? { key: input.toolsKey, list } : undefined;
+    // Backpressure: a client sending new tools faster than the store takes them waits for its own
+    // write, as every request did before writes moved after the answer, so pending writes stay bounded.
+    const waitForWrite = deps.background.size >= MAX_WRITES_IN_FLIGHT;
     selection.stored = deps.background.run(storeNewTools(deps, selection, fresh, remember));
+    if (waitForWrite) await selection.stored;
   }
   return finish([...exact, ...regexOrdered, ...ranked], fallback);
 }

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { BackgroundWork } from '../../src/background-work.js';
 import { createLogger } from '../../src/logger.js';
 import { LruCache } from '../../src/lru-cache.js';
-import { selectTools, type CachedToolList, type RequestTool, type SelectorDeps } from '../../src/search/selector.js';
+import { MAX_WRITES_IN_FLIGHT, selectTools, type CachedToolList, type RequestTool, type SelectorDeps } from '../../src/search/selector.js';
 import type { Db } from '../../src/store/database.js';
 
 /**
@@ -12,11 +12,11 @@ import type { Db } from '../../src/store/database.js';
  * selector's integration tests on PGlite and PostgreSQL).
  */
 function harness() {
-  let settle!: { resolve: (hashes: string[]) => void; reject: (error: Error) => void };
+  const settlers: { resolve: (hashes: string[]) => void; reject: (error: Error) => void }[] = [];
   const transactions: Promise<string[]>[] = [];
   const db = {
     transaction: () => {
-      const write = new Promise<string[]>((resolve, reject) => (settle = { resolve, reject }));
+      const write = new Promise<string[]>((resolve, reject) => settlers.push({ resolve, reject }));
       transactions.push(write);
       return write;
     },
@@ -32,7 +32,7 @@ function harness() {
     background: new BackgroundWork(),
     logger: createLogger('warn', sink),
   };
-  return { deps, transactions, settle: () => settle, lines };
+  return { deps, transactions, settle: () => settlers.at(-1)!, settlers, lines };
 }
 
 const tools = [
@@ -85,5 +85,31 @@ describe('selector: storing a request’s new tools', () => {
     settle().resolve(['h1', 'h2', 'h3']);
     await retry.stored;
     expect(deps.toolListCache.get('list-1')).toBeDefined();
+  });
+
+  it(`makes a request wait for its own write once ${MAX_WRITES_IN_FLIGHT} writes are pending`, async () => {
+    const { deps, transactions, settlers } = harness();
+    const newList = (index: number) => ({ ...input, toolsKey: `list-${index}`, tools: [{ name: `tool_${index}`, description: 'Search the web' }] });
+    for (let index = 0; index < MAX_WRITES_IN_FLIGHT; index++) await selectTools(deps, newList(index));
+    await nextTurn();
+    expect(transactions).toHaveLength(MAX_WRITES_IN_FLIGHT);
+
+    let answered = false;
+    const waiting = selectTools(deps, newList(MAX_WRITES_IN_FLIGHT)).then((selection) => ((answered = true), selection));
+    await nextTurn();
+    expect(transactions).toHaveLength(MAX_WRITES_IN_FLIGHT + 1);
+    expect(answered).toBe(false);
+    settlers.at(-1)!.resolve(['h']);
+    expect((await waiting).names).toEqual([`tool_${MAX_WRITES_IN_FLIGHT}`]);
+
+    for (const settler of settlers) settler.resolve(['h']);
+    await deps.background.settled();
+    // With the writes done, new tools answer first again.
+    const next = await selectTools(deps, newList(MAX_WRITES_IN_FLIGHT + 1));
+    expect(deps.background.size).toBe(1);
+    await nextTurn();
+    expect(transactions).toHaveLength(MAX_WRITES_IN_FLIGHT + 2);
+    settlers.at(-1)!.resolve(['h']);
+    await next.stored;
   });
 });
