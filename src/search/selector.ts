@@ -223,6 +223,14 @@ async function listVectors(deps: SelectorDeps, list: CachedToolList): Promise<Re
   return loaded.vectors;
 }
 
+/** A ranking of hashes as the request's names: equal scores ordered by name, as everywhere else. */
+function namesByScore(ranked: readonly (readonly [string, number])[], nameOf: ReadonlyMap<string, string>): string[] {
+  return ranked
+    .map(([hash, score]): [string, number] => [nameOf.get(hash)!, score])
+    .sort(byScoreThenId)
+    .map(([name]) => name);
+}
+
 /**
  * The gateway selector: at most `topK` names, always exactly as sent. Order of evidence:
  * `always_keep` names present in the request, names the pattern mentions exactly (also the bare
@@ -292,20 +300,12 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
       },
     );
     timings.query_embedding_ms = result.timings.query_embedding_ms;
-    // Ids here are hashes; equal scores are ordered by name, as everywhere else.
-    ranked = result.tools
-      .map(({ id, score }): [string, number] => [byHash.get(id)!, score])
-      .sort(byScoreThenId)
-      .map(([name]) => name);
+    ranked = namesByScore(result.tools.map(({ id, score }) => [id, score] as const), byHash);
     fallback = result.degraded;
   } catch (error) {
     // Never fail closed: the store is down or slow, so rank by BM25 alone, which is in process.
     deps.logger.warn({ err: error }, 'selector: store unavailable; BM25 in process');
-    ranked = list.bm25
-      .search(queryTerms(input.pattern))
-      .map(([hash, score]): [string, number] => [byHash.get(hash)!, score])
-      .sort(byScoreThenId)
-      .map(([name]) => name);
+    ranked = namesByScore(list.bm25.search(queryTerms(input.pattern)), byHash);
     fallback = 'store_error';
   }
   timings.ranking_ms = performance.now() - rankStarted - timings.query_embedding_ms;
