@@ -5,8 +5,9 @@
  *     start the built service on a free port, exactly as `npm start` runs it (its node flags included),
  *     first sight: one request carrying 258 never-seen tools (LiveMCPBench, gateway 0.5.2 shape),
  *     wait until every vector is stored (a catalog of the same tools reports embedding done == total),
- *     load it with autocannon for --duration s at concurrency 8, then at concurrency 1 (mixed
- *     patterns), then at concurrency 1 with keyword patterns only,
+ *     load it for --duration s at concurrency 8, then at concurrency 1 (mixed patterns), then at
+ *     concurrency 1 with keyword patterns only, from a closed-loop load generator on undici's
+ *     connection pool (--client autocannon for autocannon, see runLoad for why not by default),
  *     every request with a pattern never sent before, so the query cache never answers.
  *   bare model: use-lite's time to embed one query (1 thread, one call at a time) and its
  *   single-query throughput (one query per model call) with EMBED_THREADS threads and 8 queries in
@@ -16,6 +17,7 @@
  *
  *   npm run bench -- [--duration 30] [--stores pglite,postgres] [--pg] [--pg-url postgres://postgres@127.0.0.1:5432]
  *                    [--threads 2] [--log-level info] [--skip-build] [--source] [--cpu-prof <dir>]
+ *                    [--client undici|autocannon]
  *
  * The targets are ratios to the bare model, because the query embedding is the floor of a request.
  * The server logs at LOG_LEVEL info, its default, and its "tool selection" and access lines are read
@@ -30,9 +32,11 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { Pool } from 'undici';
 import { createUseLiteEmbedder, DEFAULT_USE_LITE_QUERY_BATCH, defaultUseLiteThreads } from '../src/embed/use-lite.js';
 import { seededRandom } from '../test/helpers/seeded-random.js';
 import { startCommandWords } from '../test/helpers/start-command.js';
@@ -67,6 +71,7 @@ const { values } = parseArgs({
     'skip-build': { type: 'boolean', default: false },
     source: { type: 'boolean', default: false },
     'cpu-prof': { type: 'string' },
+    client: { type: 'string', default: 'undici' },
   },
 });
 const durationSeconds = Number(values.duration);
@@ -74,6 +79,9 @@ const embedThreads = Number(values.threads);
 const logLevel = values['log-level']!;
 const pgUrl = values['pg-url']!;
 if (!(durationSeconds > 0)) throw new Error(`--duration must be a positive number of seconds, got ${values.duration}`);
+type LoadClient = 'undici' | 'autocannon';
+const loadClient = values.client as LoadClient;
+if (loadClient !== 'undici' && loadClient !== 'autocannon') throw new Error(`--client takes undici or autocannon, got ${values.client}`);
 if (!Number.isInteger(embedThreads) || embedThreads < 1) throw new Error(`--threads must be a positive integer, got ${values.threads}`);
 
 // ---------------------------------------------------------------------------------------------
@@ -350,6 +358,7 @@ async function waitForVectors(service: Service, catalog: string, tools: unknown[
 // Load.
 
 interface LoadResult {
+  client: LoadClient;
   connections: number;
   seconds: number;
   ok: number;
@@ -358,9 +367,95 @@ interface LoadResult {
   errors: number;
   timeouts: number;
   non2xx: number;
+  /** The load generator's own major (mark-compact) collections during the load: its pauses land in the latencies it measures. */
+  clientGc: { majors: number; maxPauseMs: number };
 }
 
+/**
+ * Drives a closed loop of `connections` keep-alive connections, each sending the next request as
+ * soon as its previous answer is read, for --duration s.
+ *
+ * undici (default): the body goes out as three buffers, the request's own head (the pattern) and
+ * the tool list's bytes, which are shared by every request, so the generator allocates a few
+ * hundred bytes per request. autocannon: concatenates request line, headers and a fresh 262 KB body
+ * into one new buffer per request; that is ~60 MB/s of external memory at 110 req/s, which makes V8
+ * run a full mark-compact in the load generator every ~0.5 s, and each 5-8 ms pause is added to
+ * the latency of the request in flight (traced with --trace-gc, see README). Kept for comparison.
+ */
 async function runLoad(service: Service, connections: number, nextPattern: () => string): Promise<LoadResult> {
+  const gc = watchMajorGc();
+  try {
+    const load = loadClient === 'autocannon' ? await runAutocannon(service, connections, nextPattern) : await runUndici(service, connections, nextPattern);
+    return { ...load, client: loadClient, clientGc: gc.read() };
+  } finally {
+    gc.stop();
+  }
+}
+
+type ClientLoad = Omit<LoadResult, 'client' | 'clientGc'>;
+
+function watchMajorGc() {
+  const pauses: number[] = [];
+  const observer = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      if ((entry as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) pauses.push(entry.duration);
+    }
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  return {
+    read: () => ({ majors: pauses.length, maxPauseMs: round(Math.max(0, ...pauses)) }),
+    stop: () => observer.disconnect(),
+  };
+}
+
+const BODY_TAIL = Buffer.from('}');
+
+async function runUndici(service: Service, connections: number, nextPattern: () => string): Promise<ClientLoad> {
+  const pool = new Pool(service.baseUrl, { connections, pipelining: 1, headersTimeout: 30_000, bodyTimeout: 30_000 });
+  const latencies: number[] = [];
+  let errors = 0;
+  let timeouts = 0;
+  let non2xx = 0;
+  const started = performance.now();
+  const deadline = started + durationSeconds * 1000;
+  try {
+    await Promise.all(
+      Array.from({ length: connections }, async () => {
+        while (performance.now() < deadline) {
+          const head = Buffer.from(selectorBodyHead(nextPattern()));
+          const length = head.length + benchToolsBytes.length + BODY_TAIL.length;
+          const sent = performance.now();
+          try {
+            const response = await pool.request({
+              path: SELECTOR_PATH,
+              method: 'POST',
+              headers: { ...authHeaders, 'content-length': String(length) },
+              // An iterable body is written chunk by chunk, without a copy (undici's docs list
+              // Iterable; its type declarations lag behind).
+              body: [head, benchToolsBytes, BODY_TAIL] as unknown as Uint8Array,
+            });
+            const text = await response.body.text();
+            const elapsed = performance.now() - sent;
+            if (response.statusCode < 200 || response.statusCode >= 300) non2xx += 1;
+            // An answer that is not TOP_K names is a failure the gateway would see, whatever its status.
+            else if ((JSON.parse(text) as { selected_names?: unknown[] }).selected_names?.length !== TOP_K) errors += 1;
+            else latencies.push(elapsed);
+          } catch (error) {
+            const code = (error as { code?: string }).code;
+            if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') timeouts += 1;
+            else errors += 1;
+          }
+        }
+      }),
+    );
+  } finally {
+    await pool.close();
+  }
+  const seconds = (performance.now() - started) / 1000;
+  return { connections, seconds, ok: latencies.length, requestsPerSecond: latencies.length / seconds, latency: summarize(latencies), errors, timeouts, non2xx };
+}
+
+async function runAutocannon(service: Service, connections: number, nextPattern: () => string): Promise<ClientLoad> {
   const latencies: number[] = [];
   const instance = autocannon({
     url: service.baseUrl,
@@ -417,8 +512,15 @@ function serverSplit(lines: string[]): Record<string, number> | null {
   return split;
 }
 
-/** The log lines so far; the short wait lets the last request's line arrive through the pipe. */
-async function drain(service: Service): Promise<string[]> {
+/**
+ * The log lines so far. A request's "tool selection" line is written when the write of its new
+ * tools settles, after the answer, so this waits (up to 10 s) until `selections` such lines have
+ * arrived; the short wait after lets the last access line arrive through the pipe.
+ */
+async function drain(service: Service, selections = 0): Promise<string[]> {
+  const deadline = Date.now() + 10_000;
+  const count = () => service.lines.filter((line) => line.includes('"tool selection"')).length;
+  while (count() < selections && Date.now() < deadline) await sleep(50);
   await sleep(300);
   return service.lines.splice(0, service.lines.length);
 }
@@ -451,7 +553,7 @@ async function benchStore(store: string, storeEnv: Record<string, string>): Prom
 
     const first = await postSelector(service, selectorBody(nextPattern()));
     if (first.names.length !== TOP_K) throw new Error(`first-sight answer has ${first.names.length} names, expected ${TOP_K}`);
-    const firstSplit = serverSplit(await drain(service));
+    const firstSplit = serverSplit(await drain(service, 1));
     const vectors = await waitForVectors(service, 'bench-tools', benchTools);
     for (let i = 0; i < 20; i += 1) await postSelector(service, selectorBody(nextPattern()));
     await drain(service);
@@ -580,7 +682,8 @@ function printLoad(label: string, load: LoadResult): void {
   console.log(
     `  ${label.padEnd(12)} ${load.ok} ok in ${load.seconds.toFixed(1)} s = ${load.requestsPerSecond.toFixed(1)} req/s; ` +
       `p50 ${ms(latency.p50)}  p95 ${ms(latency.p95)}  p99 ${ms(latency.p99)}  max ${ms(latency.max)}; ` +
-      `errors ${load.errors} timeouts ${load.timeouts} non-2xx ${load.non2xx}`,
+      `errors ${load.errors} timeouts ${load.timeouts} non-2xx ${load.non2xx}; ` +
+      `load generator (${load.client}): ${load.clientGc.majors} mark-compacts, longest ${ms(load.clientGc.maxPauseMs)}`,
   );
 }
 
