@@ -9,31 +9,21 @@
  * 0.448 / 0.351 R@10 / nDCG@10, toolbench_stable 0.766 / 0.676 on 2026-11-21); each other row
  * changes one thing. Nothing here is used by the service.
  */
-import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { stemmer } from 'stemmer';
 import { documentTerms, embeddingText, queryTerms } from '../src/catalog/search-text.js';
-import type { CanonicalTool } from '../src/catalog/tool.js';
+import { normalizeTools } from '../src/catalog/tool-formats.js';
 import { createUseLiteEmbedder } from '../src/embed/use-lite.js';
 import { meanMetrics, scoreQuery } from '../src/eval/metrics.js';
-import { byScoreThenId, distinctTerms } from '../src/search/bm25.js';
+import { loadQueries, readJsonl } from '../src/eval/run-eval.js';
+import { distinctTerms } from '../src/search/bm25.js';
 import { Bm25Index } from '../src/search/bm25-index.js';
 import { fuseHybrid, fuseRrf, RRF_DEPTH, VECTOR_WEIGHT, type FusionInput, type Ranked } from '../src/search/rrf.js';
+import { rankByCosine } from '../src/search/vector-scan.js';
 
 const { values } = parseArgs({ options: { sets: { type: 'string', default: 'livemcpbench,toolbench_stable' } } });
-const EVAL_DIR = new URL('../../shared/eval/', import.meta.url);
-
-interface Query {
-  query: string;
-  relevant: string[];
-  relevant_groups?: string[][];
-}
-
-const readJsonl = <T>(url: URL): T[] =>
-  readFileSync(url, 'utf8')
-    .trim()
-    .split('\n')
-    .map((line) => JSON.parse(line) as T);
+const EVAL_DIR = fileURLToPath(new URL('../../shared/eval/', import.meta.url));
 
 const dot = (a: readonly number[], b: readonly number[]) => a.reduce((sum, x, i) => sum + x * b[i]!, 0);
 const normalize = (v: number[]) => {
@@ -62,17 +52,10 @@ function stem(term: string): string {
 }
 
 async function runSet(set: string, embedder: Awaited<ReturnType<typeof createUseLiteEmbedder>>): Promise<void> {
-  const catalog = readJsonl<{ name: string; description?: string; input_schema?: Record<string, unknown> | null; tags?: string[]; server?: string | null }>(
-    new URL(`${set}/catalog.jsonl`, EVAL_DIR),
-  );
-  const queries = readJsonl<Query>(new URL(`${set}/queries.dev.jsonl`, EVAL_DIR));
-  const tools: CanonicalTool[] = catalog.map((line) => ({
-    name: line.name,
-    description: line.description ?? '',
-    inputSchema: line.input_schema ?? null,
-    tags: line.tags ?? [],
-    server: line.server ?? null,
-  }));
+  // The catalog as ingestion reads it (the eval ingests through the REST API's code).
+  const { tools, problems } = normalizeTools(readJsonl(`${EVAL_DIR}${set}/catalog.jsonl`));
+  if (problems.length > 0) throw new Error(`${set}: ${problems.length} invalid tools, first: ${problems[0]!.message}`);
+  const queries = loadQueries(`${EVAL_DIR}${set}/queries.dev.jsonl`);
   const documents = tools.map((tool) => ({ id: tool.name, ...documentTerms(tool) }));
   const index = new Bm25Index(documents);
   const stemmedIndex = new Bm25Index(
@@ -90,11 +73,7 @@ async function runSet(set: string, embedder: Awaited<ReturnType<typeof createUse
     if (!vector) queryVectors.set(text, (vector = await embedder.embedQuery(text)));
     return vector;
   };
-  const byVector = (query: readonly number[]): Ranked =>
-    tools
-      .map((tool, i): [string, number] => [tool.name, dot(query, vectors[i]!)])
-      .sort(byScoreThenId)
-      .slice(0, RRF_DEPTH);
+  const byVector = (query: readonly number[]): Ranked => rankByCosine(query, vectorOf, RRF_DEPTH);
   const bm25 = (terms: string[], bm25Index = index): Ranked => bm25Index.search(distinctTerms(terms), RRF_DEPTH);
   const names = (ranked: Ranked) => ranked.map(([id]) => id);
 
@@ -141,7 +120,7 @@ async function runSet(set: string, embedder: Awaited<ReturnType<typeof createUse
   console.log(`${'R@10'.padStart(6)} ${'nDCG@10'.padStart(8)} ${'R@5'.padStart(6)}  strategy`);
   for (const [label, strategy] of strategies) {
     const scored = [];
-    for (const q of queries) scored.push(scoreQuery(await strategy(q.query), { relevant: q.relevant, ...(q.relevant_groups ? { relevantGroups: q.relevant_groups } : {}) }));
+    for (const q of queries) scored.push(scoreQuery(await strategy(q.query), { relevant: q.relevant, relevantGroups: q.relevant_groups }));
     const mean = meanMetrics(scored);
     console.log(`${mean.recall10.toFixed(3).padStart(6)} ${mean.ndcg10.toFixed(3).padStart(8)} ${mean.recall5.toFixed(3).padStart(6)}  ${label}`);
   }

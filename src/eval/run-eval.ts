@@ -16,7 +16,8 @@ const queryLine = z.object({
 });
 export type EvalQuery = z.infer<typeof queryLine>;
 
-function readJsonl(path: string): unknown[] {
+/** One JSON value per non-blank line; a bad line is reported with its file and line number. */
+export function readJsonl(path: string): unknown[] {
   return readFileSync(path, 'utf8')
     .split('\n')
     .filter((line) => line.trim() !== '')
