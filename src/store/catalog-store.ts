@@ -69,6 +69,25 @@ export interface CatalogWrite {
 }
 
 /**
+ * The transaction both catalog writes share: store the new documents, create or bump the catalog,
+ * let `mapTools` point its names at hashes, and read the summary back. All of it lands, or none.
+ */
+async function writeCatalog(
+  db: Db,
+  tenant: string,
+  name: string,
+  unstored: ToolDocument[],
+  mapTools: (tx: Executor, id: number) => Promise<void>,
+): Promise<CatalogWrite> {
+  return db.transaction(async (tx) => {
+    const newHashes = await insertDocuments(tx, unstored);
+    const id = await touchCatalog(tx, tenant, name);
+    await mapTools(tx, id);
+    return { catalog: (await getCatalog(tx, tenant, name))!, newHashes };
+  });
+}
+
+/**
  * Replaces every tool of a catalog in one transaction: all of it lands, or none of it. `unstored`:
  * the documents not stored yet (all of them unless the caller stored them ahead).
  */
@@ -79,12 +98,9 @@ export async function replaceCatalog(
   documents: ToolDocument[],
   unstored: ToolDocument[] = documents,
 ): Promise<CatalogWrite> {
-  return db.transaction(async (tx) => {
-    const newHashes = await insertDocuments(tx, unstored);
-    const id = await touchCatalog(tx, tenant, name);
+  return writeCatalog(db, tenant, name, unstored, async (tx, id) => {
     await tx.execute(sql`delete from catalog_tools where catalog_id = ${id}`);
     await upsertMappings(tx, id, documents, 0);
-    return { catalog: (await getCatalog(tx, tenant, name))!, newHashes };
   });
 }
 
@@ -96,15 +112,12 @@ export async function upsertCatalogTools(
   documents: ToolDocument[],
   unstored: ToolDocument[] = documents,
 ): Promise<CatalogWrite> {
-  return db.transaction(async (tx) => {
-    const newHashes = await insertDocuments(tx, unstored);
-    const id = await touchCatalog(tx, tenant, name);
+  return writeCatalog(db, tenant, name, unstored, async (tx, id) => {
     const next = await queryRows<{ next: number }>(
       tx,
       sql`select coalesce(max(position) + 1, 0)::int as next from catalog_tools where catalog_id = ${id}`,
     );
     await upsertMappings(tx, id, documents, next[0]?.next ?? 0);
-    return { catalog: (await getCatalog(tx, tenant, name))!, newHashes };
   });
 }
 
