@@ -147,18 +147,26 @@ describe('the selector\'s in-process vector scan', () => {
   });
 });
 
+/**
+ * A test database and the real test embedder, with a model id of the test's own, so the vectors it
+ * writes never meet another test's.
+ */
+async function realEmbedderUnderOwnModel(prefix: string) {
+  const { testEmbedder } = await import('../helpers/embedder.js');
+  const database = await testDatabase();
+  const real = await testEmbedder();
+  const model = `${prefix}-model-${randomBytes(3).toString('hex')}`;
+  return { database, real, model, current: { model, textVersion: EMBED_TEXT_VERSION } };
+}
+
 describe('vectors from an older embedding text recipe', () => {
   it('keep serving search, count as missing, and are replaced in place by the queue', { timeout: 120_000 }, async () => {
     const { VectorCache } = await import('../../src/store/vector-cache.js');
     const { catalogEmbeddingProgress, hashesWithoutVector } = await import('../../src/store/embedding-store.js');
     const { InProcessEmbedQueue } = await import('../../src/jobs/in-process-queue.js');
-    const { testEmbedder } = await import('../helpers/embedder.js');
     const { pino } = await import('pino');
-    const database = await testDatabase();
-    const real = await testEmbedder();
-    const model = `recipe-model-${randomBytes(3).toString('hex')}`;
+    const { database, real, model, current } = await realEmbedderUnderOwnModel('recipe');
     const embedder = { ...real, modelId: model, close: async () => {} };
-    const current = { model, textVersion: EMBED_TEXT_VERSION };
     const docs = ['r1', 'r2', 'r3'].map((name) => toyDocument(name, { word: 1 }));
     const hashes = docs.map((doc) => doc.hash);
     const { catalog } = await replaceCatalog(database.db, uniqueName('recipe'), 'recipe', docs);
@@ -219,10 +227,7 @@ describe('a new text recipe that leaves a tool text unchanged', () => {
     const { embedDocuments, embeddingTextHash } = await import('../../src/embed/embed-documents.js');
     const { embeddingText } = await import('../../src/catalog/search-text.js');
     const { hashesWithoutVector } = await import('../../src/store/embedding-store.js');
-    const { testEmbedder } = await import('../helpers/embedder.js');
-    const database = await testDatabase();
-    const real = await testEmbedder();
-    const model = `relabel-model-${randomBytes(3).toString('hex')}`;
+    const { database, real, model, current } = await realEmbedderUnderOwnModel('relabel');
     const embedded: string[] = [];
     const embedder = {
       ...real,
@@ -233,7 +238,6 @@ describe('a new text recipe that leaves a tool text unchanged', () => {
       },
       close: async () => {},
     };
-    const current = { model, textVersion: EMBED_TEXT_VERSION };
     const [same, changed, unrecorded] = ['same', 'changed', 'unrecorded'].map((name) => toyDocument(`relabel_${name}`, { word: 1 }));
     const docs = [same!, changed!, unrecorded!];
     await replaceCatalog(database.db, uniqueName('relabel'), 'relabel', docs);
