@@ -8,12 +8,13 @@
  *   npx tsx bench/embed-model.ts --query-batches   only: queries in one shared call vs one call each
  *                                                  (the figures behind use-lite's query batching)
  */
-import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createUseLiteEmbedder } from '../src/embed/use-lite.js';
+import { loadQueries, readJsonl } from '../src/eval/run-eval.js';
 import { seededRandom } from '../test/helpers/seeded-random.js';
 
-const EVAL_DIR = new URL('../../shared/eval/livemcpbench/', import.meta.url);
+const EVAL_DIR = fileURLToPath(new URL('../../shared/eval/livemcpbench/', import.meta.url));
 
 const args = new Map(
   process.argv.slice(2).map((arg) => {
@@ -28,10 +29,10 @@ const textCount = listArg('texts', [128])[0]!;
 const repeats = listArg('repeats', [3])[0]!;
 const latencyChunkSizes = listArg('latency-chunks', [8, 64]);
 
-const toolTexts = readJsonl<{ name: string; description: string }>(new URL('catalog.jsonl', EVAL_DIR)).map(
+const toolTexts = (readJsonl(`${EVAL_DIR}catalog.jsonl`) as { name: string; description: string }[]).map(
   (tool) => `${tool.name} ${tool.description}`,
 );
-const queries = readJsonl<{ query: string }>(new URL('queries.dev.jsonl', EVAL_DIR)).map((q) => q.query);
+const queries = loadQueries(`${EVAL_DIR}queries.dev.jsonl`).map((q) => q.query);
 const documents = toolTexts.slice(0, textCount);
 
 if (args.has('query-batches')) {
@@ -136,13 +137,6 @@ function spread(samples: number[], digits = 1): string {
   const sorted = [...samples].sort((a, b) => a - b);
   const median = sorted[Math.floor(sorted.length / 2)]!;
   return `median ${median.toFixed(digits)}  [${sorted[0]!.toFixed(digits)} .. ${sorted[sorted.length - 1]!.toFixed(digits)}]`;
-}
-
-function readJsonl<T>(url: URL): T[] {
-  return readFileSync(url, 'utf8')
-    .split('\n')
-    .filter((line) => line.trim() !== '')
-    .map((line) => JSON.parse(line) as T);
 }
 
 function sleep(ms: number) {
