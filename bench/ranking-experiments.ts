@@ -1,28 +1,35 @@
 /**
  * Ranking ideas that were measured and not shipped (issue 3), rerunnable:
  *
- *   npx tsx bench/ranking-experiments.ts [--sets livemcpbench,toolbench_stable]
+ *   npx tsx bench/ranking-experiments.ts [--sets livemcpbench,toolbench_stable] [--settings]
  *
  * An in-memory copy of the eval's hybrid: the same documents (`documentTerms`), BM25 maths
  * (`Bm25Index`), embedding text, model (use-lite) and fusion (`fuseHybrid`) as the service, over a
  * whole catalog. Its "shipped" row must equal `npm run eval` on the same set (livemcpbench
  * 0.448 / 0.351 R@10 / nDCG@10, toolbench_stable 0.766 / 0.676 on 2026-11-21); each other row
- * changes one thing. Nothing here is used by the service.
+ * changes one thing. A "grid" row tries every setting of one idea and prints the range of its
+ * results and its best setting by Recall@10 (`--settings` prints every setting too), so a rejected
+ * idea is rejected over all of its settings, not one. Nothing here is used by the service. Takes ~15 minutes on 2 cores: it embeds
+ * each catalog three ways and the catalog's whole vocabulary once.
  */
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { stemmer } from 'stemmer';
-import { documentTerms, embeddingText, queryTerms } from '../src/catalog/search-text.js';
+import { documentTerms, embeddingText, humanize, queryTerms, schemaParameters, type DocumentTerms } from '../src/catalog/search-text.js';
+import type { CanonicalTool } from '../src/catalog/tool.js';
 import { normalizeTools } from '../src/catalog/tool-formats.js';
 import { createUseLiteEmbedder } from '../src/embed/use-lite.js';
 import { meanMetrics, scoreQuery } from '../src/eval/metrics.js';
 import { loadQueries, readJsonl } from '../src/eval/run-eval.js';
-import { distinctTerms } from '../src/search/bm25.js';
+import { bm25Idf, bm25TermScore, byScoreThenId, distinctTerms, DEFAULT_BM25_PARAMS } from '../src/search/bm25.js';
 import { Bm25Index } from '../src/search/bm25-index.js';
-import { fuseHybrid, fuseRrf, RRF_DEPTH, VECTOR_WEIGHT, type FusionInput, type Ranked } from '../src/search/rrf.js';
+import { fuseHybrid, fuseRrf, RRF_DEPTH, RRF_K, VECTOR_WEIGHT, type FusionInput, type Ranked } from '../src/search/rrf.js';
+import { tokenize } from '../src/search/tokenizer.js';
 import { rankByCosine } from '../src/search/vector-scan.js';
 
-const { values } = parseArgs({ options: { sets: { type: 'string', default: 'livemcpbench,toolbench_stable' } } });
+const { values } = parseArgs({
+  options: { sets: { type: 'string', default: 'livemcpbench,toolbench_stable' }, settings: { type: 'boolean', default: false } },
+});
 const EVAL_DIR = fileURLToPath(new URL('../../shared/eval/', import.meta.url));
 
 const dot = (a: readonly number[], b: readonly number[]) => a.reduce((sum, x, i) => sum + x * b[i]!, 0);
@@ -30,9 +37,14 @@ const normalize = (v: number[]) => {
   const length = Math.sqrt(dot(v, v));
   return v.map((x) => x / length);
 };
+const cartesian = <T extends unknown[]>(...axes: { [K in keyof T]: readonly T[K][] }): T[] =>
+  axes.reduce<unknown[][]>((combos, axis) => combos.flatMap((combo) => axis.map((value) => [...combo, value])), [[]]) as T[];
 
 /** A path or a file name in a task: `/root/ppt/apple.pptx`, `notes.md`. */
 const PATH = /(?:^|[\s'"`(])(?:~|\.{1,2})?\/[\w.-]+(?:\/[\w.-]*)+|\b[\w-]+\.(?:md|txt|csv|json|pptx?|docx?|xlsx?|pdf|py|ts|js|html|bib|png|jpe?g)\b/;
+/** Paths and URLs, which reach a sentence model as unknown tokens. */
+const PATHS_AND_URLS = /\bhttps?:\/\/\S+|(?:~|\.{1,2})?\/[\w.-]+(?:\/[\w.-]*)+/g;
+const FIRST_SENTENCE = /^[\s\S]*?[.!?\u3002](?=\s|$)/u;
 
 /** Sentences and "then"-steps of a multi-step task; none when the task is one step. */
 function subQueries(query: string): string[] {
@@ -40,6 +52,15 @@ function subQueries(query: string): string[] {
     .split(/(?<=[.!?;])\s+|\s*,?\s*\b(?:then|and then|after that|finally|also)\b\s*/i)
     .map((part) => part.trim())
     .filter((part) => part.split(/\s+/).length >= 3);
+  return parts.length > 1 ? parts : [];
+}
+
+/** The sentences of a task with at least two query terms each; none when it has one. */
+function sentences(query: string): string[] {
+  const parts = query
+    .split(/(?<=[.!?;])\s+/)
+    .map((part) => part.trim())
+    .filter((part) => queryTerms(part).length >= 2);
   return parts.length > 1 ? parts : [];
 }
 
@@ -51,7 +72,63 @@ function stem(term: string): string {
   return stemmed;
 }
 
-async function runSet(set: string, embedder: Awaited<ReturnType<typeof createUseLiteEmbedder>>): Promise<void> {
+/** A BM25 document with the terms of `text` added `times` times (negative: taken away). */
+function adjusted(base: DocumentTerms, text: string, times: number): DocumentTerms {
+  const termFreqs = new Map(base.termFreqs);
+  let length = base.length;
+  for (const term of tokenize(text)) {
+    termFreqs.set(term, (termFreqs.get(term) ?? 0) + times);
+    length += times;
+  }
+  for (const [term, tf] of termFreqs) if (tf <= 0) termFreqs.delete(term);
+  return { termFreqs, length };
+}
+
+/** Variants of the BM25 document (`documentTerms`), each one change to the shipped recipe. */
+const DOCUMENT_RECIPES: [string, (tool: CanonicalTool, base: DocumentTerms) => DocumentTerms][] = [
+  ['without parameter descriptions', (tool, base) => adjusted(base, schemaParameters(tool.inputSchema).map((p) => p.description).join(' '), -1)],
+  ['without the server', (tool, base) => adjusted(base, tool.server ?? '', -1)],
+  ['without tags', (tool, base) => adjusted(base, tool.tags.join(' '), -1)],
+  ['first sentence of the description twice', (tool, base) => adjusted(base, FIRST_SENTENCE.exec(tool.description)?.[0] ?? tool.description, 1)],
+  ['name three times', (tool, base) => adjusted(base, tool.name, 1)],
+];
+
+/**
+ * BM25 with a weight per query term (feedback and expansion terms count less than the query's
+ * own): the service's per-term maths (`bm25Idf`, `bm25TermScore`) summed with weights.
+ */
+function weightedBm25(documents: readonly ({ id: string } & DocumentTerms)[]) {
+  const df = new Map<string, number>();
+  for (const doc of documents) for (const term of doc.termFreqs.keys()) df.set(term, (df.get(term) ?? 0) + 1);
+  const avgDocLength = documents.reduce((sum, doc) => sum + doc.length, 0) / documents.length;
+  const idf = (term: string) => bm25Idf(documents.length, df.get(term) ?? 0);
+  const search = (weights: ReadonlyMap<string, number>): Ranked => {
+    const ranked: [string, number][] = [];
+    for (const doc of documents) {
+      let score = 0;
+      let matched = false;
+      for (const [term, weight] of weights) {
+        const tf = doc.termFreqs.get(term);
+        if (!tf) continue;
+        matched = true;
+        score += weight * bm25TermScore(tf, idf(term), doc.length, avgDocLength, DEFAULT_BM25_PARAMS);
+      }
+      if (matched) ranked.push([doc.id, score]);
+    }
+    return ranked.sort(byScoreThenId).slice(0, RRF_DEPTH);
+  };
+  return { idf, search };
+}
+
+/** Every query term at weight 1. */
+const unitWeights = (query: string) => new Map(distinctTerms(queryTerms(query)).map((term) => [term, 1]));
+
+type Embedder = Awaited<ReturnType<typeof createUseLiteEmbedder>>;
+type Strategy = (query: string) => Promise<string[]>;
+/** One idea at one setting, or a grid: one idea at every setting listed. */
+type Row = { label: string; strategy: Strategy } | { label: string; grid: [string, Strategy][] };
+
+async function runSet(set: string, embedder: Embedder): Promise<void> {
   // The catalog as ingestion reads it (the eval ingests through the REST API's code).
   const { tools, problems } = normalizeTools(readJsonl(`${EVAL_DIR}${set}/catalog.jsonl`));
   if (problems.length > 0) throw new Error(`${set}: ${problems.length} invalid tools, first: ${problems[0]!.message}`);
@@ -65,24 +142,62 @@ async function runSet(set: string, embedder: Awaited<ReturnType<typeof createUse
       return { id, termFreqs: stemmed, length };
     }),
   );
-  const vectors = await embedder.embedDocuments(tools.map(embeddingText));
-  const vectorOf = new Map(tools.map((tool, i) => [tool.name, vectors[i]!]));
+  const recipeIndexes = DOCUMENT_RECIPES.map(([label, recipe]): [string, Bm25Index] => [
+    label,
+    new Bm25Index(tools.map((tool, i) => ({ id: tool.name, ...recipe(tool, documents[i]!) }))),
+  ]);
+  const weighted = weightedBm25(documents);
+  const byId = new Map(documents.map((doc) => [doc.id, doc]));
+
+  const vectorsOf = async (texts: string[]) => {
+    const vectors = await embedder.embedDocuments(texts);
+    return new Map(tools.map((tool, i) => [tool.name, vectors[i]!]));
+  };
+  const vectorOf = await vectorsOf(tools.map(embeddingText));
+  // Second and third vectors per tool: what it is called, and the start of what it says it does.
+  const nameVectorOf = await vectorsOf(tools.map((tool) => humanize(tool.name.split('__').pop()!)));
+  const descriptionVectorOf = await vectorsOf(tools.map((tool) => tool.description.trim().slice(0, 400) || humanize(tool.name)));
   const queryVectors = new Map<string, number[]>();
   const embed = async (text: string) => {
     let vector = queryVectors.get(text);
     if (!vector) queryVectors.set(text, (vector = await embedder.embedQuery(text)));
     return vector;
   };
-  const byVector = (query: readonly number[]): Ranked => rankByCosine(query, vectorOf, RRF_DEPTH);
+  // The catalog's words, embedded one by one, for expanding a query word with its neighbours.
+  const catalogTerms = new Set(documents.flatMap((doc) => [...doc.termFreqs.keys()]));
+  const vocabulary = [...catalogTerms].filter((term) => /^[a-z]{3,}$/.test(term));
+  const vocabularyVectors = await embedder.embedDocuments(vocabulary);
+  const neighbours = new Map<string, [string, number][]>();
+  const neighboursOf = async (word: string) => {
+    let found = neighbours.get(word);
+    if (!found) {
+      const vector = await embed(word);
+      found = vocabulary
+        .map((term, i): [string, number] => [term, dot(vector, vocabularyVectors[i]!)])
+        .filter(([term]) => term !== word)
+        .sort(byScoreThenId)
+        .slice(0, 3);
+      neighbours.set(word, found);
+    }
+    return found;
+  };
+
+  const byVector = (query: readonly number[], vectors = vectorOf): Ranked => rankByCosine(query, vectors, RRF_DEPTH);
   const bm25 = (terms: string[], bm25Index = index): Ranked => bm25Index.search(distinctTerms(terms), RRF_DEPTH);
   const names = (ranked: Ranked) => ranked.map(([id]) => id);
+  /** Each tool's best cosine over several query vectors, or several vectors of its own. */
+  const byMaxCosine = (scored: Ranked[]): Ranked => {
+    const best = new Map<string, number>();
+    for (const ranked of scored) for (const [id, score] of ranked) best.set(id, Math.max(best.get(id) ?? -Infinity, score));
+    return [...best].sort(byScoreThenId).slice(0, RRF_DEPTH);
+  };
+  const all = tools.length;
 
-  type Strategy = (query: string) => Promise<string[]>;
-  const strategies: [string, Strategy][] = [
-    ['shipped hybrid', async (q) => names(fuseHybrid(bm25(queryTerms(q)), byVector(await embed(q))))],
-    [
-      'sub-queries fused with the whole (weight 0.5)',
-      async (q) => {
+  const rows: Row[] = [
+    { label: 'shipped hybrid', strategy: async (q) => names(fuseHybrid(bm25(queryTerms(q)), byVector(await embed(q)))) },
+    {
+      label: 'sub-queries fused with the whole (weight 0.5)',
+      strategy: async (q) => {
         const inputs: FusionInput[] = [
           { ranked: bm25(queryTerms(q)), weight: 1, scaleByScore: true },
           { ranked: byVector(await embed(q)), weight: VECTOR_WEIGHT, scaleByScore: false },
@@ -93,10 +208,29 @@ async function runSet(set: string, embedder: Awaited<ReturnType<typeof createUse
         }
         return names(fuseRrf(inputs));
       },
-    ],
-    ...[3, 5, 10].flatMap((k) =>
-      [0.3, 0.6, 1].map((beta): [string, Strategy] => [
-        `Rocchio: query vector + ${beta} x mean of the top ${k}`,
+    },
+    {
+      label: 'each sentence its own BM25 (and dense) list, total weight w',
+      grid: cartesian<[number, boolean]>([0.25, 0.5, 1], [false, true]).map(([w, dense]): [string, Strategy] => [
+        `w ${w}${dense ? ', with dense lists' : ''}`,
+        async (q) => {
+          const inputs: FusionInput[] = [
+            { ranked: bm25(queryTerms(q)), weight: 1, scaleByScore: true },
+            { ranked: byVector(await embed(q)), weight: VECTOR_WEIGHT, scaleByScore: false },
+          ];
+          const parts = sentences(q);
+          for (const part of parts) {
+            inputs.push({ ranked: bm25(queryTerms(part)), weight: w / parts.length, scaleByScore: true });
+            if (dense) inputs.push({ ranked: byVector(await embed(part)), weight: (w * VECTOR_WEIGHT) / parts.length, scaleByScore: false });
+          }
+          return names(fuseRrf(inputs));
+        },
+      ]),
+    },
+    {
+      label: 'Rocchio: query vector + beta x mean of the top k',
+      grid: cartesian<[number, number]>([3, 5, 10], [0.3, 0.6, 1]).map(([k, beta]): [string, Strategy] => [
+        `k ${k}, beta ${beta}`,
         async (q) => {
           const vector = await embed(q);
           const lexical = bm25(queryTerms(q));
@@ -107,22 +241,135 @@ async function runSet(set: string, embedder: Awaited<ReturnType<typeof createUse
           return names(fuseHybrid(lexical, byVector(moved)));
         },
       ]),
-    ),
-    ['Porter stemming (documents and queries)', async (q) => names(fuseHybrid(bm25(queryTerms(q).map(stem), stemmedIndex), byVector(await embed(q))))],
-    ['"file" added when the query names a path', async (q) => names(fuseHybrid(bm25([...queryTerms(q), ...(PATH.test(q) ? ['file'] : [])]), byVector(await embed(q))))],
-    [
-      '"file" and "write" added when the query names a path',
-      async (q) => names(fuseHybrid(bm25([...queryTerms(q), ...(PATH.test(q) ? ['file', 'write'] : [])]), byVector(await embed(q)))),
-    ],
+    },
+    {
+      label: 'BM25 pseudo-relevance feedback: m terms of the top k, weight lambda',
+      grid: cartesian<['bm25' | 'hybrid', number, number, number]>(['bm25', 'hybrid'], [3, 5, 10], [5, 10, 20], [0.2, 0.5]).map(
+        ([from, k, m, lambda]): [string, Strategy] => [
+          `top ${k} of ${from}, ${m} terms, lambda ${lambda}`,
+          async (q) => {
+            const weights = unitWeights(q);
+            const lexical = weighted.search(weights);
+            const dense = byVector(await embed(q));
+            const feedback = new Map<string, number>();
+            for (const [id] of (from === 'bm25' ? lexical : fuseHybrid(lexical, dense)).slice(0, k)) {
+              const doc = byId.get(id)!;
+              for (const [term, tf] of doc.termFreqs) feedback.set(term, (feedback.get(term) ?? 0) + ((tf / doc.length) * weighted.idf(term)) / k);
+            }
+            const added = [...feedback].filter(([term]) => !weights.has(term)).sort(byScoreThenId).slice(0, m);
+            for (const [term, score] of added) weights.set(term, (lambda * score) / added[0]![1]);
+            return names(fuseHybrid(weighted.search(weights), dense));
+          },
+        ],
+      ),
+    },
+    {
+      label: "query words expanded with their nearest catalog words by the model's cosine",
+      grid: cartesian<[number, number, number, boolean]>([0.6, 0.65, 0.7, 0.75], [1, 3], [0.3, 0.6], [false, true]).map(
+        ([tau, n, lambda, onlyUnknown]): [string, Strategy] => [
+          `cosine >= ${tau}, ${n} neighbours, weight ${lambda} x cosine${onlyUnknown ? ', words not in the catalog only' : ''}`,
+          async (q) => {
+            const weights = unitWeights(q);
+            for (const word of [...weights.keys()]) {
+              if (!/^[a-z]{3,}$/.test(word) || (onlyUnknown && catalogTerms.has(word))) continue;
+              for (const [term, cosine] of (await neighboursOf(word)).slice(0, n)) {
+                if (cosine >= tau && !weights.has(term)) weights.set(term, Math.max(weights.get(term) ?? 0, lambda * cosine));
+              }
+            }
+            return names(fuseHybrid(weighted.search(weights), byVector(await embed(q))));
+          },
+        ],
+      ),
+    },
+    { label: 'Porter stemming (documents and queries)', strategy: async (q) => names(fuseHybrid(bm25(queryTerms(q).map(stem), stemmedIndex), byVector(await embed(q)))) },
+    {
+      label: 'BM25 document recipe',
+      grid: recipeIndexes.map(([label, recipeIndex]): [string, Strategy] => [label, async (q) => names(fuseHybrid(bm25(queryTerms(q), recipeIndex), byVector(await embed(q))))]),
+    },
+    { label: '"file" added when the query names a path', strategy: async (q) => names(fuseHybrid(bm25([...queryTerms(q), ...(PATH.test(q) ? ['file'] : [])]), byVector(await embed(q)))) },
+    {
+      label: '"file" and "write" added when the query names a path',
+      strategy: async (q) => names(fuseHybrid(bm25([...queryTerms(q), ...(PATH.test(q) ? ['file', 'write'] : [])]), byVector(await embed(q)))),
+    },
+    {
+      label: 'the model reads the query without its paths and URLs',
+      strategy: async (q) => names(fuseHybrid(bm25(queryTerms(q)), byVector(await embed(q.replace(PATHS_AND_URLS, ' ').replace(/\s+/g, ' ').trim())))),
+    },
+    {
+      label: "dense list: each tool's best cosine over the query and its sentences",
+      strategy: async (q) => {
+        const scored: Ranked[] = [];
+        for (const text of [q, ...sentences(q)]) scored.push(rankByCosine(await embed(text), vectorOf, all));
+        return names(fuseHybrid(bm25(queryTerms(q)), byMaxCosine(scored)));
+      },
+    },
+    {
+      label: 'dense votes scaled by (cosine - last) / (first - last) of the list, weight w',
+      grid: [0.4, 0.6].map((w): [string, Strategy] => [
+        `w ${w}`,
+        async (q) => {
+          const dense = byVector(await embed(q));
+          const first = dense[0]![1];
+          const last = dense[dense.length - 1]![1];
+          const lexical = bm25(queryTerms(q));
+          const fused = new Map(fuseRrf([{ ranked: lexical, weight: 1, scaleByScore: true }]));
+          dense.forEach(([id, cosine], i) => fused.set(id, (fused.get(id) ?? 0) + (w * (cosine - last)) / (first - last || 1) / (RRF_K + i + 1)));
+          return names([...fused].sort(byScoreThenId));
+        },
+      ]),
+    },
+    {
+      label: 'several vectors per tool (embedding text, name, description)',
+      grid: (
+        [
+          ['best of text and name', [vectorOf, nameVectorOf], 'max'],
+          ['best of text and description', [vectorOf, descriptionVectorOf], 'max'],
+          ['best of all three', [vectorOf, nameVectorOf, descriptionVectorOf], 'max'],
+          ['sum of text and description', [vectorOf, descriptionVectorOf], 'sum'],
+          ['sum of all three', [vectorOf, nameVectorOf, descriptionVectorOf], 'sum'],
+        ] as const
+      ).map(([label, sources, combine]): [string, Strategy] => [
+        label,
+        async (q) => {
+          const query = await embed(q);
+          const scored = sources.map((vectors) => rankByCosine(query, vectors, all));
+          const dense =
+            combine === 'max'
+              ? byMaxCosine(scored)
+              : [...scored.reduce((sum, ranked) => (ranked.forEach(([id, s]) => sum.set(id, (sum.get(id) ?? 0) + s)), sum), new Map<string, number>())]
+                  .sort(byScoreThenId)
+                  .slice(0, RRF_DEPTH);
+          return names(fuseHybrid(bm25(queryTerms(q)), dense));
+        },
+      ]),
+    },
   ];
-
-  console.log(`\n${set}: ${tools.length} tools, ${queries.length} dev queries`);
-  console.log(`${'R@10'.padStart(6)} ${'nDCG@10'.padStart(8)} ${'R@5'.padStart(6)}  strategy`);
-  for (const [label, strategy] of strategies) {
+  const measure = async (strategy: Strategy) => {
     const scored = [];
     for (const q of queries) scored.push(scoreQuery(await strategy(q.query), { relevant: q.relevant, relevantGroups: q.relevant_groups }));
-    const mean = meanMetrics(scored);
-    console.log(`${mean.recall10.toFixed(3).padStart(6)} ${mean.ndcg10.toFixed(3).padStart(8)} ${mean.recall5.toFixed(3).padStart(6)}  ${label}`);
+    return meanMetrics(scored);
+  };
+  const f = (x: number) => x.toFixed(3);
+  console.log(`\n${set}: ${tools.length} tools, ${queries.length} dev queries`);
+  console.log(`${'R@10'.padStart(11)} ${'nDCG@10'.padStart(11)} ${'R@5'.padStart(6)}  idea`);
+  for (const row of rows) {
+    if ('strategy' in row) {
+      const mean = await measure(row.strategy);
+      console.log(`${f(mean.recall10).padStart(11)} ${f(mean.ndcg10).padStart(11)} ${f(mean.recall5).padStart(6)}  ${row.label}`);
+      continue;
+    }
+    const results: [string, Awaited<ReturnType<typeof measure>>][] = [];
+    for (const [label, strategy] of row.grid) {
+      const mean = await measure(strategy);
+      results.push([label, mean]);
+      if (values.settings) console.log(`${f(mean.recall10).padStart(11)} ${f(mean.ndcg10).padStart(11)} ${f(mean.recall5).padStart(6)}    ${row.label}: ${label}`);
+    }
+    const range = (pick: (m: (typeof results)[number][1]) => number) => {
+      const xs = results.map(([, m]) => pick(m));
+      return `${f(Math.min(...xs))}-${f(Math.max(...xs))}`;
+    };
+    const [bestLabel, best] = results.reduce((a, b) => (b[1].recall10 > a[1].recall10 || (b[1].recall10 === a[1].recall10 && b[1].ndcg10 > a[1].ndcg10) ? b : a));
+    console.log(`${range((m) => m.recall10)} ${range((m) => m.ndcg10)} ${range((m) => m.recall5)}  ${row.label}: ${results.length} settings; best R@10 ${f(best.recall10)} / nDCG@10 ${f(best.ndcg10)} at ${bestLabel}`);
   }
 }
 
