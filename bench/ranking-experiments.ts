@@ -2,6 +2,7 @@
  * Ranking ideas that were measured and not shipped (issue 3), rerunnable:
  *
  *   npx tsx bench/ranking-experiments.ts [--sets livemcpbench,toolbench_stable] [--settings]
+ *                                        [--only <text in the idea's label>]
  *
  * An in-memory copy of the eval's hybrid: the same documents (`documentTerms`), BM25 maths
  * (`Bm25Index`), embedding text, model (use-lite) and fusion (`fuseHybrid`) as the service, over a
@@ -28,7 +29,11 @@ import { tokenize } from '../src/search/tokenizer.js';
 import { rankByCosine } from '../src/search/vector-scan.js';
 
 const { values } = parseArgs({
-  options: { sets: { type: 'string', default: 'livemcpbench,toolbench_stable' }, settings: { type: 'boolean', default: false } },
+  options: {
+    sets: { type: 'string', default: 'livemcpbench,toolbench_stable' },
+    settings: { type: 'boolean', default: false },
+    only: { type: 'string' },
+  },
 });
 const EVAL_DIR = fileURLToPath(new URL('../../shared/eval/', import.meta.url));
 
@@ -319,6 +324,31 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
       ]),
     },
     {
+      label: "dense weight per query from a list's own confidence",
+      grid: [
+        ...[0.5, 1, 2].map((p): [string, Strategy] => [
+          `0.4 x (z of the dense top cosine over the catalog / 4)^${p}`,
+          async (q) => {
+            const cosines = rankByCosine(await embed(q), vectorOf, all);
+            const values = cosines.map(([, cosine]) => cosine);
+            const mean = values.reduce((sum, x) => sum + x, 0) / values.length;
+            const sd = Math.sqrt(values.reduce((sum, x) => sum + (x - mean) ** 2, 0) / values.length);
+            const weight = VECTOR_WEIGHT * ((values[0]! - mean) / sd / 4) ** p;
+            return names(fuseRrf([{ ranked: bm25(queryTerms(q)), weight: 1, scaleByScore: true }, { ranked: cosines.slice(0, RRF_DEPTH), weight, scaleByScore: false }]));
+          },
+        ]),
+        ...[0.5, 1].map((p): [string, Strategy] => [
+          `0.4 x min(3, 1.5 x (BM25 top score / 10th score)^-${p})`,
+          async (q) => {
+            const lexical = bm25(queryTerms(q));
+            const ratio = lexical.length > 1 ? lexical[0]![1] / lexical[Math.min(9, lexical.length - 1)]![1] : 10;
+            const weight = VECTOR_WEIGHT * Math.min(3, 1.5 * ratio ** -p);
+            return names(fuseRrf([{ ranked: lexical, weight: 1, scaleByScore: true }, { ranked: byVector(await embed(q)), weight, scaleByScore: false }]));
+          },
+        ]),
+      ],
+    },
+    {
       label: 'several vectors per tool (embedding text, name, description)',
       grid: (
         [
@@ -353,6 +383,7 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
   console.log(`\n${set}: ${tools.length} tools, ${queries.length} dev queries`);
   console.log(`${'R@10'.padStart(11)} ${'nDCG@10'.padStart(11)} ${'R@5'.padStart(6)}  idea`);
   for (const row of rows) {
+    if (values.only !== undefined && row.label !== 'shipped hybrid' && !row.label.includes(values.only)) continue;
     if ('strategy' in row) {
       const mean = await measure(row.strategy);
       console.log(`${f(mean.recall10).padStart(11)} ${f(mean.ndcg10).padStart(11)} ${f(mean.recall5).padStart(6)}  ${row.label}`);
