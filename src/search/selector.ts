@@ -312,8 +312,8 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
   if (ranked.length === 0 && exact.length === 0 && regexNames.length === 0) fallback ??= 'no_match';
   const rankedSet = new Set(ranked);
   const regexOrdered = [...ranked.filter((name) => regexNames.includes(name)), ...regexNames.filter((name) => !rankedSet.has(name))];
-  if (fresh.length > 0 || (!cachedList && input.toolsKey !== undefined)) {
-    const remember = !cachedList && input.toolsKey !== undefined ? { key: input.toolsKey, list } : undefined;
+  const remember = !cachedList && input.toolsKey !== undefined ? { key: input.toolsKey, list } : undefined;
+  if (fresh.length > 0 || remember) {
     // Backpressure: a client sending new tools faster than the store takes them waits for its own
     // write, as every request did before writes moved after the answer, so pending writes stay bounded.
     const waitForWrite = deps.background.size >= MAX_WRITES_IN_FLIGHT;
