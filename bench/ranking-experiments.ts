@@ -24,7 +24,7 @@ import { meanMetrics, scoreQuery } from '../src/eval/metrics.js';
 import { loadQueries, readJsonl } from '../src/eval/run-eval.js';
 import { bm25Idf, bm25TermScore, byScoreThenId, distinctTerms, DEFAULT_BM25_PARAMS } from '../src/search/bm25.js';
 import { Bm25Index } from '../src/search/bm25-index.js';
-import { fuseHybrid, fuseRrf, RRF_DEPTH, RRF_K, VECTOR_WEIGHT, type FusionInput, type Ranked } from '../src/search/rrf.js';
+import { fuseHybrid, fuseRrf, RRF_DEPTH, VECTOR_WEIGHT, type FusionInput, type Ranked } from '../src/search/rrf.js';
 import { tokenize } from '../src/search/tokenizer.js';
 import { rankByCosine } from '../src/search/vector-scan.js';
 
@@ -172,15 +172,14 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
   const catalogTerms = new Set(documents.flatMap((doc) => [...doc.termFreqs.keys()]));
   const vocabulary = [...catalogTerms].filter((term) => /^[a-z]{3,}$/.test(term));
   const vocabularyVectors = await embedder.embedDocuments(vocabulary);
+  const vectorOfTerm = new Map(vocabulary.map((term, i) => [term, vocabularyVectors[i]!]));
   const neighbours = new Map<string, [string, number][]>();
+  /** A word's three nearest catalog words (four, less the word itself when the catalog has it). */
   const neighboursOf = async (word: string) => {
     let found = neighbours.get(word);
     if (!found) {
-      const vector = await embed(word);
-      found = vocabulary
-        .map((term, i): [string, number] => [term, dot(vector, vocabularyVectors[i]!)])
+      found = rankByCosine(await embed(word), vectorOfTerm, 4)
         .filter(([term]) => term !== word)
-        .sort(byScoreThenId)
         .slice(0, 3);
       neighbours.set(word, found);
     }
@@ -314,12 +313,10 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
         `w ${w}`,
         async (q) => {
           const dense = byVector(await embed(q));
-          const first = dense[0]![1];
           const last = dense[dense.length - 1]![1];
-          const lexical = bm25(queryTerms(q));
-          const fused = new Map(fuseRrf([{ ranked: lexical, weight: 1, scaleByScore: true }]));
-          dense.forEach(([id, cosine], i) => fused.set(id, (fused.get(id) ?? 0) + (w * (cosine - last)) / (first - last || 1) / (RRF_K + i + 1)));
-          return names([...fused].sort(byScoreThenId));
+          // Score-scaled votes over cosine - last are (cosine - last) / (first - last) of each vote.
+          const shifted = dense.map(([id, cosine]): [string, number] => [id, cosine - last]);
+          return names(fuseRrf([{ ranked: bm25(queryTerms(q)), weight: 1, scaleByScore: true }, { ranked: shifted, weight: w, scaleByScore: true }]));
         },
       ]),
     },
