@@ -2,7 +2,7 @@
  * Ranking ideas that were measured and not shipped (issue 3), rerunnable:
  *
  *   npx tsx bench/ranking-experiments.ts [--sets livemcpbench,toolbench_stable] [--settings]
- *                                        [--only <text in the idea's label>]
+ *                                        [--only '<text in an idea's label>|<another>']
  *
  * An in-memory copy of the eval's hybrid: the same documents (`documentTerms`), BM25 maths
  * (`Bm25Index`), embedding text, model (use-lite) and fusion (`fuseHybrid`) as the service, over a
@@ -11,7 +11,7 @@
  * changes one thing. A "grid" row tries every setting of one idea and prints the range of its
  * results and its best setting by Recall@10 (`--settings` prints every setting too), so a rejected
  * idea is rejected over all of its settings, not one. Nothing here is used by the service. Takes ~15 minutes on 2 cores: it embeds
- * each catalog three ways and the catalog's whole vocabulary once.
+ * each catalog three ways and the catalog's whole vocabulary once (each only when a row needs it, so `--only` is quicker).
  */
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -41,6 +41,11 @@ const dot = (a: readonly number[], b: readonly number[]) => a.reduce((sum, x, i)
 const normalize = (v: number[]) => {
   const length = Math.sqrt(dot(v, v));
   return v.map((x) => x / length);
+};
+/** Runs `make` on first call only; later calls share its promise. */
+const once = <T>(make: () => Promise<T>): (() => Promise<T>) => {
+  let made: Promise<T> | undefined;
+  return () => (made ??= make());
 };
 const cartesian = <T extends unknown[]>(...axes: { [K in keyof T]: readonly T[K][] }): T[] =>
   axes.reduce<unknown[][]>((combos, axis) => combos.flatMap((combo) => axis.map((value) => [...combo, value])), [[]]) as T[];
@@ -128,6 +133,57 @@ function weightedBm25(documents: readonly ({ id: string } & DocumentTerms)[]) {
 /** Every query term at weight 1. */
 const unitWeights = (query: string) => new Map(distinctTerms(queryTerms(query)).map((term) => [term, 1]));
 
+/** Score normalisations for a convex combination (Bruch et al., "An Analysis of Fusion Functions for Hybrid Retrieval"). */
+const NORMALIZATIONS: Record<string, (ranked: Ranked, floor: number) => (score: number) => number> = {
+  'min-max': (ranked) => {
+    const top = ranked[0]![1];
+    const last = ranked[ranked.length - 1]![1];
+    return (score) => (top > last ? (score - last) / (top - last) : 1);
+  },
+  'theoretical minimum (0 for BM25, -1 for cosine)': (ranked, floor) => {
+    const top = ranked[0]![1];
+    return (score) => (top > floor ? (score - floor) / (top - floor) : 1);
+  },
+  'mean +- 3 sd (distribution-based)': (ranked) => {
+    const scores = ranked.map(([, score]) => score);
+    const mean = scores.reduce((sum, x) => sum + x, 0) / scores.length;
+    const sd = Math.sqrt(scores.reduce((sum, x) => sum + (x - mean) ** 2, 0) / scores.length);
+    return (score) => (sd > 0 ? Math.min(1, Math.max(0, (score - (mean - 3 * sd)) / (6 * sd))) : 1);
+  },
+};
+
+/**
+ * (1 - alpha) x BM25 + alpha x cosine, each normalised over its own list; a tool missing from a
+ * list gets that list's last value (all that is known is that it scored no higher).
+ */
+function fuseConvex(bm25: Ranked, dense: Ranked, alpha: number, normalization: string): [string, number][] {
+  const fused = new Map<string, number>();
+  const lists: [Ranked, number, number][] = [
+    [bm25, 1 - alpha, 0],
+    [dense, alpha, -1],
+  ];
+  const ids = new Set([...bm25, ...dense].map(([id]) => id));
+  for (const [ranked, weight, floor] of lists) {
+    if (ranked.length === 0) continue;
+    const scale = NORMALIZATIONS[normalization]!(ranked, floor);
+    const scores = new Map(ranked);
+    const last = ranked[ranked.length - 1]![1];
+    for (const id of ids) fused.set(id, (fused.get(id) ?? 0) + weight * scale(scores.get(id) ?? last));
+  }
+  return [...fused].sort(byScoreThenId);
+}
+
+/** Adjacent term pairs of a token sequence, as one term each: `stock price` -> `stock price`. */
+const bigrams = (terms: readonly string[]) => terms.slice(1).map((term, i) => `${terms[i]} ${term}`);
+
+/** The BM25 document's fields as token runs (a pair never spans two fields). */
+function bigramDocument(tool: CanonicalTool): DocumentTerms {
+  const runs = [tool.name, tool.description, tool.server ?? '', ...tool.tags, ...schemaParameters(tool.inputSchema).flatMap((p) => [p.name, p.description])];
+  const termFreqs = new Map<string, number>();
+  for (const run of runs) for (const pair of bigrams(tokenize(run))) termFreqs.set(pair, (termFreqs.get(pair) ?? 0) + 1);
+  return { termFreqs, length: [...termFreqs.values()].reduce((sum, tf) => sum + tf, 0) };
+}
+
 type Embedder = Awaited<ReturnType<typeof createUseLiteEmbedder>>;
 type Strategy = (query: string) => Promise<string[]>;
 /** One idea at one setting, or a grid: one idea at every setting listed. */
@@ -159,9 +215,10 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
     return new Map(tools.map((tool, i) => [tool.name, vectors[i]!]));
   };
   const vectorOf = await vectorsOf(tools.map(embeddingText));
+  // The rest is embedded on first use, so `--only` runs pay only for what they measure.
   // Second and third vectors per tool: what it is called, and the start of what it says it does.
-  const nameVectorOf = await vectorsOf(tools.map((tool) => humanize(tool.name.split('__').pop()!)));
-  const descriptionVectorOf = await vectorsOf(tools.map((tool) => tool.description.trim().slice(0, 400) || humanize(tool.name)));
+  const nameVectors = once(() => vectorsOf(tools.map((tool) => humanize(tool.name.split('__').pop()!))));
+  const descriptionVectors = once(() => vectorsOf(tools.map((tool) => tool.description.trim().slice(0, 400) || humanize(tool.name))));
   const queryVectors = new Map<string, number[]>();
   const embed = async (text: string) => {
     let vector = queryVectors.get(text);
@@ -170,20 +227,31 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
   };
   // The catalog's words, embedded one by one, for expanding a query word with its neighbours.
   const catalogTerms = new Set(documents.flatMap((doc) => [...doc.termFreqs.keys()]));
-  const vocabulary = [...catalogTerms].filter((term) => /^[a-z]{3,}$/.test(term));
-  const vocabularyVectors = await embedder.embedDocuments(vocabulary);
-  const vectorOfTerm = new Map(vocabulary.map((term, i) => [term, vocabularyVectors[i]!]));
+  const termVectors = once(async () => {
+    const vocabulary = [...catalogTerms].filter((term) => /^[a-z]{3,}$/.test(term));
+    const vectors = await embedder.embedDocuments(vocabulary);
+    return new Map(vocabulary.map((term, i) => [term, vectors[i]!]));
+  });
   const neighbours = new Map<string, [string, number][]>();
   /** A word's three nearest catalog words (four, less the word itself when the catalog has it). */
   const neighboursOf = async (word: string) => {
     let found = neighbours.get(word);
     if (!found) {
-      found = rankByCosine(await embed(word), vectorOfTerm, 4)
+      found = rankByCosine(await embed(word), await termVectors(), 4)
         .filter(([term]) => term !== word)
         .slice(0, 3);
       neighbours.set(word, found);
     }
     return found;
+  };
+
+  const bigramIndex = new Bm25Index(tools.map((tool) => ({ id: tool.name, ...bigramDocument(tool) })));
+  /** Each tool's nearest other tools by the cosine of their vectors, for score smoothing. */
+  const nearest = new Map<string, Ranked>();
+  const neighboursOfTool = (id: string, k: number) => {
+    let found = nearest.get(id);
+    if (!found) nearest.set(id, (found = rankByCosine(vectorOf.get(id)!, vectorOf, 11).filter(([other]) => other !== id)));
+    return found.slice(0, k);
   };
 
   const byVector = (query: readonly number[], vectors = vectorOf): Ranked => rankByCosine(query, vectors, RRF_DEPTH);
@@ -349,17 +417,18 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
       label: 'several vectors per tool (embedding text, name, description)',
       grid: (
         [
-          ['best of text and name', [vectorOf, nameVectorOf], 'max'],
-          ['best of text and description', [vectorOf, descriptionVectorOf], 'max'],
-          ['best of all three', [vectorOf, nameVectorOf, descriptionVectorOf], 'max'],
-          ['sum of text and description', [vectorOf, descriptionVectorOf], 'sum'],
-          ['sum of all three', [vectorOf, nameVectorOf, descriptionVectorOf], 'sum'],
+          ['best of text and name', ['text', 'name'], 'max'],
+          ['best of text and description', ['text', 'description'], 'max'],
+          ['best of all three', ['text', 'name', 'description'], 'max'],
+          ['sum of text and description', ['text', 'description'], 'sum'],
+          ['sum of all three', ['text', 'name', 'description'], 'sum'],
         ] as const
       ).map(([label, sources, combine]): [string, Strategy] => [
         label,
         async (q) => {
           const query = await embed(q);
-          const scored = sources.map((vectors) => rankByCosine(query, vectors, all));
+          const source = { text: async () => vectorOf, name: nameVectors, description: descriptionVectors };
+          const scored = await Promise.all(sources.map(async (which) => rankByCosine(query, await source[which](), all)));
           const dense =
             combine === 'max'
               ? byMaxCosine(scored)
@@ -367,6 +436,120 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
                   .sort(byScoreThenId)
                   .slice(0, RRF_DEPTH);
           return names(fuseHybrid(bm25(queryTerms(q)), dense));
+        },
+      ]),
+    },
+    {
+      label: 'convex combination of normalised scores, dense weight alpha',
+      grid: cartesian<[string, number]>(Object.keys(NORMALIZATIONS), [0.2, 0.3, 0.4, 0.5, 0.6]).map(([normalization, alpha]): [string, Strategy] => [
+        `${normalization}, alpha ${alpha}`,
+        async (q) => names(fuseConvex(bm25(queryTerms(q)), byVector(await embed(q)), alpha, normalization)),
+      ]),
+    },
+    {
+      label: 'adjacent word pairs (query and document bigrams) as a third BM25 list, weight w',
+      grid: [0.25, 0.5, 1].map((w): [string, Strategy] => [
+        `w ${w}`,
+        async (q) => {
+          const pairs = bigramIndex.search(distinctTerms(bigrams(queryTerms(q))), RRF_DEPTH);
+          return names(
+            fuseRrf([
+              { ranked: bm25(queryTerms(q)), weight: 1, scaleByScore: true },
+              { ranked: byVector(await embed(q)), weight: VECTOR_WEIGHT, scaleByScore: false },
+              { ranked: pairs, weight: w, scaleByScore: true },
+            ]),
+          );
+        },
+      ]),
+    },
+    {
+      label: "score smoothing: fused score + beta x mean fused score of the tool's k nearest tools",
+      grid: cartesian<[number, number]>([3, 5, 10], [0.2, 0.4, 0.6]).map(([k, beta]): [string, Strategy] => [
+        `k ${k}, beta ${beta}`,
+        async (q) => {
+          const fused = new Map(fuseHybrid(bm25(queryTerms(q)), byVector(await embed(q))));
+          const candidates = new Set([...fused.keys()].flatMap((id) => [id, ...neighboursOfTool(id, k).map(([other]) => other)]));
+          const smoothed: [string, number][] = [...candidates].map((id) => {
+            const around = neighboursOfTool(id, k).reduce((sum, [other]) => sum + (fused.get(other) ?? 0), 0) / k;
+            return [id, (fused.get(id) ?? 0) + beta * around];
+          });
+          return names(smoothed.sort(byScoreThenId));
+        },
+      ]),
+    },
+    {
+      label: 'smoothing among the candidates only, plus word pairs at weight w',
+      grid: cartesian<[number, number, number]>([3, 5, 10], [0.2, 0.4], [0, 0.25, 0.5]).map(([k, beta, w]): [string, Strategy] => [
+        `k ${k}, beta ${beta}, pairs ${w}`,
+        async (q) => {
+          const inputs: FusionInput[] = [
+            { ranked: bm25(queryTerms(q)), weight: 1, scaleByScore: true },
+            { ranked: byVector(await embed(q)), weight: VECTOR_WEIGHT, scaleByScore: false },
+          ];
+          if (w > 0) inputs.push({ ranked: bigramIndex.search(distinctTerms(bigrams(queryTerms(q))), RRF_DEPTH), weight: w, scaleByScore: true });
+          const fused = fuseRrf(inputs);
+          const scores = new Map(fused);
+          const candidates = new Map(fused.map(([id]) => [id, vectorOf.get(id)!]));
+          const smoothed = fused.map(([id, score]): [string, number] => {
+            const around = rankByCosine(vectorOf.get(id)!, candidates, k + 1).filter(([other]) => other !== id).slice(0, k);
+            return [id, score + (beta * around.reduce((sum, [other]) => sum + scores.get(other)!, 0)) / k];
+          });
+          return names(smoothed.sort(byScoreThenId));
+        },
+      ]),
+    },
+    {
+      label: 'smoothing over all tools, plus word pairs at weight w',
+      grid: cartesian<[number, number, number]>([3, 5, 10], [0.2, 0.4], [0.25, 0.5]).map(([k, beta, w]): [string, Strategy] => [
+        `k ${k}, beta ${beta}, pairs ${w}`,
+        async (q) => {
+          const fused = new Map(
+            fuseRrf([
+              { ranked: bm25(queryTerms(q)), weight: 1, scaleByScore: true },
+              { ranked: byVector(await embed(q)), weight: VECTOR_WEIGHT, scaleByScore: false },
+              { ranked: bigramIndex.search(distinctTerms(bigrams(queryTerms(q))), RRF_DEPTH), weight: w, scaleByScore: true },
+            ]),
+          );
+          const candidates = new Set([...fused.keys()].flatMap((id) => [id, ...neighboursOfTool(id, k).map(([other]) => other)]));
+          const smoothed: [string, number][] = [...candidates].map((id) => {
+            const around = neighboursOfTool(id, k).reduce((sum, [other]) => sum + (fused.get(other) ?? 0), 0) / k;
+            return [id, (fused.get(id) ?? 0) + beta * around];
+          });
+          return names(smoothed.sort(byScoreThenId));
+        },
+      ]),
+    },
+    {
+      label: 'propagation: each of the top m fused tools passes beta/k of its score to its k nearest tools; word pairs at weight w',
+      grid: cartesian<[number, number, number, number]>([20, 50], [3, 5], [0.2, 0.4], [0, 0.25]).map(([m, k, beta, w]): [string, Strategy] => [
+        `m ${m}, k ${k}, beta ${beta}, pairs ${w}`,
+        async (q) => {
+          const inputs: FusionInput[] = [
+            { ranked: bm25(queryTerms(q)), weight: 1, scaleByScore: true },
+            { ranked: byVector(await embed(q)), weight: VECTOR_WEIGHT, scaleByScore: false },
+          ];
+          if (w > 0) inputs.push({ ranked: bigramIndex.search(distinctTerms(bigrams(queryTerms(q))), RRF_DEPTH), weight: w, scaleByScore: true });
+          const fused = fuseRrf(inputs);
+          const scores = new Map(fused);
+          for (const [id, score] of fused.slice(0, m)) {
+            for (const [other] of neighboursOfTool(id, k)) scores.set(other, (scores.get(other) ?? 0) + (beta * score) / k);
+          }
+          return names([...scores].sort(byScoreThenId));
+        },
+      ]),
+    },
+    {
+      label: 'neighbours outside the fused list only: each of the top m passes beta/k of its score to those of its k nearest tools',
+      grid: cartesian<[number, number, number]>([10, 20, 50], [3, 5], [0.2, 0.4, 0.6]).map(([m, k, beta]): [string, Strategy] => [
+        `m ${m}, k ${k}, beta ${beta}`,
+        async (q) => {
+          const fused = fuseHybrid(bm25(queryTerms(q)), byVector(await embed(q)));
+          const scores = new Map(fused);
+          const added = new Map<string, number>();
+          for (const [id, score] of fused.slice(0, m)) {
+            for (const [other] of neighboursOfTool(id, k)) if (!scores.has(other)) added.set(other, (added.get(other) ?? 0) + (beta * score) / k);
+          }
+          return names([...scores, ...added].sort(byScoreThenId));
         },
       ]),
     },
@@ -380,7 +563,7 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
   console.log(`\n${set}: ${tools.length} tools, ${queries.length} dev queries`);
   console.log(`${'R@10'.padStart(11)} ${'nDCG@10'.padStart(11)} ${'R@5'.padStart(6)}  idea`);
   for (const row of rows) {
-    if (values.only !== undefined && row.label !== 'shipped hybrid' && !row.label.includes(values.only)) continue;
+    if (values.only !== undefined && row.label !== 'shipped hybrid' && !values.only.split('|').some((text) => row.label.includes(text))) continue;
     if ('strategy' in row) {
       const mean = await measure(row.strategy);
       console.log(`${f(mean.recall10).padStart(11)} ${f(mean.ndcg10).padStart(11)} ${f(mean.recall5).padStart(6)}  ${row.label}`);
