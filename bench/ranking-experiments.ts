@@ -22,7 +22,7 @@ import { normalizeTools } from '../src/catalog/tool-formats.js';
 import { createUseLiteEmbedder } from '../src/embed/use-lite.js';
 import { meanMetrics, scoreQuery } from '../src/eval/metrics.js';
 import { loadQueries, readJsonl } from '../src/eval/run-eval.js';
-import { bm25Idf, bm25TermScore, byScoreThenId, distinctTerms, DEFAULT_BM25_PARAMS } from '../src/search/bm25.js';
+import { byScoreThenId, distinctTerms } from '../src/search/bm25.js';
 import { Bm25Index } from '../src/search/bm25-index.js';
 import { fuseHybrid, fuseRrf, RRF_DEPTH, VECTOR_WEIGHT, type FusionInput, type Ranked } from '../src/search/rrf.js';
 import { tokenize } from '../src/search/tokenizer.js';
@@ -103,33 +103,6 @@ const DOCUMENT_RECIPES: [string, (tool: CanonicalTool, base: DocumentTerms) => D
   ['name three times', (tool, base) => adjusted(base, tool.name, 1)],
 ];
 
-/**
- * BM25 with a weight per query term (feedback and expansion terms count less than the query's
- * own): the service's per-term maths (`bm25Idf`, `bm25TermScore`) summed with weights.
- */
-function weightedBm25(documents: readonly ({ id: string } & DocumentTerms)[]) {
-  const df = new Map<string, number>();
-  for (const doc of documents) for (const term of doc.termFreqs.keys()) df.set(term, (df.get(term) ?? 0) + 1);
-  const avgDocLength = documents.reduce((sum, doc) => sum + doc.length, 0) / documents.length;
-  const idf = (term: string) => bm25Idf(documents.length, df.get(term) ?? 0);
-  const search = (weights: ReadonlyMap<string, number>): Ranked => {
-    const ranked: [string, number][] = [];
-    for (const doc of documents) {
-      let score = 0;
-      let matched = false;
-      for (const [term, weight] of weights) {
-        const tf = doc.termFreqs.get(term);
-        if (!tf) continue;
-        matched = true;
-        score += weight * bm25TermScore(tf, idf(term), doc.length, avgDocLength, DEFAULT_BM25_PARAMS);
-      }
-      if (matched) ranked.push([doc.id, score]);
-    }
-    return ranked.sort(byScoreThenId).slice(0, RRF_DEPTH);
-  };
-  return { idf, search };
-}
-
 /** Every query term at weight 1. */
 const unitWeights = (query: string) => new Map(distinctTerms(queryTerms(query)).map((term) => [term, 1]));
 
@@ -207,7 +180,6 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
     label,
     new Bm25Index(tools.map((tool, i) => ({ id: tool.name, ...recipe(tool, documents[i]!) }))),
   ]);
-  const weighted = weightedBm25(documents);
   const byId = new Map(documents.map((doc) => [doc.id, doc]));
 
   const vectorsOf = async (texts: string[]) => {
@@ -321,16 +293,16 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
           `top ${k} of ${from}, ${m} terms, lambda ${lambda}`,
           async (q) => {
             const weights = unitWeights(q);
-            const lexical = weighted.search(weights);
+            const lexical = index.searchWeighted(weights, RRF_DEPTH);
             const dense = byVector(await embed(q));
             const feedback = new Map<string, number>();
             for (const [id] of (from === 'bm25' ? lexical : fuseHybrid(lexical, dense)).slice(0, k)) {
               const doc = byId.get(id)!;
-              for (const [term, tf] of doc.termFreqs) feedback.set(term, (feedback.get(term) ?? 0) + ((tf / doc.length) * weighted.idf(term)) / k);
+              for (const [term, tf] of doc.termFreqs) feedback.set(term, (feedback.get(term) ?? 0) + ((tf / doc.length) * index.idf(term)) / k);
             }
             const added = [...feedback].filter(([term]) => !weights.has(term)).sort(byScoreThenId).slice(0, m);
             for (const [term, score] of added) weights.set(term, (lambda * score) / added[0]![1]);
-            return names(fuseHybrid(weighted.search(weights), dense));
+            return names(fuseHybrid(index.searchWeighted(weights, RRF_DEPTH), dense));
           },
         ],
       ),
@@ -348,7 +320,7 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
                 if (cosine >= tau && !weights.has(term)) weights.set(term, Math.max(weights.get(term) ?? 0, lambda * cosine));
               }
             }
-            return names(fuseHybrid(weighted.search(weights), byVector(await embed(q))));
+            return names(fuseHybrid(index.searchWeighted(weights, RRF_DEPTH), byVector(await embed(q))));
           },
         ],
       ),

@@ -32,15 +32,24 @@ export class Bm25Index {
 
   /** The documents holding a query term, best first, ties by id, at most `limit`. */
   search(queryTerms: readonly string[], limit = Number.POSITIVE_INFINITY): [string, number][] {
+    return this.searchWeighted(new Map(distinctTerms(queryTerms).map((term) => [term, 1])), limit);
+  }
+
+  /**
+   * `search` with each term's contribution multiplied by its weight, like the SQL's `weights`
+   * (added terms, such as feedback or expansion terms, can count less than the query's own).
+   * Weight 1 multiplies exactly, so `search` keeps `scoreBm25`'s scores to the last bit.
+   */
+  searchWeighted(weights: ReadonlyMap<string, number>, limit = Number.POSITIVE_INFINITY): [string, number][] {
     const scores = new Float64Array(this.size);
     const matched = new Uint8Array(this.size);
-    for (const term of distinctTerms(queryTerms)) {
+    for (const [term, weight] of weights) {
       const list = this.postings.get(term);
       if (!list) continue;
       const idf = bm25Idf(this.size, list.length / 2);
       for (let i = 0; i < list.length; i += 2) {
         const doc = list[i]!;
-        scores[doc] = scores[doc]! + bm25TermScore(list[i + 1]!, idf, this.lengths[doc]!, this.avgDocLength, this.params);
+        scores[doc] = scores[doc]! + weight * bm25TermScore(list[i + 1]!, idf, this.lengths[doc]!, this.avgDocLength, this.params);
         matched[doc] = 1;
       }
     }
@@ -48,5 +57,10 @@ export class Bm25Index {
     for (let doc = 0; doc < this.size; doc++) if (matched[doc]) ranked.push([this.ids[doc]!, scores[doc]!]);
     ranked.sort(byScoreThenId);
     return ranked.length > limit ? ranked.slice(0, limit) : ranked;
+  }
+
+  /** The IDF of a term over this corpus (0 documents holding it: the largest). */
+  idf(term: string): number {
+    return bm25Idf(this.size, (this.postings.get(term)?.length ?? 0) / 2);
   }
 }

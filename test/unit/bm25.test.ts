@@ -79,6 +79,17 @@ describe('Bm25Index', () => {
     expect(new Bm25Index([]).search(['cat'])).toEqual([]);
   });
 
+  it('multiplies each term by its weight and gives the corpus IDF', () => {
+    const index = new Bm25Index(corpus);
+    const [d1, d2] = index.searchWeighted(new Map([['cat', 2], ['dog', 0.5]]));
+    expect(d1).toEqual(['d1', expect.closeTo(2 * CAT_D1 + 0.5 * DOG_D1, 5)]);
+    expect(d2).toEqual(['d2', expect.closeTo(0.5 * DOG_D2, 5)]);
+    expect(index.searchWeighted(new Map([['dog', 1]]))).toEqual(index.search(['dog']));
+    expect(index.idf('cat')).toBeCloseTo(Math.log(8 / 3), 10);
+    expect(index.idf('dog')).toBeCloseTo(0.470004, 6);
+    expect(index.idf('unknown')).toBeCloseTo(Math.log(1 + 3.5 / 0.5), 10);
+  });
+
   it('ranks and scores exactly as scoreBm25 on random corpora and queries', () => {
     let state = 7;
     const random = () => ((state = (state * 1103515245 + 12345) % 2147483648) / 2147483648);
