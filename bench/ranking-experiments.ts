@@ -236,6 +236,22 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
     return [...best].sort(byScoreThenId).slice(0, RRF_DEPTH);
   };
   const all = tools.length;
+  /** The shipped fusion with adjacent word pairs as a third BM25 list at weight w (none at 0). */
+  const withPairs = async (q: string, w: number) => {
+    const inputs: FusionInput[] = [
+      { ranked: bm25(queryTerms(q)), weight: 1, scaleByScore: true },
+      { ranked: byVector(await embed(q)), weight: VECTOR_WEIGHT, scaleByScore: false },
+    ];
+    if (w > 0) inputs.push({ ranked: bigramIndex.search(distinctTerms(bigrams(queryTerms(q))), RRF_DEPTH), weight: w, scaleByScore: true });
+    return fuseRrf(inputs);
+  };
+  /** Each fused tool, and each nearest tool of one, scored + beta x mean fused score of its k nearest tools. */
+  const smoothed = (fused: ReadonlyMap<string, number>, k: number, beta: number): Ranked => {
+    const candidates = new Set([...fused.keys()].flatMap((id) => [id, ...neighboursOfTool(id, k).map(([other]) => other)]));
+    return [...candidates]
+      .map((id): [string, number] => [id, (fused.get(id) ?? 0) + (beta * neighboursOfTool(id, k).reduce((sum, [other]) => sum + (fused.get(other) ?? 0), 0)) / k])
+      .sort(byScoreThenId);
+  };
 
   const rows: Row[] = [
     { label: 'shipped hybrid', strategy: async (q) => names(fuseHybrid(bm25(queryTerms(q)), byVector(await embed(q)))) },
@@ -422,31 +438,14 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
       label: 'adjacent word pairs (query and document bigrams) as a third BM25 list, weight w',
       grid: [0.25, 0.5, 1].map((w): [string, Strategy] => [
         `w ${w}`,
-        async (q) => {
-          const pairs = bigramIndex.search(distinctTerms(bigrams(queryTerms(q))), RRF_DEPTH);
-          return names(
-            fuseRrf([
-              { ranked: bm25(queryTerms(q)), weight: 1, scaleByScore: true },
-              { ranked: byVector(await embed(q)), weight: VECTOR_WEIGHT, scaleByScore: false },
-              { ranked: pairs, weight: w, scaleByScore: true },
-            ]),
-          );
-        },
+        async (q) => names(await withPairs(q, w)),
       ]),
     },
     {
       label: "score smoothing: fused score + beta x mean fused score of the tool's k nearest tools",
       grid: cartesian<[number, number]>([3, 5, 10], [0.2, 0.4, 0.6]).map(([k, beta]): [string, Strategy] => [
         `k ${k}, beta ${beta}`,
-        async (q) => {
-          const fused = new Map(fuseHybrid(bm25(queryTerms(q)), byVector(await embed(q))));
-          const candidates = new Set([...fused.keys()].flatMap((id) => [id, ...neighboursOfTool(id, k).map(([other]) => other)]));
-          const smoothed: [string, number][] = [...candidates].map((id) => {
-            const around = neighboursOfTool(id, k).reduce((sum, [other]) => sum + (fused.get(other) ?? 0), 0) / k;
-            return [id, (fused.get(id) ?? 0) + beta * around];
-          });
-          return names(smoothed.sort(byScoreThenId));
-        },
+        async (q) => names(smoothed(new Map(await withPairs(q, 0)), k, beta)),
       ]),
     },
     {
@@ -454,19 +453,14 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
       grid: cartesian<[number, number, number]>([3, 5, 10], [0.2, 0.4], [0, 0.25, 0.5]).map(([k, beta, w]): [string, Strategy] => [
         `k ${k}, beta ${beta}, pairs ${w}`,
         async (q) => {
-          const inputs: FusionInput[] = [
-            { ranked: bm25(queryTerms(q)), weight: 1, scaleByScore: true },
-            { ranked: byVector(await embed(q)), weight: VECTOR_WEIGHT, scaleByScore: false },
-          ];
-          if (w > 0) inputs.push({ ranked: bigramIndex.search(distinctTerms(bigrams(queryTerms(q))), RRF_DEPTH), weight: w, scaleByScore: true });
-          const fused = fuseRrf(inputs);
+          const fused = await withPairs(q, w);
           const scores = new Map(fused);
           const candidates = new Map(fused.map(([id]) => [id, vectorOf.get(id)!]));
-          const smoothed = fused.map(([id, score]): [string, number] => {
+          const rescored = fused.map(([id, score]): [string, number] => {
             const around = rankByCosine(vectorOf.get(id)!, candidates, k + 1).filter(([other]) => other !== id).slice(0, k);
             return [id, score + (beta * around.reduce((sum, [other]) => sum + scores.get(other)!, 0)) / k];
           });
-          return names(smoothed.sort(byScoreThenId));
+          return names(rescored.sort(byScoreThenId));
         },
       ]),
     },
@@ -474,21 +468,7 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
       label: 'smoothing over all tools, plus word pairs at weight w',
       grid: cartesian<[number, number, number]>([3, 5, 10], [0.2, 0.4], [0.25, 0.5]).map(([k, beta, w]): [string, Strategy] => [
         `k ${k}, beta ${beta}, pairs ${w}`,
-        async (q) => {
-          const fused = new Map(
-            fuseRrf([
-              { ranked: bm25(queryTerms(q)), weight: 1, scaleByScore: true },
-              { ranked: byVector(await embed(q)), weight: VECTOR_WEIGHT, scaleByScore: false },
-              { ranked: bigramIndex.search(distinctTerms(bigrams(queryTerms(q))), RRF_DEPTH), weight: w, scaleByScore: true },
-            ]),
-          );
-          const candidates = new Set([...fused.keys()].flatMap((id) => [id, ...neighboursOfTool(id, k).map(([other]) => other)]));
-          const smoothed: [string, number][] = [...candidates].map((id) => {
-            const around = neighboursOfTool(id, k).reduce((sum, [other]) => sum + (fused.get(other) ?? 0), 0) / k;
-            return [id, (fused.get(id) ?? 0) + beta * around];
-          });
-          return names(smoothed.sort(byScoreThenId));
-        },
+        async (q) => names(smoothed(new Map(await withPairs(q, w)), k, beta)),
       ]),
     },
     {
@@ -496,12 +476,7 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
       grid: cartesian<[number, number, number, number]>([20, 50], [3, 5], [0.2, 0.4], [0, 0.25]).map(([m, k, beta, w]): [string, Strategy] => [
         `m ${m}, k ${k}, beta ${beta}, pairs ${w}`,
         async (q) => {
-          const inputs: FusionInput[] = [
-            { ranked: bm25(queryTerms(q)), weight: 1, scaleByScore: true },
-            { ranked: byVector(await embed(q)), weight: VECTOR_WEIGHT, scaleByScore: false },
-          ];
-          if (w > 0) inputs.push({ ranked: bigramIndex.search(distinctTerms(bigrams(queryTerms(q))), RRF_DEPTH), weight: w, scaleByScore: true });
-          const fused = fuseRrf(inputs);
+          const fused = await withPairs(q, w);
           const scores = new Map(fused);
           for (const [id, score] of fused.slice(0, m)) {
             for (const [other] of neighboursOfTool(id, k)) scores.set(other, (scores.get(other) ?? 0) + (beta * score) / k);
@@ -515,7 +490,7 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
       grid: cartesian<[number, number, number]>([10, 20, 50], [3, 5], [0.2, 0.4, 0.6]).map(([m, k, beta]): [string, Strategy] => [
         `m ${m}, k ${k}, beta ${beta}`,
         async (q) => {
-          const fused = fuseHybrid(bm25(queryTerms(q)), byVector(await embed(q)));
+          const fused = await withPairs(q, 0);
           const scores = new Map(fused);
           const added = new Map<string, number>();
           for (const [id, score] of fused.slice(0, m)) {
