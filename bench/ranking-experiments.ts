@@ -16,9 +16,10 @@
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { stemmer } from 'stemmer';
-import { documentTerms, embeddingText, humanize, queryTerms, schemaParameters, type DocumentTerms } from '../src/catalog/search-text.js';
+import { documentTerms, embeddingText, humanize, openingSentence, queryTerms, schemaParameters, type DocumentTerms } from '../src/catalog/search-text.js';
 import type { CanonicalTool } from '../src/catalog/tool.js';
 import { normalizeTools } from '../src/catalog/tool-formats.js';
+import { l2Normalize } from '../src/embed/embedder.js';
 import { createUseLiteEmbedder } from '../src/embed/use-lite.js';
 import { meanMetrics, scoreQuery } from '../src/eval/metrics.js';
 import { loadQueries, readJsonl } from '../src/eval/run-eval.js';
@@ -37,11 +38,6 @@ const { values } = parseArgs({
 });
 const EVAL_DIR = fileURLToPath(new URL('../../shared/eval/', import.meta.url));
 
-const dot = (a: readonly number[], b: readonly number[]) => a.reduce((sum, x, i) => sum + x * b[i]!, 0);
-const normalize = (v: number[]) => {
-  const length = Math.sqrt(dot(v, v));
-  return v.map((x) => x / length);
-};
 /** Runs `make` on first call only; later calls share its promise. */
 const once = <T>(make: () => Promise<T>): (() => Promise<T>) => {
   let made: Promise<T> | undefined;
@@ -54,7 +50,6 @@ const cartesian = <T extends unknown[]>(...axes: { [K in keyof T]: readonly T[K]
 const PATH = /(?:^|[\s'"`(])(?:~|\.{1,2})?\/[\w.-]+(?:\/[\w.-]*)+|\b[\w-]+\.(?:md|txt|csv|json|pptx?|docx?|xlsx?|pdf|py|ts|js|html|bib|png|jpe?g)\b/;
 /** Paths and URLs, which reach a sentence model as unknown tokens. */
 const PATHS_AND_URLS = /\bhttps?:\/\/\S+|(?:~|\.{1,2})?\/[\w.-]+(?:\/[\w.-]*)+/g;
-const FIRST_SENTENCE = /^[\s\S]*?[.!?\u3002](?=\s|$)/u;
 
 /** Sentences and "then"-steps of a multi-step task; none when the task is one step. */
 function subQueries(query: string): string[] {
@@ -99,7 +94,7 @@ const DOCUMENT_RECIPES: [string, (tool: CanonicalTool, base: DocumentTerms) => D
   ['without parameter descriptions', (tool, base) => adjusted(base, schemaParameters(tool.inputSchema).map((p) => p.description).join(' '), -1)],
   ['without the server', (tool, base) => adjusted(base, tool.server ?? '', -1)],
   ['without tags', (tool, base) => adjusted(base, tool.tags.join(' '), -1)],
-  ['first sentence of the description twice', (tool, base) => adjusted(base, FIRST_SENTENCE.exec(tool.description)?.[0] ?? tool.description, 1)],
+  ['first sentence of the description twice', (tool, base) => adjusted(base, openingSentence(tool.description), 1)],
   ['name three times', (tool, base) => adjusted(base, tool.name, 1)],
 ];
 
@@ -297,7 +292,7 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
           const top = fuseHybrid(lexical, byVector(vector))
             .slice(0, k)
             .map(([id]) => vectorOf.get(id)!);
-          const moved = normalize(vector.map((x, j) => x + (beta * top.reduce((sum, doc) => sum + doc[j]!, 0)) / top.length));
+          const moved = l2Normalize(vector.map((x, j) => x + (beta * top.reduce((sum, doc) => sum + doc[j]!, 0)) / top.length));
           return names(fuseHybrid(lexical, byVector(moved)));
         },
       ]),

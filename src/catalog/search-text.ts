@@ -74,6 +74,11 @@ export function queryTerms(query: string): string[] {
  */
 const FIRST_SENTENCE = /^[\s\S]*?[.!?\u3002](?=\s|$)/u;
 
+/** The first sentence of a text as the embedding text takes it (see above); the whole text when it has no sentence end. */
+export function openingSentence(text: string): string {
+  return FIRST_SENTENCE.exec(text)?.[0] ?? text;
+}
+
 /** Parameters that describe a tool whose own description the model cannot read. */
 export const MAX_EMBEDDED_PARAMETERS = 8;
 /** Of each such parameter's description, the start: what the value is, not how to format it. */
@@ -103,7 +108,7 @@ export function embeddingText(tool: CanonicalTool): string {
   const parts = [humanize(tool.name)];
   const description = tool.description.trim();
   if (isReadableText(description)) {
-    parts.push(FIRST_SENTENCE.exec(description)?.[0] ?? description);
+    parts.push(openingSentence(description));
   } else {
     const parameters = schemaParameters(tool.inputSchema)
       .slice(0, MAX_EMBEDDED_PARAMETERS)
