@@ -495,6 +495,18 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
         },
       ]),
     },
+    {
+      label: "query term frequency: each BM25 query term weighted by Okapi's (k3 + 1) qtf / (k3 + qtf)",
+      grid: [1, 2, 8, 1000].map((k3): [string, Strategy] => [
+        `k3 ${k3}`,
+        async (q) => {
+          const qtf = new Map<string, number>();
+          for (const term of queryTerms(q)) qtf.set(term, (qtf.get(term) ?? 0) + 1);
+          const weights = new Map([...qtf].map(([term, n]) => [term, ((k3 + 1) * n) / (k3 + n)]));
+          return names(fuseHybrid(index.searchWeighted(weights, RRF_DEPTH), byVector(await embed(q))));
+        },
+      ]),
+    },
   ];
   const measure = async (strategy: Strategy) => {
     const scored = [];
