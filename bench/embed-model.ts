@@ -13,6 +13,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createUseLiteEmbedder } from '../src/embed/use-lite.js';
 import { loadQueries, readJsonl } from '../src/eval/run-eval.js';
 import { seededRandom } from '../test/helpers/seeded-random.js';
+import { median, medianAndRange, summarize } from './stats.js';
 
 const EVAL_DIR = fileURLToPath(new URL('../../shared/eval/livemcpbench/', import.meta.url));
 
@@ -52,7 +53,7 @@ for (const threads of threadCounts) {
       await embedder.embedDocuments(documents);
       rates.push(documents.length / ((performance.now() - start) / 1000));
     }
-    console.log(`documents chunk=${String(chunkSize).padStart(2)}: ${spread(rates)} texts/s`);
+    console.log(`documents chunk=${String(chunkSize).padStart(2)}: ${medianAndRange(rates)} texts/s`);
     await embedder.close();
   }
   await reportQueryLatency(threads);
@@ -115,7 +116,6 @@ async function reportQueryBatches() {
         for (const text of texts) await embedder.embedQuery(text);
       }));
     }
-    const median = (samples: number[]) => [...samples].sort((a, b) => a - b)[Math.floor(samples.length / 2)]!;
     console.log(`${label.padEnd(32)} one call ${median(together).toFixed(1).padStart(6)}   one each ${median(apart).toFixed(1).padStart(6)}`);
   }
   await embedder.close();
@@ -128,15 +128,8 @@ async function timed(run: () => Promise<unknown>): Promise<number> {
 }
 
 function percentiles(samples: number[]): string {
-  const sorted = [...samples].sort((a, b) => a - b);
-  const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
-  return `median ${at(0.5).toFixed(1)}  p95 ${at(0.95).toFixed(1)}  max ${sorted[sorted.length - 1]!.toFixed(1)}  (n=${samples.length})`;
-}
-
-function spread(samples: number[], digits = 1): string {
-  const sorted = [...samples].sort((a, b) => a - b);
-  const median = sorted[Math.floor(sorted.length / 2)]!;
-  return `median ${median.toFixed(digits)}  [${sorted[0]!.toFixed(digits)} .. ${sorted[sorted.length - 1]!.toFixed(digits)}]`;
+  const { p50, p95, max, n } = summarize(samples);
+  return `median ${p50.toFixed(1)}  p95 ${p95.toFixed(1)}  max ${max.toFixed(1)}  (n=${n})`;
 }
 
 function sleep(ms: number) {

@@ -39,6 +39,7 @@ import { embeddingText } from '../src/catalog/search-text.js';
 import { normalizeTools } from '../src/catalog/tool-formats.js';
 import { createUseLiteEmbedder } from '../src/embed/use-lite.js';
 import { openPostgres } from '../src/store/database.js';
+import { median } from './stats.js';
 
 const { values } = parseArgs({
   options: {
@@ -75,12 +76,6 @@ const runs = Array.from({ length: rounds }, () => configurations).flat();
 /** Queue-path throughput over the bare model's, per configuration, in run order. */
 const ratios = new Map<string, number[]>();
 const TARGET_RATIO = 0.8;
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-}
 
 /** How often the bench asks GET /v1/catalogs/{name} for progress while the queue path runs. */
 const POLL_MS = 1000;

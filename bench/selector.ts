@@ -40,6 +40,7 @@ import { Pool } from 'undici';
 import { createUseLiteEmbedder, DEFAULT_USE_LITE_QUERY_BATCH, defaultUseLiteThreads } from '../src/embed/use-lite.js';
 import { seededRandom } from '../test/helpers/seeded-random.js';
 import { startCommandWords } from '../test/helpers/start-command.js';
+import { summarize } from './stats.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** The node flags of `npm start` (`node <flags> dist/src/main.js`): the bench runs what operators run. */
@@ -156,17 +157,7 @@ function patternSource(seed: number, mix: PatternMix = 'mixed'): () => string {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Statistics.
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
-}
-
-function summarize(samples: number[]) {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return { n: sorted.length, min: sorted[0] ?? Number.NaN, p10: percentile(sorted, 10), p50: percentile(sorted, 50), p90: percentile(sorted, 90), p95: percentile(sorted, 95), p99: percentile(sorted, 99), max: sorted.at(-1) ?? Number.NaN };
-}
+// Formatting.
 
 const ms = (value: number) => `${value.toFixed(1)} ms`;
 const round = (value: number, digits = 2) => Math.round(value * 10 ** digits) / 10 ** digits;
