@@ -17,7 +17,14 @@
  *
  *   npm run bench -- [--duration 30] [--stores pglite,postgres] [--pg] [--pg-url postgres://postgres@127.0.0.1:5432]
  *                    [--threads 2] [--log-level info] [--skip-build] [--source] [--cpu-prof <dir>]
- *                    [--client undici|autocannon]
+ *                    [--client undici|autocannon] [--rounds 1] [--baseline <git revision>]
+ *
+ * --baseline runs the same loads on another revision too, so a change is judged against what it
+ * changes in one session rather than against numbers from another day: the revision is checked out
+ * into a temporary git worktree that uses this tree's node_modules (so its package-lock.json must be
+ * this tree's), built, and for each store its service and this tree's run one after the other,
+ * in alternating order each round (--rounds). The report ends with each figure's median over the
+ * rounds for both trees and their ratio; the targets are checked on this tree's runs only.
  *
  * The targets are ratios to the bare model, because the query embedding is the floor of a request.
  * The server logs at LOG_LEVEL info, its default, and its "tool selection" and access lines are read
@@ -27,7 +34,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, unlinkSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -40,7 +47,7 @@ import { Pool } from 'undici';
 import { createUseLiteEmbedder, DEFAULT_USE_LITE_QUERY_BATCH, defaultUseLiteThreads } from '../src/embed/use-lite.js';
 import { seededRandom } from '../test/helpers/seeded-random.js';
 import { startCommandWords } from '../test/helpers/start-command.js';
-import { summarize } from './stats.js';
+import { median, medianAndRange, summarize } from './stats.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** The node flags of `npm start` (`node <flags> dist/src/main.js`): the bench runs what operators run. */
@@ -73,6 +80,8 @@ const { values } = parseArgs({
     source: { type: 'boolean', default: false },
     'cpu-prof': { type: 'string' },
     client: { type: 'string', default: 'undici' },
+    rounds: { type: 'string', default: '1' },
+    baseline: { type: 'string' },
   },
 });
 const durationSeconds = Number(values.duration);
@@ -84,6 +93,8 @@ type LoadClient = 'undici' | 'autocannon';
 const loadClient = values.client as LoadClient;
 if (loadClient !== 'undici' && loadClient !== 'autocannon') throw new Error(`--client takes undici or autocannon, got ${values.client}`);
 if (!Number.isInteger(embedThreads) || embedThreads < 1) throw new Error(`--threads must be a positive integer, got ${values.threads}`);
+const rounds = Number(values.rounds);
+if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`--rounds must be a positive integer, got ${values.rounds}`);
 
 // ---------------------------------------------------------------------------------------------
 // Request material: the 258 tools in the gateway's 0.5.2 wrapper shape, and distinct patterns.
@@ -238,7 +249,44 @@ async function measureBareThroughput(nextPattern: () => string, queryBatch = 1):
 }
 
 // ---------------------------------------------------------------------------------------------
-// The service as a child process.
+// The service as a child process, from this tree or from the --baseline revision's worktree.
+
+interface Tree {
+  label: string;
+  root: string;
+  /** The node flags of that tree's `npm start`. */
+  nodeFlags: string[];
+}
+
+const THIS_TREE: Tree = { label: 'this tree', root: ROOT, nodeFlags: START_NODE_FLAGS };
+const serverEntry = () => (values.source ? ['--import', 'tsx', 'src/main.ts'] : ['dist/src/main.js']);
+
+function build(tree: Tree): void {
+  if (values.source || values['skip-build']) return;
+  const result = spawnSync('npm', ['run', 'build'], { cwd: tree.root, encoding: 'utf8' });
+  if (result.status !== 0) throw new Error(`npm run build failed in ${tree.root}:\n${result.stdout}${result.stderr}`);
+}
+
+const git = (...args: string[]) => {
+  const result = spawnSync('git', args, { cwd: ROOT, encoding: 'utf8' });
+  if (result.status !== 0) throw new Error(`git ${args.join(' ')} failed: ${result.stderr.trim()}`);
+  return result.stdout;
+};
+
+/** The revision checked out into a temporary git worktree and built, on this tree's node_modules. */
+function prepareBaseline(revision: string): Tree {
+  const commit = git('rev-parse', '--verify', `${revision}^{commit}`).trim();
+  if (git('show', `${commit}:package-lock.json`) !== readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8')) {
+    throw new Error(`--baseline ${revision}: its package-lock.json differs from this tree's, and the baseline runs on this tree's node_modules`);
+  }
+  const root = mkdtempSync(path.join(tmpdir(), 'toolsift-bench-baseline-'));
+  worktrees.push(root);
+  git('worktree', 'add', '--detach', root, commit);
+  symlinkSync(path.join(ROOT, 'node_modules'), path.join(root, 'node_modules'), 'dir');
+  const tree = { label: `baseline ${commit.slice(0, 10)}`, root, nodeFlags: startNodeFlags(startCommandWords(root)) };
+  build(tree);
+  return tree;
+}
 
 interface Service {
   child: ChildProcess;
@@ -251,6 +299,7 @@ interface Service {
 const children = new Set<ChildProcess>();
 const tempDirs: string[] = [];
 const scratchDatabases: string[] = [];
+const worktrees: string[] = [];
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -263,7 +312,7 @@ function freePort(): Promise<number> {
   });
 }
 
-async function startService(storeEnv: Record<string, string>): Promise<Service> {
+async function startService(tree: Tree, storeEnv: Record<string, string>): Promise<Service> {
   const port = await freePort();
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const name of ['DATABASE_URL', 'DATA_DIR', 'REDIS_URL', 'API_KEYS', 'EMBED_MODEL', 'QUERY_CACHE_SIZE', 'EMBED_WORKER']) delete env[name];
@@ -277,8 +326,8 @@ async function startService(storeEnv: Record<string, string>): Promise<Service> 
     ...storeEnv,
   });
   const profile = values['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir', path.resolve(values['cpu-prof'])] : [];
-  const args = [...profile, ...START_NODE_FLAGS, ...(values.source ? ['--import', 'tsx', 'src/main.ts'] : ['dist/src/main.js'])];
-  const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const args = [...profile, ...tree.nodeFlags, ...serverEntry()];
+  const child = spawn(process.execPath, args, { cwd: tree.root, env, stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(child);
   child.once('exit', () => children.delete(child));
   let output = '';
@@ -521,6 +570,7 @@ async function drain(service: Service, selections = 0): Promise<string[]> {
 
 interface StoreResult {
   store: string;
+  tree: string;
   firstSightMs: number;
   firstSightNewTools: number;
   vectorsSeconds: number;
@@ -532,8 +582,8 @@ interface StoreResult {
   split: Record<string, Record<string, number> | null>;
 }
 
-async function benchStore(store: string, storeEnv: Record<string, string>): Promise<StoreResult> {
-  const service = await startService(storeEnv);
+async function benchStore(tree: Tree, store: string, storeEnv: Record<string, string>): Promise<StoreResult> {
+  const service = await startService(tree, storeEnv);
   try {
     const nextPattern = patternSource(store === 'pglite' ? 11 : 13);
     // Warm the process (JIT, connections, model threads) on other tools, embedded before first sight.
@@ -560,6 +610,7 @@ async function benchStore(store: string, storeEnv: Record<string, string>): Prom
     if (service.child.exitCode !== null) throw new Error(`service died during the load:\n${service.output().slice(-3000)}`);
     return {
       store,
+      tree: tree.label,
       firstSightMs: first.ms,
       firstSightNewTools: TOOL_COUNT,
       vectorsSeconds: vectors.seconds,
@@ -570,7 +621,7 @@ async function benchStore(store: string, storeEnv: Record<string, string>): Prom
       split: { first_sight: firstSplit, c8: c8Split, c1: c1Split, c1_keywords: c1KeywordsSplit },
     };
   } catch (error) {
-    console.error(`--- ${store} service output (tail) ---\n${service.output().slice(-3000)}`);
+    console.error(`--- ${store} service output (${tree.label}, tail) ---\n${service.output().slice(-3000)}`);
     throw error;
   } finally {
     await stopService(service);
@@ -616,6 +667,19 @@ async function storeEnvironment(store: string): Promise<Record<string, string>> 
 
 async function cleanUp(): Promise<void> {
   for (const child of children) child.kill('SIGKILL');
+  for (const root of worktrees.splice(0)) {
+    try {
+      // The link first, so that removing the worktree cannot reach this tree's node_modules.
+      try {
+        unlinkSync(path.join(root, 'node_modules'));
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      }
+      git('worktree', 'remove', '--force', root);
+    } catch (error) {
+      console.error(`could not remove the baseline worktree ${root}: ${(error as Error).message}`);
+    }
+  }
   for (const dir of tempDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
   const names = scratchDatabases.splice(0);
   if (names.length > 0) {
@@ -634,10 +698,15 @@ interface Check {
   pass: boolean;
 }
 
+/** Failed requests of a load: errors, timeouts and non-2xx answers. */
+const errors = (load: LoadResult) => load.errors + load.timeouts + load.non2xx;
+
+/** The bare model's throughput around a store's c=8 load: the mean of just before and just after. */
+const bareAroundC8 = (result: StoreResult) => (result.bareAround[0] + result.bareAround[1]) / 2;
+
 function checks(result: StoreResult, bare: BareModel): Check[] {
   const floor = bare.singleQuery.p50;
-  const bareC8 = (result.bareAround[0] + result.bareAround[1]) / 2;
-  const errors = (load: LoadResult) => load.errors + load.timeouts + load.non2xx;
+  const bareC8 = bareAroundC8(result);
   return [
     {
       name: 'c=1 p50 <= bare query + 5 ms',
@@ -678,6 +747,35 @@ function printLoad(label: string, load: LoadResult): void {
   );
 }
 
+/** The figures a --baseline comparison puts side by side (the server's own split included). */
+function figures(result: StoreResult, bare: BareModel): Record<string, number> {
+  const bareC8 = bareAroundC8(result);
+  const keywordSplit = result.split.c1_keywords ?? {};
+  return {
+    'first sight ms': result.firstSightMs,
+    'c=8 req/s': result.c8.requestsPerSecond,
+    'c=8 req/s / bare': result.c8.requestsPerSecond / bareC8,
+    'c=1 p50 ms': result.c1.latency.p50,
+    'c=1 p99 ms': result.c1.latency.p99,
+    'c=1 keywords p50 ms': result.c1Keywords.latency.p50,
+    'c=1 keywords p99 ms': result.c1Keywords.latency.p99,
+    'c=1 keywords p50 - bare ms': result.c1Keywords.latency.p50 - bare.singleKeywordQuery.p50,
+    'server ranking_ms p50, keywords': keywordSplit.ranking_ms_p50 ?? Number.NaN,
+    'server total_ms p50, keywords': keywordSplit.total_ms_p50 ?? Number.NaN,
+  };
+}
+
+function storeSummary(result: StoreResult, storeChecks: Check[]): Record<string, unknown> {
+  const load = (at: LoadResult) => ({ rps: round(at.requestsPerSecond, 1), p50: round(at.latency.p50), p95: round(at.latency.p95), p99: round(at.latency.p99), errors: errors(at) });
+  return {
+    first_sight_ms: round(result.firstSightMs, 1),
+    c8: { ...load(result.c8), bare_qps_around: result.bareAround.map((value) => round(value, 1)) },
+    c1: load(result.c1),
+    c1_keywords: load(result.c1Keywords),
+    pass: Object.fromEntries(storeChecks.map((check) => [check.name, check.pass])),
+  };
+}
+
 async function main(): Promise<void> {
   const requested = values.stores?.split(',').map((store) => store.trim()).filter(Boolean);
   for (const store of requested ?? []) {
@@ -687,15 +785,16 @@ async function main(): Promise<void> {
   const stores = requested ?? (values.pg || reachable ? ['pglite', 'postgres'] : ['pglite']);
   if (stores.includes('postgres') && !reachable) throw new Error(`PostgreSQL is not reachable at ${pgUrl}`);
 
-  if (!values.source && !values['skip-build']) {
-    const build = spawnSync('npm', ['run', 'build'], { cwd: ROOT, encoding: 'utf8' });
-    if (build.status !== 0) throw new Error(`npm run build failed:\n${build.stdout}${build.stderr}`);
-  }
+  const baseline = values.baseline === undefined ? undefined : prepareBaseline(values.baseline);
+  build(THIS_TREE);
+  const trees = baseline ? [baseline, THIS_TREE] : [THIS_TREE];
   const bodyKb = selectorBody('x').length / 1024;
+  const serverCommand = (tree: Tree) => ['node', ...tree.nodeFlags, ...serverEntry()].join(' ');
   console.log(
     `toolsift selector benchmark: ${TOOL_COUNT} tools (${bodyKb.toFixed(0)} KB body, gateway 0.5.2 shape, Anthropic definitions), top_k ${TOP_K}; ` +
       `EMBED_THREADS=${embedThreads}; duration ${durationSeconds} s per load; LOG_LEVEL=${logLevel}; ` +
-      `server ${['node', ...START_NODE_FLAGS, ...(values.source ? ['--import tsx src/main.ts'] : ['dist/src/main.js'])].join(' ')}; stores ${stores.join(', ')}`,
+      `server ${serverCommand(THIS_TREE)}; stores ${stores.join(', ')}; ${rounds} round(s)` +
+      (baseline ? `; against ${baseline.label} (${serverCommand(baseline)})` : ''),
   );
 
   const bare = await measureBareModel();
@@ -708,34 +807,54 @@ async function main(): Promise<void> {
   console.log(`bare use-lite, single-query throughput, ${bare.throughputThreads} threads, ${BARE_IN_FLIGHT} in flight: ${bare.throughputPerSecond.toFixed(1)} queries/s`);
   console.log(`bare use-lite, the same with waiting queries sharing calls (up to ${DEFAULT_USE_LITE_QUERY_BATCH}): ${bare.batchedThroughputPerSecond.toFixed(1)} queries/s (for reference; the target uses the line above)`);
 
-  const results: StoreResult[] = [];
   const summary: Record<string, unknown> = {
     embed_threads: embedThreads,
     duration_s: durationSeconds,
+    rounds,
     bare: { query_p50_ms: round(q.p50), query_p10_ms: round(q.p10), query_p90_ms: round(q.p90), query_p99_ms: round(q.p99), keyword_query_p50_ms: round(k.p50), keyword_query_p99_ms: round(k.p99), throughput_qps: round(bare.throughputPerSecond, 1), batched_throughput_qps: round(bare.batchedThroughputPerSecond, 1) },
   };
+  /** Per store, per tree: each round's result, in run order. */
+  const runs = new Map(stores.map((store) => [store, new Map(trees.map((tree) => [tree, [] as StoreResult[]]))]));
+  const entries = new Map(trees.map((tree) => [tree, {} as Record<string, Record<string, unknown>[]>]));
   let allPass = true;
   for (const store of stores) {
-    const result = await benchStore(store, await storeEnvironment(store));
-    results.push(result);
-    console.log(`\n[${store}] first sight (${TOOL_COUNT} never-seen tools): ${ms(result.firstSightMs)}; all ${TOOL_COUNT} vectors stored ${result.vectorsSeconds.toFixed(1)} s later`);
-    printLoad('c=8', result.c8);
-    printLoad('c=1', result.c1);
-    printLoad('c=1 keywords', result.c1Keywords);
-    for (const [phase, split] of Object.entries(result.split)) {
-      if (split) console.log(`  server split ${phase}: ${JSON.stringify(split)}`);
+    for (let index = 0; index < rounds; index += 1) {
+      // Alternate the order each round, so neither tree always runs on the warmer machine.
+      for (const tree of index % 2 === 0 ? trees : [...trees].reverse()) {
+        const result = await benchStore(tree, store, await storeEnvironment(store));
+        runs.get(store)!.get(tree)!.push(result);
+        const heading = [store, ...(baseline ? [tree.label] : []), ...(rounds > 1 ? [`round ${index + 1}`] : [])].join(', ');
+        console.log(`\n[${heading}] first sight (${TOOL_COUNT} never-seen tools): ${ms(result.firstSightMs)}; all ${TOOL_COUNT} vectors stored ${result.vectorsSeconds.toFixed(1)} s later`);
+        printLoad('c=8', result.c8);
+        printLoad('c=1', result.c1);
+        printLoad('c=1 keywords', result.c1Keywords);
+        for (const [phase, split] of Object.entries(result.split)) {
+          if (split) console.log(`  server split ${phase}: ${JSON.stringify(split)}`);
+        }
+        const storeChecks = checks(result, bare);
+        for (const check of storeChecks) console.log(`  ${check.pass ? 'PASS' : 'FAIL'}  ${check.name.padEnd(36)} ${check.value}`);
+        // The targets are this tree's; a baseline's misses are shown, not counted.
+        if (tree === THIS_TREE) allPass &&= storeChecks.every((check) => check.pass);
+        ((entries.get(tree)![store] ??= [])).push(storeSummary(result, storeChecks));
+      }
     }
-    const storeChecks = checks(result, bare);
-    for (const check of storeChecks) console.log(`  ${check.pass ? 'PASS' : 'FAIL'}  ${check.name.padEnd(36)} ${check.value}`);
-    allPass &&= storeChecks.every((check) => check.pass);
-    summary[store] = {
-      first_sight_ms: round(result.firstSightMs, 1),
-      c8: { rps: round(result.c8.requestsPerSecond, 1), bare_qps_around: result.bareAround.map((value) => round(value, 1)), p50: round(result.c8.latency.p50), p95: round(result.c8.latency.p95), p99: round(result.c8.latency.p99), errors: result.c8.errors + result.c8.timeouts + result.c8.non2xx },
-      c1: { rps: round(result.c1.requestsPerSecond, 1), p50: round(result.c1.latency.p50), p95: round(result.c1.latency.p95), p99: round(result.c1.latency.p99), errors: result.c1.errors + result.c1.timeouts + result.c1.non2xx },
-      c1_keywords: { rps: round(result.c1Keywords.requestsPerSecond, 1), p50: round(result.c1Keywords.latency.p50), p95: round(result.c1Keywords.latency.p95), p99: round(result.c1Keywords.latency.p99), errors: result.c1Keywords.errors + result.c1Keywords.timeouts + result.c1Keywords.non2xx },
-      pass: Object.fromEntries(storeChecks.map((check) => [check.name, check.pass])),
-    };
   }
+
+  if (baseline) {
+    for (const store of stores) {
+      const perTree = trees.map((tree) => runs.get(store)!.get(tree)!.map((result) => figures(result, bare)));
+      console.log(`\n[${store}] ${baseline.label} vs this tree, median [min .. max] of ${rounds} round(s), and this tree / baseline:`);
+      for (const name of Object.keys(perTree[0]![0]!)) {
+        const [before, after] = perTree.map((results) => results.map((figure) => figure[name]!));
+        const ratio = median(after!) / median(before!);
+        console.log(`  ${name.padEnd(34)} ${medianAndRange(before!, 2).padEnd(34)} ${medianAndRange(after!, 2).padEnd(34)} ${Number.isFinite(ratio) ? ratio.toFixed(3) : '-'}`);
+      }
+    }
+  }
+  const shaped = (byStore: Record<string, Record<string, unknown>[]>) =>
+    Object.fromEntries(Object.entries(byStore).map(([store, list]) => [store, rounds === 1 ? list[0] : list]));
+  Object.assign(summary, shaped(entries.get(THIS_TREE)!));
+  if (baseline) summary.baseline = { label: baseline.label, ...shaped(entries.get(baseline)!) };
   summary.pass = allPass;
   console.log(`\n${JSON.stringify(summary)}`);
   process.exitCode = allPass ? 0 : 1;
