@@ -2,10 +2,22 @@ import { describe, expect, it } from 'vitest';
 import { bareName, exactNameMatches, matchNamesByRegex, nameCandidates, RegexSandbox, REGEX_BUDGET_MS } from '../../src/search/patterns.js';
 
 describe('nameCandidates', () => {
-  it('offers the whole query and each word stripped of quotes, brackets and trailing punctuation', () => {
-    expect(nameCandidates('use `read_file`.')).toEqual(['use `read_file`.', 'use', 'read_file']);
+  it('offers the whole query and each identifier-shaped word stripped of quotes, brackets and trailing punctuation', () => {
+    expect(nameCandidates('use `read_file`.')).toEqual(['use `read_file`.', 'read_file']);
     expect(nameCandidates('  "github__create_issue"  ')).toEqual(['"github__create_issue"', 'github__create_issue']);
-    expect(nameCandidates('(web_search), [fetch]!')).toEqual(['(web_search), [fetch]!', 'web_search', 'fetch']);
+    expect(nameCandidates('(web_search), [fetch]! getUser fs.read web-search')).toEqual([
+      '(web_search), [fetch]! getUser fs.read web-search',
+      'web_search',
+      'getUser',
+      'fs.read',
+      'web-search',
+    ]);
+  });
+  it('offers a plain word only when it is quoted: prose words are not names', () => {
+    expect(nameCandidates('First, optimize the supply chain, then hash it')).toEqual(['First, optimize the supply chain, then hash it']);
+    expect(nameCandidates('call `search`, then "fetch". Or \'ping\'!')).toEqual(['call `search`, then "fetch". Or \'ping\'!', 'search', 'fetch', 'ping']);
+    // Quoted on one side only, or bracketed, is not quoted.
+    expect(nameCandidates('`search and fetch" [ping]')).toEqual(['`search and fetch" [ping]']);
   });
   it('is empty for a blank query and keeps a single word once', () => {
     expect(nameCandidates('')).toEqual([]);
@@ -13,8 +25,8 @@ describe('nameCandidates', () => {
     expect(nameCandidates('read_file')).toEqual(['read_file']);
   });
   it('skips words longer than any tool name and caps the list', () => {
-    expect(nameCandidates(`a ${'x'.repeat(200)}`)).toEqual([`a ${'x'.repeat(200)}`, 'a']);
-    const many = Array.from({ length: 100 }, (_, index) => `w${index}`).join(' ');
+    expect(nameCandidates(`a_b ${'x_'.repeat(100)}`)).toEqual([`a_b ${'x_'.repeat(100)}`, 'a_b']);
+    const many = Array.from({ length: 100 }, (_, index) => `w_${index}`).join(' ');
     expect(nameCandidates(many)).toHaveLength(64);
   });
 });
@@ -51,10 +63,15 @@ describe('exactNameMatches', () => {
     // read_file is a full name and the bare name of two servers' tools.
     expect(exactNameMatches('then read_file please', names)).toEqual(['read_file', 'filesystem__read_file', 'git__read_file']);
   });
-  it('does not let a common word force every *__search tool', () => {
+  it('does not let a common word in prose force a tool, full or bare name', () => {
     expect(exactNameMatches('search the web for node releases', ['brave__search', 'exa__search', 'web_fetch'])).toEqual([]);
-    // A tool whose full name is the word is a full-name mention, by design; the prefixed ones stay out.
-    expect(exactNameMatches('search the web', names)).toEqual(['search']);
+    expect(exactNameMatches('search the web', names)).toEqual([]);
+    // sealtools: a generic `optimize` tool is not what "optimize the supply chain" asks for.
+    expect(exactNameMatches('First, optimize the supply chain.', ['optimize', 'optimizeSupplyChain'])).toEqual([]);
+  });
+  it('selects a quoted word as a name, full and bare', () => {
+    expect(exactNameMatches('use `search` for node releases', names)).toEqual(['search', 'brave__search', 'exa__search']);
+    expect(exactNameMatches('then "create_issue"', names)).toEqual(['github__create_issue']);
   });
   it('never answers a name that is not in the list', () => {
     expect(exactNameMatches('delete_everything', names)).toEqual([]);
