@@ -5,9 +5,9 @@
  * Why not plain equal-weight RRF: with a weak dense model (USE Lite) it made toolbench_stable
  * worse than BM25 alone, because RRF flattens BM25's confident head (rank 1 with twice the score
  * of rank 10 gets barely more credit) and lets near-random dense ranks reorder it. Two changes fix
- * it, both measured on the dev splits (see the tuning report): the dense list votes with a lower
- * weight, and BM25 votes are scaled by score / top score, so BM25 speaks loudly only where its own
- * scores say it is sure.
+ * it, both measured on the dev splits (README, "Measured quality and speed"): the dense list votes
+ * with a lower weight, and BM25 votes are scaled by score / top score, so BM25 speaks loudly only
+ * where its own scores say it is sure.
  */
 import { byScoreThenId } from './bm25.js';
 
