@@ -6,24 +6,33 @@ const LEADING = /^[`'"([{<]+/;
 const TRAILING = /[`'"\])}>,;:!?.]+$/;
 const QUOTE = /[`'"]/;
 
+/** Each whitespace-separated word of a query, stripped of quotes, brackets and trailing punctuation. */
+export function queryWords(query: string): { word: string; quoted: boolean; identifierShaped: boolean }[] {
+  return query
+    .trim()
+    .split(/\s+/)
+    .flatMap((raw) => {
+      const opening = LEADING.exec(raw)?.[0] ?? '';
+      const closing = TRAILING.exec(raw)?.[0] ?? '';
+      const word = raw.slice(opening.length, raw.length - closing.length);
+      return word === '' ? [] : [{ word, quoted: QUOTE.test(opening) && QUOTE.test(closing), identifierShaped: IDENTIFIER_SHAPED.test(word) }];
+    });
+}
+
 /**
  * Pieces of a query that name a tool when a tool has exactly that name: the whole query, and each
- * whitespace-separated word, stripped of quotes, brackets and trailing punctuation, that is shaped
- * like an identifier or quoted ("use `read_file`." and 'call "search"' name theirs). A plain word
- * of prose does not: "optimize the supply chain" is not a mention of a tool called `optimize`.
- * On sealtools' labelled dev tasks, prose words that were some tool's whole name named a relevant
- * tool 2 times in 18, identifier-shaped words 14 times in 14.
+ * word of it (see `queryWords`) that is shaped like an identifier or quoted ("use `read_file`." and
+ * 'call "search"' name theirs). A plain word of prose does not: "optimize the supply chain" is not
+ * a mention of a tool called `optimize`. On sealtools' labelled dev tasks, prose words that were
+ * some tool's whole name named a relevant tool 2 times in 18, identifier-shaped words 14 times in
+ * 14 (`npx tsx bench/exact-name-mentions.ts`).
  */
 export function nameCandidates(query: string): string[] {
   const trimmed = query.trim();
   if (trimmed === '') return [];
   const candidates = new Set<string>([trimmed]);
-  for (const word of trimmed.split(/\s+/)) {
-    const opening = LEADING.exec(word)?.[0] ?? '';
-    const closing = TRAILING.exec(word)?.[0] ?? '';
-    const bare = word.slice(opening.length, word.length - closing.length);
-    const quoted = QUOTE.test(opening) && QUOTE.test(closing);
-    if (bare.length > 0 && bare.length <= 128 && (quoted || IDENTIFIER_SHAPED.test(bare))) candidates.add(bare);
+  for (const { word, quoted, identifierShaped } of queryWords(trimmed)) {
+    if (word.length <= 128 && (quoted || identifierShaped)) candidates.add(word);
   }
   return [...candidates].slice(0, 64);
 }

@@ -1,5 +1,18 @@
 import { describe, expect, it } from 'vitest';
-import { bareName, exactNameMatches, matchNamesByRegex, nameCandidates, RegexSandbox, REGEX_BUDGET_MS } from '../../src/search/patterns.js';
+import { bareName, exactNameMatches, matchNamesByRegex, nameCandidates, queryWords, RegexSandbox, REGEX_BUDGET_MS } from '../../src/search/patterns.js';
+
+describe('queryWords', () => {
+  it('strips each word and says whether it was quoted on both sides and whether it is identifier-shaped', () => {
+    expect(queryWords(' use `read_file`, (then) "fetch" [ping]! ... ')).toEqual([
+      { word: 'use', quoted: false, identifierShaped: false },
+      { word: 'read_file', quoted: true, identifierShaped: true },
+      { word: 'then', quoted: false, identifierShaped: false },
+      { word: 'fetch', quoted: true, identifierShaped: false },
+      { word: 'ping', quoted: false, identifierShaped: false },
+    ]);
+    expect(queryWords('   ')).toEqual([]);
+  });
+});
 
 describe('nameCandidates', () => {
   it('offers the whole query and each identifier-shaped word stripped of quotes, brackets and trailing punctuation', () => {
