@@ -507,6 +507,19 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
         },
       ]),
     },
+    {
+      label: 'fusion weights: dense weight w, dense list cut to its first d',
+      grid: cartesian<[number, number]>([0.2, 0.3, 0.4, 0.5], [10, 20, 50]).map(([w, d]): [string, Strategy] => [
+        `w ${w}, d ${d}`,
+        async (q) =>
+          names(
+            fuseRrf([
+              { ranked: bm25(queryTerms(q)), weight: 1, scaleByScore: true },
+              { ranked: byVector(await embed(q)).slice(0, d), weight: w, scaleByScore: false },
+            ]),
+          ),
+      ]),
+    },
   ];
   const measure = async (strategy: Strategy) => {
     const scored = [];
