@@ -570,7 +570,6 @@ async function drain(service: Service, selections = 0): Promise<string[]> {
 
 interface StoreResult {
   store: string;
-  tree: string;
   firstSightMs: number;
   firstSightNewTools: number;
   vectorsSeconds: number;
@@ -610,7 +609,6 @@ async function benchStore(tree: Tree, store: string, storeEnv: Record<string, st
     if (service.child.exitCode !== null) throw new Error(`service died during the load:\n${service.output().slice(-3000)}`);
     return {
       store,
-      tree: tree.label,
       firstSightMs: first.ms,
       firstSightNewTools: TOOL_COUNT,
       vectorsSeconds: vectors.seconds,
@@ -815,7 +813,6 @@ async function main(): Promise<void> {
   };
   /** Per store, per tree: each round's result, in run order. */
   const runs = new Map(stores.map((store) => [store, new Map(trees.map((tree) => [tree, [] as StoreResult[]]))]));
-  const entries = new Map(trees.map((tree) => [tree, {} as Record<string, Record<string, unknown>[]>]));
   let allPass = true;
   for (const store of stores) {
     for (let index = 0; index < rounds; index += 1) {
@@ -835,7 +832,6 @@ async function main(): Promise<void> {
         for (const check of storeChecks) console.log(`  ${check.pass ? 'PASS' : 'FAIL'}  ${check.name.padEnd(36)} ${check.value}`);
         // The targets are this tree's; a baseline's misses are shown, not counted.
         if (tree === THIS_TREE) allPass &&= storeChecks.every((check) => check.pass);
-        ((entries.get(tree)![store] ??= [])).push(storeSummary(result, storeChecks));
       }
     }
   }
@@ -851,10 +847,16 @@ async function main(): Promise<void> {
       }
     }
   }
-  const shaped = (byStore: Record<string, Record<string, unknown>[]>) =>
-    Object.fromEntries(Object.entries(byStore).map(([store, list]) => [store, rounds === 1 ? list[0] : list]));
-  Object.assign(summary, shaped(entries.get(THIS_TREE)!));
-  if (baseline) summary.baseline = { label: baseline.label, ...shaped(entries.get(baseline)!) };
+  /** Per store, the tree's runs (one entry, or a list when there are several rounds). */
+  const entries = (tree: Tree) =>
+    Object.fromEntries(
+      stores.map((store) => {
+        const list = runs.get(store)!.get(tree)!.map((result) => storeSummary(result, checks(result, bare)));
+        return [store, rounds === 1 ? list[0] : list];
+      }),
+    );
+  Object.assign(summary, entries(THIS_TREE));
+  if (baseline) summary.baseline = { label: baseline.label, ...entries(baseline) };
   summary.pass = allPass;
   console.log(`\n${JSON.stringify(summary)}`);
   process.exitCode = allPass ? 0 : 1;
