@@ -206,7 +206,9 @@ export interface paths {
          * @description Hybrid by default: BM25 (in Postgres, over this catalog) and cosine similarity (pgvector)
          *     fused by weighted Reciprocal Rank Fusion. `tags` filter first (a tool must carry at least
          *     one), before any cut, then each matching tag boosts. A tool named exactly in the query
-         *     comes first. Without the embedding model, hybrid ranks with BM25 and says `degraded`.
+         *     comes first: the whole query, or a word of it shaped like an identifier (`read_file`,
+         *     `getUser`, `fs.read`) or quoted; a plain word of prose is not a name. Without the
+         *     embedding model, hybrid ranks with BM25 and says `degraded`.
          */
         post: operations["searchCatalog"];
         delete?: never;
@@ -231,9 +233,9 @@ export interface paths {
          *     (`query`, `max_tools`, `tools[].parameters`, `X-API-Key`), and answers one body both read.
          *
          *     At most `top_k` names (default 5), exactly as sent. Order of evidence: `always_keep`
-         *     names present in `tools`; names the pattern mentions exactly (a full name anywhere; the
-         *     bare name of a `server__name` tool when it is the whole pattern or an identifier-shaped
-         *     word); names a regular-expression pattern matches (evaluated with a few-millisecond
+         *     names present in `tools`; names the pattern mentions exactly (as the whole pattern, or as
+         *     an identifier-shaped or quoted word of it; a bare name selects every `server__name` tool
+         *     that has it); names a regular-expression pattern matches (evaluated with a few-millisecond
          *     budget); then the hybrid ranking over exactly these tools; then request order. A blank
          *     pattern returns `always_keep` plus request order. The answer is never empty when `tools`
          *     is not. A tool whose `definition` has an unknown shape is ranked by name and description
