@@ -16,6 +16,8 @@ describe('retrieval quality on the dev splits', () => {
   let app: TestApp;
   beforeAll(async () => {
     app = await startTestApp({ EMBED_MODEL: 'use-lite' });
+    // A model that cannot load fails here with its reason, not later as a missing mode.
+    expect(app.deps.embedderStatus, JSON.stringify(app.deps.embedderStatus)).toMatchObject({ state: 'ready' });
   });
   afterAll(() => app.close());
 
