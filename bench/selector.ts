@@ -261,8 +261,9 @@ interface Tree {
 const THIS_TREE: Tree = { label: 'this tree', root: ROOT, nodeFlags: START_NODE_FLAGS };
 const serverEntry = () => (values.source ? ['--import', 'tsx', 'src/main.ts'] : ['dist/src/main.js']);
 
-function build(tree: Tree): void {
-  if (values.source || values['skip-build']) return;
+/** `npm run build` in the tree; --skip-build leaves this tree's dist/ alone, never a new worktree's (it has none). */
+function build(tree: Tree, newWorktree = false): void {
+  if (values.source || (values['skip-build'] && !newWorktree)) return;
   const result = spawnSync('npm', ['run', 'build'], { cwd: tree.root, encoding: 'utf8' });
   if (result.status !== 0) throw new Error(`npm run build failed in ${tree.root}:\n${result.stdout}${result.stderr}`);
 }
@@ -284,7 +285,7 @@ function prepareBaseline(revision: string): Tree {
   git('worktree', 'add', '--detach', root, commit);
   symlinkSync(path.join(ROOT, 'node_modules'), path.join(root, 'node_modules'), 'dir');
   const tree = { label: `baseline ${commit.slice(0, 10)}`, root, nodeFlags: startNodeFlags(startCommandWords(root)) };
-  build(tree);
+  build(tree, true);
   return tree;
 }
 
