@@ -10,7 +10,7 @@
  * 0.448 / 0.351 R@10 / nDCG@10, toolbench_stable 0.766 / 0.676 on 2026-11-21); each other row
  * changes one thing. A "grid" row tries every setting of one idea and prints the range of its
  * results and its best setting by Recall@10 (`--settings` prints every setting too), so a rejected
- * idea is rejected over all of its settings, not one. Nothing here is used by the service. Takes ~15 minutes on 2 cores: it embeds
+ * idea is rejected over all of its settings, not one. Nothing here is used by the service. Takes ~25 minutes on 2 cores: it embeds
  * each catalog three ways and the catalog's whole vocabulary once (each only when a row needs it, so `--only` is quicker).
  */
 import { fileURLToPath } from 'node:url';
@@ -221,6 +221,8 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
     return found.slice(0, k);
   };
 
+  const catalogMean = [...vectorOf.values()].reduce((sum, v) => sum.map((x, j) => x + v[j]! / vectorOf.size), new Array<number>(512).fill(0));
+  const centred: Record<number, Map<string, number[]>> = {};
   const byVector = (query: readonly number[], vectors = vectorOf): Ranked => rankByCosine(query, vectors, RRF_DEPTH);
   const bm25 = (terms: string[], bm25Index = index): Ranked => bm25Index.search(distinctTerms(terms), RRF_DEPTH);
   const names = (ranked: Ranked) => ranked.map(([id]) => id);
@@ -349,6 +351,29 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
     {
       label: 'the model reads the query without its paths and URLs',
       strategy: async (q) => names(fuseHybrid(bm25(queryTerms(q)), byVector(await embed(q.replace(PATHS_AND_URLS, ' ').replace(/\s+/g, ' ').trim())))),
+    },
+    {
+      label: 'paths and URLs in the query replaced by r, for BM25 and/or the model',
+      grid: cartesian<[string, boolean, boolean]>(['', 'file', 'file path'], [true, false], [true, false])
+        .filter(([, lexical, dense]) => lexical || dense)
+        .map(([r, lexical, dense]): [string, Strategy] => [
+          `r '${r}'${lexical ? ', BM25' : ''}${dense ? ', model' : ''}`,
+          async (q) => {
+            const replaced = q.replace(PATHS_AND_URLS, ` ${r} `).replace(/\s+/g, ' ').trim();
+            return names(fuseHybrid(bm25(queryTerms(lexical ? replaced : q)), byVector(await embed(dense ? replaced : q))));
+          },
+        ]),
+    },
+    {
+      label: 'the model reads paths as p and URLs as u',
+      grid: cartesian<[string, string | null]>(['file', 'file path', 'a file', 'path', 'folder or file'], [null, '', 'web page', 'link']).map(([p, u]): [string, Strategy] => [
+        `p '${p}', u ${u === null ? 'kept' : `'${u}'`}`,
+        async (q) => {
+          const urls = u === null ? q : q.replace(/\bhttps?:\/\/\S+/g, ` ${u} `);
+          const replaced = urls.replace(PATHS_AND_URLS, ` ${p} `).replace(/\s+/g, ' ').trim();
+          return names(fuseHybrid(bm25(queryTerms(q)), byVector(await embed(replaced))));
+        },
+      ]),
     },
     {
       label: "dense list: each tool's best cosine over the query and its sentences",
@@ -504,6 +529,19 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
           for (const term of queryTerms(q)) qtf.set(term, (qtf.get(term) ?? 0) + 1);
           const weights = new Map([...qtf].map(([term, n]) => [term, ((k3 + 1) * n) / (k3 + n)]));
           return names(fuseHybrid(index.searchWeighted(weights, RRF_DEPTH), byVector(await embed(q))));
+        },
+      ]),
+    },
+    {
+      label: 'centred vectors: cosine after subtracting beta x the catalog mean vector',
+      grid: cartesian<[number, number]>([0, 0.25, 0.5, 0.75, 1], [0, 0.3, 0.4, 0.5]).map(([beta, w]): [string, Strategy] => [
+        `beta ${beta}, w ${w}`,
+        async (q) => {
+          const centre = (v: readonly number[]) => v.map((x, j) => x - beta * catalogMean[j]!);
+          centred[beta] ??= new Map([...vectorOf].map(([id, v]) => [id, l2Normalize(centre(v))]));
+          const dense = rankByCosine(l2Normalize(centre(await embed(q))), centred[beta], RRF_DEPTH);
+          if (w === 0) return names(dense);
+          return names(fuseRrf([{ ranked: bm25(queryTerms(q)), weight: 1, scaleByScore: true }, { ranked: dense, weight: w, scaleByScore: false }]));
         },
       ]),
     },
