@@ -1,0 +1,50 @@
+import { spawn } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+
+const root = new URL('..', import.meta.url).pathname;
+
+/** Runs a bench script from source to its end; its exit code and whole output. */
+async function runBench(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk) => (stdout += String(chunk)));
+  child.stderr.on('data', (chunk) => (stderr += String(chunk)));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  return { code, stdout, stderr };
+}
+
+interface LoadSummary {
+  rps: number;
+  errors: number;
+}
+
+/**
+ * The benches end to end at tiny sizes, so they cannot rot between the sessions that run them in
+ * full. No speed is asserted: targets are the benches' own, judged in full-length runs, and a
+ * missed target still ends in a complete report.
+ */
+describe('benches, smoke runs', () => {
+  it('npm run bench: the real service on PGlite answers every load without errors, and the report is complete', async () => {
+    const { code, stdout, stderr } = await runBench(['bench/selector.ts', '--source', '--stores', 'pglite', '--duration', '1']);
+    // Exit 1 is a missed speed target at one-second loads; anything else is a crash.
+    expect([0, 1], `bench exited with ${code}:\n${stderr.slice(-3000)}`).toContain(code);
+    const summary = JSON.parse(stdout.trim().split('\n').at(-1)!) as { pglite: Record<string, unknown> & { first_sight_ms: number } };
+    const loads = ['c8', 'c1', 'c1_keywords'].map((name) => summary.pglite[name] as LoadSummary);
+    expect(loads.map((load) => load.errors)).toEqual([0, 0, 0]);
+    expect(loads.every((load) => load.rps > 0)).toBe(true);
+    expect(summary.pglite.first_sight_ms).toBeGreaterThan(0);
+    for (const phase of ['first_sight', 'c8', 'c1', 'c1_keywords']) expect(stdout).toMatch(new RegExp(`server split ${phase}: \\{"n":[1-9]`));
+  });
+
+  it('npm run bench:embed: 40 tools through the real queue (PostgreSQL + Redis) and a worker process, every vector stored', async () => {
+    // BENCH_PG (a server URL without a database) and BENCH_REDIS override the bench's local defaults.
+    const servers = [...(process.env.BENCH_PG ? ['--pg', process.env.BENCH_PG] : []), ...(process.env.BENCH_REDIS ? ['--redis', process.env.BENCH_REDIS] : [])];
+    const { code, stdout, stderr } = await runBench(['bench/embed-queue.ts', '--limit', '40', '--runs', '1x1', '--rounds', '1', ...servers]);
+    // The bench checks itself that every hash got one vector and throws otherwise.
+    expect(code, `bench:embed exited with ${code}:\n${stderr.slice(-3000)}\n${stdout.slice(-2000)}`).toBe(0);
+    expect(stdout).toMatch(/^40 tool texts from /m);
+    expect(stdout).toMatch(/\d+ jobs; PUT to first start/);
+    expect(stdout).toMatch(/(PASS|FAIL) {2}1 x 1: median \d/);
+  });
+});
