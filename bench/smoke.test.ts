@@ -37,6 +37,37 @@ describe('benches, smoke runs', () => {
     for (const phase of ['first_sight', 'c8', 'c1', 'c1_keywords']) expect(stdout).toMatch(new RegExp(`server split ${phase}: \\{"n":[1-9]`));
   });
 
+  it("ranking-experiments: its 'shipped hybrid' row equals npm run eval on livemcpbench, as its header claims", async () => {
+    const experiments = await runBench(['bench/ranking-experiments.ts', '--sets', 'livemcpbench', '--only', 'no idea has this label']);
+    expect(experiments.code, experiments.stderr.slice(-3000)).toBe(0);
+    const shipped = /^\s+(\d\.\d{3})\s+(\d\.\d{3})\s+\d\.\d{3}\s+shipped hybrid$/m.exec(experiments.stdout);
+    expect(shipped, experiments.stdout).not.toBeNull();
+
+    const evaluation = await runBench(['src/cli/eval.ts', '--dataset', new URL('../../shared/eval/livemcpbench', import.meta.url).pathname, '--modes', 'hybrid']);
+    expect(evaluation.code, evaluation.stderr.slice(-3000)).toBe(0);
+    // mode R@1 R@5 R@10 nDCG@10 ...
+    const hybrid = /^hybrid\s+\S+\s+\S+\s+(\d\.\d{3})\s+(\d\.\d{3})/m.exec(evaluation.stdout);
+    expect(hybrid, evaluation.stdout).not.toBeNull();
+    expect(shipped!.slice(1, 3), `experiments: ${shipped![0]}\neval: ${hybrid![0]}`).toEqual(hybrid!.slice(1, 3));
+  });
+
+  it('exact-name-mentions: the counts behind the exact-name rule (README) still hold', async () => {
+    const { code, stdout, stderr } = await runBench(['bench/exact-name-mentions.ts']);
+    expect(code, stderr.slice(-3000)).toBe(0);
+    expect(stdout).toContain('sealtools: prose words naming a tool 18, of them relevant 2; identifier-shaped or quoted 14, relevant 14');
+    for (const set of ['livemcpbench', 'toolbench_stable']) {
+      expect(stdout).toContain(`${set}: prose words naming a tool 0, of them relevant 0; identifier-shaped or quoted 0, relevant 0`);
+    }
+  });
+
+  it('embed-model: the bare model at one thread, one chunk size and 16 texts prints every figure', async () => {
+    const { code, stdout, stderr } = await runBench(['bench/embed-model.ts', '--threads=1', '--chunks=4', '--texts=16', '--repeats=1', '--latency-chunks=4']);
+    expect(code, stderr.slice(-3000)).toBe(0);
+    expect(stdout).toMatch(/^documents chunk= 4: median \d/m);
+    expect(stdout).toMatch(/^query, idle \(ms\): median \d/m);
+    expect(stdout).toMatch(/^query during a 256-text batch, chunk=4 \(ms\): median \d/m);
+  });
+
   it('npm run bench:embed: 40 tools through the real queue (PostgreSQL + Redis) and a worker process, every vector stored', async () => {
     // BENCH_PG (a server URL without a database) and BENCH_REDIS override the bench's local defaults.
     const servers = [...(process.env.BENCH_PG ? ['--pg', process.env.BENCH_PG] : []), ...(process.env.BENCH_REDIS ? ['--redis', process.env.BENCH_REDIS] : [])];
