@@ -7,11 +7,14 @@
  * An in-memory copy of the eval's hybrid: the same documents (`documentTerms`), BM25 maths
  * (`Bm25Index`), embedding text, model (use-lite) and fusion (`fuseHybrid`) as the service, over a
  * whole catalog. Its "shipped" row must equal `npm run eval` on the same set (livemcpbench
- * 0.448 / 0.351 R@10 / nDCG@10, toolbench_stable 0.766 / 0.676 on 2026-11-21); each other row
- * changes one thing. A "grid" row tries every setting of one idea and prints the range of its
- * results and its best setting by Recall@10 (`--settings` prints every setting too), so a rejected
- * idea is rejected over all of its settings, not one. Nothing here is used by the service. Takes ~25 minutes on 2 cores: it embeds
- * each catalog three ways and the catalog's whole vocabulary once (each only when a row needs it, so `--only` is quicker).
+ * 0.448 / 0.351 R@10 / nDCG@10, toolbench_stable 0.766 / 0.676 on 2026-11-21; `npm run
+ * bench:smoke` checks livemcpbench); each other row changes one thing. A "grid" row tries every
+ * setting of one idea and prints the range of its results and its best setting by Recall@10
+ * (`--settings` prints every setting too), so a rejected idea is rejected over all of its settings,
+ * not one; then a leave-one-query-out line, each query ranked by the setting best on the others,
+ * for what that best setting owes to the dev split. Nothing here is used by the service. Takes
+ * ~16 minutes for the two default sets on 2 cores: it embeds each catalog three ways and the
+ * catalog's whole vocabulary once (each only when a row needs it, so `--only` is quicker).
  */
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -21,13 +24,14 @@ import type { CanonicalTool } from '../src/catalog/tool.js';
 import { normalizeTools } from '../src/catalog/tool-formats.js';
 import { l2Normalize } from '../src/embed/embedder.js';
 import { createUseLiteEmbedder } from '../src/embed/use-lite.js';
-import { meanMetrics, scoreQuery } from '../src/eval/metrics.js';
+import { meanMetrics, scoreQuery, type QueryMetrics } from '../src/eval/metrics.js';
 import { loadQueries, readJsonl } from '../src/eval/run-eval.js';
 import { byScoreThenId, distinctTerms } from '../src/search/bm25.js';
 import { Bm25Index } from '../src/search/bm25-index.js';
 import { fuseHybrid, fuseRrf, RRF_DEPTH, VECTOR_WEIGHT, type FusionInput, type Ranked } from '../src/search/rrf.js';
 import { tokenize } from '../src/search/tokenizer.js';
 import { rankByCosine } from '../src/search/vector-scan.js';
+import { leaveOneOutChoices } from './stats.js';
 
 const { values } = parseArgs({
   options: {
@@ -559,9 +563,11 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
       ]),
     },
   ];
+  const perQuery = new Map<Strategy, QueryMetrics[]>();
   const measure = async (strategy: Strategy) => {
     const scored = [];
     for (const q of queries) scored.push(scoreQuery(await strategy(q.query), { relevant: q.relevant, relevantGroups: q.relevant_groups }));
+    perQuery.set(strategy, scored);
     return meanMetrics(scored);
   };
   const f = (x: number) => x.toFixed(3);
@@ -586,6 +592,13 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
     };
     const [bestLabel, best] = results.reduce((a, b) => (b[1].recall10 > a[1].recall10 || (b[1].recall10 === a[1].recall10 && b[1].ndcg10 > a[1].ndcg10) ? b : a));
     console.log(`${range((m) => m.recall10)} ${range((m) => m.ndcg10)} ${range((m) => m.recall5)}  ${row.label}: ${results.length} settings; best R@10 ${f(best.recall10)} / nDCG@10 ${f(best.ndcg10)} at ${bestLabel}`);
+    // What choosing the best setting on this split is worth on a query it was not chosen on.
+    const scored = row.grid.map(([, strategy]) => perQuery.get(strategy)!);
+    const chosen = leaveOneOutChoices(scored.map((perSetting) => perSetting.map((m) => [m.recall10, m.ndcg10])));
+    const held = meanMetrics(chosen.map((setting, query) => scored[setting]![query]!));
+    console.log(
+      `${f(held.recall10).padStart(11)} ${f(held.ndcg10).padStart(11)} ${f(held.recall5).padStart(6)}    leave-one-query-out: each query ranked by the setting best on the other ${queries.length - 1}`,
+    );
   }
 }
 

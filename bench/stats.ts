@@ -41,3 +41,25 @@ export function medianAndRange(samples: readonly number[], digits = 1): string {
   const { p50, min, max } = summarize(samples);
   return `median ${p50.toFixed(digits)}  [${min.toFixed(digits)} .. ${max.toFixed(digits)}]`;
 }
+
+/**
+ * Leave-one-out selection over a grid of settings, for judging what picking a grid's best setting
+ * on a small labelled split is worth: for each query, the setting whose scores over all the *other*
+ * queries are best. `scores[setting][query]` is a tuple of keys compared in order (the first
+ * decides, later ones break its ties); on a full tie the earlier setting stays. Returns the setting
+ * chosen for each query.
+ */
+export function leaveOneOutChoices(scores: readonly (readonly (readonly number[])[])[]): number[] {
+  const totals = scores.map((perQuery) => perQuery.reduce((sum, keys) => sum.map((x, k) => x + keys[k]!), perQuery[0]!.map(() => 0)));
+  const withoutQuery = (setting: number, query: number) => totals[setting]!.map((x, k) => x - scores[setting]![query]![k]!);
+  return scores[0]!.map((_, query) => {
+    let chosen = 0;
+    let best = withoutQuery(0, query);
+    for (let setting = 1; setting < scores.length; setting += 1) {
+      const candidate = withoutQuery(setting, query);
+      const k = candidate.findIndex((x, i) => Math.abs(x - best[i]!) > 1e-9);
+      if (k >= 0 && candidate[k]! > best[k]!) [chosen, best] = [setting, candidate];
+    }
+    return chosen;
+  });
+}

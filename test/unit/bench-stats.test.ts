@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { median, medianAndRange, percentile, summarize } from '../../bench/stats.js';
+import { leaveOneOutChoices, median, medianAndRange, percentile, summarize } from '../../bench/stats.js';
 
 describe('bench statistics', () => {
   it('interpolates percentiles between the nearest samples, as numpy does by default', () => {
@@ -19,5 +19,21 @@ describe('bench statistics', () => {
     expect(summarize(samples)).toEqual({ n: 3, min: 10, p10: 12, p50: 20, p90: 28, p95: 29, p99: expect.closeTo(29.8, 12), max: 30 });
     expect(samples).toEqual([30, 10, 20]);
     expect(medianAndRange([3, 1, 2.25], 2)).toBe('median 2.25  [1.00 .. 3.00]');
+  });
+});
+
+describe('leave-one-out choice of a grid setting', () => {
+  it('keeps a setting that is best on every query', () => {
+    expect(leaveOneOutChoices([[[0], [0], [0]], [[1], [1], [1]]])).toEqual([1, 1, 1]);
+  });
+
+  it('does not keep a setting whose lead comes from the query left out', () => {
+    // Setting 0 is best overall (1 against 0.8), but only through query 0: without it, setting 1 wins.
+    expect(leaveOneOutChoices([[[1], [0], [0]], [[0], [0.4], [0.4]]])).toEqual([1, 0, 0]);
+  });
+
+  it('breaks ties on the next key, then keeps the earlier setting', () => {
+    expect(leaveOneOutChoices([[[1, 0], [1, 0]], [[1, 1], [1, 1]]])).toEqual([1, 1]);
+    expect(leaveOneOutChoices([[[1, 1], [0, 1]], [[1, 1], [0, 1]]])).toEqual([0, 0]);
   });
 });
