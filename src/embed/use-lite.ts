@@ -119,9 +119,13 @@ function spawnUseLiteWorker(): Worker {
   if (!fileURLToPath(import.meta.url).endsWith('.ts')) {
     return new Worker(new URL('./use-lite-worker.js', import.meta.url));
   }
+  return new Worker(useLiteWorkerSourceTs(), { eval: true });
+}
+
+/** The eval source of a worker thread that runs `use-lite-worker.ts` through tsx (see above). */
+export function useLiteWorkerSourceTs(): string {
   const workerUrl = new URL('./use-lite-worker.ts', import.meta.url).href;
   // `require.resolve` picks the package's CJS build; its ESM twin is the `.mjs` beside it.
   const tsxApiUrl = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs')).href;
-  const source = `import(${JSON.stringify(tsxApiUrl)}).then((tsx) => tsx.tsImport(${JSON.stringify(workerUrl)}, ${JSON.stringify(import.meta.url)}))`;
-  return new Worker(source, { eval: true });
+  return `import(${JSON.stringify(tsxApiUrl)}).then((tsx) => tsx.tsImport(${JSON.stringify(workerUrl)}, ${JSON.stringify(import.meta.url)}))`;
 }

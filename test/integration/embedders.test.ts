@@ -1,11 +1,9 @@
-import { createRequire } from 'node:module';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadEmbedder } from '../../src/embed/create-embedder.js';
 import type { Embedder } from '../../src/embed/embedder.js';
-import { createUseLiteEmbedder } from '../../src/embed/use-lite.js';
+import { createUseLiteEmbedder, useLiteWorkerSourceTs } from '../../src/embed/use-lite.js';
 import { WorkerPool } from '../../src/embed/worker-pool.js';
 
 const MODEL_DIR = path.resolve(process.cwd(), '../shared/models');
@@ -97,13 +95,11 @@ describe('use-lite (real model in worker threads)', () => {
   it('loads its model even when the wasm backend starts after the weights are read', async () => {
     // CI saw "Backend 'wasm' has not yet been initialized" twice: the weights were ready before
     // the WebAssembly compile. Delaying every compile by 500 ms in the worker makes that order certain.
-    const workerUrl = new URL('../../src/embed/use-lite-worker.ts', import.meta.url).href;
-    const tsxApiUrl = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs')).href;
-    const source = `
+    const slowCompile = `
       const instantiate = WebAssembly.instantiate;
       WebAssembly.instantiate = (...args) => new Promise((resolve) => setTimeout(resolve, 500)).then(() => instantiate(...args));
-      import(${JSON.stringify(tsxApiUrl)}).then((tsx) => tsx.tsImport(${JSON.stringify(workerUrl)}, ${JSON.stringify(import.meta.url)}));`;
-    const worker = new Worker(source, { eval: true });
+    `;
+    const worker = new Worker(slowCompile + useLiteWorkerSourceTs(), { eval: true });
     try {
       const first = await new Promise((resolve, reject) => {
         worker.once('message', resolve);
