@@ -359,7 +359,8 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
     {
       label: 'paths and URLs in the query replaced by r, for BM25 and/or the model',
       grid: cartesian<[string, boolean, boolean]>(['', 'file', 'file path'], [true, false], [true, false])
-        .filter(([, lexical, dense]) => lexical || dense)
+        // Dropped for the model alone is the row 'the model reads the query without its paths and URLs'.
+        .filter(([r, lexical, dense]) => (lexical || dense) && !(r === '' && !lexical))
         .map(([r, lexical, dense]): [string, Strategy] => [
           `r '${r}'${lexical ? ', BM25' : ''}${dense ? ', model' : ''}`,
           async (q) => {
@@ -563,12 +564,11 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
       ]),
     },
   ];
-  const perQuery = new Map<Strategy, QueryMetrics[]>();
-  const measure = async (strategy: Strategy) => {
+  /** Each dev query's metrics under one strategy, in query order. */
+  const scoreAll = async (strategy: Strategy): Promise<QueryMetrics[]> => {
     const scored = [];
     for (const q of queries) scored.push(scoreQuery(await strategy(q.query), { relevant: q.relevant, relevantGroups: q.relevant_groups }));
-    perQuery.set(strategy, scored);
-    return meanMetrics(scored);
+    return scored;
   };
   const f = (x: number) => x.toFixed(3);
   console.log(`\n${set}: ${tools.length} tools, ${queries.length} dev queries`);
@@ -576,13 +576,15 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
   for (const row of rows) {
     if (values.only !== undefined && row.label !== 'shipped hybrid' && !values.only.split('|').some((text) => row.label.includes(text))) continue;
     if ('strategy' in row) {
-      const mean = await measure(row.strategy);
+      const mean = meanMetrics(await scoreAll(row.strategy));
       console.log(`${f(mean.recall10).padStart(11)} ${f(mean.ndcg10).padStart(11)} ${f(mean.recall5).padStart(6)}  ${row.label}`);
       continue;
     }
-    const results: [string, Awaited<ReturnType<typeof measure>>][] = [];
+    const results: [string, ReturnType<typeof meanMetrics>][] = [];
+    const scored: QueryMetrics[][] = [];
     for (const [label, strategy] of row.grid) {
-      const mean = await measure(strategy);
+      scored.push(await scoreAll(strategy));
+      const mean = meanMetrics(scored.at(-1)!);
       results.push([label, mean]);
       if (values.settings) console.log(`${f(mean.recall10).padStart(11)} ${f(mean.ndcg10).padStart(11)} ${f(mean.recall5).padStart(6)}    ${row.label}: ${label}`);
     }
@@ -593,7 +595,6 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
     const [bestLabel, best] = results.reduce((a, b) => (b[1].recall10 > a[1].recall10 || (b[1].recall10 === a[1].recall10 && b[1].ndcg10 > a[1].ndcg10) ? b : a));
     console.log(`${range((m) => m.recall10)} ${range((m) => m.ndcg10)} ${range((m) => m.recall5)}  ${row.label}: ${results.length} settings; best R@10 ${f(best.recall10)} / nDCG@10 ${f(best.ndcg10)} at ${bestLabel}`);
     // What choosing the best setting on this split is worth on a query it was not chosen on.
-    const scored = row.grid.map(([, strategy]) => perQuery.get(strategy)!);
     const chosen = leaveOneOutChoices(scored.map((perSetting) => perSetting.map((m) => [m.recall10, m.ndcg10])));
     const held = meanMetrics(chosen.map((setting, query) => scored[setting]![query]!));
     console.log(
