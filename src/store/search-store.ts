@@ -24,16 +24,16 @@ function tagFilter(tags: string[] | undefined): SQL {
   return tags && tags.length > 0 ? sql`and d.tags && ${sql.param(tags)}::text[]` : sql``;
 }
 
-/** `(id, hash, doc_length)` rows of the corpus, tag filter applied (filter before rank). */
+/** `(id, hash, doc_length, server)` rows of the corpus, tag filter applied (filter before rank). */
 function corpusRows(corpus: Corpus): SQL {
   if (corpus.kind === 'catalog') {
-    return sql`select ct.name as id, d.hash, d.doc_length
+    return sql`select ct.name as id, d.hash, d.doc_length, d.server
                from catalog_tools ct join tool_documents d on d.hash = ct.hash
                where ct.catalog_id = ${corpus.catalogId} ${tagFilter(corpus.tags)}`;
   }
   // A join on unnest, not `hash = any(array)`: the planner would test the whole array at every
   // index probe (quadratic: 40 ms for 258 tools on PGlite instead of under 1 ms).
-  return sql`select d.hash as id, d.hash, d.doc_length
+  return sql`select d.hash as id, d.hash, d.doc_length, d.server
              from unnest(${sql.param(corpus.hashes)}::text[]) as h(hash) join tool_documents d on d.hash = h.hash
              where true ${tagFilter(corpus.tags)}`;
 }
@@ -115,6 +115,83 @@ export async function searchVector(
       .map((row): [string, number] => [row.id, Number(row.score)])
       .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
   });
+}
+
+/** Servers ranked best first, with each one's tools in the corpus (ids, in C order). */
+export type RankedServers = { ranked: Ranked; members: Map<string, string[]> };
+
+/** The corpus's servers: each one's tools and their total length (for BM25's server documents). */
+function serverRows(): SQL {
+  return sql`select server, sum(doc_length)::float8 as len, array_agg(id order by id collate "C") as ids
+             from corpus where server is not null group by server`;
+}
+
+function rankedServers(rows: { id: string; score: number; ids: string[] }[]): RankedServers {
+  return { ranked: rows.map((row) => [row.id, Number(row.score)]), members: new Map(rows.map((row) => [row.id, row.ids])) };
+}
+
+/**
+ * Okapi BM25 over the corpus's servers, each server one document holding all its tools' terms
+ * (search/servers.ts `serverDocuments`): tf and length are sums over its tools, and N, avgdl and df
+ * count servers. The same maths as `searchBm25`.
+ */
+export async function searchServersBm25(db: Executor, corpus: Corpus, terms: string[], limit: number): Promise<RankedServers> {
+  if (terms.length === 0) return { ranked: [], members: new Map() };
+  const rows = await queryRows<{ id: string; score: number; ids: string[] }>(
+    db,
+    sql`with corpus as (${corpusRows(corpus)}),
+        servers as (${serverRows()}),
+        stats as (select count(*)::float8 as n, avg(len)::float8 as avgdl from servers),
+        matches as (
+          select c.server, t.term, sum(t.tf)::float8 as tf
+          from corpus c join tool_terms t on t.hash = c.hash join unnest(${sql.param(terms)}::text[]) as q(term) on q.term = t.term
+          where c.server is not null
+          group by c.server, t.term
+        ),
+        df as (select term, count(*)::float8 as df from matches group by term),
+        scored as (
+          select m.server as id,
+                 sum(ln(1 + (s.n - df.df + 0.5) / (df.df + 0.5))
+                     * (m.tf * (${BM25_K1}::float8 + 1))
+                     / (m.tf + ${BM25_K1}::float8 * (1 - ${BM25_B}::float8 + ${BM25_B}::float8 * v.len / s.avgdl)))::float8 as score
+          from matches m join df on df.term = m.term join servers v on v.server = m.server cross join stats s
+          group by m.server
+        )
+        select scored.id, scored.score, v.ids
+        from scored join servers v on v.server = scored.id
+        order by scored.score desc, scored.id collate "C"
+        limit ${limit}`,
+  );
+  return rankedServers(rows);
+}
+
+/**
+ * The corpus's servers by cosine similarity to the query of the mean of their tools' vectors
+ * (cosine ignores the mean's length, so it equals search/servers.ts `serverCentroids`).
+ */
+export async function searchServersVector(
+  db: Executor,
+  corpus: Corpus,
+  query: { model: string; vector: number[] },
+  limit: number,
+): Promise<RankedServers> {
+  const literal = vectorLiteral(query.vector);
+  const rows = await queryRows<{ id: string; score: number; ids: string[] }>(
+    db,
+    sql`with corpus as (${corpusRows(corpus)}),
+        servers as (${serverRows()}),
+        scored as (
+          select c.server as id, (1 - (avg(e.embedding) <=> ${literal}::vector))::float8 as score
+          from corpus c join tool_embeddings e on e.hash = c.hash and e.model = ${query.model}
+          where c.server is not null
+          group by c.server
+        )
+        select scored.id, scored.score, v.ids
+        from scored join servers v on v.server = scored.id
+        order by scored.score desc, scored.id collate "C"
+        limit ${limit}`,
+  );
+  return rankedServers(rows);
 }
 
 export interface CorpusInfo {

@@ -6,7 +6,7 @@ import { replaceCatalog } from '../../src/store/catalog-store.js';
 import type { Database } from '../../src/store/database.js';
 import { EMBED_TEXT_VERSION } from '../../src/catalog/search-text.js';
 import { writeVectors } from '../../src/store/embedding-store.js';
-import { searchBm25, searchVector, type Corpus } from '../../src/store/search-store.js';
+import { searchBm25, searchServersBm25, searchServersVector, searchVector, type Corpus } from '../../src/store/search-store.js';
 import { queryRows } from '../../src/store/database.js';
 import type { ToolDocument } from '../../src/store/tool-store.js';
 import { testDatabase, uniqueName } from '../helpers/database.js';
@@ -90,6 +90,57 @@ describe('BM25 and vector search in SQL', () => {
     expect(indexed.map(([id]) => id)).toEqual(['d1', 'd2', 'd3']);
     const filtered = await searchVector(database.db, { ...catalog, tags: ['aquatic'] } as Corpus, { model, vector: [1, 0, 0], useIndex: true }, 10);
     expect(filtered.map(([id]) => id)).toEqual(['d3']);
+  });
+});
+
+describe('server lists in SQL', () => {
+  it('rank servers exactly as the in-process statistics do: BM25 over their tools together, cosine to their mean vector', async () => {
+    const { Bm25Index } = await import('../../src/search/bm25-index.js');
+    const { rankByCosine } = await import('../../src/search/vector-scan.js');
+    const { serverCentroids, serverDocuments } = await import('../../src/search/servers.js');
+    const database = await testDatabase();
+    const model = `server-model-${randomBytes(3).toString('hex')}`;
+    const words = ['paper', 'search', 'read', 'file', 'stock', 'price', 'chart', 'news'];
+    // 30 tools on 7 servers (and 3 without one), with uneven term counts and lengths.
+    const docs = Array.from({ length: 30 }, (_, i) => {
+      const termFreqs: Record<string, number> = {};
+      for (let j = 0; j < 1 + (i % 4); j++) termFreqs[words[(i * 3 + j * 5) % words.length]!] = 1 + ((i + j) % 3);
+      const doc = toyDocument(`t${String(i).padStart(2, '0')}`, termFreqs);
+      return { ...doc, tool: { ...doc.tool, server: i < 27 ? `s${i % 7}` : null, tags: [i % 2 === 0 ? 'even' : 'odd'] } };
+    });
+    const write = await replaceCatalog(database.db, uniqueName('servers'), 'servers', docs);
+    const unit = (values: number[]) => values.map((value) => value / Math.hypot(...values));
+    const vectors = new Map(docs.slice(0, 28).map((doc, i) => [doc.tool.name, unit([Math.sin(i), Math.cos(i * 1.3), (i % 5) - 2, 0.4])]));
+    await writeVectors(
+      database.db,
+      { model, textVersion: EMBED_TEXT_VERSION },
+      docs.slice(0, 28).map((doc) => ({ hash: doc.hash, vector: vectors.get(doc.tool.name)! })),
+    );
+    const query = unit([0.3, -0.2, 1, 0.5]);
+    const terms = ['paper', 'read', 'price', 'absent'];
+    for (const [corpus, kept] of [
+      [{ kind: 'catalog', catalogId: write.catalog.id }, docs],
+      [{ kind: 'catalog', catalogId: write.catalog.id, tags: ['even'] }, docs.filter((_, i) => i % 2 === 0)],
+      [{ kind: 'hashes', hashes: docs.slice(5).map((doc) => doc.hash) }, docs.slice(5)],
+    ] as [Corpus, typeof docs][]) {
+      const id = (doc: ToolDocument) => (corpus.kind === 'catalog' ? doc.tool.name : doc.hash);
+      const expected = serverDocuments(kept.map((doc) => ({ id: id(doc), server: doc.tool.server, termFreqs: doc.termFreqs, length: doc.length })));
+      const bm25 = await searchServersBm25(database.db, corpus, terms, 10);
+      const pure = new Bm25Index(expected.documents).search(terms, 10);
+      expect(bm25.ranked.map(([server]) => server)).toEqual(pure.map(([server]) => server));
+      bm25.ranked.forEach(([, score], index) => expect(score).toBeCloseTo(pure[index]![1], 9));
+      const sorted = (ids: readonly string[]) => [...ids].sort();
+      for (const [server] of bm25.ranked) expect(sorted(bm25.members.get(server)!)).toEqual(sorted(expected.members.get(server)!));
+
+      const dense = await searchServersVector(database.db, corpus, { model, vector: query }, 10);
+      const byId = new Map(kept.flatMap((doc) => (vectors.has(doc.tool.name) ? [[id(doc), vectors.get(doc.tool.name)!] as const] : [])));
+      const centroids = rankByCosine(query, serverCentroids(expected.members, byId), 10);
+      expect(dense.ranked.map(([server]) => server)).toEqual(centroids.map(([server]) => server));
+      dense.ranked.forEach(([, score], index) => expect(score).toBeCloseTo(centroids[index]![1], 5));
+      // Members are all the server's tools in the corpus, with a vector or not.
+      for (const [server] of dense.ranked) expect(sorted(dense.members.get(server)!)).toEqual(sorted(expected.members.get(server)!));
+    }
+    expect(await searchServersBm25(database.db, { kind: 'catalog', catalogId: write.catalog.id }, [], 10)).toEqual({ ranked: [], members: new Map() });
   });
 });
 
