@@ -5,16 +5,19 @@
  *                                        [--only '<text in an idea's label>|<another>']
  *
  * An in-memory copy of the eval's hybrid: the same documents (`documentTerms`), BM25 maths
- * (`Bm25Index`), embedding text, model (use-lite) and fusion (`fuseHybrid`) as the service, over a
- * whole catalog. Its "shipped" row must equal `npm run eval` on the same set (livemcpbench
- * 0.448 / 0.351 R@10 / nDCG@10, toolbench_stable 0.766 / 0.676 on 2026-11-21; `npm run
- * bench:smoke` checks livemcpbench); each other row changes one thing. A "grid" row tries every
+ * (`Bm25Index`), embedding text, model (use-lite), fusion (`fuseHybrid`) and server votes
+ * (`addServerVotes`) as the service, over a whole catalog. Its "shipped" row must equal `npm run
+ * eval` on the same set (livemcpbench 0.474 / 0.362 R@10 / nDCG@10, toolbench_stable 0.766 / 0.681
+ * on 2026-11-22; `npm run bench:smoke` checks livemcpbench). The next row is the ranking before
+ * server votes (0.448 / 0.351, 0.766 / 0.676), and each row after it changes one thing from that
+ * one, as they were measured before server votes shipped. A "grid" row tries every
  * setting of one idea and prints the range of its results and its best setting by Recall@10
  * (`--settings` prints every setting too), so a rejected idea is rejected over all of its settings,
  * not one; then a leave-one-query-out line, each query ranked by the setting best on the others,
- * for what that best setting owes to the dev split. Nothing here is used by the service. Takes
- * ~16 minutes for the two default sets on 2 cores: it embeds each catalog three ways and the
- * catalog's whole vocabulary once (each only when a row needs it, so `--only` is quicker).
+ * for what that best setting owes to the dev split. Nothing here is used by the service. Took
+ * ~16 minutes for the two default sets on 2 cores before the server-vote grid (160 settings; alone,
+ * `--only 'server votes'`, 6.5 minutes): it embeds each catalog three ways and the catalog's whole
+ * vocabulary once (each only when a row needs it, so `--only` is quicker).
  */
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -28,7 +31,8 @@ import { meanMetrics, scoreQuery, type QueryMetrics } from '../src/eval/metrics.
 import { loadQueries, readJsonl } from '../src/eval/run-eval.js';
 import { byScoreThenId, distinctTerms } from '../src/search/bm25.js';
 import { Bm25Index } from '../src/search/bm25-index.js';
-import { fuseHybrid, fuseRrf, RRF_DEPTH, VECTOR_WEIGHT, type FusionInput, type Ranked } from '../src/search/rrf.js';
+import { fuseHybrid, fuseRrf, RRF_DEPTH, RRF_K, VECTOR_WEIGHT, type FusionInput, type Ranked } from '../src/search/rrf.js';
+import { addServerVotes, serverCentroids, serverDocuments, SERVER_DEPTH } from '../src/search/servers.js';
 import { tokenize } from '../src/search/tokenizer.js';
 import { rankByCosine } from '../src/search/vector-scan.js';
 import { leaveOneOutChoices } from './stats.js';
@@ -225,6 +229,17 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
     return found.slice(0, k);
   };
 
+  // The service's server statistics (search/servers.ts) over the whole catalog.
+  const servers = serverDocuments(tools.map((tool, i) => ({ ...documents[i]!, server: tool.server })));
+  const serverIndex = new Bm25Index(servers.documents);
+  const centroids = serverCentroids(servers.members, vectorOf);
+  /** The shipped fusion plus server votes at the given setting (the shipped one by default). */
+  const withServerVotes = async (q: string, options?: Parameters<typeof addServerVotes>[2], fused?: Ranked) => {
+    const vector = await embed(q);
+    const depth = options?.depth ?? SERVER_DEPTH;
+    const lists = { bm25: serverIndex.search(distinctTerms(queryTerms(q)), depth), vector: rankByCosine(vector, centroids, depth), members: servers.members };
+    return addServerVotes(fused ?? fuseHybrid(bm25(queryTerms(q)), byVector(vector)), lists, options).fused;
+  };
   const catalogMean = [...vectorOf.values()].reduce((sum, v) => sum.map((x, j) => x + v[j]! / vectorOf.size), new Array<number>(512).fill(0));
   const centred: Record<number, Map<string, number[]>> = {};
   const byVector = (query: readonly number[], vectors = vectorOf): Ranked => rankByCosine(query, vectors, RRF_DEPTH);
@@ -255,7 +270,8 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
   };
 
   const rows: Row[] = [
-    { label: 'shipped hybrid', strategy: async (q) => names(fuseHybrid(bm25(queryTerms(q)), byVector(await embed(q)))) },
+    { label: 'shipped hybrid', strategy: async (q) => names(await withServerVotes(q)) },
+    { label: 'without server votes (shipped until 2026-11-22; the rows below change one thing from it)', strategy: async (q) => names(fuseHybrid(bm25(queryTerms(q)), byVector(await embed(q)))) },
     {
       label: 'sub-queries fused with the whole (weight 0.5)',
       strategy: async (q) => {
@@ -551,6 +567,24 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
       ]),
     },
     {
+      label: "dense list's own RRF constant k (BM25 keeps 60), dense weight w",
+      grid: cartesian<[number, number]>([1, 5, 10, 20, 30, 60], [0.1, 0.2, 0.3, 0.4, 0.6]).map(([k, w]): [string, Strategy] => [
+        `k ${k}, w ${w}`,
+        async (q) => {
+          const fused = new Map(fuseRrf([{ ranked: bm25(queryTerms(q)), weight: 1, scaleByScore: true }]));
+          for (const [id, vote] of fuseRrf([{ ranked: byVector(await embed(q)), weight: w, scaleByScore: false }], { k, depth: RRF_DEPTH })) fused.set(id, (fused.get(id) ?? 0) + vote);
+          return names([...fused].sort(byScoreThenId));
+        },
+      ]),
+    },
+    {
+      label: "server votes (shipped since 2026-11-22): BM25 server list at weight wb, dense server list at weight wd, top s servers of each",
+      grid: cartesian<[number, number, number]>([0, 0.1, 0.2, 0.3, 0.5], [0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5], [2, 3, 5, 10]).map(([wb, wd, s]): [string, Strategy] => [
+        `wb ${wb}, wd ${wd}, s ${s}`,
+        async (q) => names(await withServerVotes(q, { bm25Weight: wb, vectorWeight: wd, depth: s, k: RRF_K })),
+      ]),
+    },
+    {
       label: 'fusion weights: dense weight w, dense list cut to its first d',
       grid: cartesian<[number, number]>([0.2, 0.3, 0.4, 0.5], [10, 20, 50]).map(([w, d]): [string, Strategy] => [
         `w ${w}, d ${d}`,
@@ -574,7 +608,7 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
   console.log(`\n${set}: ${tools.length} tools, ${queries.length} dev queries`);
   console.log(`${'R@10'.padStart(11)} ${'nDCG@10'.padStart(11)} ${'R@5'.padStart(6)}  idea`);
   for (const row of rows) {
-    if (values.only !== undefined && row.label !== 'shipped hybrid' && !values.only.split('|').some((text) => row.label.includes(text))) continue;
+    if (values.only !== undefined && row.label !== 'shipped hybrid' && !row.label.startsWith('without server votes') && !values.only.split('|').some((text) => row.label.includes(text))) continue;
     if ('strategy' in row) {
       const mean = meanMetrics(await scoreAll(row.strategy));
       console.log(`${f(mean.recall10).padStart(11)} ${f(mean.ndcg10).padStart(11)} ${f(mean.recall5).padStart(6)}  ${row.label}`);

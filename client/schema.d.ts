@@ -451,6 +451,8 @@ export interface components {
                 bm25: components["schemas"]["RankAndScore"];
                 vector: components["schemas"]["RankAndScore"];
                 tag_boost: number;
+                /** @description What the tool's server added in hybrid mode: the query's top 3 servers by BM25 over all their tools and by cosine to their tools' mean vector each add a weighted RRF vote to every one of their tools. 0 for a tool without a server, and in bm25 or vector mode. */
+                server_vote: number;
                 exact_name: boolean;
             };
         };
@@ -1039,6 +1041,7 @@ export interface operations {
                      *               "score": 0.6393786761737932
                      *             },
                      *             "tag_boost": 0,
+                     *             "server_vote": 0,
                      *             "exact_name": false
                      *           }
                      *         }

@@ -2,11 +2,12 @@ import { queryTerms } from '../catalog/search-text.js';
 import { currentRecipe } from '../embed/embed-documents.js';
 import type { Embedder } from '../embed/embedder.js';
 import type { Db } from '../store/database.js';
-import { searchBm25, searchVector, tagsOf, type Corpus, type Ranked } from '../store/search-store.js';
+import { searchBm25, searchServersBm25, searchServersVector, searchVector, tagsOf, type Corpus, type Ranked } from '../store/search-store.js';
 import { distinctTerms } from './bm25.js';
 import type { Bm25Index } from './bm25-index.js';
 import { fuseHybrid, RRF_DEPTH } from './rrf.js';
 import { boostByTags } from './tags.js';
+import { addServerVotes, serverCentroids, SERVER_DEPTH, type ServerLists, type ServerMembers } from './servers.js';
 import { rankByCosine } from './vector-scan.js';
 import type { VectorCache } from '../store/vector-cache.js';
 
@@ -29,6 +30,8 @@ export interface RankedTool {
     bm25: { rank: number; score: number } | null;
     vector: { rank: number; score: number } | null;
     tag_boost: number;
+    /** What the tool's server added (search/servers.ts): 0 without a server or in a single mode. */
+    server_vote: number;
     exact_name: boolean;
   };
 }
@@ -52,22 +55,32 @@ function positions(ranked: Ranked): Map<string, { rank: number; score: number }>
   return new Map(ranked.map(([id, score], index) => [id, { rank: index + 1, score }]));
 }
 
-/** pgvector for catalogs and tag filters; the in-process scan for a request's own tools. */
-async function searchVectors(
+/** The vectors of an untagged hash corpus (a request's own tools), when they can be scanned in process. */
+async function vectorsInProcess(
   deps: RankDeps,
   embedder: Embedder,
   corpus: Corpus,
-  vector: number[],
-  options: { useVectorIndex: boolean; corpusVectors?: Promise<ReadonlyMap<string, Float32Array> | undefined> },
-  depth: number,
-): Promise<Ranked> {
-  const useIndex = options.useVectorIndex;
-  if (corpus.kind === 'hashes' && !corpus.tags?.length) {
-    const inHand = await options.corpusVectors;
-    if (inHand) return rankByCosine(vector, inHand, depth);
-    if (deps.vectors) return rankByCosine(vector, (await deps.vectors.load(deps.db, currentRecipe(embedder.modelId), corpus.hashes)).vectors, depth);
-  }
-  return searchVector(deps.db, corpus, { model: embedder.modelId, vector, useIndex }, depth);
+  corpusVectors: Promise<ReadonlyMap<string, Float32Array> | undefined> | undefined,
+): Promise<ReadonlyMap<string, Float32Array> | undefined> {
+  if (corpus.kind !== 'hashes' || corpus.tags?.length) return undefined;
+  const inHand = await corpusVectors;
+  if (inHand) return inHand;
+  if (deps.vectors) return (await deps.vectors.load(deps.db, currentRecipe(embedder.modelId), corpus.hashes)).vectors;
+  return undefined;
+}
+
+type ServerList = { ranked: Ranked; members: ServerMembers } | undefined;
+
+/** Combines the server lists that ran; none when neither did (no servers, or not hybrid). */
+function combineServerLists(bm25: ServerList, vector: ServerList): ServerLists | undefined {
+  if (!bm25 && !vector) return undefined;
+  return { bm25: bm25?.ranked ?? [], vector: vector?.ranked ?? [], members: new Map([...(bm25?.members ?? []), ...(vector?.members ?? [])]) };
+}
+
+/** BM25 statistics of a request's servers, cached with its tools like `bm25Index` (search/servers.ts). */
+export interface ServerIndex {
+  bm25: Bm25Index;
+  members: ServerMembers;
 }
 
 /**
@@ -85,6 +98,8 @@ export async function rankCorpus(
     queryVector?: Promise<number[]>;
     /** BM25 statistics of exactly this (untagged) corpus, cached by the caller: scored in process. */
     bm25Index?: Bm25Index;
+    /** Its servers' statistics, given with `bm25Index` (without them, no server votes in process). */
+    serverIndex?: ServerIndex;
     /**
      * The embedder's vectors of this (untagged) hash corpus, being loaded by the caller (alongside
      * BM25 and the query embedding): scanned in process.
@@ -109,6 +124,17 @@ export async function rankCorpus(
         ? Promise.resolve(options.bm25Index.search(terms, depth))
         : searchBm25(deps.db, filtered, { terms, weights: terms.map(() => 1) }, depth);
   bm25Promise.catch(() => {}); // awaited below; no unhandled rejection while the model runs
+  // Server votes (hybrid only): from the caller's statistics for a request's own tools, else from
+  // the store. Their BM25 list, like the tools', runs while the model embeds the query.
+  const withServers = request.mode === 'hybrid';
+  const inProcess = Boolean(options.bm25Index) && !request.tags?.length;
+  const servers = inProcess && options.serverIndex?.members.size ? options.serverIndex : undefined;
+  const serverBm25Promise: Promise<ServerList> = !withServers
+    ? Promise.resolve(undefined)
+    : inProcess
+      ? Promise.resolve(servers && { ranked: servers.bm25.search(terms, SERVER_DEPTH), members: servers.members })
+      : searchServersBm25(deps.db, filtered, terms, SERVER_DEPTH);
+  serverBm25Promise.catch(() => {});
   let degraded: RankResult['degraded'];
   let queryVector: number[] | undefined;
   if (wantVector && !embedder) degraded = 'embedder_unavailable';
@@ -124,15 +150,29 @@ export async function rankCorpus(
     }
     timings.query_embedding_ms = performance.now() - embedStarted;
   }
-  const [bm25, vector] = await Promise.all([
-    bm25Promise,
-    embedder && queryVector ? searchVectors(deps, embedder, filtered, queryVector, options, depth) : Promise.resolve<Ranked>([]),
-  ]);
+  const vectorsInHand = embedder && queryVector ? vectorsInProcess(deps, embedder, filtered, options.corpusVectors) : undefined;
+  const searchingVectors = async (): Promise<Ranked> => {
+    if (!embedder || !queryVector) return [];
+    const inHand = await vectorsInHand;
+    if (inHand) return rankByCosine(queryVector, inHand, depth);
+    return searchVector(deps.db, filtered, { model: embedder.modelId, vector: queryVector, useIndex: options.useVectorIndex }, depth);
+  };
+  const searchingServerVectors = async (): Promise<ServerList> => {
+    if (!withServers || !embedder || !queryVector) return undefined;
+    if (!inProcess) return searchServersVector(deps.db, filtered, { model: embedder.modelId, vector: queryVector }, SERVER_DEPTH);
+    const inHand = await vectorsInHand;
+    if (!servers || !inHand) return undefined;
+    return { ranked: rankByCosine(queryVector, serverCentroids(servers.members, inHand), SERVER_DEPTH), members: servers.members };
+  };
+  const [bm25, vector, serverBm25, serverVector] = await Promise.all([bm25Promise, searchingVectors(), serverBm25Promise, searchingServerVectors()]);
   timings.retrieval_ms = performance.now() - started - timings.query_embedding_ms;
 
   const fusionStarted = performance.now();
   let fused: [string, number][] =
     request.mode === 'bm25' ? bm25 : request.mode === 'vector' ? vector : fuseHybrid(bm25, vector);
+  let serverVotes = new Map<string, number>();
+  const serverLists = combineServerLists(serverBm25, serverVector);
+  if (serverLists) ({ fused, votes: serverVotes } = addServerVotes(fused, serverLists));
   const boosts = new Map<string, number>();
   if (request.tags?.length) {
     const tags = await tagsOf(deps.db, filtered, fused.map(([id]) => id));
@@ -158,6 +198,7 @@ export async function rankCorpus(
       bm25: bm25At.get(id) ?? null,
       vector: vectorAt.get(id) ?? null,
       tag_boost: boosts.get(id) ?? 0,
+      server_vote: serverVotes.get(id) ?? 0,
       exact_name: exact.has(id),
     },
   }));

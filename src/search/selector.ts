@@ -13,8 +13,9 @@ import type { LruCache } from '../lru-cache.js';
 import { storeDocuments, type ToolDocument } from '../store/tool-store.js';
 import { byScoreThenId } from './bm25.js';
 import { Bm25Index } from './bm25-index.js';
-import { rankCorpus, type RankDeps } from './hybrid-search.js';
+import { rankCorpus, type RankDeps, type ServerIndex } from './hybrid-search.js';
 import { exactNameMatches, matchNamesByRegex, RegexSandbox, REGEX_BUDGET_MS } from './patterns.js';
+import { serverDocuments } from './servers.js';
 
 export const DEFAULT_TOP_K = 5;
 /**
@@ -76,6 +77,8 @@ export interface CachedToolList {
    * the store keeps, the same maths as the SQL): every turn scores without asking the database.
    */
   bm25: Bm25Index;
+  /** The same for the tools' servers, when they name one (search/servers.ts). */
+  servers: ServerIndex;
   /** Every tool's vector, once all exist (until then they are looked up per request). */
   vectors?: { model: string; byHash: ReadonlyMap<string, Float32Array> };
 }
@@ -165,15 +168,15 @@ function parseRequestTools(deps: SelectorDeps, raws: unknown[]): { tools: Reques
   return { tools, fresh };
 }
 
-/** BM25 statistics of exactly the request's tools, from the terms in hand (computed for the rest). */
-function indexTools(tools: RequestTool[], fresh: FreshTool[]): Bm25Index {
+/** BM25 statistics of exactly the request's tools and their servers, from the terms in hand (computed for the rest). */
+function indexTools(tools: RequestTool[], fresh: FreshTool[]): Pick<CachedToolList, 'bm25' | 'servers'> {
   const computed = new Map(fresh.map(({ document }) => [document.hash, document]));
-  return new Bm25Index(
-    tools.map(({ tool, hash }) => {
-      const { termFreqs, length } = computed.get(hash) ?? documentTerms(tool);
-      return { id: hash, termFreqs, length };
-    }),
-  );
+  const documents = tools.map(({ tool, hash }) => {
+    const { termFreqs, length } = computed.get(hash) ?? documentTerms(tool);
+    return { id: hash, termFreqs, length, server: tool.server };
+  });
+  const servers = serverDocuments(documents);
+  return { bm25: new Bm25Index(documents), servers: { bm25: new Bm25Index(servers.documents), members: servers.members } };
 }
 
 /**
@@ -276,7 +279,7 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
     regex.kind === 'matched' ? regexNames.length : regex.kind === 'timeout' || regex.kind === 'invalid' ? regex.kind : null;
 
   const indexStarted = performance.now();
-  const list = cachedList ?? { tools, toolsIn: input.tools.length, bm25: indexTools(tools, fresh) };
+  const list = cachedList ?? { tools, toolsIn: input.tools.length, ...indexTools(tools, fresh) };
   timings.parse_ms += performance.now() - indexStarted;
   const byHash = new Map(tools.map(({ tool, hash }) => [hash, tool.name]));
   let ranked: string[];
@@ -295,6 +298,7 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
         useVectorIndex: false,
         queryVector,
         bm25Index: list.bm25,
+        serverIndex: list.servers,
         corpusVectors,
         onEmbedError: (error) => deps.logger.warn({ err: error }, 'selector: query embedding failed; BM25 only'),
       },

@@ -120,11 +120,8 @@ export async function searchVector(
 /** Servers ranked best first, with each one's tools in the corpus (ids, in C order). */
 export type RankedServers = { ranked: Ranked; members: Map<string, string[]> };
 
-/** The corpus's servers: each one's tools and their total length (for BM25's server documents). */
-function serverRows(): SQL {
-  return sql`select server, sum(doc_length)::float8 as len, array_agg(id order by id collate "C") as ids
-             from corpus where server is not null group by server`;
-}
+/** The ranked servers' tools (from the `corpus` CTE), looked up for the few servers returned only. */
+const serverMembers = sql`array(select c.id from corpus c where c.server = scored.id order by c.id collate "C")`;
 
 function rankedServers(rows: { id: string; score: number; ids: string[] }[]): RankedServers {
   return { ranked: rows.map((row) => [row.id, Number(row.score)]), members: new Map(rows.map((row) => [row.id, row.ids])) };
@@ -140,12 +137,14 @@ export async function searchServersBm25(db: Executor, corpus: Corpus, terms: str
   const rows = await queryRows<{ id: string; score: number; ids: string[] }>(
     db,
     sql`with corpus as (${corpusRows(corpus)}),
-        servers as (${serverRows()}),
+        servers as (select server, sum(doc_length)::float8 as len from corpus where server is not null group by server),
         stats as (select count(*)::float8 as n, avg(len)::float8 as avgdl from servers),
+        -- = any, not a join on unnest: the planner then knows how few terms there are and reads
+        -- them through tool_terms' term index instead of scanning the table.
         matches as (
           select c.server, t.term, sum(t.tf)::float8 as tf
-          from corpus c join tool_terms t on t.hash = c.hash join unnest(${sql.param(terms)}::text[]) as q(term) on q.term = t.term
-          where c.server is not null
+          from corpus c join tool_terms t on t.hash = c.hash
+          where c.server is not null and t.term = any(${sql.param(terms)}::text[])
           group by c.server, t.term
         ),
         df as (select term, count(*)::float8 as df from matches group by term),
@@ -157,8 +156,8 @@ export async function searchServersBm25(db: Executor, corpus: Corpus, terms: str
           from matches m join df on df.term = m.term join servers v on v.server = m.server cross join stats s
           group by m.server
         )
-        select scored.id, scored.score, v.ids
-        from scored join servers v on v.server = scored.id
+        select scored.id, scored.score, ${serverMembers} as ids
+        from scored
         order by scored.score desc, scored.id collate "C"
         limit ${limit}`,
   );
@@ -179,15 +178,14 @@ export async function searchServersVector(
   const rows = await queryRows<{ id: string; score: number; ids: string[] }>(
     db,
     sql`with corpus as (${corpusRows(corpus)}),
-        servers as (${serverRows()}),
         scored as (
           select c.server as id, (1 - (avg(e.embedding) <=> ${literal}::vector))::float8 as score
           from corpus c join tool_embeddings e on e.hash = c.hash and e.model = ${query.model}
           where c.server is not null
           group by c.server
         )
-        select scored.id, scored.score, v.ids
-        from scored join servers v on v.server = scored.id
+        select scored.id, scored.score, ${serverMembers} as ids
+        from scored
         order by scored.score desc, scored.id collate "C"
         limit ${limit}`,
   );

@@ -12,6 +12,7 @@ const tools = [
   { name: 'send_email', description: 'Send an email message to a recipient.', inputSchema: { type: 'object', properties: { to: { type: 'string' } } }, tags: ['mail'] },
   { name: 'get_weather', description: 'Current weather forecast for a city.', inputSchema: { type: 'object', properties: { city: { type: 'string' } } }, tags: ['weather'] },
   { name: 'github__create_issue', description: 'Open an issue in a GitHub repository.', inputSchema: { type: 'object', properties: { title: { type: 'string' } } }, server: 'github', tags: ['code'] },
+  { name: 'github__list_commits', description: 'List the commits of a branch.', inputSchema: { type: 'object', properties: { branch: { type: 'string' } } }, server: 'github', tags: ['code'] },
 ];
 
 describe('POST /v1/catalogs/{catalog}/search with the real model', () => {
@@ -71,6 +72,21 @@ describe('POST /v1/catalogs/{catalog}/search with the real model', () => {
     const response = await search({ query: 'use fetch_url to get the weather page', top_k: 2, explain: true });
     expect(response.body.results[0].name).toBe('fetch_url');
     expect(response.body.results[0].explain.exact_name).toBe(true);
+  });
+
+  it("adds the server's vote to every tool of the query's top servers, in hybrid mode only", async () => {
+    const { SERVER_BM25_WEIGHT, SERVER_VECTOR_WEIGHT } = await import('../../src/search/servers.js');
+    const { RRF_K } = await import('../../src/search/rrf.js');
+    type Row = { name: string; explain: { server_vote: number } };
+    const voteOf = (rows: Row[]) => new Map(rows.map((row) => [row.name, row.explain.server_vote]));
+    const hybrid = voteOf((await search({ query: 'open an issue in a github repository', top_k: 20, explain: true })).body.results);
+    // The catalog's one server tops both server lists: its vote is the two weights at rank 1.
+    const vote = (SERVER_BM25_WEIGHT + SERVER_VECTOR_WEIGHT) / (RRF_K + 1);
+    expect(hybrid.get('github__create_issue')).toBeCloseTo(vote, 12);
+    expect(hybrid.get('github__list_commits')).toBeCloseTo(vote, 12);
+    expect(hybrid.get('read_file')).toBe(0);
+    const bm25 = voteOf((await search({ query: 'open an issue in a github repository', mode: 'bm25', explain: true })).body.results);
+    expect([...bm25.values()].every((value) => value === 0)).toBe(true);
   });
 
   it('rejects bad input with 400 and details, and unknown catalogs with 404', async () => {

@@ -8,7 +8,8 @@ import { normalizeRequestTool } from '../../src/search/selector.js';
 import { queryTerms } from '../../src/catalog/search-text.js';
 import { distinctTerms } from '../../src/search/bm25.js';
 import { queryRows } from '../../src/store/database.js';
-import { searchBm25 } from '../../src/store/search-store.js';
+import { rankCorpus } from '../../src/search/hybrid-search.js';
+import { searchBm25, searchServersBm25 } from '../../src/store/search-store.js';
 import { startTestApp, type TestApp, type TestResponse } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
 import { expectError, type ErrorDetail } from '../helpers/assertions.js';
@@ -27,7 +28,7 @@ const v053 = JSON.parse(v053Body) as { max_tools: number; always_keep: string[];
 const toolbench = readFileSync(new URL('../../../shared/eval/toolbench_stable/catalog.jsonl', import.meta.url), 'utf8')
   .trim()
   .split('\n')
-  .map((line) => JSON.parse(line) as { name: string; description: string; input_schema: Record<string, unknown> });
+  .map((line) => JSON.parse(line) as { name: string; description: string; input_schema: Record<string, unknown>; server: string });
 
 interface WireTool {
   name: string;
@@ -470,5 +471,32 @@ describe('the selector tool-list cache', () => {
       const byPostgres = await searchBm25(app.deps.database.db, { kind: 'hashes', hashes }, { terms, weights: terms.map(() => 1) }, 20);
       expect(inProcess, pattern).toEqual(byPostgres.map(([hash]) => hash));
     }
+  });
+
+  it("ranks with server votes in process exactly as the store does, for tools that name their server", async () => {
+    // MCP tools carrying their server; 150 tools on ~50 servers.
+    const tools = toolbench.slice(300, 450).map(({ name, description, input_schema, server }) => ({ name, description, inputSchema: input_schema, server }));
+    const patterns = toolbench.slice(450, 470).map(({ description, name }) => `${description} ${name.split('_for_')[1]}`.slice(0, 200));
+    const compact = JSON.stringify(tools);
+    const body = (pattern: string) => `{"pattern":${JSON.stringify(pattern)},"top_k":20,"tools":${compact}}`;
+    await app.request('POST', '/v1/tool-discovery/search', body(patterns[0]!), { 'content-type': 'application/json' });
+    await app.deps.selector.background.settled();
+    const list = app.deps.selector.toolListCache.get(createHash('sha256').update(compact).digest('base64'))!;
+    expect(list.servers.members.size).toBeGreaterThan(20);
+    const hashes = list.tools.map(({ hash }) => hash);
+    const nameOf = new Map(list.tools.map(({ hash, tool }) => [hash, tool.name]));
+    let voted = 0;
+    for (const pattern of patterns) {
+      const terms = distinctTerms(queryTerms(pattern));
+      const servers = await searchServersBm25(app.deps.database.db, { kind: 'hashes', hashes }, terms, 3);
+      expect(list.servers.bm25.search(terms, 3).map(([server]) => server), pattern).toEqual(servers.ranked.map(([server]) => server));
+      // The whole ranking: the selector's (in process) against the store's (SQL), top 20.
+      const response = await app.request('POST', '/v1/tool-discovery/search', body(pattern), { 'content-type': 'application/json' });
+      const byStore = await rankCorpus({ db: app.deps.database.db, embedder: null }, { kind: 'hashes', hashes }, { query: pattern, topK: 20, mode: 'hybrid' }, { useVectorIndex: false });
+      // (The selector fills a short ranking up with request order; compare the ranked part.)
+      expect(response.body.selected_names.slice(0, byStore.tools.length), pattern).toEqual(byStore.tools.map(({ id }) => nameOf.get(id)));
+      voted += byStore.tools.filter((tool) => tool.explain.server_vote > 0).length;
+    }
+    expect(voted, 'server votes took part').toBeGreaterThan(20);
   });
 });

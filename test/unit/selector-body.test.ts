@@ -73,7 +73,7 @@ describe('topLevelArraySpan', () => {
 });
 
 describe('readSelectorBody', () => {
-  const list: CachedToolList = { tools: [], toolsIn: 2, bm25: new Bm25Index([]) };
+  const list: CachedToolList = { tools: [], toolsIn: 2, bm25: new Bm25Index([]), servers: { bm25: new Bm25Index([]), members: new Map() } };
 
   it('keys the tools by their bytes: the same under another pattern or trailing field, different when any byte differs', () => {
     const lists = new LruCache<string, CachedToolList>(4);
