@@ -51,6 +51,15 @@ describe('benches, smoke runs', () => {
     expect(shipped!.slice(1, 3), `experiments: ${shipped![0]}\neval: ${hybrid![0]}`).toEqual(hybrid!.slice(1, 3));
   });
 
+  it('catalog-search: one timed round of every livemcpbench query, in both modes, on PGlite', async () => {
+    const { code, stdout, stderr } = await runBench(['bench/catalog-search.ts', '--rounds', '1']);
+    expect(code, stderr.slice(-3000)).toBe(0);
+    const run = JSON.parse(stdout.trim().split('\n').at(-1)!) as { store: string; queries: number; hybrid_ms_per_query: number[]; bm25_ms_per_query: number[] };
+    expect(run).toMatchObject({ store: 'pglite', queries: 24 });
+    expect([...run.hybrid_ms_per_query, ...run.bm25_ms_per_query]).toHaveLength(2);
+    expect([...run.hybrid_ms_per_query, ...run.bm25_ms_per_query].every((ms) => ms > 0)).toBe(true);
+  });
+
   it('exact-name-mentions: the counts behind the exact-name rule (README) still hold', async () => {
     const { code, stdout, stderr } = await runBench(['bench/exact-name-mentions.ts']);
     expect(code, stderr.slice(-3000)).toBe(0);
