@@ -17,6 +17,7 @@ import type { SelectorDeps } from './search/selector.js';
 import { BackgroundWork } from './background-work.js';
 import { LruCache } from './lru-cache.js';
 import { VectorCache } from './store/vector-cache.js';
+import { ServerStatsCache } from './search/server-stats.js';
 import { openDatabase, type Database } from './store/database.js';
 import { ensureVectorIndex } from './store/search-store.js';
 import { RegexSandbox } from './search/patterns.js';
@@ -181,7 +182,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
       onDocumentsWritten: queue ? (hashes) => queue!.enqueue(hashes) : undefined,
       embedding: queue ? { model: embedder?.modelId ?? config.EMBED_MODEL, failedHashes: () => queue!.failedHashes() } : undefined,
     },
-    search: { db: database.db, embedder },
+    search: { db: database.db, embedder, serverStats: new ServerStatsCache() },
     selector,
     readiness,
     metrics,

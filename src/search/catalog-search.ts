@@ -29,7 +29,15 @@ export async function searchCatalog(
     deps,
     { kind: 'catalog', catalogId: catalog.id },
     { ...request, exactIds: candidates.filter((name) => found.has(name)) },
-    { useVectorIndex: catalog.toolCount > EXACT_SCAN_MAX },
+    {
+      useVectorIndex: catalog.toolCount > EXACT_SCAN_MAX,
+      ...(deps.serverStats && request.mode === 'hybrid' && !request.tags?.length
+        ? {
+            serverIndex: await deps.serverStats.index(deps.db, catalog),
+            serverMeans: async () => deps.serverStats!.means(deps.db, catalog, deps.embedder!.modelId),
+          }
+        : {}),
+    },
   );
   const rows = await loadCatalogTools(deps.db, catalog.id, ranked.tools.map((tool) => tool.id));
   return {

@@ -7,6 +7,7 @@ import { distinctTerms } from './bm25.js';
 import type { Bm25Index } from './bm25-index.js';
 import { fuseHybrid, RRF_DEPTH } from './rrf.js';
 import { boostByTags } from './tags.js';
+import type { ServerIndex, ServerStatsCache } from './server-stats.js';
 import { addServerVotes, serverCentroids, SERVER_DEPTH, type ServerLists, type ServerMembers } from './servers.js';
 import { rankByCosine } from './vector-scan.js';
 import type { VectorCache } from '../store/vector-cache.js';
@@ -42,6 +43,8 @@ export interface RankDeps {
   embedder: Embedder | null;
   /** When present, an untagged set of hashes (a selector request) is scanned in process. */
   vectors?: VectorCache;
+  /** When present, a catalog's server statistics are kept in process between searches. */
+  serverStats?: ServerStatsCache;
 }
 
 export interface RankResult {
@@ -77,11 +80,6 @@ function combineServerLists(bm25: ServerList, vector: ServerList): ServerLists |
   return { bm25: bm25?.ranked ?? [], vector: vector?.ranked ?? [], members: new Map([...(bm25?.members ?? []), ...(vector?.members ?? [])]) };
 }
 
-/** BM25 statistics of a request's servers, cached with its tools like `bm25Index` (search/servers.ts). */
-export interface ServerIndex {
-  bm25: Bm25Index;
-  members: ServerMembers;
-}
 
 /**
  * The hybrid pipeline. Stages pass ids and scores; documents are loaded by the caller, last.
@@ -98,8 +96,13 @@ export async function rankCorpus(
     queryVector?: Promise<number[]>;
     /** BM25 statistics of exactly this (untagged) corpus, cached by the caller: scored in process. */
     bm25Index?: Bm25Index;
-    /** Its servers' statistics, given with `bm25Index` (without them, no server votes in process). */
+    /**
+     * The corpus's server statistics, held by the caller (ignored under a tag filter, which
+     * changes them): server votes are then computed in process, else in SQL.
+     */
     serverIndex?: ServerIndex;
+    /** Those servers' unit-length mean vectors; without them, the means of the vectors in hand. */
+    serverMeans?: () => Promise<ReadonlyMap<string, Float32Array>>;
     /**
      * The embedder's vectors of this (untagged) hash corpus, being loaded by the caller (alongside
      * BM25 and the query embedding): scanned in process.
@@ -127,11 +130,11 @@ export async function rankCorpus(
   // Server votes (hybrid only): from the caller's statistics for a request's own tools, else from
   // the store. Their BM25 list, like the tools', runs while the model embeds the query.
   const withServers = request.mode === 'hybrid';
-  const inProcess = Boolean(options.bm25Index) && !request.tags?.length;
-  const servers = inProcess && options.serverIndex?.members.size ? options.serverIndex : undefined;
+  const serverIndex = request.tags?.length ? undefined : options.serverIndex;
+  const servers = serverIndex?.members.size ? serverIndex : undefined;
   const serverBm25Promise: Promise<ServerList> = !withServers
     ? Promise.resolve(undefined)
-    : inProcess
+    : serverIndex
       ? Promise.resolve(servers && { ranked: servers.bm25.search(terms, SERVER_DEPTH), members: servers.members })
       : searchServersBm25(deps.db, filtered, terms, SERVER_DEPTH);
   serverBm25Promise.catch(() => {});
@@ -158,11 +161,11 @@ export async function rankCorpus(
     return searchVector(deps.db, filtered, { model: embedder.modelId, vector: queryVector, useIndex: options.useVectorIndex }, depth);
   };
   const searchingServerVectors = async (): Promise<ServerList> => {
-    if (!withServers || !embedder || !queryVector) return undefined;
-    if (!inProcess) return searchServersVector(deps.db, filtered, { model: embedder.modelId, vector: queryVector }, SERVER_DEPTH);
-    const inHand = await vectorsInHand;
-    if (!servers || !inHand) return undefined;
-    return { ranked: rankByCosine(queryVector, serverCentroids(servers.members, inHand), SERVER_DEPTH), members: servers.members };
+    if (!withServers || !embedder || !queryVector || (serverIndex && !servers)) return undefined;
+    const inHand = servers && !options.serverMeans ? await vectorsInHand : undefined;
+    const means = servers && (options.serverMeans ? await options.serverMeans() : inHand && serverCentroids(servers.members, inHand));
+    if (servers && means) return { ranked: rankByCosine(queryVector, means, SERVER_DEPTH), members: servers.members };
+    return searchServersVector(deps.db, filtered, { model: embedder.modelId, vector: queryVector }, SERVER_DEPTH);
   };
   const [bm25, vector, serverBm25, serverVector] = await Promise.all([bm25Promise, searchingVectors(), serverBm25Promise, searchingServerVectors()]);
   timings.retrieval_ms = performance.now() - started - timings.query_embedding_ms;

@@ -13,7 +13,8 @@ import type { LruCache } from '../lru-cache.js';
 import { storeDocuments, type ToolDocument } from '../store/tool-store.js';
 import { byScoreThenId } from './bm25.js';
 import { Bm25Index } from './bm25-index.js';
-import { rankCorpus, type RankDeps, type ServerIndex } from './hybrid-search.js';
+import { rankCorpus, type RankDeps } from './hybrid-search.js';
+import type { ServerIndex } from './server-stats.js';
 import { exactNameMatches, matchNamesByRegex, RegexSandbox, REGEX_BUDGET_MS } from './patterns.js';
 import { serverDocuments } from './servers.js';
 

@@ -2,6 +2,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import { BM25_B, BM25_K1 } from '../search/bm25.js';
 import { queryRows, type Db } from './database.js';
 import { vectorLiteral } from './vector-literal.js';
+import type { VectorRecipe } from './embedding-store.js';
 import type { Executor } from './tool-store.js';
 
 /**
@@ -190,6 +191,60 @@ export async function searchServersVector(
         limit ${limit}`,
   );
   return rankedServers(rows);
+}
+
+/**
+ * A catalog's servers as raw material for in-process server statistics (search/server-stats.ts):
+ * its tools that name a server, with their lengths, and each server's summed term counts.
+ */
+export async function loadCatalogServerTerms(
+  db: Executor,
+  catalogId: number,
+): Promise<{ tools: { id: string; server: string; length: number }[]; terms: { server: string; term: string; tf: number }[] }> {
+  const [tools, terms] = await Promise.all([
+    queryRows<{ id: string; server: string; length: number }>(
+      db,
+      sql`select ct.name as id, d.server, d.doc_length::int as length
+          from catalog_tools ct join tool_documents d on d.hash = ct.hash
+          where ct.catalog_id = ${catalogId} and d.server is not null
+          order by ct.name collate "C"`,
+    ),
+    queryRows<{ server: string; term: string; tf: number }>(
+      db,
+      sql`select d.server, t.term, sum(t.tf)::int as tf
+          from catalog_tools ct join tool_documents d on d.hash = ct.hash join tool_terms t on t.hash = d.hash
+          where ct.catalog_id = ${catalogId} and d.server is not null
+          group by d.server, t.term`,
+    ),
+  ]);
+  return { tools: tools.map((row) => ({ ...row, length: Number(row.length) })), terms: terms.map((row) => ({ ...row, tf: Number(row.tf) })) };
+}
+
+/**
+ * The mean vector of each server's tools in a catalog (the vectors `searchServersVector` averages),
+ * and whether every such tool has a vector of the current recipe (only then will they not change).
+ */
+export async function loadCatalogServerMeans(
+  db: Executor,
+  catalogId: number,
+  recipe: VectorRecipe,
+): Promise<{ means: Map<string, Float32Array>; complete: boolean }> {
+  const rows = await queryRows<{ server: string; mean: string | null; tools: number; current: number }>(
+    db,
+    sql`select d.server, avg(e.embedding)::text as mean, count(*)::int as tools,
+               count(*) filter (where e.text_version = ${recipe.textVersion})::int as current
+        from catalog_tools ct join tool_documents d on d.hash = ct.hash
+          left join tool_embeddings e on e.hash = d.hash and e.model = ${recipe.model}
+        where ct.catalog_id = ${catalogId} and d.server is not null
+        group by d.server`,
+  );
+  const means = new Map<string, Float32Array>();
+  let complete = true;
+  for (const row of rows) {
+    if (Number(row.current) !== Number(row.tools)) complete = false;
+    if (row.mean !== null) means.set(row.server, Float32Array.from(JSON.parse(row.mean) as number[]));
+  }
+  return { means, complete };
 }
 
 export interface CorpusInfo {

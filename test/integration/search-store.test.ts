@@ -141,6 +141,58 @@ describe('server lists in SQL', () => {
       for (const [server] of dense.ranked) expect(sorted(dense.members.get(server)!)).toEqual(sorted(expected.members.get(server)!));
     }
     expect(await searchServersBm25(database.db, { kind: 'catalog', catalogId: write.catalog.id }, [], 10)).toEqual({ ranked: [], members: new Map() });
+
+    // The same lists from the statistics a catalog search keeps in process (search/server-stats.ts).
+    const { ServerStatsCache } = await import('../../src/search/server-stats.js');
+    const cache = new ServerStatsCache();
+    const catalog = { id: write.catalog.id, revision: write.catalog.revision };
+    const corpus: Corpus = { kind: 'catalog', catalogId: catalog.id };
+    const index = await cache.index(database.db, catalog);
+    for (const query of [terms, ['stock', 'chart'], ['news']]) {
+      const inSql = await searchServersBm25(database.db, corpus, query, 10);
+      const kept = index.bm25.search(query, 10);
+      expect(kept.map(([server]) => server)).toEqual(inSql.ranked.map(([server]) => server));
+      kept.forEach(([server, score], i) => {
+        expect(score).toBeCloseTo(inSql.ranked[i]![1], 9);
+        expect(index.members.get(server)).toEqual(inSql.members.get(server));
+      });
+    }
+    const means = await cache.means(database.db, catalog, model);
+    const dense = await searchServersVector(database.db, corpus, { model, vector: query }, 10);
+    const kept = rankByCosine(query, means, 10);
+    expect(kept.map(([server]) => server)).toEqual(dense.ranked.map(([server]) => server));
+    kept.forEach(([, score], i) => expect(score).toBeCloseTo(dense.ranked[i]![1], 5));
+  });
+
+  it('keeps a catalog\'s server statistics per revision, and its mean vectors only once every server tool has one', async () => {
+    const { ServerStatsCache } = await import('../../src/search/server-stats.js');
+    const database = await testDatabase();
+    const model = `means-model-${randomBytes(3).toString('hex')}`;
+    const tool = (name: string, server: string, term: string) => {
+      const doc = toyDocument(name, { [term]: 1 });
+      return { ...doc, tool: { ...doc.tool, server } };
+    };
+    const docs = [tool('a1', 'a', 'alpha'), tool('a2', 'a', 'alpha'), tool('b1', 'b', 'beta')];
+    const name = uniqueName('kept');
+    const first = await replaceCatalog(database.db, name, name, docs);
+    const cache = new ServerStatsCache();
+    const recipe = { model, textVersion: EMBED_TEXT_VERSION };
+    // a2 has no vector yet: server a's mean is a1's alone, and it is read again next time.
+    await writeVectors(database.db, recipe, [{ hash: docs[0]!.hash, vector: [1, 0] }, { hash: docs[2]!.hash, vector: [0, 1] }]);
+    expect([...(await cache.means(database.db, first.catalog, model)).get('a')!]).toEqual([1, 0]);
+    await writeVectors(database.db, recipe, [{ hash: docs[1]!.hash, vector: [0, 1] }]);
+    const complete = (await cache.means(database.db, first.catalog, model)).get('a')!;
+    expect(complete[0]).toBeCloseTo(Math.SQRT1_2, 6);
+    // Complete: kept, even when the store's vectors go away.
+    await database.db.execute(sql`delete from tool_embeddings where model = ${model}`);
+    expect((await cache.means(database.db, first.catalog, model)).get('a')).toBe(complete);
+
+    expect((await cache.index(database.db, first.catalog)).bm25.search(['beta'])).toHaveLength(1);
+    // A new revision of the catalog is read afresh; the old one is still what it was.
+    const second = await replaceCatalog(database.db, name, name, [...docs, tool('c1', 'c', 'beta')]);
+    expect(second.catalog.revision).toBeGreaterThan(first.catalog.revision);
+    expect((await cache.index(database.db, second.catalog)).bm25.search(['beta']).map(([server]) => server).sort()).toEqual(['b', 'c']);
+    expect((await cache.index(database.db, first.catalog)).members.has('c')).toBe(false);
   });
 });
 
