@@ -121,10 +121,19 @@ export async function searchVector(
 /** Servers ranked best first, with each one's tools in the corpus (ids, in C order). */
 export type RankedServers = { ranked: Ranked; members: Map<string, string[]> };
 
-/** The ranked servers' tools (from the `corpus` CTE), looked up for the few servers returned only. */
-const serverMembers = sql`array(select c.id from corpus c where c.server = scored.id order by c.id collate "C")`;
-
-function rankedServers(rows: { id: string; score: number; ids: string[] }[]): RankedServers {
+/**
+ * The first `limit` servers of `ctes`, which end in `scored(id, score)` and may read the `corpus`
+ * CTE; each with its tools in the corpus (looked up for the servers returned only).
+ */
+async function topServers(db: Executor, corpus: Corpus, ctes: SQL, limit: number): Promise<RankedServers> {
+  const rows = await queryRows<{ id: string; score: number; ids: string[] }>(
+    db,
+    sql`with corpus as (${corpusRows(corpus)}), ${ctes}
+        select scored.id, scored.score, array(select c.id from corpus c where c.server = scored.id order by c.id collate "C") as ids
+        from scored
+        order by scored.score desc, scored.id collate "C"
+        limit ${limit}`,
+  );
   return { ranked: rows.map((row) => [row.id, Number(row.score)]), members: new Map(rows.map((row) => [row.id, row.ids])) };
 }
 
@@ -135,10 +144,10 @@ function rankedServers(rows: { id: string; score: number; ids: string[] }[]): Ra
  */
 export async function searchServersBm25(db: Executor, corpus: Corpus, terms: string[], limit: number): Promise<RankedServers> {
   if (terms.length === 0) return { ranked: [], members: new Map() };
-  const rows = await queryRows<{ id: string; score: number; ids: string[] }>(
+  return topServers(
     db,
-    sql`with corpus as (${corpusRows(corpus)}),
-        servers as (select server, sum(doc_length)::float8 as len from corpus where server is not null group by server),
+    corpus,
+    sql`servers as (select server, sum(doc_length)::float8 as len from corpus where server is not null group by server),
         stats as (select count(*)::float8 as n, avg(len)::float8 as avgdl from servers),
         -- = any, not a join on unnest: the planner then knows how few terms there are and reads
         -- them through tool_terms' term index instead of scanning the table.
@@ -156,13 +165,9 @@ export async function searchServersBm25(db: Executor, corpus: Corpus, terms: str
                      / (m.tf + ${BM25_K1}::float8 * (1 - ${BM25_B}::float8 + ${BM25_B}::float8 * v.len / s.avgdl)))::float8 as score
           from matches m join df on df.term = m.term join servers v on v.server = m.server cross join stats s
           group by m.server
-        )
-        select scored.id, scored.score, ${serverMembers} as ids
-        from scored
-        order by scored.score desc, scored.id collate "C"
-        limit ${limit}`,
+        )`,
+    limit,
   );
-  return rankedServers(rows);
 }
 
 /**
@@ -176,21 +181,17 @@ export async function searchServersVector(
   limit: number,
 ): Promise<RankedServers> {
   const literal = vectorLiteral(query.vector);
-  const rows = await queryRows<{ id: string; score: number; ids: string[] }>(
+  return topServers(
     db,
-    sql`with corpus as (${corpusRows(corpus)}),
-        scored as (
+    corpus,
+    sql`scored as (
           select c.server as id, (1 - (avg(e.embedding) <=> ${literal}::vector))::float8 as score
           from corpus c join tool_embeddings e on e.hash = c.hash and e.model = ${query.model}
           where c.server is not null
           group by c.server
-        )
-        select scored.id, scored.score, ${serverMembers} as ids
-        from scored
-        order by scored.score desc, scored.id collate "C"
-        limit ${limit}`,
+        )`,
+    limit,
   );
-  return rankedServers(rows);
 }
 
 /**
