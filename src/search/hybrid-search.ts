@@ -80,7 +80,6 @@ function combineServerLists(bm25: ServerList, vector: ServerList): ServerLists |
   return { bm25: bm25?.ranked ?? [], vector: vector?.ranked ?? [], members: new Map([...(bm25?.members ?? []), ...(vector?.members ?? [])]) };
 }
 
-
 /**
  * The hybrid pipeline. Stages pass ids and scores; documents are loaded by the caller, last.
  * Tags filter inside both retrievers (before any cut), fusion reads RRF_DEPTH candidates from
@@ -162,9 +161,12 @@ export async function rankCorpus(
   };
   const searchingServerVectors = async (): Promise<ServerList> => {
     if (!withServers || !embedder || !queryVector || (serverIndex && !servers)) return undefined;
-    const inHand = servers && !options.serverMeans ? await vectorsInHand : undefined;
-    const means = servers && (options.serverMeans ? await options.serverMeans() : inHand && serverCentroids(servers.members, inHand));
-    if (servers && means) return { ranked: rankByCosine(queryVector, means, SERVER_DEPTH), members: servers.members };
+    if (servers) {
+      // The caller's means (a catalog's, kept), else the means of the request's vectors in hand.
+      const inHand = options.serverMeans ? undefined : await vectorsInHand;
+      const means = options.serverMeans ? await options.serverMeans() : inHand && serverCentroids(servers.members, inHand);
+      if (means) return { ranked: rankByCosine(queryVector, means, SERVER_DEPTH), members: servers.members };
+    }
     return searchServersVector(deps.db, filtered, { model: embedder.modelId, vector: queryVector }, SERVER_DEPTH);
   };
   const [bm25, vector, serverBm25, serverVector] = await Promise.all([bm25Promise, searchingVectors(), serverBm25Promise, searchingServerVectors()]);
