@@ -234,11 +234,11 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
   const serverIndex = new Bm25Index(servers.documents);
   const centroids = serverCentroids(servers.members, vectorOf);
   /** The shipped fusion plus server votes at the given setting (the shipped one by default). */
-  const withServerVotes = async (q: string, options?: Parameters<typeof addServerVotes>[2], fused?: Ranked) => {
+  const withServerVotes = async (q: string, options?: Parameters<typeof addServerVotes>[2]) => {
     const vector = await embed(q);
     const depth = options?.depth ?? SERVER_DEPTH;
     const lists = { bm25: serverIndex.search(distinctTerms(queryTerms(q)), depth), vector: rankByCosine(vector, centroids, depth), members: servers.members };
-    return addServerVotes(fused ?? fuseHybrid(bm25(queryTerms(q)), byVector(vector)), lists, options).fused;
+    return addServerVotes(fuseHybrid(bm25(queryTerms(q)), byVector(vector)), lists, options).fused;
   };
   const catalogMean = [...vectorOf.values()].reduce((sum, v) => sum.map((x, j) => x + v[j]! / vectorOf.size), new Array<number>(512).fill(0));
   const centred: Record<number, Map<string, number[]>> = {};
