@@ -22,7 +22,7 @@ const apiKeys = z.string().transform((value, ctx) => {
     const parts = entry.split(':').map((part) => part.trim());
     const [key, tenant = 'default'] = parts;
     if (parts.length > 2 || !key || !/^[A-Za-z0-9._-]{1,64}$/.test(tenant)) {
-      ctx.addIssue({ code: z.ZodIssueCode.custom, message: `bad entry "${entry}": expected key:tenant` });
+      ctx.addIssue({ code: 'custom', message: `bad entry "${entry}": expected key:tenant` });
       return z.NEVER;
     }
     keys.set(key, tenant);
@@ -43,11 +43,11 @@ export const configSchema = z.preprocess(dropEmpty, z.object({
   DATA_DIR: z.string().min(1).default('./data'),
   REDIS_URL: z.preprocess(emptyAsUndefined, z.string().url().optional()),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  BODY_LIMIT: z.preprocess(emptyAsUndefined, byteSize.default('25mb')),
+  BODY_LIMIT: z.preprocess(emptyAsUndefined, byteSize.prefault('25mb')),
   API_KEYS: z.preprocess(emptyAsUndefined, apiKeys.optional()),
   EMBED_MODEL: z.string().min(1).default('use-lite'),
   MODEL_DIR: z.preprocess(emptyAsUndefined, z.string().optional()),
-  ALLOW_REMOTE_MODELS: z.preprocess(emptyAsUndefined, booleanFlag.default('false')),
+  ALLOW_REMOTE_MODELS: z.preprocess(emptyAsUndefined, booleanFlag.prefault('false')),
   EMBED_THREADS: z.coerce.number().int().min(1).max(16).default(2),
   EMBED_POOLING: z.preprocess(emptyAsUndefined, z.enum(['mean', 'cls']).optional()),
   EMBED_QUERY_PREFIX: z.preprocess(emptyAsUndefined, z.string().optional()),

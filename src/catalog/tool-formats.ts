@@ -4,14 +4,14 @@ import type { JsonSchema, Tool, ToolFormat } from './tool.js';
 export const TOOL_NAME_MAX = 128;
 
 const toolName = z
-  .string({ required_error: 'name is required', invalid_type_error: 'name must be a string' })
+  .string({ error: (issue) => (issue.input === undefined ? 'name is required' : 'name must be a string') })
   .min(1, 'name must not be empty')
   .max(TOOL_NAME_MAX, `name must be at most ${TOOL_NAME_MAX} characters`);
-const description = z.string({ invalid_type_error: 'description must be a string' }).nullish();
-const jsonSchema = z.record(z.unknown(), { invalid_type_error: 'must be a JSON Schema object' });
+const description = z.string({ error: 'description must be a string' }).nullish();
+const jsonSchema = z.record(z.string(), z.unknown(), { error: 'must be a JSON Schema object' });
 /** Fields any shape may carry on top of its own. */
 const extras = {
-  tags: z.array(z.string().min(1).max(64), { invalid_type_error: 'tags must be an array of strings' }).max(64).optional(),
+  tags: z.array(z.string().min(1).max(64), { error: 'tags must be an array of strings' }).max(64).optional(),
   server: z.string().min(1).max(128).nullish(),
 };
 
@@ -38,7 +38,7 @@ const openaiResponsesTool = z.object({
 const gatewayTool = z.object({
   name: toolName,
   description,
-  definition: z.record(z.unknown()).nullish(),
+  definition: z.record(z.string(), z.unknown()).nullish(),
   parameters: jsonSchema.nullish(),
   ...extras,
 });
@@ -69,7 +69,7 @@ export function detectToolFormat(raw: Record<string, unknown>): ToolFormat {
 function parseWith<T>(schema: z.ZodType<T>, raw: unknown, format: ToolFormat): T {
   const result = schema.safeParse(raw);
   if (result.success) return result.data;
-  const issues = result.error.issues.map((issue) => ({ path: issue.path, message: issue.message }));
+  const issues = result.error.issues.map((issue) => ({ path: issue.path.map((part) => (typeof part === 'symbol' ? String(part) : part)), message: issue.message }));
   const first = issues[0]!;
   if (format === 'gateway' && first.path[0] === 'name') {
     throw new ToolFormatError(

@@ -23,7 +23,7 @@ const listQuery = detailQuery.extend({
 const toolListBody = z.unknown().transform((body, ctx) => {
   const tools = extractToolList(body);
   if (!tools) {
-    ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'expected {"tools": [...]} (an MCP tools/list result, OpenAI or Anthropic tools)' });
+    ctx.addIssue({ code: 'custom', message: 'expected {"tools": [...]} (an MCP tools/list result, OpenAI or Anthropic tools)' });
     return z.NEVER;
   }
   return tools;

@@ -36,7 +36,7 @@ function zodDetails(error: ZodError) {
 }
 
 /** Parses a request part with its zod schema; a failure is a 400 naming every bad field. */
-export function parseInput<T>(schema: ZodType<T, any, any>, value: unknown, what: string): T {
+export function parseInput<T>(schema: ZodType<T, any>, value: unknown, what: string): T {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
   const first = result.error.issues[0]!;

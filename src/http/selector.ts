@@ -24,7 +24,7 @@ function recordSelection(metrics: Metrics | undefined, selection: Selection): vo
 export const MAX_SELECTOR_TOOLS = 10_000;
 export const MAX_TOP_K = 1000;
 
-const topK = z.number({ invalid_type_error: 'must be an integer' }).int('must be an integer').min(1, 'must be at least 1').max(MAX_TOP_K);
+const topK = z.number({ error: 'must be an integer' }).int('must be an integer').min(1, 'must be at least 1').max(MAX_TOP_K);
 
 /**
  * Both gateway generations in one schema: 0.4.0-0.5.2 send {pattern, top_k, always_keep?,
@@ -39,7 +39,7 @@ export const selectorRequest = z
     top_k: topK.optional(),
     max_tools: topK.optional(),
     always_keep: z.array(z.string()).max(MAX_SELECTOR_TOOLS).nullish(),
-    tools: z.array(z.unknown(), { required_error: 'tools is required', invalid_type_error: 'tools must be an array' }).max(MAX_SELECTOR_TOOLS),
+    tools: z.array(z.unknown(), { error: (issue) => (issue.input === undefined ? 'tools is required' : 'tools must be an array') }).max(MAX_SELECTOR_TOOLS),
     compression_model_name: z.string().optional(),
     source: z.string().optional(),
   })
