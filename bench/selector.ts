@@ -17,7 +17,9 @@
  *
  *   npm run bench -- [--duration 30] [--stores pglite,postgres] [--pg] [--pg-url postgres://postgres@127.0.0.1:5432]
  *                    [--threads 2] [--log-level info] [--skip-build] [--source] [--cpu-prof <dir>]
- *                    [--client undici|autocannon] [--rounds 1] [--baseline <git revision>]
+ *                    [--client undici|autocannon] [--rounds 1] [--baseline <git revision>] [--mix | --stalls]
+ * --stalls runs bench/stall-probe.ts instead (what a large write makes other requests wait).
+ * --mix runs bench/mixed-load.ts instead (a remembered list, never-seen lists and catalog searches at once).
  *
  * --baseline runs the same loads on another revision too, so a change is judged against what it
  * changes in one session rather than against numbers from another day: the revision is checked out
@@ -46,6 +48,8 @@ import pg from 'pg';
 import { Pool } from 'undici';
 import { createUseLiteEmbedder, DEFAULT_USE_LITE_QUERY_BATCH, defaultUseLiteThreads } from '../src/embed/use-lite.js';
 import { seededRandom } from '../test/helpers/seeded-random.js';
+import { rssMegabytes, runMixedLoad } from './mixed-load.js';
+import { runStallProbe } from './stall-probe.js';
 import { startCommandWords } from '../test/helpers/start-command.js';
 import { median, medianAndRange, summarize } from './stats.js';
 
@@ -82,6 +86,8 @@ const { values } = parseArgs({
     client: { type: 'string', default: 'undici' },
     rounds: { type: 'string', default: '1' },
     baseline: { type: 'string' },
+    mix: { type: 'boolean', default: false },
+    stalls: { type: 'boolean', default: false },
   },
 });
 const durationSeconds = Number(values.duration);
@@ -775,6 +781,94 @@ function storeSummary(result: StoreResult, storeChecks: Check[]): Record<string,
   };
 }
 
+/** --mix: the mixed load of bench/mixed-load.ts on each store, with its targets. */
+async function mixMain(stores: string[]): Promise<void> {
+  build(THIS_TREE);
+  console.log(`toolsift mixed load: 4 clients for ${durationSeconds} s per store (60% a remembered ${TOOL_COUNT}-tool list, 25% never-seen 100-tool lists, 15% catalog search); EMBED_THREADS=${embedThreads}; stores ${stores.join(', ')}`);
+  let allPass = true;
+  const summary: Record<string, unknown> = {};
+  for (const store of stores) {
+    const service = await startService(THIS_TREE, await storeEnvironment(store));
+    try {
+      // The remembered list's tools are stored and embedded first (as a catalog, which the
+      // catalog searches then use), then sent once so the selector remembers the list.
+      await waitForVectors(service, 'mix', benchTools);
+      await postSelector(service, selectorBody('warm up the list'));
+      const result = await runMixedLoad({
+        baseUrl: service.baseUrl,
+        headers: authHeaders,
+        pid: service.child.pid!,
+        durationSeconds,
+        connections: 4,
+        seed: 7,
+        rememberedToolsJson: benchToolsJson,
+        toolPool: catalogLines.map(gatewayTool),
+        catalog: 'mix',
+        nextPattern: patternSource(11),
+      });
+      console.log(`\n[${store}] ${result.seconds.toFixed(0)} s; RSS ${result.rssMb.start.toFixed(0)} -> ${result.rssMb.end.toFixed(0)} MB (max ${result.rssMb.max.toFixed(0)})`);
+      for (const [kind, figures] of Object.entries(result.kinds)) {
+        console.log(`  ${kind.padEnd(16)} n ${String(figures.n).padStart(6)}  p50 ${ms(figures.p50).padStart(9)}  p90 ${ms(figures.p90).padStart(9)}  p99 ${ms(figures.p99).padStart(9)}  max ${ms(figures.max).padStart(9)}  errors ${figures.errors}  empty ${figures.empty}`);
+      }
+      for (const minute of result.perMinute) console.log(`  remembered list, minute ${minute.minute}: n ${minute.n}, p50 ${ms(minute.p50)}, p99 ${ms(minute.p99)}`);
+      for (const error of result.firstErrors) console.log(`  error: ${error}`);
+      const remembered = result.kinds.remembered_list;
+      const errors = Object.values(result.kinds).reduce((sum, figures) => sum + figures.errors, 0);
+      const empty = remembered.empty + result.kinds.new_list.empty;
+      const storeChecks: Check[] = [
+        { name: 'remembered list p99 <= 150 ms', value: ms(remembered.p99), pass: remembered.p99 <= 150 },
+        { name: 'zero errors', value: String(errors), pass: errors === 0 },
+        { name: 'selector never empty', value: String(empty), pass: empty === 0 },
+      ];
+      for (const check of storeChecks) console.log(`  ${check.pass ? 'PASS' : 'FAIL'}  ${check.name.padEnd(36)} ${check.value}`);
+      allPass &&= storeChecks.every((check) => check.pass);
+      summary[store] = { ...result, firstErrors: undefined, checks: storeChecks };
+    } finally {
+      await stopService(service);
+    }
+  }
+  summary.pass = allPass;
+  console.log(`\n${JSON.stringify(summary)}`);
+  process.exitCode = allPass ? 0 : 1;
+}
+
+/** --stalls: bench/stall-probe.ts on each store: how long others wait behind one large write. */
+async function stallsMain(stores: string[]): Promise<void> {
+  build(THIS_TREE);
+  console.log(`toolsift stall probe: /healthz and a remembered ${TOOL_COUNT}-tool selector turn every 25 ms, during a selector call with 10,000 never-seen tools and a PUT of 4,000; EMBED_THREADS=${embedThreads}; stores ${stores.join(', ')}`);
+  let allPass = true;
+  const summary: Record<string, unknown> = {};
+  for (const store of stores) {
+    const service = await startService(THIS_TREE, await storeEnvironment(store));
+    try {
+      const rememberedBody = selectorBody('read a file from disk');
+      await postSelector(service, rememberedBody);
+      await postSelector(service, rememberedBody);
+      const cases = await runStallProbe({ baseUrl: service.baseUrl, headers: authHeaders, rememberedBody, toolPool: catalogLines.map(gatewayTool), seed: Date.now() % 100_000 });
+      console.log(`\n[${store}] RSS after: ${rssMegabytes(service.child.pid!).toFixed(0)} MB`);
+      const storeChecks: Check[] = [];
+      for (const entry of cases) {
+        console.log(`  ${entry.name}: answered ${entry.status} in ${ms(entry.requestMs)}`);
+        for (const probe of ['healthz', 'selector'] as const) {
+          const figures = entry[probe];
+          console.log(`    ${probe.padEnd(9)} probes ${String(figures.n).padStart(4)}  p50 ${ms(figures.p50).padStart(9)}  p99 ${ms(figures.p99).padStart(9)}  max ${ms(figures.max).padStart(9)}`);
+          storeChecks.push({ name: `${probe} max during ${entry.name}`.slice(0, 60), value: ms(figures.max), pass: figures.max <= 200 });
+        }
+        storeChecks.push({ name: `${entry.name} answered 200`, value: String(entry.status), pass: entry.status === 200 });
+        storeChecks.push({ name: `probes answered during ${entry.name}`.slice(0, 60), value: `${entry.failures.length} failed${entry.failures[0] ? `: ${entry.failures[0]}` : ''}`, pass: entry.failures.length === 0 });
+      }
+      for (const check of storeChecks) console.log(`  ${check.pass ? 'PASS' : 'FAIL'}  ${check.name.padEnd(60)} ${check.value}`);
+      allPass &&= storeChecks.every((check) => check.pass);
+      summary[store] = { cases, checks: storeChecks };
+    } finally {
+      await stopService(service);
+    }
+  }
+  summary.pass = allPass;
+  console.log(`\n${JSON.stringify(summary)}`);
+  process.exitCode = allPass ? 0 : 1;
+}
+
 async function main(): Promise<void> {
   const requested = values.stores?.split(',').map((store) => store.trim()).filter(Boolean);
   for (const store of requested ?? []) {
@@ -783,6 +877,8 @@ async function main(): Promise<void> {
   const reachable = await postgresReachable();
   const stores = requested ?? (values.pg || reachable ? ['pglite', 'postgres'] : ['pglite']);
   if (stores.includes('postgres') && !reachable) throw new Error(`PostgreSQL is not reachable at ${pgUrl}`);
+  if (values.mix) return mixMain(stores);
+  if (values.stalls) return stallsMain(stores);
 
   const baseline = values.baseline === undefined ? undefined : prepareBaseline(values.baseline);
   build(THIS_TREE);

@@ -37,6 +37,29 @@ describe('benches, smoke runs', () => {
     for (const phase of ['first_sight', 'c8', 'c1', 'c1_keywords']) expect(stdout).toMatch(new RegExp(`server split ${phase}: \\{"n":[1-9]`));
   });
 
+  it('npm run bench -- --mix: the mixed load on PGlite runs every kind of request without errors', async () => {
+    const { code, stdout, stderr } = await runBench(['bench/selector.ts', '--source', '--mix', '--stores', 'pglite', '--duration', '2']);
+    expect([0, 1], `bench exited with ${code}:\n${stderr.slice(-3000)}`).toContain(code);
+    const summary = JSON.parse(stdout.trim().split('\n').at(-1)!) as {
+      pglite: { kinds: Record<string, { n: number; errors: number; empty: number }>; rssMb: { start: number; max: number } };
+    };
+    const kinds = summary.pglite.kinds;
+    expect(Object.keys(kinds).sort()).toEqual(['catalog_search', 'new_list', 'remembered_list']);
+    expect(Object.values(kinds).map((kind) => kind.errors)).toEqual([0, 0, 0]);
+    expect(kinds.remembered_list!.n).toBeGreaterThan(0);
+    expect(kinds.remembered_list!.empty + kinds.new_list!.empty).toBe(0);
+    expect(summary.pglite.rssMb.max).toBeGreaterThanOrEqual(summary.pglite.rssMb.start);
+  });
+
+  it('bench:mcp: tokens, reach and both latency comparisons, at a tiny size', async () => {
+    const { code, stdout, stderr } = await runBench(['bench/mcp.ts', '--rounds', '1', '--queries', '3', '--calls', '5']);
+    expect(code, stderr.slice(-3000)).toBe(0);
+    const run = JSON.parse(stdout.trim().split('\n').at(-1)!) as { all_definitions_tokens: number; toolsift_tokens_p50: number; search_p50_ms: { rest: number; mcp: number }; call_p50_ms: { direct: number; through: number } };
+    expect(run.all_definitions_tokens).toBeGreaterThan(run.toolsift_tokens_p50);
+    expect(run.toolsift_tokens_p50).toBeGreaterThan(0);
+    expect([run.search_p50_ms.rest, run.search_p50_ms.mcp, run.call_p50_ms.direct, run.call_p50_ms.through].every((value) => value > 0)).toBe(true);
+  });
+
   it("ranking-experiments: its 'shipped hybrid' row equals npm run eval on livemcpbench, as its header claims", async () => {
     const experiments = await runBench(['bench/ranking-experiments.ts', '--sets', 'livemcpbench', '--only', 'no idea has this label']);
     expect(experiments.code, experiments.stderr.slice(-3000)).toBe(0);

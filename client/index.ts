@@ -21,3 +21,5 @@ export function createToolsiftClient(options: ToolsiftClientOptions): Client<pat
     ...(options.fetch ? { fetch: options.fetch } : {}),
   });
 }
+
+export { aiSdkSearch, anthropicToolResult, openaiToolSearchOutput, rankToolNames, type SearchOptions } from './tool-search.js';

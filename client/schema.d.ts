@@ -217,6 +217,101 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/catalogs/{catalog}/upstreams": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The catalog's upstream MCP servers with their sync state (header values are never returned). */
+        get: operations["listUpstreams"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/catalogs/{catalog}/upstreams/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Register (or update) a remote MCP server as a source of the catalog's tools, and sync it now.
+         * @description toolsift connects as an MCP client (Streamable HTTP, falling back to the legacy SSE transport), reads every page of tools/list and stores the tools with `server` = `name` through the same path as REST ingestion. It re-syncs on tools/list_changed and every `refresh_seconds`. A sync is all or nothing: a failure keeps the previous tools and is reported in `last_error` (the answer is still 200: the upstream is registered). Creates the catalog when missing. Local stdio servers are never accepted here.
+         */
+        put: operations["putUpstream"];
+        post?: never;
+        /** Remove the upstream and the tools it brought. */
+        delete: operations["deleteUpstream"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tool-search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rank candidate tools for a query and answer in a provider's tool-search format.
+         * @description Candidates are sent inline (`tools`, any shape toolsift accepts, through the selector's content-hash cache) or named by `catalog` (a stored catalog of the caller's tenant), exactly one of them. `format` picks the answer: `names` (default) with scores, estimated tokens (o200k; an estimate for other models) and unmatched query terms; `anthropic` (the content of the tool_result answering the search tool: tool_reference blocks); `openai` (a Responses tool_search_output item with client execution and the selected functions, defer_loading true); `openrouter` (`{<result_key>: [names]}`). `budget_tokens` keeps the best tools whose definitions fit, at least one.
+         */
+        post: operations["searchTools"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * MCP over Streamable HTTP, across every catalog of the caller's tenant.
+         * @description Meta-tools search_tools, get_tool_details, list_tools and call_tool; resources toolsift://catalogs/{catalog}/index and toolsift://catalogs/{catalog}/tools/{name}; prompts discover and find_tool. Tools are addressed as catalog/name here. A browser Origin must be allowed by MCP_ALLOWED_ORIGINS.
+         */
+        post: operations["mcpAllCatalogs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/mcp/{catalog}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** MCP over Streamable HTTP, scoped to one catalog (tools addressed by their bare names). */
+        post: operations["mcpOneCatalog"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tool-discovery/search": {
         parameters: {
             query?: never;
@@ -300,10 +395,28 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        Upstream: {
+            name: string;
+            url: string;
+            /** @description Names of the stored headers; values are never returned. */
+            header_names: string[];
+            refresh_seconds: number;
+            /** Format: date-time */
+            last_sync_at: string | null;
+            /** @description Tools from this upstream in the catalog. */
+            tool_count: number;
+            /** @description What the last successful sync changed, by tool name and content hash. */
+            last_sync: {
+                added?: number;
+                changed?: number;
+                removed?: number;
+            } | null;
+            last_error: string | null;
+        };
         Error: {
             error: {
                 /** @enum {string} */
-                code: "invalid_json" | "validation_failed" | "invalid_tool" | "unauthorized" | "not_found" | "payload_too_large" | "unsupported_media_type" | "service_unavailable" | "internal_error";
+                code: "invalid_json" | "validation_failed" | "invalid_tool" | "unauthorized" | "forbidden" | "not_found" | "payload_too_large" | "unsupported_media_type" | "service_unavailable" | "internal_error";
                 message: string;
                 details?: unknown;
                 request_id: string;
@@ -409,8 +522,15 @@ export interface components {
         };
         CatalogWrite: {
             catalog: components["schemas"]["CatalogSummary"];
+            /** @description Keys a tool carries that its shape does not define (accepted and ignored). A misspelt schema key ("schema", "inputschema") means the tool was stored without its parameters. */
+            warnings?: {
+                index: number;
+                name?: string;
+                key: string;
+                message: string;
+            }[];
             tools_written: number;
-            /** @description Tools whose content was never stored before (by any catalog or tenant). */
+            /** @description Tools whose content no catalog of this tenant held before this write (never whether another tenant stored it). */
             new_documents: number;
             /** @description Embedding jobs for tools that have no vector yet; see `GET /v1/jobs/{id}`. */
             job_ids: string[];
@@ -431,6 +551,7 @@ export interface components {
             query: string;
             /** @default 5 */
             top_k?: number;
+            /** @description Only tools carrying one of these tags, matched case-insensitively (the stored spelling is kept); each match also boosts. */
             tags?: string[];
             /**
              * @default hybrid
@@ -468,7 +589,7 @@ export interface components {
              * @description Present when the answer used BM25 alone.
              * @enum {string}
              */
-            degraded?: "embedder_unavailable" | "embedder_error";
+            degraded?: "embedder_unavailable" | "embedder_error" | "embedder_busy";
         };
         /** @description Either `pattern` (0.4.0-0.5.2) or `query` (0.5.3+) is required; unknown fields are ignored. */
         SelectorRequest: {
@@ -539,6 +660,15 @@ export interface components {
         };
         /** @description API keys are configured and the request has none or a wrong one. */
         Unauthorized: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The request comes from a browser origin (or to a host name) this instance does not serve (MCP_ALLOWED_ORIGINS, MCP_ALLOWED_HOSTS). */
+        Forbidden: {
             headers: {
                 [name: string]: unknown;
             };
@@ -1056,6 +1186,252 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["Unavailable"];
+        };
+    };
+    listUpstreams: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                catalog: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Upstreams in name order. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        upstreams: components["schemas"]["Upstream"][];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    putUpstream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                catalog: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: uri
+                     * @description http:// or https:// MCP endpoint.
+                     */
+                    url: string;
+                    /** @description Sent on every request to the upstream (e.g. Authorization); stored, never returned or logged. */
+                    headers?: {
+                        [key: string]: string;
+                    };
+                    /** @default 300 */
+                    refresh_seconds?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The upstream and the outcome of the sync just run. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        upstream: components["schemas"]["Upstream"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+        };
+    };
+    deleteUpstream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                catalog: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    searchTools: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    query: string;
+                    tools?: unknown[];
+                    catalog?: string;
+                    /** @default 5 */
+                    max_results?: number;
+                    /** @description Only tools carrying one of these tags, matched case-insensitively (the stored spelling is kept). */
+                    tags?: string[];
+                    budget_tokens?: number;
+                    /**
+                     * @default names
+                     * @enum {string}
+                     */
+                    format?: "names" | "anthropic" | "openai" | "openrouter";
+                    /** @description openai: echoed as the output item call_id. */
+                    call_id?: string;
+                    /**
+                     * @description openrouter: the key the names go under.
+                     * @default tool_names
+                     */
+                    result_key?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The ranked tools in the requested format. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        results: {
+                            name: string;
+                            score: number;
+                            estimated_tokens: number;
+                        }[];
+                        unmatched_terms: string[];
+                        tokens: {
+                            /** @description All candidates (null for a catalog: not counted per request). */
+                            offered: number | null;
+                            selected: number;
+                        };
+                        degraded?: string;
+                    } | {
+                        content: {
+                            /** @constant */
+                            type: "tool_reference";
+                            tool_name: string;
+                        }[];
+                    } | {
+                        /** @constant */
+                        type: "tool_search_output";
+                        /** @constant */
+                        execution: "client";
+                        /** @constant */
+                        status: "completed";
+                        call_id?: string;
+                        tools: Record<string, never>[];
+                    } | {
+                        [key: string]: string[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+        };
+    };
+    mcpAllCatalogs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description A JSON-RPC response, as JSON or an SSE stream. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                    "text/event-stream": string;
+                };
+            };
+            /** @description A notification or response was accepted. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+        };
+    };
+    mcpOneCatalog: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                catalog: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description A JSON-RPC response, as JSON or an SSE stream. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                    "text/event-stream": string;
+                };
+            };
+            /** @description A notification or response was accepted. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
         };
     };
     selectTools: {

@@ -45,6 +45,20 @@ export const configSchema = z.preprocess(dropEmpty, z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   BODY_LIMIT: z.preprocess(emptyAsUndefined, byteSize.prefault('25mb')),
   API_KEYS: z.preprocess(emptyAsUndefined, apiKeys.optional()),
+  /**
+   * Browser origins allowed to call /mcp (DNS-rebinding defence, as the MCP spec's security
+   * section asks): a comma list of origins or hostnames, or `*`. Requests without an Origin header
+   * (every non-browser MCP client) are not affected. Default: localhost origins only.
+   */
+  MCP_ALLOWED_ORIGINS: z.preprocess(emptyAsUndefined, z.string().default('localhost,127.0.0.1,[::1]')),
+  /** Host header names /mcp answers to, comma separated, or `*` (default): set it to the names a deployment is reached by. */
+  MCP_ALLOWED_HOSTS: z.preprocess(emptyAsUndefined, z.string().default('*')),
+  /** Deadline of every PostgreSQL call on the request path (connection and query), ms; past it: 503. */
+  DB_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5_000),
+  /** Local stdio MCP servers to sync, in the mcpServers shape MCP hosts use (see docs/mcp.md). */
+  UPSTREAMS_FILE: z.preprocess(emptyAsUndefined, z.string().optional()),
+  /** How long call_tool waits for an upstream MCP server before answering isError, ms. */
+  UPSTREAM_CALL_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
   EMBED_MODEL: z.string().min(1).default('use-lite'),
   MODEL_DIR: z.preprocess(emptyAsUndefined, z.string().optional()),
   ALLOW_REMOTE_MODELS: z.preprocess(emptyAsUndefined, booleanFlag.prefault('false')),
@@ -52,6 +66,12 @@ export const configSchema = z.preprocess(dropEmpty, z.object({
   EMBED_POOLING: z.preprocess(emptyAsUndefined, z.enum(['mean', 'cls']).optional()),
   EMBED_QUERY_PREFIX: z.preprocess(emptyAsUndefined, z.string().optional()),
   QUERY_CACHE_SIZE: z.coerce.number().int().min(0).default(1000),
+  /**
+   * How long a gateway selector request waits for its query's embedding, from its arrival. Past
+   * it, the request answers from BM25 (`embedder_busy` in logs and metrics); the embedding still
+   * finishes and lands in the query cache for the next turn. 0 = never wait (BM25 unless cached).
+   */
+  SELECTOR_BUDGET_MS: z.coerce.number().int().min(0).max(60_000).default(100),
   EMBED_WORKER: z.enum(['inline', 'off']).default('inline'),
   /** Two jobs at once overlap one job's database reads and writes with the other's embedding (bench:embed: 0.64 -> 0.76 of the bare model on 1 worker x 2 threads). */
   EMBED_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),

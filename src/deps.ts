@@ -20,6 +20,9 @@ import { VectorCache } from './store/vector-cache.js';
 import { ServerStatsCache } from './search/server-stats.js';
 import { openDatabase, type Database } from './store/database.js';
 import { ensureVectorIndex } from './store/search-store.js';
+import { STORE_SLICE } from './store/tool-store.js';
+import { readUpstreamsFile, UpstreamService } from './upstream/upstreams.js';
+import { serviceVersion } from './paths.js';
 import { RegexSandbox } from './search/patterns.js';
 import { TOOL_LIST_CACHE_LISTS, TOOL_LIST_CACHE_TOOLS } from './search/selector.js';
 
@@ -38,6 +41,8 @@ export interface Deps {
   catalog: CatalogDeps;
   search: RankDeps;
   selector: SelectorDeps;
+  /** Upstream MCP servers synced into catalogs; call_tool reaches tools through it. */
+  upstreams: UpstreamService;
   readiness: ReadinessCheck[];
   metrics: Metrics;
   close(): Promise<void>;
@@ -54,12 +59,12 @@ export interface DepsOverrides {
 export async function createDeps(config: Config, overrides: DepsOverrides = {}): Promise<Deps> {
   const logger = overrides.logger ?? createLogger(config.LOG_LEVEL);
   const ownsDatabase = !overrides.database;
-  const database = overrides.database ?? (await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR }));
+  const database = overrides.database ?? (await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, timeoutMs: config.DB_TIMEOUT_MS }));
   try {
     if (ownsDatabase) await database.migrate();
   } catch (error) {
     await database.close();
-    throw error;
+    throw database.kind === 'postgres' ? explainConnectError(error, config.DATABASE_URL!) : error;
   }
   logger.info({ store: database.kind, ...(database.kind === 'pglite' ? { dataDir: config.DATA_DIR } : {}) }, 'database ready');
   await refreshStaleTerms(database.db, logger);
@@ -83,7 +88,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
           logger,
         );
   const embedder = loaded.embedder && config.QUERY_CACHE_SIZE > 0 ? withQueryCache(loaded.embedder, config.QUERY_CACHE_SIZE) : loaded.embedder;
-  if (embedder) await ensureVectorIndex(database.db, embedder.modelId, embedder.dimension);
+  if (embedder) await ensureVectorIndex(database.adminDb, embedder.modelId, embedder.dimension);
 
   // Built before the queue so workers can count what they write; the queue is read at scrape time.
   const metrics = createMetrics({ queue: () => queue, embedder: () => loaded.status });
@@ -152,10 +157,35 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
       check: async () => {
         if (!queue) return { kind: 'none' };
         const { kind, model, ...counts } = await queue.status();
+        if (kind === 'bullmq' && counts.workers === 0) {
+          // Search stays available; embedding does not progress until a worker runs.
+          const age = counts.oldestWaitingMs ? `, the oldest waiting ${Math.round(counts.oldestWaitingMs / 1000)} s` : '';
+          throw new Error(
+            `embedding not ready: no worker consumes the queue (${counts.waiting} jobs waiting${age}); start \`npm run worker\` or set EMBED_WORKER=inline`,
+          );
+        }
         return { kind, model, inlineWorker: embedWorker !== null || kind === 'in-process', ...counts };
       },
     },
   ];
+
+  const catalogDeps = {
+    db: database.db,
+    writeSlice: STORE_SLICE[database.kind],
+    onDocumentsWritten: queue ? (hashes: string[]) => queue!.enqueue(hashes) : undefined,
+    embedding: queue ? { model: embedder?.modelId ?? config.EMBED_MODEL, failedHashes: () => queue!.failedHashes() } : undefined,
+  };
+  const upstreams = new UpstreamService({
+    db: database.db,
+    catalog: catalogDeps,
+    stdioServers: config.UPSTREAMS_FILE ? readUpstreamsFile(config.UPSTREAMS_FILE) : undefined,
+    logger,
+    metrics,
+    callTimeoutMs: config.UPSTREAM_CALL_TIMEOUT_MS,
+    version: serviceVersion(),
+  });
+  upstreams.start();
+  await upstreams.startStdioServers();
 
   const selector: SelectorDeps = {
     db: database.db,
@@ -166,6 +196,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     toolListCache: new LruCache(TOOL_LIST_CACHE_LISTS, { max: TOOL_LIST_CACHE_TOOLS, weigh: (list) => list.tools.length }),
     background: new BackgroundWork(),
     regexSandbox: new RegexSandbox(),
+    budgetMs: config.SELECTOR_BUDGET_MS,
+    writeSlice: STORE_SLICE[database.kind],
     logger,
     metrics,
   };
@@ -177,16 +209,14 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     embedderStatus: loaded.status,
     queue,
     embedWorker,
-    catalog: {
-      db: database.db,
-      onDocumentsWritten: queue ? (hashes) => queue!.enqueue(hashes) : undefined,
-      embedding: queue ? { model: embedder?.modelId ?? config.EMBED_MODEL, failedHashes: () => queue!.failedHashes() } : undefined,
-    },
+    catalog: catalogDeps,
     search: { db: database.db, embedder, serverStats: new ServerStatsCache() },
     selector,
+    upstreams,
     readiness,
     metrics,
     async close() {
+      await upstreams.close();
       // Answered selector requests may still be storing their new tools (and queueing their embeddings).
       await selector.background.settled();
       await embedWorker?.close();
@@ -195,4 +225,32 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
       if (ownsDatabase) await database.close();
     },
   };
+}
+
+/** A start-up failure on PostgreSQL that names the setting and the fix, not only the socket error. */
+function explainConnectError(error: unknown, url: string): Error {
+  const message = (error as Error).message ?? String(error);
+  const code = (error as { code?: string }).code;
+  let shown = url;
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    shown = parsed.toString();
+  } catch {
+    // not a URL: shown as given
+  }
+  if (code === '3D000' || /database .* does not exist/.test(message)) {
+    const name = (() => {
+      try {
+        return new URL(url).pathname.slice(1);
+      } catch {
+        return '<name>';
+      }
+    })();
+    return new Error(`DATABASE_URL ${shown}: ${message}; create it first (e.g. createdb ${name}), or unset DATABASE_URL for the embedded store`);
+  }
+  if (/ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|timeout exceeded when trying to connect|ETIMEDOUT/.test(`${message} ${code ?? ''}`)) {
+    return new Error(`DATABASE_URL ${shown}: cannot reach PostgreSQL (${message}); start it, fix the URL, or unset DATABASE_URL for the embedded store`);
+  }
+  return error instanceof Error ? error : new Error(message);
 }

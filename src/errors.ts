@@ -7,6 +7,7 @@ export const ERROR_CODES = [
   'validation_failed',
   'invalid_tool',
   'unauthorized',
+  'forbidden',
   'not_found',
   'payload_too_large',
   'unsupported_media_type',

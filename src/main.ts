@@ -6,15 +6,27 @@ import { createApp } from './http/app.js';
 /** How long in-flight requests get to finish after SIGTERM. */
 const DRAIN_MS = 20_000;
 
+const USAGE = `toolsift: tool discovery over HTTP and MCP.
+usage: npm start            (or: node --max-semi-space-size=4 dist/src/main.js)
+Configuration is read from environment variables (PORT, DATABASE_URL, REDIS_URL, API_KEYS, EMBED_MODEL, ...);
+see the README's configuration table. Docs at http://localhost:8080/docs once running.`;
+
 /** `npm start`: read config, build deps, serve HTTP; SIGTERM/SIGINT drain and close. */
 async function main(): Promise<void> {
+  if (process.argv.includes('--help') || process.argv.includes('-h')) {
+    console.log(USAGE);
+    process.exit(0);
+  }
   const config = loadConfigOrExit();
   const deps = await createDeps(config);
   if (!config.API_KEYS || config.API_KEYS.size === 0) {
     deps.logger.warn('API_KEYS is not set: every endpoint is open and all callers share the "default" tenant');
   }
   const app = createApp(deps);
-  const server: Server = app.listen(config.PORT, config.HOST, () => {
+  // express 5 also calls the listen callback with the error (EADDRINUSE, EACCES): log only what
+  // happened, and let the 'error' handler below report the failure.
+  const server: Server = app.listen(config.PORT, config.HOST, (error?: Error) => {
+    if (error) return;
     deps.logger.info({ port: config.PORT, host: config.HOST }, 'toolsift listening');
   });
   server.on('error', async (error) => {

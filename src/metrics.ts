@@ -14,6 +14,9 @@ export interface Metrics {
   selectorBlankPatterns: Counter;
   stageDuration: Histogram<'endpoint' | 'stage'>;
   embeddingsWritten: Counter<'model'>;
+  mcpRequests: Counter<'method' | 'tool' | 'outcome'>;
+  mcpUpstreamCalls: Histogram<'upstream' | 'outcome'>;
+  toolTokens: Counter<'endpoint' | 'tenant' | 'kind'>;
 }
 
 export function createMetrics(sources: { queue: () => EmbedQueue | null; embedder: () => EmbedderStatus }): Metrics {
@@ -56,6 +59,25 @@ export function createMetrics(sources: { queue: () => EmbedQueue | null; embedde
       name: 'toolsift_embeddings_written_total',
       help: 'Tool vectors written by this process (rate() gives embeddings per second).',
       labelNames: ['model'],
+      registers: [registry],
+    }),
+    mcpRequests: new Counter({
+      name: 'toolsift_mcp_requests_total',
+      help: 'MCP meta-tool calls and resource reads by method, tool and outcome (ok, tool_error, error).',
+      labelNames: ['method', 'tool', 'outcome'],
+      registers: [registry],
+    }),
+    toolTokens: new Counter({
+      name: 'toolsift_tool_definition_tokens_total',
+      help: 'Estimated definition tokens (o200k) of the tools offered to a tool search and of those it selected, by endpoint and tenant: offered - selected is what deferring saved.',
+      labelNames: ['endpoint', 'tenant', 'kind'],
+      registers: [registry],
+    }),
+    mcpUpstreamCalls: new Histogram({
+      name: 'toolsift_mcp_upstream_call_duration_seconds',
+      help: 'call_tool calls proxied to upstream MCP servers, by upstream and outcome.',
+      labelNames: ['upstream', 'outcome'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers: [registry],
     }),
   };

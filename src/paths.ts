@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -14,4 +14,9 @@ export function projectRoot(from: string = fileURLToPath(import.meta.url)): stri
     dir = parent;
   }
   return dir;
+}
+
+/** The service's version, from package.json (reported as the MCP server's version). */
+export function serviceVersion(): string {
+  return (JSON.parse(readFileSync(join(projectRoot(), 'package.json'), 'utf8')) as { version: string }).version;
 }

@@ -6,12 +6,14 @@ import type { Db } from '../store/database.js';
 import { storeDocuments, type ToolDocument } from '../store/tool-store.js';
 import { contentHash } from './content-hash.js';
 import { documentTerms, TERMS_VERSION } from './search-text.js';
-import { normalizeTools } from './tool-formats.js';
+import { normalizeTools, toolWarnings, type ToolWarning } from './tool-formats.js';
 import type { Tool } from './tool.js';
 
 /** What the catalog operations need; built once in deps.ts. */
 export interface CatalogDeps {
   db: Db;
+  /** Documents per write transaction (STORE_SLICE of the store in use). */
+  writeSlice?: number;
   /** Called with hashes that may lack an embedding for the active model (the embedding queue). */
   onDocumentsWritten?: (hashes: string[]) => Promise<string[]>;
   /** The active embedding model and the queue's failures; absent when nothing is embedded. */
@@ -53,6 +55,8 @@ export interface CatalogWriteResult {
   catalog: catalogStore.CatalogSummary;
   newDocuments: number;
   jobIds: string[];
+  /** Keys a tool carries that its shape does not define (accepted, but maybe not what was meant). */
+  warnings: ToolWarning[];
 }
 
 /**
@@ -112,7 +116,7 @@ async function writeAhead(deps: CatalogDeps, tools: Tool[]): Promise<WrittenAhea
   for (const size of sizes) {
     const slice = tools.slice(start, (start += size)).map((tool) => toDocument(tool));
     ahead.documents.push(...slice);
-    const fresh = await storeDocuments(deps.db, slice);
+    const fresh = await storeDocuments(deps.db, slice, deps.writeSlice);
     ahead.newHashes.push(...fresh);
     if (!queueing || fresh.length === 0) continue;
     try {
@@ -130,19 +134,30 @@ async function writeAhead(deps: CatalogDeps, tools: Tool[]): Promise<WrittenAhea
 async function afterWrite(deps: CatalogDeps, write: catalogStore.CatalogWrite, ahead: WrittenAhead) {
   const rest = ahead.documents.map((doc) => doc.hash).filter((hash) => !ahead.queued.has(hash));
   const jobIds = deps.onDocumentsWritten && rest.length > 0 ? await deps.onDocumentsWritten(rest) : [];
-  return { catalog: write.catalog, newDocuments: ahead.newHashes.length + write.newHashes.length, jobIds: [...ahead.jobIds, ...jobIds] };
+  return { catalog: write.catalog, newDocuments: ahead.newHashes.length + write.newHashes.length, jobIds: [...ahead.jobIds, ...jobIds], warnings: [] as ToolWarning[] };
 }
 
 export async function replaceCatalog(deps: CatalogDeps, ref: CatalogRef, raws: unknown[]): Promise<CatalogWriteResult> {
-  const ahead = await writeAhead(deps, parseToolList(raws));
+  const tools = parseToolList(raws);
+  const ahead = await writeAhead(deps, tools);
+  const known = await catalogStore.tenantHashes(deps.db, ref.tenant, ahead.documents.map((doc) => doc.hash));
   const write = await catalogStore.replaceCatalog(deps.db, ref.tenant, ref.name, ahead.documents, ahead.unstored);
-  return afterWrite(deps, write, ahead);
+  return { ...(await afterWrite(deps, write, ahead)), newDocuments: newToTenant(ahead.documents, known), warnings: raws.flatMap((raw, index) => toolWarnings(raw, index)) };
 }
 
 export async function upsertTools(deps: CatalogDeps, ref: CatalogRef, raws: unknown[]): Promise<CatalogWriteResult> {
   const ahead = await writeAhead(deps, parseToolList(raws));
+  const known = await catalogStore.tenantHashes(deps.db, ref.tenant, ahead.documents.map((doc) => doc.hash));
   const write = await catalogStore.upsertCatalogTools(deps.db, ref.tenant, ref.name, ahead.documents, ahead.unstored);
-  return afterWrite(deps, write, ahead);
+  return { ...(await afterWrite(deps, write, ahead)), newDocuments: newToTenant(ahead.documents, known), warnings: raws.flatMap((raw, index) => toolWarnings(raw, index)) };
+}
+
+/**
+ * Tools whose content no catalog of this tenant held before the write. Not "new to the store":
+ * that would tell a tenant whether another tenant already pushed an identical tool.
+ */
+function newToTenant(documents: ToolDocument[], known: Set<string>): number {
+  return new Set(documents.map((doc) => doc.hash).filter((hash) => !known.has(hash))).size;
 }
 
 export async function deleteTool(deps: CatalogDeps, ref: CatalogRef, toolName: string): Promise<void> {

@@ -206,3 +206,44 @@ export function extractToolList(body: unknown): unknown[] | undefined {
   if (isRecord(body.result) && Array.isArray(body.result.tools)) return body.result.tools;
   return undefined;
 }
+
+/** Keys each shape defines (its provider's, plus toolsift's `tags` and `server`). */
+const KNOWN_KEYS: Record<ToolFormat, ReadonlySet<string>> = {
+  mcp: new Set(['name', 'title', 'description', 'inputSchema', 'outputSchema', 'annotations', 'icons', '_meta', 'execution', 'tags', 'server']),
+  anthropic: new Set(['name', 'description', 'input_schema', 'cache_control', 'type', 'strict', 'defer_loading', 'input_examples', 'allowed_callers', 'tags', 'server']),
+  openai_chat: new Set(['type', 'function', 'tags', 'server']),
+  openai_responses: new Set(['type', 'name', 'description', 'parameters', 'strict', 'defer_loading', 'tags', 'server']),
+  gateway: new Set(['name', 'description', 'definition', 'parameters', 'tags', 'server']),
+};
+
+/** Keys that look like a misspelt schema: the tool is then stored without its parameters. */
+const SCHEMA_LIKE = /schema|param|argument|input/i;
+
+export interface ToolWarning {
+  index: number;
+  name?: string;
+  key: string;
+  message: string;
+}
+
+/**
+ * What a tool carries that its shape does not define: accepted (the tool is still valid) but
+ * reported, because a misspelt schema key ("schema", "inputschema") silently drops the tool's
+ * parameters from its searchable text and its hash.
+ */
+export function toolWarnings(raw: unknown, index: number): ToolWarning[] {
+  if (!isRecord(raw)) return [];
+  const format = detectToolFormat(raw);
+  const known = KNOWN_KEYS[format];
+  const name = typeof raw.name === 'string' ? raw.name : undefined;
+  return Object.keys(raw)
+    .filter((key) => !known.has(key))
+    .map((key) => ({
+      index,
+      ...(name ? { name } : {}),
+      key,
+      message: SCHEMA_LIKE.test(key)
+        ? `unknown key "${key}" ignored: read as a ${format} tool, so its parameters are not searched (did you mean ${format === 'anthropic' ? 'input_schema' : 'inputSchema'}?)`
+        : `unknown key "${key}" ignored (read as a ${format} tool)`,
+    }));
+}

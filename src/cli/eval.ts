@@ -1,27 +1,42 @@
-import { writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { loadConfigOrExit } from '../config.js';
 import { createDeps } from '../deps.js';
-import { runEval } from '../eval/run-eval.js';
+import { runEval, type EvalReport } from '../eval/run-eval.js';
+import { seededRandom } from '../eval/seeded-random.js';
+import { addTypos } from '../eval/typos.js';
 import type { SearchMode } from '../search/hybrid-search.js';
 import { openPglite, openPostgres } from '../store/database.js';
 
+const USAGE = `usage: npm run eval -- --dataset <dir> [--queries <file>] [--modes hybrid,bm25,vector] [--out <file>] [--json]
+       npm run eval -- --all <folder of datasets> [--modes ...] [--json]
+       add --typos <rate> [--seed <n>] to misspell each word of 4+ letters with that probability (seeded)`;
+
 /**
- * npm run eval -- --dataset <dir> [--queries <file>] [--modes bm25,vector,hybrid] [--out <file>]
+ * npm run eval: retrieval quality of the catalog search on labelled datasets (see ../shared/eval).
  * Uses DATABASE_URL when set, otherwise a throw-away in-memory PGlite (never the service's DATA_DIR).
  */
 const { values } = parseArgs({
   options: {
     dataset: { type: 'string' },
+    all: { type: 'string' },
     queries: { type: 'string' },
     modes: { type: 'string', default: 'hybrid,bm25,vector' },
     out: { type: 'string' },
     json: { type: 'boolean', default: false },
+    typos: { type: 'string' },
+    seed: { type: 'string', default: '1' },
+    help: { type: 'boolean', default: false },
   },
 });
-if (!values.dataset) {
-  console.error('usage: npm run eval -- --dataset <dir> [--queries <file>] [--modes hybrid,bm25,vector] [--out <file>] [--json]');
+if (values.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
+if (!values.dataset === !values.all) {
+  console.error(USAGE);
   process.exit(2);
 }
 const modes = values.modes!.split(',').map((mode) => mode.trim()) as SearchMode[];
@@ -31,31 +46,66 @@ for (const mode of modes) {
     process.exit(2);
   }
 }
+const typoRate = values.typos === undefined ? 0 : Number(values.typos);
+const seed = Number(values.seed);
+if (!(typoRate >= 0 && typoRate <= 1) || !Number.isInteger(seed)) {
+  console.error('--typos takes a rate between 0 and 1, --seed an integer');
+  process.exit(2);
+}
+const datasets = values.all
+  ? readdirSync(values.all)
+      .filter((name) => existsSync(join(values.all!, name, 'catalog.jsonl')))
+      .sort()
+      .map((name) => join(values.all!, name))
+  : [values.dataset!];
+if (datasets.length === 0) {
+  console.error(`no datasets (folders with catalog.jsonl) in ${values.all}`);
+  process.exit(2);
+}
 
 const config = loadConfigOrExit({ ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' });
 const database = config.DATABASE_URL ? openPostgres(config.DATABASE_URL) : await openPglite('memory://');
 await database.migrate();
 const deps = await createDeps(config, { database, logger: pino({ level: config.LOG_LEVEL }) });
+const cell = (value: number | undefined) => (value === undefined ? '-'.padEnd(6) : value.toFixed(3).padEnd(6));
 try {
   const started = performance.now();
-  const report = await runEval(deps, {
-    dataset: values.dataset,
-    queries: values.queries,
-    modes,
-    onProgress: (message) => console.error(`[eval] ${message} (${((performance.now() - started) / 1000).toFixed(1)} s)`),
-  });
-  if (values.out) {
+  const reports: EvalReport[] = [];
+  for (const dataset of datasets) {
+    const random = seededRandom(seed);
+    reports.push(
+      await runEval(deps, {
+        dataset,
+        queries: values.queries,
+        modes,
+        rewriteQuery: typoRate > 0 ? (query) => addTypos(query, typoRate, random) : undefined,
+        onProgress: (message) => console.error(`[eval] ${dataset}: ${message} (${((performance.now() - started) / 1000).toFixed(1)} s)`),
+      }),
+    );
+  }
+  const report = reports[0]!;
+  if (values.out && reports.length === 1) {
     writeFileSync(values.out, report.rankings.map((row) => JSON.stringify(row)).join('\n') + '\n');
   }
   if (values.json) {
-    console.log(JSON.stringify({ dataset: report.dataset, tools: report.tools, model: deps.embedderStatus.modelId, modes: report.modes }));
+    const rows = reports.map((entry) => ({ dataset: entry.dataset, tools: entry.tools, model: deps.embedderStatus.modelId, modes: entry.modes }));
+    console.log(JSON.stringify(reports.length === 1 ? rows[0] : { typos: typoRate, seed, datasets: rows }));
   } else {
-    const queries = Object.values(report.modes)[0]?.queries ?? 0;
-    console.log(`dataset ${report.dataset}: ${report.tools} tools, ${queries} queries, model ${deps.embedderStatus.modelId} (${deps.embedderStatus.state}), store ${database.kind}`);
-    console.log('mode     R@1    R@5    R@10   nDCG@10 MRR@10 groupR@10');
-    for (const [mode, m] of Object.entries(report.modes)) {
-      const cells = [m.recall1, m.recall5, m.recall10, m.ndcg10, m.mrr10].map((value) => value.toFixed(3).padEnd(6));
-      console.log(`${mode.padEnd(8)} ${cells.join(' ')} ${m.groupRecall10 === undefined ? '-' : m.groupRecall10.toFixed(3)}`);
+    const typos = typoRate > 0 ? `, typos ${typoRate} (seed ${seed})` : '';
+    console.log(`model ${deps.embedderStatus.modelId} (${deps.embedderStatus.state}), store ${database.kind}${typos}`);
+    for (const entry of reports) {
+      const queries = Object.values(entry.modes)[0]?.queries ?? 0;
+      console.log(`\ndataset ${entry.dataset}: ${entry.tools} tools, ${queries} queries`);
+      console.log('mode     R@1    R@5    R@10   nDCG@10 MRR@10 groupR@10');
+      for (const [mode, m] of Object.entries(entry.modes)) {
+        console.log(`${mode.padEnd(8)} ${[m.recall1, m.recall5, m.recall10, m.ndcg10, m.mrr10].map(cell).join(' ')} ${m.groupRecall10 === undefined ? '-' : m.groupRecall10.toFixed(3)}`);
+      }
+      const { hybrid, bm25, vector } = entry.modes;
+      if (hybrid && bm25 && vector) {
+        // The fused list should never lose to one of its own inputs (tolerance 0.005).
+        const holds = (key: 'ndcg10' | 'recall10') => hybrid[key] >= Math.max(bm25[key], vector[key]) - 0.005;
+        console.log(`hybrid >= max(bm25, vector) - 0.005: nDCG@10 ${holds('ndcg10') ? 'yes' : 'NO'}, R@10 ${holds('recall10') ? 'yes' : 'NO'}`);
+      }
     }
   }
 } finally {

@@ -69,10 +69,14 @@ async function main(): Promise<void> {
   try {
     parsed = parseArgs({
       allowPositionals: true,
-      options: { catalog: { type: 'string' }, url: { type: 'string', default: 'http://localhost:8080' }, 'api-key': { type: 'string' } },
+      options: { catalog: { type: 'string' }, url: { type: 'string', default: 'http://localhost:8080' }, 'api-key': { type: 'string' }, help: { type: 'boolean', default: false } },
     });
   } catch (error) {
     usage((error as Error).message);
+  }
+  if (parsed.values.help) {
+    console.log('usage: npm run ingest -- --catalog <name> [--url http://localhost:8080] [--api-key K] <file.json|.jsonl>');
+    process.exit(0);
   }
   const { catalog, url, 'api-key': apiKey } = parsed.values;
   const file = parsed.positionals[0];
@@ -122,6 +126,10 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  console.error(`\ningest failed: ${(error as Error).message}`);
+  // fetch's own message is "fetch failed"; the reason (refused, DNS, TLS) is its cause.
+  const cause = (error as { cause?: { message?: string; code?: string } }).cause;
+  const reason = cause ? `${(error as Error).message}: ${cause.code ?? ''} ${cause.message ?? ''}`.trim() : (error as Error).message;
+  const url = process.argv.find((arg, index) => process.argv[index - 1] === '--url') ?? 'http://localhost:8080';
+  console.error(`\ningest failed: ${reason}${cause ? ` (is toolsift running at ${url}? set --url)` : ''}`);
   process.exit(1);
 });

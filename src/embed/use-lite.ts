@@ -19,6 +19,13 @@ export const USE_LITE_DIMENSION = 512;
 export const DEFAULT_USE_LITE_CHUNK_SIZE = 4;
 
 /**
+ * For this long after a query, document chunks leave one model thread free: under a gateway's
+ * steady turns plus an ingestion, a query then starts at once instead of after a chunk (the
+ * selector's budget is 100 ms). Without queries, ingestion uses every thread.
+ */
+const QUERY_RESERVE_MS = 2_000;
+
+/**
  * Most queries in one model call. Short queries that arrive while every worker is busy wait for the
  * next free one and go to it together, with the same vectors: four 3-word queries took 18 ms in one
  * call against 34 ms in four, eight 25 ms against 52 ms. A query that finds a free worker runs at
@@ -67,6 +74,7 @@ export async function createUseLiteEmbedder(options: UseLiteOptions = {}): Promi
     size: threads,
     spawn: spawnUseLiteWorker,
     startupTimeoutMs: options.startupTimeoutMs,
+    reserveForHighMs: QUERY_RESERVE_MS,
     coalesceHigh:
       queryBatch > 1
         ? {

@@ -45,6 +45,12 @@ export interface WorkerPoolOptions<P = unknown, R = unknown> {
   startupTimeoutMs?: number;
   /** Send queued high-priority tasks to a freed worker together; absent = one task per call. */
   coalesceHigh?: Coalescing<P, R>;
+  /**
+   * While a high-priority task arrived within this window, low-priority tasks never take the last
+   * free worker (pools of two or more): a query then starts at once instead of waiting for a
+   * document chunk. Pure ingestion, with no queries, still uses every worker. 0 = off.
+   */
+  reserveForHighMs?: number;
 }
 
 interface Task<P, R> {
@@ -70,6 +76,8 @@ export class WorkerPool<P, R> {
   readonly #high: Task<P, R>[] = [];
   readonly #low: Task<P, R>[] = [];
   #nextId = 1;
+  #lastHighAt = Number.NEGATIVE_INFINITY;
+  #reserveTimer: NodeJS.Timeout | null = null;
   #closed = false;
   /** Set once no worker is left; every later call fails with it. */
   #broken: Error | null = null;
@@ -100,6 +108,7 @@ export class WorkerPool<P, R> {
     if (this.#closed) return Promise.reject(new Error(`${this.#options.name} worker pool is closed`));
     if (this.#broken) return Promise.reject(this.#broken);
     if (signal?.aborted) return Promise.reject(abortError(signal));
+    if (priority === 'high') this.#lastHighAt = performance.now();
     return new Promise<R>((resolve, reject) => {
       const task: Task<P, R> = { id: this.#nextId++, payload, signal, resolve, reject };
       (priority === 'high' ? this.#high : this.#low).push(task);
@@ -110,6 +119,7 @@ export class WorkerPool<P, R> {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    if (this.#reserveTimer) clearTimeout(this.#reserveTimer);
     const closed = new Error(`${this.#options.name} worker pool is closed`);
     this.#rejectQueued(closed);
     const slots = [...this.#slots];
@@ -194,7 +204,7 @@ export class WorkerPool<P, R> {
   #dispatch(): void {
     for (const slot of this.#slots) {
       if (slot.busyWith) continue;
-      const task = this.#nextTask();
+      const task = this.#nextTask(this.#reservingLastWorker());
       if (!task) return;
       slot.busyWith = task;
       const request: WorkerRequest<P> = { id: task.id, payload: task.payload };
@@ -202,9 +212,32 @@ export class WorkerPool<P, R> {
     }
   }
 
-  #nextTask(): Task<P, R> | undefined {
+  #nextTask(highOnly: boolean): Task<P, R> | undefined {
     const high = takeLive(this.#high);
-    return high ? this.#coalesce(high) : takeLive(this.#low);
+    if (high) return this.#coalesce(high);
+    return highOnly ? undefined : takeLive(this.#low);
+  }
+
+  /**
+   * Whether the only free worker is kept for queries: queries arrived recently and other workers
+   * exist. When the window ends with documents still queued, a timer hands them the worker.
+   */
+  #reservingLastWorker(): boolean {
+    const window = this.#options.reserveForHighMs ?? 0;
+    if (window <= 0 || this.#slots.size < 2 || this.#low.length === 0) return false;
+    let free = 0;
+    for (const slot of this.#slots) if (!slot.busyWith) free += 1;
+    if (free !== 1) return false;
+    const left = this.#lastHighAt + window - performance.now();
+    if (left <= 0) return false;
+    if (!this.#reserveTimer) {
+      this.#reserveTimer = setTimeout(() => {
+        this.#reserveTimer = null;
+        this.#dispatch();
+      }, left + 1);
+      this.#reserveTimer.unref();
+    }
+    return true;
   }
 
   /** `first` alone, or `first` and the high-priority tasks queued behind it that may join, as one task. */

@@ -53,10 +53,11 @@ export interface EvalReport {
  */
 export async function runEval(
   deps: Pick<Deps, 'catalog' | 'search' | 'queue'>,
-  options: { dataset: string; queries?: string; modes: SearchMode[]; onProgress?: (message: string) => void },
+  options: { dataset: string; queries?: string; modes: SearchMode[]; onProgress?: (message: string) => void; rewriteQuery?: (query: string) => string },
 ): Promise<EvalReport> {
   const tools = readJsonl(join(options.dataset, 'catalog.jsonl'));
-  const queries = loadQueries(options.queries ?? join(options.dataset, 'queries.dev.jsonl'));
+  const rewrite = options.rewriteQuery ?? ((query: string) => query);
+  const queries = loadQueries(options.queries ?? join(options.dataset, 'queries.dev.jsonl')).map((query) => ({ ...query, query: rewrite(query.query) }));
   const ref = { tenant: 'eval', name: `eval-${randomBytes(4).toString('hex')}` };
   await catalogService.replaceCatalog(deps.catalog, ref, tools);
   try {

@@ -14,10 +14,18 @@ import type { EmbedQueue } from '../jobs/embed-queue.js';
 import { authenticate, requestId, requireJsonBody } from './middleware.js';
 import { metricsRoutes, observeRequests } from './observability.js';
 import { docsRoutes } from './docs.js';
+import { uiRoutes } from './ui.js';
+import { mcpRoutes } from './mcp.js';
+import { rejectUnsafeInput } from './input-safety.js';
+import { toolSearchRoutes } from './tool-search.js';
+import { TokenCounter } from '../catalog/tokens.js';
+import { serviceVersion } from '../paths.js';
+import type { UpstreamService } from '../upstream/upstreams.js';
+import { upstreamRoutes } from './upstreams.js';
 import type { Metrics } from '../metrics.js';
 
 export interface AppDeps {
-  config: Pick<Config, 'BODY_LIMIT' | 'API_KEYS'>;
+  config: Pick<Config, 'BODY_LIMIT' | 'API_KEYS' | 'MCP_ALLOWED_ORIGINS' | 'MCP_ALLOWED_HOSTS'>;
   logger: Logger;
   catalog: CatalogDeps;
   search: RankDeps;
@@ -26,6 +34,8 @@ export interface AppDeps {
   metrics: Metrics;
   /** Embedding jobs for GET /v1/jobs/{id}; null or absent when nothing is embedded. */
   queue?: EmbedQueue | null;
+  /** Upstream MCP servers: their REST routes and call_tool's route to them; absent in some tests. */
+  upstreams?: UpstreamService | null;
 }
 
 export function createApp(deps: AppDeps): Express {
@@ -37,16 +47,26 @@ export function createApp(deps: AppDeps): Express {
   app.use(healthRoutes(deps.readiness));
   app.use(metricsRoutes(deps.metrics));
   app.use(docsRoutes());
+  app.use(uiRoutes());
   // Authenticate before reading a body of up to BODY_LIMIT bytes.
-  app.use(['/v1', '/api'], authenticate(deps.config.API_KEYS));
+  app.use(['/v1', '/api', '/mcp'], authenticate(deps.config.API_KEYS));
   app.use(requireJsonBody);
   // The selector reads its own JSON: it skips parsing tool lists it has seen (http/selector.ts).
   app.use(SELECTOR_PATHS, express.raw({ type: () => true, limit: deps.config.BODY_LIMIT }));
   app.use(express.json({ limit: deps.config.BODY_LIMIT }));
+  app.use(rejectUnsafeInput);
   app.use(catalogRoutes(deps.catalog));
   app.use(searchRoutes(deps.search, deps.metrics));
   app.use(selectorRoutes(deps.selector));
-  app.use(jobRoutes(deps.queue ?? null));
+  app.use(toolSearchRoutes({ selector: deps.selector, search: deps.search, tokens: new TokenCounter() }, deps.metrics));
+  app.use(
+    mcpRoutes(
+      { catalog: deps.catalog, search: deps.search, upstreams: deps.upstreams ?? null, logger: deps.logger, metrics: deps.metrics, version: serviceVersion() },
+      { allowedOrigins: deps.config.MCP_ALLOWED_ORIGINS, allowedHosts: deps.config.MCP_ALLOWED_HOSTS },
+    ),
+  );
+  app.use(jobRoutes(deps.queue ?? null, deps.catalog.db));
+  if (deps.upstreams) app.use(upstreamRoutes(deps.upstreams));
   app.use(notFoundRoute);
   app.use(
     errorMiddleware((error, req) => {

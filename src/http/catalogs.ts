@@ -50,7 +50,7 @@ export function toolJson(tool: Pick<CatalogToolRow, 'name' | 'description' | 'in
 const encodeCursor = (name: string) => Buffer.from(name, 'utf8').toString('base64url');
 function decodeCursor(cursor: string): string {
   const name = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (name.length === 0 || encodeCursor(name) !== cursor) {
+  if (name.length === 0 || name.includes('\u0000') || encodeCursor(name) !== cursor) {
     throw new AppError('validation_failed', 'invalid cursor: pass next_cursor from the previous page unchanged');
   }
   return name;
@@ -62,7 +62,13 @@ function catalogRef(req: Request, res: Response): catalogs.CatalogRef {
 }
 
 function writeJson(result: catalogs.CatalogWriteResult, written: number) {
-  return { catalog: catalogJson(result.catalog), tools_written: written, new_documents: result.newDocuments, job_ids: result.jobIds };
+  return {
+    catalog: catalogJson(result.catalog),
+    tools_written: written,
+    new_documents: result.newDocuments,
+    job_ids: result.jobIds,
+    ...(result.warnings.length > 0 ? { warnings: result.warnings } : {}),
+  };
 }
 
 export function catalogRoutes(deps: catalogs.CatalogDeps): Router {

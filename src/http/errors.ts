@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
 import { ZodError, type ZodType } from 'zod';
 import { AppError, type ErrorCode } from '../errors.js';
+import { isDatabaseUnavailable } from '../store/database.js';
 
 /** The one place that decides which HTTP status each error code is. */
 export const STATUS_BY_CODE: Record<ErrorCode, number> = {
@@ -8,6 +9,7 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   validation_failed: 400,
   invalid_tool: 400,
   unauthorized: 401,
+  forbidden: 403,
   not_found: 404,
   payload_too_large: 413,
   unsupported_media_type: 415,
@@ -32,7 +34,12 @@ export function sendError(res: Response, error: AppError): void {
 }
 
 function zodDetails(error: ZodError) {
-  return error.issues.map((issue) => ({ path: issue.path, message: issue.message, code: issue.code }));
+  return error.issues.map((issue) => ({ path: issue.path, message: plainMessage(issue.message), code: issue.code }));
+}
+
+/** zod says "received Infinity" for 1e309 and "received NaN" for ?limit=abc: say what the caller sent. */
+function plainMessage(message: string): string {
+  return message.replace(/expected number, received Infinity/, 'number out of range').replace(/expected number, received NaN/, 'expected a number');
 }
 
 /** Parses a request part with its zod schema; a failure is a 400 naming every bad field. */
@@ -41,7 +48,7 @@ export function parseInput<T>(schema: ZodType<T, any>, value: unknown, what: str
   if (result.success) return result.data;
   const first = result.error.issues[0]!;
   const where = first.path.length ? first.path.join('.') : what;
-  throw new AppError('validation_failed', `invalid ${what}: ${where}: ${first.message}`, zodDetails(result.error));
+  throw new AppError('validation_failed', `invalid ${what}: ${where}: ${plainMessage(first.message)}`, zodDetails(result.error));
 }
 
 export const notFoundRoute: RequestHandler = (req) => {
@@ -64,6 +71,20 @@ export function errorMiddleware(log: (error: unknown, req: Parameters<RequestHan
       return;
     }
     const type = (error as { type?: string }).type;
+    if (type === 'request.aborted') {
+      // The client went away mid-body: nothing to answer, nothing wrong with the service.
+      (req.res?.locals.log as { info?: (obj: object, msg: string) => void } | undefined)?.info?.({ path: req.path }, 'client aborted the request');
+      return;
+    }
+    const zlibCode = (error as { code?: string }).code;
+    if (typeof zlibCode === 'string' && zlibCode.startsWith('Z_')) {
+      sendError(res, new AppError('invalid_json', `request body could not be decompressed (Content-Encoding ${req.get('content-encoding') ?? '?'}): ${(error as Error).message}`));
+      return;
+    }
+    if (error instanceof URIError) {
+      sendError(res, new AppError('validation_failed', 'invalid path: malformed percent-escape (%XX must encode UTF-8)'));
+      return;
+    }
     if (type === 'entity.too.large') {
       const limit = (error as { limit?: number }).limit;
       sendError(res, new AppError('payload_too_large', `request body exceeds the limit of ${limit} bytes (BODY_LIMIT)`));
@@ -75,6 +96,12 @@ export function errorMiddleware(log: (error: unknown, req: Parameters<RequestHan
     }
     if (type === 'encoding.unsupported' || type === 'charset.unsupported') {
       sendError(res, new AppError('unsupported_media_type', (error as Error).message));
+      return;
+    }
+    if (isDatabaseUnavailable(error)) {
+      // Never a 500 for a database that is down, unreachable or slower than DB_TIMEOUT_MS.
+      res.setHeader('Retry-After', '1');
+      sendError(res, new AppError('service_unavailable', 'the database did not answer in time; retry shortly (see /readyz)'));
       return;
     }
     log(error, req);

@@ -1,3 +1,4 @@
+import { withDeadline } from '../deadline.js';
 import { Router } from 'express';
 
 export interface ReadinessCheck {
@@ -16,15 +17,20 @@ export function healthRoutes(checks: ReadinessCheck[]): Router {
   router.get('/readyz', async (_req, res) => {
     let ready = true;
     const components: Record<string, unknown> = {};
-    for (const item of checks) {
-      try {
-        components[item.name] = { status: 'ok', ...(await item.check()) };
-      } catch (error) {
-        if (item.required) ready = false;
-        components[item.name] = { status: item.required ? 'down' : 'degraded', reason: (error as Error).message };
-      }
-    }
+    await Promise.all(
+      checks.map(async (item) => {
+        try {
+          components[item.name] = { status: 'ok', ...(await withDeadline(item.check(), READINESS_TIMEOUT_MS, () => new Error(`${item.name} did not answer within ${READINESS_TIMEOUT_MS} ms`))) };
+        } catch (error) {
+          if (item.required) ready = false;
+          components[item.name] = { status: item.required ? 'down' : 'degraded', reason: (error as Error).message };
+        }
+      }),
+    );
     res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not_ready', components });
   });
   return router;
 }
+
+/** /readyz answers within about a second whatever a component does: a hung check counts as down. */
+export const READINESS_TIMEOUT_MS = 800;

@@ -3,20 +3,23 @@ import { z } from 'zod';
 import { notFound } from '../errors.js';
 import type { EmbedQueue } from '../jobs/embed-queue.js';
 import { parseInput } from './errors.js';
+import { tenantHashes } from '../store/catalog-store.js';
+import type { Db } from '../store/database.js';
 
 const jobParams = z.object({ id: z.string().min(1).max(128) });
 
 /**
- * Embedding jobs by the ids ingestion returned. Jobs are not tenant-scoped: they hold content
- * hashes only, and an id can only be known from the response that created it (or from the hashes).
- * A finished job is answered while the queue retains it (a day when completed, a week when failed).
+ * Embedding jobs by the ids ingestion returned, scoped to the caller's tenant: a job is answered
+ * only when one of its tools is in one of the tenant's catalogs (job ids derive from content, so
+ * an id alone must not reveal another tenant's work). A finished job is answered while the queue
+ * retains it (a day when completed, a week when failed).
  */
-export function jobRoutes(queue: EmbedQueue | null): Router {
+export function jobRoutes(queue: EmbedQueue | null, db: Db): Router {
   const router = Router();
   router.get('/v1/jobs/:id', async (req, res) => {
     const { id } = parseInput(jobParams, req.params, 'path');
     const job = queue ? await queue.getJob(id) : undefined;
-    if (!job) throw notFound(`job "${id}"`);
+    if (!job || (await tenantHashes(db, String(res.locals.tenant), job.hashList)).size === 0) throw notFound(`job "${id}"`);
     res.json({
       id: job.id,
       state: job.state,

@@ -43,6 +43,9 @@ export function authenticate(keys: Map<string, string> | undefined): RequestHand
       return;
     }
     const key = presentedKey(req.get('authorization'), req.get('x-api-key'));
+    if (!key && req.get('authorization')) {
+      throw new AppError('unauthorized', 'Authorization header without the Bearer scheme: send Authorization: Bearer <key> (or X-API-Key: <key>)');
+    }
     if (!key) throw new AppError('unauthorized', 'missing API key: send Authorization: Bearer <key> or X-API-Key: <key>');
     const tenant = keys.get(key);
     if (!tenant) throw new AppError('unauthorized', 'invalid API key');

@@ -3,6 +3,7 @@ import { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
 import { DEFAULT_TOP_K, selectTools, type CachedToolList, type SelectorDeps } from '../search/selector.js';
 import { AppError } from '../errors.js';
+import { assertSafeJson } from './input-safety.js';
 import type { LruCache } from '../lru-cache.js';
 import { topLevelArraySpan } from './json-span.js';
 import { parseInput } from './errors.js';
@@ -76,6 +77,7 @@ function parseJson(text: string): unknown {
   }
   // As express.json's strict mode: a bare string, number or null is not a request body.
   if (typeof json !== 'object' || json === null) throw new AppError('invalid_json', 'request body is not valid JSON: the top level must be an object');
+  assertSafeJson(json);
   return json;
 }
 
@@ -106,7 +108,9 @@ export function readSelectorBody(raw: Buffer, lists: LruCache<string, CachedTool
   if (cached) {
     const stub = `${body.toString('utf8', 0, span.start)}[]${body.toString('utf8', span.end)}`;
     try {
-      return { json: JSON.parse(stub), toolsKey, cached };
+      const json: unknown = JSON.parse(stub);
+      assertSafeJson(json);
+      return { json, toolsKey, cached };
     } catch {
       // fall through: the full parse reports what is wrong
     }

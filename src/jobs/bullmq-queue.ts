@@ -154,6 +154,7 @@ export class BullmqEmbedQueue implements EmbedQueue {
       state,
       progress: state === 'completed' ? 100 : typeof job.progress === 'number' ? job.progress : 0,
       hashes: payload.success ? payload.data.hashes.length : 0,
+      hashList: payload.success ? payload.data.hashes : [],
       attempts: job.attemptsMade,
       ...(job.failedReason ? { error: job.failedReason } : {}),
     };
@@ -163,9 +164,13 @@ export class BullmqEmbedQueue implements EmbedQueue {
     const counts = await this.unavailableOnError(() =>
       this.queue.getJobCounts('waiting', 'prioritized', 'paused', 'delayed', 'active', 'failed', 'completed'),
     );
+    const workers = await this.unavailableOnError(() => this.queue.getWorkersCount());
+    const [oldest] = await this.unavailableOnError(() => this.queue.getJobs(['waiting', 'prioritized'], 0, 0, true));
     return {
       kind: this.kind,
       model: this.options.model,
+      workers,
+      oldestWaitingMs: oldest ? Math.max(0, Date.now() - oldest.timestamp) : null,
       waiting: (counts.waiting ?? 0) + (counts.prioritized ?? 0) + (counts.paused ?? 0) + (counts.delayed ?? 0),
       active: counts.active ?? 0,
       failed: counts.failed ?? 0,

@@ -82,7 +82,12 @@ export async function startEmbedWorker(options: EmbedWorkerOptions): Promise<Emb
     const final = !job || job.attemptsMade >= (job.opts.attempts ?? 1) || error instanceof UnrecoverableError || error.name === 'UnrecoverableError';
     options.logger[final ? 'error' : 'warn']({ jobId: job?.id, attempt: job?.attemptsMade, err: error }, final ? 'embedding job failed' : 'embedding job failed; retrying');
   });
-  worker.on('completed', (job, result) => options.logger.debug({ jobId: job.id, written: result.written }, 'embedding job done'));
+  worker.on('completed', (job, result) =>
+    options.logger.info(
+      { jobId: job.id, tools: (job.data as { hashes?: unknown[] })?.hashes?.length ?? null, written: result.written, ms: job.finishedOn && job.processedOn ? job.finishedOn - job.processedOn : null, outcome: 'completed' },
+      'embedding job done',
+    ),
+  );
   await worker.waitUntilReady();
   options.logger.info(
     { concurrency: options.concurrency, model: options.embedder.modelId, prefix: options.prefix },

@@ -23,6 +23,8 @@ export interface JobInfo {
   /** 0-100 */
   progress: number;
   hashes: number;
+  /** The job's content hashes (not answered by the API: used to scope a job to a tenant's catalogs). */
+  hashList: string[];
   error?: string;
   attempts: number;
 }
@@ -34,6 +36,9 @@ export interface QueueStatus {
   active: number;
   failed: number;
   completed: number;
+  /** BullMQ: worker connections consuming the queue (any process), and how long the oldest waiting job has waited. */
+  workers?: number;
+  oldestWaitingMs?: number | null;
 }
 
 /**

@@ -61,8 +61,7 @@ export class InProcessEmbedQueue implements EmbedQueue {
   async getJob(id: string): Promise<JobInfo | undefined> {
     const job = this.jobs.get(id);
     if (!job) return undefined;
-    const { hashList: _hashList, ...info } = job;
-    return info;
+    return { ...job, hashList: [...job.hashList] };
   }
 
   async status(): Promise<QueueStatus> {

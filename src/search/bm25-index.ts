@@ -30,6 +30,11 @@ export class Bm25Index {
     });
   }
 
+  /** Whether any document of the corpus holds `term`. */
+  has(term: string): boolean {
+    return this.postings.has(term);
+  }
+
   /** The documents holding a query term, best first, ties by id, at most `limit`. */
   search(queryTerms: readonly string[], limit = Number.POSITIVE_INFINITY): [string, number][] {
     return this.searchWeighted(new Map(distinctTerms(queryTerms).map((term) => [term, 1])), limit);

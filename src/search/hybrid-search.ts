@@ -12,6 +12,14 @@ import { addServerVotes, serverCentroids, SERVER_DEPTH, type ServerLists, type S
 import { rankByCosine } from './vector-scan.js';
 import type { VectorCache } from '../store/vector-cache.js';
 
+/** A query embedding that did not finish within the caller's latency budget (it still completes). */
+export class EmbedderBusy extends Error {
+  constructor(budgetMs: number) {
+    super(`query embedding not ready within ${budgetMs} ms`);
+    this.name = 'EmbedderBusy';
+  }
+}
+
 export type SearchMode = 'hybrid' | 'bm25' | 'vector';
 
 export interface RankQuery {
@@ -50,7 +58,7 @@ export interface RankDeps {
 export interface RankResult {
   tools: RankedTool[];
   /** Why the answer is not what the mode promises, e.g. the model is unavailable. */
-  degraded?: 'embedder_unavailable' | 'embedder_error';
+  degraded?: 'embedder_unavailable' | 'embedder_error' | 'embedder_busy';
   timings: { query_embedding_ms: number; retrieval_ms: number; fusion_ms: number };
 }
 
@@ -147,8 +155,12 @@ export async function rankCorpus(
     } catch (error) {
       // A model failure must not fail the search: rank with BM25 alone and say so.
       if (request.mode === 'vector') throw error;
-      degraded = 'embedder_error';
-      options.onEmbedError?.(error);
+      if (error instanceof EmbedderBusy) {
+        degraded = 'embedder_busy';
+      } else {
+        degraded = 'embedder_error';
+        options.onEmbedError?.(error);
+      }
     }
     timings.query_embedding_ms = performance.now() - embedStarted;
   }

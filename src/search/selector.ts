@@ -10,10 +10,11 @@ import type { EmbedQueue } from '../jobs/embed-queue.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import type { LruCache } from '../lru-cache.js';
-import { storeDocuments, type ToolDocument } from '../store/tool-store.js';
+import { storeDocuments, yieldToOtherRequests, type ToolDocument } from '../store/tool-store.js';
 import { byScoreThenId } from './bm25.js';
 import { Bm25Index } from './bm25-index.js';
-import { rankCorpus, type RankDeps } from './hybrid-search.js';
+import { EmbedderBusy, rankCorpus, type RankDeps } from './hybrid-search.js';
+import { withDeadline } from '../deadline.js';
 import type { ServerIndex } from './server-stats.js';
 import { exactNameMatches, matchNamesByRegex, RegexSandbox, REGEX_BUDGET_MS } from './patterns.js';
 import { serverDocuments } from './servers.js';
@@ -51,6 +52,14 @@ export interface SelectorDeps extends RankDeps {
   background: BackgroundWork;
   /** Reused for every regex pattern; a fresh one per request when absent (slower, same answers). */
   regexSandbox?: RegexSandbox;
+  /**
+   * How long, from a request's arrival, it waits for its query embedding before ranking by BM25
+   * alone (SELECTOR_BUDGET_MS). Gateways call on every turn: a model busy with a catalog's
+   * documents must not add its backlog to their latency. Absent = wait for the model.
+   */
+  budgetMs?: number;
+  /** Documents per write transaction (STORE_SLICE of the store in use). */
+  writeSlice?: number;
   logger: Logger;
   metrics?: Metrics;
 }
@@ -84,7 +93,7 @@ export interface CachedToolList {
   vectors?: { model: string; byHash: ReadonlyMap<string, Float32Array> };
 }
 
-export type FallbackReason = 'blank_pattern' | 'no_match' | 'store_error' | 'embedder_unavailable' | 'embedder_error';
+export type FallbackReason = 'blank_pattern' | 'no_match' | 'store_error' | 'embedder_unavailable' | 'embedder_error' | 'embedder_busy';
 
 export interface Selection {
   names: string[];
@@ -102,6 +111,12 @@ export interface Selection {
    * next request that sends the same tools.
    */
   stored: Promise<void>;
+  /** The request's tools as parsed (first of each name), for callers that describe the answer. */
+  tools: RequestTool[];
+  /** Ranking scores by name (tools the ranking found; exact and regex matches may have none). */
+  scores: Map<string, number>;
+  /** Whether a query term occurs in any of the request's tools (BM25 vocabulary). */
+  knowsTerm: (term: string) => boolean;
 }
 
 export interface RequestTool {
@@ -149,11 +164,14 @@ interface FreshTool {
  * The request's tools, each normalized and hashed (or taken from the cache), first of a name wins;
  * tools not cached as stored also get their document and BM25 terms.
  */
-function parseRequestTools(deps: SelectorDeps, raws: unknown[]): { tools: RequestTool[]; fresh: FreshTool[] } {
+async function parseRequestTools(deps: SelectorDeps, raws: unknown[]): Promise<{ tools: RequestTool[]; fresh: FreshTool[] }> {
   const seen = new Set<string>();
   const tools: RequestTool[] = [];
   const fresh: FreshTool[] = [];
-  raws.forEach((raw, index) => {
+  for (let index = 0; index < raws.length; index++) {
+    // ~50 us a never-seen tool: a list of 10,000 would hold every other request for 0.5 s.
+    if (index > 0 && index % PARSE_SLICE === 0) await yieldToOtherRequests();
+    const raw = raws[index];
     const key = JSON.stringify(raw);
     let entry = deps.toolCache.get(key);
     if (!entry) {
@@ -162,12 +180,15 @@ function parseRequestTools(deps: SelectorDeps, raws: unknown[]): { tools: Reques
       fresh.push({ entry, document: toDocument(tool, entry.hash), key });
     }
     // A repeated name is the same tool to the gateway, which matches answers by name: keep the first.
-    if (seen.has(entry.tool.name)) return;
+    if (seen.has(entry.tool.name)) continue;
     seen.add(entry.tool.name);
     tools.push(entry);
-  });
+  }
   return { tools, fresh };
 }
+
+/** Request tools parsed between yields to other requests. */
+const PARSE_SLICE = 256;
 
 /** BM25 statistics of exactly the request's tools and their servers, from the terms in hand (computed for the rest). */
 function indexTools(tools: RequestTool[], fresh: FreshTool[]): Pick<CachedToolList, 'bm25' | 'servers'> {
@@ -185,8 +206,8 @@ function indexTools(tools: RequestTool[], fresh: FreshTool[]): Pick<CachedToolLi
  * embeddings and remembers the tools (and the whole list) as stored. Runs after the request has
  * answered: its ranking needs none of it (BM25 in process, vectors that already exist), and on
  * PGlite the write would otherwise hold the answer for ~20 µs per term row (~0.2-0.4 s for 258 new
- * tools). One transaction (storeDocuments): a document is never stored without its terms, and
- * requests writing the same new tools at once store each document once.
+ * tools). Slices of whole documents (storeDocuments): a document is never stored without its terms,
+ * other requests run between slices, and requests writing the same new tools store each once.
  */
 async function storeNewTools(deps: SelectorDeps, selection: Selection, fresh: FreshTool[], list?: { key: string; list: CachedToolList }): Promise<void> {
   // Let the answer go out first: on PGlite the write runs on this thread.
@@ -194,7 +215,7 @@ async function storeNewTools(deps: SelectorDeps, selection: Selection, fresh: Fr
   const started = performance.now();
   try {
     if (fresh.length > 0) {
-      selection.newDocuments = (await storeDocuments(deps.db, fresh.map(({ document }) => document))).length;
+      selection.newDocuments = (await storeDocuments(deps.db, fresh.map(({ document }) => document), deps.writeSlice)).length;
       for (const { key, entry } of fresh) deps.toolCache.set(key, entry);
       queueEmbeddings(deps, fresh);
     }
@@ -248,9 +269,11 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
   // hashing and BM25 all happen while the model thread works.
   const cachedList = input.cached ?? (input.toolsKey === undefined ? undefined : deps.toolListCache.get(input.toolsKey));
   const toolCount = cachedList?.tools.length ?? input.tools.length;
-  const queryVector = deps.embedder && input.pattern.trim() !== '' && toolCount > 0 ? deps.embedder.embedQuery(input.pattern) : undefined;
-  queryVector?.catch(() => {}); // awaited in rankCorpus, which reports a failure
-  const { tools, fresh } = cachedList ? { tools: cachedList.tools, fresh: [] } : parseRequestTools(deps, input.tools);
+  const embedding = deps.embedder && input.pattern.trim() !== '' && toolCount > 0 ? deps.embedder.embedQuery(input.pattern) : undefined;
+  embedding?.catch(() => {}); // awaited in rankCorpus, which reports a failure
+  const queryVector = embedding && deps.budgetMs !== undefined ? withDeadline(embedding, deps.budgetMs - (performance.now() - started), () => new EmbedderBusy(deps.budgetMs!)) : embedding;
+  queryVector?.catch(() => {});
+  const { tools, fresh } = cachedList ? { tools: cachedList.tools, fresh: [] } : await parseRequestTools(deps, input.tools);
   const names = tools.map(({ tool }) => tool.name);
   const present = new Set(names);
   const timings = { parse_ms: performance.now() - started, store_ms: 0, query_embedding_ms: 0, ranking_ms: 0, total_ms: 0 };
@@ -262,6 +285,9 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
     evidence: { always_keep: keep.length, exact: 0, regex: null },
     timings,
     stored: Promise.resolve(),
+    tools,
+    scores: new Map(),
+    knowsTerm: () => false,
   };
   const finish = (ordered: string[], fallback?: FallbackReason): Selection => {
     selection.names = [...new Set([...keep, ...ordered, ...names])].slice(0, input.topK);
@@ -281,6 +307,7 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
 
   const indexStarted = performance.now();
   const list = cachedList ?? { tools, toolsIn: input.tools.length, ...indexTools(tools, fresh) };
+  selection.knowsTerm = (term) => list.bm25.has(term);
   timings.parse_ms += performance.now() - indexStarted;
   const byHash = new Map(tools.map(({ tool, hash }) => [hash, tool.name]));
   let ranked: string[];
@@ -291,7 +318,7 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
     // surfaces where rankCorpus awaits them (and is dropped if it never needs them).
     const corpusVectors = listVectors(deps, list);
     corpusVectors.catch(() => {});
-    const result = await rankCorpus(
+    const result = await withStoreDeadline(rankCorpus(
       deps,
       { kind: 'hashes', hashes: tools.map(({ hash }) => hash) },
       { query: input.pattern, topK: Math.min(tools.length, Math.max(input.topK + keep.length + exact.length, 50)), mode: 'hybrid' },
@@ -303,14 +330,20 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
         corpusVectors,
         onEmbedError: (error) => deps.logger.warn({ err: error }, 'selector: query embedding failed; BM25 only'),
       },
-    );
+    ), storeDeadlineMs(deps));
     timings.query_embedding_ms = result.timings.query_embedding_ms;
     ranked = namesByScore(result.tools.map(({ id, score }) => [id, score] as const), byHash);
+    for (const { id, score } of result.tools) {
+      const name = byHash.get(id);
+      if (name !== undefined && !selection.scores.has(name)) selection.scores.set(name, score);
+    }
     fallback = result.degraded;
   } catch (error) {
     // Never fail closed: the store is down or slow, so rank by BM25 alone, which is in process.
     deps.logger.warn({ err: error }, 'selector: store unavailable; BM25 in process');
-    ranked = namesByScore(list.bm25.search(queryTerms(input.pattern)), byHash);
+    const bm25 = list.bm25.search(queryTerms(input.pattern));
+    ranked = namesByScore(bm25, byHash);
+    for (const [id, score] of bm25) if (byHash.has(id)) selection.scores.set(byHash.get(id)!, score);
     fallback = 'store_error';
   }
   timings.ranking_ms = performance.now() - rankStarted - timings.query_embedding_ms;
@@ -327,3 +360,20 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
   }
   return finish([...exact, ...regexOrdered, ...ranked], fallback);
 }
+
+
+/**
+ * How long the ranking may wait on the store (the request's vectors, server statistics) before the
+ * selector answers from BM25 in process instead: four budgets, at least 250 ms. A database that
+ * stops answering (a network partition, not a refused connection) must not hold a gateway's turn
+ * for DB_TIMEOUT_MS.
+ */
+function storeDeadlineMs(deps: SelectorDeps): number | undefined {
+  return deps.budgetMs === undefined ? undefined : Math.max(4 * deps.budgetMs, 250);
+}
+
+/** The store's part of the ranking, bounded by `ms` when a budget is set. */
+function withStoreDeadline<T>(work: Promise<T>, ms: number | undefined): Promise<T> {
+  return ms === undefined ? work : withDeadline(work, ms, () => new Error(`the store did not answer within ${ms} ms`));
+}
+

@@ -12,17 +12,17 @@ import { RRF_K } from './rrf.js';
  */
 export const TAG_BOOST = 0.25 / (RRF_K + 1);
 
-/** Adds `boost` per requested tag the tool carries (exact, case-sensitive match), then re-sorts. */
+/** Adds `boost` per requested tag the tool carries (case-insensitive, as the filter), then re-sorts. */
 export function boostByTags(
   fused: readonly (readonly [string, number])[],
   toolTags: ReadonlyMap<string, readonly string[]>,
   queryTags: readonly string[],
   boost: number = TAG_BOOST,
 ): [string, number][] {
-  const wanted = new Set(queryTags);
+  const wanted = new Set(queryTags.map((tag) => tag.toLowerCase()));
   const boosted = fused.map(([id, score]): [string, number] => {
     if (wanted.size === 0) return [id, score];
-    const matches = (toolTags.get(id) ?? []).filter((tag) => wanted.has(tag)).length;
+    const matches = new Set((toolTags.get(id) ?? []).map((tag) => tag.toLowerCase()).filter((tag) => wanted.has(tag))).size;
     return [id, score + boost * matches];
   });
   return boosted.sort(byScoreThenId);

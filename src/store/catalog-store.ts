@@ -29,16 +29,6 @@ function normalizeSummary(row: CatalogSummary): CatalogSummary {
 }
 
 /** Creates the catalog or marks it changed; returns its id. */
-async function touchCatalog(db: Executor, tenant: string, name: string): Promise<number> {
-  const rows = await queryRows<{ id: number }>(
-    db,
-    sql`insert into catalogs (tenant, name) values (${tenant}, ${name})
-        on conflict (tenant, name) do update set updated_at = now(), revision = catalogs.revision + 1
-        returning id`,
-  );
-  return rows[0]!.id;
-}
-
 async function catalogId(db: Executor, tenant: string, name: string): Promise<number | undefined> {
   const rows = await queryRows<{ id: number }>(
     db,
@@ -81,10 +71,39 @@ async function writeCatalog(
 ): Promise<CatalogWrite> {
   return db.transaction(async (tx) => {
     const newHashes = await insertDocuments(tx, unstored);
-    const id = await touchCatalog(tx, tenant, name);
+    const { id, created } = await lockOrCreateCatalog(tx, tenant, name);
+    const before = created ? '' : await mappingDigest(tx, id);
     await mapTools(tx, id);
+    // Re-pushing an identical catalog is not a change: revision and updated_at move only when a
+    // name now points at other content (clients and caches key on the revision).
+    if (!created && (await mappingDigest(tx, id)) !== before) {
+      await tx.execute(sql`update catalogs set updated_at = now(), revision = revision + 1 where id = ${id}`);
+    }
     return { catalog: (await getCatalog(tx, tenant, name))!, newHashes };
   });
+}
+
+/**
+ * The catalog's row, locked for this transaction (writers of one catalog take its lock first,
+ * then write its rows), or a new one at revision 1.
+ */
+async function lockOrCreateCatalog(tx: Executor, tenant: string, name: string): Promise<{ id: number; created: boolean }> {
+  const inserted = await queryRows<{ id: number }>(
+    tx,
+    sql`insert into catalogs (tenant, name) values (${tenant}, ${name}) on conflict (tenant, name) do nothing returning id`,
+  );
+  if (inserted[0]) return { id: inserted[0].id, created: true };
+  const rows = await queryRows<{ id: number }>(tx, sql`select id from catalogs where tenant = ${tenant} and name = ${name} for update`);
+  return { id: rows[0]!.id, created: false };
+}
+
+/** What the catalog's names point at, as one comparable value. */
+async function mappingDigest(tx: Executor, id: number): Promise<string> {
+  const rows = await queryRows<{ digest: string | null }>(
+    tx,
+    sql`select md5(string_agg(name || chr(1) || hash, chr(2) order by name)) as digest from catalog_tools where catalog_id = ${id}`,
+  );
+  return rows[0]?.digest ?? '';
 }
 
 /**
@@ -203,4 +222,15 @@ export async function loadCatalogTools(db: Executor, catalogId: number, names: s
         where ct.catalog_id = ${catalogId} and ct.name = any(${sql.param(names)}::text[])`,
   );
   return new Map(rows.map((row) => [row.name, row]));
+}
+
+/** Which of `hashes` are in some catalog of `tenant` (job visibility, and what is new to a tenant). */
+export async function tenantHashes(db: Executor, tenant: string, hashes: string[]): Promise<Set<string>> {
+  if (hashes.length === 0) return new Set();
+  const rows = await queryRows<{ hash: string }>(
+    db,
+    sql`select distinct ct.hash from catalog_tools ct join catalogs c on c.id = ct.catalog_id
+        where c.tenant = ${tenant} and ct.hash = any(${sql.param(hashes)}::text[])`,
+  );
+  return new Set(rows.map((row) => row.hash));
 }

@@ -18,6 +18,8 @@ export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
 export interface Database {
   readonly kind: 'postgres' | 'pglite';
   readonly db: Db;
+  /** The same store without the request path's deadline: index builds and other long maintenance. */
+  readonly adminDb: Db;
   /** Applies pending migrations from `migrations/`. Safe to call from several processes. */
   migrate(): Promise<void>;
   /** Throws when the database cannot answer or migrations are missing. */
@@ -57,16 +59,34 @@ async function checkDb(db: Db): Promise<{ migrations: { applied: number; expecte
   return { migrations: { applied, expected } };
 }
 
-export function openPostgres(url: string, poolSize = 10): Database {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize });
+/**
+ * Every query of the request path has a deadline (`timeoutMs`, DB_TIMEOUT_MS): acquiring a
+ * connection, and the query itself on the client side, which is what ends a wait when the network
+ * stops forwarding (a server-side statement_timeout never fires then). A client whose query timed
+ * out is discarded by the pool, so the pool heals when the network does. Migrations and index
+ * builds, which can take minutes on a large store, run on connections without the deadline.
+ */
+export function openPostgres(url: string, poolSize = 10, timeoutMs = DEFAULT_DB_TIMEOUT_MS): Database {
+  const pool = new pg.Pool({
+    Client: ListenedClient,
+    connectionString: url,
+    max: poolSize,
+    connectionTimeoutMillis: timeoutMs,
+    query_timeout: timeoutMs,
+    keepAlive: true,
+    idleTimeoutMillis: 30_000,
+  });
+  const admin = new pg.Pool({ Client: ListenedClient, connectionString: url, max: 2, keepAlive: true, idleTimeoutMillis: 5_000 });
   // An idle client that loses its server must not crash the process; the next query reports it.
   pool.on('error', () => {});
+  admin.on('error', () => {});
   const db = drizzlePg(pool, { schema }) as unknown as Db;
   return {
     kind: 'postgres',
     db,
+    adminDb: drizzlePg(admin, { schema }) as unknown as Db,
     async migrate() {
-      const client = await pool.connect();
+      const client = await admin.connect();
       try {
         // Replicas starting together would race on the same DDL; one migrates, the others wait.
         await client.query(`select pg_advisory_lock(hashtext('toolsift:migrate'))`);
@@ -80,8 +100,36 @@ export function openPostgres(url: string, poolSize = 10): Database {
       }
     },
     check: () => checkDb(db),
-    close: () => pool.end(),
+    close: async () => {
+      await Promise.all([pool.end(), admin.end()]);
+    },
   };
+}
+
+/**
+ * A pg client that always has an 'error' listener. A client whose connect or query timed out can
+ * still lose its socket later (the network heals and the stale connection is reset); pg then emits
+ * 'error' on a client the pool no longer listens to, which would crash the process. Its queries
+ * still reject with the error, and the pool discards it.
+ */
+class ListenedClient extends pg.Client {
+  constructor(config?: string | pg.ClientConfig) {
+    super(config);
+    this.on('error', () => {});
+  }
+}
+
+/** DB_TIMEOUT_MS's default: longer than any healthy query of the request path, short enough for a gateway's retry. */
+export const DEFAULT_DB_TIMEOUT_MS = 5_000;
+
+/** Whether an error means the database did not answer in time or could not be reached (a 503, not a 500). */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  const message = error instanceof Error ? `${error.message} ${String((error as { cause?: unknown }).cause ?? '')}` : '';
+  const code = (error as { code?: string; cause?: { code?: string } })?.code ?? (error as { cause?: { code?: string } })?.cause?.code;
+  return (
+    /timeout exceeded when trying to connect|Query read timeout|Connection terminated|connect ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|Client has encountered a connection error/i.test(message) ||
+    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '57P01', '57P03', '08006', '08001', '08003'].includes(code ?? '')
+  );
 }
 
 /**
@@ -102,6 +150,7 @@ export async function openPglite(dataDir: string): Promise<Database> {
   return {
     kind: 'pglite',
     db,
+    adminDb: db,
     async migrate() {
       await migratePglite(drizzlePglite(client), { migrationsFolder: migrationsFolder() });
     },
@@ -116,6 +165,6 @@ export async function openPglite(dataDir: string): Promise<Database> {
   };
 }
 
-export async function openDatabase(options: { databaseUrl?: string; dataDir: string }): Promise<Database> {
-  return options.databaseUrl ? openPostgres(options.databaseUrl) : openPglite(options.dataDir);
+export async function openDatabase(options: { databaseUrl?: string; dataDir: string; timeoutMs?: number }): Promise<Database> {
+  return options.databaseUrl ? openPostgres(options.databaseUrl, 10, options.timeoutMs) : openPglite(options.dataDir);
 }

@@ -113,3 +113,27 @@ export const catalogTools = pgTable(
   },
   (table) => [primaryKey({ columns: [table.catalogId, table.name] }), index('catalog_tools_hash_idx').on(table.hash)],
 );
+
+/** Remote MCP servers synced into a catalog; `headers` hold credentials and are never returned. */
+export const mcpUpstreams = pgTable(
+  'mcp_upstreams',
+  {
+    catalogId: integer('catalog_id')
+      .notNull()
+      .references(() => catalogs.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    url: text('url').notNull(),
+    headers: json('headers').notNull().default(sql`'{}'::json`),
+    refreshSeconds: integer('refresh_seconds').notNull().default(300),
+    lastSyncAt: timestamp('last_sync_at', { withTimezone: true }),
+    toolCount: integer('tool_count').notNull().default(0),
+    lastAdded: integer('last_added'),
+    lastChanged: integer('last_changed'),
+    lastRemoved: integer('last_removed'),
+    lastError: text('last_error'),
+    /** One replica syncs an upstream at a time: it holds the lease until this time. */
+    syncLeaseUntil: timestamp('sync_lease_until', { withTimezone: true }),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (table) => [primaryKey({ name: 'mcp_upstreams_pk', columns: [table.catalogId, table.name] })],
+);

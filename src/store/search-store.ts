@@ -21,8 +21,11 @@ export const EXACT_SCAN_MAX = 2000;
 /** HNSW candidate list per query: well above the 50-100 candidates fusion reads, for recall. */
 const HNSW_EF_SEARCH = 200;
 
+/** Tags match case-insensitively ("discovery" finds "Discovery"); the stored spelling is kept. */
 function tagFilter(tags: string[] | undefined): SQL {
-  return tags && tags.length > 0 ? sql`and d.tags && ${sql.param(tags)}::text[]` : sql``;
+  return tags && tags.length > 0
+    ? sql`and exists (select 1 from unnest(d.tags) as t(tag) where lower(t.tag) = any(${sql.param(tags.map((tag) => tag.toLowerCase()))}::text[]))`
+    : sql``;
 }
 
 /** `(id, hash, doc_length, server)` rows of the corpus, tag filter applied (filter before rank). */
@@ -273,6 +276,18 @@ export async function existingNames(db: Executor, catalogId: number, names: stri
     sql`select name from catalog_tools where catalog_id = ${catalogId} and name = any(${sql.param(names)}::text[])`,
   );
   return rows.map((row) => row.name);
+}
+
+/** Which of `terms` occur in at least one tool of the catalog (through tool_terms' term index). */
+export async function catalogKnownTerms(db: Executor, catalogId: number, terms: string[]): Promise<Set<string>> {
+  if (terms.length === 0) return new Set();
+  const rows = await queryRows<{ term: string }>(
+    db,
+    sql`select q.term from unnest(${sql.param(terms)}::text[]) as q(term)
+        where exists (select 1 from tool_terms t join catalog_tools ct on ct.hash = t.hash
+                      where t.term = q.term and ct.catalog_id = ${catalogId})`,
+  );
+  return new Set(rows.map((row) => row.term));
 }
 
 /** Tags of the given corpus ids (names for a catalog, hashes otherwise). */

@@ -74,9 +74,34 @@ export async function insertDocuments(db: Executor, documents: ToolDocument[]): 
   return [...fresh];
 }
 
-/** insertDocuments in a transaction of its own: a document is never stored without its terms. */
-export function storeDocuments(db: Db, documents: ToolDocument[]): Promise<string[]> {
-  return db.transaction((tx) => insertDocuments(tx, documents));
+/**
+ * Documents per transaction in storeDocuments, by store. PGlite runs every statement on the event
+ * loop's thread: one statement for 10,000 tools (~200,000 term rows) froze every other request for
+ * ~15 s, slices of 48 keep each pause near 100 ms (`npm run bench -- --stalls`). PostgreSQL runs
+ * them elsewhere, so its slices are only bounded to keep statements and transactions modest.
+ */
+export const STORE_SLICE = { pglite: 48, postgres: 1_000 } as const;
+
+/**
+ * insertDocuments in transactions of `sliceSize` documents (STORE_SLICE of the store), in hash order, yielding to other
+ * requests between slices. Each slice is atomic (a document is never stored without its terms);
+ * documents are immutable and content-addressed, so a write that fails halfway leaves only whole,
+ * correct documents, which a retry finds stored. Returns the hashes that were new.
+ */
+export async function storeDocuments(db: Db, documents: ToolDocument[], sliceSize: number = STORE_SLICE.postgres): Promise<string[]> {
+  const ordered = [...documents].sort((a, b) => (a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : 0));
+  const fresh: string[] = [];
+  for (let start = 0; start < ordered.length; start += sliceSize) {
+    if (start > 0) await yieldToOtherRequests();
+    const slice = ordered.slice(start, start + sliceSize);
+    fresh.push(...(await db.transaction((tx) => insertDocuments(tx, slice))));
+  }
+  return fresh;
+}
+
+/** Lets queued I/O callbacks (other requests) run before the next slice. */
+export function yieldToOtherRequests(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 export interface StoredDocument {

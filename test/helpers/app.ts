@@ -23,7 +23,9 @@ export interface TestResponse {
 
 /** The real app on a real port over the shared test database; `env` overrides config values. */
 export async function startTestApp(env: Record<string, string> = {}, overrides: DepsOverrides = {}): Promise<TestApp> {
-  const config: Config = configSchema.parse({ EMBED_MODEL: 'none', ...env });
+  // A loaded CI machine can take longer than the selector's 100 ms budget to embed a query; tests
+  // that check hybrid answers must not fall back to BM25 by chance. The budget's own test sets it.
+  const config: Config = configSchema.parse({ EMBED_MODEL: 'none', SELECTOR_BUDGET_MS: '60000', ...env });
   const deps = await createDeps(config, { database: await testDatabase(), logger: pino({ level: 'silent' }), ...overrides });
   const app = createApp(deps);
   const server: Server = await new Promise((resolve) => {
@@ -58,4 +60,15 @@ export async function startTestApp(env: Record<string, string> = {}, overrides: 
       return { status: response.status, headers: response.headers, body: parsed, text };
     },
   };
+}
+
+/** Waits until every tool of `catalog` has its vector: rankings that mix the two lists are only stable then. */
+export async function untilEmbedded(app: TestApp, catalog: string, headers: Record<string, string> = {}, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { body } = await app.request('GET', `/v1/catalogs/${catalog}`, undefined, headers);
+    if (body?.embedding && body.embedding.done === body.embedding.total) return;
+    if (Date.now() > deadline) throw new Error(`embeddings of ${catalog} not done after ${timeoutMs} ms: ${JSON.stringify(body?.embedding)}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }

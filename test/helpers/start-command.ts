@@ -9,5 +9,6 @@ import { fileURLToPath } from 'node:url';
  */
 export function startCommandWords(root = fileURLToPath(new URL('../..', import.meta.url))): string[] {
   const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: { start: string } };
-  return pkg.scripts.start.trim().split(/\s+/);
+  // `exec` makes the shell npm runs the script in become node, so signals sent to npm reach it.
+  return pkg.scripts.start.trim().replace(/^exec\s+/, '').split(/\s+/);
 }

@@ -131,7 +131,8 @@ describe('catalog ingestion over REST', () => {
     const name = uniqueName('nul');
     await app.request('PUT', `/v1/catalogs/${name}`, [mcpTool('kept')]);
     const put = await app.request('PUT', `/v1/catalogs/${name}`, [mcpTool('new'), mcpTool('nul', 'a\u0000b')]);
-    expect(expectError(put, 400, 'invalid_tool').message).toMatch(/^tools\[1\] \("nul"\): .*NUL/);
+    // Caught before any tool is parsed (every body is checked for NUL, depth and lone surrogates), naming where.
+    expect(expectError(put, 400, 'validation_failed').message).toMatch(/\[1\]\.description: contains a NUL/);
     expect((await allTools(app, name)).map((tool) => tool.name)).toEqual(['kept']);
   });
 
@@ -199,6 +200,17 @@ describe('catalog ingestion over REST', () => {
     const post = await app.request('POST', `/v1/catalogs/${name}/tools`, [mcpTool('two'), { name: 'three', description: 3 }]);
     expect(expectError(post, 400, 'invalid_tool').message).toMatch(/^tools\[1\] \("three"\)/);
     expect((await allTools(app, name)).map((tool) => tool.name)).toEqual(['one']);
+  });
+
+  it('re-pushing an identical catalog changes neither revision nor updated_at; a real change does', async () => {
+    const name = uniqueName('same');
+    const first = await app.request('PUT', `/v1/catalogs/${name}`, [mcpTool('a'), mcpTool('b')]);
+    const again = await app.request('PUT', `/v1/catalogs/${name}`, [mcpTool('b'), mcpTool('a')]);
+    expect(again.body.catalog).toMatchObject({ revision: 1, updated_at: first.body.catalog.updated_at });
+    const upsertSame = await app.request('POST', `/v1/catalogs/${name}/tools`, [mcpTool('a')]);
+    expect(upsertSame.body.catalog.revision).toBe(1);
+    const changed = await app.request('PUT', `/v1/catalogs/${name}`, [mcpTool('a', 'A new description.'), mcpTool('b')]);
+    expect(changed.body.catalog.revision).toBe(2);
   });
 
   it('DELETE removes one tool (204, then 404) and the catalog count drops', async () => {

@@ -78,12 +78,12 @@ describe('PGlite on a data directory', () => {
     const first = await openPglite(dir);
     open.push(first);
     expect(first.kind).toBe('pglite');
-    expect(readFileSync(lockFile, 'utf8')).toBe(String(process.pid));
+    expect(lockOwner(lockFile)).toBe(process.pid);
 
     await expect(openPglite(dir)).rejects.toThrow(DataDirLockedError);
     await expect(openPglite(dir)).rejects.toThrow(/data directory .* is already open in this process/);
     // The refused opener must not have released the owner's lock.
-    expect(readFileSync(lockFile, 'utf8')).toBe(String(process.pid));
+    expect(lockOwner(lockFile)).toBe(process.pid);
 
     await first.migrate();
     expect((await first.check()).migrations.applied).toBe(expectedMigrations);
@@ -98,7 +98,7 @@ describe('PGlite on a data directory', () => {
     writeFileSync(lockFile, String(DEAD_PID));
     const second = await openPglite(dir);
     open.push(second);
-    expect(readFileSync(lockFile, 'utf8')).toBe(String(process.pid));
+    expect(lockOwner(lockFile)).toBe(process.pid);
     const rows = await queryRows<{ note: string }>(second.db, sql`select note from lock_probe`);
     expect(rows).toEqual([{ note: 'written before close' }]);
     expect((await second.check()).migrations.applied).toBe(expectedMigrations);
@@ -116,8 +116,18 @@ describe('PGlite on a data directory', () => {
     const attempt = openPglite(dir);
     await expect(attempt).rejects.toThrow(DataDirLockedError);
     await expect(attempt).rejects.toThrow(new RegExp(`data directory .* is in use by process ${process.ppid}`));
-    expect(readFileSync(lockFile, 'utf8')).toBe(String(process.ppid));
+    expect(lockOwner(lockFile)).toBe(process.ppid);
     expect(existsSync(join(dir, 'pglite'))).toBe(false);
+  });
+
+  it('takes over a lock left by an earlier process with its own pid (PID 1 in a restarted container)', () => {
+    const dir = tempDir();
+    const lockFile = join(dir, 'toolsift.lock');
+    // Same pid, but another process: a different start time (what /proc records for this pid now differs).
+    writeFileSync(lockFile, JSON.stringify({ pid: process.pid, boot: null, start: '1' }));
+    const release = lockDataDir(dir);
+    expect(JSON.parse(readFileSync(lockFile, 'utf8')).start).not.toBe('1');
+    release();
   });
 
   it('takes over a lock file that holds no pid, and releases only once', () => {
@@ -125,7 +135,7 @@ describe('PGlite on a data directory', () => {
     const lockFile = join(dir, 'toolsift.lock');
     writeFileSync(lockFile, 'garbage');
     const release = lockDataDir(dir);
-    expect(readFileSync(lockFile, 'utf8')).toBe(String(process.pid));
+    expect(lockOwner(lockFile)).toBe(process.pid);
     expect(() => lockDataDir(dir)).toThrow(DataDirLockedError);
     release();
     expect(existsSync(lockFile)).toBe(false);
@@ -137,3 +147,8 @@ describe('PGlite on a data directory', () => {
     expect(existsSync(lockFile)).toBe(false);
   });
 });
+
+function lockOwner(lockFile: string): number {
+  const text = readFileSync(lockFile, 'utf8');
+  return text.startsWith('{') ? (JSON.parse(text) as { pid: number }).pid : Number.parseInt(text, 10);
+}

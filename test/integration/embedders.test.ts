@@ -203,6 +203,42 @@ describe('WorkerPool', () => {
     }
   });
 
+  it('keeps the last free worker for queries while they keep coming, and gives it back when they stop', async () => {
+    // Each task reports when it ran; overlapping runs mean two workers were busy at once.
+    const spawnTimed = () =>
+      new Worker(
+        `const { parentPort } = require('node:worker_threads');
+         parentPort.on('message', ({ id, payload }) => {
+           const start = Date.now();
+           setTimeout(() => parentPort.postMessage({ type: 'result', id, value: { payload, start, end: Date.now() } }), 150);
+         });
+         parentPort.postMessage({ type: 'ready' });`,
+        { eval: true },
+      );
+    type Run = { payload: string; start: number; end: number };
+    const overlap = (a: Run, b: Run) => a.start < b.end && b.start < a.end;
+    const pool = await WorkerPool.start<string, Run>({ name: 'timed', size: 2, spawn: spawnTimed, reserveForHighMs: 1_500 });
+    try {
+      // No query yet: two document chunks run on both workers at once.
+      const [a, b] = (await Promise.all([pool.run('a', 'low'), pool.run('b', 'low')])) as [Run, Run];
+      expect(overlap(a, b), JSON.stringify([a, b])).toBe(true);
+      // After a query, documents leave one worker free: they run one after another ...
+      await pool.run('q', 'high');
+      const documents = Promise.all(['c', 'd', 'e'].map((text) => pool.run(text, 'low')));
+      // ... and a query sent meanwhile runs beside them, not after them.
+      const r = await pool.run('r', 'high');
+      const [c, d, e] = (await documents) as [Run, Run, Run];
+      expect([overlap(c, d), overlap(d, e), overlap(c, e)]).toEqual([false, false, false]);
+      expect(r.end, JSON.stringify({ r, c, d, e })).toBeLessThan(d.end);
+      // When queries stop for the window, documents get both workers back.
+      await new Promise((resolve) => setTimeout(resolve, 1_600));
+      const [f, g] = (await Promise.all([pool.run('f', 'low'), pool.run('g', 'low')])) as [Run, Run];
+      expect(overlap(f, g), JSON.stringify([f, g])).toBe(true);
+    } finally {
+      await pool.close();
+    }
+  });
+
   /** Answers each text with the size of the call it came in; fails a call that holds 'fail'. */
   const spawnBatchEcho = () =>
     new Worker(

@@ -3,13 +3,15 @@ import { runEval, type EvalReport } from '../../src/eval/run-eval.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 
 /**
- * Ranking is locked down by numbers: the eval on both public dev splits, through the same code as
+ * Ranking is locked down by numbers: the eval on three public dev splits, through the same code as
  * the REST API and the search endpoint, with the real default model. Floors sit just under what
  * was measured (npm run eval, see the issue notes); hybrid must never fall below either input.
  */
 const FLOORS = {
   livemcpbench: { recall10: 0.46, ndcg10: 0.355 },
   toolbench_stable: { recall10: 0.76, ndcg10: 0.675 },
+  // BFCL's 1,460 functions and 736 user requests (measured 0.919 / 0.787, 2026-11-24).
+  bfcl: { recall10: 0.91, ndcg10: 0.78 },
 } as const;
 
 describe('retrieval quality on the dev splits', () => {

@@ -87,4 +87,18 @@ describe('the spec and the docs page', () => {
       expect(response.status, asset).toBe(200);
     }
   });
+
+  it("points 'Try it out' at the instance that served the spec, whatever its host and port", async () => {
+    const specUrl = `${app.url}/openapi.yaml`;
+    const { parse } = await import('yaml');
+    const spec = parse(await (await fetch(specUrl)).text()) as { servers: Array<{ url: string }> };
+    expect(spec.servers.length).toBeGreaterThan(0);
+    for (const server of spec.servers) {
+      // Swagger UI and openapi clients resolve a relative server URL against the spec's own URL.
+      const resolved = new URL(server.url, specUrl);
+      expect(resolved.origin, server.url).toBe(new URL(app.url).origin);
+      const health = await fetch(new URL('healthz', resolved.href.endsWith('/') ? resolved : `${resolved.href}/`));
+      expect(health.status).toBe(200);
+    }
+  });
 });

@@ -159,8 +159,10 @@ describe('BullMQ embedding queue (real Redis and database)', { timeout: 180_000 
     closers.push(() => app.close());
     const catalog = uniqueName('lost');
     const tools = uniqueTools(12, 'lost');
+    // EMBED_WORKER=off and no worker process yet: search is ready, embedding is not, and says why.
     const ready = await app.request('GET', '/readyz');
-    expect(ready.body.components.queue).toMatchObject({ status: 'ok', kind: 'bullmq', inlineWorker: false });
+    expect(ready.status).toBe(200);
+    expect(ready.body.components.queue).toMatchObject({ status: 'degraded', reason: expect.stringContaining('no worker consumes the queue') });
 
     await proxy.cut();
     await until('the queue to notice', async () => !(app.deps.queue as BullmqEmbedQueue).connected, 5000);
@@ -181,6 +183,10 @@ describe('BullMQ embedding queue (real Redis and database)', { timeout: 180_000 
     await worker(countingEmbedder(model));
     await until('every tool to be embedded', async () => (await app.request('GET', `/v1/catalogs/${catalog}`)).body.embedding.done === 12, 120_000);
     expect((await app.request('GET', `/v1/catalogs/${catalog}`)).body.embedding).toEqual({ model: model.modelId, total: 12, done: 12, pending: 0, failed: 0 });
+    // With a worker consuming, the queue is ready again and counts it.
+    const consumed = await app.request('GET', '/readyz');
+    expect(consumed.body.components.queue).toMatchObject({ status: 'ok', kind: 'bullmq', inlineWorker: false });
+    expect(consumed.body.components.queue.workers).toBeGreaterThanOrEqual(1);
 
     // Pushing the same catalog again finds nothing to embed.
     const again = await app.request('PUT', `/v1/catalogs/${catalog}`, { tools });

@@ -376,3 +376,35 @@ describe('a new text recipe that leaves a tool text unchanged', () => {
     expect(embedded).toHaveLength(2);
   });
 });
+
+describe('storing documents in slices (storeDocuments)', () => {
+  it('stores every document with its terms across slices, reports only new ones, and lets other work run between slices', async () => {
+    const { storeDocuments } = await import('../../src/store/tool-store.js');
+    const database = await testDatabase();
+    const docs = Array.from({ length: 50 }, (_, index) => toyDocument(`slice_${index}`, { alpha: 1 + (index % 3), beta: 1 }));
+    // Something else waiting for the event loop while the write runs: it must get a turn before the
+    // write ends (a write of one giant statement on PGlite held every other request for seconds).
+    let ranBetween = false;
+    let finished = false;
+    const waiting = new Promise<void>((resolve) => setImmediate(() => {
+      ranBetween = !finished;
+      resolve();
+    }));
+    const first = storeDocuments(database.db, [...docs.slice(0, 40), ...docs.slice(0, 5)], 7).then((fresh) => {
+      finished = true;
+      return fresh;
+    });
+    await waiting;
+    expect((await first).sort()).toEqual(docs.slice(0, 40).map((doc) => doc.hash).sort());
+    expect(ranBetween).toBe(true);
+    // Again with the rest: only the ten not stored yet are new.
+    expect((await storeDocuments(database.db, docs, 7)).sort()).toEqual(docs.slice(40).map((doc) => doc.hash).sort());
+    const hashes = docs.map((doc) => doc.hash);
+    const counted = await queryRows<{ documents: number; terms: number }>(
+      database.db,
+      sql`select (select count(*)::int from tool_documents where hash = any(${sql.param(hashes)}::text[])) as documents,
+                 (select count(*)::int from tool_terms where hash = any(${sql.param(hashes)}::text[])) as terms`,
+    );
+    expect(counted[0]).toEqual({ documents: 50, terms: 100 });
+  });
+});

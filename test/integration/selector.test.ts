@@ -500,3 +500,31 @@ describe('the selector tool-list cache', () => {
     expect(voted, 'server votes took part').toBeGreaterThan(20);
   });
 });
+
+describe('the selector latency budget (SELECTOR_BUDGET_MS)', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    // 0: never wait for the model. What a request gets when the model is busy past its budget.
+    app = await startTestApp({ EMBED_MODEL: 'use-lite', SELECTOR_BUDGET_MS: '0' });
+  });
+  afterAll(() => app.close());
+
+  const fallbacks = async (reason: string): Promise<number> => {
+    const text = await (await fetch(`${app.url}/metrics`)).text();
+    const line = text.split('\n').find((row) => row.startsWith(`toolsift_selector_fallbacks_total{reason="${reason}"}`));
+    return line ? Number(line.split(' ').at(-1)) : 0;
+  };
+
+  it('answers from BM25 when the query embedding is not ready, and the embedding is not lost', async () => {
+    const pattern = `read the notes file ${Date.now()}`;
+    const before = await fallbacks('embedder_busy');
+    const first = expectSelection(await select(app, { pattern, top_k: 3, tools: workspaceTools }), workspaceNames, 3);
+    expect(first).toHaveLength(3);
+    expect(await fallbacks('embedder_busy')).toBe(before + 1);
+    // The model call was not cancelled: it completes into the query cache ...
+    await app.deps.embedder!.embedQuery(pattern);
+    // ... so the next turn with the same pattern ranks with its vector, within the same budget.
+    expectSelection(await select(app, { pattern, top_k: 3, tools: workspaceTools }), workspaceNames, 3);
+    expect(await fallbacks('embedder_busy')).toBe(before + 1);
+  });
+});

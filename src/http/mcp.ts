@@ -1,0 +1,69 @@
+import { toNodeHandler } from '@modelcontextprotocol/node';
+import { createMcpHandler } from '@modelcontextprotocol/server';
+import { Router, type Request, type Response } from 'express';
+import { AppError } from '../errors.js';
+import { createToolsiftMcpServer, type McpDeps } from '../mcp/server.js';
+import { getCatalog } from '../catalog/catalog-service.js';
+import { catalogParams } from './catalogs.js';
+import { parseInput } from './errors.js';
+
+export const MCP_PATHS = ['/mcp', '/mcp/:catalog'];
+
+/** Whether a browser origin may call /mcp: a listed origin or hostname, or `*`. */
+export function originAllowed(origin: string, allowed: string): boolean {
+  const entries = allowed.split(',').map((entry) => entry.trim()).filter(Boolean);
+  if (entries.includes('*')) return true;
+  let url: URL;
+  try {
+    url = new URL(origin);
+  } catch {
+    return false;
+  }
+  return entries.some((entry) => (entry.includes('://') ? entry.replace(/\/$/, '') === url.origin : entry === url.hostname));
+}
+
+/** Whether the Host header names a host /mcp answers to. */
+export function hostAllowed(host: string | undefined, allowed: string): boolean {
+  const entries = allowed.split(',').map((entry) => entry.trim()).filter(Boolean);
+  if (entries.includes('*')) return true;
+  if (!host) return false;
+  const hostname = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0]!;
+  return entries.includes(hostname);
+}
+
+/**
+ * `/mcp` (every catalog of the caller's tenant) and `/mcp/{catalog}` (one), Streamable HTTP through
+ * the official SDK's `createMcpHandler`: stateless, serving 2026-07-28 clients and legacy clients
+ * that open with `initialize` from one endpoint. Runs behind the same API-key authentication as the
+ * REST API; the tenant and catalog scope reach the per-request server through `authInfo`.
+ */
+export function mcpRoutes(deps: McpDeps, options: { allowedOrigins: string; allowedHosts: string }): Router {
+  const handler = createMcpHandler(
+    ({ authInfo }) => {
+      const scope = authInfo?.extra as { tenant: string; catalog?: string } | undefined;
+      if (!scope) throw new Error('MCP request without a tenant scope');
+      return createToolsiftMcpServer(deps, scope);
+    },
+    { onerror: (error) => deps.logger.warn({ err: error }, 'mcp: request rejected or failed') },
+  );
+  const serve = toNodeHandler(handler, { onerror: (error) => deps.logger.error({ err: error }, 'mcp: handler failed') });
+  const router = Router();
+  const route = async (req: Request, res: Response) => {
+    // DNS rebinding: a web page must not reach a local toolsift through a name it controls.
+    const origin = req.get('origin');
+    if (origin !== undefined && !originAllowed(origin, options.allowedOrigins)) {
+      throw new AppError('forbidden', `origin ${origin} may not call /mcp (MCP_ALLOWED_ORIGINS)`);
+    }
+    if (!hostAllowed(req.get('host'), options.allowedHosts)) throw new AppError('forbidden', `host ${req.get('host') ?? '(none)'} is not served (MCP_ALLOWED_HOSTS)`);
+    const tenant = String(res.locals.tenant);
+    let catalog: string | undefined;
+    if (req.params.catalog !== undefined) {
+      catalog = parseInput(catalogParams, req.params, 'path').catalog;
+      await getCatalog(deps.catalog, { tenant, name: catalog });
+    }
+    (req as Request & { auth?: unknown }).auth = { token: '', clientId: tenant, scopes: [], extra: { tenant, ...(catalog ? { catalog } : {}) } };
+    await serve(req, res, req.body);
+  };
+  router.all(MCP_PATHS, route);
+  return router;
+}

@@ -1,0 +1,221 @@
+/**
+ * What the MCP meta-tools do, without the protocol: search a tenant's catalogs with the same
+ * ranking as `POST /v1/catalogs/{catalog}/search`, describe tools, list names, and route a call to
+ * the upstream MCP server a tool came from. `src/mcp/server.ts` wraps these as MCP tools,
+ * resources and prompts.
+ *
+ * Addressing: at `/mcp/{catalog}` a tool is its name. At `/mcp`, which spans every catalog of the
+ * tenant, results carry `catalog/name` (catalog names cannot contain '/'); a bare name is accepted
+ * too when exactly one catalog has it.
+ */
+import * as catalogs from '../catalog/catalog-service.js';
+import { firstSentence, parameterNames } from '../catalog/describe.js';
+import { searchCatalog } from '../search/catalog-search.js';
+import type { RankDeps } from '../search/hybrid-search.js';
+import { getCatalogTool, type CatalogSummary, type CatalogToolRow } from '../store/catalog-store.js';
+import type { UpstreamCallResult, UpstreamCaller } from '../upstream/upstream-caller.js';
+
+export interface DiscoveryDeps {
+  catalog: catalogs.CatalogDeps;
+  search: RankDeps;
+  upstreams: UpstreamCaller | null;
+}
+
+/** Who is asking, and over which catalogs: all of the tenant's (`/mcp`) or one (`/mcp/{catalog}`). */
+export interface DiscoveryScope {
+  tenant: string;
+  catalog?: string;
+}
+
+export interface BriefTool {
+  /** The address to pass to get_tool_details and call_tool at this endpoint. */
+  name: string;
+  catalog: string;
+  server: string | null;
+  description: string;
+  parameters: string[];
+  score: number;
+}
+
+export interface SearchAnswer {
+  results: BriefTool[];
+  /** Set when nothing matched well, so an agent does not take loose matches for an answer. */
+  hint?: string;
+}
+
+export const SEARCH_LIMIT_DEFAULT = 5;
+export const SEARCH_LIMIT_MAX = 50;
+export const LIST_PAGE_SIZE = 200;
+/**
+ * A hybrid result counts as a real match when BM25 found the query's words in it, or the model's
+ * cosine is at least this (USE Lite puts unrelated short texts around 0.1-0.3).
+ */
+const WEAK_COSINE = 0.35;
+
+async function scopeCatalogs(deps: DiscoveryDeps, scope: DiscoveryScope): Promise<CatalogSummary[]> {
+  if (scope.catalog) return [await catalogs.getCatalog(deps.catalog, { tenant: scope.tenant, name: scope.catalog })];
+  return catalogs.listCatalogs(deps.catalog, scope.tenant);
+}
+
+const address = (scope: DiscoveryScope, catalog: string, name: string) => (scope.catalog ? name : `${catalog}/${name}`);
+
+export async function searchTools(
+  deps: DiscoveryDeps,
+  scope: DiscoveryScope,
+  input: { query: string; limit?: number; tags?: string[]; server?: string },
+): Promise<SearchAnswer> {
+  const limit = Math.min(input.limit ?? SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX);
+  const inScope = await scopeCatalogs(deps, scope);
+  if (inScope.length === 0) return { results: [], hint: 'This tenant has no catalogs yet: push tools with PUT /v1/catalogs/{catalog}.' };
+  // A server filter cuts after ranking, so ask for more to still fill `limit`.
+  const depth = input.server ? Math.min(limit * 5, 100) : limit;
+  const ranked = await Promise.all(
+    inScope.map(async (catalog) => {
+      const result = await searchCatalog(deps.search, { tenant: scope.tenant, name: catalog.name }, { query: input.query, topK: depth, mode: 'hybrid', tags: input.tags });
+      return result.tools.map((tool) => ({ catalog: catalog.name, tool }));
+    }),
+  );
+  const merged = ranked
+    .flat()
+    .filter(({ tool }) => !input.server || tool.tool.server === input.server)
+    .sort((a, b) => b.tool.score - a.tool.score)
+    .slice(0, limit);
+  const results = merged.map(({ catalog, tool }) => ({
+    name: address(scope, catalog, tool.tool.name),
+    catalog,
+    server: tool.tool.server,
+    description: firstSentence(tool.tool.description),
+    parameters: parameterNames(tool.tool.inputSchema),
+    score: Math.round(tool.score * 1e6) / 1e6,
+  }));
+  const strong = merged.some(({ tool }) => tool.explain.bm25 !== null || tool.explain.exact_name || (tool.explain.vector?.score ?? 0) >= WEAK_COSINE);
+  if (results.length === 0) return { results, hint: `No tool matches "${input.query}"${input.server ? ` on server "${input.server}"` : ''}. Try other words, or list_tools to browse.` };
+  if (!strong) return { results, hint: 'No tool shares the query\'s words and none is close in meaning: these are loose matches, probably not what you need.' };
+  return { results };
+}
+
+/** A tool found by its address at this endpoint, or why not. */
+type Resolved = { ok: true; catalog: string; tool: CatalogToolRow } | { ok: false; error: string };
+
+export async function resolveTool(deps: DiscoveryDeps, scope: DiscoveryScope, name: string): Promise<Resolved> {
+  const inScope = await scopeCatalogs(deps, scope);
+  const slash = name.indexOf('/');
+  if (!scope.catalog && slash > 0) {
+    const prefix = name.slice(0, slash);
+    if (inScope.some((catalog) => catalog.name === prefix)) {
+      const found = await findTool(deps, scope.tenant, prefix, name.slice(slash + 1));
+      if (found) return { ok: true, catalog: prefix, tool: found };
+    }
+  }
+  const hits = (
+    await Promise.all(
+      inScope.map(async (catalog) => {
+        const found = await findTool(deps, scope.tenant, catalog.name, name);
+        return found ? [{ catalog: catalog.name, tool: found }] : [];
+      }),
+    )
+  ).flat();
+  if (hits.length === 1) return { ok: true, ...hits[0]! };
+  if (hits.length > 1) return { ok: false, error: `"${name}" is in several catalogs (${hits.map((hit) => hit.catalog).join(', ')}): use catalog/name` };
+  return { ok: false, error: `unknown tool "${name}"${scope.catalog ? ` in catalog "${scope.catalog}"` : ''}: search_tools finds tools, list_tools lists names` };
+}
+
+/** One query: the catalog's existence was checked by the caller's scope. */
+function findTool(deps: DiscoveryDeps, tenant: string, catalog: string, name: string): Promise<CatalogToolRow | undefined> {
+  return getCatalogTool(deps.catalog.db, { tenant, name: catalog }, name);
+}
+
+export type ToolDetail =
+  | { name: string; found: true; catalog: string; server: string | null; description: string; parameters?: string[]; inputSchema?: Record<string, unknown> | null }
+  | { name: string; found: false; error: string };
+
+export async function toolDetails(deps: DiscoveryDeps, scope: DiscoveryScope, names: string[], detail: 'brief' | 'full'): Promise<ToolDetail[]> {
+  return Promise.all(
+    names.map(async (name): Promise<ToolDetail> => {
+      const resolved = await resolveTool(deps, scope, name);
+      if (!resolved.ok) return { name, found: false, error: resolved.error };
+      const { tool, catalog } = resolved;
+      return detail === 'brief'
+        ? { name, found: true, catalog, server: tool.server, description: firstSentence(tool.description), parameters: parameterNames(tool.inputSchema) }
+        : { name, found: true, catalog, server: tool.server, description: tool.description, inputSchema: tool.inputSchema };
+    }),
+  );
+}
+
+/** Names in name order; the cursor is opaque to clients (base64url of where the last page ended). */
+export async function listToolNames(
+  deps: DiscoveryDeps,
+  scope: DiscoveryScope,
+  input: { cursor?: string; server?: string },
+): Promise<{ names: string[]; next_cursor?: string }> {
+  const inScope = (await scopeCatalogs(deps, scope)).map((catalog) => catalog.name).sort();
+  const position = input.cursor ? decodeListCursor(input.cursor) : { catalog: inScope[0] ?? '', after: undefined };
+  const names: string[] = [];
+  for (const catalog of inScope.filter((name) => name >= position.catalog)) {
+    let after = catalog === position.catalog ? position.after : undefined;
+    for (;;) {
+      const page = await catalogs.listTools(deps.catalog, { tenant: scope.tenant, name: catalog }, { limit: LIST_PAGE_SIZE, after });
+      for (const tool of page.tools) {
+        if (input.server && tool.server !== input.server) continue;
+        names.push(address(scope, catalog, tool.name));
+        if (names.length === LIST_PAGE_SIZE) return { names, next_cursor: encodeListCursor(catalog, tool.name) };
+      }
+      if (!page.nextAfter) break;
+      after = page.nextAfter;
+    }
+  }
+  return { names };
+}
+
+function encodeListCursor(catalog: string, after: string): string {
+  return Buffer.from(JSON.stringify([catalog, after]), 'utf8').toString('base64url');
+}
+
+export class BadCursor extends Error {}
+
+function decodeListCursor(cursor: string): { catalog: string; after: string } {
+  try {
+    const [catalog, after] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+    if (typeof catalog === 'string' && typeof after === 'string') return { catalog, after };
+  } catch {
+    // reported below
+  }
+  throw new BadCursor('invalid cursor: pass next_cursor from the previous list_tools answer unchanged');
+}
+
+/** Forwards a call to the tool's upstream; every failure is a tool result with isError, never a throw. */
+export async function callTool(deps: DiscoveryDeps, scope: DiscoveryScope, name: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<UpstreamCallResult & { upstream?: string }> {
+  const resolved = await resolveTool(deps, scope, name);
+  if (!resolved.ok) return errorResult(resolved.error);
+  const { tool, catalog } = resolved;
+  const noUpstream = () =>
+    errorResult(
+      `"${name}" has no upstream MCP server registered in catalog "${catalog}"${tool.server ? ` (its server is "${tool.server}")` : ''}: ` +
+        'toolsift knows its definition but cannot run it. Register the server with PUT /v1/catalogs/{catalog}/upstreams/{name}, or call the tool where it lives.',
+    );
+  if (!tool.server || !deps.upstreams) return noUpstream();
+  // One store read on the way: the caller answers isError with `unknown upstream` when there is none.
+  const result = await deps.upstreams.callTool({ tenant: scope.tenant, catalog, server: tool.server, tool: tool.name, arguments: args, signal });
+  if (result.isError && result.unknownUpstream) return noUpstream();
+  const { unknownUpstream: _unknown, ...answer } = result;
+  return { ...answer, upstream: tool.server };
+}
+
+export function errorResult(message: string): UpstreamCallResult {
+  return { content: [{ type: 'text', text: message }], isError: true };
+}
+
+/** One line a tool, name and first sentence cut at 120 characters: the catalog index resource. */
+export async function catalogIndex(deps: DiscoveryDeps, tenant: string, catalog: string): Promise<string> {
+  const lines: string[] = [];
+  let after: string | undefined;
+  for (;;) {
+    const page = await catalogs.listTools(deps.catalog, { tenant, name: catalog }, { limit: 1000, after });
+    for (const tool of page.tools) {
+      const sentence = firstSentence(tool.description);
+      lines.push(`${tool.name}: ${sentence.length > 120 ? `${sentence.slice(0, 117)}...` : sentence}`);
+    }
+    if (!page.nextAfter) return lines.join('\n');
+    after = page.nextAfter;
+  }
+}

@@ -1,0 +1,248 @@
+/**
+ * toolsift as an MCP server: four meta-tools for progressive disclosure (search, details, list,
+ * call), a catalog index resource, a tool-definition resource template and two prompts. The tool
+ * list never varies per connection (2026-07-28 forbids it); discovered tools are reached through
+ * `call_tool`, not injected. A fresh McpServer serves each HTTP request (stateless), built from the
+ * request's tenant and catalog scope.
+ */
+import { McpServer, ResourceTemplate } from '@modelcontextprotocol/server';
+import { z } from 'zod';
+import { listCatalogs } from '../catalog/catalog-service.js';
+import type { Logger } from '../logger.js';
+import type { Metrics } from '../metrics.js';
+import {
+  BadCursor,
+  callTool,
+  catalogIndex,
+  errorResult,
+  listToolNames,
+  resolveTool,
+  SEARCH_LIMIT_DEFAULT,
+  SEARCH_LIMIT_MAX,
+  searchTools,
+  toolDetails,
+  type DiscoveryDeps,
+  type DiscoveryScope,
+} from './discovery.js';
+
+export interface McpDeps extends DiscoveryDeps {
+  logger: Logger;
+  metrics?: Metrics;
+  version: string;
+}
+
+export const META_TOOLS = ['search_tools', 'get_tool_details', 'list_tools', 'call_tool'] as const;
+
+const INSTRUCTIONS = `toolsift finds tools among many MCP servers' tools without loading them all.
+Workflow: 1) search_tools with what you want to do, in plain words (it ranks by meaning and keywords);
+2) get_tool_details on the one or few that fit, to read their input schema;
+3) call_tool with that name and arguments matching the schema.
+list_tools browses names when you know roughly what exists. Names returned by search_tools and list_tools are the ones to pass on unchanged.`;
+
+const searchInput = z.object({
+  query: z.string().trim().min(1).max(2_000).describe('What you want to do, in plain words, e.g. "read a file from disk"'),
+  limit: z.number().int().min(1).max(SEARCH_LIMIT_MAX).optional().describe(`How many tools (default ${SEARCH_LIMIT_DEFAULT}, at most ${SEARCH_LIMIT_MAX})`),
+  tags: z.array(z.string().min(1).max(64)).max(16).optional().describe('Only tools carrying one of these tags'),
+  server: z.string().min(1).max(128).optional().describe('Only tools of this MCP server'),
+});
+const briefTool = z.object({
+  name: z.string(),
+  catalog: z.string(),
+  server: z.string().nullable(),
+  description: z.string(),
+  parameters: z.array(z.string()),
+  score: z.number(),
+});
+const searchOutput = z.object({ results: z.array(briefTool), hint: z.string().optional() });
+
+const detailsInput = z.object({
+  names: z.array(z.string().min(1).max(300)).min(1).max(20).describe('Tool names from search_tools or list_tools'),
+  detail: z.enum(['brief', 'full']).optional().describe('full (default): the input schema as pushed; brief: first sentence and parameter names'),
+});
+const detailsOutput = z.object({
+  tools: z.array(
+    z.object({
+      name: z.string(),
+      found: z.boolean(),
+      error: z.string().optional(),
+      catalog: z.string().optional(),
+      server: z.string().nullable().optional(),
+      description: z.string().optional(),
+      parameters: z.array(z.string()).optional(),
+      inputSchema: z.record(z.string(), z.unknown()).nullable().optional(),
+    }),
+  ),
+});
+
+const listInput = z.object({
+  cursor: z.string().max(2_000).optional().describe('next_cursor of the previous page'),
+  server: z.string().min(1).max(128).optional().describe('Only tools of this MCP server'),
+});
+const listOutput = z.object({ names: z.array(z.string()), next_cursor: z.string().optional() });
+
+const callInput = z.object({
+  name: z.string().min(1).max(300).describe('A tool name from search_tools or list_tools'),
+  arguments: z.record(z.string(), z.unknown()).optional().describe("The tool's arguments, matching its input schema"),
+});
+
+function text(value: unknown): { type: 'text'; text: string } {
+  return { type: 'text', text: typeof value === 'string' ? value : JSON.stringify(value) };
+}
+
+/** Search results as compact lines (~60 tokens each), for clients that read the text block only. */
+function searchText(answer: { results: Array<{ name: string; server: string | null; description: string; parameters: string[]; score: number }>; hint?: string }): string {
+  const lines = answer.results.map(
+    (tool, index) => `${index + 1}. ${tool.name}${tool.server ? ` [${tool.server}]` : ''} (${tool.parameters.join(', ')}): ${tool.description}`,
+  );
+  return [...lines, ...(answer.hint ? [`hint: ${answer.hint}`] : [])].join('\n') || 'no tools';
+}
+
+export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): McpServer {
+  const server = new McpServer({ name: 'toolsift', version: deps.version }, { instructions: INSTRUCTIONS, capabilities: { logging: {} } });
+
+  /** Runs one meta-tool call with its log line and metrics; an unexpected error becomes an isError result. */
+  const observed = async <T extends { content: unknown[]; isError?: boolean }>(tool: string, run: () => Promise<T & { count?: number; upstream?: string }>) => {
+    const started = performance.now();
+    let outcome = 'ok';
+    try {
+      const result = await run();
+      if (result.isError) outcome = 'tool_error';
+      const { count, upstream, ...answer } = result;
+      deps.logger.info(
+        { method: 'tools/call', tool, tenant: scope.tenant, catalog: scope.catalog ?? null, results: count ?? null, upstream: upstream ?? null, ms: Math.round((performance.now() - started) * 100) / 100, outcome },
+        'mcp call',
+      );
+      if (upstream) deps.metrics?.mcpUpstreamCalls.observe({ upstream, outcome }, (performance.now() - started) / 1000);
+      return answer as T;
+    } catch (error) {
+      outcome = 'error';
+      deps.logger.warn({ err: error, method: 'tools/call', tool, tenant: scope.tenant, catalog: scope.catalog ?? null }, 'mcp call failed');
+      const message = error instanceof BadCursor || (error as { code?: string }).code ? (error as Error).message : 'internal error while answering; see the server log';
+      return errorResult(message) as unknown as T;
+    } finally {
+      deps.metrics?.mcpRequests.inc({ method: 'tools/call', tool, outcome });
+    }
+  };
+
+  server.registerTool(
+    'search_tools',
+    {
+      title: 'Search tools',
+      description: 'Find the tools that fit a task among every tool toolsift holds. Returns names, servers, a one-sentence description and parameter names; read details before calling.',
+      inputSchema: searchInput,
+      outputSchema: searchOutput,
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    (input) =>
+      observed('search_tools', async () => {
+        const answer = await searchTools(deps, scope, input);
+        return { content: [text(searchText(answer))], structuredContent: answer, count: answer.results.length };
+      }),
+  );
+
+  server.registerTool(
+    'get_tool_details',
+    {
+      title: 'Get tool details',
+      description: "Read one or more tools' descriptions and input schemas (detail full, the default) or a brief summary. Unknown names are reported per name. The definition exactly as pushed is the resource toolsift://catalogs/{catalog}/tools/{name}.",
+      inputSchema: detailsInput,
+      outputSchema: detailsOutput,
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    (input) =>
+      observed('get_tool_details', async () => {
+        const tools = await toolDetails(deps, scope, input.names, input.detail ?? 'full');
+        return { content: [text({ tools })], structuredContent: { tools }, count: tools.filter((tool) => tool.found).length };
+      }),
+  );
+
+  server.registerTool(
+    'list_tools',
+    {
+      title: 'List tool names',
+      description: 'List tool names in name order, a page at a time (pass next_cursor back for more). Optionally only one server\'s tools.',
+      inputSchema: listInput,
+      outputSchema: listOutput,
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    (input) =>
+      observed('list_tools', async () => {
+        const page = await listToolNames(deps, scope, input);
+        return { content: [text(page.names.join('\n') + (page.next_cursor ? `\nnext_cursor: ${page.next_cursor}` : ''))], structuredContent: page, count: page.names.length };
+      }),
+  );
+
+  server.registerTool(
+    'call_tool',
+    {
+      title: 'Call a tool',
+      description: "Run a tool on the MCP server it came from, with arguments matching its input schema (see get_tool_details). The server's result is returned unchanged.",
+      inputSchema: callInput,
+      annotations: { openWorldHint: true },
+    },
+    (input, ctx) =>
+      observed('call_tool', async () => {
+        const result = await callTool(deps, scope, input.name, input.arguments ?? {}, (ctx as { mcpReq?: { signal?: AbortSignal } } | undefined)?.mcpReq?.signal);
+        return result as { content: Array<{ type: 'text'; text: string }>; isError?: boolean; upstream?: string };
+      }),
+  );
+
+  const catalogsOf = async (): Promise<string[]> =>
+    scope.catalog ? [scope.catalog] : (await listCatalogs(deps.catalog, scope.tenant)).map((catalog) => catalog.name);
+  const inScope = async (catalog: string) => (await catalogsOf()).includes(catalog);
+
+  server.registerResource(
+    'catalog-index',
+    new ResourceTemplate('toolsift://catalogs/{catalog}/index', {
+      list: async () => ({
+        resources: (await catalogsOf()).map((catalog) => ({ uri: `toolsift://catalogs/${catalog}/index`, name: `${catalog} index`, mimeType: 'text/plain' })),
+      }),
+    }),
+    { title: 'Catalog index', description: 'Every tool of a catalog, one line each: name and first sentence.', mimeType: 'text/plain' },
+    async (uri, variables) => {
+      const catalog = String(variables.catalog);
+      if (!(await inScope(catalog))) throw new Error(`unknown catalog "${catalog}"`);
+      deps.metrics?.mcpRequests.inc({ method: 'resources/read', tool: 'catalog-index', outcome: 'ok' });
+      return { contents: [{ uri: uri.href, mimeType: 'text/plain', text: await catalogIndex(deps, scope.tenant, catalog) }] };
+    },
+  );
+
+  server.registerResource(
+    'tool-definition',
+    new ResourceTemplate('toolsift://catalogs/{catalog}/tools/{name}', { list: undefined }),
+    { title: 'Tool definition', description: "A tool's full definition as it was pushed or synced.", mimeType: 'application/json' },
+    async (uri, variables) => {
+      const catalog = String(variables.catalog);
+      const name = decodeURIComponent(String(variables.name));
+      if (!(await inScope(catalog))) throw new Error(`unknown catalog "${catalog}"`);
+      const resolved = await resolveTool(deps, { tenant: scope.tenant, catalog }, name);
+      if (!resolved.ok) throw new Error(resolved.error);
+      deps.metrics?.mcpRequests.inc({ method: 'resources/read', tool: 'tool-definition', outcome: 'ok' });
+      return { contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify(resolved.tool.definition) }] };
+    },
+  );
+
+  server.registerPrompt(
+    'discover',
+    { title: 'Discover tools', description: 'How to find and use tools through toolsift.' },
+    () => ({ messages: [{ role: 'user', content: { type: 'text', text: INSTRUCTIONS } }] }),
+  );
+
+  server.registerPrompt(
+    'find_tool',
+    { title: 'Find a tool for a task', description: 'Search for the tool that does a task, check its schema, then call it.', argsSchema: z.object({ task: z.string().min(1).max(2_000) }) },
+    ({ task }) => ({
+      messages: [
+        {
+          role: 'user',
+          content: {
+            type: 'text',
+            text: `Task: ${task}\n\nUse toolsift: call search_tools with a short description of the task, pick the best result, read it with get_tool_details, then run it with call_tool. If search_tools returns a hint that nothing matches well, say so instead of guessing.`,
+          },
+        },
+      ],
+    }),
+  );
+
+  return server;
+}

@@ -1,0 +1,114 @@
+/**
+ * One ranking for every provider's and framework's tool-search hook: rank the candidates (tools
+ * sent inline, through the selector's content-hash cache, or a stored catalog, through the catalog
+ * search) for a query, cut by count and token budget, and report what it costs. The answer formats
+ * live in http/tool-search.ts; this returns the one ranked list they are all made from.
+ */
+import { queryTerms } from '../catalog/search-text.js';
+import type { TokenCounter, WireShape } from '../catalog/tokens.js';
+import type { Tool } from '../catalog/tool.js';
+import { AppError, notFound } from '../errors.js';
+import { getCatalog } from '../store/catalog-store.js';
+import { catalogKnownTerms } from '../store/search-store.js';
+import { searchCatalog } from './catalog-search.js';
+import type { RankDeps } from './hybrid-search.js';
+import { selectTools, type SelectorDeps } from './selector.js';
+
+export interface ToolSearchDeps {
+  selector: SelectorDeps;
+  search: RankDeps;
+  tokens: TokenCounter;
+}
+
+export interface ToolSearchInput {
+  query: string;
+  tenant: string;
+  tools?: unknown[];
+  catalog?: string;
+  maxResults: number;
+  tags?: string[];
+  budgetTokens?: number;
+  /** How definitions are counted: as the provider the answer is for receives them. */
+  shape: WireShape;
+}
+
+export interface FoundTool {
+  tool: Pick<Tool, 'name' | 'description' | 'inputSchema' | 'definition' | 'server' | 'tags'>;
+  score: number;
+  estimatedTokens: number;
+}
+
+export interface ToolSearchResult {
+  results: FoundTool[];
+  /** Query words no candidate tool contains: a typo, or a capability nobody offers. */
+  unmatchedTerms: string[];
+  /** Definition tokens of every candidate (null for a catalog: not counted per request) and of the answer. */
+  tokens: { offered: number | null; selected: number };
+  degraded?: string;
+}
+
+/** Best first until the next tool would pass the budget; always at least one. */
+export function fillBudget<T extends { estimatedTokens: number }>(ranked: T[], budget: number | undefined): T[] {
+  if (budget === undefined) return ranked;
+  const kept: T[] = [];
+  let used = 0;
+  for (const item of ranked) {
+    if (kept.length > 0 && used + item.estimatedTokens > budget) break;
+    kept.push(item);
+    used += item.estimatedTokens;
+  }
+  return kept;
+}
+
+const tagMatches = (toolTags: readonly string[], wanted: readonly string[]) => {
+  const lower = new Set(wanted.map((tag) => tag.toLowerCase()));
+  return toolTags.some((tag) => lower.has(tag.toLowerCase()));
+};
+
+export async function searchForTools(deps: ToolSearchDeps, input: ToolSearchInput): Promise<ToolSearchResult> {
+  if ((input.tools === undefined) === (input.catalog === undefined)) {
+    throw new AppError('validation_failed', 'send exactly one of "tools" (the candidates inline) and "catalog" (a stored catalog)');
+  }
+  const terms = [...new Set(queryTerms(input.query))];
+  // With a budget, rank deeper than max_results so the budget, not the count, is what cuts.
+  const depth = input.maxResults;
+  if (input.tools !== undefined) {
+    const selection = await selectTools(deps.selector, { pattern: input.query, topK: Math.max(depth, 1), tools: input.tools, alwaysKeep: [] });
+    const byName = new Map(selection.tools.map((entry) => [entry.tool.name, entry]));
+    const candidates = input.tags?.length ? selection.tools.filter((entry) => tagMatches(entry.tool.tags, input.tags!)) : selection.tools;
+    const allowed = new Set(candidates.map((entry) => entry.tool.name));
+    // Tools named in the query (exactly or by a regular expression) and tools the ranking found, in
+    // the selector's order; not the request-order padding that keeps a gateway's answer non-empty.
+    const named = new Set(selection.names.slice(0, selection.evidence.exact + (typeof selection.evidence.regex === 'number' ? selection.evidence.regex : 0)));
+    const ranked = selection.names
+      .filter((name) => allowed.has(name) && (selection.scores.has(name) || named.has(name)))
+      .map((name) => {
+        const entry = byName.get(name)!;
+        return { tool: entry.tool, score: selection.scores.get(name) ?? 1, estimatedTokens: deps.tokens.count(entry.hash, entry.tool, input.shape) };
+      });
+    const results = fillBudget(ranked.slice(0, input.maxResults), input.budgetTokens);
+    const offered = candidates.reduce((sum, entry) => sum + deps.tokens.count(entry.hash, entry.tool, input.shape), 0);
+    return {
+      results,
+      unmatchedTerms: terms.filter((term) => !selection.knowsTerm(term)),
+      tokens: { offered, selected: results.reduce((sum, item) => sum + item.estimatedTokens, 0) },
+      ...(selection.fallback && selection.fallback !== 'no_match' ? { degraded: selection.fallback } : {}),
+    };
+  }
+  const catalog = await getCatalog(deps.search.db, input.tenant, input.catalog!);
+  if (!catalog) throw notFound(`catalog "${input.catalog}"`);
+  const found = await searchCatalog(deps.search, { tenant: input.tenant, name: catalog.name }, { query: input.query, topK: depth, mode: 'hybrid', tags: input.tags });
+  const ranked = found.tools.map(({ tool, score }) => ({
+    tool: { ...tool, definition: tool.definition },
+    score,
+    estimatedTokens: deps.tokens.count(tool.hash, tool, input.shape),
+  }));
+  const results = fillBudget(ranked, input.budgetTokens);
+  const known = await catalogKnownTerms(deps.search.db, catalog.id, terms);
+  return {
+    results,
+    unmatchedTerms: terms.filter((term) => !known.has(term)),
+    tokens: { offered: null, selected: results.reduce((sum, item) => sum + item.estimatedTokens, 0) },
+    ...(found.degraded ? { degraded: found.degraded } : {}),
+  };
+}

@@ -1,0 +1,81 @@
+import { sql } from 'drizzle-orm';
+import { queryRows } from './database.js';
+import type { Executor } from './tool-store.js';
+
+export interface UpstreamRow {
+  catalogId: number;
+  catalog: string;
+  tenant: string;
+  name: string;
+  url: string;
+  headers: Record<string, string>;
+  refreshSeconds: number;
+  lastSyncAt: Date | null;
+  toolCount: number;
+  lastAdded: number | null;
+  lastChanged: number | null;
+  lastRemoved: number | null;
+  lastError: string | null;
+}
+
+const columns = sql`u.catalog_id as "catalogId", c.name as catalog, c.tenant, u.name, u.url, u.headers, u.refresh_seconds as "refreshSeconds",
+  u.last_sync_at as "lastSyncAt", u.tool_count as "toolCount", u.last_added as "lastAdded", u.last_changed as "lastChanged",
+  u.last_removed as "lastRemoved", u.last_error as "lastError"`;
+
+export async function putUpstream(db: Executor, catalogId: number, upstream: { name: string; url: string; headers: Record<string, string>; refreshSeconds: number }): Promise<void> {
+  await db.execute(sql`insert into mcp_upstreams (catalog_id, name, url, headers, refresh_seconds)
+    values (${catalogId}, ${upstream.name}, ${upstream.url}, ${JSON.stringify(upstream.headers)}::json, ${upstream.refreshSeconds})
+    on conflict (catalog_id, name) do update set url = excluded.url, headers = excluded.headers, refresh_seconds = excluded.refresh_seconds`);
+}
+
+export async function getUpstream(db: Executor, tenant: string, catalog: string, name: string): Promise<UpstreamRow | undefined> {
+  const rows = await queryRows<UpstreamRow>(
+    db,
+    sql`select ${columns} from mcp_upstreams u join catalogs c on c.id = u.catalog_id where c.tenant = ${tenant} and c.name = ${catalog} and u.name = ${name}`,
+  );
+  return rows[0];
+}
+
+export async function listUpstreams(db: Executor, tenant: string, catalog: string): Promise<UpstreamRow[]> {
+  return queryRows<UpstreamRow>(
+    db,
+    sql`select ${columns} from mcp_upstreams u join catalogs c on c.id = u.catalog_id where c.tenant = ${tenant} and c.name = ${catalog} order by u.name`,
+  );
+}
+
+export async function deleteUpstream(db: Executor, catalogId: number, name: string): Promise<boolean> {
+  const rows = await queryRows<{ name: string }>(db, sql`delete from mcp_upstreams where catalog_id = ${catalogId} and name = ${name} returning name`);
+  return rows.length > 0;
+}
+
+export async function recordSync(
+  db: Executor,
+  catalogId: number,
+  name: string,
+  outcome: { toolCount: number; added: number; changed: number; removed: number } | { error: string },
+): Promise<void> {
+  if ('error' in outcome) {
+    await db.execute(sql`update mcp_upstreams set last_sync_at = now(), last_error = ${outcome.error}, sync_lease_until = null where catalog_id = ${catalogId} and name = ${name}`);
+  } else {
+    await db.execute(sql`update mcp_upstreams set last_sync_at = now(), last_error = null, tool_count = ${outcome.toolCount}, last_added = ${outcome.added},
+      last_changed = ${outcome.changed}, last_removed = ${outcome.removed}, sync_lease_until = null where catalog_id = ${catalogId} and name = ${name}`);
+  }
+}
+
+/**
+ * Upstreams due for a refresh whose sync lease this replica now holds (one replica syncs a given
+ * upstream at a time; a lease that outlives a crashed replica expires).
+ */
+export async function claimDueUpstreams(db: Executor, leaseSeconds: number): Promise<UpstreamRow[]> {
+  const claimed = await queryRows<{ catalogId: number; name: string }>(
+    db,
+    sql`update mcp_upstreams set sync_lease_until = now() + make_interval(secs => ${leaseSeconds})
+        where (last_sync_at is null or last_sync_at + make_interval(secs => refresh_seconds) <= now())
+          and (sync_lease_until is null or sync_lease_until < now())
+        returning catalog_id as "catalogId", name`,
+  );
+  if (claimed.length === 0) return [];
+  const rows = await queryRows<UpstreamRow>(db, sql`select ${columns} from mcp_upstreams u join catalogs c on c.id = u.catalog_id`);
+  const keys = new Set(claimed.map((row) => `${row.catalogId}\0${row.name}`));
+  return rows.filter((row) => keys.has(`${row.catalogId}\0${row.name}`));
+}

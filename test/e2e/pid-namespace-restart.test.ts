@@ -1,0 +1,58 @@
+/**
+ * A container runs node as PID 1: after a SIGKILL the embedded store's lock says "1", and the
+ * restarted service is PID 1 again. It must start (the lock names a process that no longer runs),
+ * not loop on "already open". Reproduced with a PID namespace (`unshare --pid --fork --mount-proc`,
+ * root only: CI runs as root).
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../helpers/process.js';
+
+const root = new URL('../..', import.meta.url).pathname;
+
+describe('restart as PID 1 after SIGKILL', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'toolsift-pid1-'));
+  beforeAll(() => {
+    const probe = spawnSync('unshare', ['--pid', '--fork', '--mount-proc', 'true']);
+    if (probe.status !== 0) throw new Error(`this test needs unshare with PID namespaces (root): ${probe.stderr}`);
+    const build = spawnSync(process.execPath, ['scripts/build.mjs'], { cwd: root, encoding: 'utf8' });
+    expect(build.status, build.stderr).toBe(0);
+  }, 180_000);
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  async function startAsPid1(port: number): Promise<{ child: ChildProcess; output: () => string }> {
+    const child = spawn('unshare', ['--pid', '--fork', '--mount-proc', '--kill-child', process.execPath, 'dist/src/main.js'], {
+      cwd: root,
+      env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, EMBED_MODEL: 'none', DATABASE_URL: '', REDIS_URL: '', LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout!.on('data', (chunk) => (output += String(chunk)));
+    child.stderr!.on('data', (chunk) => (output += String(chunk)));
+    for (let tries = 0; ; tries++) {
+      if (await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(1_000) }).then((r) => r.ok, () => false)) return { child, output: () => output };
+      if (child.exitCode !== null || tries > 300) throw new Error(`did not start (exit ${child.exitCode}):\n${output}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  it('starts again on the same data directory', async () => {
+    const port = await freePort();
+    const first = await startAsPid1(port);
+    expect(JSON.parse(readFileSync(join(dataDir, 'toolsift.lock'), 'utf8')).pid).toBe(1);
+    const exited = new Promise((resolve) => first.child.once('exit', resolve));
+    first.child.kill('SIGKILL'); // unshare dies; --kill-child SIGKILLs the service: the lock stays
+    await exited;
+    for (let tries = 0; tries < 100 && (await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(1_000) }).then(() => true, () => false)); tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(JSON.parse(readFileSync(join(dataDir, 'toolsift.lock'), 'utf8')).pid).toBe(1);
+    const second = await startAsPid1(port);
+    expect(second.output()).not.toContain('already open');
+    second.child.kill('SIGKILL');
+    await new Promise((resolve) => second.child.once('exit', resolve));
+  }, 120_000);
+});

@@ -1,0 +1,102 @@
+/**
+ * Bad input gets a clear 400 in the error shape, never a 500, on both stores: corrupt compressed
+ * bodies, nesting past the documented depth, NUL characters, malformed percent-escapes, lone
+ * UTF-16 surrogates, numbers out of range.
+ */
+import { gzipSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_JSON_DEPTH } from '../../src/http/input-safety.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { uniqueName } from '../helpers/database.js';
+
+describe('bad input is a 400, never a 500', () => {
+  let app: TestApp;
+  const catalog = uniqueName('bad-input');
+  beforeAll(async () => {
+    app = await startTestApp();
+    expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools: [{ name: 'read_file', description: 'Read a file.' }] })).status).toBe(200);
+  });
+  afterAll(() => app.close());
+
+  const post = (path: string, body: string | Uint8Array, headers: Record<string, string> = {}) =>
+    fetch(`${app.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : new Uint8Array(body) });
+  const expect400 = async (response: Response | Promise<Response>, pattern: RegExp) => {
+    const answer = await response;
+    const body = (await answer.json()) as { error: { code: string; message: string } };
+    expect(answer.status, JSON.stringify(body)).toBe(400);
+    expect(body.error.message).toMatch(pattern);
+  };
+
+  it('corrupt, truncated or uncompressed gzip and deflate bodies', async () => {
+    const search = `/v1/catalogs/${catalog}/search`;
+    await expect400(post(search, Buffer.from('{"query":"x"}'), { 'content-encoding': 'gzip' }), /decompressed/);
+    await expect400(post(search, gzipSync('{"query":"read a file"}').subarray(0, 12), { 'content-encoding': 'gzip' }), /decompressed/);
+    await expect400(post(search, Buffer.from('not deflate'), { 'content-encoding': 'deflate' }), /decompressed/);
+    await expect400(post('/v1/tool-discovery/search', Buffer.from('garbage'), { 'content-encoding': 'gzip' }), /decompressed/);
+    const ok = await post(search, gzipSync('{"query":"read a file"}'), { 'content-encoding': 'gzip' });
+    expect(ok.status).toBe(200);
+  });
+
+  it(`nesting deeper than ${MAX_JSON_DEPTH} levels, in a catalog write and in the selector`, async () => {
+    const deep = (levels: number) => `${'{"a":'.repeat(levels)}1${'}'.repeat(levels)}`;
+    const put = await fetch(`${app.url}/v1/catalogs/${catalog}-deep`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: `{"tools":[{"name":"x","inputSchema":${deep(5000)}}]}` });
+    expect(put.status).toBe(400);
+    expect(((await put.json()) as { error: { message: string } }).error.message).toContain(`deeper than ${MAX_JSON_DEPTH}`);
+    await expect400(post('/v1/tool-discovery/search', `{"pattern":"x","tools":[{"name":"x","definition":${deep(3000)}}]}`), /deeper than/);
+    expect((await app.request('GET', `/v1/catalogs/${catalog}-deep`)).status).toBe(404);
+    const fine = await fetch(`${app.url}/v1/catalogs/${catalog}-fine`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: `{"tools":[{"name":"x","inputSchema":${deep(40)}}]}` });
+    expect(fine.status).toBe(200);
+  });
+
+  it('NUL characters in a query, tags, a tool name in the path and a cursor', async () => {
+    await expect400(post(`/v1/catalogs/${catalog}/search`, JSON.stringify({ query: 'a\u0000b' })), /query: contains a NUL/);
+    await expect400(post(`/v1/catalogs/${catalog}/search`, JSON.stringify({ query: 'a', tags: ['\u0000'] })), /tags\[0\]: contains a NUL/);
+    await expect400(post('/v1/tool-discovery/search', JSON.stringify({ pattern: 'a\u0000', tools: [{ name: 'x' }] })), /NUL/);
+    await expect400(fetch(`${app.url}/v1/catalogs/${catalog}/tools/a%00b`), /NUL/);
+    const cursor = Buffer.from('a\u0000', 'utf8').toString('base64url');
+    await expect400(fetch(`${app.url}/v1/catalogs/${catalog}/tools?cursor=${cursor}`), /NUL|cursor/);
+  });
+
+  it('malformed percent-escapes in catalog and tool paths', async () => {
+    for (const escape of ['%E0%A4%A', '%ZZ', '%FF', '%ED%A0%80']) {
+      const response = await fetch(`${app.url}/v1/catalogs/${catalog}/tools/${escape}`);
+      expect(response.status, escape).toBe(400);
+      expect(((await response.json()) as { error: { code: string } }).error.code).toBe('validation_failed');
+      expect((await fetch(`${app.url}/v1/catalogs/${escape}`)).status, escape).toBe(400);
+    }
+  });
+
+  it('lone surrogates are rejected, never stored as U+FFFD', async () => {
+    const response = await fetch(`${app.url}/v1/catalogs/${catalog}-sur`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: '{"tools":[{"name":"ls\\ud800x"},{"name":"ls\\udc00x"}]}' });
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as { error: { message: string } }).error.message).toContain('surrogate');
+    expect((await app.request('GET', `/v1/catalogs/${catalog}-sur`)).status).toBe(404);
+  });
+
+  it('numbers out of range and non-numbers say so plainly', async () => {
+    await expect400(post(`/v1/catalogs/${catalog}/search`, '{"query":"a","top_k":1e309}'), /out of range/);
+    await expect400(fetch(`${app.url}/v1/catalogs/${catalog}/tools?limit=abc`), /expected a number/);
+  });
+});
+
+describe('input that is accepted but degraded says so', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp();
+  });
+  afterAll(() => app.close());
+
+  it('a key its shape does not define comes back as a warning naming the tool and the key', async () => {
+    const name = uniqueName('warnings');
+    const put = await app.request('PUT', `/v1/catalogs/${name}`, {
+      tools: [
+        { name: 'fine', description: 'ok', inputSchema: { type: 'object', properties: { q: { type: 'string' } } } },
+        { name: 'misspelt', description: 'Search things.', schema: { type: 'object', properties: { q: { type: 'string' } } } },
+      ],
+    });
+    expect(put.status).toBe(200);
+    expect(put.body.warnings).toEqual([{ index: 1, name: 'misspelt', key: 'schema', message: expect.stringContaining('did you mean inputSchema') }]);
+    const clean = await app.request('POST', `/v1/catalogs/${name}/tools`, { tools: [{ name: 'other', inputSchema: { type: 'object' } }] });
+    expect(clean.body.warnings).toBeUndefined();
+  });
+});

@@ -1,0 +1,86 @@
+/**
+ * PostgreSQL behind a proxy that stops forwarding (a network partition): the service must never
+ * fail closed. The selector answers from BM25 in process within its store deadline, /readyz says
+ * 503 within a second, catalog endpoints answer 503 in the error shape within DB_TIMEOUT_MS, and
+ * everything recovers by itself once the network heals. Needs a PostgreSQL server (CI has one).
+ */
+import { createServer as createHttpServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { configSchema } from '../../src/config.js';
+import { createDeps, type Deps } from '../../src/deps.js';
+import { createApp } from '../../src/http/app.js';
+import { openPostgres } from '../../src/store/database.js';
+import { scratchDatabase, uniqueName, type ScratchDatabase } from '../helpers/database.js';
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
+
+describe('PostgreSQL stops answering (blackholed by a proxy)', () => {
+  let scratch: ScratchDatabase;
+  let proxy: TcpProxy;
+  let deps: Deps;
+  let server: Server;
+  let base: string;
+  const catalog = uniqueName('partition');
+  const tools = Array.from({ length: 30 }, (_, index) => ({ name: `tool_${index}`, description: `Does task number ${index} with files and folders` }));
+
+  beforeAll(async () => {
+    scratch = await scratchDatabase('postgres', 'partition');
+    const target = new URL(scratch.url!);
+    proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
+    const proxied = Object.assign(new URL(scratch.url!), { port: String(proxy.port) }).toString();
+    const config = configSchema.parse({ EMBED_MODEL: 'none', DB_TIMEOUT_MS: '1500', SELECTOR_BUDGET_MS: '100', DATABASE_URL: proxied });
+    deps = await createDeps(config, { database: openPostgres(proxied, 4, config.DB_TIMEOUT_MS), logger: pino({ level: 'silent' }) });
+    server = createApp(deps).listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const put = await fetch(`${base}/v1/catalogs/${catalog}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ tools }) });
+    expect(put.status).toBe(200);
+  }, 60_000);
+
+  afterAll(async () => {
+    proxy?.heal();
+    await new Promise((resolve) => server?.close(resolve));
+    await deps?.close();
+    await proxy?.close();
+    await scratch?.drop();
+  });
+
+  const timed = async (path: string, init?: RequestInit) => {
+    const started = performance.now();
+    const response = await fetch(`${base}${path}`, init);
+    return { status: response.status, body: (await response.json()) as Record<string, any>, ms: performance.now() - started };
+  };
+
+  it('answers, degrades and recovers without a restart', async () => {
+    proxy.blackhole();
+    // The selector with tools it has never seen: BM25 in process, within its store deadline.
+    const fresh = Array.from({ length: 20 }, (_, index) => ({ name: `fresh_${index}_${catalog}`, description: `Reads file number ${index}` }));
+    const selected = await timed('/v1/tool-discovery/search', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ pattern: 'reads file number 7', top_k: 3, tools: fresh }),
+    });
+    expect(selected.status).toBe(200);
+    expect(selected.body.selected_names[0]).toBe(`fresh_7_${catalog}`);
+    expect(selected.ms).toBeLessThan(2_500);
+
+    const ready = await timed('/readyz');
+    expect(ready.status).toBe(503);
+    expect(ready.ms).toBeLessThan(2_500);
+
+    const read = await timed(`/v1/catalogs/${catalog}`);
+    expect(read.status).toBe(503);
+    expect(read.body.error.code).toBe('service_unavailable');
+    expect(read.ms).toBeLessThan(5_000);
+
+    proxy.heal();
+    let recovered = false;
+    for (let tries = 0; tries < 40 && !recovered; tries++) {
+      recovered = (await fetch(`${base}/readyz`)).status === 200;
+      if (!recovered) await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    expect(recovered).toBe(true);
+    expect((await timed(`/v1/catalogs/${catalog}`)).status).toBe(200);
+  }, 60_000);
+});

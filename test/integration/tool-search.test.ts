@@ -1,0 +1,102 @@
+/**
+ * POST /v1/tool-search: one ranking, four answer formats, inline candidates or a stored catalog,
+ * token estimates and budgets, unmatched query terms, and tenants.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { uniqueName } from '../helpers/database.js';
+
+const anthropicTools = [
+  { name: 'get_weather', description: 'Get the current weather and the forecast for a city.', input_schema: { type: 'object', properties: { city: { type: 'string', description: 'City name' } }, required: ['city'] } },
+  { name: 'send_email', description: 'Send an email to a recipient.', input_schema: { type: 'object', properties: { to: { type: 'string' }, body: { type: 'string' } } } },
+  { name: 'search_web', description: 'Search the web for pages.', input_schema: { type: 'object', properties: { query: { type: 'string' } } }, tags: ['Web'] },
+  { name: 'read_file', description: 'Read a file from disk.', input_schema: { type: 'object', properties: { path: { type: 'string' } } } },
+];
+
+describe('POST /v1/tool-search', () => {
+  let app: TestApp;
+  const catalog = uniqueName('toolsearch');
+  const auth = { authorization: 'Bearer ts1' };
+  beforeAll(async () => {
+    app = await startTestApp({ API_KEYS: 'ts1:ts-tenant,ts2:ts-other', EMBED_MODEL: 'use-lite' });
+    expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools: anthropicTools }, auth)).status).toBe(200);
+    // Queries below that share no word with their tool need the vectors.
+    for (let tries = 0; ; tries++) {
+      const { body } = await app.request('GET', `/v1/catalogs/${catalog}`, undefined, auth);
+      if (body.embedding.done === anthropicTools.length) break;
+      if (tries > 600) throw new Error(`embeddings not done: ${JSON.stringify(body.embedding)}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }, 120_000);
+  afterAll(() => app.close());
+
+  const search = (body: unknown, headers: Record<string, string> = auth) => app.request('POST', '/v1/tool-search', body, headers);
+
+  it('names: ranked tools with scores, estimated tokens and the saving, from inline tools', async () => {
+    const { status, body } = await search({ query: 'what is the weather in Paris tomorrow', tools: anthropicTools, max_results: 2 });
+    expect(status).toBe(200);
+    expect(body.results[0]).toMatchObject({ name: 'get_weather' });
+    expect(body.results.length).toBeLessThanOrEqual(2);
+    for (const result of body.results) expect(result.estimated_tokens).toBeGreaterThan(10);
+    expect(body.tokens.offered).toBeGreaterThan(body.tokens.selected);
+    expect(body.tokens.selected).toBe(body.results.reduce((sum: number, result: { estimated_tokens: number }) => sum + result.estimated_tokens, 0));
+    expect(body.unmatched_terms).toEqual(expect.arrayContaining(['paris']));
+  });
+
+  it('anthropic, openai and openrouter answers come from the same ranking', async () => {
+    const query = 'send an email to my boss';
+    const names = (await search({ query, tools: anthropicTools, max_results: 3 })).body.results.map((result: { name: string }) => result.name);
+    expect(names[0]).toBe('send_email');
+    const anthropic = (await search({ query, tools: anthropicTools, max_results: 3, format: 'anthropic' })).body;
+    expect(anthropic.content).toEqual(names.map((name: string) => ({ type: 'tool_reference', tool_name: name })));
+    const openai = (await search({ query, tools: anthropicTools, max_results: 3, format: 'openai', call_id: 'call_42' })).body;
+    expect(openai).toMatchObject({ type: 'tool_search_output', execution: 'client', status: 'completed', call_id: 'call_42' });
+    expect(openai.tools.map((tool: { name: string }) => tool.name)).toEqual(names);
+    expect(openai.tools[0]).toEqual({ type: 'function', name: 'send_email', description: 'Send an email to a recipient.', parameters: anthropicTools[1]!.input_schema, strict: false, defer_loading: true });
+    expect((await search({ query, tools: anthropicTools, max_results: 3, format: 'openrouter' })).body).toEqual({ tool_names: names });
+    expect((await search({ query, tools: anthropicTools, max_results: 3, format: 'openrouter', result_key: 'tools' })).body).toEqual({ tools: names });
+  });
+
+  it('a stored catalog of the caller\'s tenant, with tags and a token budget', async () => {
+    const { status, body } = await search({ query: 'look something up online', catalog, max_results: 4 });
+    expect(status).toBe(200);
+    expect(body.results[0].name).toBe('search_web');
+    expect(body.tokens.offered).toBeNull();
+    // Tags match case-insensitively: the tool carries "Web".
+    const tagged = await search({ query: 'search pages or read a file', catalog, tags: ['web'] });
+    expect(tagged.body.results.map((result: { name: string }) => result.name)).toEqual(['search_web']);
+    const all = (await search({ query: 'weather email web file', catalog, max_results: 4 })).body.results as Array<{ estimated_tokens: number }>;
+    expect(all.length).toBeGreaterThan(1);
+    const budget = all[0]!.estimated_tokens + 1;
+    const cut = (await search({ query: 'weather email web file', catalog, max_results: 4, budget_tokens: budget })).body;
+    expect(cut.results).toHaveLength(1);
+    expect((await search({ query: 'weather email web file', catalog, budget_tokens: 1 })).body.results).toHaveLength(1);
+    // Another tenant cannot search it.
+    expect((await search({ query: 'weather', catalog }, { authorization: 'Bearer ts2' })).status).toBe(404);
+  });
+
+  it('rejects bad requests with what was wrong', async () => {
+    expect((await search({ query: 'x' })).body.error.message).toContain('exactly one of');
+    expect((await search({ query: 'x', tools: anthropicTools, catalog })).status).toBe(400);
+    expect((await search({ query: 'x', tools: anthropicTools, format: 'gemini' })).status).toBe(400);
+    expect((await search({ query: 'x', tools: anthropicTools, topK: 3 })).status).toBe(400);
+    expect((await search({ query: 'x', tools: [{ description: 'no name' }] })).status).toBe(400);
+    expect((await search({ query: '', tools: anthropicTools })).status).toBe(400);
+    expect((await search({ query: 'x', tools: anthropicTools }, {})).status).toBe(401);
+  });
+
+  it('counts the tokens offered and selected in /metrics', async () => {
+    const read = async () => {
+      const text = await (await fetch(`${app.url}/metrics`)).text();
+      const value = (kind: string) => Number(text.split('\n').find((line) => line.startsWith(`toolsift_tool_definition_tokens_total{endpoint="tool_search",tenant="ts-tenant",kind="${kind}"}`))?.split(' ').at(-1) ?? 0);
+      return { offered: value('offered'), selected: value('selected') };
+    };
+    const before = await read();
+    const { body } = await search({ query: 'weather in a city', tools: anthropicTools, max_results: 1 });
+    const after = await read();
+    expect(after.offered - before.offered).toBe(body.tokens.offered);
+    expect(after.selected - before.selected).toBe(body.tokens.selected);
+    expect(body.tokens.selected).toBeGreaterThan(0);
+    expect(body.tokens.offered).toBeGreaterThan(body.tokens.selected);
+  });
+});

@@ -1,0 +1,76 @@
+/**
+ * A local MCP server from the operator's UPSTREAMS_FILE, run over stdio: the real
+ * `@modelcontextprotocol/server-filesystem` on a temporary folder. Its tools are synced at start,
+ * found with search_tools, and a file's content comes back through toolsift's call_tool.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { uniqueName } from '../helpers/database.js';
+
+const root = new URL('../..', import.meta.url).pathname;
+
+describe('stdio upstreams from UPSTREAMS_FILE', () => {
+  let app: TestApp;
+  let client: Client;
+  let folder: string;
+  const catalog = uniqueName('local-fs');
+  const tenant = uniqueName('fs-tenant');
+
+  beforeAll(async () => {
+    folder = mkdtempSync(join(tmpdir(), 'toolsift-fs-'));
+    writeFileSync(join(folder, 'notes.txt'), 'the launch code is 4217\n');
+    const file = join(folder, 'upstreams.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        mcpServers: {
+          filesystem: { command: process.execPath, args: [`${root}node_modules/@modelcontextprotocol/server-filesystem/dist/index.js`, folder], catalog, tenant },
+        },
+      }),
+    );
+    app = await startTestApp({ API_KEYS: `fs-key:${tenant}`, UPSTREAMS_FILE: file, EMBED_MODEL: 'use-lite' });
+    const auth = { authorization: 'Bearer fs-key' };
+    for (let tries = 0; ; tries++) {
+      const listed = await app.request('GET', `/v1/catalogs/${catalog}/upstreams`, undefined, auth);
+      const state = listed.body?.upstreams?.[0];
+      if (state?.tool_count > 0) break;
+      if (state?.last_error || tries > 300) throw new Error(`filesystem server did not sync: ${listed.text}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    for (let tries = 0; ; tries++) {
+      const { body } = await app.request('GET', `/v1/catalogs/${catalog}`, undefined, auth);
+      if (body.embedding.done === body.tool_count) break;
+      if (tries > 600) throw new Error(`embeddings not done: ${JSON.stringify(body.embedding)}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    client = new Client({ name: 'stdio-test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${app.url}/mcp/${catalog}`), { requestInit: { headers: auth } }));
+  }, 120_000);
+
+  afterAll(async () => {
+    await client?.close();
+    await app?.close();
+    rmSync(folder, { recursive: true, force: true });
+  });
+
+  it('finds the read tool in the top 3 and reads a file back through toolsift', async () => {
+    const search = await client.callTool({ name: 'search_tools', arguments: { query: 'read a file', limit: 3 } });
+    const names = (search.structuredContent as { results: Array<{ name: string; server: string }> }).results.map((tool) => tool.name);
+    const read = names.find((name) => /^read_(text_)?file$/.test(name));
+    expect(read, JSON.stringify(names)).toBeDefined();
+    const details = await client.callTool({ name: 'get_tool_details', arguments: { names: [read!] } });
+    expect(JSON.stringify(details.structuredContent)).toContain('"path"');
+    const called = await client.callTool({ name: 'call_tool', arguments: { name: read!, arguments: { path: join(folder, 'notes.txt') } } });
+    expect(called.isError, JSON.stringify(called)).toBeFalsy();
+    expect(JSON.stringify(called.content)).toContain('the launch code is 4217');
+  });
+
+  it('reports an upstream error for a path outside the served folder as the upstream did, not as a crash', async () => {
+    const called = await client.callTool({ name: 'call_tool', arguments: { name: 'read_text_file', arguments: { path: '/etc/passwd' } } });
+    expect(called.isError).toBe(true);
+  });
+});
