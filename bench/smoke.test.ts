@@ -110,4 +110,23 @@ describe('benches, smoke runs', () => {
     expect(stdout).toMatch(/\d+ jobs; PUT to first start/);
     expect(stdout).toMatch(/(PASS|FAIL) {2}1 x 1: median \d/);
   });
+
+  it('npm run bench:scale: tiny catalogs on both stores, both modes, every figure reported', async () => {
+    const pg = process.env.BENCH_PG ? ['--pg', process.env.BENCH_PG] : [];
+    const { code, stdout, stderr } = await runBench(['bench/scale.ts', '--sizes', '300,600', '--stores', 'postgres,pglite', '--rounds', '1', '--queries', '4', '--slice', '250', ...pg]);
+    // Targets are judged at 100,000 tools only: a tiny run exits 0 with a complete report.
+    expect(code, stderr.slice(-3000)).toBe(0);
+    const { reports } = JSON.parse(stdout.trim().split('\n').at(-1)!) as { reports: Array<{ store: string; tools: number; push_tools_per_s: number; embed_tools_per_s: number; search_ms: Record<string, { n: number; p50: number }>; first_search_after_write_ms: Record<string, number>; index_ready_after_write_ms: number; rss_mb: number }> };
+    expect(reports.map((report) => `${report.store} ${report.tools}`)).toEqual(['postgres 300', 'postgres 600', 'pglite 300', 'pglite 600']);
+    for (const report of reports) {
+      expect(report.push_tools_per_s).toBeGreaterThan(0);
+      expect(report.embed_tools_per_s).toBeGreaterThan(0);
+      for (const mode of ['bm25', 'hybrid']) {
+        expect(report.search_ms[mode]).toMatchObject({ n: 4 });
+        expect(report.first_search_after_write_ms[mode]).toBeGreaterThan(0);
+      }
+      expect(report.index_ready_after_write_ms).toBeGreaterThan(0);
+      expect(report.rss_mb).toBeGreaterThan(0);
+    }
+  });
 });

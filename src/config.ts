@@ -55,6 +55,11 @@ export const configSchema = z.preprocess(dropEmpty, z.object({
   MCP_ALLOWED_HOSTS: z.preprocess(emptyAsUndefined, z.string().default('*')),
   /** Deadline of every PostgreSQL call on the request path (connection and query), ms; past it: 503. */
   DB_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5_000),
+  /**
+   * Memory for stored catalogs' in-process BM25 indexes (one per catalog revision), MiB; least
+   * recently searched catalogs go first past it. A 100,000-tool catalog takes about 100 MiB.
+   */
+  CATALOG_INDEX_MEMORY: z.coerce.number().int().min(0).max(1_000_000).default(512),
   /** Local stdio MCP servers to sync, in the mcpServers shape MCP hosts use (see docs/mcp.md). */
   UPSTREAMS_FILE: z.preprocess(emptyAsUndefined, z.string().optional()),
   /** How long call_tool waits for an upstream MCP server before answering isError, ms. */

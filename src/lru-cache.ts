@@ -44,6 +44,11 @@ export class LruCache<K, V> {
     this.totalWeight -= this.weight?.weigh(value) ?? 0;
   }
 
+  /** Total weight held. */
+  get heldWeight(): number {
+    return this.totalWeight;
+  }
+
   get size(): number {
     return this.entries.size;
   }

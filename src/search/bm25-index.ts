@@ -1,11 +1,35 @@
 /**
- * BM25 over a fixed corpus with its statistics computed once: the selector's repeated tool lists.
- * A gateway sends the same tools every turn, so N, avgdl and the postings of a list never change
- * between its requests; only the query does. Scores are the same floating-point operations, in the
- * same order, as `scoreBm25` (the reference the SQL is tested against), so they are identical to it;
- * Postgres groups the arithmetic differently, so against SQL only near-ties can order differently.
+ * BM25 over a fixed corpus with its statistics computed once: the selector's repeated tool lists
+ * and stored catalogs (search/catalog-index.ts). N, avgdl and the postings of a corpus never change
+ * between its searches; only the query does, so a search costs the postings of the query's terms
+ * (plus, under a filter, one pass over the corpus's lengths), not a pass over every document's terms.
+ * Scores are the same floating-point operations, in the same order, as `scoreBm25` (the reference
+ * the SQL is tested against) over the same corpus, so they are identical to it; Postgres groups the
+ * arithmetic differently, so against SQL only near-ties can order differently.
  */
-import { bm25Idf, bm25TermScore, byScoreThenId, distinctTerms, DEFAULT_BM25_PARAMS, type Bm25Document, type Bm25Params } from './bm25.js';
+import { bm25Idf, byScoreThenId, distinctTerms, DEFAULT_BM25_PARAMS, lengthNorm, type Bm25Document, type Bm25Params } from './bm25.js';
+
+/** A corpus's ids, lengths and postings, gathered one document at a time (see Bm25Index.build). */
+export class Bm25Builder {
+  readonly ids: string[] = [];
+  readonly lengths: number[] = [];
+  readonly building = new Map<string, number[]>();
+  count = 0;
+
+  /** Adds the next document: its id, its length, and its (term, tf) pairs (each term once). */
+  add(id: string, length: number, termFreqs: Iterable<readonly [string, number]>): void {
+    const index = this.ids.length;
+    this.ids.push(id);
+    this.lengths.push(length);
+    for (const [term, tf] of termFreqs) {
+      if (tf <= 0) continue;
+      let list = this.building.get(term);
+      if (!list) this.building.set(term, (list = []));
+      list.push(index, tf);
+      this.count++;
+    }
+  }
+}
 
 export class Bm25Index {
   readonly size: number;
@@ -13,26 +37,46 @@ export class Bm25Index {
   private readonly lengths: Float64Array;
   private readonly avgDocLength: number;
   /** term -> [document index, term frequency] pairs, in corpus order. */
-  private readonly postings = new Map<string, number[]>();
+  private readonly postings = new Map<string, Int32Array>();
+  /** Postings entries over all terms (for memory estimates). */
+  readonly postingCount: number;
+  /** Each document's length normalisation against the whole corpus, as bm25TermScore computes it. */
+  private readonly norms: Float64Array;
+  /** Scratch for one search at a time (searches are synchronous): cleared after use, never reallocated. */
+  private readonly scores: Float64Array;
+  private readonly matched: Uint8Array;
 
-  constructor(corpus: readonly Bm25Document[], private readonly params: Bm25Params = DEFAULT_BM25_PARAMS) {
-    this.size = corpus.length;
-    this.ids = corpus.map((doc) => doc.id);
-    this.lengths = Float64Array.from(corpus, (doc) => doc.length);
-    this.avgDocLength = this.size === 0 ? 0 : corpus.reduce((sum, doc) => sum + doc.length, 0) / this.size;
-    corpus.forEach((doc, index) => {
-      for (const [term, tf] of doc.termFreqs) {
-        if (tf <= 0) continue;
-        let list = this.postings.get(term);
-        if (!list) this.postings.set(term, (list = []));
-        list.push(index, tf);
-      }
-    });
+  constructor(corpus: readonly Bm25Document[] | Bm25Builder, private readonly params: Bm25Params = DEFAULT_BM25_PARAMS) {
+    let builder: Bm25Builder;
+    if (corpus instanceof Bm25Builder) {
+      builder = corpus;
+    } else {
+      builder = new Bm25Builder();
+      for (const doc of corpus) builder.add(doc.id, doc.length, doc.termFreqs);
+    }
+    this.size = builder.ids.length;
+    this.ids = builder.ids;
+    this.lengths = Float64Array.from(builder.lengths);
+    let total = 0;
+    for (const length of builder.lengths) total += length;
+    this.avgDocLength = this.size === 0 ? 0 : total / this.size;
+    // Term frequencies are counts: typed arrays hold a 100,000-tool catalog's postings in a quarter of the memory.
+    for (const [term, list] of builder.building) this.postings.set(term, Int32Array.from(list));
+    builder.building.clear();
+    this.postingCount = builder.count;
+    this.norms = Float64Array.from(this.lengths, (length) => lengthNorm(length, this.avgDocLength, params));
+    this.scores = new Float64Array(this.size);
+    this.matched = new Uint8Array(this.size);
   }
 
   /** Whether any document of the corpus holds `term`. */
   has(term: string): boolean {
     return this.postings.has(term);
+  }
+
+  /** Distinct terms of the corpus. */
+  get termCount(): number {
+    return this.postings.size;
   }
 
   /** The documents holding a query term, best first, ties by id, at most `limit`. */
@@ -44,24 +88,97 @@ export class Bm25Index {
    * `search` with each term's contribution multiplied by its weight, like the SQL's `weights`
    * (added terms, such as feedback or expansion terms, can count less than the query's own).
    * Weight 1 multiplies exactly, so `search` keeps `scoreBm25`'s scores to the last bit.
+   *
+   * With `within` (1 for each document to keep), the corpus is the kept documents alone: N, avgdl
+   * and df are theirs, as `scoreBm25` over that sub-corpus (the SQL's tag filter comes first too).
    */
-  searchWeighted(weights: ReadonlyMap<string, number>, limit = Number.POSITIVE_INFINITY): [string, number][] {
-    const scores = new Float64Array(this.size);
-    const matched = new Uint8Array(this.size);
+  searchWeighted(weights: ReadonlyMap<string, number>, limit = Number.POSITIVE_INFINITY, within?: Uint8Array): [string, number][] {
+    let n = this.size;
+    let avgDocLength = this.avgDocLength;
+    if (within) {
+      n = 0;
+      let total = 0;
+      for (let doc = 0; doc < this.size; doc++) {
+        if (!within[doc]) continue;
+        n++;
+        total += this.lengths[doc]!;
+      }
+      avgDocLength = n === 0 ? 0 : total / n;
+    }
+    const { scores, matched } = this;
+    const touched: number[] = [];
+    const saturation = this.params.k1 + 1;
     for (const [term, weight] of weights) {
       const list = this.postings.get(term);
       if (!list) continue;
-      const idf = bm25Idf(this.size, list.length / 2);
+      let df = list.length / 2;
+      if (within) {
+        df = 0;
+        for (let i = 0; i < list.length; i += 2) df += within[list[i]!]!;
+        if (df === 0) continue;
+      }
+      const idf = bm25Idf(n, df);
       for (let i = 0; i < list.length; i += 2) {
         const doc = list[i]!;
-        scores[doc] = scores[doc]! + weight * bm25TermScore(list[i + 1]!, idf, this.lengths[doc]!, this.avgDocLength, this.params);
-        matched[doc] = 1;
+        if (within && !within[doc]) continue;
+        const tf = list[i + 1]!;
+        // bm25TermScore's operations in its order, with the length normalisation of the whole
+        // corpus computed once per document (under a filter, against the kept documents' avgdl).
+        const norm = within ? lengthNorm(this.lengths[doc]!, avgDocLength, this.params) : this.norms[doc]!;
+        scores[doc] = scores[doc]! + weight * ((idf * tf * saturation) / (tf + norm));
+        if (!matched[doc]) {
+          matched[doc] = 1;
+          touched.push(doc);
+        }
       }
     }
-    const ranked: [string, number][] = [];
-    for (let doc = 0; doc < this.size; doc++) if (matched[doc]) ranked.push([this.ids[doc]!, scores[doc]!]);
-    ranked.sort(byScoreThenId);
-    return ranked.length > limit ? ranked.slice(0, limit) : ranked;
+    try {
+      return this.best(touched, scores, limit);
+    } finally {
+      for (const doc of touched) {
+        scores[doc] = 0;
+        matched[doc] = 0;
+      }
+    }
+  }
+
+  /** The `limit` best of the touched documents, in `byScoreThenId` order: sorted outright when few, else through a bounded heap. */
+  private best(touched: number[], scores: Float64Array, limit: number): [string, number][] {
+    if (touched.length <= limit || touched.length <= 256) {
+      const ranked = touched.map((doc): [string, number] => [this.ids[doc]!, scores[doc]!]).sort(byScoreThenId);
+      return ranked.length > limit ? ranked.slice(0, limit) : ranked;
+    }
+    // A min-heap of the best `limit` so far, its worst on top; a common term in a large catalog
+    // touches tens of thousands of documents, and sorting them all cost more than the scoring.
+    const heap: number[] = [];
+    const worse = (a: number, b: number) => scores[a]! < scores[b]! || (scores[a] === scores[b] && this.ids[a]! > this.ids[b]!);
+    const siftDown = (at: number) => {
+      for (;;) {
+        const left = 2 * at + 1;
+        const right = left + 1;
+        let worst = at;
+        if (left < heap.length && worse(heap[left]!, heap[worst]!)) worst = left;
+        if (right < heap.length && worse(heap[right]!, heap[worst]!)) worst = right;
+        if (worst === at) return;
+        [heap[at], heap[worst]] = [heap[worst]!, heap[at]!];
+        at = worst;
+      }
+    };
+    for (const doc of touched) {
+      if (heap.length < limit) {
+        heap.push(doc);
+        for (let at = heap.length - 1; at > 0; ) {
+          const parent = (at - 1) >> 1;
+          if (!worse(heap[at]!, heap[parent]!)) break;
+          [heap[at], heap[parent]] = [heap[parent]!, heap[at]!];
+          at = parent;
+        }
+      } else if (worse(heap[0]!, doc)) {
+        heap[0] = doc;
+        siftDown(0);
+      }
+    }
+    return heap.map((doc): [string, number] => [this.ids[doc]!, scores[doc]!]).sort(byScoreThenId);
   }
 
   /** The IDF of a term over this corpus (0 documents holding it: the largest). */

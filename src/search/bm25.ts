@@ -42,10 +42,14 @@ export function bm25TermScore(
   params: Bm25Params = DEFAULT_BM25_PARAMS,
 ): number {
   if (tf <= 0) return 0;
+  return (idf * tf * (params.k1 + 1)) / (tf + lengthNorm(docLength, avgDocLength, params));
+}
+
+/** The document-length part of a term's score: k1 (1 - b + b dl / avgdl). */
+export function lengthNorm(docLength: number, avgDocLength: number, params: Bm25Params = DEFAULT_BM25_PARAMS): number {
   // An all-empty corpus has avgdl 0; no document then holds a term, but keep the maths finite.
   const relativeLength = avgDocLength > 0 ? docLength / avgDocLength : 1;
-  const norm = params.k1 * (1 - params.b + params.b * relativeLength);
-  return (idf * tf * (params.k1 + 1)) / (tf + norm);
+  return params.k1 * (1 - params.b + params.b * relativeLength);
 }
 
 /**

@@ -24,6 +24,8 @@ export async function searchCatalog(
     throw new AppError('service_unavailable', 'mode "vector" needs the embedding model, which is not available (see /readyz)');
   }
   const candidates = nameCandidates(request.query);
+  // The catalog's terms in process (read once per revision), or BM25 in SQL until they are.
+  const index = request.mode === 'vector' ? undefined : deps.catalogIndexes?.current(catalog);
   const found = new Set(await existingNames(deps.db, catalog.id, candidates));
   const ranked = await rankCorpus(
     deps,
@@ -31,11 +33,9 @@ export async function searchCatalog(
     { ...request, exactIds: candidates.filter((name) => found.has(name)) },
     {
       useVectorIndex: catalog.toolCount > EXACT_SCAN_MAX,
+      ...(index ? { catalogIndex: index } : {}),
       ...(deps.serverStats && request.mode === 'hybrid' && !request.tags?.length
-        ? {
-            serverIndex: await deps.serverStats.index(deps.db, catalog),
-            serverMeans: async () => deps.serverStats!.means(deps.db, catalog, deps.embedder!.modelId),
-          }
+        ? { serverMeans: async () => deps.serverStats!.means(deps.db, catalog, deps.embedder!.modelId) }
         : {}),
     },
   );

@@ -7,6 +7,7 @@ import { distinctTerms } from './bm25.js';
 import type { Bm25Index } from './bm25-index.js';
 import { fuseHybrid, RRF_DEPTH } from './rrf.js';
 import { boostByTags } from './tags.js';
+import type { CatalogIndex, CatalogIndexCache } from './catalog-index.js';
 import type { ServerIndex, ServerStatsCache } from './server-stats.js';
 import { addServerVotes, serverCentroids, SERVER_DEPTH, type ServerLists, type ServerMembers } from './servers.js';
 import { rankByCosine } from './vector-scan.js';
@@ -51,8 +52,10 @@ export interface RankDeps {
   embedder: Embedder | null;
   /** When present, an untagged set of hashes (a selector request) is scanned in process. */
   vectors?: VectorCache;
-  /** When present, a catalog's server statistics are kept in process between searches. */
+  /** When present, a catalog's server mean vectors are kept in process between searches. */
   serverStats?: ServerStatsCache;
+  /** When present, a catalog's BM25 statistics (tools and servers) are kept in process per revision. */
+  catalogIndexes?: CatalogIndexCache;
 }
 
 export interface RankResult {
@@ -103,6 +106,8 @@ export async function rankCorpus(
     queryVector?: Promise<number[]>;
     /** BM25 statistics of exactly this (untagged) corpus, cached by the caller: scored in process. */
     bm25Index?: Bm25Index;
+    /** A stored catalog's index (this corpus's): BM25, tag filter included, and its servers, in process. */
+    catalogIndex?: CatalogIndex;
     /**
      * The corpus's server statistics, held by the caller (ignored under a tag filter, which
      * changes them): server votes are then computed in process, else in SQL.
@@ -130,14 +135,16 @@ export async function rankCorpus(
   const bm25Promise: Promise<Ranked> =
     request.mode === 'vector'
       ? Promise.resolve([])
-      : options.bm25Index && !request.tags?.length
-        ? Promise.resolve(options.bm25Index.search(terms, depth))
-        : searchBm25(deps.db, filtered, { terms, weights: terms.map(() => 1) }, depth);
+      : options.catalogIndex
+        ? Promise.resolve(options.catalogIndex.search(terms, depth, request.tags))
+        : options.bm25Index && !request.tags?.length
+          ? Promise.resolve(options.bm25Index.search(terms, depth))
+          : searchBm25(deps.db, filtered, { terms, weights: terms.map(() => 1) }, depth);
   bm25Promise.catch(() => {}); // awaited below; no unhandled rejection while the model runs
   // Server votes (hybrid only): from the caller's statistics for a request's own tools, else from
   // the store. Their BM25 list, like the tools', runs while the model embeds the query.
   const withServers = request.mode === 'hybrid';
-  const serverIndex = request.tags?.length ? undefined : options.serverIndex;
+  const serverIndex = request.tags?.length ? undefined : (options.serverIndex ?? options.catalogIndex?.servers);
   const servers = serverIndex?.members.size ? serverIndex : undefined;
   const serverBm25Promise: Promise<ServerList> = !withServers
     ? Promise.resolve(undefined)
@@ -192,7 +199,8 @@ export async function rankCorpus(
   if (serverLists) ({ fused, votes: serverVotes } = addServerVotes(fused, serverLists));
   const boosts = new Map<string, number>();
   if (request.tags?.length) {
-    const tags = await tagsOf(deps.db, filtered, fused.map(([id]) => id));
+    const ids = fused.map(([id]) => id);
+    const tags = options.catalogIndex ? options.catalogIndex.tagsOf(ids) : await tagsOf(deps.db, filtered, ids);
     const before = new Map(fused);
     fused = boostByTags(fused, tags, request.tags);
     for (const [id, score] of fused) boosts.set(id, score - (before.get(id) ?? score));

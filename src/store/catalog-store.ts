@@ -22,7 +22,7 @@ export interface CatalogToolRow {
 }
 
 const summaryColumns = sql`c.id, c.name, c.revision::int as revision, c.created_at as "createdAt", c.updated_at as "updatedAt",
-  (select count(*)::int from catalog_tools ct where ct.catalog_id = c.id) as "toolCount"`;
+  c.tool_count as "toolCount"`;
 
 function normalizeSummary(row: CatalogSummary): CatalogSummary {
   return { ...row, createdAt: new Date(row.createdAt), updatedAt: new Date(row.updatedAt) };
@@ -72,12 +72,15 @@ async function writeCatalog(
   return db.transaction(async (tx) => {
     const newHashes = await insertDocuments(tx, unstored);
     const { id, created } = await lockOrCreateCatalog(tx, tenant, name);
-    const before = created ? '' : await mappingDigest(tx, id);
+    const before = created ? undefined : await mappingDigest(tx, id);
     await mapTools(tx, id);
     // Re-pushing an identical catalog is not a change: revision and updated_at move only when a
     // name now points at other content (clients and caches key on the revision).
-    if (!created && (await mappingDigest(tx, id)) !== before) {
-      await tx.execute(sql`update catalogs set updated_at = now(), revision = revision + 1 where id = ${id}`);
+    const after = await mappingDigest(tx, id);
+    if (created) {
+      await tx.execute(sql`update catalogs set tool_count = ${after.count} where id = ${id}`);
+    } else if (after.digest !== before!.digest) {
+      await tx.execute(sql`update catalogs set updated_at = now(), revision = revision + 1, tool_count = ${after.count} where id = ${id}`);
     }
     return { catalog: (await getCatalog(tx, tenant, name))!, newHashes };
   });
@@ -97,13 +100,13 @@ async function lockOrCreateCatalog(tx: Executor, tenant: string, name: string): 
   return { id: rows[0]!.id, created: false };
 }
 
-/** What the catalog's names point at, as one comparable value. */
-async function mappingDigest(tx: Executor, id: number): Promise<string> {
-  const rows = await queryRows<{ digest: string | null }>(
+/** What the catalog's names point at, as one comparable value, and how many names there are. */
+async function mappingDigest(tx: Executor, id: number): Promise<{ digest: string; count: number }> {
+  const rows = await queryRows<{ digest: string | null; count: number }>(
     tx,
-    sql`select md5(string_agg(name || chr(1) || hash, chr(2) order by name)) as digest from catalog_tools where catalog_id = ${id}`,
+    sql`select md5(string_agg(name || chr(1) || hash, chr(2) order by name)) as digest, count(*)::int as count from catalog_tools where catalog_id = ${id}`,
   );
-  return rows[0]?.digest ?? '';
+  return { digest: rows[0]?.digest ?? '', count: Number(rows[0]?.count ?? 0) };
 }
 
 /**
@@ -149,7 +152,7 @@ export async function deleteCatalogTool(db: Db, tenant: string, catalog: string,
       sql`delete from catalog_tools where catalog_id = ${id} and name = ${toolName} returning name`,
     );
     if (deleted.length > 0) {
-      await tx.execute(sql`update catalogs set updated_at = now(), revision = revision + 1 where id = ${id}`);
+      await tx.execute(sql`update catalogs set updated_at = now(), revision = revision + 1, tool_count = tool_count - 1 where id = ${id}`);
     }
     return deleted.length > 0;
   });

@@ -91,6 +91,8 @@ export const catalogs = pgTable(
     name: text('name').notNull(),
     /** Bumped on every change, so clients can tell whether their copy is current. */
     revision: bigint('revision', { mode: 'number' }).notNull().default(1),
+    /** Tools in the catalog, kept by every write in its transaction (searches read it each time). */
+    toolCount: integer('tool_count').notNull().default(0),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
   },

@@ -72,6 +72,33 @@ describe('BM25 and vector search in SQL', () => {
     pets.forEach(([, score], index) => expect(score).toBeCloseTo(pure[index]![1], 9));
   });
 
+  it('ranks a catalog in process (its index per revision) as the SQL does, with and without a tag filter', async () => {
+    const { CatalogIndexCache } = await import('../../src/search/catalog-index.js');
+    let state = 5;
+    const random = () => ((state = (state * 1103515245 + 12345) % 2147483648) / 2147483648);
+    const words = Array.from({ length: 30 }, (_, i) => `w${i}`);
+    const corpus = Array.from({ length: 300 }, (_, i) => {
+      const termFreqs: Record<string, number> = {};
+      for (let j = 0; j < 1 + Math.floor(random() * 8); j++) termFreqs[words[Math.floor(random() * words.length)]!] = 1 + Math.floor(random() * 4);
+      const doc = toyDocument(`tool_${i}`, termFreqs);
+      return { ...doc, tool: { ...doc.tool, tags: [['Files', 'web', 'mail'][i % 3]!, ...(i % 7 === 0 ? ['extra'] : [])] } };
+    });
+    const write = await replaceCatalog(database.db, uniqueName('index'), 'index', corpus);
+    const index = (await new CatalogIndexCache(database.db).get(write.catalog))!;
+    expect(index.size).toBe(300);
+    // Postgres groups the sums differently: compare scores to 1e-9 and order by (score, id) rounded.
+    const canonical = (ranked: [string, number][]) => ranked.map(([id, score]) => `${score.toFixed(9)} ${id}`).sort().reverse();
+    for (let q = 0; q < 20; q++) {
+      const terms = [...new Set(Array.from({ length: 1 + (q % 4) }, () => words[Math.floor(random() * words.length)]!))];
+      for (const tags of [undefined, ['files'], ['WEB', 'extra']]) {
+        const inSql = await searchBm25(database.db, { kind: 'catalog', catalogId: write.catalog.id, ...(tags ? { tags } : {}) }, { terms, weights: terms.map(() => 1) }, 25);
+        const inProcess = index.search(terms, 25, tags);
+        expect(canonical(inProcess)).toEqual(canonical(inSql));
+      }
+    }
+    expect(index.tagsOf(['tool_0', 'tool_1', 'missing'])).toEqual(new Map([['tool_0', ['Files', 'extra']], ['tool_1', ['web']]]));
+  });
+
   it('ranks vectors by cosine similarity, exact scan and HNSW alike', async () => {
     const model = `test-model-${randomBytes(3).toString('hex')}`;
     await writeVectors(database.db, { model, textVersion: EMBED_TEXT_VERSION }, [
@@ -142,12 +169,14 @@ describe('server lists in SQL', () => {
     }
     expect(await searchServersBm25(database.db, { kind: 'catalog', catalogId: write.catalog.id }, [], 10)).toEqual({ ranked: [], members: new Map() });
 
-    // The same lists from the statistics a catalog search keeps in process (search/server-stats.ts).
+    // The same lists from the statistics a catalog search keeps in process (search/catalog-index.ts,
+    // search/server-stats.ts).
     const { ServerStatsCache } = await import('../../src/search/server-stats.js');
+    const { CatalogIndexCache } = await import('../../src/search/catalog-index.js');
     const cache = new ServerStatsCache();
     const catalog = { id: write.catalog.id, revision: write.catalog.revision };
     const corpus: Corpus = { kind: 'catalog', catalogId: catalog.id };
-    const index = await cache.index(database.db, catalog);
+    const index = (await new CatalogIndexCache(database.db).get(catalog))!.servers;
     for (const query of [terms, ['stock', 'chart'], ['news']]) {
       const inSql = await searchServersBm25(database.db, corpus, query, 10);
       const kept = index.bm25.search(query, 10);
@@ -166,7 +195,9 @@ describe('server lists in SQL', () => {
 
   it('keeps a catalog\'s server statistics per revision, and its mean vectors only once every server tool has one', async () => {
     const { ServerStatsCache } = await import('../../src/search/server-stats.js');
+    const { CatalogIndexCache } = await import('../../src/search/catalog-index.js');
     const database = await testDatabase();
+    const indexes = new CatalogIndexCache(database.db);
     const model = `means-model-${randomBytes(3).toString('hex')}`;
     const tool = (name: string, server: string, term: string) => {
       const doc = toyDocument(name, { [term]: 1 });
@@ -187,12 +218,21 @@ describe('server lists in SQL', () => {
     await database.db.execute(sql`delete from tool_embeddings where model = ${model}`);
     expect((await cache.means(database.db, first.catalog, model)).get('a')).toBe(complete);
 
-    expect((await cache.index(database.db, first.catalog)).bm25.search(['beta'])).toHaveLength(1);
-    // A new revision of the catalog is read afresh; the old one is still what it was.
+    const firstIndex = (await indexes.get(first.catalog))!;
+    expect(firstIndex.servers.bm25.search(['beta'])).toHaveLength(1);
+    expect(indexes.current(first.catalog)).toBe(firstIndex);
+    // A new revision of the catalog is read afresh (as a search on any replica reads the revision
+    // first); the index it replaces is still what it was for whoever holds it.
     const second = await replaceCatalog(database.db, name, name, [...docs, tool('c1', 'c', 'beta')]);
     expect(second.catalog.revision).toBeGreaterThan(first.catalog.revision);
-    expect((await cache.index(database.db, second.catalog)).bm25.search(['beta']).map(([server]) => server).sort()).toEqual(['b', 'c']);
-    expect((await cache.index(database.db, first.catalog)).members.has('c')).toBe(false);
+    // The search that first sees the new revision ranks in SQL while the index is read.
+    expect(indexes.current(second.catalog)).toBeUndefined();
+    const secondIndex = (await indexes.get(second.catalog))!;
+    expect(secondIndex.revision).toBe(second.catalog.revision);
+    expect(secondIndex.servers.bm25.search(['beta']).map(([server]) => server).sort()).toEqual(['b', 'c']);
+    expect(firstIndex.servers.members.has('c')).toBe(false);
+    // An older revision asked for later (a search that read the catalog before the write) gets the newer index.
+    expect(indexes.current(first.catalog)).toBe(secondIndex);
   });
 });
 

@@ -107,4 +107,29 @@ describe('Bm25Index', () => {
       expect(new Bm25Index(documents).search(query)).toEqual(scoreBm25(documents, query));
     }
   });
+
+  it('under a filter, ranks exactly as scoreBm25 over the kept documents alone; a long list keeps the same top as a full sort', () => {
+    let state = 11;
+    const random = () => ((state = (state * 1103515245 + 12345) % 2147483648) / 2147483648);
+    const vocabulary = Array.from({ length: 12 }, (_, i) => `t${i}`);
+    for (let round = 0; round < 20; round++) {
+      // Up to 2,000 documents over 12 terms: a query term touches hundreds of them (the heap path).
+      const documents: Bm25Document[] = Array.from({ length: 1 + Math.floor(random() * 2000) }, (_, i) => {
+        const termFreqs = new Map<string, number>();
+        for (let j = 0; j < 1 + Math.floor(random() * 5); j++) {
+          const term = vocabulary[Math.floor(random() * vocabulary.length)]!;
+          termFreqs.set(term, (termFreqs.get(term) ?? 0) + 1 + Math.floor(random() * 3));
+        }
+        return { id: `doc-${i}`, termFreqs, length: [...termFreqs.values()].reduce((a, b) => a + b, 0) };
+      });
+      const query = Array.from({ length: 1 + Math.floor(random() * 3) }, () => vocabulary[Math.floor(random() * vocabulary.length)]!);
+      const index = new Bm25Index(documents);
+      expect(index.search(query, 30)).toEqual(scoreBm25(documents, query).slice(0, 30));
+      const within = Uint8Array.from(documents, () => (random() < 0.3 ? 1 : 0));
+      const kept = documents.filter((_, i) => within[i]);
+      const weights = new Map([...new Set(query)].map((term) => [term, 1]));
+      expect(index.searchWeighted(weights, 30, within)).toEqual(scoreBm25(kept, query).slice(0, 30));
+      expect(index.searchWeighted(weights, Number.POSITIVE_INFINITY, within)).toEqual(scoreBm25(kept, query));
+    }
+  });
 });

@@ -1,0 +1,228 @@
+/**
+ * `npm run bench:scale`: a stored catalog at 1,000, 10,000 and 100,000 tools.
+ *
+ * Catalogs are built from the four public corpora in ../shared/eval (8,553 real tools) and renamed
+ * copies of them (`<name>_copy<k>`, server `<server>-copy<k>`), deterministically, and pushed
+ * through `POST /v1/catalogs/{catalog}/tools` in slices of 5,000, like a platform team would. Per
+ * size and store it reports: the push rate (tools/s to the store), the embedding rate of the queue
+ * (hybrid only), catalog search p50/p90/p99 in each mode over toolbench_stable's dev queries (their
+ * embeddings cached by a first untimed pass, so the store and the ranking are timed), the first
+ * search after a write (a new revision), and the process's RSS after the searches.
+ *
+ *   npm run bench:scale -- [--sizes 1000,10000,100000] [--stores postgres,pglite] [--modes bm25,hybrid]
+ *                          [--queries 60] [--rounds 3] [--pg postgres://postgres@127.0.0.1:5432]
+ *
+ * PostgreSQL targets at 100k tools: p50 <= 30 ms and p99 <= 3 x p50 in both modes, and
+ * p50(100k) <= 3 x p50(1k); pushes >= 1,500 tools/s. PGlite (the embedded default) runs up to
+ * 10,000 tools. The last line is the whole report as JSON; the exit code is 1 when a target is missed.
+ */
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { pino } from 'pino';
+import { configSchema } from '../src/config.js';
+import { createDeps } from '../src/deps.js';
+import { createApp } from '../src/http/app.js';
+import { getCatalog } from '../src/store/catalog-store.js';
+import { openPglite, openPostgres, type Database } from '../src/store/database.js';
+import { summarize, type Summary } from './stats.js';
+
+const { values } = parseArgs({
+  options: {
+    sizes: { type: 'string', default: '1000,10000,100000' },
+    stores: { type: 'string' },
+    modes: { type: 'string', default: 'bm25,hybrid' },
+    queries: { type: 'string', default: '60' },
+    rounds: { type: 'string', default: '3' },
+    pg: { type: 'string', default: process.env.BENCH_PG ?? 'postgres://postgres@127.0.0.1:5432' },
+    slice: { type: 'string', default: '5000' },
+    /** Keep each PostgreSQL database (for profiling); its name goes to stderr. */
+    keep: { type: 'boolean', default: false },
+  },
+});
+const sizes = values.sizes!.split(',').map(Number);
+const modes = values.modes!.split(',') as ('bm25' | 'hybrid')[];
+const stores = (values.stores ?? 'postgres,pglite').split(',') as ('postgres' | 'pglite')[];
+const rounds = Number(values.rounds);
+const slice = Number(values.slice);
+const PGLITE_MAX = 10_000;
+const EVAL = fileURLToPath(new URL('../../shared/eval/', import.meta.url));
+
+interface Line { name: string; description?: string; input_schema?: Record<string, unknown> | null; tags?: string[]; server?: string | null }
+const base: Line[] = [];
+const seen = new Set<string>();
+for (const corpus of ['bfcl', 'livemcpbench', 'sealtools', 'toolbench_stable']) {
+  for (const line of readFileSync(`${EVAL}${corpus}/catalog.jsonl`, 'utf8').trim().split('\n')) {
+    const tool = JSON.parse(line) as Line;
+    // The corpora share a few names; a catalog holds each name once.
+    let name = tool.name;
+    for (let k = 2; seen.has(name); k++) name = `${tool.name}_${k}`;
+    seen.add(name);
+    base.push({ ...tool, name });
+  }
+}
+const queries = readFileSync(`${EVAL}toolbench_stable/queries.dev.jsonl`, 'utf8').trim().split('\n')
+  .slice(0, Number(values.queries))
+  .map((line) => (JSON.parse(line) as { query: string }).query);
+
+/** The i-th tool of every generated catalog: the corpora's tools, then renamed copies of them. */
+function toolAt(i: number) {
+  const tool = base[i % base.length]!;
+  const copy = Math.floor(i / base.length);
+  const suffix = (text: string, separator: string) => (copy === 0 ? text : `${text}${separator}copy${copy}`);
+  return {
+    name: suffix(tool.name, '_').slice(0, 128),
+    description: tool.description ?? '',
+    inputSchema: tool.input_schema ?? { type: 'object', properties: {} },
+    ...(tool.tags?.length ? { tags: tool.tags } : {}),
+    ...(tool.server ? { server: suffix(tool.server, '-').slice(0, 128) } : {}),
+  };
+}
+
+const rssMb = () => process.memoryUsage().rss / 2 ** 20;
+
+async function openStore(store: 'postgres' | 'pglite'): Promise<{ database: Database; drop: () => Promise<void> }> {
+  if (store === 'pglite') {
+    const database = await openPglite('memory://');
+    await database.migrate();
+    return { database, drop: async () => {} };
+  }
+  const name = `toolsift_scale_${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: `${values.pg}/postgres` });
+  await admin.connect();
+  await admin.query(`create database "${name}"`);
+  const database = openPostgres(`${values.pg}/${name}`);
+  await database.migrate();
+  return {
+    database,
+    drop: async () => {
+      if (values.keep) {
+        process.stderr.write(`kept database ${name}\n`);
+        return void (await admin.end());
+      }
+      await admin.query(`drop database if exists "${name}" with (force)`);
+      await admin.end();
+    },
+  };
+}
+
+interface SizeReport {
+  store: string;
+  tools: number;
+  push_tools_per_s: number;
+  embed_tools_per_s?: number;
+  search_ms: Partial<Record<'bm25' | 'hybrid', Summary>>;
+  first_search_after_write_ms: Partial<Record<'bm25' | 'hybrid', number>>;
+  /** From a one-tool write to the new revision's index in process. */
+  index_ready_after_write_ms?: number;
+  rss_mb: number;
+}
+
+async function runSize(store: 'postgres' | 'pglite', size: number): Promise<SizeReport> {
+  const hybrid = modes.includes('hybrid');
+  const { database, drop } = await openStore(store);
+  const config = configSchema.parse({ EMBED_MODEL: hybrid ? 'use-lite' : 'none', LOG_LEVEL: 'silent', SELECTOR_BUDGET_MS: '60000' });
+  const deps = await createDeps(config, { database, logger: pino({ level: 'silent' }) });
+  const server = createApp(deps).listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const call = async (method: string, path: string, body?: unknown) => {
+    const response = await fetch(`${url}${path}`, { method, headers: { 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    const text = await response.text();
+    if (!response.ok) throw new Error(`${method} ${path} answered ${response.status}: ${text.slice(0, 300)}`);
+    return JSON.parse(text) as Record<string, any>;
+  };
+  const catalog = `scale-${size}`;
+  try {
+    const pushStarted = performance.now();
+    for (let start = 0; start < size; start += slice) {
+      const tools = Array.from({ length: Math.min(slice, size - start) }, (_, k) => toolAt(start + k));
+      await call('POST', `/v1/catalogs/${catalog}/tools`, { tools });
+    }
+    const pushSeconds = (performance.now() - pushStarted) / 1000;
+    const report: SizeReport = { store, tools: size, push_tools_per_s: size / pushSeconds, search_ms: {}, first_search_after_write_ms: {}, rss_mb: 0 };
+    process.stderr.write(`[${store} ${size}] pushed in ${pushSeconds.toFixed(1)} s (${report.push_tools_per_s.toFixed(0)} tools/s)\n`);
+    if (hybrid) {
+      for (;;) {
+        const { embedding } = await call('GET', `/v1/catalogs/${catalog}`);
+        if (embedding.done + embedding.failed >= embedding.total) break;
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+      report.embed_tools_per_s = size / ((performance.now() - pushStarted) / 1000 - pushSeconds);
+      process.stderr.write(`[${store} ${size}] embedded (${report.embed_tools_per_s.toFixed(0)} tools/s after the push)\n`);
+    }
+    const search = async (query: string, mode: string) => {
+      const started = performance.now();
+      const body = await call('POST', `/v1/catalogs/${catalog}/search`, { query, mode, top_k: 10 });
+      if (body.results.length === 0 && mode === 'hybrid') throw new Error(`no results for "${query}"`);
+      return performance.now() - started;
+    };
+    // The catalog's in-process index is read in the background after a write; wait for it once.
+    const indexReady = async () => {
+      const summary = (await getCatalog(deps.search.db, 'default', catalog))!;
+      await deps.search.catalogIndexes?.get(summary);
+    };
+    await indexReady();
+    for (const mode of modes) {
+      for (const query of queries) await search(query, mode); // untimed: caches query embeddings
+      const samples: number[] = [];
+      for (let round = 0; round < rounds; round++) for (const query of queries) samples.push(await search(query, mode));
+      report.search_ms[mode] = summarize(samples);
+      process.stderr.write(`[${store} ${size}] ${mode} p50 ${report.search_ms[mode]!.p50.toFixed(1)} ms, p99 ${report.search_ms[mode]!.p99.toFixed(1)} ms\n`);
+    }
+    report.rss_mb = rssMb();
+    for (const [index, mode] of modes.entries()) {
+      // A write makes a new revision: the next search is the first one to see it (in SQL while
+      // the new revision's index is read), and the index is ready some time after the write.
+      await call('POST', `/v1/catalogs/${catalog}/tools`, { tools: [{ ...toolAt(index), name: `bench_written_${index}`, description: `A tool written during the bench, ${index}.` }] });
+      const written = performance.now();
+      report.first_search_after_write_ms[mode] = await search(queries[index % queries.length]!, mode);
+      await indexReady();
+      report.index_ready_after_write_ms = performance.now() - written;
+    }
+    return report;
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+    await deps.close();
+    await database.close();
+    await drop();
+  }
+}
+
+const reports: SizeReport[] = [];
+for (const store of stores) {
+  for (const size of sizes) {
+    if (store === 'pglite' && size > PGLITE_MAX) continue;
+    reports.push(await runSize(store, size));
+  }
+}
+
+const misses: string[] = [];
+const onPostgres = reports.filter((report) => report.store === 'postgres');
+const largest = onPostgres.at(-1);
+const smallest = onPostgres[0];
+if (largest && largest.tools >= 100_000) {
+  for (const mode of modes) {
+    const at = largest.search_ms[mode]!;
+    if (at.p50 > 30) misses.push(`${mode} p50 ${at.p50.toFixed(1)} ms > 30 ms at ${largest.tools}`);
+    if (at.p99 > 3 * at.p50) misses.push(`${mode} p99 ${at.p99.toFixed(1)} > 3 x p50 at ${largest.tools}`);
+    if (smallest && smallest !== largest && at.p50 > 3 * smallest.search_ms[mode]!.p50) misses.push(`${mode} p50 grows ${(at.p50 / smallest.search_ms[mode]!.p50).toFixed(1)} x from ${smallest.tools} to ${largest.tools}`);
+  }
+  if (largest.push_tools_per_s < 1500) misses.push(`push ${largest.push_tools_per_s.toFixed(0)} tools/s < 1,500`);
+}
+console.log('\nstore     tools   push/s  embed/s  ' + modes.map((mode) => `${mode} p50 / p99 (ms)`.padEnd(24)).join('') + 'first after write  index ready  RSS MB');
+for (const report of reports) {
+  console.log(
+    `${report.store.padEnd(9)} ${String(report.tools).padStart(6)}  ${report.push_tools_per_s.toFixed(0).padStart(6)}  ${(report.embed_tools_per_s?.toFixed(0) ?? '-').padStart(7)}  ` +
+      modes.map((mode) => `${report.search_ms[mode]!.p50.toFixed(1)} / ${report.search_ms[mode]!.p99.toFixed(1)}`.padEnd(24)).join('') +
+      modes.map((mode) => report.first_search_after_write_ms[mode]!.toFixed(0)).join(' / ').padEnd(19) +
+      `${report.index_ready_after_write_ms?.toFixed(0) ?? '-'}`.padEnd(13) +
+      report.rss_mb.toFixed(0),
+  );
+}
+console.log(misses.length ? `targets missed: ${misses.join('; ')}` : largest && largest.tools >= 100_000 ? 'targets met' : 'targets are judged at 100,000 tools on PostgreSQL');
+console.log(JSON.stringify({ reports, misses }));
+process.exit(misses.length ? 1 : 0);
