@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { queryRows, type Db } from './database.js';
+import { queryRows, retryOnConflict, type Db } from './database.js';
 import { insertDocuments, type Executor, type ToolDocument } from './tool-store.js';
 
 export interface CatalogSummary {
@@ -28,14 +28,6 @@ function normalizeSummary(row: CatalogSummary): CatalogSummary {
   return { ...row, createdAt: new Date(row.createdAt), updatedAt: new Date(row.updatedAt) };
 }
 
-/** Creates the catalog or marks it changed; returns its id. */
-async function catalogId(db: Executor, tenant: string, name: string): Promise<number | undefined> {
-  const rows = await queryRows<{ id: number }>(
-    db,
-    sql`select id from catalogs where tenant = ${tenant} and name = ${name}`,
-  );
-  return rows[0]?.id;
-}
 
 async function upsertMappings(db: Executor, id: number, documents: ToolDocument[], firstPosition: number) {
   if (documents.length === 0) return;
@@ -69,7 +61,8 @@ async function writeCatalog(
   unstored: ToolDocument[],
   mapTools: (tx: Executor, id: number) => Promise<void>,
 ): Promise<CatalogWrite> {
-  return db.transaction(async (tx) => {
+  // Locks in one order everywhere: documents (by hash), then the catalog row, then its tools.
+  return retryOnConflict(() => db.transaction(async (tx) => {
     const newHashes = await insertDocuments(tx, unstored);
     const { id, created } = await lockOrCreateCatalog(tx, tenant, name);
     const before = created ? undefined : await mappingDigest(tx, id);
@@ -83,7 +76,7 @@ async function writeCatalog(
       await tx.execute(sql`update catalogs set updated_at = now(), revision = revision + 1, tool_count = ${after.count} where id = ${id}`);
     }
     return { catalog: (await getCatalog(tx, tenant, name))!, newHashes };
-  });
+  }));
 }
 
 /**
@@ -144,8 +137,11 @@ export async function upsertCatalogTools(
 }
 
 export async function deleteCatalogTool(db: Db, tenant: string, catalog: string, toolName: string): Promise<boolean> {
-  return db.transaction(async (tx) => {
-    const id = await catalogId(tx, tenant, catalog);
+  return retryOnConflict(() => db.transaction(async (tx) => {
+    // The catalog row first, as every writer takes it: a write in flight finishes before this
+    // looks for the tool, so a tool present in every committed state is always found.
+    const rows = await queryRows<{ id: number }>(tx, sql`select id from catalogs where tenant = ${tenant} and name = ${catalog} for update`);
+    const id = rows[0]?.id;
     if (id === undefined) return false;
     const deleted = await queryRows<{ name: string }>(
       tx,
@@ -155,14 +151,14 @@ export async function deleteCatalogTool(db: Db, tenant: string, catalog: string,
       await tx.execute(sql`update catalogs set updated_at = now(), revision = revision + 1, tool_count = tool_count - 1 where id = ${id}`);
     }
     return deleted.length > 0;
-  });
+  }));
 }
 
 export async function deleteCatalog(db: Executor, tenant: string, name: string): Promise<boolean> {
-  const rows = await queryRows<{ id: number }>(
+  const rows = await retryOnConflict(() => queryRows<{ id: number }>(
     db,
     sql`delete from catalogs where tenant = ${tenant} and name = ${name} returning id`,
-  );
+  ));
   return rows.length > 0;
 }
 

@@ -122,6 +122,27 @@ class ListenedClient extends pg.Client {
 /** DB_TIMEOUT_MS's default: longer than any healthy query of the request path, short enough for a gateway's retry. */
 export const DEFAULT_DB_TIMEOUT_MS = 5_000;
 
+/** A transaction PostgreSQL aborted for another's sake (deadlock, serialization failure): safe to run again. */
+export function isTransientConflict(error: unknown): boolean {
+  const code = (error as { code?: string })?.code ?? (error as { cause?: { code?: string } })?.cause?.code;
+  return code === '40P01' || code === '40001';
+}
+
+/**
+ * Runs `transaction` again when PostgreSQL aborted it for a concurrent one, a few times with a
+ * short random pause; a conflict that persists reaches the caller (a 503 with Retry-After).
+ */
+export async function retryOnConflict<T>(transaction: () => Promise<T>, attempts = 4): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await transaction();
+    } catch (error) {
+      if (!isTransientConflict(error) || attempt >= attempts) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
+    }
+  }
+}
+
 /** Whether an error means the database did not answer in time or could not be reached (a 503, not a 500). */
 export function isDatabaseUnavailable(error: unknown): boolean {
   const message = error instanceof Error ? `${error.message} ${String((error as { cause?: unknown }).cause ?? '')}` : '';

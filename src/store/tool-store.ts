@@ -49,7 +49,8 @@ async function insertTerms(db: Executor, documents: { hash: string; termFreqs: M
  * concurrent writers of the same hash are harmless: the loser's insert does nothing.
  */
 export async function insertDocuments(db: Executor, documents: ToolDocument[]): Promise<string[]> {
-  const unique = [...new Map(documents.map((doc) => [doc.hash, doc])).values()];
+  // Hash order: concurrent writers of overlapping documents take their row locks in one order.
+  const unique = [...new Map(documents.map((doc) => [doc.hash, doc])).values()].sort((a, b) => (a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : 0));
   if (unique.length === 0) return [];
   const inserted = await queryRows<{ hash: string }>(
     db,
