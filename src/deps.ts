@@ -18,6 +18,7 @@ import { BackgroundWork } from './background-work.js';
 import { LruCache } from './lru-cache.js';
 import { VectorCache } from './store/vector-cache.js';
 import { CatalogIndexCache } from './search/catalog-index.js';
+import { CatalogEmbeddingStatus } from './search/embedding-status.js';
 import { ServerStatsCache } from './search/server-stats.js';
 import { openDatabase, type Database } from './store/database.js';
 import { ensureVectorIndex } from './store/search-store.js';
@@ -211,7 +212,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     queue,
     embedWorker,
     catalog: catalogDeps,
-    search: { db: database.db, embedder, serverStats: new ServerStatsCache(), catalogIndexes: new CatalogIndexCache(database.adminDb, config.CATALOG_INDEX_MEMORY * 2 ** 20) },
+    search: { db: database.db, embedder, serverStats: new ServerStatsCache(), catalogIndexes: new CatalogIndexCache(database.adminDb, config.CATALOG_INDEX_MEMORY * 2 ** 20), embeddingStatus: new CatalogEmbeddingStatus() },
     selector,
     upstreams,
     readiness,

@@ -40,6 +40,7 @@ export function searchRoutes(deps: RankDeps, metrics?: Metrics): Router {
       })),
       took_ms: Math.round((performance.now() - started) * 100) / 100,
       ...(result.degraded ? { degraded: result.degraded } : {}),
+      ...(result.embedding ? { embedding: result.embedding } : {}),
     });
   });
   return router;

@@ -4,11 +4,14 @@ import { EXACT_SCAN_MAX, existingNames } from '../store/search-store.js';
 import { loadCatalogTools } from '../store/catalog-store.js';
 import type { CatalogToolRow } from '../store/catalog-store.js';
 import { rankCorpus, type RankDeps, type RankQuery, type RankedTool, type RankResult } from './hybrid-search.js';
+import type { PendingEmbeddings } from './embedding-status.js';
 import { nameCandidates } from './patterns.js';
 
 export interface CatalogSearchResult {
   tools: (RankedTool & { tool: CatalogToolRow })[];
-  degraded?: RankResult['degraded'];
+  degraded?: RankResult['degraded'] | 'embeddings_pending';
+  /** With `embeddings_pending`: tools of the catalog with a current vector, of all. */
+  embedding?: PendingEmbeddings;
   timings: RankResult['timings'];
 }
 
@@ -26,7 +29,11 @@ export async function searchCatalog(
   const candidates = nameCandidates(request.query);
   // The catalog's terms in process (read once per revision), or BM25 in SQL until they are.
   const index = request.mode === 'vector' ? undefined : deps.catalogIndexes?.current(catalog);
-  const found = new Set(await existingNames(deps.db, catalog.id, candidates));
+  const [existing, pending] = await Promise.all([
+    existingNames(deps.db, catalog.id, candidates),
+    request.mode !== 'bm25' && deps.embedder && deps.embeddingStatus ? deps.embeddingStatus.pending(deps.db, catalog, deps.embedder.modelId) : undefined,
+  ]);
+  const found = new Set(existing);
   const ranked = await rankCorpus(
     deps,
     { kind: 'catalog', catalogId: catalog.id },
@@ -46,6 +53,7 @@ export async function searchCatalog(
       return row ? [{ ...tool, tool: row }] : [];
     }),
     timings: ranked.timings,
-    ...(ranked.degraded ? { degraded: ranked.degraded } : {}),
+    // A model that did not answer says more than the vectors still missing.
+    ...(ranked.degraded ? { degraded: ranked.degraded } : pending ? { degraded: 'embeddings_pending' as const, embedding: pending } : {}),
   };
 }

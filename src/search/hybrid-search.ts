@@ -8,6 +8,7 @@ import type { Bm25Index } from './bm25-index.js';
 import { fuseHybrid, RRF_DEPTH } from './rrf.js';
 import { boostByTags } from './tags.js';
 import type { CatalogIndex, CatalogIndexCache } from './catalog-index.js';
+import type { CatalogEmbeddingStatus } from './embedding-status.js';
 import type { ServerIndex, ServerStatsCache } from './server-stats.js';
 import { addServerVotes, serverCentroids, SERVER_DEPTH, type ServerLists, type ServerMembers } from './servers.js';
 import { rankByCosine } from './vector-scan.js';
@@ -56,6 +57,8 @@ export interface RankDeps {
   serverStats?: ServerStatsCache;
   /** When present, a catalog's BM25 statistics (tools and servers) are kept in process per revision. */
   catalogIndexes?: CatalogIndexCache;
+  /** When present, a catalog search says whether the catalog's vectors are still being computed. */
+  embeddingStatus?: CatalogEmbeddingStatus;
 }
 
 export interface RankResult {

@@ -120,3 +120,42 @@ describe('POST /v1/catalogs/{catalog}/search without a model', () => {
     expect(vector.body.error.code).toBe('service_unavailable');
   });
 });
+
+describe('POST /v1/catalogs/{catalog}/search while the catalog is being embedded', () => {
+  let app: TestApp;
+  const catalog = uniqueName('search-pending');
+  // Content never stored before (vectors are shared by content across catalogs and tests).
+  const fresh = tools.map((tool) => ({ ...tool, description: `${tool.description} ${catalog}` }));
+  beforeAll(async () => {
+    // The model loads but nothing embeds: no worker in this process, and a queue prefix no other one reads.
+    app = await startTestApp({ EMBED_MODEL: 'use-lite', EMBED_WORKER: 'off', QUEUE_PREFIX: uniqueName('pending') });
+    expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools: fresh })).status).toBe(200);
+  }, 120_000);
+  afterAll(() => app.close());
+
+  it('says embeddings_pending with the progress, in hybrid and vector mode, and stops once every tool has a vector', async () => {
+    const search = (body: Record<string, unknown>) => app.request('POST', `/v1/catalogs/${catalog}/search`, { query: 'send an email', ...body });
+    const hybrid = await search({});
+    expect(hybrid.body.results[0].name).toBe('send_email');
+    expect(hybrid.body).toMatchObject({ degraded: 'embeddings_pending', embedding: { done: 0, total: tools.length } });
+    const vector = await search({ mode: 'vector' });
+    expect(vector.body).toMatchObject({ results: [], degraded: 'embeddings_pending', embedding: { done: 0, total: tools.length } });
+    const bm25 = await search({ mode: 'bm25' });
+    expect(bm25.body.degraded).toBeUndefined();
+
+    // Every tool gets a vector (written here as the queue would): the next count clears the flag.
+    const { writeVectors } = await import('../../src/store/embedding-store.js');
+    const { currentRecipe } = await import('../../src/embed/embed-documents.js');
+    const { sql } = await import('drizzle-orm');
+    const { queryRows } = await import('../../src/store/database.js');
+    const embedder = app.deps.search.embedder!;
+    const rows = await queryRows<{ hash: string; name: string }>(app.deps.search.db, sql`select ct.hash, ct.name from catalog_tools ct join catalogs c on c.id = ct.catalog_id where c.name = ${catalog}`);
+    const vectors = await Promise.all(rows.map(async (row) => ({ hash: row.hash, vector: await embedder.embedQuery(row.name.replace(/_/g, ' ')) })));
+    await writeVectors(app.deps.search.db, currentRecipe(embedder.modelId), vectors);
+    await new Promise((resolve) => setTimeout(resolve, 1100)); // a pending catalog is counted at most once a second
+    const done = await search({});
+    expect(done.body.degraded).toBeUndefined();
+    expect(done.body.embedding).toBeUndefined();
+    expect((await search({ mode: 'vector' })).body.results.length).toBeGreaterThan(0);
+  });
+});
