@@ -59,21 +59,19 @@ async function writeCatalog(
   tenant: string,
   name: string,
   unstored: ToolDocument[],
-  mapTools: (tx: Executor, id: number) => Promise<void>,
+  mapTools: (tx: Executor, id: number, created: boolean) => Promise<{ changed: boolean; toolCount: number }>,
 ): Promise<CatalogWrite> {
   // Locks in one order everywhere: documents (by hash), then the catalog row, then its tools.
   return retryOnConflict(() => db.transaction(async (tx) => {
     const newHashes = await insertDocuments(tx, unstored);
     const { id, created } = await lockOrCreateCatalog(tx, tenant, name);
-    const before = created ? undefined : await mappingDigest(tx, id);
-    await mapTools(tx, id);
+    const { changed, toolCount } = await mapTools(tx, id, created);
     // Re-pushing an identical catalog is not a change: revision and updated_at move only when a
     // name now points at other content (clients and caches key on the revision).
-    const after = await mappingDigest(tx, id);
     if (created) {
-      await tx.execute(sql`update catalogs set tool_count = ${after.count} where id = ${id}`);
-    } else if (after.digest !== before!.digest) {
-      await tx.execute(sql`update catalogs set updated_at = now(), revision = revision + 1, tool_count = ${after.count} where id = ${id}`);
+      await tx.execute(sql`update catalogs set tool_count = ${toolCount} where id = ${id}`);
+    } else if (changed) {
+      await tx.execute(sql`update catalogs set updated_at = now(), revision = revision + 1, tool_count = ${toolCount} where id = ${id}`);
     }
     return { catalog: (await getCatalog(tx, tenant, name))!, newHashes };
   }));
@@ -113,9 +111,12 @@ export async function replaceCatalog(
   documents: ToolDocument[],
   unstored: ToolDocument[] = documents,
 ): Promise<CatalogWrite> {
-  return writeCatalog(db, tenant, name, unstored, async (tx, id) => {
+  return writeCatalog(db, tenant, name, unstored, async (tx, id, created) => {
+    const before = created ? undefined : await mappingDigest(tx, id);
     await tx.execute(sql`delete from catalog_tools where catalog_id = ${id}`);
     await upsertMappings(tx, id, documents, 0);
+    const after = await mappingDigest(tx, id);
+    return { changed: after.digest !== before?.digest, toolCount: after.count };
   });
 }
 
@@ -128,11 +129,25 @@ export async function upsertCatalogTools(
   unstored: ToolDocument[] = documents,
 ): Promise<CatalogWrite> {
   return writeCatalog(db, tenant, name, unstored, async (tx, id) => {
-    const next = await queryRows<{ next: number }>(
-      tx,
-      sql`select coalesce(max(position) + 1, 0)::int as next from catalog_tools where catalog_id = ${id}`,
+    // What the written names point at now: the change and the new count cost the slice, not the catalog.
+    const names = [...new Map(documents.map((doc) => [doc.tool.name, doc.hash]))];
+    const existing = new Map(
+      (
+        await queryRows<{ name: string; hash: string }>(
+          tx,
+          sql`select name, hash from catalog_tools where catalog_id = ${id} and name = any(${sql.param(names.map(([toolName]) => toolName))}::text[])`,
+        )
+      ).map((row) => [row.name, row.hash]),
     );
-    await upsertMappings(tx, id, documents, next[0]?.next ?? 0);
+    const added = names.filter(([toolName]) => !existing.has(toolName)).length;
+    const changed = added > 0 || names.some(([toolName, hash]) => existing.get(toolName) !== hash);
+    const { next, count } = (await queryRows<{ next: number; count: number }>(
+      tx,
+      sql`select coalesce(max(position) + 1, 0)::int as next, tool_count as count from catalogs c
+          left join catalog_tools ct on ct.catalog_id = c.id where c.id = ${id} group by c.tool_count`,
+    ))[0]!;
+    await upsertMappings(tx, id, documents, Number(next ?? 0));
+    return { changed, toolCount: Number(count) + added };
   });
 }
 
