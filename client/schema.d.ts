@@ -586,10 +586,15 @@ export interface components {
             results: components["schemas"]["SearchResult"][];
             took_ms: number;
             /**
-             * @description Present when the answer used BM25 alone.
+             * @description Present when the answer is not what the mode promises: the model is unavailable, failed or busy (BM25 alone), or some of the catalog's tools have no vector yet (`embeddings_pending`: those tools are found by BM25 only, and `mode=vector` cannot return them; see `embedding`).
              * @enum {string}
              */
-            degraded?: "embedder_unavailable" | "embedder_error" | "embedder_busy";
+            degraded?: "embedder_unavailable" | "embedder_error" | "embedder_busy" | "embeddings_pending";
+            /** @description With `degraded=embeddings_pending`, the catalog's tools with a current vector, of all. */
+            embedding?: {
+                done: number;
+                total: number;
+            };
         };
         /** @description Either `pattern` (0.4.0-0.5.2) or `query` (0.5.3+) is required; unknown fields are ignored. */
         SelectorRequest: {
@@ -701,6 +706,23 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description Not an MCP request: a body that is not JSON (the error shape), or JSON that is not a valid JSON-RPC message for this endpoint (the SDK's JSON-RPC error, `id` null). */
+        McpBadRequest: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"] | {
+                    /** @constant */
+                    jsonrpc: "2.0";
+                    error: {
+                        code: number;
+                        message: string;
+                    };
+                    id?: string | number | null;
+                };
             };
         };
         /** @description A dependency needed for this request is down or slow: the database did not answer within `DB_TIMEOUT_MS`, a write kept conflicting with concurrent writes, the queue is down, or the model is unavailable for `mode=vector`. Sent with `Retry-After`; retry shortly. */
@@ -1191,6 +1213,8 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1263,6 +1287,8 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1402,8 +1428,11 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["McpBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
         };
     };
     mcpOneCatalog: {
@@ -1438,10 +1467,12 @@ export interface operations {
                 };
                 content?: never;
             };
-            400: components["responses"]["BadRequest"];
+            400: components["responses"]["McpBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
         };
     };
     selectTools: {
@@ -1520,6 +1551,7 @@ export interface operations {
                     "application/json": components["schemas"]["Job"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["Unavailable"];
