@@ -44,6 +44,12 @@ export const configSchema = z.preprocess(dropEmpty, z.object({
   REDIS_URL: z.preprocess(emptyAsUndefined, z.string().url().optional()),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   BODY_LIMIT: z.preprocess(emptyAsUndefined, byteSize.prefault('25mb')),
+  /** Bytes of request bodies being received at once, over all requests; past it a 503 (Retry-After). */
+  BODY_MEMORY: z.preprocess(emptyAsUndefined, byteSize.prefault('256mb')),
+  /** The whole request, body included, must arrive within this (ms); else Node answers 408 and closes. */
+  BODY_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
+  /** Request headers must arrive within this (ms). */
+  HEADERS_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(600_000).default(10_000),
   API_KEYS: z.preprocess(emptyAsUndefined, apiKeys.optional()),
   /**
    * Browser origins allowed to call /mcp (DNS-rebinding defence, as the MCP spec's security

@@ -1,4 +1,5 @@
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
+import { serverTimeouts } from './http/body-budget.js';
 import { loadConfigOrExit } from './config.js';
 import { createDeps } from './deps.js';
 import { createApp } from './http/app.js';
@@ -23,10 +24,9 @@ async function main(): Promise<void> {
     deps.logger.warn('API_KEYS is not set: every endpoint is open and all callers share the "default" tenant');
   }
   const app = createApp(deps);
-  // express 5 also calls the listen callback with the error (EADDRINUSE, EACCES): log only what
-  // happened, and let the 'error' handler below report the failure.
-  const server: Server = app.listen(config.PORT, config.HOST, (error?: Error) => {
-    if (error) return;
+  // A failure to listen (EADDRINUSE, EACCES) goes to the 'error' handler below, never the callback.
+  const server: Server = createServer(serverTimeouts(config), app);
+  server.listen(config.PORT, config.HOST, () => {
     deps.logger.info({ port: config.PORT, host: config.HOST }, 'toolsift listening');
   });
   server.on('error', async (error) => {

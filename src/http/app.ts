@@ -17,6 +17,7 @@ import { docsRoutes } from './docs.js';
 import { uiRoutes } from './ui.js';
 import { mcpRoutes } from './mcp.js';
 import { rejectUnsafeInput } from './input-safety.js';
+import { bodyBudget } from './body-budget.js';
 import { toolSearchRoutes } from './tool-search.js';
 import { TokenCounter } from '../catalog/tokens.js';
 import { serviceVersion } from '../paths.js';
@@ -25,7 +26,7 @@ import { upstreamRoutes } from './upstreams.js';
 import type { Metrics } from '../metrics.js';
 
 export interface AppDeps {
-  config: Pick<Config, 'BODY_LIMIT' | 'API_KEYS' | 'MCP_ALLOWED_ORIGINS' | 'MCP_ALLOWED_HOSTS'>;
+  config: Pick<Config, 'BODY_LIMIT' | 'BODY_MEMORY' | 'API_KEYS' | 'MCP_ALLOWED_ORIGINS' | 'MCP_ALLOWED_HOSTS'>;
   logger: Logger;
   catalog: CatalogDeps;
   search: RankDeps;
@@ -51,6 +52,7 @@ export function createApp(deps: AppDeps): Express {
   // Authenticate before reading a body of up to BODY_LIMIT bytes.
   app.use(['/v1', '/api', '/mcp'], authenticate(deps.config.API_KEYS));
   app.use(requireJsonBody);
+  app.use(bodyBudget(deps.config.BODY_MEMORY, deps.config.BODY_LIMIT));
   // The selector reads its own JSON: it skips parsing tool lists it has seen (http/selector.ts).
   app.use(SELECTOR_PATHS, express.raw({ type: () => true, limit: deps.config.BODY_LIMIT }));
   app.use(express.json({ limit: deps.config.BODY_LIMIT }));

@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
+import { serverTimeouts } from '../../src/http/body-budget.js';
 import { pino, type Logger } from 'pino';
 import { configSchema, type Config } from '../../src/config.js';
 import { createDeps, type Deps, type DepsOverrides } from '../../src/deps.js';
@@ -28,9 +29,9 @@ export async function startTestApp(env: Record<string, string> = {}, overrides: 
   const config: Config = configSchema.parse({ EMBED_MODEL: 'none', SELECTOR_BUDGET_MS: '60000', ...env });
   const deps = await createDeps(config, { database: await testDatabase(), logger: pino({ level: 'silent' }), ...overrides });
   const app = createApp(deps);
-  const server: Server = await new Promise((resolve) => {
-    const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
-  });
+  // The server as main.ts builds it (request and header timeouts), on a free port.
+  const server: Server = createServer(serverTimeouts(config), app);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
     url,

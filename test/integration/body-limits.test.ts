@@ -1,0 +1,54 @@
+/**
+ * Bodies that arrive slowly or never finish (issue: hard edges §7): the bytes being received at
+ * once are bounded (BODY_MEMORY, a 503 past it) and a request must arrive whole within
+ * BODY_TIMEOUT_MS (Node answers 408 and closes). Raw sockets, since fetch cannot stall mid-body.
+ */
+import { connect, type Socket } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { uniqueName } from '../helpers/database.js';
+
+/** Opens a connection, sends a PUT's headers declaring `length` bytes and then only `sent` of them. */
+function partialPut(url: string, path: string, length: number, sent: number): { socket: Socket; answer: Promise<string> } {
+  const { hostname, port } = new URL(url);
+  const socket = connect(Number(port), hostname);
+  socket.write(`PUT ${path} HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`);
+  socket.write(`{"tools": [${' '.repeat(Math.max(0, sent - 12))}`);
+  let received = '';
+  const answer = new Promise<string>((resolve) => {
+    socket.on('data', (chunk) => (received += String(chunk)));
+    socket.on('close', () => resolve(received));
+    socket.on('error', () => resolve(received));
+  });
+  return { socket, answer };
+}
+
+describe('request bodies in flight', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp({ BODY_LIMIT: '600kb', BODY_MEMORY: '1mb', BODY_TIMEOUT_MS: '1500' });
+  });
+  afterAll(() => app?.close());
+
+  it('answers 503 with Retry-After once the bodies being received would pass BODY_MEMORY, and recovers when they end', async () => {
+    const slow = [partialPut(app.url, `/v1/catalogs/${uniqueName('slow')}`, 500_000, 1000), partialPut(app.url, `/v1/catalogs/${uniqueName('slow')}`, 450_000, 1000)];
+    await new Promise((resolve) => setTimeout(resolve, 200)); // both reserved their declared length
+    const refused = await app.request('PUT', `/v1/catalogs/${uniqueName('refused')}`, { tools: [{ name: 'a', description: 'x'.repeat(200_000) }] });
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toBe('1');
+    expect(refused.body.error.message).toContain('BODY_MEMORY');
+    // A small body still fits.
+    expect((await app.request('PUT', `/v1/catalogs/${uniqueName('small')}`, { tools: [{ name: 'a', description: 'b' }] })).status).toBe(200);
+    for (const { socket } of slow) socket.destroy();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect((await app.request('PUT', `/v1/catalogs/${uniqueName('after')}`, { tools: [{ name: 'a', description: 'x'.repeat(200_000) }] })).status).toBe(200);
+  });
+
+  it('closes a request whose body does not arrive within BODY_TIMEOUT_MS with 408', async () => {
+    const started = Date.now();
+    const { answer } = partialPut(app.url, `/v1/catalogs/${uniqueName('stalled')}`, 10_000, 100);
+    const text = await answer;
+    expect(text).toMatch(/^HTTP\/1\.1 408/);
+    expect(Date.now() - started).toBeLessThan(6_000);
+  });
+});
