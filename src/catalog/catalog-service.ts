@@ -153,6 +153,16 @@ export async function upsertTools(deps: CatalogDeps, ref: CatalogRef, raws: unkn
 }
 
 /**
+ * Replaces the catalog's tools of one server (an upstream MCP server's sync) and keeps the rest, in
+ * one write under the catalog's lock. Returns what the server's tools were before, by name and hash.
+ */
+export async function replaceServerTools(deps: CatalogDeps, ref: CatalogRef, server: string, raws: unknown[]): Promise<CatalogWriteResult & { before: Map<string, string> }> {
+  const ahead = await writeAhead(deps, parseToolList(raws));
+  const write = await catalogStore.replaceServerTools(deps.db, ref.tenant, ref.name, server, ahead.documents, ahead.unstored);
+  return { ...(await afterWrite(deps, write, ahead)), before: write.before };
+}
+
+/**
  * Tools whose content no catalog of this tenant held before the write. Not "new to the store":
  * that would tell a tenant whether another tenant already pushed an identical tool.
  */

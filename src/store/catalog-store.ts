@@ -151,6 +151,57 @@ export async function upsertCatalogTools(
   });
 }
 
+/** What a server's tools were before `replaceServerTools`, by name (content hash). */
+export type ServerToolsBefore = Map<string, string>;
+
+/**
+ * Replaces the catalog's tools of one `server` (an upstream MCP server) with `documents`, keeping
+ * every other tool, in one transaction under the catalog's lock: a write of other tools that
+ * lands meanwhile is never undone (reading the catalog first and replacing it whole would).
+ * Names of other servers' tools are left alone; a document may take over a name it now claims.
+ */
+export async function replaceServerTools(
+  db: Db,
+  tenant: string,
+  name: string,
+  server: string,
+  documents: ToolDocument[],
+  unstored: ToolDocument[] = documents,
+): Promise<CatalogWrite & { before: ServerToolsBefore }> {
+  let before: ServerToolsBefore = new Map();
+  const write = await writeCatalog(db, tenant, name, unstored, async (tx, id) => {
+    const rows = await queryRows<{ name: string; hash: string }>(
+      tx,
+      sql`select ct.name, ct.hash from catalog_tools ct join tool_documents d on d.hash = ct.hash
+          where ct.catalog_id = ${id} and d.server = ${server}`,
+    );
+    before = new Map(rows.map((row) => [row.name, row.hash]));
+    const names = new Set(documents.map((doc) => doc.tool.name));
+    const gone = [...before.keys()].filter((toolName) => !names.has(toolName));
+    if (gone.length > 0) {
+      await tx.execute(sql`delete from catalog_tools where catalog_id = ${id} and name = any(${sql.param(gone)}::text[])`);
+    }
+    const existing = new Map(
+      (
+        await queryRows<{ name: string; hash: string }>(
+          tx,
+          sql`select name, hash from catalog_tools where catalog_id = ${id} and name = any(${sql.param([...names])}::text[])`,
+        )
+      ).map((row) => [row.name, row.hash]),
+    );
+    const added = documents.filter((doc) => !existing.has(doc.tool.name)).length;
+    const changed = gone.length > 0 || added > 0 || documents.some((doc) => existing.get(doc.tool.name) !== doc.hash);
+    const { next, count } = (await queryRows<{ next: number; count: number }>(
+      tx,
+      sql`select coalesce(max(position) + 1, 0)::int as next, tool_count as count from catalogs c
+          left join catalog_tools ct on ct.catalog_id = c.id where c.id = ${id} group by c.tool_count`,
+    ))[0]!;
+    await upsertMappings(tx, id, documents, Number(next ?? 0));
+    return { changed, toolCount: Number(count) - gone.length + added };
+  });
+  return { ...write, before };
+}
+
 export async function deleteCatalogTool(db: Db, tenant: string, catalog: string, toolName: string): Promise<boolean> {
   return retryOnConflict(() => db.transaction(async (tx) => {
     // The catalog row first, as every writer takes it: a write in flight finishes before this

@@ -217,20 +217,12 @@ export class UpstreamService implements UpstreamCaller {
 
   /**
    * Replaces the catalog's tools of this upstream with `tools`, keeping every other tool, in one
-   * catalog write (all or nothing). Returns what changed, by name and content hash.
+   * catalog write under the catalog's lock (all or nothing; a concurrent write of other tools is
+   * kept). Returns what changed, by name and content hash.
    */
   async #writeTools(row: store.UpstreamRow, tools: Array<Record<string, unknown>>) {
     const ref = { tenant: row.tenant, name: row.catalog };
-    const current: Array<{ name: string; hash: string; server: string | null; definition: unknown }> = [];
-    let after: string | undefined;
-    for (;;) {
-      const page = await catalogs.listTools(this.#deps.catalog, ref, { limit: 1000, after });
-      current.push(...page.tools);
-      if (!page.nextAfter) break;
-      after = page.nextAfter;
-    }
-    const before = new Map(current.filter((tool) => tool.server === row.name).map((tool) => [tool.name, tool.hash]));
-    const kept = current.filter((tool) => tool.server !== row.name).map((tool) => tool.definition);
+    const { before } = await catalogs.replaceServerTools(this.#deps.catalog, ref, row.name, tools);
     let added = 0;
     let changed = 0;
     for (const tool of tools) {
@@ -245,7 +237,6 @@ export class UpstreamService implements UpstreamCaller {
     }
     const names = new Set(tools.map((tool) => tool.name as string));
     const removed = [...before.keys()].filter((name) => !names.has(name)).length;
-    await catalogs.replaceCatalog(this.#deps.catalog, ref, [...kept, ...tools]);
     return { toolCount: tools.length, added, changed, removed };
   }
 

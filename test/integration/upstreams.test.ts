@@ -73,6 +73,19 @@ describe('upstream MCP servers', () => {
     expect(again.body.upstream.last_sync).toEqual({ added: 0, changed: 0, removed: 0 });
   });
 
+  it('a sync never undoes a write of other tools that lands while it runs', async () => {
+    for (let round = 0; round < 8; round++) {
+      const name = `local_${round}`;
+      const [sync, post] = await Promise.all([
+        app.request('PUT', `/v1/catalogs/${catalog}/upstreams/everything`, { url, refresh_seconds: 60 }, auth),
+        app.request('POST', `/v1/catalogs/${catalog}/tools`, { tools: [{ name, description: `A local tool written during sync ${round}.` }] }, auth),
+      ]);
+      expect([sync.status, post.status]).toEqual([200, 200]);
+      expect((await app.request('GET', `/v1/catalogs/${catalog}/tools/${name}`, undefined, auth)).status).toBe(200);
+    }
+    expect((await app.request('GET', `/v1/catalogs/${catalog}/tools/echo`, undefined, auth)).status).toBe(200);
+  });
+
   it('an MCP client finds an upstream tool with search_tools, reads it and calls it through toolsift', async () => {
     const search = await client.callTool({ name: 'search_tools', arguments: { query: 'echo back a message', limit: 3 } });
     const results = (search.structuredContent as { results: Array<{ name: string; server: string }> }).results;
