@@ -30,6 +30,7 @@ export interface StdioServer {
   env: Record<string, string>;
   tenant: string;
   catalog: string;
+  refresh_seconds: number;
 }
 
 const upstreamsFile = z.object({
@@ -42,11 +43,13 @@ const upstreamsFile = z.object({
       /** toolsift's additions to the shape MCP hosts use: where the server's tools go. */
       catalog: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/).default('local'),
       tenant: z.string().min(1).default('default'),
+      /** How often to re-list its tools besides on its list_changed notifications, seconds. */
+      refresh_seconds: z.number().int().min(10).max(86_400).default(300),
     }),
   ),
 });
 
-/** Reads UPSTREAMS_FILE: `{"mcpServers": {"<name>": {command, args?, env?, catalog? ("local"), tenant? ("default")}}}`. */
+/** Reads UPSTREAMS_FILE: `{"mcpServers": {"<name>": {command, args?, env?, catalog? ("local"), tenant? ("default"), refresh_seconds? (300)}}}`. */
 export function readUpstreamsFile(path: string): Map<string, StdioServer> {
   let parsed: z.infer<typeof upstreamsFile>;
   try {
@@ -119,7 +122,7 @@ export class UpstreamService implements UpstreamCaller {
   /** Registers the UPSTREAMS_FILE servers (each syncs in the background) and starts refreshing. */
   async startStdioServers(): Promise<void> {
     for (const [name, server] of this.#deps.stdioServers ?? []) {
-      void this.register(server.tenant, server.catalog, { name, url: `${STDIO_URL_PREFIX}${name}`, headers: {}, refreshSeconds: 300 }).catch((error: Error) =>
+      void this.register(server.tenant, server.catalog, { name, url: `${STDIO_URL_PREFIX}${name}`, headers: {}, refreshSeconds: server.refresh_seconds }).catch((error: Error) =>
         this.#deps.logger.warn({ upstream: name, reason: error.message }, 'stdio upstream could not be registered'),
       );
     }
