@@ -108,12 +108,19 @@ interface Connection {
   url: string;
 }
 
+/** Backoff of a stdio child's restarts: the first after this, doubling up to RESTART_MAX_MS. */
+const RESTART_FIRST_MS = 1_000;
+const RESTART_MAX_MS = 60_000;
+
 export class UpstreamService implements UpstreamCaller {
   readonly #deps: UpstreamDeps;
   /** Open client connections by upstream key; dropped on failure, reopened on demand. */
   readonly #connections = new Map<string, Promise<Connection>>();
   readonly #syncing = new Map<string, Promise<UpstreamState>>();
+  /** Stdio children that exited on their own, by upstream key: restarts so far, and the pending one. */
+  readonly #restarts = new Map<string, { count: number; timer?: NodeJS.Timeout }>();
   #timer: NodeJS.Timeout | null = null;
+  #closed = false;
 
   constructor(deps: UpstreamDeps) {
     this.#deps = deps;
@@ -135,10 +142,12 @@ export class UpstreamService implements UpstreamCaller {
   }
 
   async close(): Promise<void> {
+    this.#closed = true;
     if (this.#timer) clearInterval(this.#timer);
+    for (const restart of this.#restarts.values()) clearTimeout(restart.timer);
     const open = [...this.#connections.values()];
     this.#connections.clear();
-    await Promise.all(open.map((connection) => connection.then((c) => c.client.close()).catch(() => {})));
+    await Promise.all(open.map((connection) => connection.then((c) => ((c.client.onclose = undefined), c.client.close())).catch(() => {})));
   }
 
   async register(tenant: string, catalog: string, input: { name: string; url: string; headers: Record<string, string>; refreshSeconds: number }): Promise<UpstreamState> {
@@ -262,10 +271,11 @@ export class UpstreamService implements UpstreamCaller {
       const server = this.#deps.stdioServers?.get(row.url.slice(STDIO_URL_PREFIX.length));
       if (!server) throw new Error(`${row.url} is not in UPSTREAMS_FILE`);
       const client = make();
-      // A child that exits is started again by the next call or sync (the connection is dropped on failure).
       await client.connect(new StdioClientTransport({ command: server.command, args: server.args, env: { ...getDefaultEnvironment(), ...server.env }, stderr: 'ignore' }), {
         timeout: SYNC_TIMEOUT_MS,
       });
+      // Supervised: a child that exits on its own is started again (and re-synced) after a backoff.
+      client.onclose = () => this.#restartLater(row);
       return { client, url: row.url };
     }
     const requestInit = { headers: row.headers ?? {} };
@@ -286,11 +296,42 @@ export class UpstreamService implements UpstreamCaller {
     }
   }
 
+  /**
+   * A stdio child exited: drop its connection and sync it again (which starts it) after 1 s, 2 s,
+   * 4 s ... up to a minute between attempts; a sync that works resets the backoff.
+   */
+  #restartLater(row: store.UpstreamRow): void {
+    const key = `${row.catalogId}\0${row.name}`;
+    this.#connections.delete(key);
+    if (this.#closed || this.#restarts.get(key)?.timer) return;
+    const restart = this.#restarts.get(key) ?? { count: 0 };
+    const delay = Math.min(RESTART_MAX_MS, RESTART_FIRST_MS * 2 ** restart.count);
+    restart.count += 1;
+    this.#deps.logger.warn({ upstream: row.name, catalog: row.catalog, restart_in_ms: delay, restarts: restart.count }, 'stdio upstream exited; restarting');
+    restart.timer = setTimeout(() => {
+      restart.timer = undefined;
+      if (this.#closed) return;
+      void this.sync(row.tenant, row.catalog, row.name)
+        .then((state) => {
+          if (state.last_error === null) this.#restarts.get(key)!.count = 0;
+          else this.#restartLater(row);
+        })
+        .catch((error) => {
+          // The upstream was removed meanwhile: nothing to restart.
+          if (error instanceof AppError && error.code === 'not_found') this.#restarts.delete(key);
+          else this.#restartLater(row);
+        });
+    }, delay);
+    restart.timer.unref();
+    this.#restarts.set(key, restart);
+  }
+
   async #dropConnection(catalogId: number, name: string): Promise<void> {
     const key = `${catalogId}\0${name}`;
     const connection = this.#connections.get(key);
     this.#connections.delete(key);
-    await connection?.then((c) => c.client.close()).catch(() => {});
+    // Closed on purpose: not a child that exited on its own, so no restart.
+    await connection?.then((c) => ((c.client.onclose = undefined), c.client.close())).catch(() => {});
   }
 
   async #refreshDue(): Promise<void> {

@@ -43,10 +43,10 @@ describe('an upstream that announces a changed tool list', () => {
   });
 
   it('re-syncs on list_changed: the added tool is found and called through toolsift', async () => {
-    expect((await state()).tool_count).toBe(1);
+    expect((await state()).tool_count).toBe(2);
     const added = await client.callTool({ name: 'call_tool', arguments: { name: 'add_tool', arguments: { name: 'tide_forecast' } } });
     expect(added.isError, JSON.stringify(added)).toBeFalsy();
-    for (let tries = 0; (await state()).tool_count !== 2; tries++) {
+    for (let tries = 0; (await state()).tool_count !== 3; tries++) {
       if (tries > 100) throw new Error(`no re-sync after list_changed: ${JSON.stringify(await state())}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
@@ -55,5 +55,20 @@ describe('an upstream that announces a changed tool list', () => {
     expect((search.structuredContent as { results: Array<{ name: string }> }).results[0]!.name).toBe('tide_forecast');
     const called = await client.callTool({ name: 'call_tool', arguments: { name: 'tide_forecast', arguments: {} } });
     expect(JSON.stringify(called.content)).toContain('tide_forecast ran');
+  });
+
+  it('a local server that exits is started again on its own, with backoff, and synced', async () => {
+    const before = (await state()).last_sync_at;
+    const crashed = await client.callTool({ name: 'call_tool', arguments: { name: 'crash', arguments: {} } });
+    expect(crashed.isError, JSON.stringify(crashed)).toBeFalsy();
+    // No call reaches it: only the supervisor can start it again (first restart after 1 s).
+    for (let tries = 0; (await state()).last_sync_at === before; tries++) {
+      if (tries > 100) throw new Error(`not restarted: ${JSON.stringify(await state())}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    // A new process: the tool added at runtime is gone, and the sync says so.
+    expect(await state()).toMatchObject({ last_error: null, tool_count: 2, last_sync: { removed: 1 } });
+    const called = await client.callTool({ name: 'call_tool', arguments: { name: 'add_tool', arguments: { name: 'again' } } });
+    expect(JSON.stringify(called.content)).toContain('added again');
   });
 });
