@@ -125,7 +125,7 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** One catalog, with its embedding progress. */
+        /** One catalog, with its embedding progress and its upstream MCP servers' sync state. */
         get: operations["getCatalog"];
         /**
          * Replace the catalog's tools, atomically.
@@ -519,6 +519,8 @@ export interface components {
         Catalog: components["schemas"]["CatalogSummary"] & {
             /** @description null when no embedding model is configured (EMBED_MODEL=none). */
             embedding: components["schemas"]["EmbeddingProgress"] | null;
+            /** @description The MCP servers synced into this catalog, each with its last sync (as `GET .../upstreams`). */
+            upstreams: components["schemas"]["Upstream"][];
         };
         CatalogWrite: {
             catalog: components["schemas"]["CatalogSummary"];

@@ -4,6 +4,7 @@ import * as catalogStore from '../store/catalog-store.js';
 import { catalogEmbeddingProgress, catalogHashesWithoutVector } from '../store/embedding-store.js';
 import type { Db } from '../store/database.js';
 import { storeDocuments, type ToolDocument } from '../store/tool-store.js';
+import { listUpstreams, type UpstreamRow } from '../store/upstream-store.js';
 import { contentHash } from './content-hash.js';
 import { documentTerms, TERMS_VERSION } from './search-text.js';
 import { normalizeTools, toolWarnings, type ToolWarning } from './tool-formats.js';
@@ -223,6 +224,11 @@ export interface EmbeddingProgress {
   done: number;
   pending: number;
   failed: number;
+}
+
+/** The upstream MCP servers synced into the catalog (their state is shaped by upstream/upstreams.ts). */
+export async function catalogUpstreams(deps: CatalogDeps, ref: CatalogRef): Promise<UpstreamRow[]> {
+  return listUpstreams(deps.db, ref.tenant, ref.name);
 }
 
 export async function embeddingProgress(deps: CatalogDeps, catalog: catalogStore.CatalogSummary): Promise<EmbeddingProgress | null> {

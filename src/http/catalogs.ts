@@ -5,6 +5,7 @@ import { firstSentence, parameterNames } from '../catalog/describe.js';
 import { extractToolList } from '../catalog/tool-formats.js';
 import { AppError } from '../errors.js';
 import type { CatalogSummary, CatalogToolRow } from '../store/catalog-store.js';
+import { upstreamState } from '../upstream/upstreams.js';
 import { parseInput } from './errors.js';
 
 export const CATALOG_NAME = /^[A-Za-z0-9._-]{1,64}$/;
@@ -80,9 +81,11 @@ export function catalogRoutes(deps: catalogs.CatalogDeps): Router {
   });
 
   router.get('/v1/catalogs/:catalog', async (req, res) => {
-    const catalog = await catalogs.getCatalog(deps, catalogRef(req, res));
-    // Only this route reports embedding progress: the list stays one cheap query.
-    res.json({ ...catalogJson(catalog), embedding: await catalogs.embeddingProgress(deps, catalog) });
+    const ref = catalogRef(req, res);
+    const catalog = await catalogs.getCatalog(deps, ref);
+    // Only this route reports embedding progress and upstreams: the list stays one cheap query.
+    const [embedding, upstreams] = await Promise.all([catalogs.embeddingProgress(deps, catalog), catalogs.catalogUpstreams(deps, ref)]);
+    res.json({ ...catalogJson(catalog), embedding, upstreams: upstreams.map(upstreamState) });
   });
 
   router.put('/v1/catalogs/:catalog', async (req, res) => {

@@ -63,6 +63,10 @@ describe('upstream MCP servers', () => {
     const listed = await app.request('GET', `/v1/catalogs/${catalog}/upstreams`, undefined, auth);
     expect(listed.body.upstreams.map((upstream: { name: string }) => upstream.name)).toEqual(['everything']);
     expect(listed.text).not.toContain('s3cr3t');
+    // The catalog itself shows each upstream's last sync.
+    const shown = await app.request('GET', `/v1/catalogs/${catalog}`, undefined, auth);
+    expect(shown.body.upstreams).toEqual(listed.body.upstreams);
+    expect(shown.text).not.toContain('s3cr3t');
     const echo = await app.request('GET', `/v1/catalogs/${catalog}/tools/echo`, undefined, auth);
     expect(echo.body).toMatchObject({ name: 'echo', server: 'everything' });
     expect((await app.request('GET', `/v1/catalogs/${catalog}/tools/local_note`, undefined, auth)).status).toBe(200);
