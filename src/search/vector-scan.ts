@@ -1,17 +1,32 @@
 import { byScoreThenId } from './bm25.js';
 
 /**
- * Exact cosine ranking of a small candidate set held in memory (vectors are unit length, so the
- * cosine is the dot product). For a request's few hundred tools this is a fraction of a
- * millisecond, less than the round trip of the same scan in pgvector.
+ * Exact cosine ranking of a candidate set held in memory (vectors are unit length, so the cosine
+ * is the dot product): a request's few hundred tools, or a large catalog's server mean vectors.
+ * The best `limit` are kept as the scan goes (a sorted run of at most `limit`), so tens of
+ * thousands of candidates cost their dot products, not a sort; the answer equals sorting them all
+ * by `byScoreThenId` and cutting.
  */
 export function rankByCosine(query: ArrayLike<number>, vectors: ReadonlyMap<string, ArrayLike<number>>, limit: number): [string, number][] {
-  const scored: [string, number][] = [];
+  if (limit <= 0) return [];
+  const q = Float64Array.from(query);
+  const best: [string, number][] = [];
   for (const [id, vector] of vectors) {
     let dot = 0;
-    const length = Math.min(query.length, vector.length);
-    for (let i = 0; i < length; i++) dot += query[i]! * vector[i]!;
-    scored.push([id, dot]);
+    const length = Math.min(q.length, vector.length);
+    for (let i = 0; i < length; i++) dot += q[i]! * vector[i]!;
+    const entry: [string, number] = [id, dot];
+    if (best.length === limit && byScoreThenId(entry, best[best.length - 1]!) >= 0) continue;
+    // Insert in order (binary search), dropping the worst past `limit`.
+    let low = 0;
+    let high = best.length;
+    while (low < high) {
+      const middle = (low + high) >> 1;
+      if (byScoreThenId(best[middle]!, entry) <= 0) low = middle + 1;
+      else high = middle;
+    }
+    best.splice(low, 0, entry);
+    if (best.length > limit) best.pop();
   }
-  return scored.sort(byScoreThenId).slice(0, limit);
+  return best;
 }
