@@ -266,7 +266,7 @@ export interface paths {
         put?: never;
         /**
          * Rank candidate tools for a query and answer in a provider's tool-search format.
-         * @description Candidates are sent inline (`tools`, any shape toolsift accepts, through the selector's content-hash cache) or named by `catalog` (a stored catalog of the caller's tenant), exactly one of them. `format` picks the answer: `names` (default) with scores, estimated tokens (o200k; an estimate for other models) and unmatched query terms; `anthropic` (the content of the tool_result answering the search tool: tool_reference blocks); `openai` (a Responses tool_search_output item with client execution and the selected functions, defer_loading true); `openrouter` (`{<result_key>: [names]}`). `budget_tokens` keeps the best tools whose definitions fit, at least one.
+         * @description Candidates are sent inline (`tools`, any shape toolsift accepts, through the selector's content-hash cache) or named by `catalog` (a stored catalog of the caller's tenant), exactly one of them. `format` picks the answer: `names` (default) with scores, estimated tokens (o200k; an estimate for other models) and unmatched query terms; `anthropic` (the content of the tool_result answering the search tool: tool_reference blocks); `openai` (a Responses tool_search_output item with client execution and the selected functions, defer_loading true); `openrouter` (`{<result_key>: [names]}`). `budget_tokens` keeps the best tools whose definitions fit, at least one. Each result has a `confidence`, the estimated probability that it is relevant (a logistic model fitted on four public corpora; `npm run fit:confidence` reports its calibration), 1 for a tool the query names exactly; the answer's `confidence` is its best result's. `min_confidence` leaves out results below it, and may leave none: the caller then decides (the gateway selector endpoint never answers empty).
          */
         post: operations["searchTools"];
         delete?: never;
@@ -1337,6 +1337,8 @@ export interface operations {
                     /** @description Only tools carrying one of these tags, matched case-insensitively (the stored spelling is kept). */
                     tags?: string[];
                     budget_tokens?: number;
+                    /** @description Leave out results whose confidence is below this (possibly all of them). */
+                    min_confidence?: number;
                     /**
                      * @default names
                      * @enum {string}
@@ -1363,8 +1365,11 @@ export interface operations {
                         results: {
                             name: string;
                             score: number;
+                            confidence: number;
                             estimated_tokens: number;
                         }[];
+                        /** @description The best result's confidence, before min_confidence (0 when nothing matched). */
+                        confidence: number;
                         unmatched_terms: string[];
                         tokens: {
                             /** @description All candidates (null for a catalog: not counted per request). */

@@ -12,6 +12,7 @@ export interface Metrics {
   selectorNames: Histogram;
   selectorFallbacks: Counter<'reason'>;
   selectorBlankPatterns: Counter;
+  selectorConfidence: Histogram;
   stageDuration: Histogram<'endpoint' | 'stage'>;
   embeddingsWritten: Counter<'model'>;
   mcpRequests: Counter<'method' | 'tool' | 'outcome'>;
@@ -35,6 +36,12 @@ export function createMetrics(sources: { queue: () => EmbedQueue | null; embedde
       name: 'toolsift_selector_names_returned',
       help: 'Tool names returned per selector request.',
       buckets: [0, 1, 2, 3, 5, 8, 10, 20, 50],
+      registers: [registry],
+    }),
+    selectorConfidence: new Histogram({
+      name: 'toolsift_selector_answer_confidence',
+      help: 'Confidence of each selector answer (its best tool\'s calibrated probability of being relevant); the answer is never empty whatever it is.',
+      buckets: [0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1],
       registers: [registry],
     }),
     selectorFallbacks: new Counter({

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import * as catalogService from '../catalog/catalog-service.js';
 import type { Deps } from '../deps.js';
-import { searchCatalog } from '../search/catalog-search.js';
+import { searchCatalog, type CatalogSearchResult } from '../search/catalog-search.js';
 import type { SearchMode } from '../search/hybrid-search.js';
 import { meanMetrics, scoreQuery, type QueryMetrics } from './metrics.js';
 
@@ -53,7 +53,15 @@ export interface EvalReport {
  */
 export async function runEval(
   deps: Pick<Deps, 'catalog' | 'search' | 'queue'>,
-  options: { dataset: string; queries?: string; modes: SearchMode[]; onProgress?: (message: string) => void; rewriteQuery?: (query: string) => string },
+  options: {
+    dataset: string;
+    queries?: string;
+    modes: SearchMode[];
+    onProgress?: (message: string) => void;
+    rewriteQuery?: (query: string) => string;
+    /** Each query's whole answer (with every tool's explain), e.g. to fit the confidence model. */
+    onResult?: (query: EvalQuery, mode: SearchMode, result: CatalogSearchResult) => void;
+  },
 ): Promise<EvalReport> {
   const tools = readJsonl(join(options.dataset, 'catalog.jsonl'));
   const rewrite = options.rewriteQuery ?? ((query: string) => query);
@@ -68,6 +76,7 @@ export async function runEval(
       const perQuery: QueryMetrics[] = [];
       for (const query of queries) {
         const result = await searchCatalog(deps.search, ref, { query: query.query, topK: 50, mode });
+        options.onResult?.(query, mode, result);
         const ranked = result.tools.map((tool) => tool.id);
         perQuery.push(scoreQuery(ranked, { relevant: query.relevant, relevantGroups: query.relevant_groups }));
         if (modeIndex === 0) report.rankings.push({ id: query.id, ranked });

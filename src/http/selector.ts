@@ -11,9 +11,17 @@ import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import type { Selection } from '../search/selector.js';
 
+/** The answer's confidence: its best ranked tool's (0 when the ranking found none; padding is not evidence). */
+function answerConfidence(selection: Selection): number {
+  let best = 0;
+  for (const value of selection.confidence.values()) best = Math.max(best, value);
+  return best;
+}
+
 function recordSelection(metrics: Metrics | undefined, selection: Selection): void {
   if (!metrics) return;
   metrics.selectorNames.observe(selection.names.length);
+  metrics.selectorConfidence.observe(answerConfidence(selection));
   if (selection.fallback) metrics.selectorFallbacks.inc({ reason: selection.fallback });
   if (selection.fallback === 'blank_pattern') metrics.selectorBlankPatterns.inc();
   for (const stage of ['parse', 'query_embedding', 'ranking'] as const) {
@@ -153,6 +161,7 @@ export function selectorRoutes(deps: SelectorDeps): Router {
           namesOut: selection.names.length,
           newDocuments: selection.newDocuments,
           fallback: selection.fallback ?? null,
+          confidence: Math.round(answerConfidence(selection) * 1000) / 1000,
           evidence: selection.evidence,
           timings: Object.fromEntries(Object.entries(selection.timings).map(([key, value]) => [key, Math.round(value * 100) / 100])),
         },

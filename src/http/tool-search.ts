@@ -16,6 +16,7 @@ export const toolSearchRequest = z
     max_results: z.number().int().min(1).max(100).default(5),
     tags: z.array(z.string().min(1).max(64)).max(64).optional(),
     budget_tokens: z.number().int().min(1).max(10_000_000).optional(),
+    min_confidence: z.number().min(0).max(1).optional(),
     format: z.enum(['names', 'anthropic', 'openai', 'openrouter']).default('names'),
     /** openai: the tool_search_call's call_id, echoed in the output item. */
     call_id: z.string().min(1).max(256).optional(),
@@ -49,7 +50,8 @@ export function formatAnswer(body: ToolSearchRequest, result: ToolSearchResult):
       return { [body.result_key]: names };
     default:
       return {
-        results: result.results.map((found) => ({ name: found.tool.name, score: found.score, estimated_tokens: found.estimatedTokens })),
+        results: result.results.map((found) => ({ name: found.tool.name, score: found.score, confidence: found.confidence, estimated_tokens: found.estimatedTokens })),
+        confidence: result.confidence,
         unmatched_terms: result.unmatchedTerms,
         tokens: result.tokens,
         ...(result.degraded ? { degraded: result.degraded } : {}),
@@ -100,12 +102,13 @@ export function toolSearchRoutes(deps: ToolSearchDeps, metrics?: Metrics): Route
       maxResults: body.max_results,
       tags: body.tags,
       budgetTokens: body.budget_tokens,
+      minConfidence: body.min_confidence,
       shape: SHAPE[body.format],
     });
     if (result.tokens.offered !== null) metrics?.toolTokens.inc({ endpoint: 'tool_search', tenant, kind: 'offered' }, result.tokens.offered);
     metrics?.toolTokens.inc({ endpoint: 'tool_search', tenant, kind: 'selected' }, result.tokens.selected);
     res.locals.log?.info?.(
-      { query_terms: body.query.length, candidates: body.tools?.length ?? null, catalog: body.catalog ?? null, results: result.results.length, format: body.format, tokens: result.tokens },
+      { query_terms: body.query.length, candidates: body.tools?.length ?? null, catalog: body.catalog ?? null, results: result.results.length, confidence: result.confidence, format: body.format, tokens: result.tokens },
       'tool search',
     );
     res.json(formatAnswer(body, result));

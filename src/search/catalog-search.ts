@@ -13,6 +13,7 @@ export interface CatalogSearchResult {
   /** With `embeddings_pending`: tools of the catalog with a current vector, of all. */
   embedding?: PendingEmbeddings;
   timings: RankResult['timings'];
+  bests: RankResult['bests'];
 }
 
 /** Ranks one stored catalog for a query; documents are loaded for the top results only. */
@@ -53,6 +54,7 @@ export async function searchCatalog(
       return row ? [{ ...tool, tool: row }] : [];
     }),
     timings: ranked.timings,
+    bests: ranked.bests,
     // A model that did not answer says more than the vectors still missing.
     ...(ranked.degraded ? { degraded: ranked.degraded } : pending ? { degraded: 'embeddings_pending' as const, embedding: pending } : {}),
   };

@@ -66,6 +66,8 @@ export interface RankResult {
   /** Why the answer is not what the mode promises, e.g. the model is unavailable. */
   degraded?: 'embedder_unavailable' | 'embedder_error' | 'embedder_busy';
   timings: { query_embedding_ms: number; retrieval_ms: number; fusion_ms: number };
+  /** The top score of each retriever's list (0 when it is empty): what confidence is relative to. */
+  bests: { bm25: number; vector: number };
 }
 
 function positions(ranked: Ranked): Map<string, { rank: number; score: number }> {
@@ -230,5 +232,5 @@ export async function rankCorpus(
       exact_name: exact.has(id),
     },
   }));
-  return { tools, timings, ...(degraded ? { degraded } : {}) };
+  return { tools, timings, bests: { bm25: bm25[0]?.[1] ?? 0, vector: vector[0]?.[1] ?? 0 }, ...(degraded ? { degraded } : {}) };
 }

@@ -13,6 +13,7 @@ import type { LruCache } from '../lru-cache.js';
 import { storeDocuments, yieldToOtherRequests, type ToolDocument } from '../store/tool-store.js';
 import { byScoreThenId } from './bm25.js';
 import { Bm25Index } from './bm25-index.js';
+import { confidences } from './confidence.js';
 import { EmbedderBusy, rankCorpus, type RankDeps } from './hybrid-search.js';
 import { withDeadline } from '../deadline.js';
 import type { ServerIndex } from './server-stats.js';
@@ -115,6 +116,8 @@ export interface Selection {
   tools: RequestTool[];
   /** Ranking scores by name (tools the ranking found; exact and regex matches may have none). */
   scores: Map<string, number>;
+  /** Calibrated confidence by name (search/confidence.ts), for the tools the ranking found. */
+  confidence: Map<string, number>;
   /** Whether a query term occurs in any of the request's tools (BM25 vocabulary). */
   knowsTerm: (term: string) => boolean;
 }
@@ -287,6 +290,7 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
     stored: Promise.resolve(),
     tools,
     scores: new Map(),
+    confidence: new Map(),
     knowsTerm: () => false,
   };
   const finish = (ordered: string[], fallback?: FallbackReason): Selection => {
@@ -333,17 +337,26 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
     ), storeDeadlineMs(deps));
     timings.query_embedding_ms = result.timings.query_embedding_ms;
     ranked = namesByScore(result.tools.map(({ id, score }) => [id, score] as const), byHash);
-    for (const { id, score } of result.tools) {
+    const sure = confidences(result.tools.map((tool, index) => ({ rank: index + 1, ...tool.explain })), result.bests);
+    result.tools.forEach(({ id, score }, index) => {
       const name = byHash.get(id);
-      if (name !== undefined && !selection.scores.has(name)) selection.scores.set(name, score);
-    }
+      if (name !== undefined && !selection.scores.has(name)) {
+        selection.scores.set(name, score);
+        selection.confidence.set(name, sure[index]!);
+      }
+    });
     fallback = result.degraded;
   } catch (error) {
     // Never fail closed: the store is down or slow, so rank by BM25 alone, which is in process.
     deps.logger.warn({ err: error }, 'selector: store unavailable; BM25 in process');
     const bm25 = list.bm25.search(queryTerms(input.pattern));
     ranked = namesByScore(bm25, byHash);
-    for (const [id, score] of bm25) if (byHash.has(id)) selection.scores.set(byHash.get(id)!, score);
+    const sure = confidences(bm25.map(([, score], index) => ({ rank: index + 1, bm25: { rank: index + 1, score }, vector: null, server_vote: 0, exact_name: false })), { bm25: bm25[0]?.[1] ?? 0, vector: 0 });
+    bm25.forEach(([id, score], index) => {
+      if (!byHash.has(id)) return;
+      selection.scores.set(byHash.get(id)!, score);
+      selection.confidence.set(byHash.get(id)!, sure[index]!);
+    });
     fallback = 'store_error';
   }
   timings.ranking_ms = performance.now() - rankStarted - timings.query_embedding_ms;

@@ -12,6 +12,7 @@ import { getCatalog } from '../store/catalog-store.js';
 import { catalogKnownTerms } from '../store/search-store.js';
 import { searchCatalog } from './catalog-search.js';
 import type { RankDeps } from './hybrid-search.js';
+import { confidences } from './confidence.js';
 import { selectTools, type SelectorDeps } from './selector.js';
 
 export interface ToolSearchDeps {
@@ -28,6 +29,8 @@ export interface ToolSearchInput {
   maxResults: number;
   tags?: string[];
   budgetTokens?: number;
+  /** Results below this confidence are left out, even if none is left. */
+  minConfidence?: number;
   /** How definitions are counted: as the provider the answer is for receives them. */
   shape: WireShape;
 }
@@ -35,11 +38,15 @@ export interface ToolSearchInput {
 export interface FoundTool {
   tool: Pick<Tool, 'name' | 'description' | 'inputSchema' | 'definition' | 'server' | 'tags'>;
   score: number;
+  /** Calibrated probability that the tool is relevant (search/confidence.ts); 1 for a tool named exactly. */
+  confidence: number;
   estimatedTokens: number;
 }
 
 export interface ToolSearchResult {
   results: FoundTool[];
+  /** The answer's confidence: its best result's, before any min_confidence cut (0 when nothing matched). */
+  confidence: number;
   /** Query words no candidate tool contains: a typo, or a capability nobody offers. */
   unmatchedTerms: string[];
   /** Definition tokens of every candidate (null for a catalog: not counted per request) and of the answer. */
@@ -58,6 +65,15 @@ export function fillBudget<T extends { estimatedTokens: number }>(ranked: T[], b
     used += item.estimatedTokens;
   }
   return kept;
+}
+
+/** Results at or above `min` (all of them without one); may be empty: the caller asked to abstain. */
+function aboveConfidence<T extends { confidence: number }>(ranked: T[], min: number | undefined): T[] {
+  return min === undefined ? ranked : ranked.filter((item) => item.confidence >= min);
+}
+
+function answerConfidence(ranked: readonly { confidence: number }[]): number {
+  return ranked.reduce((best, item) => Math.max(best, item.confidence), 0);
 }
 
 const tagMatches = (toolTags: readonly string[], wanted: readonly string[]) => {
@@ -84,12 +100,15 @@ export async function searchForTools(deps: ToolSearchDeps, input: ToolSearchInpu
       .filter((name) => allowed.has(name) && (selection.scores.has(name) || named.has(name)))
       .map((name) => {
         const entry = byName.get(name)!;
-        return { tool: entry.tool, score: selection.scores.get(name) ?? 1, estimatedTokens: deps.tokens.count(entry.hash, entry.tool, input.shape) };
+        // A tool named exactly (or by the caller's regular expression) is what was asked for.
+        const confidence = named.has(name) ? 1 : (selection.confidence.get(name) ?? 0);
+        return { tool: entry.tool, score: selection.scores.get(name) ?? 1, confidence, estimatedTokens: deps.tokens.count(entry.hash, entry.tool, input.shape) };
       });
-    const results = fillBudget(ranked.slice(0, input.maxResults), input.budgetTokens);
+    const results = fillBudget(aboveConfidence(ranked.slice(0, input.maxResults), input.minConfidence), input.budgetTokens);
     const offered = candidates.reduce((sum, entry) => sum + deps.tokens.count(entry.hash, entry.tool, input.shape), 0);
     return {
       results,
+      confidence: answerConfidence(ranked),
       unmatchedTerms: terms.filter((term) => !selection.knowsTerm(term)),
       tokens: { offered, selected: results.reduce((sum, item) => sum + item.estimatedTokens, 0) },
       ...(selection.fallback && selection.fallback !== 'no_match' ? { degraded: selection.fallback } : {}),
@@ -98,15 +117,18 @@ export async function searchForTools(deps: ToolSearchDeps, input: ToolSearchInpu
   const catalog = await getCatalog(deps.search.db, input.tenant, input.catalog!);
   if (!catalog) throw notFound(`catalog "${input.catalog}"`);
   const found = await searchCatalog(deps.search, { tenant: input.tenant, name: catalog.name }, { query: input.query, topK: depth, mode: 'hybrid', tags: input.tags });
-  const ranked = found.tools.map(({ tool, score }) => ({
+  const sure = confidences(found.tools.map((tool, index) => ({ rank: index + 1, ...tool.explain })), found.bests);
+  const ranked = found.tools.map(({ tool, score, explain }, index) => ({
     tool: { ...tool, definition: tool.definition },
     score,
+    confidence: explain.exact_name ? 1 : sure[index]!,
     estimatedTokens: deps.tokens.count(tool.hash, tool, input.shape),
   }));
-  const results = fillBudget(ranked, input.budgetTokens);
+  const results = fillBudget(aboveConfidence(ranked, input.minConfidence), input.budgetTokens);
   const known = await catalogKnownTerms(deps.search.db, catalog.id, terms);
   return {
     results,
+    confidence: answerConfidence(ranked),
     unmatchedTerms: terms.filter((term) => !known.has(term)),
     tokens: { offered: null, selected: results.reduce((sum, item) => sum + item.estimatedTokens, 0) },
     ...(found.degraded ? { degraded: found.degraded } : {}),

@@ -44,6 +44,8 @@ describe('metrics and logs', () => {
       sample(before, 'toolsift_http_request_duration_seconds_count', selectorRoute) + 2,
     );
     expect(sample(after, 'toolsift_selector_names_returned_count')).toBe(sample(before, 'toolsift_selector_names_returned_count') + 2);
+    // Every answer's confidence is recorded, whatever it is (the gateway's answer is never empty).
+    expect(sample(after, 'toolsift_selector_answer_confidence_count')).toBe(sample(before, 'toolsift_selector_answer_confidence_count') + 2);
     expect(sample(after, 'toolsift_selector_blank_patterns_total')).toBe(sample(before, 'toolsift_selector_blank_patterns_total') + 1);
     expect(sample(after, 'toolsift_selector_fallbacks_total', { reason: 'blank_pattern' })).toBeGreaterThanOrEqual(1);
     expect(sample(after, 'toolsift_search_stage_duration_seconds_count', { endpoint: 'catalog_search', stage: 'retrieval' })).toBeGreaterThan(

@@ -75,6 +75,25 @@ describe('POST /v1/tool-search', () => {
     expect((await search({ query: 'weather', catalog }, { authorization: 'Bearer ts2' })).status).toBe(404);
   });
 
+  it('a confidence per result and per answer; min_confidence can leave nothing, saying why', async () => {
+    const sure = (await search({ query: 'send an email to my boss', tools: anthropicTools, max_results: 4 })).body;
+    const confidences = sure.results.map((result: { confidence: number }) => result.confidence);
+    for (const value of confidences) expect(value).toBeGreaterThanOrEqual(0), expect(value).toBeLessThanOrEqual(1);
+    expect(sure.confidence).toBe(Math.max(...confidences));
+    expect(confidences[0]).toBe(Math.max(...confidences));
+    // A request nothing fits is less sure than one with an obvious answer.
+    const vague = (await search({ query: 'quantum chromodynamics lattice simulation', tools: anthropicTools, max_results: 4 })).body;
+    expect(vague.confidence).toBeLessThan(sure.confidence);
+    const abstained = (await search({ query: 'quantum chromodynamics lattice simulation', tools: anthropicTools, min_confidence: Math.min(0.99, vague.confidence + 0.01) })).body;
+    expect(abstained.results).toEqual([]);
+    expect(abstained.confidence).toBe(vague.confidence);
+    expect(abstained.unmatched_terms).toEqual(expect.arrayContaining(['quantum', 'chromodynamics']));
+    // A tool named exactly is certain, from a catalog too.
+    const named = (await search({ query: 'call send_email now', catalog })).body;
+    expect(named.results[0]).toMatchObject({ name: 'send_email', confidence: 1 });
+    expect((await search({ query: 'x', tools: anthropicTools, min_confidence: 2 })).status).toBe(400);
+  });
+
   it('rejects bad requests with what was wrong', async () => {
     expect((await search({ query: 'x' })).body.error.message).toContain('exactly one of');
     expect((await search({ query: 'x', tools: anthropicTools, catalog })).status).toBe(400);

@@ -9,8 +9,8 @@ import { anthropicAnswer, openaiAnswer } from '../../src/http/tool-search.js';
 import { fillBudget } from '../../src/search/tool-search.js';
 
 const found = [
-  { tool: { name: 'read_file', description: 'Read a file.', inputSchema: { type: 'object', properties: { path: { type: 'string' } } }, definition: {}, server: null, tags: [] }, score: 0.03, estimatedTokens: 40 },
-  { tool: { name: 'ping', description: 'Ping.', inputSchema: null, definition: {}, server: null, tags: [] }, score: 0.01, estimatedTokens: 15 },
+  { tool: { name: 'read_file', description: 'Read a file.', inputSchema: { type: 'object', properties: { path: { type: 'string' } } }, definition: {}, server: null, tags: [] }, score: 0.03, confidence: 0.5, estimatedTokens: 40 },
+  { tool: { name: 'ping', description: 'Ping.', inputSchema: null, definition: {}, server: null, tags: [] }, score: 0.01, confidence: 0.5, estimatedTokens: 15 },
 ];
 
 describe('tool-search answer formats', () => {

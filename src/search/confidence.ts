@@ -1,0 +1,82 @@
+/**
+ * A calibrated confidence for a ranked tool: the estimated probability that it is relevant to the
+ * query, from the signals the ranking already has (where the tool sits in each list, its scores
+ * against the query's best, how well the query matches anything at all, its server's vote, an
+ * exact name). A logistic model, fitted on the four corpora's dev splits by `npm run
+ * fit:confidence` (src/cli/fit-confidence.ts), which reports its calibration in sample and on each
+ * corpus left out of the fit; the coefficients live in confidence-model.ts, versioned with the
+ * ranking they were fitted on.
+ */
+import { FITTED_CONFIDENCE } from './confidence-model.js';
+
+/** What a ranked tool carries (hybrid-search's explain) plus its place in the fused list. */
+export interface ConfidenceInput {
+  rank: number;
+  bm25: { rank: number; score: number } | null;
+  vector: { rank: number; score: number } | null;
+  server_vote: number;
+  exact_name: boolean;
+}
+
+export const CONFIDENCE_FEATURES = [
+  'fused_recip',
+  'bm25_present',
+  'bm25_recip',
+  'bm25_rel',
+  'bm25_best_log',
+  'vector_present',
+  'vector_recip',
+  'cosine',
+  'cosine_gap',
+  'cosine_best',
+  'server_vote',
+  'exact_name',
+] as const;
+
+/** The query-level figures features are relative to: the top BM25 score and cosine of its lists (0 when a list is empty). */
+export interface ListBests {
+  bm25: number;
+  vector: number;
+}
+
+export function confidenceFeatures(tool: ConfidenceInput, bests: ListBests): number[] {
+  const bm25 = tool.bm25;
+  const vector = tool.vector;
+  return [
+    1 / tool.rank,
+    bm25 ? 1 : 0,
+    bm25 ? 1 / bm25.rank : 0,
+    bm25 && bests.bm25 > 0 ? bm25.score / bests.bm25 : 0,
+    Math.log1p(bests.bm25),
+    vector ? 1 : 0,
+    vector ? 1 / vector.rank : 0,
+    vector ? vector.score : 0,
+    vector ? bests.vector - vector.score : 0,
+    bests.vector,
+    tool.server_vote > 0 ? 1 : 0,
+    tool.exact_name ? 1 : 0,
+  ];
+}
+
+export interface ConfidenceModel {
+  version: number;
+  features: readonly string[];
+  weights: number[];
+  bias: number;
+  /** Feature means and spreads of the fit (inputs are standardized with them). */
+  means: number[];
+  scales: number[];
+}
+
+export const CONFIDENCE_MODEL: ConfidenceModel = FITTED_CONFIDENCE;
+
+export function predictConfidence(features: readonly number[], fitted: ConfidenceModel = CONFIDENCE_MODEL): number {
+  let z = fitted.bias;
+  for (let i = 0; i < features.length; i++) z += fitted.weights[i]! * ((features[i]! - fitted.means[i]!) / fitted.scales[i]!);
+  return 1 / (1 + Math.exp(-z));
+}
+
+/** Each ranked tool's confidence, in the list's order (`rank` is its 1-based place). */
+export function confidences(tools: readonly ConfidenceInput[], bests: ListBests, fitted: ConfidenceModel = CONFIDENCE_MODEL): number[] {
+  return tools.map((tool) => predictConfidence(confidenceFeatures(tool, bests), fitted));
+}
