@@ -109,7 +109,7 @@ export async function searchVector(
       sql`select ct.name as id, (1 - (e.embedding::vector(${dimension}) <=> ${literal}::vector(${dimension})))::float8 as score
           from tool_embeddings e
           join catalog_tools ct on ct.hash = e.hash and ct.catalog_id = ${corpus.catalogId}
-          join tool_documents d on d.hash = e.hash
+          ${corpus.tags?.length ? sql`join tool_documents d on d.hash = e.hash` : sql``}
           where e.model = ${query.model} ${tagFilter(corpus.tags)}
           order by e.embedding::vector(${dimension}) <=> ${literal}::vector(${dimension})
           limit ${limit}`,
