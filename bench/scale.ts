@@ -7,7 +7,9 @@
  * size and store it reports: the push rate (tools/s to the store), the embedding rate of the queue
  * (hybrid only), catalog search p50/p90/p99 in each mode over toolbench_stable's dev queries (their
  * embeddings cached by a first untimed pass, so the store and the ranking are timed), the first
- * search after a write (a new revision), and the process's RSS after the searches.
+ * search after a write (a new revision), and the process's RSS after the searches. The service runs
+ * in the bench's process (createApp on a port, called over HTTP), with npm start's
+ * --max-semi-space-size=4 when run through `npm run bench:scale`.
  *
  *   npm run bench:scale -- [--sizes 1000,10000,100000] [--stores postgres,pglite] [--modes bm25,hybrid]
  *                          [--queries 60] [--rounds 3] [--pg postgres://postgres@127.0.0.1:5432]
