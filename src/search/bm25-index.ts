@@ -7,6 +7,7 @@
  * the SQL is tested against) over the same corpus, so they are identical to it; Postgres groups the
  * arithmetic differently, so against SQL only near-ties can order differently.
  */
+import { VocabularyIndex, type Vocabulary } from './fuzzy-terms.js';
 import { bm25Idf, byScoreThenId, distinctTerms, DEFAULT_BM25_PARAMS, lengthNorm, type Bm25Document, type Bm25Params } from './bm25.js';
 
 /** A corpus's ids, lengths and postings, gathered one document at a time (see Bm25Index.build). */
@@ -72,6 +73,17 @@ export class Bm25Index {
   /** Whether any document of the corpus holds `term`. */
   has(term: string): boolean {
     return this.postings.has(term);
+  }
+
+  /** Documents holding `term` (the Vocabulary of search/fuzzy-terms.ts). */
+  df(term: string): number {
+    return (this.postings.get(term)?.length ?? 0) / 2;
+  }
+
+  private words?: VocabularyIndex;
+  /** The corpus's words for typo matching, bucketed on first use (a search without an unknown word never pays for it). */
+  vocabulary(): Vocabulary {
+    return (this.words ??= new VocabularyIndex(this.postings.keys(), (term) => this.df(term)));
   }
 
   /** Distinct terms of the corpus. */

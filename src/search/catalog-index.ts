@@ -90,9 +90,8 @@ export class CatalogIndex {
     return this.bm25.size;
   }
 
-  /** BM25 over the catalog, or over its tools carrying one of `tags` (case-insensitive) when given. */
-  search(terms: readonly string[], limit: number, tags?: readonly string[]): [string, number][] {
-    const weights = new Map(distinctTerms(terms).map((term) => [term, 1]));
+  /** BM25 over the catalog (query terms and their weights, as `Bm25Index.searchWeighted`), or over its tools carrying one of `tags` (case-insensitive) when given. */
+  search(weights: ReadonlyMap<string, number>, limit: number, tags?: readonly string[]): [string, number][] {
     if (!tags?.length) return this.bm25.searchWeighted(weights, limit);
     const within = new Uint8Array(this.size);
     for (const tag of new Set(tags.map((tag) => tag.toLowerCase()))) for (const index of this.tagged.get(tag) ?? []) within[index] = 1;

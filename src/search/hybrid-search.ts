@@ -2,10 +2,11 @@ import { queryTerms } from '../catalog/search-text.js';
 import { currentRecipe } from '../embed/embed-documents.js';
 import type { Embedder } from '../embed/embedder.js';
 import type { Db } from '../store/database.js';
-import { searchBm25, searchServersBm25, searchServersVector, searchVector, tagsOf, type Corpus, type Ranked } from '../store/search-store.js';
+import { loadTermFrequencies, searchBm25, searchServersBm25, searchServersVector, searchVector, tagsOf, type Corpus, type Ranked } from '../store/search-store.js';
 import { distinctTerms } from './bm25.js';
+import { expandTerms, expandTermsLoaded, type ExpandedTerms } from './fuzzy-terms.js';
 import type { Bm25Index } from './bm25-index.js';
-import { fuseHybrid, RRF_DEPTH } from './rrf.js';
+import { denseWeight, fuseHybrid, RRF_DEPTH } from './rrf.js';
 import { boostByTags } from './tags.js';
 import type { CatalogIndex, CatalogIndexCache } from './catalog-index.js';
 import type { CatalogEmbeddingStatus } from './embedding-status.js';
@@ -137,14 +138,27 @@ export async function rankCorpus(
   const started = performance.now();
   const depth = Math.max(RRF_DEPTH, request.topK);
   // BM25 needs no vector: it runs while the model embeds the query.
-  const bm25Promise: Promise<Ranked> =
+  // Typo matching: words the corpus lacks also count through its nearest words (search/fuzzy-terms.ts),
+  // read from the whole corpus's vocabulary, in process when an index is in hand, else the store's.
+  const vocabulary = options.catalogIndex?.bm25.vocabulary() ?? options.bm25Index?.vocabulary();
+  const expandedPromise: Promise<ExpandedTerms> =
     request.mode === 'vector'
-      ? Promise.resolve([])
+      ? Promise.resolve({ weights: new Map(), known: 1, corrected: 0 })
+      : vocabulary
+        ? Promise.resolve(expandTerms(terms, vocabulary))
+        : expandTermsLoaded(terms, (words) => loadTermFrequencies(deps.db, corpus, words));
+  expandedPromise.catch(() => {});
+  const weightsPromise = expandedPromise.then(({ weights }) => weights);
+  const weighted = (weights: Map<string, number>) => ({ terms: [...weights.keys()], weights: [...weights.values()] });
+  const bm25Promise: Promise<Ranked> = weightsPromise.then((weights) =>
+    request.mode === 'vector'
+      ? []
       : options.catalogIndex
-        ? Promise.resolve(options.catalogIndex.search(terms, depth, request.tags))
+        ? options.catalogIndex.search(weights, depth, request.tags)
         : options.bm25Index && !request.tags?.length
-          ? Promise.resolve(options.bm25Index.search(terms, depth))
-          : searchBm25(deps.db, filtered, { terms, weights: terms.map(() => 1) }, depth);
+          ? options.bm25Index.searchWeighted(weights, depth)
+          : searchBm25(deps.db, filtered, weighted(weights), depth),
+  );
   bm25Promise.catch(() => {}); // awaited below; no unhandled rejection while the model runs
   // Server votes (hybrid only): from the caller's statistics for a request's own tools, else from
   // the store. Their BM25 list, like the tools', runs while the model embeds the query.
@@ -153,9 +167,11 @@ export async function rankCorpus(
   const servers = serverIndex?.members.size ? serverIndex : undefined;
   const serverBm25Promise: Promise<ServerList> = !withServers
     ? Promise.resolve(undefined)
-    : serverIndex
-      ? Promise.resolve(servers && { ranked: servers.bm25.search(terms, SERVER_DEPTH), members: servers.members })
-      : searchServersBm25(deps.db, filtered, terms, SERVER_DEPTH);
+    : weightsPromise.then((weights) =>
+        serverIndex
+          ? servers && { ranked: servers.bm25.searchWeighted(weights, SERVER_DEPTH), members: servers.members }
+          : searchServersBm25(deps.db, filtered, weighted(weights), SERVER_DEPTH),
+      );
   serverBm25Promise.catch(() => {});
   let degraded: RankResult['degraded'];
   let queryVector: number[] | undefined;
@@ -198,7 +214,7 @@ export async function rankCorpus(
 
   const fusionStarted = performance.now();
   let fused: [string, number][] =
-    request.mode === 'bm25' ? bm25 : request.mode === 'vector' ? vector : fuseHybrid(bm25, vector);
+    request.mode === 'bm25' ? bm25 : request.mode === 'vector' ? vector : fuseHybrid(bm25, vector, denseWeight((await expandedPromise).known, bm25));
   let serverVotes = new Map<string, number>();
   const serverLists = combineServerLists(serverBm25, serverVector);
   if (serverLists) ({ fused, votes: serverVotes } = addServerVotes(fused, serverLists));

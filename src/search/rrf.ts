@@ -7,7 +7,7 @@
  * of rank 10 gets barely more credit) and lets near-random dense ranks reorder it. Two changes fix
  * it, both measured on the dev splits (README, "Measured quality and speed"): the dense list votes
  * with a lower weight, and BM25 votes are scaled by score / top score, so BM25 speaks loudly only
- * where its own scores say it is sure.
+ * where its own scores say it is sure. The dense weight is set per query (denseWeight, below).
  */
 import { byScoreThenId } from './bm25.js';
 
@@ -20,8 +20,8 @@ export const RRF_DEPTH = 50;
 /** BM25 is the stronger retriever on every eval set; its votes are the unit. */
 export const BM25_WEIGHT = 1;
 /**
- * USE Lite alone reaches ~55% of BM25's nDCG; at 0.4 it adds the tools BM25 misses on long
- * multi-step tasks without reordering BM25's confident matches (0.35-0.5 all work; 1 hurts).
+ * The dense weight of the fusion before it adapted per query (denseWeight), and fuseHybrid's
+ * default: fitted on livemcpbench and toolbench_stable, it left sealtools 0.03 under BM25 alone.
  */
 export const VECTOR_WEIGHT = 0.4;
 
@@ -67,16 +67,47 @@ export function fuseRrf(
   return [...fused].sort(byScoreThenId);
 }
 
-/** The shipped fusion of one BM25 list and one vector list, both best first. */
+/** The dense list's weight when the corpus knows every word of the query and BM25's list is of typical peak. */
+export const DENSE_WEIGHT_FLOOR = 0.1;
+/** What each unknown share of the query adds to the dense weight (all words unknown: 0.5 more). */
+export const DENSE_WEIGHT_PER_UNKNOWN = 0.5;
+/** A typical BM25 top-to-10th score ratio on the dev corpora (their medians: 1.9-2.5). */
+export const BM25_PEAK_REFERENCE = 2.5;
+/** How strongly a peaked BM25 list keeps the dense list's added say down (1: in proportion). */
+export const BM25_PEAK_EXPONENT = 1;
+/** Above this the dense list's rank 1 would outvote BM25's twice over. */
+export const DENSE_WEIGHT_MAX = 2;
+
+/**
+ * The dense list's weight for one query. Reason: words the corpus does not know are the dense
+ * list's job, and a BM25 list whose head stands out from its 10th has earned its say.
+ *   weight = min(MAX, FLOOR + PER_UNKNOWN x (1 - known) x (PEAK_REFERENCE / peak)^PEAK_EXPONENT)
+ * `known` is the share of the query's distinct terms that some document of the corpus holds
+ * (spelled as the query spells them: a word typo matching corrected does not count, so a typo
+ * leans on BM25's corrections, not on a model that misreads it too); peak is BM25's top score over
+ * its 10th (over its last when shorter; 1 when empty). Chosen leave-one-corpus-out on four corpora
+ * (`npx tsx bench/fusion-loco.ts`, docs/ranking.md): no fixed weight suits both the corpora where
+ * BM25 is much the better list and those where the dense list adds most.
+ */
+export function denseWeight(known: number, bm25: Ranked): number {
+  const top = bm25[0]?.[1] ?? 0;
+  const tenth = bm25[Math.min(9, bm25.length - 1)]?.[1] ?? 0;
+  const peak = top > 0 && tenth > 0 ? top / tenth : 1;
+  const unknown = Math.min(1, Math.max(0, 1 - known));
+  return Math.min(DENSE_WEIGHT_MAX, DENSE_WEIGHT_FLOOR + DENSE_WEIGHT_PER_UNKNOWN * unknown * (BM25_PEAK_REFERENCE / peak) ** BM25_PEAK_EXPONENT);
+}
+
+/** The shipped fusion of one BM25 list and one vector list, both best first; the dense weight is the query's (denseWeight). */
 export function fuseHybrid(
   bm25: Ranked,
   vector: Ranked,
+  vectorWeight: number = VECTOR_WEIGHT,
   options: FusionOptions = DEFAULT_FUSION_OPTIONS,
 ): [string, number][] {
   return fuseRrf(
     [
       { ranked: bm25, weight: BM25_WEIGHT, scaleByScore: true },
-      { ranked: vector, weight: VECTOR_WEIGHT, scaleByScore: false },
+      { ranked: vector, weight: vectorWeight, scaleByScore: false },
     ],
     options,
   );

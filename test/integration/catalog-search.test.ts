@@ -55,6 +55,15 @@ describe('POST /v1/catalogs/{catalog}/search with the real model', () => {
     expect(response.body.results[0].name).toBe('get_weather');
   });
 
+  it('finds a tool through misspelled words, in every mode that reads BM25', async () => {
+    for (const mode of ['bm25', 'hybrid']) {
+      const response = await search({ query: 'wether forcast', mode, top_k: 3, explain: true });
+      expect(response.status).toBe(200);
+      expect(response.body.results[0].name, mode).toBe('get_weather');
+      expect(response.body.results[0].explain.bm25, mode).not.toBeNull();
+    }
+  });
+
   it('returns the full definition with detail=full', async () => {
     const response = await search({ query: 'send an email', top_k: 1, detail: 'full' });
     expect(response.body.results[0]).toMatchObject({ name: 'send_email', definition: tools[5] });

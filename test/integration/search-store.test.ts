@@ -91,12 +91,45 @@ describe('BM25 and vector search in SQL', () => {
     for (let q = 0; q < 20; q++) {
       const terms = [...new Set(Array.from({ length: 1 + (q % 4) }, () => words[Math.floor(random() * words.length)]!))];
       for (const tags of [undefined, ['files'], ['WEB', 'extra']]) {
-        const inSql = await searchBm25(database.db, { kind: 'catalog', catalogId: write.catalog.id, ...(tags ? { tags } : {}) }, { terms, weights: terms.map(() => 1) }, 25);
-        const inProcess = index.search(terms, 25, tags);
+        // Weights below 1 are typo matching's corrected words (search/fuzzy-terms.ts).
+        const weights = terms.map((_, i) => (i % 2 === 1 ? 0.6 : 1));
+        const inSql = await searchBm25(database.db, { kind: 'catalog', catalogId: write.catalog.id, ...(tags ? { tags } : {}) }, { terms, weights }, 25);
+        const inProcess = index.search(new Map(terms.map((term, i) => [term, weights[i]!])), 25, tags);
         expect(canonical(inProcess)).toEqual(canonical(inSql));
       }
     }
     expect(index.tagsOf(['tool_0', 'tool_1', 'missing'])).toEqual(new Map([['tool_0', ['Files', 'extra']], ['tool_1', ['web']]]));
+  });
+
+  it('gives typo matching the same vocabulary from the store as from the in-process index, tag filter aside', async () => {
+    const { CatalogIndexCache } = await import('../../src/search/catalog-index.js');
+    const { expandTerms, expandTermsLoaded } = await import('../../src/search/fuzzy-terms.js');
+    const { loadTermFrequencies } = await import('../../src/store/search-store.js');
+    const { Bm25Index } = await import('../../src/search/bm25-index.js');
+    const docs = [
+      toyDocument('get_weather', { weather: 2, forecast: 1, city: 1 }),
+      toyDocument('whether_flag', { whether: 1, flag: 1 }),
+      toyDocument('web_search', { search: 2, web: 1, pages: 1 }),
+      toyDocument('stock_price', { stock: 2, price: 1 }),
+      toyDocument('stack_trace', { stack: 1, trace: 1 }),
+      toyDocument('storks', { stork: 1 }),
+    ];
+    const write = await replaceCatalog(database.db, uniqueName('typos'), 'typos', docs);
+    const index = (await new CatalogIndexCache(database.db).get(write.catalog))!;
+    const catalog: Corpus = { kind: 'catalog', catalogId: write.catalog.id };
+    const hashes: Corpus = { kind: 'hashes', hashes: docs.map((doc) => doc.hash) };
+    const hashIndex = new Bm25Index(docs.map((doc) => ({ id: doc.hash, termFreqs: doc.termFreqs, length: doc.length })));
+    const queries = [['wether', 'forcast', 'city'], ['serch', 'web'], ['stxck', 'prise'], ['weather'], ['zzzz', 'qq'], []];
+    for (const terms of queries) {
+      const inProcess = expandTerms(terms, index.bm25.vocabulary());
+      expect(await expandTermsLoaded(terms, (words) => loadTermFrequencies(database.db, catalog, words)), terms.join(' ')).toEqual(inProcess);
+      // A tag filter does not change which words are the corpus's.
+      expect(await expandTermsLoaded(terms, (words) => loadTermFrequencies(database.db, { ...catalog, tags: ['aquatic'] }, words))).toEqual(inProcess);
+      expect(await expandTermsLoaded(terms, (words) => loadTermFrequencies(database.db, hashes, words))).toEqual(expandTerms(terms, hashIndex.vocabulary()));
+    }
+    expect(expandTerms(['wether', 'forcast'], index.bm25.vocabulary()).weights).toEqual(
+      new Map([['wether', 1], ['forcast', 1], ['weather', 0.6], ['whether', 0.6], ['forecast', 0.6]]),
+    );
   });
 
   it('ranks vectors by cosine similarity, exact scan and HNSW alike', async () => {
@@ -152,8 +185,9 @@ describe('server lists in SQL', () => {
     ] as [Corpus, typeof docs][]) {
       const id = (doc: ToolDocument) => (corpus.kind === 'catalog' ? doc.tool.name : doc.hash);
       const expected = serverDocuments(kept.map((doc) => ({ id: id(doc), server: doc.tool.server, termFreqs: doc.termFreqs, length: doc.length })));
-      const bm25 = await searchServersBm25(database.db, corpus, terms, 10);
-      const pure = new Bm25Index(expected.documents).search(terms, 10);
+      const weights = terms.map((_, i) => (i % 2 === 1 ? 0.6 : 1));
+      const bm25 = await searchServersBm25(database.db, corpus, { terms, weights }, 10);
+      const pure = new Bm25Index(expected.documents).searchWeighted(new Map(terms.map((term, i) => [term, weights[i]!])), 10);
       expect(bm25.ranked.map(([server]) => server)).toEqual(pure.map(([server]) => server));
       bm25.ranked.forEach(([, score], index) => expect(score).toBeCloseTo(pure[index]![1], 9));
       const sorted = (ids: readonly string[]) => [...ids].sort();
@@ -167,7 +201,7 @@ describe('server lists in SQL', () => {
       // Members are all the server's tools in the corpus, with a vector or not.
       for (const [server] of dense.ranked) expect(sorted(dense.members.get(server)!)).toEqual(sorted(expected.members.get(server)!));
     }
-    expect(await searchServersBm25(database.db, { kind: 'catalog', catalogId: write.catalog.id }, [], 10)).toEqual({ ranked: [], members: new Map() });
+    expect(await searchServersBm25(database.db, { kind: 'catalog', catalogId: write.catalog.id }, { terms: [], weights: [] }, 10)).toEqual({ ranked: [], members: new Map() });
 
     // The same lists from the statistics a catalog search keeps in process (search/catalog-index.ts,
     // search/server-stats.ts).
@@ -178,7 +212,7 @@ describe('server lists in SQL', () => {
     const corpus: Corpus = { kind: 'catalog', catalogId: catalog.id };
     const index = (await new CatalogIndexCache(database.db).get(catalog))!.servers;
     for (const query of [terms, ['stock', 'chart'], ['news']]) {
-      const inSql = await searchServersBm25(database.db, corpus, query, 10);
+      const inSql = await searchServersBm25(database.db, corpus, { terms: query, weights: query.map(() => 1) }, 10);
       const kept = index.bm25.search(query, 10);
       expect(kept.map(([server]) => server)).toEqual(inSql.ranked.map(([server]) => server));
       kept.forEach(([server, score], i) => {

@@ -488,7 +488,7 @@ describe('the selector tool-list cache', () => {
     let voted = 0;
     for (const pattern of patterns) {
       const terms = distinctTerms(queryTerms(pattern));
-      const servers = await searchServersBm25(app.deps.database.db, { kind: 'hashes', hashes }, terms, 3);
+      const servers = await searchServersBm25(app.deps.database.db, { kind: 'hashes', hashes }, { terms, weights: terms.map(() => 1) }, 3);
       expect(list.servers.bm25.search(terms, 3).map(([server]) => server), pattern).toEqual(servers.ranked.map(([server]) => server));
       // The whole ranking: the selector's (in process) against the store's (SQL), top 20.
       const response = await app.request('POST', '/v1/tool-discovery/search', body(pattern), { 'content-type': 'application/json' });

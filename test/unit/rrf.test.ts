@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { BM25_WEIGHT, RRF_DEPTH, RRF_K, VECTOR_WEIGHT, fuseHybrid, fuseRrf } from '../../src/search/rrf.js';
+import { BM25_PEAK_EXPONENT, BM25_PEAK_REFERENCE, BM25_WEIGHT, DENSE_WEIGHT_FLOOR, DENSE_WEIGHT_MAX, DENSE_WEIGHT_PER_UNKNOWN, RRF_DEPTH, RRF_K, VECTOR_WEIGHT, denseWeight, fuseHybrid, fuseRrf } from '../../src/search/rrf.js';
 import { TAG_BOOST, boostByTags } from '../../src/search/tags.js';
 
 describe('fuseRrf', () => {
@@ -43,6 +43,33 @@ describe('fuseHybrid', () => {
   });
 });
 
+
+describe('denseWeight', () => {
+  /** A BM25 list of ten whose top score is `peak` times its 10th. */
+  const list = (peak: number): [string, number][] => Array.from({ length: 10 }, (_, i) => [`t${i}`, peak - ((peak - 1) * i) / 9]);
+
+  it('gives the dense list its floor when the corpus knows every word of the query', () => {
+    expect(denseWeight(1, list(BM25_PEAK_REFERENCE))).toBeCloseTo(DENSE_WEIGHT_FLOOR, 12);
+    expect(denseWeight(1, list(8))).toBeCloseTo(DENSE_WEIGHT_FLOOR, 12);
+  });
+
+  it('gives it more say the more of the query the corpus does not know', () => {
+    expect(denseWeight(0.5, list(BM25_PEAK_REFERENCE))).toBeCloseTo(DENSE_WEIGHT_FLOOR + 0.5 * DENSE_WEIGHT_PER_UNKNOWN, 12);
+    expect(denseWeight(0, list(BM25_PEAK_REFERENCE))).toBeGreaterThan(denseWeight(0.5, list(BM25_PEAK_REFERENCE)));
+  });
+
+  it('gives it less when BM25\'s head stands out, more when BM25 is flat or found nothing, within its cap', () => {
+    expect(denseWeight(0.5, list(10))).toBeLessThan(denseWeight(0.5, list(BM25_PEAK_REFERENCE)));
+    expect(denseWeight(0.5, list(1.2))).toBeGreaterThan(denseWeight(0.5, list(BM25_PEAK_REFERENCE)));
+    expect(denseWeight(0, [])).toBeLessThanOrEqual(DENSE_WEIGHT_MAX);
+    expect(denseWeight(0, [['only', 3]])).toBeCloseTo(Math.min(DENSE_WEIGHT_MAX, DENSE_WEIGHT_FLOOR + DENSE_WEIGHT_PER_UNKNOWN * BM25_PEAK_REFERENCE ** BM25_PEAK_EXPONENT), 12);
+  });
+
+  it('is the vector weight fuseHybrid applies', () => {
+    const weight = denseWeight(0.3, list(2));
+    expect(fuseHybrid([], [['dense', 0.7]], weight)).toEqual([['dense', weight / (RRF_K + 1)]]);
+  });
+});
 
 describe('boostByTags', () => {
   const tags = new Map([['a', ['Finance']], ['b', ['Finance', 'Search']], ['c', []]]);

@@ -1,0 +1,181 @@
+/**
+ * Typos and words the corpus does not know. A query word that no document holds ("wether",
+ * "forcast", "serch") adds nothing to BM25; here it is matched to the corpus's nearest words
+ * instead, which then count at FUZZY_WEIGHT of an exact match. Pure: the vocabulary is the
+ * caller's (an in-process index's terms, or the store's), so every path expands alike.
+ *
+ * The rule, from how people and agents misspell (most misspellings are one edit away from the
+ * word meant, and keep its first letter): a word of at least MIN_FUZZY_LETTERS Latin letters
+ * that the corpus lacks is matched to the corpus's words one edit away (a deletion, an insertion,
+ * a substitution, or a swap of neighbours) with the same first letter; at most
+ * MAX_FUZZY_MATCHES of them, the ones most documents hold first. One edit, not two, so the store
+ * can look the candidates up by exact term (`oneEditVariants`) instead of scanning a vocabulary.
+ */
+
+/** Shorter words have too many neighbours one edit away ("tool" -> "pool", "took"). */
+export const MIN_FUZZY_LETTERS = 4;
+/** A corrected word is a guess: it counts less than a word the query spelled as the corpus does. */
+export const FUZZY_WEIGHT = 0.6;
+/** A word near several corpus words votes for the commonest few, not for every neighbour. */
+export const MAX_FUZZY_MATCHES = 3;
+
+/** The words of a corpus: whether it holds a term, and its terms that could be one edit from one. */
+export interface Vocabulary {
+  /** Documents holding `term` (0 when none). */
+  df(term: string): number;
+  /** Candidate corrections of `term`: at least every corpus word with its first letter and a length within one of it. */
+  near(term: string): Iterable<string>;
+}
+
+const FUZZY_WORD = /^[a-z]+$/;
+const LETTERS = 'abcdefghijklmnopqrstuvwxyz';
+
+/** Whether typo matching may correct this term (a word of MIN_FUZZY_LETTERS or more Latin letters). */
+export function isFuzzyWord(term: string): boolean {
+  return term.length >= MIN_FUZZY_LETTERS && FUZZY_WORD.test(term);
+}
+
+/**
+ * Optimal string alignment distance (Levenshtein plus a swap of neighbours as one edit), or
+ * max + 1 once it is known to exceed `max`.
+ */
+export function editDistance(a: string, b: string, max: number): number {
+  if (Math.abs(a.length - b.length) > max) return max + 1;
+  const width = b.length + 1;
+  let before = new Array<number>(width).fill(0);
+  let previous = Array.from({ length: width }, (_, j) => j);
+  let current = new Array<number>(width).fill(0);
+  for (let i = 1; i <= a.length; i++) {
+    current[0] = i;
+    let rowMin = i;
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let value = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) value = Math.min(value, before[j - 2]! + 1);
+      current[j] = value;
+      if (value < rowMin) rowMin = value;
+    }
+    if (rowMin > max) return max + 1;
+    [before, previous, current] = [previous, current, before];
+  }
+  return previous[b.length]!;
+}
+
+/** Every Latin-letter word one edit from `term` that keeps its first letter (what the store looks up). */
+export function oneEditVariants(term: string): string[] {
+  const variants = new Set<string>();
+  for (let i = 1; i <= term.length; i++) {
+    if (i < term.length) variants.add(term.slice(0, i) + term.slice(i + 1));
+    if (i < term.length - 1) variants.add(term.slice(0, i) + term[i + 1] + term[i] + term.slice(i + 2));
+    for (const letter of LETTERS) {
+      if (i < term.length) variants.add(term.slice(0, i) + letter + term.slice(i + 1));
+      variants.add(term.slice(0, i) + letter + term.slice(i));
+    }
+  }
+  variants.delete(term);
+  return [...variants];
+}
+
+/** A query's terms as BM25 reads them, and how much of the query the corpus knows. */
+export interface ExpandedTerms {
+  /** Each distinct term at 1; for each term the corpus lacks, its nearest corpus words at FUZZY_WEIGHT. */
+  weights: Map<string, number>;
+  /** Share of the distinct terms some document of the corpus holds as spelled (1 for no terms). */
+  known: number;
+  /** Share of the distinct terms typo matching corrected. */
+  corrected: number;
+}
+
+/**
+ * BM25 query weights: each distinct term at 1, and for each term the vocabulary lacks, its
+ * nearest vocabulary words at FUZZY_WEIGHT (a word the query also spells exactly keeps 1).
+ */
+export function fuzzyWeights(terms: readonly string[], vocabulary: Vocabulary): Map<string, number> {
+  return expandTerms(terms, vocabulary).weights;
+}
+
+/** `fuzzyWeights`, and the share of the query the corpus knows (see ExpandedTerms). */
+export function expandTerms(terms: readonly string[], vocabulary: Vocabulary): ExpandedTerms {
+  const distinct = [...new Set(terms)];
+  const weights = new Map<string, number>();
+  for (const term of distinct) weights.set(term, 1);
+  let known = 0;
+  let corrected = 0;
+  for (const term of distinct) {
+    if (vocabulary.df(term) > 0) {
+      known++;
+      continue;
+    }
+    if (!isFuzzyWord(term)) continue;
+    const matches = corrections(term, vocabulary);
+    if (matches.length > 0) corrected++;
+    for (const match of matches) if (!weights.has(match)) weights.set(match, FUZZY_WEIGHT);
+  }
+  return distinct.length === 0 ? { weights, known: 1, corrected: 0 } : { weights, known: known / distinct.length, corrected: corrected / distinct.length };
+}
+
+/** The corpus words one edit from `term` with its first letter (see the file comment), commonest first. */
+export function corrections(term: string, vocabulary: Vocabulary): string[] {
+  const found: [string, number][] = [];
+  for (const candidate of vocabulary.near(term)) {
+    if (candidate === term || candidate[0] !== term[0] || !FUZZY_WORD.test(candidate)) continue;
+    if (editDistance(term, candidate, 1) === 1) found.push([candidate, vocabulary.df(candidate)]);
+  }
+  return found
+    .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+    .slice(0, MAX_FUZZY_MATCHES)
+    .map(([word]) => word);
+}
+
+/**
+ * An in-process vocabulary: a corpus's words bucketed by first letter and length, so a lookup
+ * reads only words that could be near, and their document frequencies.
+ */
+export class VocabularyIndex implements Vocabulary {
+  private readonly buckets = new Map<string, string[]>();
+  /** Words in the buckets (for memory estimates). */
+  size = 0;
+
+  constructor(terms: Iterable<string>, private readonly frequency: (term: string) => number) {
+    for (const term of terms) {
+      if (!FUZZY_WORD.test(term) || term.length < MIN_FUZZY_LETTERS - 1) continue;
+      const key = `${term[0]}${term.length}`;
+      let bucket = this.buckets.get(key);
+      if (!bucket) this.buckets.set(key, (bucket = []));
+      bucket.push(term);
+      this.size++;
+    }
+  }
+
+  /** Over a term -> document frequency map. */
+  static of(frequencies: ReadonlyMap<string, number>): VocabularyIndex {
+    return new VocabularyIndex(frequencies.keys(), (term) => frequencies.get(term) ?? 0);
+  }
+
+  df(term: string): number {
+    return this.frequency(term);
+  }
+
+  *near(term: string): Iterable<string> {
+    for (let length = term.length - 1; length <= term.length + 1; length++) {
+      yield* this.buckets.get(`${term[0]}${length}`) ?? [];
+    }
+  }
+}
+
+/** Loads the document frequencies of `terms` in the corpus (the store's loadTermFrequencies); words no document holds are absent. */
+export type TermFrequencyLoader = (terms: readonly string[]) => Promise<ReadonlyMap<string, number>>;
+
+/**
+ * `expandTerms` over a vocabulary held elsewhere (the store): first the query's words, then, only
+ * when one is unknown, its one-edit variants, each looked up exactly. The same answer as an
+ * in-process vocabulary of the same corpus gives.
+ */
+export async function expandTermsLoaded(terms: readonly string[], load: TermFrequencyLoader): Promise<ExpandedTerms> {
+  const distinct = [...new Set(terms)];
+  if (distinct.length === 0) return { weights: new Map(), known: 1, corrected: 0 };
+  const frequencies = new Map(await load(distinct));
+  const variants = distinct.filter((term) => !frequencies.has(term) && isFuzzyWord(term)).flatMap(oneEditVariants);
+  if (variants.length > 0) for (const [term, df] of await load([...new Set(variants)])) frequencies.set(term, df);
+  return expandTerms(distinct, VocabularyIndex.of(frequencies));
+}
