@@ -345,6 +345,13 @@ export interface paths {
          *     Resending the same `tools` (byte for byte) is the fast path: the list is recognized by a
          *     digest of its bytes and not parsed again, and it is ranked from statistics and vectors
          *     cached in process once its tools are stored.
+         *
+         *     Instead of `tools`, a gateway that does not want to resend every tool each turn may send
+         *     `catalog`: a stored catalog of its tenant (404 when there is none), ranked as its search
+         *     endpoint ranks it (hybrid, exact names first), after the `always_keep` names it holds and
+         *     before its other tools in name order, so the answer is never empty while the catalog has
+         *     tools. Exactly one of `tools` and `catalog`. A store failure is a 503 (the gateway then
+         *     fails open), since there are no inline tools to rank in process.
          */
         post: operations["selectTools"];
         delete?: never;
@@ -598,7 +605,7 @@ export interface components {
                 total: number;
             };
         };
-        /** @description Either `pattern` (0.4.0-0.5.2) or `query` (0.5.3+) is required; unknown fields are ignored. */
+        /** @description Either `pattern` (0.4.0-0.5.2) or `query` (0.5.3+) is required, and exactly one of `tools` and `catalog`; unknown fields are ignored. */
         SelectorRequest: {
             pattern?: string;
             query?: string;
@@ -607,7 +614,7 @@ export interface components {
             /** @default 5 */
             max_tools?: number;
             always_keep?: string[] | null;
-            tools: {
+            tools?: {
                 name: string;
                 description?: string;
                 /** @description The raw provider tool: Anthropic, OpenAI Chat or Responses, or MCP. */
@@ -615,11 +622,13 @@ export interface components {
                 /** @description JSON Schema of the arguments. */
                 parameters?: Record<string, never>;
             }[];
+            /** @description A stored catalog of the caller's tenant, instead of `tools`. */
+            catalog?: string;
             /** @description Accepted and ignored. */
             compression_model_name?: string;
             /** @description Accepted and ignored. */
             source?: string;
-        } | unknown | unknown;
+        } & ((unknown | unknown) & (unknown | unknown));
         SelectorResponse: {
             selected_names: string[];
             /** @constant */
@@ -1506,8 +1515,10 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            503: components["responses"]["Unavailable"];
         };
     };
     selectToolsCompresrPath: {
@@ -1534,8 +1545,10 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getJob: {

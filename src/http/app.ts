@@ -59,7 +59,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(rejectUnsafeInput);
   app.use(catalogRoutes(deps.catalog));
   app.use(searchRoutes(deps.search, deps.metrics));
-  app.use(selectorRoutes(deps.selector));
+  app.use(selectorRoutes(deps.selector, deps.search));
   app.use(toolSearchRoutes({ selector: deps.selector, search: deps.search, tokens: new TokenCounter() }, deps.metrics));
   app.use(
     mcpRoutes(

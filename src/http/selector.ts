@@ -2,6 +2,8 @@ import { createHash } from 'node:crypto';
 import { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
 import { DEFAULT_TOP_K, selectTools, type CachedToolList, type SelectorDeps } from '../search/selector.js';
+import { selectFromCatalog } from '../search/catalog-search.js';
+import type { RankDeps } from '../search/hybrid-search.js';
 import { AppError } from '../errors.js';
 import { assertSafeJson } from './input-safety.js';
 import type { LruCache } from '../lru-cache.js';
@@ -48,13 +50,22 @@ export const selectorRequest = z
     top_k: topK.optional(),
     max_tools: topK.optional(),
     always_keep: z.array(z.string()).max(MAX_SELECTOR_TOOLS).nullish(),
-    tools: z.array(z.unknown(), { error: (issue) => (issue.input === undefined ? 'tools is required' : 'tools must be an array') }).max(MAX_SELECTOR_TOOLS),
+    tools: z.array(z.unknown(), { error: 'tools must be an array' }).max(MAX_SELECTOR_TOOLS).optional(),
+    /** A stored catalog of the caller's tenant instead of `tools`, for gateways that do not resend every tool each turn. */
+    catalog: z
+      .string({ error: 'catalog must be a string' })
+      .regex(/^[A-Za-z0-9._-]{1,64}$/, 'catalog names are 1-64 characters of A-Z a-z 0-9 . _ -')
+      .optional(),
     compression_model_name: z.string().optional(),
     source: z.string().optional(),
   })
   .refine((body) => body.pattern !== undefined || body.query !== undefined, {
     message: 'pattern (gateway <= 0.5.2) or query (gateway >= 0.5.3) is required',
     path: ['pattern'],
+  })
+  .refine((body) => (body.tools === undefined) !== (body.catalog === undefined), {
+    message: 'send exactly one of tools (the candidates inline) and catalog (a stored catalog)',
+    path: ['tools'],
   });
 export type SelectorRequest = z.infer<typeof selectorRequest>;
 
@@ -126,17 +137,32 @@ export function readSelectorBody(raw: Buffer, lists: LruCache<string, CachedTool
   return { json: parseJson(body.toString('utf8')), toolsKey };
 }
 
-export function selectorRoutes(deps: SelectorDeps): Router {
+export function selectorRoutes(deps: SelectorDeps, search: RankDeps = deps): Router {
   const router = Router();
   const handler: RequestHandler = async (req, res) => {
     requireUtf8(req.get('content-type'));
     const { json, toolsKey, cached } = Buffer.isBuffer(req.body) ? readSelectorBody(req.body, deps.toolListCache) : { json: req.body ?? {} };
     const body = parseInput(selectorRequest, json, 'body');
+    const pattern = body.pattern ?? body.query ?? '';
+    const topK = body.top_k ?? body.max_tools ?? DEFAULT_TOP_K;
+    if (body.catalog !== undefined) {
+      // A stored catalog: ranked like its search endpoint, never answered empty while it has tools.
+      const started = performance.now();
+      const selected = await selectFromCatalog(search, { tenant: res.locals.tenant as string, name: body.catalog }, { pattern, topK, alwaysKeep: body.always_keep ?? [] });
+      deps.metrics?.selectorNames.observe(selected.names.length);
+      deps.metrics?.selectorConfidence.observe(selected.confidence);
+      res.json({ selected_names: selected.names, success: true, data: { relevant_tools: selected.names } } satisfies SelectorResponse);
+      (res.locals.log as Logger).info(
+        { tenant: res.locals.tenant, route: 'selector', catalog: body.catalog, namesOut: selected.names.length, ranked: selected.ranked, confidence: Math.round(selected.confidence * 1000) / 1000, total_ms: Math.round((performance.now() - started) * 100) / 100 },
+        'tool selection',
+      );
+      return;
+    }
     const selection = await selectTools(deps, {
-      pattern: body.pattern ?? body.query ?? '',
-      topK: body.top_k ?? body.max_tools ?? DEFAULT_TOP_K,
+      pattern,
+      topK,
       alwaysKeep: body.always_keep ?? [],
-      tools: body.tools,
+      tools: body.tools!,
       toolsKey,
       cached,
     });

@@ -9,6 +9,7 @@
  * too when exactly one catalog has it.
  */
 import * as catalogs from '../catalog/catalog-service.js';
+import { confidences } from '../search/confidence.js';
 import { firstSentence, parameterNames } from '../catalog/describe.js';
 import { searchCatalog } from '../search/catalog-search.js';
 import type { RankDeps } from '../search/hybrid-search.js';
@@ -72,13 +73,16 @@ export async function searchTools(
   const ranked = await Promise.all(
     inScope.map(async (catalog) => {
       const result = await searchCatalog(deps.search, { tenant: scope.tenant, name: catalog.name }, { query: input.query, topK: depth, mode: 'hybrid', tags: input.tags });
-      return result.tools.map((tool) => ({ catalog: catalog.name, tool }));
+      const sure = confidences(result.tools.map((tool, i) => ({ ...tool.explain, rank: i + 1 })), result.bests);
+      return result.tools.map((tool, i) => ({ catalog: catalog.name, tool, confidence: sure[i] ?? 0 }));
     }),
   );
+  // Catalogs are ranked apart (each its own BM25 statistics and dense weight), so their fused
+  // scores do not compare; the calibrated confidence, an estimated probability of relevance, does.
   const merged = ranked
     .flat()
     .filter(({ tool }) => !input.server || tool.tool.server === input.server)
-    .sort((a, b) => b.tool.score - a.tool.score)
+    .sort((a, b) => (inScope.length === 1 ? 0 : b.confidence - a.confidence || b.tool.score - a.tool.score))
     .slice(0, limit);
   const results = merged.map(({ catalog, tool }) => ({
     name: address(scope, catalog, tool.tool.name),

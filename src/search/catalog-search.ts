@@ -1,7 +1,7 @@
 import { AppError, notFound } from '../errors.js';
-import { getCatalog } from '../store/catalog-store.js';
+import { getCatalog, listCatalogTools, loadCatalogTools } from '../store/catalog-store.js';
 import { EXACT_SCAN_MAX, existingNames } from '../store/search-store.js';
-import { loadCatalogTools } from '../store/catalog-store.js';
+import { confidences } from './confidence.js';
 import type { CatalogToolRow } from '../store/catalog-store.js';
 import { rankCorpus, type RankDeps, type RankQuery, type RankedTool, type RankResult } from './hybrid-search.js';
 import type { PendingEmbeddings } from './embedding-status.js';
@@ -58,4 +58,34 @@ export async function searchCatalog(
     // A model that did not answer says more than the vectors still missing.
     ...(ranked.degraded ? { degraded: ranked.degraded } : pending ? { degraded: 'embeddings_pending' as const, embedding: pending } : {}),
   };
+}
+
+/**
+ * The gateway selector over a stored catalog instead of inline tools: at most `topK` names,
+ * `always_keep` names of the catalog first, then the catalog search (hybrid, exact names first),
+ * then the catalog's names in order, so a catalog with tools never yields an empty answer (the
+ * selector contract: an empty answer makes gateways fail open or trip their breaker).
+ */
+export async function selectFromCatalog(
+  deps: RankDeps,
+  ref: { tenant: string; name: string },
+  input: { pattern: string; topK: number; alwaysKeep: string[] },
+): Promise<{ names: string[]; ranked: number; confidence: number }> {
+  const catalog = await getCatalog(deps.db, ref.tenant, ref.name);
+  if (!catalog) throw notFound(`catalog "${ref.name}"`);
+  const keep = input.alwaysKeep.length > 0 ? [...(await loadCatalogTools(deps.db, catalog.id, [...new Set(input.alwaysKeep)])).keys()] : [];
+  const ordered = input.alwaysKeep.filter((name, i) => keep.includes(name) && input.alwaysKeep.indexOf(name) === i);
+  let ranked: CatalogSearchResult['tools'] = [];
+  let confidence = 0;
+  if (input.pattern.trim() !== '') {
+    const found = await searchCatalog(deps, ref, { query: input.pattern, topK: input.topK, mode: 'hybrid' });
+    ranked = found.tools;
+    confidence = Math.max(0, ...confidences(ranked.map((tool, i) => ({ ...tool.explain, rank: i + 1 })), found.bests));
+  }
+  let names = [...new Set([...ordered, ...ranked.map((tool) => tool.id)])];
+  if (names.length < input.topK) {
+    const padding = await listCatalogTools(deps.db, ref, { limit: input.topK });
+    names = [...new Set([...names, ...padding.map((row) => row.name)])];
+  }
+  return { names: names.slice(0, input.topK), ranked: ranked.length, confidence };
 }

@@ -67,14 +67,18 @@ export function fuseRrf(
   return [...fused].sort(byScoreThenId);
 }
 
-/** The dense list's weight when the corpus knows every word of the query and BM25's list is of typical peak. */
-export const DENSE_WEIGHT_FLOOR = 0.1;
+/**
+ * The dense list's weight when the corpus holds every word of the query: next to none, BM25 has
+ * every word to go on. Not 0: the dense list still breaks BM25's exact ties and fills the answer
+ * after BM25's matches (a query some tool matches by only a few words still gets top_k tools).
+ */
+export const DENSE_WEIGHT_FLOOR = 1e-6;
 /** What each unknown share of the query adds to the dense weight (all words unknown: 0.5 more). */
 export const DENSE_WEIGHT_PER_UNKNOWN = 0.5;
 /** A typical BM25 top-to-10th score ratio on the dev corpora (their medians: 1.9-2.5). */
 export const BM25_PEAK_REFERENCE = 2.5;
-/** How strongly a peaked BM25 list keeps the dense list's added say down (1: in proportion). */
-export const BM25_PEAK_EXPONENT = 1;
+/** How strongly a peaked BM25 list keeps the dense list's say down (1 would be in proportion). */
+export const BM25_PEAK_EXPONENT = 0.5;
 /** Above this the dense list's rank 1 would outvote BM25's twice over. */
 export const DENSE_WEIGHT_MAX = 2;
 

@@ -303,6 +303,32 @@ describe('selector keys, tenants and the content-hash cache', () => {
     expectError(await app.request('GET', `/v1/catalogs/${name}`), 401, 'unauthorized');
   });
 
+  it('selects from a stored catalog instead of inline tools: its tenant only, always_keep first, never empty, one of the two', async () => {
+    const name = uniqueName('sel-catalog');
+    const tools = [
+      { name: 'read_file', description: 'Read the complete contents of a file from disk.' },
+      { name: 'web_search', description: 'Search the web for pages matching a query.' },
+      { name: 'send_email', description: 'Send an email message to a recipient.' },
+      { name: 'get_weather', description: 'Current weather forecast for a city.' },
+    ];
+    expect((await app.request('PUT', `/v1/catalogs/${name}`, tools, t1)).status).toBe(200);
+    for (const path of [SEARCH, COMPRESR]) {
+      const found = await select(app, { query: 'what is the weather forecast in Paris', max_tools: 2, always_keep: ['send_email', 'not_in_catalog'], catalog: name }, t1, path);
+      expect(found.status, found.text).toBe(200);
+      expect(found.body).toEqual({ selected_names: ['send_email', 'get_weather'], success: true, data: { relevant_tools: ['send_email', 'get_weather'] } });
+    }
+    // Typos too: the catalog search's ranking.
+    expect((await select(app, { pattern: 'wether forcast', top_k: 1, catalog: name }, t1)).body.selected_names).toEqual(['get_weather']);
+    // A blank pattern, or one nothing matches, still answers top_k names of the catalog.
+    expect((await select(app, { pattern: '   ', top_k: 3, catalog: name }, t1)).body.selected_names).toHaveLength(3);
+    expect((await select(app, { pattern: 'zzzz qqqq', top_k: 4, catalog: name }, t1)).body.selected_names.sort()).toEqual(tools.map((tool) => tool.name).sort());
+    // Another tenant's catalog does not exist for this key; a bad name or both sources is a 400.
+    expectError(await select(app, { pattern: 'weather', catalog: name }, t2), 404, 'not_found');
+    expectError(await select(app, { pattern: 'weather', catalog: 'no/such' }, t1), 400, 'validation_failed');
+    expectError(await select(app, { pattern: 'weather', catalog: name, tools: [{ name: 'x' }] }, t1), 400, 'validation_failed');
+    expectError(await select(app, { pattern: 'weather' }, t1), 400, 'validation_failed');
+  });
+
   it('stores each never-seen tool once, embeds it once, and re-sent tools enqueue nothing', async () => {
     const { v052: tools, hashes } = freshTools();
     const sent = tools.map((tool) => tool.name);
@@ -413,7 +439,7 @@ describe('selector limits and malformed bodies', () => {
     const tools = [{ name: 'read_file', description: 'Read a file.' }];
     const notJson = expectError(await select(app, '{"pattern": "read", "tools": [', { 'content-type': 'application/json' }), 400, 'invalid_json');
     expect(notJson.message).toMatch(/not valid JSON/);
-    expect(expectError(await select(app, { pattern: 'read' }), 400, 'validation_failed').message).toMatch(/tools is required/);
+    expect(expectError(await select(app, { pattern: 'read' }), 400, 'validation_failed').message).toMatch(/exactly one of tools .* and catalog/);
     expect(expectError(await select(app, { pattern: 'read', tools: { read_file: {} } }), 400, 'validation_failed').message).toMatch(/tools must be an array/);
     expect(expectError(await select(app, { pattern: 'read', tools: 'read_file' }), 400, 'validation_failed').message).toMatch(/tools must be an array/);
     expect(expectError(await select(app, { tools }), 400, 'validation_failed').message).toMatch(/pattern .*or query .*is required/);
