@@ -31,7 +31,8 @@ import { meanMetrics, scoreQuery, type QueryMetrics } from '../src/eval/metrics.
 import { loadQueries, readJsonl } from '../src/eval/run-eval.js';
 import { byScoreThenId, distinctTerms } from '../src/search/bm25.js';
 import { Bm25Index } from '../src/search/bm25-index.js';
-import { fuseHybrid, fuseRrf, RRF_DEPTH, RRF_K, VECTOR_WEIGHT, type FusionInput, type Ranked } from '../src/search/rrf.js';
+import { denseWeight, fuseHybrid, fuseRrf, RRF_DEPTH, RRF_K, VECTOR_WEIGHT, type FusionInput, type Ranked } from '../src/search/rrf.js';
+import { expandTerms } from '../src/search/fuzzy-terms.js';
 import { addServerVotes, serverCentroids, serverDocuments, SERVER_DEPTH } from '../src/search/servers.js';
 import { tokenize } from '../src/search/tokenizer.js';
 import { rankByCosine } from '../src/search/vector-scan.js';
@@ -237,8 +238,11 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
   const withServerVotes = async (q: string, options?: Parameters<typeof addServerVotes>[2]) => {
     const vector = await embed(q);
     const depth = options?.depth ?? SERVER_DEPTH;
-    const lists = { bm25: serverIndex.search(distinctTerms(queryTerms(q)), depth), vector: rankByCosine(vector, centroids, depth), members: servers.members };
-    return addServerVotes(fuseHybrid(bm25(queryTerms(q)), byVector(vector)), lists, options).fused;
+    // As the service ranks: typo matching, then the query's own dense weight (src/search/rrf.ts).
+    const expanded = expandTerms(distinctTerms(queryTerms(q)), index.vocabulary());
+    const lexical = index.searchWeighted(expanded.weights, RRF_DEPTH);
+    const lists = { bm25: serverIndex.searchWeighted(expanded.weights, depth), vector: rankByCosine(vector, centroids, depth), members: servers.members };
+    return addServerVotes(fuseHybrid(lexical, byVector(vector), denseWeight(expanded.known, lexical)), lists, options).fused;
   };
   const catalogMean = [...vectorOf.values()].reduce((sum, v) => sum.map((x, j) => x + v[j]! / vectorOf.size), new Array<number>(512).fill(0));
   const centred: Record<number, Map<string, number[]>> = {};
