@@ -17,7 +17,6 @@ import { LruCache } from '../lru-cache.js';
 import { loadCatalogIndexRows, type CatalogIndexRow } from '../store/search-store.js';
 import type { Executor } from '../store/tool-store.js';
 import { Bm25Builder, Bm25Index } from './bm25-index.js';
-import { distinctTerms } from './bm25.js';
 import type { ServerIndex } from './server-stats.js';
 
 /** Rows handled between two yields to the event loop while an index is built (~10 ms of work). */

@@ -73,8 +73,9 @@ export async function selectFromCatalog(
 ): Promise<{ names: string[]; ranked: number; confidence: number }> {
   const catalog = await getCatalog(deps.db, ref.tenant, ref.name);
   if (!catalog) throw notFound(`catalog "${ref.name}"`);
-  const keep = input.alwaysKeep.length > 0 ? [...(await loadCatalogTools(deps.db, catalog.id, [...new Set(input.alwaysKeep)])).keys()] : [];
-  const ordered = input.alwaysKeep.filter((name, i) => keep.includes(name) && input.alwaysKeep.indexOf(name) === i);
+  const wanted = [...new Set(input.alwaysKeep)];
+  const held = wanted.length > 0 ? await loadCatalogTools(deps.db, catalog.id, wanted) : new Map();
+  const ordered = wanted.filter((name) => held.has(name));
   let ranked: CatalogSearchResult['tools'] = [];
   let confidence = 0;
   if (input.pattern.trim() !== '') {
