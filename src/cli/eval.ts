@@ -12,7 +12,8 @@ import { openPglite, openPostgres } from '../store/database.js';
 
 const USAGE = `usage: npm run eval -- --dataset <dir> [--queries <file>] [--modes hybrid,bm25,vector] [--out <file>] [--json]
        npm run eval -- --all <folder of datasets> [--modes ...] [--json]
-       add --typos <rate> [--seed <n>] to misspell each word of 4+ letters with that probability (seeded)`;
+       add --typos <rate> [--seed <n>] to rank the queries again with each word of 4+ letters misspelled
+       with that probability (seeded), reported beside the clean run with the share of nDCG@10 kept`;
 
 /**
  * npm run eval: retrieval quality of the catalog search on labelled datasets (see ../shared/eval).
@@ -71,15 +72,20 @@ const cell = (value: number | undefined) => (value === undefined ? '-'.padEnd(6)
 try {
   const started = performance.now();
   const reports: EvalReport[] = [];
+  const typoReports: (EvalReport | undefined)[] = [];
+  const progress = (dataset: string) => (message: string) =>
+    console.error(`[eval] ${dataset}: ${message} (${((performance.now() - started) / 1000).toFixed(1)} s)`);
   for (const dataset of datasets) {
+    reports.push(await runEval(deps, { dataset, queries: values.queries, modes, onProgress: progress(dataset) }));
+    if (typoRate === 0) continue;
     const random = seededRandom(seed);
-    reports.push(
+    typoReports.push(
       await runEval(deps, {
         dataset,
         queries: values.queries,
         modes,
-        rewriteQuery: typoRate > 0 ? (query) => addTypos(query, typoRate, random) : undefined,
-        onProgress: (message) => console.error(`[eval] ${dataset}: ${message} (${((performance.now() - started) / 1000).toFixed(1)} s)`),
+        rewriteQuery: (query) => addTypos(query, typoRate, random),
+        onProgress: progress(`${dataset} (typos)`),
       }),
     );
   }
@@ -87,13 +93,23 @@ try {
   if (values.out && reports.length === 1) {
     writeFileSync(values.out, report.rankings.map((row) => JSON.stringify(row)).join('\n') + '\n');
   }
+  const kept = (index: number, mode: string) => {
+    const clean = reports[index]!.modes[mode]?.ndcg10;
+    const typo = typoReports[index]?.modes[mode]?.ndcg10;
+    return clean === undefined || typo === undefined ? undefined : clean === 0 ? 1 : typo / clean;
+  };
   if (values.json) {
-    const rows = reports.map((entry) => ({ dataset: entry.dataset, tools: entry.tools, model: deps.embedderStatus.modelId, modes: entry.modes }));
-    console.log(JSON.stringify(reports.length === 1 ? rows[0] : { typos: typoRate, seed, datasets: rows }));
+    const rows = reports.map((entry, index) => ({
+      dataset: entry.dataset,
+      tools: entry.tools,
+      model: deps.embedderStatus.modelId,
+      modes: entry.modes,
+      ...(typoReports[index] ? { typos: { rate: typoRate, seed, modes: typoReports[index]!.modes } } : {}),
+    }));
+    console.log(JSON.stringify(reports.length === 1 ? rows[0] : { datasets: rows }));
   } else {
-    const typos = typoRate > 0 ? `, typos ${typoRate} (seed ${seed})` : '';
-    console.log(`model ${deps.embedderStatus.modelId} (${deps.embedderStatus.state}), store ${database.kind}${typos}`);
-    for (const entry of reports) {
+    console.log(`model ${deps.embedderStatus.modelId} (${deps.embedderStatus.state}), store ${database.kind}`);
+    for (const [index, entry] of reports.entries()) {
       const queries = Object.values(entry.modes)[0]?.queries ?? 0;
       console.log(`\ndataset ${entry.dataset}: ${entry.tools} tools, ${queries} queries`);
       console.log('mode     R@1    R@5    R@10   nDCG@10 MRR@10 groupR@10');
@@ -105,6 +121,13 @@ try {
         // The fused list should never lose to one of its own inputs (tolerance 0.005).
         const holds = (key: 'ndcg10' | 'recall10') => hybrid[key] >= Math.max(bm25[key], vector[key]) - 0.005;
         console.log(`hybrid >= max(bm25, vector) - 0.005: nDCG@10 ${holds('ndcg10') ? 'yes' : 'NO'}, R@10 ${holds('recall10') ? 'yes' : 'NO'}`);
+      }
+      const typo = typoReports[index];
+      if (typo) {
+        console.log(`typos ${typoRate} (seed ${seed}):`);
+        for (const [mode, m] of Object.entries(typo.modes)) {
+          console.log(`${mode.padEnd(8)} ${[m.recall1, m.recall5, m.recall10, m.ndcg10, m.mrr10].map(cell).join(' ')} nDCG@10 kept ${(100 * kept(index, mode)!).toFixed(1)}%`);
+        }
       }
     }
   }
