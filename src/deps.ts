@@ -22,7 +22,7 @@ import { CatalogEmbeddingStatus } from './search/embedding-status.js';
 import { ServerStatsCache } from './search/server-stats.js';
 import { openDatabase, type Database } from './store/database.js';
 import { ensureVectorIndex } from './store/search-store.js';
-import { STORE_SLICE } from './store/tool-store.js';
+import { STORE_CONCURRENCY, STORE_SLICE } from './store/tool-store.js';
 import { readUpstreamsFile, UpstreamService } from './upstream/upstreams.js';
 import { serviceVersion } from './paths.js';
 import { RegexSandbox } from './search/patterns.js';
@@ -174,6 +174,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const catalogDeps = {
     db: database.db,
     writeSlice: STORE_SLICE[database.kind],
+    writeConcurrency: STORE_CONCURRENCY[database.kind],
     onDocumentsWritten: queue ? (hashes: string[]) => queue!.enqueue(hashes) : undefined,
     embedding: queue ? { model: embedder?.modelId ?? config.EMBED_MODEL, failedHashes: () => queue!.failedHashes() } : undefined,
   };

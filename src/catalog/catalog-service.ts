@@ -15,6 +15,8 @@ export interface CatalogDeps {
   db: Db;
   /** Documents per write transaction (STORE_SLICE of the store in use). */
   writeSlice?: number;
+  /** Slices a large write stores at once (STORE_CONCURRENCY of the store in use). */
+  writeConcurrency?: number;
   /** Called with hashes that may lack an embedding for the active model (the embedding queue). */
   onDocumentsWritten?: (hashes: string[]) => Promise<string[]>;
   /** The active embedding model and the queue's failures; absent when nothing is embedded. */
@@ -106,10 +108,17 @@ interface WrittenAhead {
  */
 async function writeAhead(deps: CatalogDeps, tools: Tool[]): Promise<WrittenAhead> {
   const queue = deps.onDocumentsWritten;
-  const sizes = queue ? writeAheadSlices(tools.length) : [];
-  if (!queue || sizes.length === 0) {
+  const sizes = writeAheadSlices(tools.length);
+  if (sizes.length === 0) {
     const documents = tools.map((tool) => toDocument(tool));
     return { documents, unstored: documents, newHashes: [], jobIds: [], queued: new Set() };
+  }
+  if (!queue) {
+    // Nothing to embed: the documents go ahead all at once, several slices side by side, and the
+    // catalog's transaction only maps names.
+    const documents = tools.map((tool) => toDocument(tool));
+    const newHashes = await storeDocuments(deps.db, documents, deps.writeSlice, deps.writeConcurrency);
+    return { documents, unstored: [], newHashes, jobIds: [], queued: new Set() };
   }
   const ahead: WrittenAhead = { documents: [], unstored: [], newHashes: [], jobIds: [], queued: new Set() };
   let queueing = true;

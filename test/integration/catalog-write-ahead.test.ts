@@ -112,3 +112,62 @@ describe('a catalog write larger than one write-ahead slice', () => {
     expect(stored[0]!.n).toBe(0);
   });
 });
+
+describe('a large catalog write with nothing to embed', () => {
+  let scratch: ScratchDatabase;
+  let db: Db;
+  beforeAll(async () => {
+    scratch = await scratchDatabase(storeKind(), 'toolsift_ahead_plain');
+    db = scratch.database.db;
+  });
+  afterAll(async () => {
+    await scratch?.drop();
+  });
+
+  it('stores its documents ahead of the catalog, two slice transactions at a time', async () => {
+    const tools = uniqueTools(3 * WRITE_AHEAD_SLICE, 'plain');
+    let active = 0;
+    let most = 0;
+    let transactions = 0;
+    // The store as the service has it, counting transactions open at once.
+    const counted = new Proxy(db, {
+      get(target, key, receiver) {
+        if (key !== 'transaction') return Reflect.get(target, key, receiver);
+        return async (work: never) => {
+          transactions++;
+          most = Math.max(most, ++active);
+          try {
+            return await target.transaction(work);
+          } finally {
+            active--;
+          }
+        };
+      },
+    });
+    const result = await replaceCatalog({ db: counted, writeSlice: 100, writeConcurrency: 2 }, { tenant: uniqueName('tenant'), name: 'plain' }, tools);
+    expect(result).toMatchObject({ newDocuments: tools.length, catalog: { toolCount: tools.length } });
+    // 16 slices of up to 100 documents, then the catalog's own transaction.
+    expect(transactions).toBe(Math.ceil(tools.length / 100) + 1);
+    // PGlite has no I/O to wait on: one slice's transaction runs to its end before the next starts
+    // (the service gives it a concurrency of 1). PostgreSQL's two run side by side.
+    expect(most).toBe(storeKind() === 'postgres' ? 2 : 1);
+  });
+
+  it('overlapping writers racing it all land whole, each document stored once with its terms', async () => {
+    const tenant = uniqueName('tenant');
+    const tools = uniqueTools(3 * WRITE_AHEAD_SLICE, 'racing');
+    // Three writers of the same tools in different orders to three catalogs at once: each slice
+    // locks its hashes in order, so no two transactions wait on each other in a cycle.
+    const deps: CatalogDeps = { db, writeSlice: 100, writeConcurrency: 2 };
+    const orders = [tools, [...tools].reverse(), [...tools.slice(700), ...tools.slice(0, 700)]];
+    const results = await Promise.all(orders.map((order, index) => replaceCatalog(deps, { tenant, name: `racing-${index}` }, order)));
+    for (const result of results) expect(result.catalog.toolCount).toBe(tools.length);
+    const hashes = toDocuments(tools).map((doc) => doc.hash);
+    const stored = await queryRows<{ documents: number; withTerms: number }>(
+      db,
+      sql`select count(*)::int as documents, count(*) filter (where exists (select 1 from tool_terms t where t.hash = d.hash))::int as "withTerms"
+          from tool_documents d where d.hash = any(${sql.param(hashes)}::text[])`,
+    );
+    expect(stored[0]).toEqual({ documents: tools.length, withTerms: tools.length });
+  });
+});
