@@ -22,4 +22,4 @@ export function createToolsiftClient(options: ToolsiftClientOptions): Client<pat
   });
 }
 
-export { aiSdkSearch, anthropicToolResult, openaiToolSearchOutput, rankToolNames, type SearchOptions } from './tool-search.js';
+export { agentsToolSearch, aiSdkSearch, anthropicToolResult, narrowTools, openaiToolSearchOutput, rankToolNames, toolSearchParameters, type SearchOptions } from './tool-search.js';

@@ -80,3 +80,60 @@ export async function rankToolNames(client: ToolsiftClientOptions, query: string
   const answer = (await toolSearch(createToolsiftClient(client), requestBody(query, tools, options, 'names'))) as { results: Array<{ name: string }> };
   return answer.results.map((result) => result.name);
 }
+
+/** A JSON Schema for the search tool's arguments: the model writes what it needs in `query`. */
+export const toolSearchParameters = {
+  type: 'object',
+  properties: { query: { type: 'string', description: 'What the tool should do, in a few words.' } },
+  required: ['query'],
+  additionalProperties: false,
+} as const;
+
+/** The parts of an Agents SDK tool the helper reads (a structural type: no framework import). */
+interface AgentsTool {
+  type: string;
+  name?: string;
+  description?: string;
+  parameters?: unknown;
+  deferLoading?: boolean;
+}
+
+/**
+ * OpenAI Agents SDK (@openai/agents >= 0.20): the `execute` callback of
+ * `toolSearchTool({ execution: 'client', parameters: toolSearchParameters, execute })`. It ranks the
+ * agent's deferred function tools (`deferLoading: true`) for the model's query with toolsift and
+ * returns the tool objects to load; the runner answers the model with their definitions.
+ */
+export function agentsToolSearch(client: ToolsiftClientOptions, options: SearchOptions = {}) {
+  const api = createToolsiftClient(client);
+  return async <T extends AgentsTool>({ availableTools, toolCall }: { availableTools: readonly T[]; toolCall: { arguments?: unknown } }): Promise<T[]> => {
+    let args = toolCall.arguments;
+    if (typeof args === 'string') {
+      try {
+        args = JSON.parse(args);
+      } catch {
+        // A bare string is the query itself.
+      }
+    }
+    const query = typeof args === 'string' ? args : typeof (args as { query?: unknown })?.query === 'string' ? (args as { query: string }).query : JSON.stringify(args ?? '');
+    const deferred = availableTools.filter((tool) => tool.type === 'function' && tool.deferLoading === true && typeof tool.name === 'string');
+    if (deferred.length === 0) return [];
+    const candidates = deferred.map((tool) => ({ type: 'function', name: tool.name!, description: tool.description ?? '', parameters: tool.parameters ?? { type: 'object', properties: {} } }));
+    const answer = (await toolSearch(api, requestBody(query, candidates, options, 'names'))) as { results: Array<{ name: string }> };
+    const byName = new Map(deferred.map((tool) => [tool.name!, tool]));
+    return answer.results.flatMap((result) => byName.get(result.name) ?? []);
+  };
+}
+
+/**
+ * LangChain.js middleware (`createMiddleware({ wrapModelCall })`) or your own loop: the tools of
+ * `tools` (anything with a `name` and a `description`, e.g. `request.tools`) that toolsift ranks
+ * for `query`, best first, as the same objects; at most `maxResults` (default 5).
+ */
+export async function narrowTools<T extends { name?: string; description?: string }>(client: ToolsiftClientOptions, query: string, tools: readonly T[], options: SearchOptions = {}): Promise<T[]> {
+  const named = tools.filter((tool) => typeof tool.name === 'string' && tool.name.length > 0);
+  if (named.length === 0) return [];
+  const names = await rankToolNames(client, query, named.map((tool) => ({ name: tool.name!, description: tool.description ?? '' })), options);
+  const byName = new Map(named.map((tool) => [tool.name!, tool]));
+  return names.flatMap((name) => byName.get(name) ?? []);
+}
