@@ -423,7 +423,7 @@ export interface components {
         Error: {
             error: {
                 /** @enum {string} */
-                code: "invalid_json" | "validation_failed" | "invalid_tool" | "unauthorized" | "forbidden" | "not_found" | "payload_too_large" | "unsupported_media_type" | "service_unavailable" | "internal_error";
+                code: "invalid_json" | "validation_failed" | "invalid_tool" | "unauthorized" | "forbidden" | "not_found" | "payload_too_large" | "unsupported_media_type" | "malformed_request" | "request_timeout" | "headers_too_large" | "service_unavailable" | "internal_error";
                 message: string;
                 details?: unknown;
                 request_id: string;

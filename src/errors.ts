@@ -11,6 +11,9 @@ export const ERROR_CODES = [
   'not_found',
   'payload_too_large',
   'unsupported_media_type',
+  'malformed_request',
+  'request_timeout',
+  'headers_too_large',
   'service_unavailable',
   'internal_error',
 ] as const;

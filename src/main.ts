@@ -1,8 +1,8 @@
-import { createServer, type Server } from 'node:http';
-import { serverTimeouts } from './http/body-budget.js';
+import type { Server } from 'node:http';
 import { loadConfigOrExit } from './config.js';
 import { createDeps } from './deps.js';
 import { createApp } from './http/app.js';
+import { createHttpServer } from './http/server.js';
 
 /** How long in-flight requests get to finish after SIGTERM. */
 const DRAIN_MS = 20_000;
@@ -25,7 +25,7 @@ async function main(): Promise<void> {
   }
   const app = createApp(deps);
   // A failure to listen (EADDRINUSE, EACCES) goes to the 'error' handler below, never the callback.
-  const server: Server = createServer(serverTimeouts(config), app);
+  const server: Server = createHttpServer(config, app);
   server.listen(config.PORT, config.HOST, () => {
     deps.logger.info({ port: config.PORT, host: config.HOST }, 'toolsift listening');
   });

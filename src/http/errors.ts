@@ -13,6 +13,10 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   not_found: 404,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  // Answered by the HTTP server before express (http/server.ts).
+  malformed_request: 400,
+  request_timeout: 408,
+  headers_too_large: 431,
   service_unavailable: 503,
   internal_error: 500,
 };

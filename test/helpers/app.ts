@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
-import { createServer, type Server } from 'node:http';
-import { serverTimeouts } from '../../src/http/body-budget.js';
+import type { Server } from 'node:http';
+import { createHttpServer } from '../../src/http/server.js';
 import { pino, type Logger } from 'pino';
 import { configSchema, type Config } from '../../src/config.js';
 import { createDeps, type Deps, type DepsOverrides } from '../../src/deps.js';
@@ -30,7 +30,7 @@ export async function startTestApp(env: Record<string, string> = {}, overrides: 
   const deps = await createDeps(config, { database: await testDatabase(), logger: pino({ level: 'silent' }), ...overrides });
   const app = createApp(deps);
   // The server as main.ts builds it (request and header timeouts), on a free port.
-  const server: Server = createServer(serverTimeouts(config), app);
+  const server: Server = createHttpServer(config, app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {

@@ -23,6 +23,53 @@ function partialPut(url: string, path: string, length: number, sent: number): { 
   return { socket, answer };
 }
 
+/** Sends `text` as is on a new connection and reads the answer until the server closes it. */
+async function rawRequest(url: string, text: string): Promise<{ status: number; headers: string; body: any }> {
+  const { hostname, port } = new URL(url);
+  const socket = connect(Number(port), hostname);
+  let received = '';
+  const done = new Promise<void>((resolve) => {
+    socket.on('data', (chunk) => (received += String(chunk)));
+    socket.on('close', () => resolve());
+    socket.on('error', () => resolve());
+  });
+  socket.write(text);
+  await done;
+  const [head = '', body = ''] = received.split('\r\n\r\n');
+  return { status: Number(head.split(' ')[1]), headers: head, body: body ? JSON.parse(body) : undefined };
+}
+
+describe('requests Node rejects before express sees them', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp();
+  });
+  afterAll(() => app?.close());
+
+  it('bad chunked encoding: 400 in the error shape, naming the fault', async () => {
+    const answer = await rawRequest(app.url, 'POST /v1/tool-search HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n');
+    expect(answer.status).toBe(400);
+    expect(answer.headers).toMatch(/content-type: application\/json/i);
+    expect(answer.body.error).toMatchObject({ code: 'malformed_request', message: expect.stringContaining('chunked encoding') });
+  });
+
+  it('both Content-Length and Transfer-Encoding: 400 saying to send one', async () => {
+    const answer = await rawRequest(app.url, 'POST /v1/tool-search HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n');
+    expect(answer.status).toBe(400);
+    expect(answer.body.error).toMatchObject({ code: 'malformed_request', message: expect.stringContaining('not both') });
+  });
+
+  it('headers past Node\'s limit: 431 in the error shape', async () => {
+    const answer = await rawRequest(app.url, `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Padding: ${'a'.repeat(20_000)}\r\n\r\n`);
+    expect(answer.status).toBe(431);
+    expect(answer.body.error).toMatchObject({ code: 'headers_too_large', request_id: '' });
+  });
+
+  it('a well-formed request on the same server still answers', async () => {
+    expect((await app.request('GET', '/healthz')).status).toBe(200);
+  });
+});
+
 describe('request bodies in flight', () => {
   let app: TestApp;
   beforeAll(async () => {
@@ -49,6 +96,7 @@ describe('request bodies in flight', () => {
     const { answer } = partialPut(app.url, `/v1/catalogs/${uniqueName('stalled')}`, 10_000, 100);
     const text = await answer;
     expect(text).toMatch(/^HTTP\/1\.1 408/);
+    expect(JSON.parse(text.split('\r\n\r\n')[1]!).error.code).toBe('request_timeout');
     expect(Date.now() - started).toBeLessThan(6_000);
   });
 });
