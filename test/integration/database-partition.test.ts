@@ -69,6 +69,17 @@ describe('PostgreSQL stops answering (blackholed by a proxy)', () => {
     expect(ready.status).toBe(503);
     expect(ready.ms).toBeLessThan(2_500);
 
+    // The selector over a stored catalog has no inline tools to rank in process: a 503 in the error
+    // shape within the deadline (the gateway's own fail-open decides), never a hang or a 500.
+    const fromCatalog = await timed('/v1/tool-discovery/search', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ pattern: 'task number 7 with files', top_k: 3, catalog }),
+    });
+    expect(fromCatalog.status).toBe(503);
+    expect(fromCatalog.body.error.code).toBe('service_unavailable');
+    expect(fromCatalog.ms).toBeLessThan(5_000);
+
     const read = await timed(`/v1/catalogs/${catalog}`);
     expect(read.status).toBe(503);
     expect(read.body.error.code).toBe('service_unavailable');
@@ -82,5 +93,12 @@ describe('PostgreSQL stops answering (blackholed by a proxy)', () => {
     }
     expect(recovered).toBe(true);
     expect((await timed(`/v1/catalogs/${catalog}`)).status).toBe(200);
+    const healed = await timed('/v1/tool-discovery/search', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ pattern: 'task number 7 with files', top_k: 3, catalog }),
+    });
+    expect(healed.status).toBe(200);
+    expect(healed.body.selected_names[0]).toBe('tool_7');
   }, 60_000);
 });
