@@ -2,7 +2,7 @@ import { AppError, notFound } from '../errors.js';
 import { getCatalog, listCatalogTools, loadCatalogTools } from '../store/catalog-store.js';
 import { EXACT_SCAN_MAX, existingNames } from '../store/search-store.js';
 import { confidences } from './confidence.js';
-import type { CatalogToolRow } from '../store/catalog-store.js';
+import type { CatalogSummary, CatalogToolRow } from '../store/catalog-store.js';
 import { rankCorpus, type RankDeps, type RankQuery, type RankedTool, type RankResult } from './hybrid-search.js';
 import type { PendingEmbeddings } from './embedding-status.js';
 import { nameCandidates } from './patterns.js';
@@ -16,13 +16,17 @@ export interface CatalogSearchResult {
   bests: RankResult['bests'];
 }
 
-/** Ranks one stored catalog for a query; documents are loaded for the top results only. */
+/**
+ * Ranks one stored catalog for a query; documents are loaded for the top results only. `read`: the
+ * catalog's row when the caller has just read it (its revision keys the in-process index).
+ */
 export async function searchCatalog(
   deps: RankDeps,
   ref: { tenant: string; name: string },
   request: Omit<RankQuery, 'exactIds'>,
+  read?: CatalogSummary,
 ): Promise<CatalogSearchResult> {
-  const catalog = await getCatalog(deps.db, ref.tenant, ref.name);
+  const catalog = read ?? (await getCatalog(deps.db, ref.tenant, ref.name));
   if (!catalog) throw notFound(`catalog "${ref.name}"`);
   if (request.mode === 'vector' && !deps.embedder) {
     throw new AppError('service_unavailable', 'mode "vector" needs the embedding model, which is not available (see /readyz)');
@@ -79,12 +83,12 @@ export async function selectFromCatalog(
   let ranked: CatalogSearchResult['tools'] = [];
   let confidence = 0;
   if (input.pattern.trim() !== '') {
-    const found = await searchCatalog(deps, ref, { query: input.pattern, topK: input.topK, mode: 'hybrid' });
+    const found = await searchCatalog(deps, ref, { query: input.pattern, topK: input.topK, mode: 'hybrid' }, catalog);
     ranked = found.tools;
     confidence = Math.max(0, ...confidences(ranked.map((tool, i) => ({ ...tool.explain, rank: i + 1 })), found.bests));
   }
   let names = [...new Set([...ordered, ...ranked.map((tool) => tool.id)])];
-  if (names.length < input.topK) {
+  if (names.length < input.topK && names.length < catalog.toolCount) {
     const padding = await listCatalogTools(deps.db, ref, { limit: input.topK });
     names = [...new Set([...names, ...padding.map((row) => row.name)])];
   }
