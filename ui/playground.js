@@ -207,14 +207,13 @@ async function loadUpstreams() {
     $('#upstreams tbody').replaceChildren(
       ...upstreams.map((upstream) => {
         const row = document.createElement('tr');
-        const sync = upstream.sync || upstream;
         cell(row, upstream.name);
-        cell(row, upstream.url || upstream.command || '');
-        cell(row, sync.tool_count);
-        cell(row, sync.last_sync_at || sync.last_synced_at);
-        const change = sync.last_change || {};
-        cell(row, change.added === undefined ? null : `+${change.added} ~${change.changed} -${change.removed}`);
-        cell(row, sync.last_error, sync.last_error ? 'error' : '');
+        cell(row, upstream.url);
+        cell(row, upstream.tool_count);
+        cell(row, upstream.last_sync_at ? new Date(upstream.last_sync_at).toLocaleString() : 'never');
+        const change = upstream.last_sync;
+        cell(row, change ? `+${change.added} ~${change.changed} -${change.removed}` : null);
+        cell(row, upstream.last_error, upstream.last_error ? 'error' : '');
         return row;
       }),
     );

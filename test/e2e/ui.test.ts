@@ -1,15 +1,18 @@
 /**
  * The web playground (/ui) in a real browser: Debian's Chromium driven by playwright-core. Load the
  * page with an API key, pick a catalog, search, read the explain columns, open a tool's brief and
- * full definition, post a pasted tool list to the selector, and keep a screenshot to look at.
+ * full definition, post a pasted tool list to the selector, see an upstream MCP server's sync state,
+ * and keep a screenshot of each view to look at.
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
+import { freePort, startEverything } from '../helpers/process.js';
 
 const executablePath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const screenshots = join(tmpdir(), 'toolsift-ui');
@@ -27,6 +30,7 @@ describe('the /ui playground in Chromium', () => {
   let browser: Browser;
   let page: Page;
   const catalog = uniqueName('ui');
+  let upstreamPort = 0;
 
   beforeAll(async () => {
     if (!existsSync(executablePath)) throw new Error(`Chromium not found at ${executablePath}: run scripts/install-chromium.sh (or set CHROMIUM_PATH)`);
@@ -117,5 +121,38 @@ describe('the /ui playground in Chromium', () => {
     await page.click('#selector-form button[type=submit]');
     await expect.poll(() => page.textContent('#selector-status')).toContain('not valid JSON');
     await page.screenshot({ path: join(screenshots, 'selector.png'), fullPage: true });
+  });
+
+  it('shows each upstream MCP server of the catalog with its sync state', async () => {
+    const everything: ChildProcess = await startEverything(await freePort().then((port) => (upstreamPort = port)));
+    try {
+      const synced = uniqueName('ui-upstreams');
+      const url = `http://127.0.0.1:${upstreamPort}/mcp`;
+      const put = await app.request('PUT', `/v1/catalogs/${synced}/upstreams/everything`, { url }, { authorization: 'Bearer ui-key' });
+      expect(put.status).toBe(200);
+      const count = put.body.upstream.tool_count as number;
+      expect(count).toBeGreaterThan(5);
+      // The page's catalog list is read again when the key changes.
+      await page.dispatchEvent('#api-key', 'change');
+      await expect.poll(() => page.locator('#catalog option').allTextContents()).toContain(`${synced} (${count} tools)`);
+      await page.click('nav button[data-view=search]');
+      await page.selectOption('#catalog', synced);
+      await page.click('nav button[data-view=upstreams]');
+      await expect.poll(() => page.locator('#upstreams tbody tr').count()).toBe(1);
+      const cells = await page.locator('#upstreams tbody tr td').allTextContents();
+      expect(cells.slice(0, 3)).toEqual(['everything', url, String(count)]);
+      expect(cells[3]).not.toBe('never');
+      expect(cells[4]).toBe(`+${count} ~0 -0`);
+      expect(cells[5]).toBe('–'); // no error (the page's mark for an empty cell)
+      await page.screenshot({ path: join(screenshots, 'upstreams.png'), fullPage: true });
+
+      // The search catalog has no upstreams: the view says so.
+      await page.click('nav button[data-view=search]');
+      await page.selectOption('#catalog', catalog);
+      await page.click('nav button[data-view=upstreams]');
+      await expect.poll(() => page.textContent('#upstreams-status')).toContain('No upstream MCP servers');
+    } finally {
+      everything.kill('SIGKILL');
+    }
   });
 });

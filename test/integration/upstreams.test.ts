@@ -4,29 +4,12 @@
  * through toolsift's own MCP endpoint with the SDK client, call one through toolsift, and an
  * upstream that dies: a clear isError, an error in its sync state, previous tools kept, search on.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
-import { freePort } from '../helpers/process.js';
-
-const root = new URL('../..', import.meta.url).pathname;
-
-async function startEverything(port: number): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [`${root}node_modules/@modelcontextprotocol/server-everything/dist/index.js`, 'streamableHttp'], {
-    env: { ...process.env, PORT: String(port) },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stderr!.on('data', (chunk) => (output += String(chunk)));
-  child.stdout!.on('data', (chunk) => (output += String(chunk)));
-  for (let tries = 0; ; tries++) {
-    if (output.includes('listening on port')) return child;
-    if (child.exitCode !== null || tries > 200) throw new Error(`server-everything did not start:\n${output}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
+import { freePort, startEverything } from '../helpers/process.js';
 
 describe('upstream MCP servers', () => {
   let app: TestApp;
