@@ -47,9 +47,9 @@ export class CatalogIndex {
         members.push(index);
       }
     });
-    // Per tool ~250 bytes of ids, lengths, map entries and member lists; per posting 8; per distinct term ~100.
+    // Per tool ~300 bytes of ids, lengths, map entries, member lists and its server; per posting 8; per distinct term ~100.
     const postings = bm25.postingCount + servers.bm25.postingCount;
-    this.bytes = 250 * names.length + 2 * stringBytes + 8 * postings + 100 * (bm25.termCount + servers.bm25.termCount);
+    this.bytes = 300 * names.length + 2 * stringBytes + 8 * postings + 100 * (bm25.termCount + servers.bm25.termCount);
   }
 
   /** Builds the index from the catalog's rows, yielding to the event loop every BUILD_SLICE rows. */
@@ -57,6 +57,7 @@ export class CatalogIndex {
     const tools = new Bm25Builder();
     const serverTerms = new Map<string, { termFreqs: Map<string, number>; length: number }>();
     const members = new Map<string, string[]>();
+    const serverOf = new Map<string, string>();
     const tags: string[][] = [];
     let stringBytes = 0;
     for (let at = 0; at < rows.length; at++) {
@@ -77,11 +78,12 @@ export class CatalogIndex {
       for (const [term, tf] of pairs) server.termFreqs.set(term, (server.termFreqs.get(term) ?? 0) + tf);
       server.length += row.length;
       members.get(row.server)!.push(row.name);
+      serverOf.set(row.name, row.server);
     }
     await nextTurn();
     const servers = new Bm25Builder();
     for (const [id, { termFreqs, length }] of serverTerms) servers.add(id, length, termFreqs);
-    const index = new CatalogIndex(catalogId, revision, new Bm25Index(tools), { bm25: new Bm25Index(servers), members }, tags, tools.ids, stringBytes);
+    const index = new CatalogIndex(catalogId, revision, new Bm25Index(tools), { bm25: new Bm25Index(servers), members, serverOf }, tags, tools.ids, stringBytes);
     return index;
   }
 

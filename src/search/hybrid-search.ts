@@ -11,7 +11,7 @@ import { boostByTags } from './tags.js';
 import type { CatalogIndex, CatalogIndexCache } from './catalog-index.js';
 import type { CatalogEmbeddingStatus } from './embedding-status.js';
 import type { ServerIndex, ServerStatsCache } from './server-stats.js';
-import { addServerVotes, serverCentroids, SERVER_DEPTH, type ServerLists, type ServerMembers } from './servers.js';
+import { addServerVotes, candidateMeans, serverCentroids, SERVER_DEPTH, SERVER_SCAN_MAX, type ServerLists, type ServerMembers } from './servers.js';
 import { rankByCosine } from './vector-scan.js';
 import type { VectorCache } from '../store/vector-cache.js';
 
@@ -199,17 +199,24 @@ export async function rankCorpus(
     if (inHand) return rankByCosine(queryVector, inHand, depth);
     return searchVector(deps.db, filtered, { model: embedder.modelId, vector: queryVector, useIndex: options.useVectorIndex }, depth);
   };
+  const vectorPromise = searchingVectors();
+  vectorPromise.catch(() => {}); // awaited below
   const searchingServerVectors = async (): Promise<ServerList> => {
     if (!withServers || !embedder || !queryVector || (serverIndex && !servers)) return undefined;
     if (servers) {
       // The caller's means (a catalog's, kept), else the means of the request's vectors in hand.
       const inHand = options.serverMeans ? undefined : await vectorsInHand;
       const means = options.serverMeans ? await options.serverMeans() : inHand && serverCentroids(servers.members, inHand);
+      if (means && means.size > SERVER_SCAN_MAX && servers.serverOf) {
+        const [tools, bm25Servers] = await Promise.all([vectorPromise, serverBm25Promise]);
+        const candidates = [...tools.map(([id]) => servers.serverOf!.get(id)), ...(bm25Servers?.ranked ?? []).map(([server]) => server)];
+        return { ranked: rankByCosine(queryVector, candidateMeans(candidates, means), SERVER_DEPTH), members: servers.members };
+      }
       if (means) return { ranked: rankByCosine(queryVector, means, SERVER_DEPTH), members: servers.members };
     }
     return searchServersVector(deps.db, filtered, { model: embedder.modelId, vector: queryVector }, SERVER_DEPTH);
   };
-  const [bm25, vector, serverBm25, serverVector] = await Promise.all([bm25Promise, searchingVectors(), serverBm25Promise, searchingServerVectors()]);
+  const [bm25, vector, serverBm25, serverVector] = await Promise.all([bm25Promise, vectorPromise, serverBm25Promise, searchingServerVectors()]);
   timings.retrieval_ms = performance.now() - started - timings.query_embedding_ms;
 
   const fusionStarted = performance.now();

@@ -18,6 +18,8 @@ import type { ServerMembers } from './servers.js';
 export interface ServerIndex {
   bm25: Bm25Index;
   members: ServerMembers;
+  /** Tool -> its server (a catalog's index has it; the dense server list's candidates above SERVER_SCAN_MAX). */
+  serverOf?: ReadonlyMap<string, string>;
 }
 
 /** Catalog revisions whose server means stay in memory (each ~2 KB per server for the default model). */

@@ -21,6 +21,23 @@ export const SERVER_BM25_WEIGHT = 0.2;
 export const SERVER_VECTOR_WEIGHT = 0.3;
 /** Servers read from each list: a task names one to three (5 also passes; 2 and 10 lose recall). */
 export const SERVER_DEPTH = 3;
+/**
+ * Above this many servers the dense server list scores only candidate servers: those of the dense
+ * tool list's tools and of the BM25 server list (a server whose mean is near the query has tools
+ * near it). Below it every server is scored, as the SQL does. At 20,000 servers scoring all of
+ * them cost ~15 ms a query on a 2-core machine; the candidates cost what the query found.
+ */
+export const SERVER_SCAN_MAX = 2000;
+
+/** The servers among `candidates` that have a mean vector (SERVER_SCAN_MAX's candidate list). */
+export function candidateMeans<V>(candidates: Iterable<string | undefined>, means: ReadonlyMap<string, V>): Map<string, V> {
+  const chosen = new Map<string, V>();
+  for (const server of candidates) {
+    const mean = server === undefined ? undefined : means.get(server);
+    if (mean !== undefined) chosen.set(server!, mean);
+  }
+  return chosen;
+}
 
 /** Each server's tools, as corpus ids, in corpus order. */
 export type ServerMembers = ReadonlyMap<string, readonly string[]>;
