@@ -11,6 +11,7 @@ import { createServer, STATUS_CODES, type RequestListener, type Server } from 'n
 import type { Duplex } from 'node:stream';
 import type { ErrorCode } from '../errors.js';
 import { serverTimeouts } from './body-budget.js';
+import { STATUS_BY_CODE, type ErrorBody } from './errors.js';
 
 export function createHttpServer(config: { BODY_TIMEOUT_MS: number; HEADERS_TIMEOUT_MS: number }, app: RequestListener): Server {
   const server = createServer(serverTimeouts(config), app);
@@ -20,8 +21,9 @@ export function createHttpServer(config: { BODY_TIMEOUT_MS: number; HEADERS_TIME
       socket.destroy();
       return;
     }
-    const { status, code, message } = describeClientError(error);
-    const body = JSON.stringify({ error: { code, message, request_id: '' } });
+    const { code, message } = describeClientError(error);
+    const status = STATUS_BY_CODE[code];
+    const body = JSON.stringify({ error: { code, message, request_id: '' } } satisfies ErrorBody);
     socket.end(
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
         `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
@@ -30,23 +32,21 @@ export function createHttpServer(config: { BODY_TIMEOUT_MS: number; HEADERS_TIME
   return server;
 }
 
-/** Node's parser and timeout errors (llhttp's HPE_* codes) as a status, an error code and a message naming the fault. */
-export function describeClientError(error: { code?: string; reason?: string; message: string }): { status: number; code: ErrorCode; message: string } {
+/** Node's parser and timeout errors (llhttp's HPE_* codes) as an error code (its status: STATUS_BY_CODE) and a message naming the fault. */
+function describeClientError(error: { code?: string; reason?: string; message: string }): { code: ErrorCode; message: string } {
+  const reason = error.reason ?? error.message;
   switch (error.code) {
     case 'HPE_HEADER_OVERFLOW':
-      return { status: 431, code: 'headers_too_large', message: 'request headers too large: keep them under 16 KB (Node\'s limit)' };
+      return { code: 'headers_too_large', message: 'request headers too large: keep them under 16 KB (Node\'s limit)' };
     case 'ERR_HTTP_REQUEST_TIMEOUT':
-      return { status: 408, code: 'request_timeout', message: 'the request did not arrive whole in time (BODY_TIMEOUT_MS, HEADERS_TIMEOUT_MS)' };
+      return { code: 'request_timeout', message: 'the request did not arrive whole in time (BODY_TIMEOUT_MS, HEADERS_TIMEOUT_MS)' };
     case 'HPE_UNEXPECTED_CONTENT_LENGTH':
     case 'HPE_INVALID_TRANSFER_ENCODING':
-      if (/content-length/i.test(error.reason ?? error.message)) {
-        return { status: 400, code: 'malformed_request', message: 'malformed HTTP request: send Content-Length or Transfer-Encoding: chunked, not both' };
-      }
-      return { status: 400, code: 'malformed_request', message: `malformed HTTP request: ${error.reason ?? error.message}` };
+      if (/content-length/i.test(reason)) return { code: 'malformed_request', message: 'malformed HTTP request: send Content-Length or Transfer-Encoding: chunked, not both' };
+      break;
     case 'HPE_INVALID_CHUNK_SIZE':
     case 'HPE_STRICT':
-      return { status: 400, code: 'malformed_request', message: `malformed HTTP request: bad chunked encoding (${error.reason ?? error.message})` };
-    default:
-      return { status: 400, code: 'malformed_request', message: `malformed HTTP request: ${error.reason ?? error.message}` };
+      return { code: 'malformed_request', message: `malformed HTTP request: bad chunked encoding (${reason})` };
   }
+  return { code: 'malformed_request', message: `malformed HTTP request: ${reason}` };
 }
