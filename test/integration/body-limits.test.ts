@@ -8,33 +8,32 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
 
+/** Everything the server sends on `socket` until it closes the connection. */
+function answerOf(socket: Socket): Promise<string> {
+  let received = '';
+  return new Promise<string>((resolve) => {
+    socket.on('data', (chunk) => (received += String(chunk)));
+    socket.on('close', () => resolve(received));
+    socket.on('error', () => resolve(received));
+  });
+}
+
 /** Opens a connection, sends a PUT's headers declaring `length` bytes and then only `sent` of them. */
 function partialPut(url: string, path: string, length: number, sent: number): { socket: Socket; answer: Promise<string> } {
   const { hostname, port } = new URL(url);
   const socket = connect(Number(port), hostname);
   socket.write(`PUT ${path} HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`);
   socket.write(`{"tools": [${' '.repeat(Math.max(0, sent - 12))}`);
-  let received = '';
-  const answer = new Promise<string>((resolve) => {
-    socket.on('data', (chunk) => (received += String(chunk)));
-    socket.on('close', () => resolve(received));
-    socket.on('error', () => resolve(received));
-  });
-  return { socket, answer };
+  return { socket, answer: answerOf(socket) };
 }
 
 /** Sends `text` as is on a new connection and reads the answer until the server closes it. */
 async function rawRequest(url: string, text: string): Promise<{ status: number; headers: string; body: any }> {
   const { hostname, port } = new URL(url);
   const socket = connect(Number(port), hostname);
-  let received = '';
-  const done = new Promise<void>((resolve) => {
-    socket.on('data', (chunk) => (received += String(chunk)));
-    socket.on('close', () => resolve());
-    socket.on('error', () => resolve());
-  });
+  const answer = answerOf(socket);
   socket.write(text);
-  await done;
+  const received = await answer;
   const [head = '', body = ''] = received.split('\r\n\r\n');
   return { status: Number(head.split(' ')[1]), headers: head, body: body ? JSON.parse(body) : undefined };
 }
