@@ -7,6 +7,7 @@
  * the SQL is tested against) over the same corpus, so they are identical to it; Postgres groups the
  * arithmetic differently, so against SQL only near-ties can order differently.
  */
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { VocabularyIndex, type Vocabulary } from './fuzzy-terms.js';
 import { bm25Idf, byScoreThenId, distinctTerms, DEFAULT_BM25_PARAMS, lengthNorm, type Bm25Document, type Bm25Params } from './bm25.js';
 
@@ -14,7 +15,8 @@ import { bm25Idf, byScoreThenId, distinctTerms, DEFAULT_BM25_PARAMS, lengthNorm,
 export class Bm25Builder {
   readonly ids: string[] = [];
   readonly lengths: number[] = [];
-  readonly building = new Map<string, number[]>();
+  /** term -> [document index, tf] pairs; a derived index passes typed lists it can share (Bm25Index.derive). */
+  readonly building = new Map<string, number[] | Int32Array>();
   count = 0;
 
   /** Adds the next document: its id, its length, and its (term, tf) pairs (each term once). */
@@ -24,7 +26,7 @@ export class Bm25Builder {
     this.lengths.push(length);
     for (const [term, tf] of termFreqs) {
       if (tf <= 0) continue;
-      let list = this.building.get(term);
+      let list = this.building.get(term) as number[] | undefined;
       if (!list) this.building.set(term, (list = []));
       list.push(index, tf);
       this.count++;
@@ -47,7 +49,7 @@ export class Bm25Index {
   private readonly scores: Float64Array;
   private readonly matched: Uint8Array;
 
-  constructor(corpus: readonly Bm25Document[] | Bm25Builder, private readonly params: Bm25Params = DEFAULT_BM25_PARAMS) {
+  constructor(corpus: readonly Bm25Document[] | Bm25Builder, readonly params: Bm25Params = DEFAULT_BM25_PARAMS) {
     let builder: Bm25Builder;
     if (corpus instanceof Bm25Builder) {
       builder = corpus;
@@ -62,12 +64,115 @@ export class Bm25Index {
     for (const length of builder.lengths) total += length;
     this.avgDocLength = this.size === 0 ? 0 : total / this.size;
     // Term frequencies are counts: typed arrays hold a 100,000-tool catalog's postings in a quarter of the memory.
-    for (const [term, list] of builder.building) this.postings.set(term, Int32Array.from(list));
+    for (const [term, list] of builder.building) this.postings.set(term, list instanceof Int32Array ? list : Int32Array.from(list));
     builder.building.clear();
     this.postingCount = builder.count;
     this.norms = Float64Array.from(this.lengths, (length) => lengthNorm(length, this.avgDocLength, params));
     this.scores = new Float64Array(this.size);
     this.matched = new Uint8Array(this.size);
+  }
+
+  /**
+   * This corpus with the documents at `dropped` taken out and `added` appended: the index that a
+   * build over the changed corpus makes (the same statistics and scores; the documents in another
+   * order, which no ranking reads, ties going by id). One pass over the postings; a term's list
+   * that no change touches is shared with `base`, not copied (lists are never written after a build).
+   */
+  static async derive(
+    base: Bm25Index,
+    dropped: ReadonlySet<number>,
+    added: readonly { id: string; length: number; termFreqs: Iterable<readonly [string, number]> }[],
+    params: Bm25Params = base.params,
+  ): Promise<Bm25Index> {
+    const builder = new Bm25Builder();
+    // Old document index -> new one (-1: dropped); documents before the first dropped one keep theirs.
+    const remap = new Int32Array(base.size);
+    let firstDropped = base.size;
+    for (let doc = 0, next = 0; doc < base.size; doc++) {
+      if (dropped.has(doc)) {
+        remap[doc] = -1;
+        firstDropped = Math.min(firstDropped, doc);
+        continue;
+      }
+      remap[doc] = next++;
+      builder.ids.push(base.ids[doc]!);
+      builder.lengths.push(base.lengths[doc]!);
+    }
+    const appended = new Bm25Builder();
+    for (const doc of added) appended.add(doc.id, doc.length, doc.termFreqs);
+    const offset = builder.ids.length;
+    builder.ids.push(...appended.ids);
+    builder.lengths.push(...appended.lengths);
+    let work = 0;
+    for (const [term, list] of base.postings) {
+      if (work > 200_000) {
+        work = 0;
+        await nextTurn();
+      }
+      const extra = appended.building.get(term) as number[] | undefined;
+      const untouched = list.length === 0 || list[list.length - 2]! < firstDropped;
+      if (untouched && !extra) {
+        builder.building.set(term, list);
+        builder.count += list.length / 2;
+        continue;
+      }
+      work += list.length;
+      let kept = 0;
+      for (let i = 0; i < list.length; i += 2) if (remap[list[i]!]! >= 0) kept++;
+      const merged = new Int32Array(2 * kept + (extra?.length ?? 0));
+      let at = 0;
+      for (let i = 0; i < list.length; i += 2) {
+        const doc = remap[list[i]!]!;
+        if (doc < 0) continue;
+        merged[at++] = doc;
+        merged[at++] = list[i + 1]!;
+      }
+      for (let i = 0; extra && i < extra.length; i += 2) {
+        merged[at++] = offset + extra[i]!;
+        merged[at++] = extra[i + 1]!;
+      }
+      if (merged.length > 0) builder.building.set(term, merged);
+      builder.count += merged.length / 2;
+    }
+    for (const [term, extra] of appended.building) {
+      if (base.postings.has(term)) continue;
+      const list = extra as number[];
+      builder.building.set(term, Int32Array.from(list, (value, i) => (i % 2 === 0 ? offset + value : value)));
+      builder.count += list.length / 2;
+    }
+    return new Bm25Index(builder, params);
+  }
+
+  private positions?: Map<string, number>;
+  /** The index of the document `id` (a map built on first use). */
+  indexOf(id: string): number | undefined {
+    this.positions ??= new Map(this.ids.map((docId, index) => [docId, index]));
+    return this.positions.get(id);
+  }
+
+  /** The id of the document at `index`. */
+  idAt(index: number): string {
+    return this.ids[index]!;
+  }
+
+  /** The length of the document at `index`. */
+  lengthAt(index: number): number {
+    return this.lengths[index]!;
+  }
+
+  /** The (term, tf) pairs of the documents at `docs`: one pass over every posting. */
+  termsOf(docs: ReadonlySet<number>): Map<number, Map<string, number>> {
+    const terms = new Map<number, Map<string, number>>();
+    if (docs.size === 0) return terms;
+    const wanted = new Uint8Array(this.size);
+    for (const doc of docs) {
+      wanted[doc] = 1;
+      terms.set(doc, new Map());
+    }
+    for (const [term, list] of this.postings) {
+      for (let i = 0; i < list.length; i += 2) if (wanted[list[i]!]) terms.get(list[i]!)!.set(term, list[i + 1]!);
+    }
+    return terms;
   }
 
   /** Whether any document of the corpus holds `term`. */

@@ -14,7 +14,7 @@
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { LruCache } from '../lru-cache.js';
-import { loadCatalogIndexRows, type CatalogIndexRow } from '../store/search-store.js';
+import { loadCatalogChanges, loadCatalogIndexRows, type CatalogChanges, type CatalogIndexRow } from '../store/search-store.js';
 import type { Executor } from '../store/tool-store.js';
 import { Bm25Builder, Bm25Index } from './bm25-index.js';
 import type { ServerIndex } from './server-stats.js';
@@ -25,7 +25,6 @@ const BUILD_SLICE = 2000;
 export class CatalogIndex {
   /** A rough size in bytes (strings, postings, maps), for the cache's bound. */
   readonly bytes: number;
-  private readonly byName: Map<string, number>;
   /** Lowercased tag -> indexes of the documents carrying it. */
   private readonly tagged = new Map<string, number[]>();
 
@@ -33,13 +32,15 @@ export class CatalogIndex {
     readonly catalogId: number,
     readonly revision: number,
     readonly bm25: Bm25Index,
-    /** The catalog's servers as BM25 documents (all their tools' terms), with their members (server votes). */
-    readonly servers: ServerIndex,
+    /** The catalog's servers as BM25 documents (all their tools' terms), with their members and each tool's server. */
+    readonly servers: ServerIndex & { serverOf: ReadonlyMap<string, string> },
+    /** Each document's tags, by its index in `bm25`. */
     private readonly tags: string[][],
-    names: string[],
+    names: readonly string[],
     stringBytes: number,
+    /** When derived from an older revision's index: that revision, and the servers whose tools changed since. */
+    readonly derivedFrom?: { revision: number; servers: ReadonlySet<string> },
   ) {
-    this.byName = new Map(names.map((name, index) => [name, index]));
     tags.forEach((list, index) => {
       for (const tag of new Set(list.map((tag) => tag.toLowerCase()))) {
         let members = this.tagged.get(tag);
@@ -87,6 +88,89 @@ export class CatalogIndex {
     return index;
   }
 
+  /**
+   * The index of a later revision from this one and what the revisions between changed: what
+   * `build` over that revision's rows makes (same scores, tested), at the cost of a pass over the
+   * postings instead of reading every tool's terms from the store again.
+   */
+  static async derive(base: CatalogIndex, changes: CatalogChanges): Promise<CatalogIndex> {
+    const changed = new Set([...changes.rows.map((row) => row.name), ...changes.removed]);
+    const dropped = new Set<number>();
+    const touched = new Set<string>();
+    for (const name of changed) {
+      const at = base.bm25.indexOf(name);
+      if (at !== undefined) dropped.add(at);
+      const server = base.servers.serverOf.get(name);
+      if (server !== undefined) touched.add(server);
+    }
+    for (const row of changes.rows) if (row.server !== null) touched.add(row.server);
+    const pairs = (row: CatalogIndexRow) => row.terms.map((term, i): [string, number] => [term, row.tfs[i]!]);
+    const bm25 = await Bm25Index.derive(base.bm25, dropped, changes.rows.map((row) => ({ id: row.name, length: row.length, termFreqs: pairs(row) })));
+
+    // The touched servers' documents: their old terms, less the dropped tools', plus the new rows'.
+    const droppedTerms = base.bm25.termsOf(dropped);
+    const oldServers = new Set<number>();
+    for (const server of touched) {
+      const at = base.servers.bm25.indexOf(server);
+      if (at !== undefined) oldServers.add(at);
+    }
+    const oldServerTerms = base.servers.bm25.termsOf(oldServers);
+    const members = new Map(base.servers.members);
+    const serverOf = new Map(base.servers.serverOf);
+    const documents = new Map<string, { termFreqs: Map<string, number>; length: number; members: string[] }>();
+    for (const server of touched) {
+      const at = base.servers.bm25.indexOf(server);
+      documents.set(server, {
+        termFreqs: at === undefined ? new Map() : oldServerTerms.get(at)!,
+        length: at === undefined ? 0 : base.servers.bm25.lengthAt(at),
+        members: (base.servers.members.get(server) ?? []).filter((name) => !changed.has(name)),
+      });
+    }
+    for (const doc of dropped) {
+      const name = base.bm25.idAt(doc);
+      const server = base.servers.serverOf.get(name);
+      serverOf.delete(name);
+      if (server === undefined) continue;
+      const document = documents.get(server)!;
+      for (const [term, tf] of droppedTerms.get(doc)!) {
+        const left = document.termFreqs.get(term)! - tf;
+        if (left > 0) document.termFreqs.set(term, left);
+        else document.termFreqs.delete(term);
+      }
+      document.length -= base.bm25.lengthAt(doc);
+    }
+    for (const row of changes.rows) {
+      if (row.server === null) continue;
+      const document = documents.get(row.server)!;
+      for (const [term, tf] of pairs(row)) document.termFreqs.set(term, (document.termFreqs.get(term) ?? 0) + tf);
+      document.length += row.length;
+      document.members.push(row.name);
+      serverOf.set(row.name, row.server);
+    }
+    const rebuilt: { id: string; length: number; termFreqs: Map<string, number> }[] = [];
+    for (const [server, document] of documents) {
+      if (document.members.length === 0) {
+        members.delete(server);
+        continue;
+      }
+      members.set(server, document.members);
+      rebuilt.push({ id: server, length: document.length, termFreqs: document.termFreqs });
+    }
+    const servers = await Bm25Index.derive(base.servers.bm25, oldServers, rebuilt);
+
+    const tags: string[][] = [];
+    for (let doc = 0; doc < base.size; doc++) if (!dropped.has(doc)) tags.push(base.tags[doc]!);
+    for (const row of changes.rows) tags.push(row.tags);
+    const names = Array.from({ length: bm25.size }, (_, at) => bm25.idAt(at));
+    let stringBytes = 0;
+    for (const name of names) stringBytes += name.length;
+    for (const server of members.keys()) stringBytes += server.length;
+    return new CatalogIndex(base.catalogId, changes.revision, bm25, { bm25: servers, members, serverOf }, tags, names, stringBytes, {
+      revision: base.revision,
+      servers: touched,
+    });
+  }
+
   get size(): number {
     return this.bm25.size;
   }
@@ -103,7 +187,7 @@ export class CatalogIndex {
   tagsOf(names: readonly string[]): Map<string, string[]> {
     const tags = new Map<string, string[]>();
     for (const name of names) {
-      const index = this.byName.get(name);
+      const index = this.bm25.indexOf(name);
       if (index !== undefined) tags.set(name, this.tags[index]!);
     }
     return tags;
@@ -114,11 +198,18 @@ export class CatalogIndex {
 export const DEFAULT_CATALOG_INDEX_MEMORY_MB = 512;
 /** After a failed load, the same catalog revision is not read again for this long. */
 const RETRY_AFTER_MS = 5_000;
+/**
+ * The most changed names an index is derived through (CatalogIndex.derive); more, and the new
+ * revision is read whole. A push's slice is 5,000 tools; deriving through 20,000 names of a
+ * 100,000-tool catalog costs about what reading it whole does.
+ */
+export const DERIVE_MAX_NAMES = 20_000;
 
 export class CatalogIndexCache {
   /** Keyed by catalog: a newer revision replaces the older one (no search asks for an older one). */
   private readonly entries: LruCache<number, CatalogIndex>;
   private readonly loading = new Map<number, { revision: number; done: Promise<CatalogIndex | undefined> }>();
+  private readonly deriving = new Map<number, { revision: number; done: Promise<CatalogIndex | undefined> }>();
   /** Catalog -> the revision that failed to load or did not fit, and when. */
   private readonly skipped = new Map<number, { revision: number; at: number; tooLarge: boolean }>();
 
@@ -142,6 +233,44 @@ export class CatalogIndexCache {
     if (kept && kept.revision >= catalog.revision) return kept;
     void this.load(catalog);
     return undefined;
+  }
+
+  /**
+   * The index a search of `catalog` ranks with: the one in hand; else one derived from an older
+   * revision's index in hand and the changes logged since (read through `db`, the caller's, with
+   * its deadline: one short statement); else undefined, and the whole revision is read in the
+   * background while the caller ranks in SQL (the first search after a start, a whole-catalog
+   * replace, or more than DERIVE_MAX_NAMES changed names).
+   */
+  async forSearch(catalog: { id: number; revision: number }, db: Executor): Promise<CatalogIndex | undefined> {
+    const kept = this.entries.get(catalog.id);
+    if (kept && kept.revision >= catalog.revision) return kept;
+    const derived = kept && (await this.derive(kept, catalog, db));
+    if (derived) return derived;
+    void this.load(catalog);
+    return undefined;
+  }
+
+  private derive(base: CatalogIndex, catalog: { id: number; revision: number }, db: Executor): Promise<CatalogIndex | undefined> {
+    const pending = this.deriving.get(catalog.id);
+    if (pending && pending.revision >= catalog.revision) return pending.done;
+    const token = { revision: catalog.revision, done: undefined as unknown as Promise<CatalogIndex | undefined> };
+    token.done = (async () => {
+      await Promise.resolve(); // the token is in `deriving` before any of this runs
+      try {
+        const changes = await loadCatalogChanges(db, catalog.id, base.revision, DERIVE_MAX_NAMES);
+        if (!changes) return undefined;
+        const index = await CatalogIndex.derive(base, changes);
+        if (index.bytes > this.memoryBytes) return undefined;
+        const current = this.entries.get(catalog.id);
+        if (!current || current.revision < index.revision) this.entries.set(catalog.id, index);
+        return index;
+      } finally {
+        if (this.deriving.get(catalog.id) === token) this.deriving.delete(catalog.id);
+      }
+    })();
+    this.deriving.set(catalog.id, token);
+    return token.done;
   }
 
   /** The index of this revision or later, read now if need be; undefined when it cannot be kept (too large, or the read failed). */

@@ -7,6 +7,9 @@ import { rankCorpus, type RankDeps, type RankQuery, type RankedTool, type RankRe
 import type { PendingEmbeddings } from './embedding-status.js';
 import { nameCandidates } from './patterns.js';
 
+/** The largest catalog whose server votes are computed in SQL while its index is read. */
+export const SQL_SERVER_LISTS_MAX = 20_000;
+
 export interface CatalogSearchResult {
   tools: (RankedTool & { tool: CatalogToolRow })[];
   degraded?: RankResult['degraded'] | 'embeddings_pending';
@@ -32,9 +35,9 @@ export async function searchCatalog(
     throw new AppError('service_unavailable', 'mode "vector" needs the embedding model, which is not available (see /readyz)');
   }
   const candidates = nameCandidates(request.query);
-  // The catalog's terms in process (read once per revision), or BM25 in SQL until they are.
-  const index = request.mode === 'vector' ? undefined : deps.catalogIndexes?.current(catalog);
-  const [existing, pending] = await Promise.all([
+  // The catalog's terms in process (per revision, derived from the last one's), or BM25 in SQL until they are read.
+  const [index, existing, pending] = await Promise.all([
+    request.mode === 'vector' ? undefined : deps.catalogIndexes?.forSearch(catalog, deps.db),
     existingNames(deps.db, catalog.id, candidates),
     request.mode !== 'bm25' && deps.embedder && deps.embeddingStatus ? deps.embeddingStatus.pending(deps.db, catalog, deps.embedder.modelId) : undefined,
   ]);
@@ -47,8 +50,11 @@ export async function searchCatalog(
       useVectorIndex: catalog.toolCount > EXACT_SCAN_MAX,
       ...(index ? { catalogIndex: index } : {}),
       ...(deps.serverStats && request.mode === 'hybrid' && !request.tags?.length
-        ? { serverMeans: async () => deps.serverStats!.means(deps.db, catalog, deps.embedder!.modelId) }
+        ? { serverMeans: async () => deps.serverStats!.means(deps.db, catalog, deps.embedder!.modelId, index?.derivedFrom) }
         : {}),
+      // Without the index, server votes in SQL read every tool's terms and vector: seconds at
+      // 100,000 tools, past the request's deadline. A large catalog ranks without them until its index is in.
+      ...(!index && catalog.toolCount > SQL_SERVER_LISTS_MAX ? { withoutServers: true } : {}),
     },
   );
   const rows = await loadCatalogTools(deps.db, catalog.id, ranked.tools.map((tool) => tool.id));

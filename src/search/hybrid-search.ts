@@ -127,6 +127,8 @@ export async function rankCorpus(
      */
     corpusVectors?: Promise<ReadonlyMap<string, Float32Array> | undefined>;
     onEmbedError?: (error: unknown) => void;
+    /** No server votes, even in hybrid mode (their SQL would cost too much; see catalog-search.ts). */
+    withoutServers?: boolean;
   },
 ): Promise<RankResult> {
   const filtered: Corpus = request.tags?.length ? { ...corpus, tags: request.tags } : corpus;
@@ -162,7 +164,7 @@ export async function rankCorpus(
   bm25Promise.catch(() => {}); // awaited below; no unhandled rejection while the model runs
   // Server votes (hybrid only): from the caller's statistics for a request's own tools, else from
   // the store. Their BM25 list, like the tools', runs while the model embeds the query.
-  const withServers = request.mode === 'hybrid';
+  const withServers = request.mode === 'hybrid' && !options.withoutServers;
   const serverIndex = request.tags?.length ? undefined : (options.serverIndex ?? options.catalogIndex?.servers);
   const servers = serverIndex?.members.size ? serverIndex : undefined;
   const serverBm25Promise: Promise<ServerList> = !withServers

@@ -1,9 +1,9 @@
 /**
  * A catalog's server mean vectors, kept in process between searches. The dense server list
  * averages each server's vectors over the whole catalog, which in SQL means reading every vector
- * on every search. A catalog's tools change only with its revision; their means are kept once
- * every tool has a current vector (until then they are read each time, as the embedding queue
- * fills them in). The servers' BM25 documents live in the catalog's index (catalog-index.ts).
+ * on every search. A catalog's tools change only with its revision; a server's mean is kept once
+ * each of its tools has a current vector (until then it is read each time, as the embedding queue
+ * fills them in), and a new revision reads only the servers it changed. The servers' BM25 documents live in the catalog's index (catalog-index.ts).
  * The rankings equal the SQL path's (tested).
  */
 import { currentRecipe } from '../embed/embed-documents.js';
@@ -24,23 +24,53 @@ export interface ServerIndex {
 
 /** Catalog revisions whose server means stay in memory (each ~2 KB per server for the default model). */
 export const SERVER_STATS_CATALOGS = 64;
+/** At most this many servers' means are read again to bring kept ones up to date; more, and all are read. */
+const REREAD_MAX = 2000;
+
+interface KeptMeans {
+  means: ReadonlyMap<string, Float32Array>;
+  /** Servers with a tool still lacking a current vector: their means are read again next time. */
+  incomplete: ReadonlySet<string>;
+}
 
 export class ServerStatsCache {
-  /** `catalog:revision:model` -> unit-length mean vectors by server, once complete. */
-  private readonly entries: LruCache<string, ReadonlyMap<string, Float32Array>>;
+  /** `catalog:revision:model` -> unit-length mean vectors by server. */
+  private readonly entries: LruCache<string, KeptMeans>;
 
   constructor(capacity = SERVER_STATS_CATALOGS) {
     this.entries = new LruCache(capacity);
   }
 
-  /** The catalog's unit-length server mean vectors for `model`: kept once every tool has a current vector. */
-  async means(db: Executor, catalog: { id: number; revision: number }, model: string): Promise<ReadonlyMap<string, Float32Array>> {
-    const key = `${catalog.id}:${catalog.revision}:${model}`;
-    const kept = this.entries.get(key);
-    if (kept) return kept;
-    const { means, complete } = await loadCatalogServerMeans(db, catalog.id, currentRecipe(model));
-    for (const [server, mean] of means) means.set(server, Float32Array.from(l2Normalize(mean)));
-    if (complete) this.entries.set(key, means);
-    return means;
+  /**
+   * The catalog's unit-length server mean vectors for `model`. A server's mean is kept once each
+   * of its tools has a current vector; the others are read again on each call. `derivedFrom`: an
+   * older revision and the servers whose tools changed since (CatalogIndex.derivedFrom): the
+   * means kept for it serve the others, so only those servers are read.
+   */
+  async means(
+    db: Executor,
+    catalog: { id: number; revision: number },
+    model: string,
+    derivedFrom?: { revision: number; servers: ReadonlySet<string> },
+  ): Promise<ReadonlyMap<string, Float32Array>> {
+    const key = (revision: number) => `${catalog.id}:${revision}:${model}`;
+    const kept = this.entries.get(key(catalog.revision));
+    if (kept && kept.incomplete.size === 0) return kept.means;
+    const base = kept ?? (derivedFrom && this.entries.get(key(derivedFrom.revision)));
+    const reread = base && new Set([...base.incomplete, ...(kept ? [] : derivedFrom!.servers)]);
+    let entry: KeptMeans;
+    if (base && reread!.size <= REREAD_MAX) {
+      const read = await loadCatalogServerMeans(db, catalog.id, currentRecipe(model), [...reread!]);
+      const means = new Map(base.means);
+      for (const server of reread!) means.delete(server);
+      for (const [server, mean] of read.means) means.set(server, Float32Array.from(l2Normalize(mean)));
+      entry = { means, incomplete: read.incomplete };
+    } else {
+      const read = await loadCatalogServerMeans(db, catalog.id, currentRecipe(model));
+      for (const [server, mean] of read.means) read.means.set(server, Float32Array.from(l2Normalize(mean)));
+      entry = read;
+    }
+    this.entries.set(key(catalog.revision), entry);
+    return entry.means;
   }
 }

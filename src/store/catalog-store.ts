@@ -44,6 +44,24 @@ async function upsertMappings(db: Executor, id: number, documents: ToolDocument[
   );
 }
 
+/** Revisions of each catalog whose changed names stay logged (catalog_changes). */
+export const CATALOG_CHANGES_KEPT = 100;
+
+/**
+ * Logs the names a catalog's new revision changed (null: every tool), in the write's transaction,
+ * and forgets revisions older than the last CATALOG_CHANGES_KEPT.
+ */
+async function logChanges(tx: Executor, id: number, names: string[] | null): Promise<void> {
+  await tx.execute(
+    sql`insert into catalog_changes (catalog_id, revision, names)
+        select id, revision, ${names === null ? sql`null::text[]` : sql`${sql.param(names)}::text[]`} from catalogs where id = ${id}`,
+  );
+  await tx.execute(
+    sql`delete from catalog_changes where catalog_id = ${id}
+        and revision <= (select revision from catalogs where id = ${id}) - ${CATALOG_CHANGES_KEPT}`,
+  );
+}
+
 export interface CatalogWrite {
   catalog: CatalogSummary;
   /** Hashes written for the first time (their embeddings are still to be computed). */
@@ -59,7 +77,8 @@ async function writeCatalog(
   tenant: string,
   name: string,
   unstored: ToolDocument[],
-  mapTools: (tx: Executor, id: number, created: boolean) => Promise<{ changed: boolean; toolCount: number }>,
+  /** `changed`: the names that now point at other content or at nothing (null: possibly any). */
+  mapTools: (tx: Executor, id: number, created: boolean) => Promise<{ changed: string[] | null; toolCount: number }>,
 ): Promise<CatalogWrite> {
   // Locks in one order everywhere: documents (by hash), then the catalog row, then its tools.
   return retryOnConflict(() => db.transaction(async (tx) => {
@@ -70,8 +89,9 @@ async function writeCatalog(
     // name now points at other content (clients and caches key on the revision).
     if (created) {
       await tx.execute(sql`update catalogs set tool_count = ${toolCount} where id = ${id}`);
-    } else if (changed) {
+    } else if (changed === null || changed.length > 0) {
       await tx.execute(sql`update catalogs set updated_at = now(), revision = revision + 1, tool_count = ${toolCount} where id = ${id}`);
+      await logChanges(tx, id, changed);
     }
     return { catalog: (await getCatalog(tx, tenant, name))!, newHashes };
   }));
@@ -116,7 +136,8 @@ export async function replaceCatalog(
     await tx.execute(sql`delete from catalog_tools where catalog_id = ${id}`);
     await upsertMappings(tx, id, documents, 0);
     const after = await mappingDigest(tx, id);
-    return { changed: after.digest !== before?.digest, toolCount: after.count };
+    // Which names changed is not worked out here: an index of the old revision is read whole again.
+    return { changed: after.digest !== before?.digest ? null : [], toolCount: after.count };
   });
 }
 
@@ -140,7 +161,7 @@ export async function upsertCatalogTools(
       ).map((row) => [row.name, row.hash]),
     );
     const added = names.filter(([toolName]) => !existing.has(toolName)).length;
-    const changed = added > 0 || names.some(([toolName, hash]) => existing.get(toolName) !== hash);
+    const changed = names.filter(([toolName, hash]) => existing.get(toolName) !== hash).map(([toolName]) => toolName);
     const { next, count } = (await queryRows<{ next: number; count: number }>(
       tx,
       sql`select coalesce(max(position) + 1, 0)::int as next, tool_count as count from catalogs c
@@ -190,7 +211,7 @@ export async function replaceServerTools(
       ).map((row) => [row.name, row.hash]),
     );
     const added = documents.filter((doc) => !existing.has(doc.tool.name)).length;
-    const changed = gone.length > 0 || added > 0 || documents.some((doc) => existing.get(doc.tool.name) !== doc.hash);
+    const changed = [...gone, ...documents.filter((doc) => existing.get(doc.tool.name) !== doc.hash).map((doc) => doc.tool.name)];
     const { next, count } = (await queryRows<{ next: number; count: number }>(
       tx,
       sql`select coalesce(max(position) + 1, 0)::int as next, tool_count as count from catalogs c
@@ -215,6 +236,7 @@ export async function deleteCatalogTool(db: Db, tenant: string, catalog: string,
     );
     if (deleted.length > 0) {
       await tx.execute(sql`update catalogs set updated_at = now(), revision = revision + 1, tool_count = tool_count - 1 where id = ${id}`);
+      await logChanges(tx, id, [toolName]);
     }
     return deleted.length > 0;
   }));

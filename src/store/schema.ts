@@ -43,7 +43,7 @@ export const toolDocuments = pgTable('tool_documents', {
    */
   termsVersion: integer('terms_version').notNull().default(1),
   createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
-});
+}, (table) => [index('tool_documents_server_idx').on(table.server)]);
 
 /** Exact BM25 term frequencies per document (a tsvector would cap them at 255). */
 export const toolTerms = pgTable(
@@ -114,6 +114,23 @@ export const catalogTools = pgTable(
     position: integer('position').notNull(),
   },
   (table) => [primaryKey({ columns: [table.catalogId, table.name] }), index('catalog_tools_hash_idx').on(table.hash)],
+);
+
+/**
+ * The names each catalog revision changed (added, replaced or removed; null: every tool). A replica
+ * holding an older revision's index derives the new one from them (search/catalog-index.ts);
+ * writers keep the last CATALOG_CHANGES_KEPT revisions.
+ */
+export const catalogChanges = pgTable(
+  'catalog_changes',
+  {
+    catalogId: integer('catalog_id')
+      .notNull()
+      .references(() => catalogs.id, { onDelete: 'cascade' }),
+    revision: bigint('revision', { mode: 'number' }).notNull(),
+    names: text('names').array(),
+  },
+  (table) => [primaryKey({ name: 'catalog_changes_pk', columns: [table.catalogId, table.revision] })],
 );
 
 /** Remote MCP servers synced into a catalog; `headers` hold credentials and are never returned. */

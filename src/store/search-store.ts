@@ -242,7 +242,7 @@ export interface CatalogIndexRow {
 export async function loadCatalogIndexRows(db: Executor, catalogId: number): Promise<{ revision: number; rows: CatalogIndexRow[] } | null> {
   // Each tool's terms as one string ("term tf term tf ..."; terms hold no spaces): half the time of
   // two arrays per row to read and parse at 100,000 tools.
-  const rows = await queryRows<{ revision: number; name: string | null; length: number; server: string | null; tags: string[]; terms: string | null }>(
+  const rows = await queryRows<IndexRowText>(
     db,
     sql`select c.revision::int as revision, ct.name, d.doc_length::int as length, d.server, d.tags, t.terms
         from catalogs c
@@ -253,47 +253,90 @@ export async function loadCatalogIndexRows(db: Executor, catalogId: number): Pro
         order by ct.name collate "C"`,
   );
   if (rows.length === 0) return null; // deleted meanwhile
-  return {
-    revision: Number(rows[0]!.revision),
-    rows: rows.flatMap((row) => {
-      if (row.name === null) return [];
-      const parts = row.terms ? row.terms.split(' ') : [];
-      const terms: string[] = [];
-      const tfs: number[] = [];
-      for (let i = 0; i + 1 < parts.length; i += 2) {
-        terms.push(parts[i]!);
-        tfs.push(Number(parts[i + 1]));
-      }
-      return [{ name: row.name, length: Number(row.length), server: row.server, tags: row.tags ?? [], terms, tfs }];
-    }),
-  };
+  return { revision: Number(rows[0]!.revision), rows: rows.flatMap((row) => (row.name === null ? [] : [indexRow(row, row.name)])) };
+}
+
+interface IndexRowText { revision: number; name: string | null; length: number; server: string | null; tags: string[] | null; terms: string | null }
+
+function indexRow(row: IndexRowText, name: string): CatalogIndexRow {
+  const parts = row.terms ? row.terms.split(' ') : [];
+  const terms: string[] = [];
+  const tfs: number[] = [];
+  for (let i = 0; i + 1 < parts.length; i += 2) {
+    terms.push(parts[i]!);
+    tfs.push(Number(parts[i + 1]));
+  }
+  return { name, length: Number(row.length), server: row.server, tags: row.tags ?? [], terms, tfs };
+}
+
+/** What a catalog's revisions after `from` changed: the changed names' rows now, and the names now gone. */
+export interface CatalogChanges {
+  revision: number;
+  rows: CatalogIndexRow[];
+  removed: string[];
+}
+
+/**
+ * The catalog's changes since revision `from`, read in one statement (one snapshot, like
+ * loadCatalogIndexRows): undefined when they cannot be told from the log (a revision not logged
+ * any more, a whole-catalog replace) or touch more than `maxNames` names; null when the catalog is gone.
+ */
+export async function loadCatalogChanges(db: Executor, catalogId: number, from: number, maxNames: number): Promise<CatalogChanges | null | undefined> {
+  const rows = await queryRows<IndexRowText & { logged: number; unknown: number; changed: number; present: boolean }>(
+    db,
+    sql`with c as (select id, revision from catalogs where id = ${catalogId}),
+          log as (select x.names from catalog_changes x join c on x.catalog_id = c.id where x.revision > ${from} and x.revision <= c.revision),
+          changed as (select distinct n as name from log, unnest(log.names) n limit ${maxNames + 1})
+        select c.revision::int as revision, (select count(*) from log)::int as logged,
+               (select count(*) from log where names is null)::int as unknown, (select count(*) from changed)::int as changed,
+               ch.name, ct.name is not null as present, d.doc_length::int as length, d.server, d.tags, t.terms
+        from c
+          left join changed ch on (select count(*) from changed) <= ${maxNames}
+          left join catalog_tools ct on ct.catalog_id = c.id and ct.name = ch.name
+          left join tool_documents d on d.hash = ct.hash
+          left join lateral (select string_agg(tt.term || ' ' || tt.tf, ' ') as terms from tool_terms tt where tt.hash = d.hash) t on true
+        order by ch.name collate "C"`,
+  );
+  const first = rows[0];
+  if (!first) return null;
+  const revision = Number(first.revision);
+  if (Number(first.unknown) > 0 || Number(first.logged) !== revision - from || Number(first.changed) > maxNames) return undefined;
+  const changes: CatalogChanges = { revision, rows: [], removed: [] };
+  for (const row of rows) {
+    if (row.name === null) continue;
+    if (row.present) changes.rows.push(indexRow(row, row.name));
+    else changes.removed.push(row.name);
+  }
+  return changes;
 }
 
 /**
  * The mean vector of each server's tools in a catalog (the vectors `searchServersVector` averages),
- * and whether every such tool has a vector of the current recipe (only then will they not change).
+ * of every server or of `servers` only, and the servers with a tool that has no vector of the
+ * current recipe yet (their means will change).
  */
 export async function loadCatalogServerMeans(
   db: Executor,
   catalogId: number,
   recipe: VectorRecipe,
-): Promise<{ means: Map<string, Float32Array>; complete: boolean }> {
+  servers?: readonly string[],
+): Promise<{ means: Map<string, Float32Array>; incomplete: Set<string> }> {
   const rows = await queryRows<{ server: string; mean: string | null; tools: number; current: number }>(
     db,
     sql`select d.server, avg(e.embedding)::text as mean, count(*)::int as tools,
                count(*) filter (where e.text_version = ${recipe.textVersion})::int as current
         from catalog_tools ct join tool_documents d on d.hash = ct.hash
           left join tool_embeddings e on e.hash = d.hash and e.model = ${recipe.model}
-        where ct.catalog_id = ${catalogId} and d.server is not null
+        where ct.catalog_id = ${catalogId} and ${servers ? sql`d.server = any(${sql.param([...servers])}::text[])` : sql`d.server is not null`}
         group by d.server`,
   );
   const means = new Map<string, Float32Array>();
-  let complete = true;
+  const incomplete = new Set<string>();
   for (const row of rows) {
-    if (Number(row.current) !== Number(row.tools)) complete = false;
+    if (Number(row.current) !== Number(row.tools)) incomplete.add(row.server);
     if (row.mean !== null) means.set(row.server, Float32Array.from(JSON.parse(row.mean) as number[]));
   }
-  return { means, complete };
+  return { means, incomplete };
 }
 
 export interface CorpusInfo {

@@ -270,6 +270,96 @@ describe('server lists in SQL', () => {
   });
 });
 
+describe('a newer revision\'s index derived from the older one and the change log', () => {
+  it('ranks, filters, votes by server and corrects typos exactly as the index read whole', { timeout: 60_000 }, async () => {
+    const { CatalogIndexCache } = await import('../../src/search/catalog-index.js');
+    const { ServerStatsCache } = await import('../../src/search/server-stats.js');
+    const { seededRandom } = await import('../helpers/seeded-random.js');
+    const { upsertCatalogTools, deleteCatalogTool, replaceServerTools, getCatalog } = await import('../../src/store/catalog-store.js');
+    const database = await testDatabase();
+    const random = seededRandom(7);
+    const words = ['alpha', 'bravo', 'charlie', 'delta', 'echo', 'foxtrot', 'golf', 'hotel', 'india', 'juliet', 'kilo', 'lima'];
+    const model = `derive-model-${randomBytes(3).toString('hex')}`;
+    const recipe = { model, textVersion: EMBED_TEXT_VERSION };
+    const tool = (name: string, server: string | null) => {
+      const terms: Record<string, number> = {};
+      for (let k = 0; k < 1 + Math.floor(random() * 4); k++) terms[words[Math.floor(random() * words.length)]!] = 1 + Math.floor(random() * 3);
+      const doc = toyDocument(name, terms);
+      return { ...doc, tool: { ...doc.tool, server, tags: [words[Math.floor(random() * 3)]!] } };
+    };
+    const vectorsOf = (docs: ToolDocument[]) => docs.map((doc) => ({ hash: doc.hash, vector: [random() - 0.5, random() - 0.5, random() - 0.5] }));
+    const docs = Array.from({ length: 60 }, (_, i) => tool(`t${String(i).padStart(2, '0')}`, i % 10 === 9 ? null : `s${i % 6}`));
+    const name = uniqueName('derive');
+    const tenant = name;
+    await replaceCatalog(database.db, tenant, name, docs);
+    await writeVectors(database.db, recipe, vectorsOf(docs));
+    const indexes = new CatalogIndexCache(database.db);
+    const means = new ServerStatsCache();
+    let catalog = (await getCatalog(database.db, tenant, name))!;
+    await indexes.get(catalog);
+    await means.means(database.db, catalog, model);
+
+    const expectSame = async (label: string) => {
+      catalog = (await getCatalog(database.db, tenant, name))!;
+      const derived = (await indexes.forSearch(catalog, database.db))!;
+      expect(derived, label).toBeDefined();
+      expect(derived.revision, label).toBe(catalog.revision);
+      expect(derived.derivedFrom, label).toBeDefined();
+      const whole = (await new CatalogIndexCache(database.db).get(catalog))!;
+      expect(derived.size, label).toBe(whole.size);
+      const queries = [...words.map((word) => [word]), ['alpha', 'delta'], ['echo', 'kilo', 'lima'], ['bravo', 'golf', 'hotel', 'juliet']];
+      for (const query of queries) {
+        const weights = new Map(query.map((term, i) => [term, i === 0 ? 1 : 0.6]));
+        expect(derived.search(weights, 100), `${label}: ${query}`).toEqual(whole.search(weights, 100));
+        expect(derived.search(weights, 100, ['alpha']), `${label}: ${query} tagged`).toEqual(whole.search(weights, 100, ['alpha']));
+        expect(derived.servers.bm25.searchWeighted(weights, 100), `${label}: ${query} servers`).toEqual(whole.servers.bm25.searchWeighted(weights, 100));
+      }
+      const sortedMembers = (members: ReadonlyMap<string, readonly string[]>) => new Map([...members].map(([server, list]): [string, string[]] => [server, [...list].sort()]).sort());
+      expect(sortedMembers(derived.servers.members), label).toEqual(sortedMembers(whole.servers.members));
+      expect(new Map([...derived.servers.serverOf].sort()), label).toEqual(new Map([...whole.servers.serverOf].sort()));
+      for (const word of [...words, 'alpah', 'delat', 'ech']) {
+        expect(derived.bm25.vocabulary().df(word), `${label}: df ${word}`).toBe(whole.bm25.vocabulary().df(word));
+        expect(new Set(derived.bm25.vocabulary().near(word)), `${label}: near ${word}`).toEqual(new Set(whole.bm25.vocabulary().near(word)));
+      }
+      expect(derived.tagsOf(['t00', 't31', 'n1'])).toEqual(whole.tagsOf(['t00', 't31', 'n1']));
+      // The dense server list's means: only the changed servers read again, the same as all read afresh.
+      const kept = await means.means(database.db, catalog, model, derived.derivedFrom);
+      const fresh = await new ServerStatsCache().means(database.db, catalog, model);
+      expect([...kept.keys()].sort(), label).toEqual([...fresh.keys()].sort());
+      for (const [server, mean] of fresh) [...mean].forEach((x, i) => expect(kept.get(server)![i]).toBeCloseTo(x, 6));
+    };
+
+    // New tools (one on a new server), changed ones (one moving to another server), none removed.
+    const added = [tool('n1', 's9'), tool('n2', 's0'), tool('n3', null), { ...tool('t01', 's2') }, tool('t02', 's2')];
+    await upsertCatalogTools(database.db, tenant, name, added);
+    await writeVectors(database.db, recipe, vectorsOf(added));
+    await expectSame('upsert');
+    // A tool removed, then every tool of one server (the server goes).
+    await deleteCatalogTool(database.db, tenant, name, 't10');
+    await expectSame('delete');
+    for (const doc of docs.filter((doc) => doc.tool.server === 's5')) await deleteCatalogTool(database.db, tenant, name, doc.tool.name);
+    await expectSame('server emptied');
+    // An upstream's sync: its tools replaced (some gone, one changed, one new), two revisions at once.
+    const synced = [tool('t03', 's3'), tool('u1', 's3')];
+    await replaceServerTools(database.db, tenant, name, 's3', synced);
+    await writeVectors(database.db, recipe, vectorsOf(synced));
+    await upsertCatalogTools(database.db, tenant, name, [tool('n1', 's1')]);
+    await expectSame('sync and upsert');
+
+    // A revision missing from the log (forgotten, as writers forget old ones) or a whole-catalog
+    // replace: the index is read whole instead, in the background.
+    await upsertCatalogTools(database.db, tenant, name, [tool('n4', 's1')]);
+    catalog = (await getCatalog(database.db, tenant, name))!;
+    await database.db.execute(sql`delete from catalog_changes where catalog_id = ${catalog.id} and revision = ${catalog.revision}`);
+    expect(await indexes.forSearch(catalog, database.db)).toBeUndefined();
+    expect((await indexes.get(catalog))!.derivedFrom).toBeUndefined();
+    await replaceCatalog(database.db, tenant, name, docs.slice(0, 20));
+    catalog = (await getCatalog(database.db, tenant, name))!;
+    expect(await indexes.forSearch(catalog, database.db)).toBeUndefined();
+    expect((await indexes.get(catalog))!.size).toBe(20);
+  });
+});
+
 describe('documents from an older tokenizer recipe', () => {
   it('get their BM25 terms recomputed at start-up, so one corpus never mixes recipes', async () => {
     const { refreshStaleTerms } = await import('../../src/catalog/refresh-terms.js');
