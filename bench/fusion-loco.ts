@@ -6,7 +6,7 @@
  * First it computes, per corpus and query (clean, and with the eval's typos at 0.2, seed 1), the
  * lists the service fuses: BM25 (exact terms, and with typo matching), the dense list, the two
  * server lists, and the signals an adaptive rule may read. The same code as the service
- * (`documentTerms`, `Bm25Index`, `embeddingText`, USE Lite, `fuzzyWeights`, `serverDocuments`);
+ * (`documentTerms`, `Bm25Index`, `embeddingText`, USE Lite, `expandTerms`, `serverDocuments`);
  * no exact-name step. `--lists` keeps them in a file, so later runs only re-fuse.
  *
  * Then each family of fusion rules is tried at every setting, three times: with typo matching as

@@ -120,6 +120,8 @@ interface SizeReport {
   first_search_after_write_ms: Partial<Record<'bm25' | 'hybrid', number>>;
   /** From a one-tool write to the new revision's index in process. */
   index_ready_after_write_ms?: number;
+  /** The first search (last mode) after a write of a whole slice (renamed copies of existing tools: a change of that many names). */
+  first_search_after_slice_ms?: number;
   rss_mb: number;
 }
 
@@ -185,6 +187,12 @@ async function runSize(store: 'postgres' | 'pglite', size: number): Promise<Size
       await indexReady();
       report.index_ready_after_write_ms = performance.now() - written;
     }
+    // A slice that replaces existing names' content: the index derived through `slice` changed names.
+    const lastMode = modes.at(-1)!;
+    const replaced = Array.from({ length: Math.min(slice, size) }, (_, k) => ({ ...toolAt(k), description: `${toolAt(k).description} (revised)` }));
+    await call('POST', `/v1/catalogs/${catalog}/tools`, { tools: replaced });
+    report.first_search_after_slice_ms = await search(queries[0]!, lastMode);
+    process.stderr.write(`[${store} ${size}] first search after write: ${modes.map((mode) => report.first_search_after_write_ms[mode]!.toFixed(0)).join(' / ')} ms; after a ${replaced.length}-tool write ${report.first_search_after_slice_ms.toFixed(0)} ms\n`);
     return report;
   } finally {
     await new Promise((resolve) => server.close(resolve));
@@ -215,12 +223,13 @@ if (largest && largest.tools >= 100_000) {
   }
   if (largest.push_tools_per_s < 1500) misses.push(`push ${largest.push_tools_per_s.toFixed(0)} tools/s < 1,500`);
 }
-console.log('\nstore     tools   push/s  embed/s  ' + modes.map((mode) => `${mode} p50 / p99 (ms)`.padEnd(24)).join('') + 'first after write  index ready  RSS MB');
+console.log('\nstore     tools   push/s  embed/s  ' + modes.map((mode) => `${mode} p50 / p99 (ms)`.padEnd(24)).join('') + 'first after write  after slice  index ready  RSS MB');
 for (const report of reports) {
   console.log(
     `${report.store.padEnd(9)} ${String(report.tools).padStart(6)}  ${report.push_tools_per_s.toFixed(0).padStart(6)}  ${(report.embed_tools_per_s?.toFixed(0) ?? '-').padStart(7)}  ` +
       modes.map((mode) => `${report.search_ms[mode]!.p50.toFixed(1)} / ${report.search_ms[mode]!.p99.toFixed(1)}`.padEnd(24)).join('') +
       modes.map((mode) => report.first_search_after_write_ms[mode]!.toFixed(0)).join(' / ').padEnd(19) +
+      `${report.first_search_after_slice_ms?.toFixed(0) ?? '-'}`.padEnd(13) +
       `${report.index_ready_after_write_ms?.toFixed(0) ?? '-'}`.padEnd(13) +
       report.rss_mb.toFixed(0),
   );

@@ -171,8 +171,11 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     },
   ];
 
+  const catalogIndexes = new CatalogIndexCache(database.adminDb, config.CATALOG_INDEX_MEMORY * 2 ** 20);
   const catalogDeps = {
     db: database.db,
+    // A searched catalog's new index is derived as the write answers: its next search here finds it ready.
+    onCatalogChanged: (catalog: { id: number; revision: number }) => catalogIndexes.refresh(catalog, database.adminDb),
     writeSlice: STORE_SLICE[database.kind],
     writeConcurrency: STORE_CONCURRENCY[database.kind],
     onDocumentsWritten: queue ? (hashes: string[]) => queue!.enqueue(hashes) : undefined,
@@ -213,7 +216,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     queue,
     embedWorker,
     catalog: catalogDeps,
-    search: { db: database.db, embedder, serverStats: new ServerStatsCache(), catalogIndexes: new CatalogIndexCache(database.adminDb, config.CATALOG_INDEX_MEMORY * 2 ** 20), embeddingStatus: new CatalogEmbeddingStatus() },
+    search: { db: database.db, embedder, serverStats: new ServerStatsCache(), catalogIndexes, embeddingStatus: new CatalogEmbeddingStatus() },
     selector,
     upstreams,
     readiness,

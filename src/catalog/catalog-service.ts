@@ -19,6 +19,8 @@ export interface CatalogDeps {
   writeConcurrency?: number;
   /** Called with hashes that may lack an embedding for the active model (the embedding queue). */
   onDocumentsWritten?: (hashes: string[]) => Promise<string[]>;
+  /** Told of each catalog write that made a new revision (after it committed); must not throw. */
+  onCatalogChanged?: (catalog: { id: number; revision: number }) => void;
   /** The active embedding model and the queue's failures; absent when nothing is embedded. */
   embedding?: { model: string; failedHashes(): Promise<Set<string>> };
 }
@@ -109,14 +111,11 @@ interface WrittenAhead {
 async function writeAhead(deps: CatalogDeps, tools: Tool[]): Promise<WrittenAhead> {
   const queue = deps.onDocumentsWritten;
   const sizes = writeAheadSlices(tools.length);
-  if (sizes.length === 0) {
+  if (sizes.length === 0 || !queue) {
     const documents = tools.map((tool) => toDocument(tool));
-    return { documents, unstored: documents, newHashes: [], jobIds: [], queued: new Set() };
-  }
-  if (!queue) {
+    if (sizes.length === 0) return { documents, unstored: documents, newHashes: [], jobIds: [], queued: new Set() };
     // Nothing to embed: the documents go ahead all at once, several slices side by side, and the
     // catalog's transaction only maps names.
-    const documents = tools.map((tool) => toDocument(tool));
     const newHashes = await storeDocuments(deps.db, documents, deps.writeSlice, deps.writeConcurrency);
     return { documents, unstored: [], newHashes, jobIds: [], queued: new Set() };
   }
@@ -142,6 +141,7 @@ async function writeAhead(deps: CatalogDeps, tools: Tool[]): Promise<WrittenAhea
 }
 
 async function afterWrite(deps: CatalogDeps, write: catalogStore.CatalogWrite, ahead: WrittenAhead) {
+  deps.onCatalogChanged?.(write.catalog);
   const rest = ahead.documents.map((doc) => doc.hash).filter((hash) => !ahead.queued.has(hash));
   const jobIds = deps.onDocumentsWritten && rest.length > 0 ? await deps.onDocumentsWritten(rest) : [];
   return { catalog: write.catalog, newDocuments: ahead.newHashes.length + write.newHashes.length, jobIds: [...ahead.jobIds, ...jobIds], warnings: [] as ToolWarning[] };

@@ -17,8 +17,10 @@ import { LruCache } from '../lru-cache.js';
 import { loadCatalogChanges, loadCatalogIndexRows, type CatalogChanges, type CatalogIndexRow } from '../store/search-store.js';
 import type { Executor } from '../store/tool-store.js';
 import { Bm25Builder, Bm25Index } from './bm25-index.js';
-import type { ServerIndex } from './server-stats.js';
+import { REREAD_MAX, type ChangedServers, type ServerIndex } from './server-stats.js';
 
+/** Older revisions a derived index remembers the changed servers since. */
+const CHANGED_SINCE_DEPTH = 8;
 /** Rows handled between two yields to the event loop while an index is built (~10 ms of work). */
 const BUILD_SLICE = 2000;
 
@@ -38,8 +40,11 @@ export class CatalogIndex {
     private readonly tags: string[][],
     names: readonly string[],
     stringBytes: number,
-    /** When derived from an older revision's index: that revision, and the servers whose tools changed since. */
-    readonly derivedFrom?: { revision: number; servers: ReadonlySet<string> },
+    /**
+     * When derived from older revisions' indexes: those revisions, newest first, each with the
+     * servers whose tools changed since it (the dense server list re-reads only those).
+     */
+    readonly changedSince?: readonly ChangedServers[],
   ) {
     tags.forEach((list, index) => {
       for (const tag of new Set(list.map((tag) => tag.toLowerCase()))) {
@@ -165,10 +170,11 @@ export class CatalogIndex {
     let stringBytes = 0;
     for (const name of names) stringBytes += name.length;
     for (const server of members.keys()) stringBytes += server.length;
-    return new CatalogIndex(base.catalogId, changes.revision, bm25, { bm25: servers, members, serverOf }, tags, names, stringBytes, {
-      revision: base.revision,
-      servers: touched,
-    });
+    // Older revisions carry the new changes too; a set past what would be re-read is dropped.
+    const changedSince = [{ revision: base.revision, servers: touched }, ...(base.changedSince ?? []).map((since) => ({ revision: since.revision, servers: new Set([...since.servers, ...touched]) }))]
+      .filter((since) => since.servers.size <= REREAD_MAX)
+      .slice(0, CHANGED_SINCE_DEPTH);
+    return new CatalogIndex(base.catalogId, changes.revision, bm25, { bm25: servers, members, serverOf }, tags, names, stringBytes, changedSince);
   }
 
   get size(): number {
@@ -249,6 +255,15 @@ export class CatalogIndexCache {
     if (derived) return derived;
     void this.load(catalog);
     return undefined;
+  }
+
+  /**
+   * After a write on this replica: when an older revision's index is held (the catalog is being
+   * searched here), the new one is derived now, in the background, so the next search finds it.
+   */
+  refresh(catalog: { id: number; revision: number }, db: Executor): void {
+    const kept = this.entries.get(catalog.id);
+    if (kept && kept.revision < catalog.revision) void this.derive(kept, catalog, db).catch(() => {});
   }
 
   private derive(base: CatalogIndex, catalog: { id: number; revision: number }, db: Executor): Promise<CatalogIndex | undefined> {

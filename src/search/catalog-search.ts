@@ -50,7 +50,7 @@ export async function searchCatalog(
       useVectorIndex: catalog.toolCount > EXACT_SCAN_MAX,
       ...(index ? { catalogIndex: index } : {}),
       ...(deps.serverStats && request.mode === 'hybrid' && !request.tags?.length
-        ? { serverMeans: async () => deps.serverStats!.means(deps.db, catalog, deps.embedder!.modelId, index?.derivedFrom) }
+        ? { serverMeans: async () => deps.serverStats!.means(deps.db, catalog, deps.embedder!.modelId, index?.changedSince) }
         : {}),
       // Without the index, server votes in SQL read every tool's terms and vector: seconds at
       // 100,000 tools, past the request's deadline. A large catalog ranks without them until its index is in.

@@ -88,13 +88,9 @@ export interface ExpandedTerms {
 
 /**
  * BM25 query weights: each distinct term at 1, and for each term the vocabulary lacks, its
- * nearest vocabulary words at FUZZY_WEIGHT (a word the query also spells exactly keeps 1).
+ * nearest vocabulary words at FUZZY_WEIGHT (a word the query also spells exactly keeps 1); and
+ * the share of the query the corpus knows (see ExpandedTerms).
  */
-export function fuzzyWeights(terms: readonly string[], vocabulary: Vocabulary): Map<string, number> {
-  return expandTerms(terms, vocabulary).weights;
-}
-
-/** `fuzzyWeights`, and the share of the query the corpus knows (see ExpandedTerms). */
 export function expandTerms(terms: readonly string[], vocabulary: Vocabulary): ExpandedTerms {
   const distinct = [...new Set(terms)];
   const weights = new Map<string, number>();

@@ -25,7 +25,13 @@ export interface ServerIndex {
 /** Catalog revisions whose server means stay in memory (each ~2 KB per server for the default model). */
 export const SERVER_STATS_CATALOGS = 64;
 /** At most this many servers' means are read again to bring kept ones up to date; more, and all are read. */
-const REREAD_MAX = 2000;
+export const REREAD_MAX = 2000;
+
+/** A catalog revision, and the servers whose tools changed since it (CatalogIndex.changedSince). */
+export interface ChangedServers {
+  revision: number;
+  servers: ReadonlySet<string>;
+}
 
 interface KeptMeans {
   means: ReadonlyMap<string, Float32Array>;
@@ -43,21 +49,28 @@ export class ServerStatsCache {
 
   /**
    * The catalog's unit-length server mean vectors for `model`. A server's mean is kept once each
-   * of its tools has a current vector; the others are read again on each call. `derivedFrom`: an
-   * older revision and the servers whose tools changed since (CatalogIndex.derivedFrom): the
-   * means kept for it serve the others, so only those servers are read.
+   * of its tools has a current vector; the others are read again on each call. `changedSince`:
+   * older revisions, newest first, with the servers whose tools changed since each
+   * (CatalogIndex.changedSince): the means kept for one of them serve every other server, so only
+   * those servers are read.
    */
   async means(
     db: Executor,
     catalog: { id: number; revision: number },
     model: string,
-    derivedFrom?: { revision: number; servers: ReadonlySet<string> },
+    changedSince: readonly ChangedServers[] = [],
   ): Promise<ReadonlyMap<string, Float32Array>> {
     const key = (revision: number) => `${catalog.id}:${revision}:${model}`;
     const kept = this.entries.get(key(catalog.revision));
     if (kept && kept.incomplete.size === 0) return kept.means;
-    const base = kept ?? (derivedFrom && this.entries.get(key(derivedFrom.revision)));
-    const reread = base && new Set([...base.incomplete, ...(kept ? [] : derivedFrom!.servers)]);
+    let base = kept;
+    let reread = kept && new Set(kept.incomplete);
+    for (const since of kept ? [] : changedSince) {
+      base = this.entries.get(key(since.revision));
+      if (!base) continue;
+      reread = new Set([...base.incomplete, ...since.servers]);
+      break;
+    }
     let entry: KeptMeans;
     if (base && reread!.size <= REREAD_MAX) {
       const read = await loadCatalogServerMeans(db, catalog.id, currentRecipe(model), [...reread!]);

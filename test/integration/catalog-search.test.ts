@@ -128,6 +128,23 @@ describe('POST /v1/catalogs/{catalog}/search without a model', () => {
     expect(vector.status).toBe(503);
     expect(vector.body.error.code).toBe('service_unavailable');
   });
+
+  it('derives a searched catalog\'s new index as a write answers, and the next search ranks what was written', async () => {
+    const { getCatalog } = await import('../../src/store/catalog-store.js');
+    const indexes = app.deps.search.catalogIndexes!;
+    expect((await app.request('POST', `/v1/catalogs/${catalog}/search`, { query: 'send an email', mode: 'bm25' })).status).toBe(200);
+    const before = (await getCatalog(app.deps.search.db, 'default', catalog))!;
+    await indexes.get(before);
+    const post = await app.request('POST', `/v1/catalogs/${catalog}/tools`, { tools: [{ name: 'send_fax', description: 'Send a fax to a number.', inputSchema: {} }] });
+    expect(post.status).toBe(200);
+    const after = (await getCatalog(app.deps.search.db, 'default', catalog))!;
+    expect(after.revision).toBe(before.revision + 1);
+    // No search asked for it: the write's own hook derived it from the held one.
+    for (let tries = 0; !indexes.current(after) && tries < 100; tries++) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(indexes.current(after)?.changedSince?.[0]?.revision).toBe(before.revision);
+    const found = await app.request('POST', `/v1/catalogs/${catalog}/search`, { query: 'send a fax', mode: 'bm25' });
+    expect(found.body.results[0].name).toBe('send_fax');
+  });
 });
 
 describe('POST /v1/catalogs/{catalog}/search while the catalog is being embedded', () => {

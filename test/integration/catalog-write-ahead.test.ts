@@ -30,6 +30,21 @@ function recordingQueue(db: Db, tenant: string, catalog: string, fail = false) {
   return { calls, onDocumentsWritten };
 }
 
+/**
+ * A database of the describe's own, made before its tests and dropped after them: these documents
+ * never get vectors, and in the shared one every queue test's sweep would find them and embed them.
+ */
+function ownDatabase(prefix: string): () => Db {
+  let scratch: ScratchDatabase | undefined;
+  beforeAll(async () => {
+    scratch = await scratchDatabase(storeKind(), prefix);
+  });
+  afterAll(async () => {
+    await scratch?.drop();
+  });
+  return () => scratch!.database.db;
+}
+
 describe('write-ahead slice sizes', () => {
   it('are none up to one slice, then start small and double up to WRITE_AHEAD_SLICE, covering every document', () => {
     expect(writeAheadSlices(0)).toEqual([]);
@@ -47,19 +62,10 @@ describe('write-ahead slice sizes', () => {
 
 describe('a catalog write larger than one write-ahead slice', () => {
   const count = 2 * WRITE_AHEAD_SLICE + 37;
-  // A database of its own: these documents never get vectors, and in the shared one every queue
-  // test's sweep would find them and embed them.
-  let scratch: ScratchDatabase;
-  let db: Db;
-  beforeAll(async () => {
-    scratch = await scratchDatabase(storeKind(), 'toolsift_ahead');
-    db = scratch.database.db;
-  });
-  afterAll(async () => {
-    await scratch?.drop();
-  });
+  const database = ownDatabase('toolsift_ahead');
 
   it('queues each slice as soon as its documents are stored, before the catalog changes, each hash once', async () => {
+    const db = database();
     const ref = { tenant: uniqueName('tenant'), name: uniqueName('ahead') };
     const tools = uniqueTools(count, 'ahead');
     const hashes = toDocuments(tools).map((doc) => doc.hash);
@@ -85,6 +91,7 @@ describe('a catalog write larger than one write-ahead slice', () => {
   });
 
   it('with the queue away, still writes the catalog, then fails with the queue error after it', async () => {
+    const db = database();
     const ref = { tenant: uniqueName('tenant'), name: uniqueName('ahead-down') };
     const tools = uniqueTools(count, 'ahead-down');
     const queue = recordingQueue(db, ref.tenant, ref.name, true);
@@ -99,6 +106,7 @@ describe('a catalog write larger than one write-ahead slice', () => {
   });
 
   it('rejects a request with a bad tool before storing anything', async () => {
+    const db = database();
     const ref = { tenant: uniqueName('tenant'), name: uniqueName('ahead-bad') };
     const tools: unknown[] = uniqueTools(count, 'ahead-bad');
     tools[count - 1] = { name: '', description: 'no name' };
@@ -114,17 +122,10 @@ describe('a catalog write larger than one write-ahead slice', () => {
 });
 
 describe('a large catalog write with nothing to embed', () => {
-  let scratch: ScratchDatabase;
-  let db: Db;
-  beforeAll(async () => {
-    scratch = await scratchDatabase(storeKind(), 'toolsift_ahead_plain');
-    db = scratch.database.db;
-  });
-  afterAll(async () => {
-    await scratch?.drop();
-  });
+  const database = ownDatabase('toolsift_ahead_plain');
 
   it('stores its documents ahead of the catalog, two slice transactions at a time', async () => {
+    const db = database();
     const tools = uniqueTools(3 * WRITE_AHEAD_SLICE, 'plain');
     let active = 0;
     let most = 0;
@@ -154,6 +155,7 @@ describe('a large catalog write with nothing to embed', () => {
   });
 
   it('overlapping writers racing it all land whole, each document stored once with its terms', async () => {
+    const db = database();
     const tenant = uniqueName('tenant');
     const tools = uniqueTools(3 * WRITE_AHEAD_SLICE, 'racing');
     // Three writers of the same tools in different orders to three catalogs at once: each slice

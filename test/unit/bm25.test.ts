@@ -133,3 +133,33 @@ describe('Bm25Index', () => {
     }
   });
 });
+
+describe('Bm25Index.derive', () => {
+  it('scores the changed corpus exactly as an index built over it, sharing the lists no change touches', async () => {
+    const { seededRandom } = await import('../helpers/seeded-random.js');
+    const random = seededRandom(11);
+    const vocabulary = Array.from({ length: 15 }, (_, i) => `w${i}`);
+    const document = (id: string): Bm25Document => {
+      const termFreqs = new Map<string, number>();
+      for (let k = 0; k < 1 + Math.floor(random() * 5); k++) termFreqs.set(vocabulary[Math.floor(random() * vocabulary.length)]!, 1 + Math.floor(random() * 3));
+      return { id, termFreqs, length: [...termFreqs.values()].reduce((sum, tf) => sum + tf, 0) + Math.floor(random() * 3) };
+    };
+    const corpus = Array.from({ length: 50 }, (_, i) => document(`d${i}`));
+    const base = new Bm25Index(corpus);
+    for (const [dropCount, addCount] of [[0, 3], [10, 0], [7, 8], [50, 2]] as const) {
+      const dropped = new Set<number>();
+      while (dropped.size < dropCount) dropped.add(Math.floor(random() * corpus.length));
+      const added = Array.from({ length: addCount }, (_, i) => document(`n${dropCount}_${i}`));
+      const changed = [...corpus.filter((_, i) => !dropped.has(i)), ...added];
+      const derived = await Bm25Index.derive(base, dropped, added);
+      const built = new Bm25Index(changed);
+      expect(derived.size).toBe(changed.length);
+      for (const query of [['w0'], ['w1', 'w2'], ['w3', 'w4', 'w5', 'w14'], vocabulary]) {
+        expect(derived.search(query)).toEqual(built.search(query));
+        expect(derived.search(query)).toEqual(scoreBm25(changed, query));
+      }
+      for (const term of vocabulary) expect(derived.df(term)).toBe(built.df(term));
+      expect(derived.postingCount).toBe(built.postingCount);
+    }
+  });
+});

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { corrections, editDistance, expandTerms, expandTermsLoaded, FUZZY_WEIGHT, fuzzyWeights, oneEditVariants, VocabularyIndex, type TermFrequencyLoader } from '../../src/search/fuzzy-terms.js';
+import { corrections, editDistance, expandTerms, expandTermsLoaded, FUZZY_WEIGHT, oneEditVariants, VocabularyIndex, type TermFrequencyLoader } from '../../src/search/fuzzy-terms.js';
 
 const frequencies = new Map([
   ['weather', 12],
@@ -38,7 +38,9 @@ describe('editDistance', () => {
   });
 });
 
-describe('fuzzyWeights', () => {
+const fuzzyWeights = (terms: string[], vocabulary: VocabularyIndex) => expandTerms(terms, vocabulary).weights;
+
+describe('expandTerms: weights', () => {
   it('adds the nearest corpus words of a word the corpus lacks, below an exact match', () => {
     expect(fuzzyWeights(['wether', 'forcast'], vocabulary)).toEqual(
       new Map([
