@@ -12,7 +12,7 @@
  *
  *   npm run bench:memory -- [--configs none,use-lite:1,use-lite:2] [--searches 100]
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -29,6 +29,9 @@ const { values } = parseArgs({
 });
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const EVAL = `${ROOT}../shared/eval/`;
+// The service runs from dist/, as `npm start` runs it: compiled first when the sources changed.
+const build = spawnSync(process.execPath, ['scripts/build.mjs'], { cwd: ROOT, stdio: 'inherit' });
+if (build.status !== 0) throw new Error('build failed');
 
 interface Line { name: string; description?: string; input_schema?: Record<string, unknown> | null; server?: string | null }
 const catalogs = ['livemcpbench', 'toolbench_stable'].map((corpus) => ({

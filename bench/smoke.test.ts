@@ -111,6 +111,17 @@ describe('benches, smoke runs', () => {
     expect(stdout).toMatch(/(PASS|FAIL) {2}1 x 1: median \d/);
   });
 
+  it('npm run bench:memory: the built service without a model, every figure reported', async () => {
+    const { code, stdout, stderr } = await runBench(['bench/memory.ts', '--configs', 'none', '--searches', '4']);
+    expect(code, stderr.slice(-3000)).toBe(0);
+    const { reports } = JSON.parse(stdout.trim().split('\n').at(-1)!) as { reports: Array<{ config: string; ready: { rss: number; heapUsed: number }; searched: { rss: number; peak: number; heapUsed: number; external: number } }> };
+    expect(reports.map((report) => report.config)).toEqual(['none']);
+    expect(reports[0]!.ready.rss).toBeGreaterThan(0);
+    expect(reports[0]!.ready.heapUsed).toBeGreaterThan(0);
+    expect(reports[0]!.searched.peak).toBeGreaterThanOrEqual(reports[0]!.searched.rss);
+    expect(reports[0]!.searched.external).toBeGreaterThan(0);
+  });
+
   it('npm run bench:scale: tiny catalogs on both stores, both modes, every figure reported', async () => {
     const pg = process.env.BENCH_PG ? ['--pg', process.env.BENCH_PG] : [];
     const { code, stdout, stderr } = await runBench(['bench/scale.ts', '--sizes', '300,600', '--stores', 'postgres,pglite', '--rounds', '1', '--queries', '4', '--slice', '250', ...pg]);

@@ -2,6 +2,7 @@ import { toNodeHandler } from '@modelcontextprotocol/node';
 import { createMcpHandler } from '@modelcontextprotocol/server';
 import { Router, type Request, type Response } from 'express';
 import { AppError } from '../errors.js';
+import type { DiscoveryScope } from '../mcp/discovery.js';
 import { createToolsiftMcpServer, type McpDeps } from '../mcp/server.js';
 import { getCatalog } from '../catalog/catalog-service.js';
 import { catalogParams } from './catalogs.js';
@@ -40,7 +41,7 @@ export function hostAllowed(host: string | undefined, allowed: string): boolean 
 export function mcpRoutes(deps: McpDeps, options: { allowedOrigins: string; allowedHosts: string }): Router {
   const handler = createMcpHandler(
     ({ authInfo }) => {
-      const scope = authInfo?.extra as { tenant: string; catalog?: string } | undefined;
+      const scope = authInfo?.extra as DiscoveryScope | undefined;
       if (!scope) throw new Error('MCP request without a tenant scope');
       return createToolsiftMcpServer(deps, scope);
     },
@@ -56,12 +57,13 @@ export function mcpRoutes(deps: McpDeps, options: { allowedOrigins: string; allo
     }
     if (!hostAllowed(req.get('host'), options.allowedHosts)) throw new AppError('forbidden', `host ${req.get('host') ?? '(none)'} is not served (MCP_ALLOWED_HOSTS)`);
     const tenant = String(res.locals.tenant);
-    let catalog: string | undefined;
+    let scope: DiscoveryScope = { tenant };
     if (req.params.catalog !== undefined) {
-      catalog = parseInput(catalogParams, req.params, 'path').catalog;
-      await getCatalog(deps.catalog, { tenant, name: catalog });
+      const catalog = parseInput(catalogParams, req.params, 'path').catalog;
+      // 404 for an unknown catalog; the row then serves this request's tools (one read, not two).
+      scope = { tenant, catalog, summary: await getCatalog(deps.catalog, { tenant, name: catalog }) };
     }
-    (req as Request & { auth?: unknown }).auth = { token: '', clientId: tenant, scopes: [], extra: { tenant, ...(catalog ? { catalog } : {}) } };
+    (req as Request & { auth?: unknown }).auth = { token: '', clientId: tenant, scopes: [], extra: scope };
     await serve(req, res, req.body);
   };
   router.all(MCP_PATHS, route);

@@ -26,6 +26,8 @@ export interface DiscoveryDeps {
 export interface DiscoveryScope {
   tenant: string;
   catalog?: string;
+  /** `catalog`'s row, when the caller read it for this request (the endpoint checks it exists): not read again. */
+  summary?: CatalogSummary;
 }
 
 export interface BriefTool {
@@ -54,7 +56,7 @@ export const LIST_PAGE_SIZE = 200;
 const WEAK_COSINE = 0.35;
 
 async function scopeCatalogs(deps: DiscoveryDeps, scope: DiscoveryScope): Promise<CatalogSummary[]> {
-  if (scope.catalog) return [await catalogs.getCatalog(deps.catalog, { tenant: scope.tenant, name: scope.catalog })];
+  if (scope.catalog) return [scope.summary?.name === scope.catalog ? scope.summary : await catalogs.getCatalog(deps.catalog, { tenant: scope.tenant, name: scope.catalog })];
   return catalogs.listCatalogs(deps.catalog, scope.tenant);
 }
 
@@ -72,7 +74,7 @@ export async function searchTools(
   const depth = input.server ? Math.min(limit * 5, 100) : limit;
   const ranked = await Promise.all(
     inScope.map(async (catalog) => {
-      const result = await searchCatalog(deps.search, { tenant: scope.tenant, name: catalog.name }, { query: input.query, topK: depth, mode: 'hybrid', tags: input.tags });
+      const result = await searchCatalog(deps.search, { tenant: scope.tenant, name: catalog.name }, { query: input.query, topK: depth, mode: 'hybrid', tags: input.tags }, catalog);
       const sure = confidences(result.tools.map((tool, i) => ({ ...tool.explain, rank: i + 1 })), result.bests);
       return result.tools.map((tool, i) => ({ catalog: catalog.name, tool, confidence: sure[i] ?? 0 }));
     }),
