@@ -49,7 +49,7 @@ export class Bm25Index {
   private readonly scores: Float64Array;
   private readonly matched: Uint8Array;
 
-  constructor(corpus: readonly Bm25Document[] | Bm25Builder, readonly params: Bm25Params = DEFAULT_BM25_PARAMS) {
+  constructor(corpus: readonly Bm25Document[] | Bm25Builder, private readonly params: Bm25Params = DEFAULT_BM25_PARAMS) {
     let builder: Bm25Builder;
     if (corpus instanceof Bm25Builder) {
       builder = corpus;
@@ -82,7 +82,6 @@ export class Bm25Index {
     base: Bm25Index,
     dropped: ReadonlySet<number>,
     added: readonly { id: string; length: number; termFreqs: Iterable<readonly [string, number]> }[],
-    params: Bm25Params = base.params,
   ): Promise<Bm25Index> {
     const builder = new Bm25Builder();
     // Old document index -> new one (-1: dropped); documents before the first dropped one keep theirs.
@@ -140,7 +139,7 @@ export class Bm25Index {
       builder.building.set(term, Int32Array.from(list, (value, i) => (i % 2 === 0 ? offset + value : value)));
       builder.count += list.length / 2;
     }
-    return new Bm25Index(builder, params);
+    return new Bm25Index(builder, base.params);
   }
 
   private positions?: Map<string, number>;

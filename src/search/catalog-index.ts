@@ -114,17 +114,13 @@ export class CatalogIndex {
 
     // The touched servers' documents: their old terms, less the dropped tools', plus the new rows'.
     const droppedTerms = base.bm25.termsOf(dropped);
-    const oldServers = new Set<number>();
-    for (const server of touched) {
-      const at = base.servers.bm25.indexOf(server);
-      if (at !== undefined) oldServers.add(at);
-    }
+    const oldAt = new Map<string, number | undefined>([...touched].map((server) => [server, base.servers.bm25.indexOf(server)]));
+    const oldServers = new Set([...oldAt.values()].filter((at) => at !== undefined));
     const oldServerTerms = base.servers.bm25.termsOf(oldServers);
     const members = new Map(base.servers.members);
     const serverOf = new Map(base.servers.serverOf);
     const documents = new Map<string, { termFreqs: Map<string, number>; length: number; members: string[] }>();
-    for (const server of touched) {
-      const at = base.servers.bm25.indexOf(server);
+    for (const [server, at] of oldAt) {
       documents.set(server, {
         termFreqs: at === undefined ? new Map() : oldServerTerms.get(at)!,
         length: at === undefined ? 0 : base.servers.bm25.lengthAt(at),
@@ -267,25 +263,14 @@ export class CatalogIndexCache {
   }
 
   private derive(base: CatalogIndex, catalog: { id: number; revision: number }, db: Executor): Promise<CatalogIndex | undefined> {
-    const pending = this.deriving.get(catalog.id);
-    if (pending && pending.revision >= catalog.revision) return pending.done;
-    const token = { revision: catalog.revision, done: undefined as unknown as Promise<CatalogIndex | undefined> };
-    token.done = (async () => {
-      await Promise.resolve(); // the token is in `deriving` before any of this runs
-      try {
-        const changes = await loadCatalogChanges(db, catalog.id, base.revision, DERIVE_MAX_NAMES);
-        if (!changes) return undefined;
-        const index = await CatalogIndex.derive(base, changes);
-        if (index.bytes > this.memoryBytes) return undefined;
-        const current = this.entries.get(catalog.id);
-        if (!current || current.revision < index.revision) this.entries.set(catalog.id, index);
-        return index;
-      } finally {
-        if (this.deriving.get(catalog.id) === token) this.deriving.delete(catalog.id);
-      }
-    })();
-    this.deriving.set(catalog.id, token);
-    return token.done;
+    return this.once(this.deriving, catalog, async () => {
+      const changes = await loadCatalogChanges(db, catalog.id, base.revision, DERIVE_MAX_NAMES);
+      if (!changes) return undefined;
+      const index = await CatalogIndex.derive(base, changes);
+      if (index.bytes > this.memoryBytes) return undefined;
+      this.keep(index);
+      return index;
+    });
   }
 
   /** The index of this revision or later, read now if need be; undefined when it cannot be kept (too large, or the read failed). */
@@ -303,9 +288,7 @@ export class CatalogIndexCache {
     if (pending && pending.revision >= catalog.revision) return pending.done;
     const skipped = this.skipped.get(catalog.id);
     if (skipped && skipped.revision >= catalog.revision && (skipped.tooLarge || Date.now() - skipped.at < RETRY_AFTER_MS)) return Promise.resolve(undefined);
-    const token = { revision: catalog.revision, done: undefined as unknown as Promise<CatalogIndex | undefined> };
-    token.done = (async () => {
-      await Promise.resolve(); // the token is in `loading` before any of this runs
+    return this.once(this.loading, catalog, async () => {
       try {
         const loaded = await loadCatalogIndexRows(this.db, catalog.id);
         if (!loaded) return undefined; // deleted meanwhile
@@ -314,19 +297,44 @@ export class CatalogIndexCache {
           this.skipped.set(catalog.id, { revision: index.revision, at: Date.now(), tooLarge: true });
           return undefined;
         }
-        const current = this.entries.get(catalog.id);
-        if (!current || current.revision < index.revision) this.entries.set(catalog.id, index);
+        this.keep(index);
         this.skipped.delete(catalog.id);
         return index;
       } catch {
         // The search that started the read ranks in SQL, which reports a database failure itself.
         this.skipped.set(catalog.id, { revision: catalog.revision, at: Date.now(), tooLarge: false });
         return undefined;
+      }
+    });
+  }
+
+  /** Keeps `index` unless a later revision of its catalog is held already. */
+  private keep(index: CatalogIndex): void {
+    const current = this.entries.get(index.catalogId);
+    if (!current || current.revision < index.revision) this.entries.set(index.catalogId, index);
+  }
+
+  /**
+   * Runs `work` for the catalog once however many callers ask: a caller asking for this revision or
+   * an older one while it runs gets the same promise; it is forgotten when it settles.
+   */
+  private once(
+    flights: Map<number, { revision: number; done: Promise<CatalogIndex | undefined> }>,
+    catalog: { id: number; revision: number },
+    work: () => Promise<CatalogIndex | undefined>,
+  ): Promise<CatalogIndex | undefined> {
+    const pending = flights.get(catalog.id);
+    if (pending && pending.revision >= catalog.revision) return pending.done;
+    const token = { revision: catalog.revision, done: undefined as unknown as Promise<CatalogIndex | undefined> };
+    token.done = (async () => {
+      await Promise.resolve(); // the token is in `flights` before any of this runs
+      try {
+        return await work();
       } finally {
-        if (this.loading.get(catalog.id) === token) this.loading.delete(catalog.id);
+        if (flights.get(catalog.id) === token) flights.delete(catalog.id);
       }
     })();
-    this.loading.set(catalog.id, token);
+    flights.set(catalog.id, token);
     return token.done;
   }
 }
