@@ -13,9 +13,8 @@
  *
  *   npm run bench:mcp -- [--rounds 5] [--limit 5] [--queries N]
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer as createNetServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -26,6 +25,7 @@ import { configSchema } from '../src/config.js';
 import { createDeps } from '../src/deps.js';
 import { createApp } from '../src/http/app.js';
 import { openPglite } from '../src/store/database.js';
+import { freePort, startEverything } from '../test/helpers/process.js';
 import { percentile, sortedAscending } from './stats.js';
 
 const { values } = parseArgs({
@@ -51,32 +51,6 @@ const mcpTools = tools.map((tool) => ({ name: tool.name, description: tool.descr
 const p50 = (samples: number[]) => percentile(sortedAscending(samples), 50);
 const ms = (value: number) => `${value.toFixed(2)} ms`;
 const textOf = (result: { content?: unknown }) => ((result.content as Array<{ type: string; text?: string }>) ?? []).map((block) => block.text ?? '').join('\n');
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createNetServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function startEverything(): Promise<{ child: ChildProcess; url: string }> {
-  const port = await freePort();
-  const child = spawn(process.execPath, [`${ROOT}node_modules/@modelcontextprotocol/server-everything/dist/index.js`, 'streamableHttp'], {
-    env: { ...process.env, PORT: String(port) },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stderr!.on('data', (chunk) => (output += String(chunk)));
-  for (let tries = 0; !output.includes('listening on port'); tries++) {
-    if (child.exitCode !== null || tries > 300) throw new Error(`server-everything did not start: ${output}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  return { child, url: `http://127.0.0.1:${port}/mcp` };
-}
 
 const config = configSchema.parse({ EMBED_MODEL: 'use-lite', LOG_LEVEL: 'silent', SELECTOR_BUDGET_MS: '60000' });
 const database = await openPglite('memory://');
@@ -144,8 +118,9 @@ try {
   console.log(`  ratio ${(p50(mcpMs) / p50(restMs)).toFixed(2)}; target p50(MCP) <= 1.2 x REST + 2 ms = ${ms(searchTarget)}: ${p50(mcpMs) <= searchTarget ? 'PASS' : 'FAIL'}`);
 
   // --- call_tool overhead against the upstream called directly
-  const started = await startEverything();
-  everything = started.child;
+  const port = await freePort();
+  everything = await startEverything(port);
+  const started = { url: `http://127.0.0.1:${port}/mcp` };
   const register = await fetch(`${base}/v1/catalogs/everything/upstreams/everything`, { method: 'PUT', headers: json, body: JSON.stringify({ url: started.url }) });
   if (!register.ok) throw new Error(`upstream PUT answered ${register.status}`);
   const direct = await connect(started.url);

@@ -14,12 +14,11 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { freePort } from '../test/helpers/process.js';
 
 const { values } = parseArgs({
   options: {
@@ -42,17 +41,6 @@ const catalogs = ['livemcpbench', 'toolbench_stable'].map((corpus) => ({
   }),
   queries: readFileSync(`${EVAL}${corpus}/queries.dev.jsonl`, 'utf8').trim().split('\n').map((line) => (JSON.parse(line) as { query: string }).query),
 }));
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** VmRSS and VmHWM (peak) of a process, in MB. */
 function procMemory(pid: number): { rss: number; peak: number } {

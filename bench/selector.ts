@@ -37,7 +37,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, symlinkSync, unlinkSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -50,6 +49,7 @@ import { createUseLiteEmbedder, DEFAULT_USE_LITE_QUERY_BATCH, defaultUseLiteThre
 import { seededRandom } from '../test/helpers/seeded-random.js';
 import { rssMegabytes, runMixedLoad } from './mixed-load.js';
 import { runStallProbe } from './stall-probe.js';
+import { freePort } from '../test/helpers/process.js';
 import { startCommandWords } from '../test/helpers/start-command.js';
 import { median, medianAndRange, summarize } from './stats.js';
 
@@ -307,17 +307,6 @@ const children = new Set<ChildProcess>();
 const tempDirs: string[] = [];
 const scratchDatabases: string[] = [];
 const worktrees: string[] = [];
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function startService(tree: Tree, storeEnv: Record<string, string>): Promise<Service> {
   const port = await freePort();
