@@ -174,8 +174,10 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const catalogIndexes = new CatalogIndexCache(database.adminDb, config.CATALOG_INDEX_MEMORY * 2 ** 20);
   const catalogDeps = {
     db: database.db,
-    // A searched catalog's new index is derived as the write answers: its next search here finds it ready.
-    onCatalogChanged: (catalog: { id: number; revision: number }) => catalogIndexes.refresh(catalog, database.adminDb),
+    // A searched catalog's new index is derived as the write answers: its next search here finds it
+    // ready. Through the request path's connections: a search may join this derivation, and must
+    // not wait past DB_TIMEOUT_MS for it.
+    onCatalogChanged: (catalog: { id: number; revision: number }) => catalogIndexes.refresh(catalog, database.db),
     writeSlice: STORE_SLICE[database.kind],
     writeConcurrency: STORE_CONCURRENCY[database.kind],
     onDocumentsWritten: queue ? (hashes: string[]) => queue!.enqueue(hashes) : undefined,
