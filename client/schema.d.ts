@@ -502,6 +502,17 @@ export interface components {
         CatalogSummary: {
             name: string;
             tool_count: number;
+            /**
+             * @description Estimated tokens (o200k, gpt-tokenizer; an estimate for other models) of every tool's
+             *     definition: what sending the whole catalog to a model would cost, in Anthropic's shape,
+             *     OpenAI Responses' shape, and as the definitions were pushed. Counted when tools are
+             *     written and summed by each write.
+             */
+            definition_tokens: {
+                anthropic: number;
+                openai: number;
+                as_sent: number;
+            };
             /** @description Bumped on every change. */
             revision: number;
             /** Format: date-time */
@@ -1381,8 +1392,8 @@ export interface operations {
                         confidence: number;
                         unmatched_terms: string[];
                         tokens: {
-                            /** @description All candidates (null for a catalog: not counted per request). */
-                            offered: number | null;
+                            /** @description Definition tokens of all candidates: the inline tools, or every tool of the catalog (summed by its writes). */
+                            offered: number;
                             selected: number;
                         };
                         degraded?: string;

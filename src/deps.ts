@@ -9,7 +9,8 @@ import { InProcessEmbedQueue } from './jobs/in-process-queue.js';
 import { BullmqEmbedQueue, connectRedis } from './jobs/bullmq-queue.js';
 import { startEmbedWorker, type EmbedWorker } from './jobs/bullmq-worker.js';
 import { DISABLED_MODEL } from './embed/create-embedder.js';
-import { refreshStaleTerms } from './catalog/refresh-terms.js';
+import { refreshDefinitionTokens, refreshStaleTerms } from './catalog/refresh-terms.js';
+import { TokenCounter } from './catalog/tokens.js';
 import { createLogger, type Logger } from './logger.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import type { RankDeps } from './search/hybrid-search.js';
@@ -70,6 +71,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   }
   logger.info({ store: database.kind, ...(database.kind === 'pglite' ? { dataDir: config.DATA_DIR } : {}) }, 'database ready');
   await refreshStaleTerms(database.db, logger);
+  await refreshDefinitionTokens(database.db, logger);
 
   const ownsEmbedder = overrides.embedder === undefined;
   const loaded =
@@ -206,6 +208,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     regexSandbox: new RegexSandbox(),
     budgetMs: config.SELECTOR_BUDGET_MS,
     writeSlice: STORE_SLICE[database.kind],
+    tokens: new TokenCounter(),
     logger,
     metrics,
   };

@@ -3,10 +3,11 @@ import { AppError, notFound } from '../errors.js';
 import * as catalogStore from '../store/catalog-store.js';
 import { catalogEmbeddingProgress, catalogHashesWithoutVector } from '../store/embedding-store.js';
 import type { Db } from '../store/database.js';
-import { storeDocuments, type ToolDocument } from '../store/tool-store.js';
+import { storeDocuments, type CountedDocument, type ToolDocument } from '../store/tool-store.js';
 import { listUpstreams, type UpstreamRow } from '../store/upstream-store.js';
 import { contentHash } from './content-hash.js';
 import { documentTerms, TERMS_VERSION } from './search-text.js';
+import { definitionTokens } from './tokens.js';
 import { normalizeTools, toolWarnings, type ToolWarning } from './tool-formats.js';
 import type { Tool } from './tool.js';
 
@@ -32,11 +33,16 @@ export interface CatalogRef {
 
 export const MAX_TOOLS_PER_REQUEST = 10_000;
 
-/** A canonical tool with its content hash and BM25 terms: what the store keeps. */
-export function toDocument(tool: Tool, hash: string = contentHash(tool)): ToolDocument {
+/** A canonical tool with its content hash and BM25 terms: what ranking needs. */
+export function termsDocument(tool: Tool, hash: string = contentHash(tool)): ToolDocument {
   const { termFreqs, length } = documentTerms(tool);
   return { hash, tool, termFreqs, length, termsVersion: TERMS_VERSION };
 }
+
+/** ... and its definition's estimated tokens (~40-80 us a tool, catalog/tokens.ts): what the store keeps. */
+export const counted = (document: ToolDocument): CountedDocument => ({ ...document, tokens: definitionTokens(document.tool) });
+
+export const toDocument = (tool: Tool, hash?: string): CountedDocument => counted(termsDocument(tool, hash));
 
 /** Normalizes every tool or rejects the whole request, naming each bad tool by index. */
 export function parseToolList(raws: unknown[]): Tool[] {
@@ -91,9 +97,9 @@ export function writeAheadSlices(count: number): number[] {
 
 interface WrittenAhead {
   /** Every tool's document, in request order. */
-  documents: ToolDocument[];
+  documents: CountedDocument[];
   /** What the catalog's transaction must still store: every document, unless they went ahead. */
-  unstored: ToolDocument[];
+  unstored: CountedDocument[];
   newHashes: string[];
   jobIds: string[];
   /** Hashes whose embeddings are already queued: the write need not queue them again. */

@@ -19,7 +19,6 @@ import { mcpRoutes } from './mcp.js';
 import { rejectUnsafeInput } from './input-safety.js';
 import { bodyBudget } from './body-budget.js';
 import { toolSearchRoutes } from './tool-search.js';
-import { TokenCounter } from '../catalog/tokens.js';
 import { serviceVersion } from '../paths.js';
 import type { UpstreamService } from '../upstream/upstreams.js';
 import { upstreamRoutes } from './upstreams.js';
@@ -60,7 +59,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(catalogRoutes(deps.catalog));
   app.use(searchRoutes(deps.search, deps.metrics));
   app.use(selectorRoutes(deps.selector, deps.search));
-  app.use(toolSearchRoutes({ selector: deps.selector, search: deps.search, tokens: new TokenCounter() }, deps.metrics));
+  app.use(toolSearchRoutes({ selector: deps.selector, search: deps.search, tokens: deps.selector.tokens }, deps.metrics));
   app.use(
     mcpRoutes(
       { catalog: deps.catalog, search: deps.search, upstreams: deps.upstreams ?? null, logger: deps.logger, metrics: deps.metrics, version: serviceVersion() },

@@ -34,6 +34,7 @@ export function catalogJson(catalog: CatalogSummary) {
   return {
     name: catalog.name,
     tool_count: catalog.toolCount,
+    definition_tokens: catalog.definitionTokens,
     revision: catalog.revision,
     created_at: catalog.createdAt.toISOString(),
     updated_at: catalog.updatedAt.toISOString(),

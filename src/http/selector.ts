@@ -12,6 +12,7 @@ import { parseInput } from './errors.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import type { Selection } from '../search/selector.js';
+import type { TokenCounter } from '../catalog/tokens.js';
 
 /** The answer's confidence: its best ranked tool's (0 when the ranking found none; padding is not evidence). */
 function answerConfidence(selection: Selection): number {
@@ -29,6 +30,24 @@ function recordSelection(metrics: Metrics | undefined, selection: Selection): vo
   for (const stage of ['parse', 'query_embedding', 'ranking'] as const) {
     metrics.stageDuration.observe({ endpoint: 'selector', stage }, selection.timings[`${stage}_ms`] / 1000);
   }
+}
+
+/** Definition tokens (as the gateway sent them) of the request's tools and of the names answered. */
+function selectionTokens(counter: TokenCounter, selection: Selection): { offered: number; selected: number } {
+  const answered = new Set(selection.names);
+  let offered = 0;
+  let selected = 0;
+  for (const { hash, tool } of selection.tools) {
+    const tokens = counter.count(hash, tool, 'as_sent');
+    offered += tokens;
+    if (answered.has(tool.name)) selected += tokens;
+  }
+  return { offered, selected };
+}
+
+function recordTokens(metrics: Metrics | undefined, tenant: string, tokens: { offered: number; selected: number }): void {
+  metrics?.toolTokens.inc({ endpoint: 'selector', tenant, kind: 'offered' }, tokens.offered);
+  metrics?.toolTokens.inc({ endpoint: 'selector', tenant, kind: 'selected' }, tokens.selected);
 }
 
 /** Most tools a gateway sends in one request; 1,000 full schemas fit well under BODY_LIMIT. */
@@ -151,9 +170,10 @@ export function selectorRoutes(deps: SelectorDeps, search: RankDeps = deps): Rou
       const selected = await selectFromCatalog(search, { tenant: res.locals.tenant as string, name: body.catalog }, { pattern, topK, alwaysKeep: body.always_keep ?? [] });
       deps.metrics?.selectorNames.observe(selected.names.length);
       deps.metrics?.selectorConfidence.observe(selected.confidence);
+      recordTokens(deps.metrics, res.locals.tenant as string, selected.tokens);
       res.json({ selected_names: selected.names, success: true, data: { relevant_tools: selected.names } } satisfies SelectorResponse);
       (res.locals.log as Logger).info(
-        { tenant: res.locals.tenant, route: 'selector', catalog: body.catalog, namesOut: selected.names.length, ranked: selected.ranked, confidence: Math.round(selected.confidence * 1000) / 1000, total_ms: Math.round((performance.now() - started) * 100) / 100 },
+        { tenant: res.locals.tenant, route: 'selector', catalog: body.catalog, namesOut: selected.names.length, ranked: selected.ranked, confidence: Math.round(selected.confidence * 1000) / 1000, tokens: selected.tokens, total_ms: Math.round((performance.now() - started) * 100) / 100 },
         'tool selection',
       );
       return;
@@ -179,6 +199,9 @@ export function selectorRoutes(deps: SelectorDeps, search: RankDeps = deps): Rou
     const log = res.locals.log as Logger;
     void selection.stored.then(() => {
       deps.metrics?.stageDuration.observe({ endpoint: 'selector', stage: 'store' }, selection.timings.store_ms / 1000);
+      // Counted after the answer; a new tool's counts were made when it was stored.
+      const tokens = selectionTokens(deps.tokens, selection);
+      recordTokens(deps.metrics, res.locals.tenant as string, tokens);
       log.info(
         {
           tenant: res.locals.tenant,
@@ -189,6 +212,7 @@ export function selectorRoutes(deps: SelectorDeps, search: RankDeps = deps): Rou
           fallback: selection.fallback ?? null,
           confidence: Math.round(answerConfidence(selection) * 1000) / 1000,
           evidence: selection.evidence,
+          tokens,
           timings: Object.fromEntries(Object.entries(selection.timings).map(([key, value]) => [key, Math.round(value * 100) / 100])),
         },
         'tool selection',

@@ -105,7 +105,7 @@ export function toolSearchRoutes(deps: ToolSearchDeps, metrics?: Metrics): Route
       minConfidence: body.min_confidence,
       shape: SHAPE[body.format],
     });
-    if (result.tokens.offered !== null) metrics?.toolTokens.inc({ endpoint: 'tool_search', tenant, kind: 'offered' }, result.tokens.offered);
+    metrics?.toolTokens.inc({ endpoint: 'tool_search', tenant, kind: 'offered' }, result.tokens.offered);
     metrics?.toolTokens.inc({ endpoint: 'tool_search', tenant, kind: 'selected' }, result.tokens.selected);
     res.locals.log?.info?.(
       { query_terms: body.query.length, candidates: body.tools?.length ?? null, catalog: body.catalog ?? null, results: result.results.length, confidence: result.confidence, format: body.format, tokens: result.tokens },

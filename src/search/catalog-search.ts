@@ -80,7 +80,7 @@ export async function selectFromCatalog(
   deps: RankDeps,
   ref: { tenant: string; name: string },
   input: { pattern: string; topK: number; alwaysKeep: string[] },
-): Promise<{ names: string[]; ranked: number; confidence: number }> {
+): Promise<{ names: string[]; ranked: number; confidence: number; tokens: { offered: number; selected: number } }> {
   const catalog = await getCatalog(deps.db, ref.tenant, ref.name);
   if (!catalog) throw notFound(`catalog "${ref.name}"`);
   const wanted = [...new Set(input.alwaysKeep)];
@@ -93,10 +93,15 @@ export async function selectFromCatalog(
     ranked = found.tools;
     confidence = Math.max(0, ...confidences(ranked.map((tool, i) => ({ ...tool.explain, rank: i + 1 })), found.bests));
   }
+  const rows = new Map<string, CatalogToolRow>([...held, ...ranked.map((tool) => [tool.id, tool.tool] as const)]);
   let names = [...new Set([...ordered, ...ranked.map((tool) => tool.id)])];
   if (names.length < input.topK && names.length < catalog.toolCount) {
     const padding = await listCatalogTools(deps.db, ref, { limit: input.topK });
+    for (const row of padding) if (!rows.has(row.name)) rows.set(row.name, row);
     names = [...new Set([...names, ...padding.map((row) => row.name)])];
   }
-  return { names: names.slice(0, input.topK), ranked: ranked.length, confidence };
+  names = names.slice(0, input.topK);
+  // The gateway sends the definitions it was given; their tokens as sent are what it offers and keeps.
+  const selected = names.reduce((sum, name) => sum + (rows.get(name)?.tokens.as_sent ?? 0), 0);
+  return { names, ranked: ranked.length, confidence, tokens: { offered: catalog.definitionTokens.as_sent, selected } };
 }

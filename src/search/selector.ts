@@ -1,7 +1,8 @@
 import type { BackgroundWork } from '../background-work.js';
 import { contentHash } from '../catalog/content-hash.js';
 import { documentTerms, queryTerms } from '../catalog/search-text.js';
-import { toDocument } from '../catalog/catalog-service.js';
+import { counted, termsDocument } from '../catalog/catalog-service.js';
+import type { TokenCounter } from '../catalog/tokens.js';
 import { normalizeTool, ToolFormatError, TOOL_NAME_MAX } from '../catalog/tool-formats.js';
 import type { Tool } from '../catalog/tool.js';
 import { AppError } from '../errors.js';
@@ -61,6 +62,8 @@ export interface SelectorDeps extends RankDeps {
   budgetMs?: number;
   /** Documents per write transaction (STORE_SLICE of the store in use). */
   writeSlice?: number;
+  /** Definition tokens of request tools, counted once per content hash (the saving in /metrics). */
+  tokens: TokenCounter;
   logger: Logger;
   metrics?: Metrics;
 }
@@ -180,7 +183,7 @@ async function parseRequestTools(deps: SelectorDeps, raws: unknown[]): Promise<{
     if (!entry) {
       const tool = normalizeRequestTool(raw, index);
       entry = { tool, hash: contentHash(tool) };
-      fresh.push({ entry, document: toDocument(tool, entry.hash), key });
+      fresh.push({ entry, document: termsDocument(tool, entry.hash), key });
     }
     // A repeated name is the same tool to the gateway, which matches answers by name: keep the first.
     if (seen.has(entry.tool.name)) continue;
@@ -218,7 +221,10 @@ async function storeNewTools(deps: SelectorDeps, selection: Selection, fresh: Fr
   const started = performance.now();
   try {
     if (fresh.length > 0) {
-      selection.newDocuments = (await storeDocuments(deps.db, fresh.map(({ document }) => document), deps.writeSlice)).length;
+      // Definition tokens are counted here, after the answer: the store keeps them with the document.
+      const documents = fresh.map(({ document }) => counted(document));
+      for (const document of documents) deps.tokens.remember(document.hash, document.tokens);
+      selection.newDocuments = (await storeDocuments(deps.db, documents, deps.writeSlice)).length;
       for (const { key, entry } of fresh) deps.toolCache.set(key, entry);
       queueEmbeddings(deps, fresh);
     }

@@ -49,8 +49,8 @@ export interface ToolSearchResult {
   confidence: number;
   /** Query words no candidate tool contains: a typo, or a capability nobody offers. */
   unmatchedTerms: string[];
-  /** Definition tokens of every candidate (null for a catalog: not counted per request) and of the answer. */
-  tokens: { offered: number | null; selected: number };
+  /** Definition tokens of every candidate (for a catalog: all of its tools, summed by its writes) and of the answer. */
+  tokens: { offered: number; selected: number };
   degraded?: string;
 }
 
@@ -122,7 +122,8 @@ export async function searchForTools(deps: ToolSearchDeps, input: ToolSearchInpu
     tool: { ...tool, definition: tool.definition },
     score,
     confidence: explain.exact_name ? 1 : sure[index]!,
-    estimatedTokens: deps.tokens.count(tool.hash, tool, input.shape),
+    // Counted when the catalog was written; a row of an older release not counted yet is counted now.
+    estimatedTokens: tool.tokens[input.shape] ?? deps.tokens.count(tool.hash, tool, input.shape),
   }));
   const results = fillBudget(aboveConfidence(ranked, input.minConfidence), input.budgetTokens);
   const known = await catalogKnownTerms(deps.search.db, catalog.id, terms);
@@ -130,7 +131,8 @@ export async function searchForTools(deps: ToolSearchDeps, input: ToolSearchInpu
     results,
     confidence: answerConfidence(ranked),
     unmatchedTerms: terms.filter((term) => !known.has(term)),
-    tokens: { offered: null, selected: results.reduce((sum, item) => sum + item.estimatedTokens, 0) },
+    // The whole catalog is what the caller would send without a search (tags narrow the search, not that).
+    tokens: { offered: catalog.definitionTokens[input.shape], selected: results.reduce((sum, item) => sum + item.estimatedTokens, 0) },
     ...(found.degraded ? { degraded: found.degraded } : {}),
   };
 }

@@ -1,11 +1,14 @@
 import { sql } from 'drizzle-orm';
 import { queryRows, retryOnConflict, type Db } from './database.js';
-import { insertDocuments, type Executor, type ToolDocument } from './tool-store.js';
+import type { DefinitionTokens } from '../catalog/tokens.js';
+import { insertDocuments, type CountedDocument, type Executor } from './tool-store.js';
 
 export interface CatalogSummary {
   id: number;
   name: string;
   toolCount: number;
+  /** Estimated tokens of every tool's definition, per shape: what sending the whole catalog costs. */
+  definitionTokens: DefinitionTokens;
   revision: number;
   createdAt: Date;
   updatedAt: Date;
@@ -19,28 +22,64 @@ export interface CatalogToolRow {
   tags: string[];
   server: string | null;
   definition: unknown;
+  /** Its definition's estimated tokens as stored (null for rows of an older release until start-up counts them). */
+  tokens: { anthropic: number | null; openai: number | null; as_sent: number | null };
 }
 
 const summaryColumns = sql`c.id, c.name, c.revision::int as revision, c.created_at as "createdAt", c.updated_at as "updatedAt",
-  c.tool_count as "toolCount"`;
+  c.tool_count as "toolCount", c.tokens_anthropic::float8 as anthropic, c.tokens_openai::float8 as openai, c.tokens_as_sent::float8 as as_sent`;
 
-function normalizeSummary(row: CatalogSummary): CatalogSummary {
-  return { ...row, createdAt: new Date(row.createdAt), updatedAt: new Date(row.updatedAt) };
+type SummaryRow = Omit<CatalogSummary, 'definitionTokens'> & DefinitionTokens;
+
+function normalizeSummary({ anthropic, openai, as_sent, ...row }: SummaryRow): CatalogSummary {
+  return {
+    ...row,
+    definitionTokens: { anthropic: Number(anthropic), openai: Number(openai), as_sent: Number(as_sent) },
+    createdAt: new Date(row.createdAt),
+    updatedAt: new Date(row.updatedAt),
+  };
 }
 
+const NO_TOKENS: DefinitionTokens = { anthropic: 0, openai: 0, as_sent: 0 };
 
-async function upsertMappings(db: Executor, id: number, documents: ToolDocument[], firstPosition: number) {
+/** The definition tokens of a catalog's tools, of all of them or of `names` only. */
+async function tokenTotals(tx: Executor, id: number, names: string[] | null): Promise<DefinitionTokens> {
+  if (names !== null && names.length === 0) return NO_TOKENS;
+  const rows = await queryRows<DefinitionTokens>(
+    tx,
+    sql`select coalesce(sum(d.tokens_anthropic), 0)::float8 as anthropic, coalesce(sum(d.tokens_openai), 0)::float8 as openai,
+               coalesce(sum(ct.tokens_as_sent), 0)::float8 as as_sent
+        from catalog_tools ct join tool_documents d on d.hash = ct.hash
+        where ct.catalog_id = ${id} ${names === null ? sql`` : sql`and ct.name = any(${sql.param(names)}::text[])`}`,
+  );
+  const row = rows[0];
+  return row ? { anthropic: Number(row.anthropic), openai: Number(row.openai), as_sent: Number(row.as_sent) } : NO_TOKENS;
+}
+
+/** What a write changed the catalog's definition tokens by: the touched names after, less before. */
+const tokenChange = (before: DefinitionTokens, after: DefinitionTokens): DefinitionTokens => ({
+  anthropic: after.anthropic - before.anthropic,
+  openai: after.openai - before.openai,
+  as_sent: after.as_sent - before.as_sent,
+});
+
+const addTokens = (change: DefinitionTokens) =>
+  sql`tokens_anthropic = tokens_anthropic + ${change.anthropic}, tokens_openai = tokens_openai + ${change.openai}, tokens_as_sent = tokens_as_sent + ${change.as_sent}`;
+
+
+async function upsertMappings(db: Executor, id: number, documents: CountedDocument[], firstPosition: number) {
   if (documents.length === 0) return;
   await db.execute(
-    sql`insert into catalog_tools (catalog_id, name, hash, definition, position)
-        select ${id}, t.name, t.hash, t.definition::json, t.position
+    sql`insert into catalog_tools (catalog_id, name, hash, definition, tokens_as_sent, position)
+        select ${id}, t.name, t.hash, t.definition::json, t.tokens_as_sent, t.position
         from unnest(
           ${sql.param(documents.map((doc) => doc.tool.name))}::text[],
           ${sql.param(documents.map((doc) => doc.hash))}::text[],
           ${sql.param(documents.map((doc) => JSON.stringify(doc.tool.definition)))}::text[],
+          ${sql.param(documents.map((doc) => doc.tokens.as_sent))}::int[],
           ${sql.param(documents.map((_, index) => firstPosition + index))}::int[]
-        ) as t(name, hash, definition, position)
-        on conflict (catalog_id, name) do update set hash = excluded.hash, definition = excluded.definition`,
+        ) as t(name, hash, definition, tokens_as_sent, position)
+        on conflict (catalog_id, name) do update set hash = excluded.hash, definition = excluded.definition, tokens_as_sent = excluded.tokens_as_sent`,
   );
 }
 
@@ -76,22 +115,28 @@ async function writeCatalog(
   db: Db,
   tenant: string,
   name: string,
-  unstored: ToolDocument[],
-  /** `changed`: the names that now point at other content or at nothing (null: possibly any). */
-  mapTools: (tx: Executor, id: number, created: boolean) => Promise<{ changed: string[] | null; toolCount: number }>,
+  unstored: CountedDocument[],
+  /**
+   * `changed`: the names that now point at other content or at nothing (null: possibly any);
+   * `tokens`: what the catalog's definition tokens changed by.
+   */
+  mapTools: (tx: Executor, id: number, created: boolean) => Promise<{ changed: string[] | null; toolCount: number; tokens: DefinitionTokens }>,
 ): Promise<CatalogWrite> {
   // Locks in one order everywhere: documents (by hash), then the catalog row, then its tools.
   return retryOnConflict(() => db.transaction(async (tx) => {
     const newHashes = await insertDocuments(tx, unstored);
     const { id, created } = await lockOrCreateCatalog(tx, tenant, name);
-    const { changed, toolCount } = await mapTools(tx, id, created);
+    const { changed, toolCount, tokens } = await mapTools(tx, id, created);
     // Re-pushing an identical catalog is not a change: revision and updated_at move only when a
-    // name now points at other content (clients and caches key on the revision).
+    // name now points at other content (clients and caches key on the revision). A definition
+    // re-sent in another shape keeps its content (and revision) but may change its tokens as sent.
     if (created) {
-      await tx.execute(sql`update catalogs set tool_count = ${toolCount} where id = ${id}`);
+      await tx.execute(sql`update catalogs set tool_count = ${toolCount}, ${addTokens(tokens)} where id = ${id}`);
     } else if (changed === null || changed.length > 0) {
-      await tx.execute(sql`update catalogs set updated_at = now(), revision = revision + 1, tool_count = ${toolCount} where id = ${id}`);
+      await tx.execute(sql`update catalogs set updated_at = now(), revision = revision + 1, tool_count = ${toolCount}, ${addTokens(tokens)} where id = ${id}`);
       await logChanges(tx, id, changed);
+    } else if (tokens.as_sent !== 0 || tokens.anthropic !== 0 || tokens.openai !== 0) {
+      await tx.execute(sql`update catalogs set ${addTokens(tokens)} where id = ${id}`);
     }
     return { catalog: (await getCatalog(tx, tenant, name))!, newHashes };
   }));
@@ -128,16 +173,17 @@ export async function replaceCatalog(
   db: Db,
   tenant: string,
   name: string,
-  documents: ToolDocument[],
-  unstored: ToolDocument[] = documents,
+  documents: CountedDocument[],
+  unstored: CountedDocument[] = documents,
 ): Promise<CatalogWrite> {
   return writeCatalog(db, tenant, name, unstored, async (tx, id, created) => {
     const before = created ? undefined : await mappingDigest(tx, id);
+    const tokensBefore = created ? NO_TOKENS : await tokenTotals(tx, id, null);
     await tx.execute(sql`delete from catalog_tools where catalog_id = ${id}`);
     await upsertMappings(tx, id, documents, 0);
     const after = await mappingDigest(tx, id);
     // Which names changed is not worked out here: an index of the old revision is read whole again.
-    return { changed: after.digest !== before?.digest ? null : [], toolCount: after.count };
+    return { changed: after.digest !== before?.digest ? null : [], toolCount: after.count, tokens: tokenChange(tokensBefore, await tokenTotals(tx, id, null)) };
   });
 }
 
@@ -146,8 +192,8 @@ export async function upsertCatalogTools(
   db: Db,
   tenant: string,
   name: string,
-  documents: ToolDocument[],
-  unstored: ToolDocument[] = documents,
+  documents: CountedDocument[],
+  unstored: CountedDocument[] = documents,
 ): Promise<CatalogWrite> {
   return writeCatalog(db, tenant, name, unstored, async (tx, id) => {
     // What the written names point at now: the change and the new count cost the slice, not the catalog.
@@ -167,8 +213,10 @@ export async function upsertCatalogTools(
       sql`select coalesce(max(position) + 1, 0)::int as next, tool_count as count from catalogs c
           left join catalog_tools ct on ct.catalog_id = c.id where c.id = ${id} group by c.tool_count`,
     ))[0]!;
+    const written = names.map(([toolName]) => toolName);
+    const tokensBefore = await tokenTotals(tx, id, written);
     await upsertMappings(tx, id, documents, Number(next ?? 0));
-    return { changed, toolCount: Number(count) + added };
+    return { changed, toolCount: Number(count) + added, tokens: tokenChange(tokensBefore, await tokenTotals(tx, id, written)) };
   });
 }
 
@@ -186,8 +234,8 @@ export async function replaceServerTools(
   tenant: string,
   name: string,
   server: string,
-  documents: ToolDocument[],
-  unstored: ToolDocument[] = documents,
+  documents: CountedDocument[],
+  unstored: CountedDocument[] = documents,
 ): Promise<CatalogWrite & { before: ServerToolsBefore }> {
   let before: ServerToolsBefore = new Map();
   const write = await writeCatalog(db, tenant, name, unstored, async (tx, id) => {
@@ -199,6 +247,8 @@ export async function replaceServerTools(
     before = new Map(rows.map((row) => [row.name, row.hash]));
     const names = new Set(documents.map((doc) => doc.tool.name));
     const gone = [...before.keys()].filter((toolName) => !names.has(toolName));
+    const touched = [...new Set([...before.keys(), ...names])];
+    const tokensBefore = await tokenTotals(tx, id, touched);
     if (gone.length > 0) {
       await tx.execute(sql`delete from catalog_tools where catalog_id = ${id} and name = any(${sql.param(gone)}::text[])`);
     }
@@ -218,7 +268,7 @@ export async function replaceServerTools(
           left join catalog_tools ct on ct.catalog_id = c.id where c.id = ${id} group by c.tool_count`,
     ))[0]!;
     await upsertMappings(tx, id, documents, Number(next ?? 0));
-    return { changed, toolCount: Number(count) - gone.length + added };
+    return { changed, toolCount: Number(count) - gone.length + added, tokens: tokenChange(tokensBefore, await tokenTotals(tx, id, touched)) };
   });
   return { ...write, before };
 }
@@ -230,12 +280,13 @@ export async function deleteCatalogTool(db: Db, tenant: string, catalog: string,
     const rows = await queryRows<{ id: number }>(tx, sql`select id from catalogs where tenant = ${tenant} and name = ${catalog} for update`);
     const id = rows[0]?.id;
     if (id === undefined) return false;
+    const tokens = await tokenTotals(tx, id, [toolName]);
     const deleted = await queryRows<{ name: string }>(
       tx,
       sql`delete from catalog_tools where catalog_id = ${id} and name = ${toolName} returning name`,
     );
     if (deleted.length > 0) {
-      await tx.execute(sql`update catalogs set updated_at = now(), revision = revision + 1, tool_count = tool_count - 1 where id = ${id}`);
+      await tx.execute(sql`update catalogs set updated_at = now(), revision = revision + 1, tool_count = tool_count - 1, ${addTokens(tokenChange(tokens, NO_TOKENS))} where id = ${id}`);
       await logChanges(tx, id, [toolName]);
     }
     return deleted.length > 0;
@@ -251,7 +302,7 @@ export async function deleteCatalog(db: Executor, tenant: string, name: string):
 }
 
 export async function listCatalogs(db: Executor, tenant: string): Promise<CatalogSummary[]> {
-  const rows = await queryRows<CatalogSummary>(
+  const rows = await queryRows<SummaryRow>(
     db,
     sql`select ${summaryColumns} from catalogs c where c.tenant = ${tenant} order by c.name`,
   );
@@ -259,14 +310,15 @@ export async function listCatalogs(db: Executor, tenant: string): Promise<Catalo
 }
 
 export async function getCatalog(db: Executor, tenant: string, name: string): Promise<CatalogSummary | undefined> {
-  const rows = await queryRows<CatalogSummary>(
+  const rows = await queryRows<SummaryRow>(
     db,
     sql`select ${summaryColumns} from catalogs c where c.tenant = ${tenant} and c.name = ${name}`,
   );
   return rows[0] ? normalizeSummary(rows[0]) : undefined;
 }
 
-const toolColumns = sql`ct.name, ct.hash, d.description, d.input_schema as "inputSchema", d.tags, d.server, ct.definition`;
+const toolColumns = sql`ct.name, ct.hash, d.description, d.input_schema as "inputSchema", d.tags, d.server, ct.definition,
+  json_build_object('anthropic', d.tokens_anthropic, 'openai', d.tokens_openai, 'as_sent', ct.tokens_as_sent) as tokens`;
 
 /** One page of a catalog's tools in name order; `after` is the last name of the previous page. */
 export async function listCatalogTools(
@@ -320,4 +372,40 @@ export async function tenantHashes(db: Executor, tenant: string, hashes: string[
         where c.tenant = ${tenant} and ct.hash = any(${sql.param(hashes)}::text[])`,
   );
   return new Set(rows.map((row) => row.hash));
+}
+
+/** Catalog rows written before their definition tokens were counted (by an older release). */
+export async function catalogRowsWithoutTokens(db: Executor, limit: number): Promise<{ catalogId: number; name: string; definition: unknown }[]> {
+  return queryRows(
+    db,
+    sql`select catalog_id as "catalogId", name, definition from catalog_tools where tokens_as_sent is null
+        order by catalog_id, name collate "C" limit ${limit}`,
+  );
+}
+
+export async function setCatalogRowTokens(db: Executor, counts: { catalogId: number; name: string; asSent: number }[]): Promise<void> {
+  if (counts.length === 0) return;
+  await db.execute(
+    sql`update catalog_tools ct set tokens_as_sent = v.as_sent
+        from unnest(${sql.param(counts.map((row) => row.catalogId))}::int[], ${sql.param(counts.map((row) => row.name))}::text[],
+                    ${sql.param(counts.map((row) => row.asSent))}::int[]) as v(catalog_id, name, as_sent)
+        where ct.catalog_id = v.catalog_id and ct.name = v.name and ct.tokens_as_sent is null`,
+  );
+}
+
+/**
+ * Sets every catalog's definition tokens to the sums of its rows, each under the catalog's lock (the
+ * sums read after it is taken include every write that held it before).
+ */
+export async function recountCatalogTokens(db: Db): Promise<number> {
+  const ids = await queryRows<{ id: number }>(db, sql`select id from catalogs order by id`);
+  for (const { id } of ids) {
+    await retryOnConflict(() => db.transaction(async (tx) => {
+      const locked = await queryRows<{ id: number }>(tx, sql`select id from catalogs where id = ${id} for update`);
+      if (locked.length === 0) return;
+      const sums = await tokenTotals(tx, id, null);
+      await tx.execute(sql`update catalogs set tokens_anthropic = ${sums.anthropic}, tokens_openai = ${sums.openai}, tokens_as_sent = ${sums.as_sent} where id = ${id}`);
+    }));
+  }
+  return ids.length;
 }

@@ -42,6 +42,13 @@ export const toolDocuments = pgTable('tool_documents', {
    * start-up recomputes older ones, so a release that changes tokenizing never mixes recipes.
    */
   termsVersion: integer('terms_version').notNull().default(1),
+  /**
+   * Estimated tokens (o200k) of the tool as Anthropic's and OpenAI's Responses requests carry it
+   * (catalog/tokens.ts), counted when the document is stored; null only for documents stored by an
+   * older release until start-up counts them.
+   */
+  tokensAnthropic: integer('tokens_anthropic'),
+  tokensOpenai: integer('tokens_openai'),
   createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
 }, (table) => [index('tool_documents_server_idx').on(table.server)]);
 
@@ -93,6 +100,13 @@ export const catalogs = pgTable(
     revision: bigint('revision', { mode: 'number' }).notNull().default(1),
     /** Tools in the catalog, kept by every write in its transaction (searches read it each time). */
     toolCount: integer('tool_count').notNull().default(0),
+    /**
+     * Estimated definition tokens of every tool of the catalog, per shape (the sums of the rows'
+     * counts), kept by every write in its transaction: what sending the whole catalog would cost.
+     */
+    tokensAnthropic: bigint('tokens_anthropic', { mode: 'number' }).notNull().default(0),
+    tokensOpenai: bigint('tokens_openai', { mode: 'number' }).notNull().default(0),
+    tokensAsSent: bigint('tokens_as_sent', { mode: 'number' }).notNull().default(0),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
   },
@@ -111,6 +125,8 @@ export const catalogTools = pgTable(
       .references(() => toolDocuments.hash),
     /** The definition exactly as this catalog received it (detail=full returns it). */
     definition: json('definition').notNull(),
+    /** Estimated tokens (o200k) of `definition` as sent; null only for rows of an older release until start-up counts them. */
+    tokensAsSent: integer('tokens_as_sent'),
     position: integer('position').notNull(),
   },
   (table) => [primaryKey({ columns: [table.catalogId, table.name] }), index('catalog_tools_hash_idx').on(table.hash)],

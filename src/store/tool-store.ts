@@ -1,4 +1,5 @@
 import { sql } from 'drizzle-orm';
+import type { DefinitionTokens } from '../catalog/tokens.js';
 import type { Tool } from '../catalog/tool.js';
 import { queryRows, type Db } from './database.js';
 
@@ -12,6 +13,11 @@ export interface ToolDocument {
   length: number;
   /** The recipe version the terms were computed with (search-text.ts TERMS_VERSION). */
   termsVersion: number;
+}
+
+/** A document with its definition's estimated tokens (catalog/tokens.ts): what is stored. */
+export interface CountedDocument extends ToolDocument {
+  tokens: DefinitionTokens;
 }
 
 export interface DocumentTerms {
@@ -48,14 +54,15 @@ async function insertTerms(db: Executor, documents: { hash: string; termFreqs: M
  * whatever the count. Returns the hashes that were new. A document is immutable once written, so
  * concurrent writers of the same hash are harmless: the loser's insert does nothing.
  */
-export async function insertDocuments(db: Executor, documents: ToolDocument[]): Promise<string[]> {
+export async function insertDocuments(db: Executor, documents: CountedDocument[]): Promise<string[]> {
   // Hash order: concurrent writers of overlapping documents take their row locks in one order.
   const unique = [...new Map(documents.map((doc) => [doc.hash, doc])).values()].sort((a, b) => (a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : 0));
   if (unique.length === 0) return [];
   const inserted = await queryRows<{ hash: string }>(
     db,
-    sql`insert into tool_documents (hash, name, description, input_schema, tags, server, definition, doc_length, terms_version)
-        select d.hash, d.name, d.description, d.input_schema::json, array(select jsonb_array_elements_text(d.tags::jsonb)), d.server, d.definition::json, d.doc_length, d.terms_version
+    sql`insert into tool_documents (hash, name, description, input_schema, tags, server, definition, doc_length, terms_version, tokens_anthropic, tokens_openai)
+        select d.hash, d.name, d.description, d.input_schema::json, array(select jsonb_array_elements_text(d.tags::jsonb)), d.server, d.definition::json, d.doc_length, d.terms_version,
+               d.tokens_anthropic, d.tokens_openai
         from unnest(
           ${sql.param(unique.map((doc) => doc.hash))}::text[],
           ${sql.param(unique.map((doc) => doc.tool.name))}::text[],
@@ -65,8 +72,10 @@ export async function insertDocuments(db: Executor, documents: ToolDocument[]): 
           ${sql.param(unique.map((doc) => doc.tool.server))}::text[],
           ${sql.param(unique.map((doc) => JSON.stringify(doc.tool.definition)))}::text[],
           ${sql.param(unique.map((doc) => doc.length))}::int[],
-          ${sql.param(unique.map((doc) => doc.termsVersion))}::int[]
-        ) as d(hash, name, description, input_schema, tags, server, definition, doc_length, terms_version)
+          ${sql.param(unique.map((doc) => doc.termsVersion))}::int[],
+          ${sql.param(unique.map((doc) => doc.tokens.anthropic))}::int[],
+          ${sql.param(unique.map((doc) => doc.tokens.openai))}::int[]
+        ) as d(hash, name, description, input_schema, tags, server, definition, doc_length, terms_version, tokens_anthropic, tokens_openai)
         on conflict (hash) do nothing
         returning hash`,
   );
@@ -96,9 +105,9 @@ export const STORE_CONCURRENCY = { pglite: 1, postgres: 2 } as const;
  * documents are immutable and content-addressed, so a write that fails halfway leaves only whole,
  * correct documents, which a retry finds stored. Returns the hashes that were new.
  */
-export async function storeDocuments(db: Db, documents: ToolDocument[], sliceSize: number = STORE_SLICE.postgres, concurrency = 1): Promise<string[]> {
+export async function storeDocuments(db: Db, documents: CountedDocument[], sliceSize: number = STORE_SLICE.postgres, concurrency = 1): Promise<string[]> {
   const ordered = [...documents].sort((a, b) => (a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : 0));
-  const slices: ToolDocument[][] = [];
+  const slices: CountedDocument[][] = [];
   for (let start = 0; start < ordered.length; start += sliceSize) slices.push(ordered.slice(start, start + sliceSize));
   const fresh: string[][] = [];
   let next = 0;
@@ -171,4 +180,23 @@ export async function replaceTerms(db: Db, documents: (DocumentTerms & { hash: s
           where d.hash = v.hash`,
     );
   });
+}
+
+/** Documents stored before their definition tokens were counted (by an older release), in hash order. */
+export async function documentsWithoutTokens(db: Executor, limit: number): Promise<StoredDocument[]> {
+  return queryRows<StoredDocument>(
+    db,
+    sql`select hash, name, description, input_schema as "inputSchema", tags, server, definition
+        from tool_documents where tokens_anthropic is null or tokens_openai is null order by hash limit ${limit}`,
+  );
+}
+
+export async function setDocumentTokens(db: Executor, counts: { hash: string; anthropic: number; openai: number }[]): Promise<void> {
+  if (counts.length === 0) return;
+  await db.execute(
+    sql`update tool_documents d set tokens_anthropic = v.anthropic, tokens_openai = v.openai
+        from unnest(${sql.param(counts.map((row) => row.hash))}::text[], ${sql.param(counts.map((row) => row.anthropic))}::int[],
+                    ${sql.param(counts.map((row) => row.openai))}::int[]) as v(hash, anthropic, openai)
+        where d.hash = v.hash`,
+  );
 }

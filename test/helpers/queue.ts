@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { toDocument } from '../../src/catalog/catalog-service.js';
 import { normalizeTools } from '../../src/catalog/tool-formats.js';
 import type { Embedder } from '../../src/embed/embedder.js';
-import type { ToolDocument } from '../../src/store/tool-store.js';
+import type { CountedDocument } from '../../src/store/tool-store.js';
 import { uniqueName } from './database.js';
 
 /** The real Redis: REDIS_URL when set, else the one every CI machine runs. */
@@ -31,7 +31,7 @@ export function uniqueTools(count: number, label = 'tool'): { name: string; desc
   }));
 }
 
-export function toDocuments(raws: unknown[]): ToolDocument[] {
+export function toDocuments(raws: unknown[]): CountedDocument[] {
   return normalizeTools(raws).tools.map((tool) => toDocument(tool));
 }
 

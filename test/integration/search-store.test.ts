@@ -8,11 +8,11 @@ import { EMBED_TEXT_VERSION } from '../../src/catalog/search-text.js';
 import { writeVectors } from '../../src/store/embedding-store.js';
 import { searchBm25, searchServersBm25, searchServersVector, searchVector, type Corpus } from '../../src/store/search-store.js';
 import { queryRows } from '../../src/store/database.js';
-import type { ToolDocument } from '../../src/store/tool-store.js';
+import type { CountedDocument } from '../../src/store/tool-store.js';
 import { testDatabase, uniqueName } from '../helpers/database.js';
 
 /** A document with hand-set term counts (the SQL must use exactly these, not re-tokenize). */
-function toyDocument(name: string, termFreqs: Record<string, number>): ToolDocument {
+function toyDocument(name: string, termFreqs: Record<string, number>): CountedDocument {
   const map = new Map(Object.entries(termFreqs));
   const hash = randomBytes(32).toString('hex');
   return {
@@ -21,6 +21,7 @@ function toyDocument(name: string, termFreqs: Record<string, number>): ToolDocum
     termFreqs: map,
     length: [...map.values()].reduce((sum, tf) => sum + tf, 0),
     termsVersion: 1,
+    tokens: { anthropic: 10, openai: 13, as_sent: 7 },
   };
 }
 
@@ -32,7 +33,7 @@ const DOG_D2 = 0.590862;
 
 describe('BM25 and vector search in SQL', () => {
   let database: Database;
-  let docs: ToolDocument[];
+  let docs: CountedDocument[];
   let catalog: Corpus;
   beforeAll(async () => {
     database = await testDatabase();
@@ -183,7 +184,7 @@ describe('server lists in SQL', () => {
       [{ kind: 'catalog', catalogId: write.catalog.id, tags: ['even'] }, docs.filter((_, i) => i % 2 === 0)],
       [{ kind: 'hashes', hashes: docs.slice(5).map((doc) => doc.hash) }, docs.slice(5)],
     ] as [Corpus, typeof docs][]) {
-      const id = (doc: ToolDocument) => (corpus.kind === 'catalog' ? doc.tool.name : doc.hash);
+      const id = (doc: CountedDocument) => (corpus.kind === 'catalog' ? doc.tool.name : doc.hash);
       const expected = serverDocuments(kept.map((doc) => ({ id: id(doc), server: doc.tool.server, termFreqs: doc.termFreqs, length: doc.length })));
       const weights = terms.map((_, i) => (i % 2 === 1 ? 0.6 : 1));
       const bm25 = await searchServersBm25(database.db, corpus, { terms, weights }, 10);
@@ -287,7 +288,7 @@ describe('a newer revision\'s index derived from the older one and the change lo
       const doc = toyDocument(name, terms);
       return { ...doc, tool: { ...doc.tool, server, tags: [words[Math.floor(random() * 3)]!] } };
     };
-    const vectorsOf = (docs: ToolDocument[]) => docs.map((doc) => ({ hash: doc.hash, vector: [random() - 0.5, random() - 0.5, random() - 0.5] }));
+    const vectorsOf = (docs: CountedDocument[]) => docs.map((doc) => ({ hash: doc.hash, vector: [random() - 0.5, random() - 0.5, random() - 0.5] }));
     const docs = Array.from({ length: 60 }, (_, i) => tool(`t${String(i).padStart(2, '0')}`, i % 10 === 9 ? null : `s${i % 6}`));
     const name = uniqueName('derive');
     const tenant = name;

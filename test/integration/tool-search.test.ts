@@ -61,7 +61,8 @@ describe('POST /v1/tool-search', () => {
     const { status, body } = await search({ query: 'look something up online', catalog, max_results: 4 });
     expect(status).toBe(200);
     expect(body.results[0].name).toBe('search_web');
-    expect(body.tokens.offered).toBeNull();
+    // What sending the whole catalog would cost, summed by its writes.
+    expect(body.tokens.offered).toBe((await app.request('GET', `/v1/catalogs/${catalog}`, undefined, auth)).body.definition_tokens.as_sent);
     // Tags match case-insensitively: the tool carries "Web".
     const tagged = await search({ query: 'search pages or read a file', catalog, tags: ['web'] });
     expect(tagged.body.results.map((result: { name: string }) => result.name)).toEqual(['search_web']);

@@ -1,3 +1,4 @@
+import { TokenCounter } from '../../src/catalog/tokens.js';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { BackgroundWork } from '../../src/background-work.js';
@@ -30,6 +31,7 @@ function harness() {
     toolCache: new LruCache<string, RequestTool>(100),
     toolListCache: new LruCache<string, CachedToolList>(10),
     background: new BackgroundWork(),
+    tokens: new TokenCounter(),
     logger: createLogger('warn', sink),
   };
   return { deps, transactions, settle: () => settlers.at(-1)!, settlers, lines };
