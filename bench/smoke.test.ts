@@ -122,6 +122,16 @@ describe('benches, smoke runs', () => {
     expect(reports[0]!.searched.external).toBeGreaterThan(0);
   });
 
+  it('npm run bench:savings: one corpus in BM25 mode, its tokens reported and /metrics adding up', async () => {
+    const { code, stdout, stderr } = await runBench(['bench/savings.ts', '--corpora', 'livemcpbench', '--queries', '4', '--model', 'none']);
+    expect(code, stderr.slice(-3000)).toBe(0);
+    const report = JSON.parse(stdout.trim().split('\n').at(-1)!) as { metrics_consistent: boolean; reports: Array<{ corpus: string; queries: number; catalog_tokens: { as_sent: number }; selected_tokens: { p50: number }; recall: number }> };
+    expect(report.metrics_consistent).toBe(true);
+    expect(report.reports.map((row) => [row.corpus, row.queries])).toEqual([['livemcpbench', 4]]);
+    expect(report.reports[0]!.catalog_tokens.as_sent).toBeGreaterThan(report.reports[0]!.selected_tokens.p50);
+    expect(report.reports[0]!.selected_tokens.p50).toBeGreaterThan(0);
+  });
+
   it('npm run bench:scale: tiny catalogs on both stores, both modes, every figure reported', async () => {
     const pg = process.env.BENCH_PG ? ['--pg', process.env.BENCH_PG] : [];
     const { code, stdout, stderr } = await runBench(['bench/scale.ts', '--sizes', '300,600', '--stores', 'postgres,pglite', '--rounds', '1', '--queries', '4', '--slice', '250', ...pg]);
