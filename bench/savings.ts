@@ -115,7 +115,7 @@ try {
   for (const r of reports) {
     console.log(
       `${r.corpus.padEnd(17)} ${String(r.tools).padStart(5)}  ${String(r.queries).padStart(7)}  ${String(r.catalog_tokens.as_sent).padStart(14)}  ` +
-        `${`${r.selected_tokens.p50} / ${r.selected_tokens.p90}`.padStart(16)}  ${`${(r.reduction_at_median * 100).toFixed(1)}%`.padStart(9)}  ` +
+        `${`${Math.round(r.selected_tokens.p50)} / ${Math.round(r.selected_tokens.p90)}`.padStart(16)}  ${`${(r.reduction_at_median * 100).toFixed(1)}%`.padStart(9)}  ` +
         `${`${(r.any_relevant * 100).toFixed(1)}%`.padStart(18)}  ${r.recall.toFixed(3)}`,
     );
   }
