@@ -4,8 +4,14 @@ import { createDeps } from './deps.js';
 import { createApp } from './http/app.js';
 import { createHttpServer } from './http/server.js';
 
-/** How long in-flight requests get to finish after SIGTERM. */
+/**
+ * How long a shutdown takes at most, from SIGTERM to exit (inside the 30 s a container runtime
+ * gives by default): in-flight requests get all but the last CLOSE_MS of it, closing the queue,
+ * the model and the store that last part. What is unfinished then (a batch waiting to retry) is
+ * left for the next start, which finds every tool still lacking a vector.
+ */
 const DRAIN_MS = 20_000;
+const CLOSE_MS = 5_000;
 
 const USAGE = `toolsift: tool discovery over HTTP and MCP.
 usage: npm start            (or: node --max-semi-space-size=4 dist/src/main.js)
@@ -41,9 +47,15 @@ async function main(): Promise<void> {
     stopping = true;
     deps.logger.info({ signal }, 'shutting down: draining requests');
     // In-flight requests finish; keep-alive connections that stay idle are closed, and after
-    // DRAIN_MS whatever is still open is cut so a stuck client cannot hold the process forever.
-    const force = setTimeout(() => server.closeAllConnections(), DRAIN_MS);
+    // DRAIN_MS - CLOSE_MS whatever is still open is cut so a stuck client cannot hold the process
+    // forever; at DRAIN_MS the process exits whatever is still closing.
+    const force = setTimeout(() => server.closeAllConnections(), DRAIN_MS - CLOSE_MS);
     force.unref();
+    const deadline = setTimeout(() => {
+      deps.logger.error({ drainMs: DRAIN_MS }, 'shutdown did not finish in time: exiting; unfinished embedding resumes at the next start');
+      process.exit(1);
+    }, DRAIN_MS);
+    deadline.unref();
     server.close(async () => {
       try {
         await deps.close();

@@ -25,6 +25,8 @@ export class InProcessEmbedQueue implements EmbedQueue {
   private readonly scheduled = new Set<string>();
   private running = 0;
   private idleWaiters: (() => void)[] = [];
+  /** Wakes the batches waiting out a retry's backoff (close() does not wait for them). */
+  private readonly backoffs = new Set<() => void>();
   private closed = false;
 
   constructor(
@@ -85,9 +87,15 @@ export class InProcessEmbedQueue implements EmbedQueue {
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
+  /**
+   * Stops taking batches and waits for the ones being embedded; a batch waiting to retry is not
+   * waited for (with the database gone that wait had no end). What is left unembedded is found
+   * again by `enqueueMissing()` at the next start.
+   */
   async close(): Promise<void> {
     this.closed = true;
     this.waiting.length = 0;
+    for (const wake of this.backoffs) wake();
     if (this.running > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
   }
 
@@ -98,7 +106,7 @@ export class InProcessEmbedQueue implements EmbedQueue {
       void this.run(job).finally(() => {
         this.running -= 1;
         this.pump();
-        if (this.waiting.length === 0 && this.running === 0) {
+        if (this.running === 0 && (this.waiting.length === 0 || this.closed)) {
           const waiters = this.idleWaiters;
           this.idleWaiters = [];
           for (const resolve of waiters) resolve();
@@ -122,15 +130,28 @@ export class InProcessEmbedQueue implements EmbedQueue {
         job.state = 'delayed';
         const delay = (this.options.retryDelayMs ?? 1000) * 2 ** (job.attempts - 1);
         this.options.logger.warn({ jobId: job.id, attempt: job.attempts, err: error }, 'embedding batch failed; retrying');
-        await new Promise((resolve) => setTimeout(resolve, delay));
+        await this.backoff(delay);
         job.state = 'waiting';
-        this.waiting.push(job);
+        if (!this.closed) this.waiting.push(job);
       } else {
         job.state = 'failed';
         for (const hash of job.hashList) this.scheduled.delete(hash);
         this.options.logger.error({ jobId: job.id, err: error }, 'embedding batch failed');
       }
     }
+  }
+
+  /** Waits `ms`, or until close(). */
+  private backoff(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.backoffs.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      this.backoffs.add(wake);
+    });
   }
 
   private trim(): void {

@@ -4,7 +4,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { scratchDatabase } from '../helpers/database.js';
 import { freePort } from '../helpers/process.js';
+import { uniqueTools } from '../helpers/queue.js';
+import { startTcpProxy } from '../helpers/tcp-proxy.js';
 
 const root = new URL('../..', import.meta.url).pathname;
 
@@ -69,6 +72,54 @@ describe('SIGTERM on a real server process', () => {
     } finally {
       if (server.exitCode === null) server.kill('SIGKILL');
       rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('with PostgreSQL partitioned and embedding batches waiting to retry, exits within its 20 s drain window', { timeout: 120_000 }, async () => {
+    const scratch = await scratchDatabase('postgres', 'toolsift_sigterm');
+    const target = new URL(scratch.url!);
+    const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
+    const proxied = Object.assign(new URL(scratch.url!), { host: `127.0.0.1:${proxy.port}` }).toString();
+    const port = await freePort();
+    const server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      cwd: root,
+      env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: proxied, DB_TIMEOUT_MS: '1000', LOG_LEVEL: 'info', EMBED_MODEL: 'use-lite', REDIS_URL: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    server.stdout!.on('data', (chunk) => (output += String(chunk)));
+    server.stderr!.on('data', (chunk) => (output += String(chunk)));
+    const exited = new Promise<number | null>((resolve) => server.once('exit', (code) => resolve(code)));
+    try {
+      const base = `http://127.0.0.1:${port}`;
+      for (let tries = 0; ; tries++) {
+        try {
+          if ((await fetch(`${base}/readyz`)).status === 200) break;
+        } catch {
+          // not listening yet
+        }
+        if (tries > 600) throw new Error(`server did not start:\n${output}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      const put = await fetch(`${base}/v1/catalogs/partitioned`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ tools: uniqueTools(200, 'sigterm') }) });
+      expect(put.status).toBe(200);
+      proxy.blackhole();
+      for (let tries = 0; !output.includes('embedding batch failed; retrying'); tries++) {
+        if (tries > 300) throw new Error(`no batch failed:\n${output}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      const signalled = Date.now();
+      server.kill('SIGTERM');
+      const code = await Promise.race([exited, new Promise<string>((resolve) => setTimeout(() => resolve('still running'), 30_000))]);
+      const seconds = (Date.now() - signalled) / 1000;
+      expect(code, output.slice(-3000)).not.toBe('still running');
+      // Within the drain window (20 s) plus a margin for a loaded machine.
+      expect(seconds, output.slice(-3000)).toBeLessThan(25);
+      expect(output).toContain('shutting down');
+    } finally {
+      if (server.exitCode === null) server.kill('SIGKILL');
+      await proxy.close();
+      await scratch.drop();
     }
   });
 });
