@@ -10,7 +10,7 @@ import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { replaceServerTools } from '../../src/catalog/catalog-service.js';
-import { refreshDefinitionTokens } from '../../src/catalog/refresh-terms.js';
+import { refreshDefinitionTokens } from '../../src/catalog/refresh-tokens.js';
 import { queryRows } from '../../src/store/database.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { scratchDatabase, storeKind, type ScratchDatabase } from '../helpers/database.js';

@@ -1,0 +1,33 @@
+import type { Logger } from '../logger.js';
+import { catalogRowsWithoutTokens, recountCatalogTokens, setCatalogRowTokens } from '../store/catalog-store.js';
+import type { Db } from '../store/database.js';
+import { documentsWithoutTokens, setDocumentTokens } from '../store/tool-store.js';
+import { countDefinition, definitionTokens } from './tokens.js';
+
+const BATCH = 500;
+
+/**
+ * Counts the definition tokens of documents and catalog rows stored by a release that did not count
+ * them, then sets each catalog's sums. Runs at start-up; nothing to do costs two queries. Counting
+ * takes ~40-80 us a tool, once.
+ */
+export async function refreshDefinitionTokens(db: Db, logger: Logger): Promise<number> {
+  let counted = 0;
+  for (;;) {
+    const uncounted = await documentsWithoutTokens(db, BATCH);
+    if (uncounted.length === 0) break;
+    await setDocumentTokens(db, uncounted.map((doc) => ({ hash: doc.hash, ...definitionTokens(doc) })));
+    counted += uncounted.length;
+  }
+  for (;;) {
+    const rows = await catalogRowsWithoutTokens(db, BATCH);
+    if (rows.length === 0) break;
+    await setCatalogRowTokens(db, rows.map((row) => ({ catalogId: row.catalogId, name: row.name, asSent: countDefinition(row.definition) })));
+    counted += rows.length;
+  }
+  if (counted > 0) {
+    const catalogs = await recountCatalogTokens(db);
+    logger.info({ counted, catalogs }, 'counted the definition tokens of tools stored by an older release');
+  }
+  return counted;
+}
