@@ -1,7 +1,7 @@
 import type { BackgroundWork } from '../background-work.js';
 import { contentHash } from '../catalog/content-hash.js';
 import { documentTerms, queryTerms } from '../catalog/search-text.js';
-import { counted, termsDocument } from '../catalog/catalog-service.js';
+import { counted, mapYielding, termsDocument } from '../catalog/catalog-service.js';
 import type { TokenCounter } from '../catalog/tokens.js';
 import { normalizeTool, ToolFormatError, TOOL_NAME_MAX } from '../catalog/tool-formats.js';
 import type { Tool } from '../catalog/tool.js';
@@ -222,7 +222,7 @@ async function storeNewTools(deps: SelectorDeps, selection: Selection, fresh: Fr
   try {
     if (fresh.length > 0) {
       // Definition tokens are counted here, after the answer: the store keeps them with the document.
-      const documents = fresh.map(({ document }) => counted(document));
+      const documents = await mapYielding(fresh, ({ document }) => counted(document));
       for (const document of documents) deps.tokens.remember(document.hash, document.tokens);
       selection.newDocuments = (await storeDocuments(deps.db, documents, deps.writeSlice)).length;
       for (const { key, entry } of fresh) deps.toolCache.set(key, entry);
