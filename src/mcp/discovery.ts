@@ -13,7 +13,8 @@ import { confidences } from '../search/confidence.js';
 import { firstSentence, parameterNames } from '../catalog/describe.js';
 import { searchCatalog } from '../search/catalog-search.js';
 import type { RankDeps } from '../search/hybrid-search.js';
-import { getCatalogTool, type CatalogSummary, type CatalogToolRow } from '../store/catalog-store.js';
+import type { CatalogSummary, CatalogToolRow } from '../store/catalog-store.js';
+import { getToolWithUpstream, type UpstreamRow } from '../store/upstream-store.js';
 import type { UpstreamCallResult, UpstreamCaller } from '../upstream/upstream-caller.js';
 
 export interface DiscoveryDeps {
@@ -100,8 +101,9 @@ export async function searchTools(
   return { results };
 }
 
-/** A tool found by its address at this endpoint, or why not. */
-type Resolved = { ok: true; catalog: string; tool: CatalogToolRow } | { ok: false; error: string };
+/** A tool found by its address at this endpoint (with its upstream's row), or why not. */
+type Resolved = { ok: true; catalog: string; tool: ToolWithUpstream } | { ok: false; error: string };
+type ToolWithUpstream = CatalogToolRow & { upstream: UpstreamRow | null };
 
 export async function resolveTool(deps: DiscoveryDeps, scope: DiscoveryScope, name: string): Promise<Resolved> {
   const inScope = await scopeCatalogs(deps, scope);
@@ -126,9 +128,12 @@ export async function resolveTool(deps: DiscoveryDeps, scope: DiscoveryScope, na
   return { ok: false, error: `unknown tool "${name}"${scope.catalog ? ` in catalog "${scope.catalog}"` : ''}: search_tools finds tools, list_tools lists names` };
 }
 
-/** One query: the catalog's existence was checked by the caller's scope. */
-function findTool(deps: DiscoveryDeps, tenant: string, catalog: string, name: string): Promise<CatalogToolRow | undefined> {
-  return getCatalogTool(deps.catalog.db, { tenant, name: catalog }, name);
+/**
+ * One query: the catalog's existence was checked by the caller's scope. The upstream's row comes
+ * with the tool, so call_tool forwards after one statement, not two.
+ */
+function findTool(deps: DiscoveryDeps, tenant: string, catalog: string, name: string): Promise<ToolWithUpstream | undefined> {
+  return getToolWithUpstream(deps.catalog.db, tenant, catalog, name);
 }
 
 export type ToolDetail =
@@ -200,8 +205,8 @@ export async function callTool(deps: DiscoveryDeps, scope: DiscoveryScope, name:
         'toolsift knows its definition but cannot run it. Register the server with PUT /v1/catalogs/{catalog}/upstreams/{name}, or call the tool where it lives.',
     );
   if (!tool.server || !deps.upstreams) return noUpstream();
-  // One store read on the way: the caller answers isError with `unknown upstream` when there is none.
-  const result = await deps.upstreams.callTool({ tenant: scope.tenant, catalog, server: tool.server, tool: tool.name, arguments: args, signal });
+  if (!tool.upstream) return noUpstream();
+  const result = await deps.upstreams.callTool({ tenant: scope.tenant, catalog, server: tool.server, tool: tool.name, arguments: args, signal, upstream: tool.upstream });
   if (result.isError && result.unknownUpstream) return noUpstream();
   const { unknownUpstream: _unknown, ...answer } = result;
   return { ...answer, upstream: tool.server };

@@ -317,7 +317,8 @@ export async function getCatalog(db: Executor, tenant: string, name: string): Pr
   return rows[0] ? normalizeSummary(rows[0]) : undefined;
 }
 
-const toolColumns = sql`ct.name, ct.hash, d.description, d.input_schema as "inputSchema", d.tags, d.server, ct.definition,
+/** A catalog tool's columns (CatalogToolRow) over `catalog_tools ct join tool_documents d`. */
+export const toolColumns = sql`ct.name, ct.hash, d.description, d.input_schema as "inputSchema", d.tags, d.server, ct.definition,
   json_build_object('anthropic', d.tokens_anthropic, 'openai', d.tokens_openai, 'as_sent', ct.tokens_as_sent) as tokens`;
 
 /** One page of a catalog's tools in name order; `after` is the last name of the previous page. */

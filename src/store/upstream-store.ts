@@ -1,4 +1,5 @@
 import { sql } from 'drizzle-orm';
+import { toolColumns, type CatalogToolRow } from './catalog-store.js';
 import { queryRows } from './database.js';
 import type { Executor } from './tool-store.js';
 
@@ -78,4 +79,27 @@ export async function claimDueUpstreams(db: Executor, leaseSeconds: number): Pro
   const rows = await queryRows<UpstreamRow>(db, sql`select ${columns} from mcp_upstreams u join catalogs c on c.id = u.catalog_id`);
   const keys = new Set(claimed.map((row) => `${row.catalogId}\0${row.name}`));
   return rows.filter((row) => keys.has(`${row.catalogId}\0${row.name}`));
+}
+
+/**
+ * A catalog's tool and the upstream its `server` names (null when none is registered), in one
+ * statement: what call_tool needs before it can forward a call.
+ */
+export async function getToolWithUpstream(
+  db: Executor,
+  tenant: string,
+  catalog: string,
+  toolName: string,
+): Promise<(CatalogToolRow & { upstream: UpstreamRow | null }) | undefined> {
+  const rows = await queryRows<CatalogToolRow & { upstream: (Omit<UpstreamRow, 'lastSyncAt'> & { lastSyncAt: string | null }) | null }>(
+    db,
+    sql`select ${toolColumns}, case when up."catalogId" is null then null else row_to_json(up) end as upstream
+        from catalogs c join catalog_tools ct on ct.catalog_id = c.id join tool_documents d on d.hash = ct.hash
+          left join lateral (select ${columns} from mcp_upstreams u where u.catalog_id = c.id and u.name = d.server) up on true
+        where c.tenant = ${tenant} and c.name = ${catalog} and ct.name = ${toolName}`,
+  );
+  const row = rows[0];
+  if (!row) return undefined;
+  const upstream = row.upstream ? { ...row.upstream, lastSyncAt: row.upstream.lastSyncAt === null ? null : new Date(row.upstream.lastSyncAt) } : null;
+  return { ...row, upstream };
 }

@@ -3,6 +3,7 @@
  * on this interface only; `src/upstream/` implements it (connections to remote servers over
  * Streamable HTTP or SSE, supervised stdio children from UPSTREAMS_FILE).
  */
+import type { UpstreamRow } from '../store/upstream-store.js';
 
 /** An MCP `CallToolResult` as the upstream returned it; passed through unchanged. */
 export interface UpstreamCallResult {
@@ -23,6 +24,8 @@ export interface UpstreamCallInput {
   tool: string;
   arguments: Record<string, unknown>;
   signal?: AbortSignal;
+  /** The upstream's row when the caller read it with the tool (null: none is registered); read here when absent. */
+  upstream?: UpstreamRow | null;
 }
 
 export interface UpstreamCaller {

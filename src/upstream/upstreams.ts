@@ -188,7 +188,7 @@ export class UpstreamService implements UpstreamCaller {
   }
 
   async callTool(input: UpstreamCallInput): Promise<UpstreamCallResult> {
-    const row = await store.getUpstream(this.#deps.db, input.tenant, input.catalog, input.server);
+    const row = input.upstream !== undefined ? input.upstream : await store.getUpstream(this.#deps.db, input.tenant, input.catalog, input.server);
     if (!row) return { ...errorResult(`no upstream "${input.server}" in catalog "${input.catalog}"`), unknownUpstream: true };
     try {
       const { client } = await this.#connection(row);

@@ -85,6 +85,12 @@ describe('upstream MCP servers', () => {
     // A tool pushed over REST has no upstream: a clear isError.
     const local = await client.callTool({ name: 'call_tool', arguments: { name: 'local_note', arguments: {} } });
     expect(local.isError).toBe(true);
+    expect(JSON.stringify(local.content)).toContain('has no upstream MCP server registered');
+    // A tool that names a server no upstream of this catalog is: the same, naming the server.
+    expect((await app.request('POST', `/v1/catalogs/${catalog}/tools`, { tools: [{ name: 'ghost_tool', description: 'Haunts.', server: 'ghost' }] }, auth)).status).toBe(200);
+    const ghost = await client.callTool({ name: 'call_tool', arguments: { name: 'ghost_tool', arguments: {} } });
+    expect(ghost.isError).toBe(true);
+    expect(JSON.stringify(ghost.content)).toContain('its server is \\"ghost\\"');
   });
 
   it('an upstream that dies gives isError on call and an error in its sync state; its tools stay searchable', async () => {
