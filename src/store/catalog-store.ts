@@ -66,6 +66,15 @@ const tokenChange = (before: DefinitionTokens, after: DefinitionTokens): Definit
 const addTokens = (change: DefinitionTokens) =>
   sql`tokens_anthropic = tokens_anthropic + ${change.anthropic}, tokens_openai = tokens_openai + ${change.openai}, tokens_as_sent = tokens_as_sent + ${change.as_sent}`;
 
+/** The sums the catalog's row holds now. */
+async function storedTokens(tx: Executor, id: number): Promise<DefinitionTokens> {
+  const rows = await queryRows<DefinitionTokens>(
+    tx,
+    sql`select tokens_anthropic::float8 as anthropic, tokens_openai::float8 as openai, tokens_as_sent::float8 as as_sent from catalogs where id = ${id}`,
+  );
+  const row = rows[0];
+  return row ? { anthropic: Number(row.anthropic), openai: Number(row.openai), as_sent: Number(row.as_sent) } : NO_TOKENS;
+}
 
 async function upsertMappings(db: Executor, id: number, documents: CountedDocument[], firstPosition: number) {
   if (documents.length === 0) return;
@@ -178,7 +187,8 @@ export async function replaceCatalog(
 ): Promise<CatalogWrite> {
   return writeCatalog(db, tenant, name, unstored, async (tx, id, created) => {
     const before = created ? undefined : await mappingDigest(tx, id);
-    const tokensBefore = created ? NO_TOKENS : await tokenTotals(tx, id, null);
+    // A whole replace sets the sums from its rows (whatever they held before).
+    const tokensBefore = await storedTokens(tx, id);
     await tx.execute(sql`delete from catalog_tools where catalog_id = ${id}`);
     await upsertMappings(tx, id, documents, 0);
     const after = await mappingDigest(tx, id);

@@ -43,6 +43,8 @@ describe('definition tokens', () => {
   let scratch: ScratchDatabase;
   let app: TestApp;
   const catalog = 'tokens';
+  /** The catalog's tools after the first test. */
+  let current: Sent[] = [];
 
   beforeAll(async () => {
     scratch = await scratchDatabase(storeKind(), 'toolsift_tokens');
@@ -97,6 +99,7 @@ describe('definition tokens', () => {
     await replaceServerTools({ db: scratch.database.db }, { tenant: 'default', name: catalog }, 'notes', []);
     expect((await tokensOf()).definition_tokens).toEqual(expected(now));
     expect(await recounted()).toEqual(expected(now));
+    current = now;
   });
 
   it('answer tool search: the catalog is what is offered, each result its stored count', async () => {
@@ -126,6 +129,10 @@ describe('definition tokens', () => {
     expect(await refreshDefinitionTokens(db, pino({ level: 'silent' }))).toBe(stored[0]!.documents + stored[0]!.rows);
     expect((await tokensOf()).definition_tokens).toEqual(before);
     expect(await refreshDefinitionTokens(db, pino({ level: 'silent' }))).toBe(0);
+    // A whole replace sets the sums from its rows, whatever they held.
+    await db.execute(sql`update catalogs set tokens_anthropic = 1, tokens_openai = 2, tokens_as_sent = 3`);
+    expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools: current.map((tool) => tool.raw) })).status).toBe(200);
+    expect((await tokensOf()).definition_tokens).toEqual(expected(current));
   });
 
   /** toolsift_tool_definition_tokens_total of one endpoint, default tenant. */
