@@ -11,8 +11,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configSchema } from '../../src/config.js';
 import { createDeps, type Deps } from '../../src/deps.js';
 import { createApp } from '../../src/http/app.js';
+import { getCatalog, upsertCatalogTools } from '../../src/store/catalog-store.js';
 import { openPostgres } from '../../src/store/database.js';
 import { scratchDatabase, uniqueName, type ScratchDatabase } from '../helpers/database.js';
+import { toDocuments } from '../helpers/queue.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 
 describe('PostgreSQL stops answering (blackholed by a proxy)', () => {
@@ -100,5 +102,40 @@ describe('PostgreSQL stops answering (blackholed by a proxy)', () => {
     });
     expect(healed.status).toBe(200);
     expect(healed.body.selected_names[0]).toBe('tool_7');
+  }, 60_000);
+
+  it('a search joining the derivation a write started settles within the deadline, and derives once healed', async () => {
+    // This replica searched the catalog (its index is in hand); another replica, on a connection of
+    // its own, writes a tool; then the network to PostgreSQL goes dark and this replica hears of
+    // the write (onCatalogChanged, as after its own write) and a search asks for the new revision.
+    const indexes = deps.search.catalogIndexes!;
+    const before = await getCatalog(deps.search.db, 'default', catalog);
+    expect(await indexes.get(before!)).toBeDefined();
+    const other = openPostgres(scratch.url!, 1);
+    try {
+      const write = await upsertCatalogTools(other.db, 'default', catalog, toDocuments([{ name: 'late_tool', description: 'Written by another replica' }]));
+      expect(write.catalog.revision).toBeGreaterThan(before!.revision);
+      proxy.blackhole();
+      const started = performance.now();
+      deps.catalog.onCatalogChanged!(write.catalog);
+      const outcome = await indexes.forSearch(write.catalog, deps.search.db).then(
+        (index) => (index ? 'derived' : 'none'),
+        (error: Error) => `failed: ${error.message}`,
+      );
+      const ms = performance.now() - started;
+      expect(outcome).toMatch(/^failed/);
+      // DB_TIMEOUT_MS is 1,500 here; without a deadline this waited for as long as the partition.
+      expect(ms).toBeLessThan(4_000);
+      proxy.heal();
+      let derived: string | undefined;
+      for (let tries = 0; tries < 40 && derived !== 'derived'; tries++) {
+        derived = await indexes.forSearch(write.catalog, deps.search.db).then((index) => (index?.revision === write.catalog.revision ? 'derived' : 'none'), () => 'failed');
+        if (derived !== 'derived') await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+      expect(derived).toBe('derived');
+    } finally {
+      proxy.heal();
+      await other.close();
+    }
   }, 60_000);
 });
