@@ -1,11 +1,11 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createToolsiftClient } from '../../client/index.js';
-import { freePort } from '../helpers/process.js';
+import { startService } from '../helpers/process.js';
 
 const root = new URL('../..', import.meta.url).pathname;
 
@@ -21,31 +21,13 @@ describe('the generated client against a real server process', () => {
   let dataDir: string;
   let queuePrefix: string;
   let client: ReturnType<typeof createToolsiftClient>;
-  const logs: string[] = [];
 
   beforeAll(async () => {
-    const port = await freePort();
-    queuePrefix = `e2e-${port}`;
+    queuePrefix = `e2e-${process.pid}-${Date.now()}`;
     dataDir = mkdtempSync(join(tmpdir(), 'toolsift-e2e-'));
-    server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      cwd: root,
-      env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, API_KEYS: 'e2e-key:e2e', LOG_LEVEL: 'warn', EMBED_MODEL: 'use-lite', QUEUE_PREFIX: queuePrefix },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    server.stdout!.on('data', (chunk) => logs.push(String(chunk)));
-    server.stderr!.on('data', (chunk) => logs.push(String(chunk)));
-    client = createToolsiftClient({ baseUrl: `http://127.0.0.1:${port}`, apiKey: 'e2e-key' });
-    const deadline = Date.now() + 90_000;
-    for (;;) {
-      try {
-        const { response } = await client.GET('/readyz');
-        if (response.status === 200) break;
-      } catch {
-        // not listening yet
-      }
-      if (server.exitCode !== null || Date.now() > deadline) throw new Error(`server did not start:\n${logs.join('')}`);
-      await new Promise((resolve) => setTimeout(resolve, 250));
-    }
+    const service = await startService({ DATA_DIR: dataDir, API_KEYS: 'e2e-key:e2e', LOG_LEVEL: 'warn', EMBED_MODEL: 'use-lite', QUEUE_PREFIX: queuePrefix }, 90_000);
+    server = service.child;
+    client = createToolsiftClient({ baseUrl: service.base, apiKey: 'e2e-key' });
   });
 
   afterAll(async () => {

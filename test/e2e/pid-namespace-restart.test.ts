@@ -4,12 +4,12 @@
  * not loop on "already open". Reproduced with a PID namespace (`unshare --pid --fork --mount-proc`,
  * root only: CI runs as root).
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../helpers/process.js';
+import { freePort, spawnCaptured, waitUntilAnswering, type CapturedProcess } from '../helpers/process.js';
 
 const root = new URL('../..', import.meta.url).pathname;
 
@@ -23,20 +23,12 @@ describe('restart as PID 1 after SIGKILL', () => {
   }, 180_000);
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
-  async function startAsPid1(port: number): Promise<{ child: ChildProcess; output: () => string }> {
-    const child = spawn('unshare', ['--pid', '--fork', '--mount-proc', '--kill-child', process.execPath, 'dist/src/main.js'], {
-      cwd: root,
-      env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, EMBED_MODEL: 'none', DATABASE_URL: '', REDIS_URL: '', LOG_LEVEL: 'info' },
-      stdio: ['ignore', 'pipe', 'pipe'],
+  async function startAsPid1(port: number): Promise<CapturedProcess> {
+    const service = spawnCaptured('unshare', ['--pid', '--fork', '--mount-proc', '--kill-child', process.execPath, 'dist/src/main.js'], {
+      PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, EMBED_MODEL: 'none', DATABASE_URL: '', REDIS_URL: '', LOG_LEVEL: 'info',
     });
-    let output = '';
-    child.stdout!.on('data', (chunk) => (output += String(chunk)));
-    child.stderr!.on('data', (chunk) => (output += String(chunk)));
-    for (let tries = 0; ; tries++) {
-      if (await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(1_000) }).then((r) => r.ok, () => false)) return { child, output: () => output };
-      if (child.exitCode !== null || tries > 300) throw new Error(`did not start (exit ${child.exitCode}):\n${output}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    await waitUntilAnswering(service, `http://127.0.0.1:${port}/healthz`, 30_000);
+    return service;
   }
 
   it('starts again on the same data directory', async () => {

@@ -1,41 +1,19 @@
-import { spawn } from 'node:child_process';
 import http from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { scratchDatabase } from '../helpers/database.js';
-import { freePort } from '../helpers/process.js';
+import { startService } from '../helpers/process.js';
 import { uniqueTools } from '../helpers/queue.js';
 import { startTcpProxy } from '../helpers/tcp-proxy.js';
 
-const root = new URL('../..', import.meta.url).pathname;
-
-
 describe('SIGTERM on a real server process', () => {
   it('finishes the request in flight, closes the database and exits 0', async () => {
-    const port = await freePort();
     const dataDir = mkdtempSync(join(tmpdir(), 'toolsift-sigterm-'));
-    const server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      cwd: root,
-      env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info', EMBED_MODEL: 'none', QUEUE_PREFIX: `sigterm-${port}` },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    server.stdout!.on('data', (chunk) => (output += String(chunk)));
-    server.stderr!.on('data', (chunk) => (output += String(chunk)));
-    const exited = new Promise<number | null>((resolve) => server.once('exit', (code) => resolve(code)));
+    const service = startService({ DATA_DIR: dataDir, LOG_LEVEL: 'info', EMBED_MODEL: 'none', QUEUE_PREFIX: `sigterm-${process.pid}-${Date.now()}` });
     try {
-      const base = `http://127.0.0.1:${port}`;
-      for (let tries = 0; ; tries++) {
-        try {
-          if ((await fetch(`${base}/readyz`)).status === 200) break;
-        } catch {
-          // not listening yet
-        }
-        if (tries > 400) throw new Error(`server did not start:\n${output}`);
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
+      const { child: server, output, exited, base } = await service;
       // A request whose body is still arriving when SIGTERM lands: half is sent, then the signal,
       // then the rest. The server must finish it before exiting.
       const body = JSON.stringify({
@@ -63,14 +41,14 @@ describe('SIGTERM on a real server process', () => {
       const response = await answer;
       expect(response.status, response.body).toBe(200);
       expect(JSON.parse(response.body).selected_names).toHaveLength(3);
-      expect(await exited, output).toBe(0);
-      expect(output).toContain('shutting down');
-      expect(output).toContain('"msg":"stopped"');
+      expect(await exited, output()).toBe(0);
+      expect(output()).toContain('shutting down');
+      expect(output()).toContain('"msg":"stopped"');
       // The selection was still being computed when the signal arrived.
-      expect(output.indexOf('shutting down'), output).toBeLessThan(output.indexOf('"msg":"tool selection"'));
+      expect(output().indexOf('shutting down'), output()).toBeLessThan(output().indexOf('"msg":"tool selection"'));
       await expect(fetch(`${base}/healthz`)).rejects.toThrow();
     } finally {
-      if (server.exitCode === null) server.kill('SIGKILL');
+      await service.then(({ child }) => child.exitCode === null && child.kill('SIGKILL'), () => undefined);
       rmSync(dataDir, { recursive: true, force: true });
     }
   });
@@ -80,44 +58,26 @@ describe('SIGTERM on a real server process', () => {
     const target = new URL(scratch.url!);
     const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
     const proxied = Object.assign(new URL(scratch.url!), { host: `127.0.0.1:${proxy.port}` }).toString();
-    const port = await freePort();
-    const server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      cwd: root,
-      env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: proxied, DB_TIMEOUT_MS: '1000', LOG_LEVEL: 'info', EMBED_MODEL: 'use-lite', REDIS_URL: '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    server.stdout!.on('data', (chunk) => (output += String(chunk)));
-    server.stderr!.on('data', (chunk) => (output += String(chunk)));
-    const exited = new Promise<number | null>((resolve) => server.once('exit', (code) => resolve(code)));
+    const service = startService({ DATABASE_URL: proxied, DB_TIMEOUT_MS: '1000', LOG_LEVEL: 'info', EMBED_MODEL: 'use-lite', REDIS_URL: '' });
     try {
-      const base = `http://127.0.0.1:${port}`;
-      for (let tries = 0; ; tries++) {
-        try {
-          if ((await fetch(`${base}/readyz`)).status === 200) break;
-        } catch {
-          // not listening yet
-        }
-        if (tries > 600) throw new Error(`server did not start:\n${output}`);
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
+      const { child: server, output, exited, base } = await service;
       const put = await fetch(`${base}/v1/catalogs/partitioned`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ tools: uniqueTools(200, 'sigterm') }) });
       expect(put.status).toBe(200);
       proxy.blackhole();
-      for (let tries = 0; !output.includes('embedding batch failed; retrying'); tries++) {
-        if (tries > 300) throw new Error(`no batch failed:\n${output}`);
+      for (let tries = 0; !output().includes('embedding batch failed; retrying'); tries++) {
+        if (tries > 300) throw new Error(`no batch failed:\n${output()}`);
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
       const signalled = Date.now();
       server.kill('SIGTERM');
       const code = await Promise.race([exited, new Promise<string>((resolve) => setTimeout(() => resolve('still running'), 30_000))]);
       const seconds = (Date.now() - signalled) / 1000;
-      expect(code, output.slice(-3000)).not.toBe('still running');
+      expect(code, output().slice(-3000)).not.toBe('still running');
       // Within the drain window (20 s) plus a margin for a loaded machine.
-      expect(seconds, output.slice(-3000)).toBeLessThan(25);
-      expect(output).toContain('shutting down');
+      expect(seconds, output().slice(-3000)).toBeLessThan(25);
+      expect(output()).toContain('shutting down');
     } finally {
-      if (server.exitCode === null) server.kill('SIGKILL');
+      await service.then(({ child }) => child.exitCode === null && child.kill('SIGKILL'), () => undefined);
       await proxy.close();
       await scratch.drop();
     }

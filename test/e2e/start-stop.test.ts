@@ -3,25 +3,15 @@
  * (no tsc before every start), SIGTERM sent to npm's own process reaching the service, and a port
  * that is taken reported as a failure only (no "listening" line first).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../helpers/process.js';
+import { freePort, spawnCaptured as run } from '../helpers/process.js';
 
 const root = new URL('../..', import.meta.url).pathname;
 const dataDirs: string[] = [];
-
-function run(command: string, args: string[], env: Record<string, string>): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
-  const child = spawn(command, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout!.on('data', (chunk) => (output += String(chunk)));
-  child.stderr!.on('data', (chunk) => (output += String(chunk)));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, output: () => output, exited };
-}
 
 function serviceEnv(port: number): Record<string, string> {
   const dataDir = mkdtempSync(join(tmpdir(), 'toolsift-start-'));

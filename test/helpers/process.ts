@@ -30,3 +30,49 @@ export async function startEverything(port: number): Promise<ChildProcess> {
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
+
+/** A child process with its stdout and stderr kept together, and its exit code once it exits. */
+export interface CapturedProcess {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+/** Spawns `command args` in the repository with `env` over this process's environment, capturing its output. */
+export function spawnCaptured(command: string, args: string[], env: Record<string, string>): CapturedProcess {
+  const child = spawn(command, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (chunk) => (output += String(chunk)));
+  child.stderr!.on('data', (chunk) => (output += String(chunk)));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, output: () => output, exited };
+}
+
+/**
+ * Waits until `url` answers 200; throws with the process's output when it exits first or
+ * `timeoutMs` passes.
+ */
+export async function waitUntilAnswering(service: CapturedProcess, url: string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await fetch(url, { signal: AbortSignal.timeout(1_000) }).then((response) => response.status === 200, () => false)) return;
+    if (service.child.exitCode !== null || Date.now() > deadline) {
+      throw new Error(`${url} did not answer (exit ${service.child.exitCode}):\n${service.output()}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** The service from source (`src/main.ts`) on a free port with `env`, once `/readyz` answers 200. */
+export async function startService(env: Record<string, string>, timeoutMs = 60_000): Promise<CapturedProcess & { base: string }> {
+  const port = await freePort();
+  const service = spawnCaptured(process.execPath, ['--import', 'tsx', 'src/main.ts'], { PORT: String(port), HOST: '127.0.0.1', ...env });
+  const base = `http://127.0.0.1:${port}`;
+  try {
+    await waitUntilAnswering(service, `${base}/readyz`, timeoutMs);
+  } catch (error) {
+    service.child.kill('SIGKILL');
+    throw error;
+  }
+  return { ...service, base };
+}
