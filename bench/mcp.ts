@@ -15,17 +15,12 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
-import { pino } from 'pino';
-import { configSchema } from '../src/config.js';
-import { createDeps } from '../src/deps.js';
-import { createApp } from '../src/http/app.js';
-import { openPglite } from '../src/store/database.js';
 import { freePort, startEverything } from '../test/helpers/process.js';
+import { startInProcess } from './in-process.js';
 import { percentile, sortedAscending } from './stats.js';
 
 const { values } = parseArgs({
@@ -52,13 +47,8 @@ const p50 = (samples: number[]) => percentile(sortedAscending(samples), 50);
 const ms = (value: number) => `${value.toFixed(2)} ms`;
 const textOf = (result: { content?: unknown }) => ((result.content as Array<{ type: string; text?: string }>) ?? []).map((block) => block.text ?? '').join('\n');
 
-const config = configSchema.parse({ EMBED_MODEL: 'use-lite', LOG_LEVEL: 'silent', SELECTOR_BUDGET_MS: '60000' });
-const database = await openPglite('memory://');
-await database.migrate();
-const deps = await createDeps(config, { database, logger: pino({ level: 'silent' }) });
-const server = createApp(deps).listen(0, '127.0.0.1');
-await new Promise((resolve) => server.once('listening', resolve));
-const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+const service = await startInProcess({ EMBED_MODEL: 'use-lite' });
+const { deps, base } = service;
 let everything: ChildProcess | undefined;
 const clients: Client[] = [];
 const connect = async (url: string) => {
@@ -157,7 +147,5 @@ try {
 } finally {
   for (const client of clients) await client.close().catch(() => {});
   everything?.kill('SIGKILL');
-  await new Promise((resolve) => server.close(resolve));
-  await deps.close();
-  await database.close();
+  await service.close();
 }

@@ -15,14 +15,9 @@
  *                            [--queries N] [--model use-lite|none]
  */
 import { readFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { pino } from 'pino';
-import { configSchema } from '../src/config.js';
-import { createDeps } from '../src/deps.js';
-import { createApp } from '../src/http/app.js';
-import { openPglite } from '../src/store/database.js';
+import { startInProcess } from './in-process.js';
 import { percentile, sortedAscending } from './stats.js';
 
 const { values } = parseArgs({
@@ -37,13 +32,8 @@ const corpora = values.corpora!.split(',');
 const maxResults = Number(values['max-results']);
 const EVAL = fileURLToPath(new URL('../../shared/eval/', import.meta.url));
 
-const config = configSchema.parse({ EMBED_MODEL: values.model, LOG_LEVEL: 'silent', SELECTOR_BUDGET_MS: '60000' });
-const database = await openPglite('memory://');
-await database.migrate();
-const deps = await createDeps(config, { database, logger: pino({ level: 'silent' }) });
-const server = createApp(deps).listen(0, '127.0.0.1');
-await new Promise((resolve) => server.once('listening', resolve));
-const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+const service = await startInProcess({ EMBED_MODEL: values.model! });
+const { deps, base } = service;
 const json = { 'content-type': 'application/json' };
 
 const metric = async (kind: 'offered' | 'selected') => {
@@ -121,8 +111,6 @@ try {
   }
   console.log(JSON.stringify({ max_results: maxResults, model: values.model, reports, metrics_consistent: consistent }));
 } finally {
-  server.close();
-  await deps.close();
-  await database.close();
+  await service.close();
 }
 process.exit(consistent ? 0 : 1);

@@ -20,16 +20,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { pino } from 'pino';
-import { configSchema } from '../src/config.js';
-import { createDeps } from '../src/deps.js';
-import { createApp } from '../src/http/app.js';
 import { getCatalog } from '../src/store/catalog-store.js';
 import { openPglite, openPostgres, type Database } from '../src/store/database.js';
+import { startInProcess } from './in-process.js';
 import { summarize, type Summary } from './stats.js';
 
 const { values } = parseArgs({
@@ -128,11 +124,8 @@ interface SizeReport {
 async function runSize(store: 'postgres' | 'pglite', size: number): Promise<SizeReport> {
   const hybrid = modes.includes('hybrid');
   const { database, drop } = await openStore(store);
-  const config = configSchema.parse({ EMBED_MODEL: hybrid ? 'use-lite' : 'none', LOG_LEVEL: 'silent', SELECTOR_BUDGET_MS: '60000' });
-  const deps = await createDeps(config, { database, logger: pino({ level: 'silent' }) });
-  const server = createApp(deps).listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const service = await startInProcess({ EMBED_MODEL: hybrid ? 'use-lite' : 'none' }, database);
+  const { deps, base: url } = service;
   const call = async (method: string, path: string, body?: unknown) => {
     const response = await fetch(`${url}${path}`, { method, headers: { 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
     const text = await response.text();
@@ -195,9 +188,7 @@ async function runSize(store: 'postgres' | 'pglite', size: number): Promise<Size
     process.stderr.write(`[${store} ${size}] first search after write: ${modes.map((mode) => report.first_search_after_write_ms[mode]!.toFixed(0)).join(' / ')} ms; after a ${replaced.length}-tool write ${report.first_search_after_slice_ms.toFixed(0)} ms\n`);
     return report;
   } finally {
-    await new Promise((resolve) => server.close(resolve));
-    await deps.close();
-    await database.close();
+    await service.close();
     await drop();
   }
 }
