@@ -12,6 +12,7 @@ import { DISABLED_MODEL } from './embed/create-embedder.js';
 import { refreshStaleTerms } from './catalog/refresh-terms.js';
 import { refreshDefinitionTokens } from './catalog/refresh-tokens.js';
 import { TokenCounter } from './catalog/tokens.js';
+import { startTokenThread } from './catalog/token-thread.js';
 import { createLogger, type Logger } from './logger.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import type { RankDeps } from './search/hybrid-search.js';
@@ -72,7 +73,9 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   }
   logger.info({ store: database.kind, ...(database.kind === 'pglite' ? { dataDir: config.DATA_DIR } : {}) }, 'database ready');
   await refreshStaleTerms(database.db, logger);
-  await refreshDefinitionTokens(database.db, logger);
+  // Definition tokens are counted off the main thread (started in the background; see token-thread.ts).
+  const tokenCounter = startTokenThread(logger);
+  await refreshDefinitionTokens(database.db, tokenCounter, logger);
 
   const ownsEmbedder = overrides.embedder === undefined;
   const loaded =
@@ -133,6 +136,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     }
   } catch (error) {
     await queue?.close();
+    await tokenCounter.close();
     if (ownsEmbedder) await embedder?.close();
     if (ownsDatabase) await database.close();
     throw error;
@@ -185,6 +189,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     writeConcurrency: STORE_CONCURRENCY[database.kind],
     onDocumentsWritten: queue ? (hashes: string[]) => queue!.enqueue(hashes) : undefined,
     embedding: queue ? { model: embedder?.modelId ?? config.EMBED_MODEL, failedHashes: () => queue!.failedHashes() } : undefined,
+    tokenCounter,
   };
   const upstreams = new UpstreamService({
     db: database.db,
@@ -209,7 +214,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     regexSandbox: new RegexSandbox(),
     budgetMs: config.SELECTOR_BUDGET_MS,
     writeSlice: STORE_SLICE[database.kind],
-    tokens: new TokenCounter(),
+    tokens: new TokenCounter(tokenCounter),
+    tokenCounter,
     logger,
     metrics,
   };
@@ -231,6 +237,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
       await upstreams.close();
       // Answered selector requests may still be storing their new tools (and queueing their embeddings).
       await selector.background.settled();
+      await tokenCounter.close();
       await embedWorker?.close();
       await queue?.close();
       if (ownsEmbedder) await embedder?.close();

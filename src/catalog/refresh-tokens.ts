@@ -2,7 +2,7 @@ import type { Logger } from '../logger.js';
 import { catalogRowsWithoutTokens, recountCatalogTokens, setCatalogRowTokens } from '../store/catalog-store.js';
 import type { Db } from '../store/database.js';
 import { documentsWithoutTokens, setDocumentTokens } from '../store/tool-store.js';
-import { countDefinition, definitionTokens } from './tokens.js';
+import { countDefinitions, type TextCounter } from './tokens.js';
 
 const BATCH = 500;
 
@@ -11,18 +11,20 @@ const BATCH = 500;
  * them, then sets each catalog's sums. Runs at start-up; nothing to do costs two queries. Counting
  * takes ~40-80 us a tool, once.
  */
-export async function refreshDefinitionTokens(db: Db, logger: Logger): Promise<number> {
+export async function refreshDefinitionTokens(db: Db, counter: TextCounter, logger: Logger): Promise<number> {
   let counted = 0;
   for (;;) {
     const uncounted = await documentsWithoutTokens(db, BATCH);
     if (uncounted.length === 0) break;
-    await setDocumentTokens(db, uncounted.map((doc) => ({ hash: doc.hash, ...definitionTokens(doc) })));
+    const tokens = await countDefinitions(counter, uncounted);
+    await setDocumentTokens(db, uncounted.map((doc, index) => ({ hash: doc.hash, ...tokens[index]! })));
     counted += uncounted.length;
   }
   for (;;) {
     const rows = await catalogRowsWithoutTokens(db, BATCH);
     if (rows.length === 0) break;
-    await setCatalogRowTokens(db, rows.map((row) => ({ catalogId: row.catalogId, name: row.name, asSent: countDefinition(row.definition) })));
+    const asSent = await counter.countTexts(rows.map((row) => JSON.stringify(row.definition)));
+    await setCatalogRowTokens(db, rows.map((row, index) => ({ catalogId: row.catalogId, name: row.name, asSent: asSent[index]! })));
     counted += rows.length;
   }
   if (counted > 0) {

@@ -2,13 +2,17 @@
  * Estimated tokens of a tool's definition as a provider receives it, counted with a real tokenizer
  * (gpt-tokenizer's o200k_base, the encoding of OpenAI's current models). For Claude and other
  * models it is an estimate: their tokenizers are not public, and counts differ by some percent.
- * Counted once, when a tool is ingested (definitionTokens), and stored: per content hash for the
- * provider shapes (tool_documents), per catalog row for the definition as that catalog received it
- * (catalog_tools), summed per catalog (catalogs). Inline tools are counted once per content hash and
- * remembered (TokenCounter).
+ * Counted once, when a tool is ingested, and stored: per content hash for the provider shapes
+ * (tool_documents), per catalog row for the definition as that catalog received it (catalog_tools),
+ * summed per catalog (catalogs). Inline tools are counted once per content hash and remembered
+ * (TokenCounter).
+ *
+ * The tokenizer itself runs on a thread of its own (token-thread.ts, count-tokens.ts): counting is
+ * ~40-80 us a tool, and its tables take ~66 MB, so this module (what the main thread imports) only
+ * makes the texts and combines the counts.
  */
-import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { LruCache } from '../lru-cache.js';
+import { yieldToOtherRequests } from '../store/tool-store.js';
 import type { Tool } from './tool.js';
 
 export type WireShape = 'anthropic' | 'openai' | 'as_sent';
@@ -16,7 +20,7 @@ export type WireShape = 'anthropic' | 'openai' | 'as_sent';
 /** One tool's definition tokens in each shape. */
 export type DefinitionTokens = Record<WireShape, number>;
 
-type Countable = Pick<Tool, 'name' | 'description' | 'inputSchema' | 'definition'>;
+export type Countable = Pick<Tool, 'name' | 'description' | 'inputSchema' | 'definition'>;
 
 /** The tool as each provider's request carries it. */
 export function wireDefinition(tool: Countable, shape: WireShape): unknown {
@@ -26,43 +30,83 @@ export function wireDefinition(tool: Countable, shape: WireShape): unknown {
   return tool.definition;
 }
 
-/** Tokens of one definition as JSON: ~40 us for a typical tool (the four eval corpora's 8,553 tools). */
-export const countDefinition = (definition: unknown): number => countTokens(JSON.stringify(definition));
-
 /**
- * OpenAI's shape less Anthropic's, the same for every tool: the two JSON texts differ only in a
- * `"type":"function",` prefix and the schema's key, and the tokenizer splits text at punctuation
- * before merging, so the shared rest counts alike (test/unit/tokens.test.ts checks 8,553 tools).
+ * OpenAI's shape less Anthropic's in o200k_base tokens, the same for every tool: the two JSON texts
+ * differ only in a `"type":"function",` prefix and the schema's key, and the tokenizer splits text
+ * at punctuation before merging, so the shared rest counts alike (test/unit/tokens.test.ts checks
+ * this constant against the tokenizer and 8,553 tools).
  */
-const OPENAI_OVER_ANTHROPIC = (() => {
-  const sample = { name: 'x', description: '', inputSchema: null, definition: null };
-  return countDefinition(wireDefinition(sample, 'openai')) - countDefinition(wireDefinition(sample, 'anthropic'));
-})();
+export const OPENAI_OVER_ANTHROPIC = 3;
 
-/** Counted once a tool is stored: two tokenizer passes (the definition as sent reuses one when it is Anthropic's shape). */
-export function definitionTokens(tool: Countable): DefinitionTokens {
-  const anthropicJson = JSON.stringify(wireDefinition(tool, 'anthropic'));
-  const anthropic = countTokens(anthropicJson);
-  const sentJson = JSON.stringify(tool.definition);
-  return { anthropic, openai: anthropic + OPENAI_OVER_ANTHROPIC, as_sent: sentJson === anthropicJson ? anthropic : countTokens(sentJson) };
+/** The two texts a tool's counts come from: its Anthropic shape, and its definition as sent when that differs. */
+export function definitionTexts(tool: Countable): { anthropic: string; asSent: string | null } {
+  const anthropic = JSON.stringify(wireDefinition(tool, 'anthropic'));
+  const asSent = JSON.stringify(tool.definition);
+  return { anthropic, asSent: asSent === anthropic ? null : asSent };
 }
 
-/** Inline tools' counts by shape and content hash (the first definition seen for it), bounded. */
-export class TokenCounter {
-  readonly #cache = new LruCache<string, number>(100_000);
+/** A tool's counts from its texts' counts (`asSent` null: the same text as Anthropic's shape). */
+export function fromTextCounts(anthropic: number, asSent: number | null): DefinitionTokens {
+  return { anthropic, openai: anthropic + OPENAI_OVER_ANTHROPIC, as_sent: asSent ?? anthropic };
+}
 
-  count(hash: string, tool: Countable, shape: WireShape): number {
-    const key = `${shape}:${hash}`;
-    let tokens = this.#cache.get(key);
-    if (tokens === undefined) {
-      tokens = countDefinition(wireDefinition(tool, shape));
-      this.#cache.set(key, tokens);
+/** Counts texts' tokens, in order: the service's counting thread, or this thread (count-tokens.ts). */
+export interface TextCounter {
+  countTexts(texts: readonly string[]): Promise<number[]>;
+}
+
+/** Tools whose texts are made between yields to other requests. */
+export const COUNT_SLICE = 256;
+
+/**
+ * Many tools' counts, in order (catalog writes, the selector's new tools): two texts a tool at most
+ * (the definition as sent reuses Anthropic's when it is that shape), made here in slices that yield
+ * to other requests, and counted by `counter` slice by slice.
+ */
+export async function countDefinitions(counter: TextCounter, tools: readonly Countable[]): Promise<DefinitionTokens[]> {
+  const slices: Promise<DefinitionTokens[]>[] = [];
+  for (let start = 0; start < tools.length; start += COUNT_SLICE) {
+    if (start > 0) await yieldToOtherRequests();
+    const texts: string[] = [];
+    const at = tools.slice(start, start + COUNT_SLICE).map((tool) => {
+      const { anthropic, asSent } = definitionTexts(tool);
+      return { anthropic: texts.push(anthropic) - 1, asSent: asSent === null ? null : texts.push(asSent) - 1 };
+    });
+    const counted = counter.countTexts(texts).then((counts) => at.map((index) => fromTextCounts(counts[index.anthropic]!, index.asSent === null ? null : counts[index.asSent]!)));
+    counted.catch(() => {}); // awaited below
+    slices.push(counted);
+  }
+  return (await Promise.all(slices)).flat();
+}
+
+/** Counts on the calling thread, the tokenizer loaded on first use (tests, and the fallback when the counting thread is gone). */
+export const countHere: TextCounter = {
+  async countTexts(texts) {
+    return (await import('./count-tokens.js')).countTextsHere(texts);
+  },
+};
+
+/** Inline tools' counts by content hash (the first definition seen for it), bounded. */
+export class TokenCounter {
+  readonly #cache = new LruCache<string, DefinitionTokens>(100_000);
+
+  constructor(private readonly counter: TextCounter) {}
+
+  /** Each tool's counts, in order: remembered ones from memory, the rest counted by `counter` and remembered. */
+  async counts(tools: readonly { hash: string; tool: Countable }[]): Promise<DefinitionTokens[]> {
+    const out = tools.map(({ hash }) => this.#cache.get(hash));
+    const missing = tools.filter((_, index) => out[index] === undefined);
+    if (missing.length > 0) {
+      const counted = await countDefinitions(this.counter, missing.map(({ tool }) => tool));
+      missing.forEach(({ hash }, index) => this.#cache.set(hash, counted[index]!));
+      let next = 0;
+      for (let index = 0; index < out.length; index++) out[index] ??= counted[next++];
     }
-    return tokens;
+    return out as DefinitionTokens[];
   }
 
   /** Counts made elsewhere (when the tool was stored), so they are not made again. */
   remember(hash: string, tokens: DefinitionTokens): void {
-    for (const shape of ['anthropic', 'openai', 'as_sent'] as const) this.#cache.set(`${shape}:${hash}`, tokens[shape]);
+    this.#cache.set(hash, tokens);
   }
 }

@@ -1,7 +1,6 @@
 import { availableParallelism } from 'node:os';
-import { createRequire } from 'node:module';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { spawnWorkerModule, workerModuleSourceTs } from '../worker-module.js';
 import { chunk, type Embedder } from './embedder.js';
 import { WorkerPool } from './worker-pool.js';
 
@@ -117,23 +116,11 @@ function splitByLength(vectors: number[][], payloads: string[][]): number[][][] 
   return payloads.map((texts) => vectors.slice(offset, (offset += texts.length)));
 }
 
-/**
- * The worker sits next to this module: `.ts` when running from source (tsx, vitest), `.js` in the
- * compiled `dist/`. On Node 20, `execArgv: ['--import', 'tsx']` does not reach a worker's own module
- * loader ("Unknown file extension .ts"), so a `.ts` worker is started through tsx's `tsImport`,
- * which registers the loader inside the worker first. tsx is resolved from here, not from the cwd.
- */
 function spawnUseLiteWorker(): Worker {
-  if (!fileURLToPath(import.meta.url).endsWith('.ts')) {
-    return new Worker(new URL('./use-lite-worker.js', import.meta.url));
-  }
-  return new Worker(useLiteWorkerSourceTs(), { eval: true });
+  return spawnWorkerModule(import.meta.url, 'use-lite-worker');
 }
 
-/** The eval source of a worker thread that runs `use-lite-worker.ts` through tsx (see above). */
+/** The eval source of a worker thread that runs `use-lite-worker.ts` through tsx (see worker-module.ts). */
 export function useLiteWorkerSourceTs(): string {
-  const workerUrl = new URL('./use-lite-worker.ts', import.meta.url).href;
-  // `require.resolve` picks the package's CJS build; its ESM twin is the `.mjs` beside it.
-  const tsxApiUrl = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs')).href;
-  return `import(${JSON.stringify(tsxApiUrl)}).then((tsx) => tsx.tsImport(${JSON.stringify(workerUrl)}, ${JSON.stringify(import.meta.url)}))`;
+  return workerModuleSourceTs(import.meta.url, 'use-lite-worker');
 }

@@ -1,8 +1,8 @@
 import type { BackgroundWork } from '../background-work.js';
 import { contentHash } from '../catalog/content-hash.js';
 import { documentTerms, queryTerms } from '../catalog/search-text.js';
-import { counted, mapYielding, termsDocument } from '../catalog/catalog-service.js';
-import type { TokenCounter } from '../catalog/tokens.js';
+import { countedDocuments, termsDocument } from '../catalog/catalog-service.js';
+import { countHere, type TextCounter, type TokenCounter } from '../catalog/tokens.js';
 import { normalizeTool, ToolFormatError, TOOL_NAME_MAX } from '../catalog/tool-formats.js';
 import type { Tool } from '../catalog/tool.js';
 import { AppError } from '../errors.js';
@@ -64,6 +64,8 @@ export interface SelectorDeps extends RankDeps {
   writeSlice?: number;
   /** Definition tokens of request tools, counted once per content hash (the saving in /metrics). */
   tokens: TokenCounter;
+  /** Where never-seen tools' definition tokens are counted (the service's counting thread); absent = on this thread. */
+  tokenCounter?: TextCounter;
   logger: Logger;
   metrics?: Metrics;
 }
@@ -222,7 +224,7 @@ async function storeNewTools(deps: SelectorDeps, selection: Selection, fresh: Fr
   try {
     if (fresh.length > 0) {
       // Definition tokens are counted here, after the answer: the store keeps them with the document.
-      const documents = await mapYielding(fresh, ({ document }) => counted(document));
+      const documents = await countedDocuments(deps.tokenCounter ?? countHere, fresh.map(({ document }) => document));
       for (const document of documents) deps.tokens.remember(document.hash, document.tokens);
       selection.newDocuments = (await storeDocuments(deps.db, documents, deps.writeSlice)).length;
       for (const { key, entry } of fresh) deps.toolCache.set(key, entry);

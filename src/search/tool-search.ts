@@ -96,16 +96,18 @@ export async function searchForTools(deps: ToolSearchDeps, input: ToolSearchInpu
     // Tools named in the query (exactly or by a regular expression) and tools the ranking found, in
     // the selector's order; not the request-order padding that keeps a gateway's answer non-empty.
     const named = new Set(selection.names.slice(0, selection.evidence.exact + (typeof selection.evidence.regex === 'number' ? selection.evidence.regex : 0)));
+    // Inline tools are counted on the answer path (by the counting thread), once per content hash.
+    const counts = new Map((await deps.tokens.counts(candidates)).map((tokens, index) => [candidates[index]!.tool.name, tokens[input.shape]]));
     const ranked = selection.names
       .filter((name) => allowed.has(name) && (selection.scores.has(name) || named.has(name)))
       .map((name) => {
         const entry = byName.get(name)!;
         // A tool named exactly (or by the caller's regular expression) is what was asked for.
         const confidence = named.has(name) ? 1 : (selection.confidence.get(name) ?? 0);
-        return { tool: entry.tool, score: selection.scores.get(name) ?? 1, confidence, estimatedTokens: deps.tokens.count(entry.hash, entry.tool, input.shape) };
+        return { tool: entry.tool, score: selection.scores.get(name) ?? 1, confidence, estimatedTokens: counts.get(name)! };
       });
     const results = fillBudget(aboveConfidence(ranked.slice(0, input.maxResults), input.minConfidence), input.budgetTokens);
-    const offered = candidates.reduce((sum, entry) => sum + deps.tokens.count(entry.hash, entry.tool, input.shape), 0);
+    const offered = [...counts.values()].reduce((sum, tokens) => sum + tokens, 0);
     return {
       results,
       confidence: answerConfidence(ranked),
@@ -118,12 +120,14 @@ export async function searchForTools(deps: ToolSearchDeps, input: ToolSearchInpu
   if (!catalog) throw notFound(`catalog "${input.catalog}"`);
   const found = await searchCatalog(deps.search, { tenant: input.tenant, name: catalog.name }, { query: input.query, topK: depth, mode: 'hybrid', tags: input.tags });
   const sure = confidences(found.tools.map((tool, index) => ({ rank: index + 1, ...tool.explain })), found.bests);
+  // Counted when the catalog was written; a row of an older release not counted yet is counted now.
+  const uncounted = found.tools.filter(({ tool }) => tool.tokens[input.shape] === null);
+  const late = new Map((uncounted.length > 0 ? await deps.tokens.counts(uncounted.map(({ tool }) => ({ hash: tool.hash, tool }))) : []).map((tokens, index) => [uncounted[index]!.tool.name, tokens[input.shape]]));
   const ranked = found.tools.map(({ tool, score, explain }, index) => ({
     tool: { ...tool, definition: tool.definition },
     score,
     confidence: explain.exact_name ? 1 : sure[index]!,
-    // Counted when the catalog was written; a row of an older release not counted yet is counted now.
-    estimatedTokens: tool.tokens[input.shape] ?? deps.tokens.count(tool.hash, tool, input.shape),
+    estimatedTokens: tool.tokens[input.shape] ?? late.get(tool.name)!,
   }));
   const results = fillBudget(aboveConfidence(ranked, input.minConfidence), input.budgetTokens);
   const known = await catalogKnownTerms(deps.search.db, catalog.id, terms);

@@ -1,7 +1,9 @@
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
-import { toDocument } from '../../src/catalog/catalog-service.js';
+import { termsDocument } from '../../src/catalog/catalog-service.js';
+import { definitionTokens } from '../../src/catalog/count-tokens.js';
+import type { Tool } from '../../src/catalog/tool.js';
 import { normalizeTools } from '../../src/catalog/tool-formats.js';
 import type { Embedder } from '../../src/embed/embedder.js';
 import type { CountedDocument } from '../../src/store/tool-store.js';
@@ -30,6 +32,9 @@ export function uniqueTools(count: number, label = 'tool'): { name: string; desc
     inputSchema: { type: 'object', properties: { q: { type: 'string' } } },
   }));
 }
+
+/** A tool's document as a catalog write stores it (terms and token counts), made here and now. */
+export const toDocument = (tool: Tool, hash?: string): CountedDocument => ({ ...termsDocument(tool, hash), tokens: definitionTokens(tool) });
 
 export function toDocuments(raws: unknown[]): CountedDocument[] {
   return normalizeTools(raws).tools.map((tool) => toDocument(tool));

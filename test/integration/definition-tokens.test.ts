@@ -11,6 +11,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { replaceServerTools } from '../../src/catalog/catalog-service.js';
 import { refreshDefinitionTokens } from '../../src/catalog/refresh-tokens.js';
+import { countHere } from '../../src/catalog/tokens.js';
 import { queryRows } from '../../src/store/database.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { scratchDatabase, storeKind, type ScratchDatabase } from '../helpers/database.js';
@@ -126,9 +127,9 @@ describe('definition tokens', () => {
       db,
       sql`select (select count(*) from tool_documents)::int as documents, (select count(*) from catalog_tools)::int as rows`,
     );
-    expect(await refreshDefinitionTokens(db, pino({ level: 'silent' }))).toBe(stored[0]!.documents + stored[0]!.rows);
+    expect(await refreshDefinitionTokens(db, countHere, pino({ level: 'silent' }))).toBe(stored[0]!.documents + stored[0]!.rows);
     expect((await tokensOf()).definition_tokens).toEqual(before);
-    expect(await refreshDefinitionTokens(db, pino({ level: 'silent' }))).toBe(0);
+    expect(await refreshDefinitionTokens(db, countHere, pino({ level: 'silent' }))).toBe(0);
     // A whole replace sets the sums from its rows, whatever they held.
     await db.execute(sql`update catalogs set tokens_anthropic = 1, tokens_openai = 2, tokens_as_sent = 3`);
     expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools: current.map((tool) => tool.raw) })).status).toBe(200);

@@ -372,7 +372,7 @@ describe('a newer revision\'s index derived from the older one and the change lo
 describe('documents from an older tokenizer recipe', () => {
   it('get their BM25 terms recomputed at start-up, so one corpus never mixes recipes', async () => {
     const { refreshStaleTerms } = await import('../../src/catalog/refresh-terms.js');
-    const { toDocument } = await import('../../src/catalog/catalog-service.js');
+    const { toDocument } = await import('../helpers/queue.js');
     const { normalizeTool } = await import('../../src/catalog/tool-formats.js');
     const { pino } = await import('pino');
     const database = await testDatabase();

@@ -1,4 +1,4 @@
-import { TokenCounter } from '../../src/catalog/tokens.js';
+import { countHere, TokenCounter } from '../../src/catalog/tokens.js';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { BackgroundWork } from '../../src/background-work.js';
@@ -31,7 +31,7 @@ function harness() {
     toolCache: new LruCache<string, RequestTool>(100),
     toolListCache: new LruCache<string, CachedToolList>(10),
     background: new BackgroundWork(),
-    tokens: new TokenCounter(),
+    tokens: new TokenCounter(countHere),
     logger: createLogger('warn', sink),
   };
   return { deps, transactions, settle: () => settlers.at(-1)!, settlers, lines };

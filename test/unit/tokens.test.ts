@@ -6,7 +6,8 @@
 import { readFileSync } from 'node:fs';
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { describe, expect, it } from 'vitest';
-import { definitionTokens, TokenCounter, wireDefinition } from '../../src/catalog/tokens.js';
+import { definitionTokens } from '../../src/catalog/count-tokens.js';
+import { countHere, OPENAI_OVER_ANTHROPIC, TokenCounter, wireDefinition } from '../../src/catalog/tokens.js';
 
 interface Line { name: string; description?: string; input_schema?: Record<string, unknown> | null }
 const corpora = ['bfcl', 'livemcpbench', 'sealtools', 'toolbench_stable'];
@@ -45,11 +46,17 @@ describe('definitionTokens', () => {
     expect(definitionTokens(asMcp).as_sent).toBe(countTokens(JSON.stringify(asMcp.definition)));
   });
 
-  it('TokenCounter remembers counts made when a tool was stored', () => {
-    const counter = new TokenCounter();
-    const tool = tools[0]!;
+  it("OPENAI_OVER_ANTHROPIC is the tokenizer's difference between the two shapes of an empty tool", () => {
+    const sample = { name: 'x', description: '', inputSchema: null, definition: null };
+    expect(OPENAI_OVER_ANTHROPIC).toBe(countTokens(JSON.stringify(wireDefinition(sample, 'openai'))) - countTokens(JSON.stringify(wireDefinition(sample, 'anthropic'))));
+  });
+
+  it('TokenCounter remembers counts made when a tool was stored, and counts the rest in order', async () => {
+    const counter = new TokenCounter(countHere);
+    const [first, second, third] = tools;
     counter.remember('h', { anthropic: 1, openai: 2, as_sent: 3 });
-    expect([counter.count('h', tool, 'anthropic'), counter.count('h', tool, 'openai'), counter.count('h', tool, 'as_sent')]).toEqual([1, 2, 3]);
-    expect(counter.count('other', tool, 'openai')).toBe(countTokens(JSON.stringify(wireDefinition(tool, 'openai'))));
+    const counts = await counter.counts([{ hash: 'a', tool: first! }, { hash: 'h', tool: second! }, { hash: 'b', tool: third! }]);
+    expect(counts).toEqual([definitionTokens(first!), { anthropic: 1, openai: 2, as_sent: 3 }, definitionTokens(third!)]);
+    expect(counts[0]!.openai).toBe(countTokens(JSON.stringify(wireDefinition(first!, 'openai'))));
   });
 });
