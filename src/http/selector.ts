@@ -62,6 +62,8 @@ async function selectionTokens(counter: TokenCounter, selection: Selection): Pro
   return { offered: list.offered, selected };
 }
 
+const roundedTimings = (timings: Record<string, number>) => Object.fromEntries(Object.entries(timings).map(([key, value]) => [key, Math.round(value * 100) / 100]));
+
 function recordTokens(metrics: Metrics | undefined, tenant: string, tokens: { offered: number; selected: number }): void {
   metrics?.toolTokens.inc({ endpoint: 'selector', tenant, kind: 'offered' }, tokens.offered);
   metrics?.toolTokens.inc({ endpoint: 'selector', tenant, kind: 'selected' }, tokens.selected);
@@ -188,9 +190,12 @@ export function selectorRoutes(deps: SelectorDeps, search: RankDeps = deps): Rou
       deps.metrics?.selectorNames.observe(selected.names.length);
       deps.metrics?.selectorConfidence.observe(selected.confidence);
       recordTokens(deps.metrics, res.locals.tenant as string, selected.tokens);
+      for (const [stage, ms] of Object.entries(selected.timings)) {
+        deps.metrics?.stageDuration.observe({ endpoint: 'selector_catalog', stage: stage.replace(/_ms$/, '') }, ms / 1000);
+      }
       res.json({ selected_names: selected.names, success: true, data: { relevant_tools: selected.names } } satisfies SelectorResponse);
       (res.locals.log as Logger).info(
-        { tenant: res.locals.tenant, route: 'selector', catalog: body.catalog, namesOut: selected.names.length, ranked: selected.ranked, confidence: Math.round(selected.confidence * 1000) / 1000, tokens: selected.tokens, total_ms: Math.round((performance.now() - started) * 100) / 100 },
+        { tenant: res.locals.tenant, route: 'selector', catalog: body.catalog, namesOut: selected.names.length, ranked: selected.ranked, confidence: Math.round(selected.confidence * 1000) / 1000, tokens: selected.tokens, timings: { ...roundedTimings(selected.timings), total_ms: Math.round((performance.now() - started) * 100) / 100 } },
         'tool selection',
       );
       return;
@@ -230,7 +235,7 @@ export function selectorRoutes(deps: SelectorDeps, search: RankDeps = deps): Rou
           confidence: Math.round(answerConfidence(selection) * 1000) / 1000,
           evidence: selection.evidence,
           tokens,
-          timings: Object.fromEntries(Object.entries(selection.timings).map(([key, value]) => [key, Math.round(value * 100) / 100])),
+          timings: roundedTimings(selection.timings),
         },
         'tool selection',
       );

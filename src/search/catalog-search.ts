@@ -80,28 +80,47 @@ export async function selectFromCatalog(
   deps: RankDeps,
   ref: { tenant: string; name: string },
   input: { pattern: string; topK: number; alwaysKeep: string[] },
-): Promise<{ names: string[]; ranked: number; confidence: number; tokens: { offered: number; selected: number } }> {
+): Promise<{ names: string[]; ranked: number; confidence: number; tokens: { offered: number; selected: number }; timings: CatalogSelectionTimings }> {
+  const started = performance.now();
+  const timings: CatalogSelectionTimings = { lookup_ms: 0, query_embedding_ms: 0, retrieval_ms: 0, fusion_ms: 0, padding_ms: 0 };
   const catalog = await getCatalog(deps.db, ref.tenant, ref.name);
   if (!catalog) throw notFound(`catalog "${ref.name}"`);
   const wanted = [...new Set(input.alwaysKeep)];
   const held = wanted.length > 0 ? await loadCatalogTools(deps.db, catalog.id, wanted) : new Map();
   const ordered = wanted.filter((name) => held.has(name));
+  timings.lookup_ms = performance.now() - started;
   let ranked: CatalogSearchResult['tools'] = [];
   let confidence = 0;
   if (input.pattern.trim() !== '') {
     const found = await searchCatalog(deps, ref, { query: input.pattern, topK: input.topK, mode: 'hybrid' }, catalog);
     ranked = found.tools;
+    Object.assign(timings, found.timings);
     confidence = Math.max(0, ...confidences(ranked.map((tool, i) => ({ ...tool.explain, rank: i + 1 })), found.bests));
   }
   const rows = new Map<string, CatalogToolRow>([...held, ...ranked.map((tool) => [tool.id, tool.tool] as const)]);
   let names = [...new Set([...ordered, ...ranked.map((tool) => tool.id)])];
   if (names.length < input.topK && names.length < catalog.toolCount) {
+    const paddingStarted = performance.now();
     const padding = await listCatalogTools(deps.db, ref, { limit: input.topK });
     for (const row of padding) if (!rows.has(row.name)) rows.set(row.name, row);
     names = [...new Set([...names, ...padding.map((row) => row.name)])];
+    timings.padding_ms = performance.now() - paddingStarted;
   }
   names = names.slice(0, input.topK);
   // The gateway sends the definitions it was given; their tokens as sent are what it offers and keeps.
   const selected = names.reduce((sum, name) => sum + (rows.get(name)?.tokens.as_sent ?? 0), 0);
-  return { names, ranked: ranked.length, confidence, tokens: { offered: catalog.definitionTokens.as_sent, selected } };
+  return { names, ranked: ranked.length, confidence, tokens: { offered: catalog.definitionTokens.as_sent, selected }, timings };
+}
+
+/**
+ * Where a selection from a stored catalog spent its time: the catalog's row and `always_keep`
+ * tools (lookup), the ranking's stages as the catalog search reports them, and the request-order
+ * tools that fill an answer the ranking left short (padding; 0 when none was needed).
+ */
+export interface CatalogSelectionTimings extends Record<string, number> {
+  lookup_ms: number;
+  query_embedding_ms: number;
+  retrieval_ms: number;
+  fusion_ms: number;
+  padding_ms: number;
 }

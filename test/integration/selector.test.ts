@@ -323,6 +323,16 @@ describe('selector keys, tenants and the content-hash cache', () => {
     expect((await select(app, { pattern: '   ', top_k: 3, catalog: name }, t1)).body.selected_names).toHaveLength(3);
     expect((await select(app, { pattern: 'zzzz qqqq', top_k: 4, catalog: name }, t1)).body.selected_names.sort()).toEqual(tools.map((tool) => tool.name).sort());
     // Another tenant's catalog does not exist for this key; a bad name or both sources is a 400.
+    // Each answer's time per stage is in /metrics (endpoint selector_catalog), every stage once per answer.
+    const stages = Object.fromEntries(
+      (await (await fetch(`${app.url}/metrics`)).text())
+        .split('\n')
+        .filter((row) => row.startsWith('toolsift_search_stage_duration_seconds_count{endpoint="selector_catalog"'))
+        .map((row) => [/stage="([a-z_]+)"/.exec(row)![1], Number(row.split(' ').at(-1))]),
+    );
+    expect(Object.keys(stages).sort()).toEqual(['fusion', 'lookup', 'padding', 'query_embedding', 'retrieval']);
+    expect(new Set(Object.values(stages)).size).toBe(1);
+    expect(stages.lookup).toBeGreaterThanOrEqual(5);
     expectError(await select(app, { pattern: 'weather', catalog: name }, t2), 404, 'not_found');
     expectError(await select(app, { pattern: 'weather', catalog: 'no/such' }, t1), 400, 'validation_failed');
     expectError(await select(app, { pattern: 'weather', catalog: name, tools: [{ name: 'x' }] }, t1), 400, 'validation_failed');
