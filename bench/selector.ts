@@ -800,6 +800,10 @@ async function mixMain(stores: string[]): Promise<void> {
         console.log(`  ${kind.padEnd(16)} n ${String(figures.n).padStart(6)}  p50 ${ms(figures.p50).padStart(9)}  p90 ${ms(figures.p90).padStart(9)}  p99 ${ms(figures.p99).padStart(9)}  max ${ms(figures.max).padStart(9)}  errors ${figures.errors}  empty ${figures.empty}`);
       }
       for (const minute of result.perMinute) console.log(`  remembered list, minute ${minute.minute}: n ${minute.n}, p50 ${ms(minute.p50)}, p99 ${ms(minute.p99)}`);
+      // Where the remembered list's time went as the server saw it (its "tool selection" lines):
+      // what the client saw less the server's total is waiting for the event loop and the network.
+      const split = serverSplit(await drain(service));
+      if (split) console.log(`  remembered list, server side: ${Object.entries(split).map(([key, value]) => `${key} ${value}`).join(', ')}`);
       for (const error of result.firstErrors) console.log(`  error: ${error}`);
       const remembered = result.kinds.remembered_list;
       const errors = Object.values(result.kinds).reduce((sum, figures) => sum + figures.errors, 0);
@@ -811,7 +815,7 @@ async function mixMain(stores: string[]): Promise<void> {
       ];
       for (const check of storeChecks) console.log(`  ${check.pass ? 'PASS' : 'FAIL'}  ${check.name.padEnd(36)} ${check.value}`);
       allPass &&= storeChecks.every((check) => check.pass);
-      summary[store] = { ...result, firstErrors: undefined, checks: storeChecks };
+      summary[store] = { ...result, firstErrors: undefined, checks: storeChecks, serverSplit: split };
     } finally {
       await stopService(service);
     }
