@@ -48,6 +48,23 @@ describe('the token counting thread', () => {
     expect(lines.join('')).toContain('counting those tools on the main thread');
   });
 
+  it('starts on the first count and ends after a while without one, and starts again for the next', async () => {
+    const thread = startTokenThread(createLogger('silent'), 300);
+    try {
+      expect(thread.running).toBe(false);
+      const sample = tools.slice(0, 50);
+      expect(await countDefinitions(thread, sample)).toEqual(sample.map((tool) => definitionTokens(tool)));
+      expect(thread.running).toBe(true);
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      expect(thread.running).toBe(false);
+      expect(await countDefinitions(thread, sample)).toEqual(sample.map((tool) => definitionTokens(tool)));
+      expect(thread.running).toBe(true);
+    } finally {
+      await thread.close();
+    }
+    expect(thread.running).toBe(false);
+  });
+
   it("keeps the tokenizer off the service's main thread: nothing src/main.ts imports statically reaches it", () => {
     const src = new URL('../../src/', import.meta.url).pathname;
     const reached = new Set<string>();
