@@ -185,3 +185,43 @@ describe('POST /v1/catalogs/{catalog}/search while the catalog is being embedded
     expect((await search({ mode: 'vector' })).body.results.length).toBeGreaterThan(0);
   });
 });
+
+describe('server votes in a catalog of more than SERVER_SCAN_MAX servers', () => {
+  let app: TestApp;
+  const catalog = uniqueName('search-servers');
+  beforeAll(async () => {
+    // Above SERVER_SCAN_MAX servers the dense server list scores only candidate servers (those of
+    // the dense tool list and of the BM25 server list), not every server's mean.
+    const { SERVER_SCAN_MAX } = await import('../../src/search/servers.js');
+    app = await startTestApp({ EMBED_MODEL: 'use-lite' });
+    await testEmbedder();
+    const fillers = Array.from({ length: SERVER_SCAN_MAX + 50 }, (_, index) => ({
+      name: `filler${index}__record_entry`,
+      description: `Records bookkeeping entry ${index} in ledger ${index % 17}.`,
+      inputSchema: { type: 'object', properties: {} },
+      server: `filler${index}`,
+    }));
+    const put = await app.request('PUT', `/v1/catalogs/${catalog}`, { tools: [...tools, ...fillers] });
+    expect(put.status).toBe(200);
+    await app.deps.queue?.whenIdle();
+    const progress = await app.request('GET', `/v1/catalogs/${catalog}`);
+    expect(progress.body.embedding).toMatchObject({ total: tools.length + fillers.length, done: tools.length + fillers.length });
+    // The catalog's index in process (where the server lists are computed) is derived on its
+    // first search; until then votes come from SQL. Wait for it, as a searched catalog has it.
+    const { getCatalog } = await import('../../src/store/catalog-store.js');
+    await app.deps.search.catalogIndexes!.get((await getCatalog(app.deps.search.db, 'default', catalog))!);
+  }, 300_000);
+  afterAll(() => app.close());
+
+  it("gives the query's top server its whole vote from both server lists, as below the threshold", async () => {
+    const { SERVER_BM25_WEIGHT, SERVER_VECTOR_WEIGHT } = await import('../../src/search/servers.js');
+    const { RRF_K } = await import('../../src/search/rrf.js');
+    type Row = { name: string; explain: { server_vote: number } };
+    const response = await app.request('POST', `/v1/catalogs/${catalog}/search`, { query: 'open an issue in a github repository', top_k: 10, explain: true });
+    expect(response.status).toBe(200);
+    const votes = new Map((response.body.results as Row[]).map((row) => [row.name, row.explain.server_vote]));
+    expect(response.body.results[0].name).toBe('github__create_issue');
+    // github is first in the BM25 server list and first among the dense list's candidates.
+    expect(votes.get('github__create_issue')).toBeCloseTo((SERVER_BM25_WEIGHT + SERVER_VECTOR_WEIGHT) / (RRF_K + 1), 12);
+  });
+});
