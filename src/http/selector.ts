@@ -219,27 +219,31 @@ export function selectorRoutes(deps: SelectorDeps, search: RankDeps = deps): Rou
     // of the split. Registered on the write before anything else waits for it (shutdown's
     // `background.settled()` comes later), so the line is written before the service stops.
     const log = res.locals.log as Logger;
-    void selection.stored.then(async () => {
-      deps.metrics?.stageDuration.observe({ endpoint: 'selector', stage: 'store' }, selection.timings.store_ms / 1000);
-      // Counted after the answer; a new tool's counts were made when it was stored.
-      const tokens = await selectionTokens(deps.tokens, selection);
-      recordTokens(deps.metrics, res.locals.tenant as string, tokens);
-      log.info(
-        {
-          tenant: res.locals.tenant,
-          route: 'selector',
-          toolsIn: selection.toolsIn,
-          namesOut: selection.names.length,
-          newDocuments: selection.newDocuments,
-          fallback: selection.fallback ?? null,
-          confidence: Math.round(answerConfidence(selection) * 1000) / 1000,
-          evidence: selection.evidence,
-          tokens,
-          timings: roundedTimings(selection.timings),
-        },
-        'tool selection',
-      );
-    });
+    // After the answer nothing may reject unhandled (Node ends the process on it): a failure of the
+    // token count or the log line is a warning.
+    void selection.stored
+      .then(async () => {
+        deps.metrics?.stageDuration.observe({ endpoint: 'selector', stage: 'store' }, selection.timings.store_ms / 1000);
+        // Counted after the answer; a new tool's counts were made when it was stored.
+        const tokens = await selectionTokens(deps.tokens, selection);
+        recordTokens(deps.metrics, res.locals.tenant as string, tokens);
+        log.info(
+          {
+            tenant: res.locals.tenant,
+            route: 'selector',
+            toolsIn: selection.toolsIn,
+            namesOut: selection.names.length,
+            newDocuments: selection.newDocuments,
+            fallback: selection.fallback ?? null,
+            confidence: Math.round(answerConfidence(selection) * 1000) / 1000,
+            evidence: selection.evidence,
+            tokens,
+            timings: roundedTimings(selection.timings),
+          },
+          'tool selection',
+        );
+      })
+      .catch((error: unknown) => log.warn({ err: error, tenant: res.locals.tenant, route: 'selector' }, 'tool selection: token count or log line after the answer failed'));
   };
   // Gateways >= 0.5.3 post to <base>/api/compress/tool-discovery/: pointing their base URL here works too.
   for (const path of SELECTOR_PATHS) router.post(path, handler);

@@ -2,7 +2,9 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { TokenCounter } from '../../src/catalog/tokens.js';
 import { contentHash } from '../../src/catalog/content-hash.js';
 import { normalizeRequestTool } from '../../src/search/selector.js';
 import { queryTerms } from '../../src/catalog/search-text.js';
@@ -562,5 +564,27 @@ describe('the selector latency budget (SELECTOR_BUDGET_MS)', () => {
     // ... so the next turn with the same pattern ranks with its vector, within the same budget.
     expectSelection(await select(app, { pattern, top_k: 3, tools: workspaceTools }), workspaceNames, 3);
     expect(await fallbacks('embedder_busy')).toBe(before + 1);
+  });
+});
+
+describe('the selector after its answer', () => {
+  let app: TestApp;
+  const lines: { level: number; msg: string }[] = [];
+  beforeAll(async () => {
+    app = await startTestApp({ EMBED_MODEL: 'none' }, { logger: pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) }) });
+  });
+  afterAll(() => app.close());
+
+  it('a token count that fails after the answer is a warning, not an unhandled rejection', async () => {
+    // Counting fails from now on, when new tools are stored and after the answer (the real counter
+    // falls back to this thread when its own thread fails; this is what is left if that fails too).
+    const failing = { countTexts: async () => Promise.reject(new Error('tokenizer gone')) };
+    app.deps.selector.tokenCounter = failing;
+    app.deps.selector.tokens = new TokenCounter(failing);
+    const tools = workspaceTools.map((tool) => ({ ...tool, description: `${tool.description} (${Date.now()})` }));
+    expectSelection(await select(app, { pattern: 'read a file', top_k: 3, tools }), tools.map((tool) => tool.name), 3);
+    await vi.waitFor(() => expect(lines.some((line) => line.msg.includes('after the answer failed'))).toBe(true), { timeout: 10_000 });
+    // The service answers the next turn as before.
+    expectSelection(await select(app, { pattern: 'search the web', top_k: 3, tools }), tools.map((tool) => tool.name), 3);
   });
 });
