@@ -39,9 +39,10 @@ const { values } = parseArgs({
     sets: { type: 'string', default: 'bfcl,livemcpbench,sealtools,toolbench_stable' },
     lists: { type: 'string' },
     settings: { type: 'boolean', default: false },
+    root: { type: 'string' },
   },
 });
-const EVAL_DIR = fileURLToPath(new URL('../../shared/eval/', import.meta.url));
+const EVAL_DIR = values.root ? `${values.root.replace(/\/$/, '')}/` : fileURLToPath(new URL('../../shared/eval/', import.meta.url));
 const sets = values.sets!.split(',').map((set) => set.trim());
 
 interface QueryLists {
@@ -172,11 +173,21 @@ const peak = (q: QueryLists, typoMatching: boolean) => {
   return lexical.length > 0 && tenth > 0 ? lexical[0]![1] / tenth : 1;
 };
 
+/** The dense list's top cosine minus its 10th (its last when shorter): how far its head stands out. */
+const denseGap = (q: QueryLists) => (q.dense[0]?.[1] ?? 0) - (q.dense[Math.min(9, q.dense.length - 1)]?.[1] ?? 0);
+
+/** denseWeight before it read the dense gap (2026-11-27): an empty dense list has no gap. */
+const withoutGap = (q: QueryLists, typoMatching: boolean) => denseWeight(known(q, typoMatching), typoMatching ? q.fuzzy : q.bm25, []);
+
 const families: { label: string; settings: [string, Rule][] }[] = [
   { label: 'before: dense weight 0.4 for every query', settings: [['w 0.4', (q, m, t) => fused(q, m, t, { bm25: 1, dense: 0.4, fixedServers: true })]] },
   {
+    label: 'before the dense gap (2026-11-27): denseWeight without it',
+    settings: [['no gap', (q, m, t) => fused(q, m, t, { bm25: 1, dense: withoutGap(q, t), fixedServers: true })]],
+  },
+  {
     label: 'shipped: denseWeight (src/search/rrf.ts)',
-    settings: [['shipped', (q, m, t) => fused(q, m, t, { bm25: 1, dense: denseWeight(known(q, t), t ? q.fuzzy : q.bm25), fixedServers: true })]],
+    settings: [['shipped', (q, m, t) => fused(q, m, t, { bm25: 1, dense: denseWeight(known(q, t), t ? q.fuzzy : q.bm25, q.dense), fixedServers: true })]],
   },
   {
     label: 'constant dense weight w',
@@ -207,7 +218,7 @@ const families: { label: string; settings: [string, Rule][] }[] = [
     ),
   },
   {
-    label: "the shipped family: dense weight min(2, w0 + a (1 - known) (2.5 / peak)^r), peak = BM25's top score over its 10th",
+    label: "the 2026-11-27 family: dense weight min(2, w0 + a (1 - known) (2.5 / peak)^r), peak = BM25's top score over its 10th",
     settings: [0, 0.1, 0.2].flatMap((w0) =>
       [0.5, 1, 1.5, 2].flatMap((a) =>
         [0.5, 1].map((r): [string, Rule] => [
@@ -218,8 +229,46 @@ const families: { label: string; settings: [string, Rule][] }[] = [
     ),
   },
   {
+    label: "the 2026-11-27 weight times (dense gap / g)^s, dense gap = the dense list's top cosine minus its 10th",
+    settings: [0.08, 0.1, 0.12].flatMap((g) =>
+      [0.5, 1, 2].map((sExp): [string, Rule] => [
+        `g ${g}, s ${sExp}`,
+        (q, m, t) => fused(q, m, t, { bm25: 1, dense: Math.min(2, withoutGap(q, t) * (denseGap(q) / g) ** sExp), fixedServers: true }),
+      ]),
+    ),
+  },
+  {
+    label: 'the shipped family: the 2026-11-27 weight times max(1, dense gap / g)^s: more say for a dense head that stands out, never less',
+    settings: [0.08, 0.1, 0.12].flatMap((g) =>
+      [0.5, 1, 2].map((sExp): [string, Rule] => [
+        `g ${g}, s ${sExp}`,
+        (q, m, t) => fused(q, m, t, { bm25: 1, dense: Math.min(2, withoutGap(q, t) * Math.max(1, denseGap(q) / g) ** sExp), fixedServers: true }),
+      ]),
+    ),
+  },
+  {
+    label: 'the 2026-11-27 weight plus b max(0, dense gap / g - 1)',
+    settings: [0.1, 0.12, 0.15].flatMap((g) =>
+      [0.25, 0.5, 1, 2].map((b): [string, Rule] => [
+        `g ${g}, b ${b}`,
+        (q, m, t) => fused(q, m, t, { bm25: 1, dense: Math.min(2, withoutGap(q, t) + b * Math.max(0, denseGap(q) / g - 1)), fixedServers: true }),
+      ]),
+    ),
+  },
+  {
+    label: 'min(2, (w0 + a (1 - known) (2.5 / peak)^0.5) (dense gap / g)^s)',
+    settings: [0, 0.1, 0.2].flatMap((w0) =>
+      [0.5, 1].flatMap((a) =>
+        [0.5, 1, 2].map((sExp): [string, Rule] => [
+          `w0 ${w0}, a ${a}, s ${sExp}`,
+          (q, m, t) => fused(q, m, t, { bm25: 1, dense: Math.min(2, (w0 + a * (1 - known(q, t)) * (2.5 / peak(q, t)) ** 0.5) * (denseGap(q) / 0.1) ** sExp), fixedServers: true }),
+        ]),
+      ),
+    ),
+  },
+  {
     label: 'the shipped setting with server votes following the dense weight instead of fixed',
-    settings: [['shipped setting, servers following', (q, m, t) => fused(q, m, t, { bm25: 1, dense: denseWeight(known(q, t), t ? q.fuzzy : q.bm25) })]],
+    settings: [['shipped setting, servers following', (q, m, t) => fused(q, m, t, { bm25: 1, dense: denseWeight(known(q, t), t ? q.fuzzy : q.bm25, q.dense) })]],
   },
 ];
 
@@ -232,6 +281,8 @@ function scoreRule(rule: Rule, set: string, variant: 'clean' | 'typos', typoMatc
   return { mean: { ndcg: mean.ndcg10, recall: mean.recall10 }, perQuery };
 }
 
+/** Sets drawn from one public corpus (`<corpus>_schema`, `<corpus>_noschema` variants) are held out together. */
+const source = (set: string) => set.replace(/_(no)?schema$/, '');
 const f = (x: number) => x.toFixed(3);
 for (const [typoMatching, corrected] of [[true, 0], [false, 0], [true, 1]] as const) {
   correctedCounts = corrected;
@@ -269,7 +320,7 @@ for (const [typoMatching, corrected] of [[true, 0], [false, 0], [true, 1]] as co
     console.log(`  chosen on all ${sets.length}: ${inSample.label}`);
     // Leave one corpus out: choose on the other corpora, score on this one.
     const loco = sets.map((held) => {
-      const others = sets.filter((set) => set !== held);
+      const others = sets.filter((set) => source(set) !== source(held));
       const chosen = choose(others);
       return { held, chosen: chosen.label, clean: chosen.per[held]!, margin: margin(held, chosen.per[held]!), typoShare: chosen.typoShare[held]! };
     });

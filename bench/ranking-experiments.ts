@@ -242,7 +242,8 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
     const expanded = expandTerms(distinctTerms(queryTerms(q)), index.vocabulary());
     const lexical = index.searchWeighted(expanded.weights, RRF_DEPTH);
     const lists = { bm25: serverIndex.searchWeighted(expanded.weights, depth), vector: rankByCosine(vector, centroids, depth), members: servers.members };
-    return addServerVotes(fuseHybrid(lexical, byVector(vector), denseWeight(expanded.known, lexical)), lists, options).fused;
+    const dense = byVector(vector);
+    return addServerVotes(fuseHybrid(lexical, dense, denseWeight(expanded.known, lexical, dense)), lists, options).fused;
   };
   const catalogMean = [...vectorOf.values()].reduce((sum, v) => sum.map((x, j) => x + v[j]! / vectorOf.size), new Array<number>(512).fill(0));
   const centred: Record<number, Map<string, number[]>> = {};

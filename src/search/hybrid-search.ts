@@ -223,7 +223,7 @@ export async function rankCorpus(
 
   const fusionStarted = performance.now();
   let fused: [string, number][] =
-    request.mode === 'bm25' ? bm25 : request.mode === 'vector' ? vector : fuseHybrid(bm25, vector, denseWeight((await expandedPromise).known, bm25));
+    request.mode === 'bm25' ? bm25 : request.mode === 'vector' ? vector : fuseHybrid(bm25, vector, denseWeight((await expandedPromise).known, bm25, vector));
   let serverVotes = new Map<string, number>();
   const serverLists = combineServerLists(serverBm25, serverVector);
   if (serverLists) ({ fused, votes: serverVotes } = addServerVotes(fused, serverLists));

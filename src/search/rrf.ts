@@ -81,24 +81,38 @@ export const BM25_PEAK_REFERENCE = 2.5;
 export const BM25_PEAK_EXPONENT = 0.5;
 /** Above this the dense list's rank 1 would outvote BM25's twice over. */
 export const DENSE_WEIGHT_MAX = 2;
+/**
+ * The default model's (USE Lite) top-to-10th cosine gap at or under which the dense list gets no
+ * more say: the dev corpora's medians are 0.07-0.11 (thousands of tools, many alike); small
+ * catalogs of short descriptions, where the dense list is the better one, 0.19-0.22.
+ */
+export const DENSE_GAP_REFERENCE = 0.1;
+/** How fast a dense head that stands out gains say: twice the reference gap, four times the weight. */
+export const DENSE_GAP_EXPONENT = 2;
 
 /**
  * The dense list's weight for one query. Reason: words the corpus does not know are the dense
- * list's job, and a BM25 list whose head stands out from its 10th has earned its say.
- *   weight = min(MAX, FLOOR + PER_UNKNOWN x (1 - known) x (PEAK_REFERENCE / peak)^PEAK_EXPONENT)
+ * list's job, and a list whose head stands out from its 10th has earned its say (BM25's less, the
+ * dense list's more).
+ *   weight = min(MAX, (FLOOR + PER_UNKNOWN x (1 - known) x (PEAK_REFERENCE / peak)^PEAK_EXPONENT)
+ *                     x max(1, gap / GAP_REFERENCE)^GAP_EXPONENT)
  * `known` is the share of the query's distinct terms that some document of the corpus holds
  * (spelled as the query spells them: a word typo matching corrected does not count, so a typo
  * leans on BM25's corrections, not on a model that misreads it too); peak is BM25's top score over
- * its 10th (over its last when shorter; 1 when empty). Chosen leave-one-corpus-out on four corpora
- * (`npx tsx bench/fusion-loco.ts`, docs/ranking.md): no fixed weight suits both the corpora where
- * BM25 is much the better list and those where the dense list adds most.
+ * its 10th (over its last when shorter; 1 when empty); gap is the dense list's top cosine minus its
+ * 10th (its last; 0 when empty). Chosen leave-one-corpus-out on four corpora and five small
+ * one-line-description catalogs drawn from them (`npx tsx bench/fusion-loco.ts`, docs/ranking.md):
+ * no fixed weight suits both the corpora where BM25 is much the better list and those where the
+ * dense list is.
  */
-export function denseWeight(known: number, bm25: Ranked): number {
+export function denseWeight(known: number, bm25: Ranked, dense: Ranked): number {
   const top = bm25[0]?.[1] ?? 0;
   const tenth = bm25[Math.min(9, bm25.length - 1)]?.[1] ?? 0;
   const peak = top > 0 && tenth > 0 ? top / tenth : 1;
   const unknown = Math.min(1, Math.max(0, 1 - known));
-  return Math.min(DENSE_WEIGHT_MAX, DENSE_WEIGHT_FLOOR + DENSE_WEIGHT_PER_UNKNOWN * unknown * (BM25_PEAK_REFERENCE / peak) ** BM25_PEAK_EXPONENT);
+  const gap = dense.length > 0 ? dense[0]![1] - dense[Math.min(9, dense.length - 1)]![1] : 0;
+  const base = DENSE_WEIGHT_FLOOR + DENSE_WEIGHT_PER_UNKNOWN * unknown * (BM25_PEAK_REFERENCE / peak) ** BM25_PEAK_EXPONENT;
+  return Math.min(DENSE_WEIGHT_MAX, base * Math.max(1, gap / DENSE_GAP_REFERENCE) ** DENSE_GAP_EXPONENT);
 }
 
 /** The shipped fusion of one BM25 list and one vector list, both best first; the dense weight is the query's (denseWeight). */

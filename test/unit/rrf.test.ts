@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { BM25_PEAK_EXPONENT, BM25_PEAK_REFERENCE, BM25_WEIGHT, DENSE_WEIGHT_FLOOR, DENSE_WEIGHT_MAX, DENSE_WEIGHT_PER_UNKNOWN, RRF_DEPTH, RRF_K, VECTOR_WEIGHT, denseWeight, fuseHybrid, fuseRrf } from '../../src/search/rrf.js';
+import { BM25_PEAK_EXPONENT, BM25_PEAK_REFERENCE, BM25_WEIGHT, DENSE_GAP_EXPONENT, DENSE_GAP_REFERENCE, DENSE_WEIGHT_FLOOR, DENSE_WEIGHT_MAX, DENSE_WEIGHT_PER_UNKNOWN, RRF_DEPTH, RRF_K, VECTOR_WEIGHT, denseWeight, fuseHybrid, fuseRrf } from '../../src/search/rrf.js';
 import { TAG_BOOST, boostByTags } from '../../src/search/tags.js';
 
 describe('fuseRrf', () => {
@@ -47,26 +47,43 @@ describe('fuseHybrid', () => {
 describe('denseWeight', () => {
   /** A BM25 list of ten whose top score is `peak` times its 10th. */
   const list = (peak: number): [string, number][] => Array.from({ length: 10 }, (_, i) => [`t${i}`, peak - ((peak - 1) * i) / 9]);
+  /** A dense list of ten whose top cosine is `gap` above its 10th. */
+  const dense = (gap: number): [string, number][] => Array.from({ length: 10 }, (_, i) => [`d${i}`, 0.6 - (gap * i) / 9]);
+  const typical = dense(DENSE_GAP_REFERENCE);
 
   it('gives the dense list its floor when the corpus knows every word of the query', () => {
-    expect(denseWeight(1, list(BM25_PEAK_REFERENCE))).toBeCloseTo(DENSE_WEIGHT_FLOOR, 12);
-    expect(denseWeight(1, list(8))).toBeCloseTo(DENSE_WEIGHT_FLOOR, 12);
+    expect(denseWeight(1, list(BM25_PEAK_REFERENCE), typical)).toBeCloseTo(DENSE_WEIGHT_FLOOR, 12);
+    expect(denseWeight(1, list(8), typical)).toBeCloseTo(DENSE_WEIGHT_FLOOR, 12);
   });
 
   it('gives it more say the more of the query the corpus does not know', () => {
-    expect(denseWeight(0.5, list(BM25_PEAK_REFERENCE))).toBeCloseTo(DENSE_WEIGHT_FLOOR + 0.5 * DENSE_WEIGHT_PER_UNKNOWN, 12);
-    expect(denseWeight(0, list(BM25_PEAK_REFERENCE))).toBeGreaterThan(denseWeight(0.5, list(BM25_PEAK_REFERENCE)));
+    expect(denseWeight(0.5, list(BM25_PEAK_REFERENCE), typical)).toBeCloseTo(DENSE_WEIGHT_FLOOR + 0.5 * DENSE_WEIGHT_PER_UNKNOWN, 12);
+    expect(denseWeight(0, list(BM25_PEAK_REFERENCE), typical)).toBeGreaterThan(denseWeight(0.5, list(BM25_PEAK_REFERENCE), typical));
   });
 
   it('gives it less when BM25\'s head stands out, more when BM25 is flat or found nothing, within its cap', () => {
-    expect(denseWeight(0.5, list(10))).toBeLessThan(denseWeight(0.5, list(BM25_PEAK_REFERENCE)));
-    expect(denseWeight(0.5, list(1.2))).toBeGreaterThan(denseWeight(0.5, list(BM25_PEAK_REFERENCE)));
-    expect(denseWeight(0, [])).toBeLessThanOrEqual(DENSE_WEIGHT_MAX);
-    expect(denseWeight(0, [['only', 3]])).toBeCloseTo(Math.min(DENSE_WEIGHT_MAX, DENSE_WEIGHT_FLOOR + DENSE_WEIGHT_PER_UNKNOWN * BM25_PEAK_REFERENCE ** BM25_PEAK_EXPONENT), 12);
+    expect(denseWeight(0.5, list(10), typical)).toBeLessThan(denseWeight(0.5, list(BM25_PEAK_REFERENCE), typical));
+    expect(denseWeight(0.5, list(1.2), typical)).toBeGreaterThan(denseWeight(0.5, list(BM25_PEAK_REFERENCE), typical));
+    expect(denseWeight(0, [], typical)).toBeLessThanOrEqual(DENSE_WEIGHT_MAX);
+    expect(denseWeight(0, [['only', 3]], typical)).toBeCloseTo(Math.min(DENSE_WEIGHT_MAX, DENSE_WEIGHT_FLOOR + DENSE_WEIGHT_PER_UNKNOWN * BM25_PEAK_REFERENCE ** BM25_PEAK_EXPONENT), 12);
+  });
+
+  it('gives it more when its own head stands out beyond the reference gap, never less under it, within its cap', () => {
+    const base = denseWeight(0.5, list(BM25_PEAK_REFERENCE), typical);
+    expect(denseWeight(0.5, list(BM25_PEAK_REFERENCE), dense(2 * DENSE_GAP_REFERENCE))).toBeCloseTo(base * 2 ** DENSE_GAP_EXPONENT, 12);
+    expect(denseWeight(0.5, list(BM25_PEAK_REFERENCE), dense(DENSE_GAP_REFERENCE / 2))).toBeCloseTo(base, 12);
+    expect(denseWeight(0.5, list(BM25_PEAK_REFERENCE), [])).toBeCloseTo(base, 12);
+    // The 10th is read where the list is longer, the last where it is shorter.
+    const long: [string, number][] = [...dense(2 * DENSE_GAP_REFERENCE), ['d10', 0]];
+    expect(denseWeight(0.5, list(BM25_PEAK_REFERENCE), long)).toBeCloseTo(base * 2 ** DENSE_GAP_EXPONENT, 12);
+    expect(denseWeight(0.5, list(BM25_PEAK_REFERENCE), [['a', 0.6], ['b', 0.6 - 2 * DENSE_GAP_REFERENCE]])).toBeCloseTo(base * 2 ** DENSE_GAP_EXPONENT, 12);
+    expect(denseWeight(0, list(1), dense(1))).toBe(DENSE_WEIGHT_MAX);
+    // A query the corpus knows word for word stays BM25's, whatever the dense list looks like.
+    expect(denseWeight(1, list(BM25_PEAK_REFERENCE), dense(0.5))).toBeLessThan(1e-4);
   });
 
   it('is the vector weight fuseHybrid applies', () => {
-    const weight = denseWeight(0.3, list(2));
+    const weight = denseWeight(0.3, list(2), dense(0.25));
     expect(fuseHybrid([], [['dense', 0.7]], weight)).toEqual([['dense', weight / (RRF_K + 1)]]);
   });
 });
