@@ -55,6 +55,7 @@ export async function searchCatalog(
       // Without the index, server votes in SQL read every tool's terms and vector: seconds at
       // 100,000 tools, past the request's deadline. A large catalog ranks without them until its index is in.
       ...(!index && catalog.toolCount > SQL_SERVER_LISTS_MAX ? { withoutServers: true } : {}),
+      denseComplete: deps.embeddingStatus !== undefined && pending === undefined,
     },
   );
   const rows = await loadCatalogTools(deps.db, catalog.id, ranked.tools.map((tool) => tool.id));

@@ -129,6 +129,11 @@ export async function rankCorpus(
     onEmbedError?: (error: unknown) => void;
     /** No server votes, even in hybrid mode (their SQL would cost too much; see catalog-search.ts). */
     withoutServers?: boolean;
+    /**
+     * Every tool of the corpus has a current vector (a catalog's embedding status). Without it, a
+     * hash corpus is complete when the vectors in hand cover it, and anything else is not.
+     */
+    denseComplete?: boolean;
   },
 ): Promise<RankResult> {
   const filtered: Corpus = request.tags?.length ? { ...corpus, tags: request.tags } : corpus;
@@ -222,8 +227,12 @@ export async function rankCorpus(
   timings.retrieval_ms = performance.now() - started - timings.query_embedding_ms;
 
   const fusionStarted = performance.now();
+  // A dense list that lacks some of the corpus's tools (not embedded yet) earns no say for its head
+  // standing out: the tools that would have crowded it may be the ones missing.
+  const inHand = await vectorsInHand;
+  const denseComplete = options.denseComplete ?? (inHand !== undefined && corpus.kind === 'hashes' && inHand.size >= corpus.hashes.length);
   let fused: [string, number][] =
-    request.mode === 'bm25' ? bm25 : request.mode === 'vector' ? vector : fuseHybrid(bm25, vector, denseWeight((await expandedPromise).known, bm25, vector));
+    request.mode === 'bm25' ? bm25 : request.mode === 'vector' ? vector : fuseHybrid(bm25, vector, denseWeight((await expandedPromise).known, bm25, denseComplete ? vector : []));
   let serverVotes = new Map<string, number>();
   const serverLists = combineServerLists(serverBm25, serverVector);
   if (serverLists) ({ fused, votes: serverVotes } = addServerVotes(fused, serverLists));
