@@ -1,6 +1,6 @@
 import { countHere, TokenCounter } from '../../src/catalog/tokens.js';
 import { Writable } from 'node:stream';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { BackgroundWork } from '../../src/background-work.js';
 import { createLogger } from '../../src/logger.js';
 import { LruCache } from '../../src/lru-cache.js';
@@ -48,6 +48,10 @@ const input = { pattern: 'search the web', topK: 1, alwaysKeep: [], tools, tools
 const nextTurn = () => new Promise((resolve) => setTimeout(resolve, 5));
 
 describe('selector: storing a request’s new tools', () => {
+  // The tokenizer loads on its first count (a dynamic import, 0.1-1 s on a cold machine): loaded
+  // here, so the turn after an answer is enough for the write to start.
+  beforeAll(() => countHere.countTexts(['warm up']), 30_000);
+
   it('answers before the write of its new tools has finished, then remembers them as stored', async () => {
     const { deps, transactions, settle } = harness();
     const selection = await selectTools(deps, input);
