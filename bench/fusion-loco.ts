@@ -2,6 +2,10 @@
  * Fusion settings judged leave-one-corpus-out (issue 24), rerunnable:
  *
  *   npx tsx bench/fusion-loco.ts [--sets bfcl,livemcpbench,sealtools,toolbench_stable] [--lists <cache.json>] [--settings]
+ *                                [--root <folder of datasets, default ../shared/eval>]
+ *
+ * With `--root`, sets may include the small catalogs of bench/small-catalogs.ts (`<corpus>_schema`,
+ * `<corpus>_noschema`); a corpus and the sets drawn from it are held out together.
  *
  * First it computes, per corpus and query (clean, and with the eval's typos at 0.2, seed 1), the
  * lists the service fuses: BM25 (exact terms, and with typo matching), the dense list, the two
@@ -12,7 +16,7 @@
  * Then each family of fusion rules is tried at every setting, three times: with typo matching as
  * shipped (a corrected word does not count as known), without typo matching, and with typo
  * matching where a corrected word counts as known. For each corpus, a setting is chosen
- * on the other three (among those keeping hybrid within 0.005 of its better input on each, nDCG@10
+ * on the other corpora (among those keeping hybrid within 0.005 of its better input on each, nDCG@10
  * and R@10, the best mean quality) and scored on the held-out one: that is the
  * leave-one-corpus-out estimate. A family ships only if that estimate keeps hybrid at or above
  * both lists on every corpus.
