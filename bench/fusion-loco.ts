@@ -34,7 +34,7 @@ import { addTypos } from '../src/eval/typos.js';
 import { distinctTerms } from '../src/search/bm25.js';
 import { Bm25Index } from '../src/search/bm25-index.js';
 import { expandTerms, VocabularyIndex } from '../src/search/fuzzy-terms.js';
-import { denseWeight, fuseRrf, RRF_DEPTH, type Ranked } from '../src/search/rrf.js';
+import { bm25Peak, denseGap, denseWeight, fuseRrf, RRF_DEPTH, type Ranked } from '../src/search/rrf.js';
 import { addServerVotes, serverCentroids, serverDocuments, SERVER_BM25_WEIGHT, SERVER_DEPTH, SERVER_VECTOR_WEIGHT } from '../src/search/servers.js';
 import { rankByCosine } from '../src/search/vector-scan.js';
 
@@ -170,15 +170,9 @@ const strength = (q: QueryLists, typoMatching: boolean) => {
 let correctedCounts = 1;
 const known = (q: QueryLists, typoMatching: boolean) => (typoMatching ? q.known + correctedCounts * (q.knownCorrected - q.known) : q.known);
 
-/** BM25's top score over its 10th (its last when shorter), as denseWeight reads it. */
-const peak = (q: QueryLists, typoMatching: boolean) => {
-  const lexical = typoMatching ? q.fuzzy : q.bm25;
-  const tenth = lexical[Math.min(9, lexical.length - 1)]?.[1] ?? 0;
-  return lexical.length > 0 && tenth > 0 ? lexical[0]![1] / tenth : 1;
-};
+/** BM25's top score over its 10th, as denseWeight reads it. */
+const peak = (q: QueryLists, typoMatching: boolean) => bm25Peak(typoMatching ? q.fuzzy : q.bm25);
 
-/** The dense list's top cosine minus its 10th (its last when shorter): how far its head stands out. */
-const denseGap = (q: QueryLists) => (q.dense[0]?.[1] ?? 0) - (q.dense[Math.min(9, q.dense.length - 1)]?.[1] ?? 0);
 
 /** denseWeight before it read the dense gap (2026-11-27): an empty dense list has no gap. */
 const withoutGap = (q: QueryLists, typoMatching: boolean) => denseWeight(known(q, typoMatching), typoMatching ? q.fuzzy : q.bm25, []);
@@ -237,7 +231,7 @@ const families: { label: string; settings: [string, Rule][] }[] = [
     settings: [0.08, 0.1, 0.12].flatMap((g) =>
       [0.5, 1, 2].map((sExp): [string, Rule] => [
         `g ${g}, s ${sExp}`,
-        (q, m, t) => fused(q, m, t, { bm25: 1, dense: Math.min(2, withoutGap(q, t) * (denseGap(q) / g) ** sExp), fixedServers: true }),
+        (q, m, t) => fused(q, m, t, { bm25: 1, dense: Math.min(2, withoutGap(q, t) * (denseGap(q.dense) / g) ** sExp), fixedServers: true }),
       ]),
     ),
   },
@@ -246,7 +240,7 @@ const families: { label: string; settings: [string, Rule][] }[] = [
     settings: [0.08, 0.1, 0.12].flatMap((g) =>
       [0.5, 1, 2].map((sExp): [string, Rule] => [
         `g ${g}, s ${sExp}`,
-        (q, m, t) => fused(q, m, t, { bm25: 1, dense: Math.min(2, withoutGap(q, t) * Math.max(1, denseGap(q) / g) ** sExp), fixedServers: true }),
+        (q, m, t) => fused(q, m, t, { bm25: 1, dense: Math.min(2, withoutGap(q, t) * Math.max(1, denseGap(q.dense) / g) ** sExp), fixedServers: true }),
       ]),
     ),
   },
@@ -255,7 +249,7 @@ const families: { label: string; settings: [string, Rule][] }[] = [
     settings: [0.1, 0.12, 0.15].flatMap((g) =>
       [0.25, 0.5, 1, 2].map((b): [string, Rule] => [
         `g ${g}, b ${b}`,
-        (q, m, t) => fused(q, m, t, { bm25: 1, dense: Math.min(2, withoutGap(q, t) + b * Math.max(0, denseGap(q) / g - 1)), fixedServers: true }),
+        (q, m, t) => fused(q, m, t, { bm25: 1, dense: Math.min(2, withoutGap(q, t) + b * Math.max(0, denseGap(q.dense) / g - 1)), fixedServers: true }),
       ]),
     ),
   },
@@ -265,7 +259,7 @@ const families: { label: string; settings: [string, Rule][] }[] = [
       [0.5, 1].flatMap((a) =>
         [0.5, 1, 2].map((sExp): [string, Rule] => [
           `w0 ${w0}, a ${a}, s ${sExp}`,
-          (q, m, t) => fused(q, m, t, { bm25: 1, dense: Math.min(2, (w0 + a * (1 - known(q, t)) * (2.5 / peak(q, t)) ** 0.5) * (denseGap(q) / 0.1) ** sExp), fixedServers: true }),
+          (q, m, t) => fused(q, m, t, { bm25: 1, dense: Math.min(2, (w0 + a * (1 - known(q, t)) * (2.5 / peak(q, t)) ** 0.5) * (denseGap(q.dense) / 0.1) ** sExp), fixedServers: true }),
         ]),
       ),
     ),

@@ -71,8 +71,8 @@ export function writeSmallCatalogs(evalDir: string, outDir: string, corpora: rea
     const path = join(evalDir, corpus, 'queries.dev.jsonl');
     loadQueries(path); // checks every line; the lines are kept whole (subset, groups)
     const queries = readJsonl(path) as QueryLine[];
+    const keepQuery = corpus === 'bfcl' ? (query: QueryLine) => String(query.subset ?? '').startsWith('live_') : undefined;
     for (const schema of [true, false]) {
-      const keepQuery = corpus === 'bfcl' ? (query: QueryLine) => String(query.subset ?? '').startsWith('live_') : undefined;
       const small = smallCatalog(catalog, queries, { size, schema, seed: 7, relevantShare: 0.6, keepQuery });
       const dir = join(outDir, `${corpus}_${schema ? 'schema' : 'noschema'}`);
       mkdirSync(dir, { recursive: true });

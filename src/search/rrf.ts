@@ -106,13 +106,21 @@ export const DENSE_GAP_EXPONENT = 2;
  * dense list is.
  */
 export function denseWeight(known: number, bm25: Ranked, dense: Ranked): number {
+  const unknown = Math.min(1, Math.max(0, 1 - known));
+  const base = DENSE_WEIGHT_FLOOR + DENSE_WEIGHT_PER_UNKNOWN * unknown * (BM25_PEAK_REFERENCE / bm25Peak(bm25)) ** BM25_PEAK_EXPONENT;
+  return Math.min(DENSE_WEIGHT_MAX, base * Math.max(1, denseGap(dense) / DENSE_GAP_REFERENCE) ** DENSE_GAP_EXPONENT);
+}
+
+/** BM25's top score over its 10th (over its last when shorter; 1 when empty): how far its head stands out. */
+export function bm25Peak(bm25: Ranked): number {
   const top = bm25[0]?.[1] ?? 0;
   const tenth = bm25[Math.min(9, bm25.length - 1)]?.[1] ?? 0;
-  const peak = top > 0 && tenth > 0 ? top / tenth : 1;
-  const unknown = Math.min(1, Math.max(0, 1 - known));
-  const gap = dense.length > 0 ? dense[0]![1] - dense[Math.min(9, dense.length - 1)]![1] : 0;
-  const base = DENSE_WEIGHT_FLOOR + DENSE_WEIGHT_PER_UNKNOWN * unknown * (BM25_PEAK_REFERENCE / peak) ** BM25_PEAK_EXPONENT;
-  return Math.min(DENSE_WEIGHT_MAX, base * Math.max(1, gap / DENSE_GAP_REFERENCE) ** DENSE_GAP_EXPONENT);
+  return top > 0 && tenth > 0 ? top / tenth : 1;
+}
+
+/** The dense list's top cosine minus its 10th (its last when shorter; 0 when empty): how far its head stands out. */
+export function denseGap(dense: Ranked): number {
+  return dense.length > 0 ? dense[0]![1] - dense[Math.min(9, dense.length - 1)]![1] : 0;
 }
 
 /** The shipped fusion of one BM25 list and one vector list, both best first; the dense weight is the query's (denseWeight). */
