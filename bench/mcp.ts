@@ -11,6 +11,9 @@
  * (p50 ratio; target <= 1.2 x REST + 2 ms), and call_tool through toolsift against calling the
  * upstream directly (server-everything's echo over Streamable HTTP; target <= 5 ms overhead at p50).
  *
+ * On an in-memory PGlite, or on PostgreSQL when DATABASE_URL is set (its catalogs `livemcpbench`
+ * and `everything` of the default tenant are replaced).
+ *
  *   npm run bench:mcp -- [--rounds 5] [--limit 5] [--queries N]
  */
 import type { ChildProcess } from 'node:child_process';
@@ -19,6 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
+import { openPostgres } from '../src/store/database.js';
 import { freePort, startEverything } from '../test/helpers/process.js';
 import { startInProcess } from './in-process.js';
 import { percentile, sortedAscending } from './stats.js';
@@ -47,7 +51,9 @@ const p50 = (samples: number[]) => percentile(sortedAscending(samples), 50);
 const ms = (value: number) => `${value.toFixed(2)} ms`;
 const textOf = (result: { content?: unknown }) => ((result.content as Array<{ type: string; text?: string }>) ?? []).map((block) => block.text ?? '').join('\n');
 
-const service = await startInProcess({ EMBED_MODEL: 'use-lite' });
+const database = process.env.DATABASE_URL ? openPostgres(process.env.DATABASE_URL) : undefined;
+await database?.migrate();
+const service = await startInProcess({ EMBED_MODEL: 'use-lite' }, database);
 const { deps, base } = service;
 let everything: ChildProcess | undefined;
 const clients: Client[] = [];
@@ -80,6 +86,7 @@ try {
   }
   const toolsiftTokens = perTask.map((task) => task.tokens);
   const reduction = 1 - p50(toolsiftTokens) / allTokens;
+  console.log(`store: ${database ? 'PostgreSQL (DATABASE_URL)' : 'PGlite in memory'}`);
   console.log(`livemcpbench: ${tools.length} tools, ${queries.length} tasks; tokens by gpt-tokenizer o200k_base (an estimate for non-OpenAI models)`);
   console.log(`  all ${tools.length} definitions:        ${allTokens} tokens`);
   console.log(`  four meta-tools' definitions:     ${metaTokens} tokens`);

@@ -19,6 +19,7 @@ import { mcpRoutes } from './mcp.js';
 import { rejectUnsafeInput } from './input-safety.js';
 import { bodyBudget } from './body-budget.js';
 import { toolSearchRoutes } from './tool-search.js';
+import { toolRowCache } from '../mcp/discovery.js';
 import { serviceVersion } from '../paths.js';
 import type { UpstreamService } from '../upstream/upstreams.js';
 import { upstreamRoutes } from './upstreams.js';
@@ -62,7 +63,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(toolSearchRoutes({ selector: deps.selector, search: deps.search, tokens: deps.selector.tokens }, deps.metrics));
   app.use(
     mcpRoutes(
-      { catalog: deps.catalog, search: deps.search, upstreams: deps.upstreams ?? null, logger: deps.logger, metrics: deps.metrics, version: serviceVersion() },
+      { catalog: deps.catalog, search: deps.search, upstreams: deps.upstreams ?? null, toolRows: toolRowCache(), logger: deps.logger, metrics: deps.metrics, version: serviceVersion() },
       { allowedOrigins: deps.config.MCP_ALLOWED_ORIGINS, allowedHosts: deps.config.MCP_ALLOWED_HOSTS },
     ),
   );

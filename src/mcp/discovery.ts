@@ -9,6 +9,7 @@
  * too when exactly one catalog has it.
  */
 import * as catalogs from '../catalog/catalog-service.js';
+import { LruCache } from '../lru-cache.js';
 import { confidences } from '../search/confidence.js';
 import { firstSentence, parameterNames } from '../catalog/describe.js';
 import { searchCatalog } from '../search/catalog-search.js';
@@ -21,6 +22,8 @@ export interface DiscoveryDeps {
   catalog: catalogs.CatalogDeps;
   search: RankDeps;
   upstreams: UpstreamCaller | null;
+  /** Tools already resolved, with their upstream's row (toolRowCache); shared by every request of the process. */
+  toolRows: ToolRowCache;
 }
 
 /** Who is asking, and over which catalogs: all of the tenant's (`/mcp`) or one (`/mcp/{catalog}`). */
@@ -105,20 +108,34 @@ export async function searchTools(
 type Resolved = { ok: true; catalog: string; tool: ToolWithUpstream } | { ok: false; error: string };
 type ToolWithUpstream = CatalogToolRow & { upstream: UpstreamRow | null };
 
+/**
+ * A catalog's tools with their upstream's row, by catalog id, revision, upstream revision and name
+ * (null: no such tool in that revision). Every request reads its catalogs' rows anyway, so a key is
+ * current as soon as a write on any replica commits: a hit saves call_tool and get_tool_details
+ * their one statement. Bounded by entries and by the rows' JSON size.
+ */
+export type ToolRowCache = LruCache<string, ToolWithUpstream | null>;
+
+const TOOL_ROWS_MAX = 10_000;
+const TOOL_ROW_BYTES_MAX = 32 * 1024 * 1024;
+
+export const toolRowCache = (): ToolRowCache =>
+  new LruCache(TOOL_ROWS_MAX, { max: TOOL_ROW_BYTES_MAX, weigh: (row) => (row === null ? 64 : 2 * JSON.stringify(row).length) });
+
 export async function resolveTool(deps: DiscoveryDeps, scope: DiscoveryScope, name: string): Promise<Resolved> {
   const inScope = await scopeCatalogs(deps, scope);
   const slash = name.indexOf('/');
   if (!scope.catalog && slash > 0) {
     const prefix = name.slice(0, slash);
     if (inScope.some((catalog) => catalog.name === prefix)) {
-      const found = await findTool(deps, scope.tenant, prefix, name.slice(slash + 1));
+      const found = await findTool(deps, scope.tenant, inScope.find((catalog) => catalog.name === prefix)!, name.slice(slash + 1));
       if (found) return { ok: true, catalog: prefix, tool: found };
     }
   }
   const hits = (
     await Promise.all(
       inScope.map(async (catalog) => {
-        const found = await findTool(deps, scope.tenant, catalog.name, name);
+        const found = await findTool(deps, scope.tenant, catalog, name);
         return found ? [{ catalog: catalog.name, tool: found }] : [];
       }),
     )
@@ -129,11 +146,16 @@ export async function resolveTool(deps: DiscoveryDeps, scope: DiscoveryScope, na
 }
 
 /**
- * One query: the catalog's existence was checked by the caller's scope. The upstream's row comes
- * with the tool, so call_tool forwards after one statement, not two.
+ * At most one query: the catalog's row was read by the caller's scope. The upstream's row comes
+ * with the tool, so call_tool forwards after one statement, not two, and none on a cache hit.
  */
-function findTool(deps: DiscoveryDeps, tenant: string, catalog: string, name: string): Promise<ToolWithUpstream | undefined> {
-  return getToolWithUpstream(deps.catalog.db, tenant, catalog, name);
+async function findTool(deps: DiscoveryDeps, tenant: string, catalog: CatalogSummary, name: string): Promise<ToolWithUpstream | undefined> {
+  const key = `${catalog.id}\0${catalog.revision}\0${catalog.upstreamRevision}\0${name}`;
+  const cached = deps.toolRows.get(key);
+  if (cached !== undefined) return cached ?? undefined;
+  const found = await getToolWithUpstream(deps.catalog.db, tenant, catalog.name, name);
+  deps.toolRows.set(key, found ?? null);
+  return found;
 }
 
 export type ToolDetail =

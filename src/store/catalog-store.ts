@@ -10,6 +10,8 @@ export interface CatalogSummary {
   /** Estimated tokens of every tool's definition, per shape: what sending the whole catalog costs. */
   definitionTokens: DefinitionTokens;
   revision: number;
+  /** Which registration of its upstream MCP servers (bumped by each PUT or DELETE of one); not in the API. */
+  upstreamRevision: number;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -26,7 +28,7 @@ export interface CatalogToolRow {
   tokens: { anthropic: number | null; openai: number | null; as_sent: number | null };
 }
 
-const summaryColumns = sql`c.id, c.name, c.revision::int as revision, c.created_at as "createdAt", c.updated_at as "updatedAt",
+const summaryColumns = sql`c.id, c.name, c.revision::int as revision, c.upstream_revision::int as "upstreamRevision", c.created_at as "createdAt", c.updated_at as "updatedAt",
   c.tool_count as "toolCount", c.tokens_anthropic::float8 as anthropic, c.tokens_openai::float8 as openai, c.tokens_as_sent::float8 as as_sent`;
 
 type SummaryRow = Omit<CatalogSummary, 'definitionTokens'> & DefinitionTokens;

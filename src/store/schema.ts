@@ -107,6 +107,8 @@ export const catalogs = pgTable(
     tokensAnthropic: bigint('tokens_anthropic', { mode: 'number' }).notNull().default(0),
     tokensOpenai: bigint('tokens_openai', { mode: 'number' }).notNull().default(0),
     tokensAsSent: bigint('tokens_as_sent', { mode: 'number' }).notNull().default(0),
+    /** Bumped by every PUT or DELETE of one of its upstreams: call_tool's cache of upstream rows keys on it. */
+    upstreamRevision: bigint('upstream_revision', { mode: 'number' }).notNull().default(0),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
   },

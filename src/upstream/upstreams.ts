@@ -105,7 +105,8 @@ const REFRESH_TICK_MS = 15_000;
 
 interface Connection {
   client: Client;
-  url: string;
+  /** The registration it was opened for (url and headers): another replica may have changed it since. */
+  registration: string;
 }
 
 /** Backoff of a stdio child's restarts: the first after this, doubling up to RESTART_MAX_MS. */
@@ -252,8 +253,15 @@ export class UpstreamService implements UpstreamCaller {
     return { toolCount: tools.length, added, changed, removed };
   }
 
-  #connection(row: store.UpstreamRow): Promise<Connection> {
+  async #connection(row: store.UpstreamRow): Promise<Connection> {
     const key = `${row.catalogId}\0${row.name}`;
+    const open = this.#connections.get(key);
+    if (open) {
+      // A PUT on another replica changes the row, not this replica's connection: reopen for the new one.
+      const connection = await open.catch(() => undefined);
+      if (connection?.registration === registration(row)) return connection;
+      if (this.#connections.get(key) === open) await this.#dropConnection(row.catalogId, row.name);
+    }
     let connection = this.#connections.get(key);
     if (!connection) {
       connection = this.#connect(row);
@@ -276,20 +284,20 @@ export class UpstreamService implements UpstreamCaller {
       });
       // Supervised: a child that exits on its own is started again (and re-synced) after a backoff.
       client.onclose = () => this.#restartLater(row);
-      return { client, url: row.url };
+      return { client, registration: registration(row) };
     }
     const requestInit = { headers: row.headers ?? {} };
     const url = new URL(row.url);
     const client = make();
     try {
       await client.connect(new StreamableHTTPClientTransport(url, { requestInit }), { timeout: SYNC_TIMEOUT_MS });
-      return { client, url: row.url };
+      return { client, registration: registration(row) };
     } catch (streamable) {
       // Servers that only speak the legacy HTTP+SSE transport.
       const legacy = make();
       try {
         await legacy.connect(new SSEClientTransport(url, { requestInit }), { timeout: SYNC_TIMEOUT_MS });
-        return { client: legacy, url: row.url };
+        return { client: legacy, registration: registration(row) };
       } catch {
         throw new Error(`cannot connect to ${row.url}: ${(streamable as Error).message}`);
       }
@@ -343,6 +351,9 @@ export class UpstreamService implements UpstreamCaller {
     }
   }
 }
+
+/** What a connection is opened for: the upstream's url and headers. */
+const registration = (row: Pick<store.UpstreamRow, 'url' | 'headers'>) => JSON.stringify([row.url, row.headers ?? {}]);
 
 function errorResult(message: string): UpstreamCallResult {
   return { content: [{ type: 'text', text: message }], isError: true };
