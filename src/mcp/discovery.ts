@@ -66,19 +66,25 @@ async function scopeCatalogs(deps: DiscoveryDeps, scope: DiscoveryScope): Promis
 
 const address = (scope: DiscoveryScope, catalog: string, name: string) => (scope.catalog ? name : `${catalog}/${name}`);
 
+/** Where a meta-tool call's time went, ms per stage, for its log line (not part of the answer). */
+export type TimeSplit = Record<string, number>;
+
 export async function searchTools(
   deps: DiscoveryDeps,
   scope: DiscoveryScope,
   input: { query: string; limit?: number; tags?: string[]; server?: string },
-): Promise<SearchAnswer> {
+): Promise<SearchAnswer & { split: TimeSplit }> {
+  // The ranking's stages, summed over the catalogs searched (which run side by side).
+  const split: TimeSplit = { query_embedding_ms: 0, retrieval_ms: 0, fusion_ms: 0 };
   const limit = Math.min(input.limit ?? SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX);
   const inScope = await scopeCatalogs(deps, scope);
-  if (inScope.length === 0) return { results: [], hint: 'This tenant has no catalogs yet: push tools with PUT /v1/catalogs/{catalog}.' };
+  if (inScope.length === 0) return { results: [], hint: 'This tenant has no catalogs yet: push tools with PUT /v1/catalogs/{catalog}.', split };
   // A server filter cuts after ranking, so ask for more to still fill `limit`.
   const depth = input.server ? Math.min(limit * 5, 100) : limit;
   const ranked = await Promise.all(
     inScope.map(async (catalog) => {
       const result = await searchCatalog(deps.search, { tenant: scope.tenant, name: catalog.name }, { query: input.query, topK: depth, mode: 'hybrid', tags: input.tags }, catalog);
+      for (const [stage, ms] of Object.entries(result.timings)) split[stage] = (split[stage] ?? 0) + ms;
       const sure = confidences(result.tools.map((tool, i) => ({ ...tool.explain, rank: i + 1 })), result.bests);
       return result.tools.map((tool, i) => ({ catalog: catalog.name, tool, confidence: sure[i] ?? 0 }));
     }),
@@ -99,9 +105,9 @@ export async function searchTools(
     score: Math.round(tool.score * 1e6) / 1e6,
   }));
   const strong = merged.some(({ tool }) => tool.explain.bm25 !== null || tool.explain.exact_name || (tool.explain.vector?.score ?? 0) >= WEAK_COSINE);
-  if (results.length === 0) return { results, hint: `No tool matches "${input.query}"${input.server ? ` on server "${input.server}"` : ''}. Try other words, or list_tools to browse.` };
-  if (!strong) return { results, hint: 'No tool shares the query\'s words and none is close in meaning: these are loose matches, probably not what you need.' };
-  return { results };
+  if (results.length === 0) return { results, hint: `No tool matches "${input.query}"${input.server ? ` on server "${input.server}"` : ''}. Try other words, or list_tools to browse.`, split };
+  if (!strong) return { results, hint: 'No tool shares the query\'s words and none is close in meaning: these are loose matches, probably not what you need.', split };
+  return { results, split };
 }
 
 /** A tool found by its address at this endpoint (with its upstream's row), or why not. */
@@ -217,8 +223,16 @@ function decodeListCursor(cursor: string): { catalog: string; after: string } {
 }
 
 /** Forwards a call to the tool's upstream; every failure is a tool result with isError, never a throw. */
-export async function callTool(deps: DiscoveryDeps, scope: DiscoveryScope, name: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<UpstreamCallResult & { upstream?: string }> {
+export async function callTool(
+  deps: DiscoveryDeps,
+  scope: DiscoveryScope,
+  name: string,
+  args: Record<string, unknown>,
+  signal?: AbortSignal,
+): Promise<UpstreamCallResult & { upstream?: string; split?: TimeSplit }> {
+  const started = performance.now();
   const resolved = await resolveTool(deps, scope, name);
+  const lookupMs = performance.now() - started;
   if (!resolved.ok) return errorResult(resolved.error);
   const { tool, catalog } = resolved;
   const noUpstream = () =>
@@ -228,10 +242,11 @@ export async function callTool(deps: DiscoveryDeps, scope: DiscoveryScope, name:
     );
   if (!tool.server || !deps.upstreams) return noUpstream();
   if (!tool.upstream) return noUpstream();
+  const called = performance.now();
   const result = await deps.upstreams.callTool({ tenant: scope.tenant, catalog, server: tool.server, tool: tool.name, arguments: args, signal, upstream: tool.upstream });
   if (result.isError && result.unknownUpstream) return noUpstream();
   const { unknownUpstream: _unknown, ...answer } = result;
-  return { ...answer, upstream: tool.server };
+  return { ...answer, upstream: tool.server, split: { lookup_ms: lookupMs, upstream_ms: performance.now() - called } };
 }
 
 export function errorResult(message: string): UpstreamCallResult {

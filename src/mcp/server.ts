@@ -23,6 +23,7 @@ import {
   toolDetails,
   type DiscoveryDeps,
   type DiscoveryScope,
+  type TimeSplit,
 } from './discovery.js';
 
 export interface McpDeps extends DiscoveryDeps {
@@ -101,18 +102,22 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
   const server = new McpServer({ name: 'toolsift', version: deps.version }, { instructions: INSTRUCTIONS, capabilities: { logging: {} } });
 
   /** Runs one meta-tool call with its log line and metrics; an unexpected error becomes an isError result. */
-  const observed = async <T extends { content: unknown[]; isError?: boolean }>(tool: string, run: () => Promise<T & { count?: number; upstream?: string }>) => {
+  const observed = async <T extends { content: unknown[]; isError?: boolean }>(tool: string, run: () => Promise<T & { count?: number; upstream?: string; split?: TimeSplit }>) => {
     const started = performance.now();
     let outcome = 'ok';
     try {
       const result = await run();
       if (result.isError) outcome = 'tool_error';
-      const { count, upstream, ...answer } = result;
+      const { count, upstream, split = {}, ...answer } = result;
+      const rounded = (ms: number) => Math.round(ms * 100) / 100;
       deps.logger.info(
-        { method: 'tools/call', tool, tenant: scope.tenant, catalog: scope.catalog ?? null, results: count ?? null, upstream: upstream ?? null, ms: Math.round((performance.now() - started) * 100) / 100, outcome },
+        {
+          method: 'tools/call', tool, tenant: scope.tenant, catalog: scope.catalog ?? null, results: count ?? null, upstream: upstream ?? null,
+          ms: rounded(performance.now() - started), ...Object.fromEntries(Object.entries(split).map(([stage, ms]) => [stage, rounded(ms)])), outcome,
+        },
         'mcp call',
       );
-      if (upstream) deps.metrics?.mcpUpstreamCalls.observe({ upstream, outcome }, (performance.now() - started) / 1000);
+      if (upstream) deps.metrics?.mcpUpstreamCalls.observe({ upstream, outcome }, (split.upstream_ms ?? performance.now() - started) / 1000);
       return answer as T;
     } catch (error) {
       outcome = 'error';
@@ -135,8 +140,8 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
     },
     (input) =>
       observed('search_tools', async () => {
-        const answer = await searchTools(deps, scope, input);
-        return { content: [text(searchText(answer))], structuredContent: answer, count: answer.results.length };
+        const { split, ...answer } = await searchTools(deps, scope, input);
+        return { content: [text(searchText(answer))], structuredContent: answer, count: answer.results.length, split };
       }),
   );
 

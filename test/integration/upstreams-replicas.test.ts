@@ -4,8 +4,10 @@
  * other calls on its next request. Real upstreams: two `server-everything` processes.
  */
 import type { ChildProcess } from 'node:child_process';
+import { Writable } from 'node:stream';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { sql } from 'drizzle-orm';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
@@ -22,6 +24,8 @@ describe('upstreams seen across replicas', () => {
   const catalog = uniqueName('replicas');
   const tenant = uniqueName('replica-tenant');
   const auth = { authorization: 'Bearer rep1' };
+  /** The reader's log lines. */
+  const lines: Array<Record<string, unknown>> = [];
 
   beforeAll(async () => {
     const [firstPort, secondPort] = [await freePort(), await freePort()];
@@ -29,7 +33,13 @@ describe('upstreams seen across replicas', () => {
     firstUrl = `http://127.0.0.1:${firstPort}/mcp`;
     secondUrl = `http://127.0.0.1:${secondPort}/mcp`;
     const env = { API_KEYS: `rep1:${tenant}`, UPSTREAM_CALL_TIMEOUT_MS: '5000' };
-    [writer, reader] = [await startTestApp(env), await startTestApp(env)];
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+        done();
+      },
+    });
+    [writer, reader] = [await startTestApp(env), await startTestApp(env, { logger: pino({ level: 'info' }, sink) })];
     expect((await writer.request('PUT', `/v1/catalogs/${catalog}`, { tools: [{ name: 'local_note', description: 'Write a local note.' }] }, auth)).status).toBe(200);
     client = new Client({ name: 'replica-test', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(`${reader.url}/mcp/${catalog}`), { requestInit: { headers: auth } }));
@@ -62,6 +72,23 @@ describe('upstreams seen across replicas', () => {
     const after = await echo('to the second');
     expect(after.isError, JSON.stringify(after.content)).toBeFalsy();
     expect(JSON.stringify(after.content)).toContain('to the second');
+  });
+
+  it("each call's log line splits its time: the lookup and the upstream; a search's ranking stages", async () => {
+    lines.length = 0;
+    expect((await echo('timed')).isError).toBeFalsy();
+    await client.callTool({ name: 'search_tools', arguments: { query: 'echo a message' } });
+    const call = lines.find((line) => line.msg === 'mcp call' && line.tool === 'call_tool')!;
+    expect(call).toMatchObject({ upstream: 'everything', outcome: 'ok', catalog });
+    expect(call.lookup_ms).toEqual(expect.any(Number));
+    expect(call.upstream_ms).toBeGreaterThan(0);
+    expect(call.upstream_ms as number).toBeLessThanOrEqual(call.ms as number);
+    const search = lines.find((line) => line.msg === 'mcp call' && line.tool === 'search_tools')!;
+    expect(Object.keys(search)).toEqual(expect.arrayContaining(['query_embedding_ms', 'retrieval_ms', 'fusion_ms']));
+    expect(search.retrieval_ms).toBeGreaterThan(0);
+    // The proxied-call histogram holds the upstream's time.
+    const metrics = await (await fetch(`${reader.url}/metrics`)).text();
+    expect(metrics).toMatch(/toolsift_mcp_upstream_call_duration_seconds_count\{upstream="everything",outcome="ok"\} [1-9]/);
   });
 
   it('a call after another replica removed the upstream says it has none', async () => {
