@@ -9,6 +9,9 @@
  *               just before and just after the queue path (the ratio uses their mean).
  *
  *   npm run bench:embed -- [--catalog ../shared/eval/sealtools/catalog.jsonl] [--limit N]
+ *                          [--size N]         instead of --catalog: bench:scale's first N tools
+ *                                             (bench/scale-catalog.ts), e.g. 100000; pushed as a
+ *                                             PUT of 5,000 and POSTs of 5,000, as a platform team would
  *                          [--runs 1x2,2x1]   workers x EMBED_THREADS per worker
  *                          [--rounds 3]       the runs, interleaved, this many times: the ratio
  *                                             of one run moves by +-10% with this VM's drift, so
@@ -39,12 +42,14 @@ import { embeddingText } from '../src/catalog/search-text.js';
 import { normalizeTools } from '../src/catalog/tool-formats.js';
 import { createUseLiteEmbedder } from '../src/embed/use-lite.js';
 import { openPostgres } from '../src/store/database.js';
+import { toolAt } from './scale-catalog.js';
 import { median } from './stats.js';
 
 const { values } = parseArgs({
   options: {
     catalog: { type: 'string', default: new URL('../../shared/eval/sealtools/catalog.jsonl', import.meta.url).pathname },
     limit: { type: 'string' },
+    size: { type: 'string' },
     runs: { type: 'string', default: '1x2,2x1' },
     rounds: { type: 'string', default: '3' },
     concurrency: { type: 'string', default: '2' },
@@ -55,12 +60,16 @@ const { values } = parseArgs({
   },
 });
 
-const raws = readFileSync(values.catalog!, 'utf8')
-  .trim()
-  .split('\n')
-  .map((line) => JSON.parse(line) as Record<string, unknown>)
-  .slice(0, values.limit ? Number(values.limit) : undefined)
-  .map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.input_schema ?? tool.inputSchema, tags: tool.tags }));
+const raws: Array<Record<string, unknown>> = values.size
+  ? Array.from({ length: Number(values.size) }, (_, i) => toolAt(i))
+  : readFileSync(values.catalog!, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .slice(0, values.limit ? Number(values.limit) : undefined)
+      .map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.input_schema ?? tool.inputSchema, tags: tool.tags }));
+/** Tools a request carries: the request body limit (25 MB) holds 5,000 of the corpora's. */
+const SLICE = 5_000;
 const { tools, problems } = normalizeTools(raws);
 if (problems.length > 0) throw new Error(`catalog has ${problems.length} invalid tools, first: ${problems[0]!.message}`);
 const texts = tools.map((tool) => embeddingText(tool));
@@ -221,12 +230,11 @@ async function queuePath(
   });
   await meter.start();
   const start = Date.now(); // wall clock: compared with BullMQ's job stamps, taken in the worker processes
-  const put = await fetch(`${baseUrl}/v1/catalogs/${catalog}`, {
-    method: 'PUT',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ tools: raws }),
-  });
-  if (!put.ok) throw new Error(`PUT failed: ${put.status} ${await put.text()}`);
+  for (let start = 0; start < raws.length; start += SLICE) {
+    const [method, url] = start === 0 ? ['PUT', `${baseUrl}/v1/catalogs/${catalog}`] : ['POST', `${baseUrl}/v1/catalogs/${catalog}/tools`];
+    const written = await fetch(url, { method, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ tools: raws.slice(start, start + SLICE) }) });
+    if (!written.ok) throw new Error(`${method} failed: ${written.status} ${await written.text()}`);
+  }
   for (;;) {
     const { embedding } = (await (await fetch(`${baseUrl}/v1/catalogs/${catalog}`)).json()) as { embedding: { total: number; done: number; failed: number } };
     if (embedding.failed > 0) throw new Error(`${embedding.failed} tools failed to embed`);
@@ -268,7 +276,7 @@ async function reportJobTimes(start: number, polled: number): Promise<number> {
 try {
   const server = await startProcess('src/main.ts', { PORT: String(port), HOST: '127.0.0.1', EMBED_WORKER: 'off', EMBED_THREADS: '1' }, 'toolsift listening');
   console.log(
-    `${texts.length} tool texts from ${values.catalog}; EMBED_CONCURRENCY=${values.concurrency} EMBED_BATCH_SIZE=${values.batch}; ${process.env.NODE_ENV ?? ''}`.trim(),
+    `${texts.length} tool texts from ${values.size ? `bench:scale's catalog (${values.size} tools)` : values.catalog}; EMBED_CONCURRENCY=${values.concurrency} EMBED_BATCH_SIZE=${values.batch}; ${process.env.NODE_ENV ?? ''}`.trim(),
   );
   // This VM's speed drifts by 10-20% over tens of seconds, so the bare model is measured just
   // before and just after the queue path, and the queue path is compared with their mean.

@@ -2,7 +2,7 @@
  * `npm run bench:scale`: a stored catalog at 1,000, 10,000 and 100,000 tools.
  *
  * Catalogs are built from the four public corpora in ../shared/eval (8,553 real tools) and renamed
- * copies of them (`<name>_copy<k>`, server `<server>-copy<k>`), deterministically, and pushed
+ * copies of them (bench/scale-catalog.ts), deterministically, and pushed
  * through `POST /v1/catalogs/{catalog}/tools` in slices of 5,000, like a platform team would. Per
  * size and store it reports: the push rate (tools/s to the store), the embedding rate of the queue
  * (hybrid only), catalog search p50/p90/p99 in each mode over toolbench_stable's dev queries (their
@@ -26,6 +26,7 @@ import pg from 'pg';
 import { getCatalog } from '../src/store/catalog-store.js';
 import { openPglite, openPostgres, type Database } from '../src/store/database.js';
 import { startInProcess } from './in-process.js';
+import { toolAt } from './scale-catalog.js';
 import { summarize, type Summary } from './stats.js';
 
 const { values } = parseArgs({
@@ -49,36 +50,9 @@ const slice = Number(values.slice);
 const PGLITE_MAX = 10_000;
 const EVAL = fileURLToPath(new URL('../../shared/eval/', import.meta.url));
 
-interface Line { name: string; description?: string; input_schema?: Record<string, unknown> | null; tags?: string[]; server?: string | null }
-const base: Line[] = [];
-const seen = new Set<string>();
-for (const corpus of ['bfcl', 'livemcpbench', 'sealtools', 'toolbench_stable']) {
-  for (const line of readFileSync(`${EVAL}${corpus}/catalog.jsonl`, 'utf8').trim().split('\n')) {
-    const tool = JSON.parse(line) as Line;
-    // The corpora share a few names; a catalog holds each name once.
-    let name = tool.name;
-    for (let k = 2; seen.has(name); k++) name = `${tool.name}_${k}`;
-    seen.add(name);
-    base.push({ ...tool, name });
-  }
-}
 const queries = readFileSync(`${EVAL}toolbench_stable/queries.dev.jsonl`, 'utf8').trim().split('\n')
   .slice(0, Number(values.queries))
   .map((line) => (JSON.parse(line) as { query: string }).query);
-
-/** The i-th tool of every generated catalog: the corpora's tools, then renamed copies of them. */
-function toolAt(i: number) {
-  const tool = base[i % base.length]!;
-  const copy = Math.floor(i / base.length);
-  const suffix = (text: string, separator: string) => (copy === 0 ? text : `${text}${separator}copy${copy}`);
-  return {
-    name: suffix(tool.name, '_').slice(0, 128),
-    description: tool.description ?? '',
-    inputSchema: tool.input_schema ?? { type: 'object', properties: {} },
-    ...(tool.tags?.length ? { tags: tool.tags } : {}),
-    ...(tool.server ? { server: suffix(tool.server, '-').slice(0, 128) } : {}),
-  };
-}
 
 const rssMb = () => process.memoryUsage().rss / 2 ** 20;
 

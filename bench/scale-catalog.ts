@@ -1,0 +1,38 @@
+/**
+ * The tools of every large generated catalog (bench:scale, bench:embed --size): the four public
+ * corpora's 8,553 real tools in ../shared/eval, then renamed copies of them (`<name>_copy<k>`,
+ * server `<server>-copy<k>`), deterministically: tool i is the same in every run.
+ */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const EVAL = fileURLToPath(new URL('../../shared/eval/', import.meta.url));
+
+interface Line { name: string; description?: string; input_schema?: Record<string, unknown> | null; tags?: string[]; server?: string | null }
+
+const base: Line[] = [];
+const seen = new Set<string>();
+for (const corpus of ['bfcl', 'livemcpbench', 'sealtools', 'toolbench_stable']) {
+  for (const line of readFileSync(`${EVAL}${corpus}/catalog.jsonl`, 'utf8').trim().split('\n')) {
+    const tool = JSON.parse(line) as Line;
+    // The corpora share a few names; a catalog holds each name once.
+    let name = tool.name;
+    for (let k = 2; seen.has(name); k++) name = `${tool.name}_${k}`;
+    seen.add(name);
+    base.push({ ...tool, name });
+  }
+}
+
+/** The i-th tool of every generated catalog, in the REST API's shape. */
+export function toolAt(i: number) {
+  const tool = base[i % base.length]!;
+  const copy = Math.floor(i / base.length);
+  const suffix = (text: string, separator: string) => (copy === 0 ? text : `${text}${separator}copy${copy}`);
+  return {
+    name: suffix(tool.name, '_').slice(0, 128),
+    description: tool.description ?? '',
+    inputSchema: tool.input_schema ?? { type: 'object', properties: {} },
+    ...(tool.tags?.length ? { tags: tool.tags } : {}),
+    ...(tool.server ? { server: suffix(tool.server, '-').slice(0, 128) } : {}),
+  };
+}
