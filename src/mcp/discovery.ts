@@ -132,10 +132,10 @@ export async function resolveTool(deps: DiscoveryDeps, scope: DiscoveryScope, na
   const inScope = await scopeCatalogs(deps, scope);
   const slash = name.indexOf('/');
   if (!scope.catalog && slash > 0) {
-    const prefix = name.slice(0, slash);
-    if (inScope.some((catalog) => catalog.name === prefix)) {
-      const found = await findTool(deps, scope.tenant, inScope.find((catalog) => catalog.name === prefix)!, name.slice(slash + 1));
-      if (found) return { ok: true, catalog: prefix, tool: found };
+    const prefixed = inScope.find((catalog) => catalog.name === name.slice(0, slash));
+    if (prefixed) {
+      const found = await findTool(deps, scope.tenant, prefixed, name.slice(slash + 1));
+      if (found) return { ok: true, catalog: prefixed.name, tool: found };
     }
   }
   const hits = (
