@@ -27,12 +27,13 @@ for (const corpus of ['bfcl', 'livemcpbench', 'sealtools', 'toolbench_stable']) 
 export function toolAt(i: number) {
   const tool = base[i % base.length]!;
   const copy = Math.floor(i / base.length);
-  const suffix = (text: string, separator: string) => (copy === 0 ? text : `${text}${separator}copy${copy}`);
+  // Names are at most 128 characters: a long name is cut before its suffix, so copies stay distinct.
+  const suffix = (text: string, separator: string) => (copy === 0 ? text : `${text.slice(0, 128 - `${separator}copy${copy}`.length)}${separator}copy${copy}`);
   return {
-    name: suffix(tool.name, '_').slice(0, 128),
+    name: suffix(tool.name, '_'),
     description: tool.description ?? '',
     inputSchema: tool.input_schema ?? { type: 'object', properties: {} },
     ...(tool.tags?.length ? { tags: tool.tags } : {}),
-    ...(tool.server ? { server: suffix(tool.server, '-').slice(0, 128) } : {}),
+    ...(tool.server ? { server: suffix(tool.server, '-') } : {}),
   };
 }
