@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { queryRows, retryOnConflict, type Db } from './database.js';
 import type { DefinitionTokens } from '../catalog/tokens.js';
-import { insertDocuments, type CountedDocument, type Executor } from './tool-store.js';
+import { insertDocuments, yieldToOtherRequests, type CountedDocument, type Executor } from './tool-store.js';
 
 export interface CatalogSummary {
   id: number;
@@ -78,8 +78,21 @@ async function storedTokens(tx: Executor, id: number): Promise<DefinitionTokens>
   return row ? { anthropic: Number(row.anthropic), openai: Number(row.openai), as_sent: Number(row.as_sent) } : NO_TOKENS;
 }
 
+/**
+ * Catalog rows a statement writes. PGlite runs statements on the event loop's thread: 4,000 rows in
+ * one statement held every other request ~270 ms inside a PUT's transaction (`npm run bench --
+ * --stalls`); smaller statements with a yield between let requests that need no database run.
+ */
+const MAPPINGS_PER_STATEMENT = 500;
+
 async function upsertMappings(db: Executor, id: number, documents: CountedDocument[], firstPosition: number) {
-  if (documents.length === 0) return;
+  for (let start = 0; start < documents.length; start += MAPPINGS_PER_STATEMENT) {
+    if (start > 0) await yieldToOtherRequests();
+    await upsertMappingStatement(db, id, documents.slice(start, start + MAPPINGS_PER_STATEMENT), firstPosition + start);
+  }
+}
+
+async function upsertMappingStatement(db: Executor, id: number, documents: CountedDocument[], firstPosition: number) {
   await db.execute(
     sql`insert into catalog_tools (catalog_id, name, hash, definition, tokens_as_sent, position)
         select ${id}, t.name, t.hash, t.definition::json, t.tokens_as_sent, t.position

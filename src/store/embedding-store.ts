@@ -1,7 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { queryRows } from './database.js';
 import { vectorLiteral } from './vector-literal.js';
-import type { Executor, StoredDocument } from './tool-store.js';
+import { yieldToOtherRequests, type Executor, type StoredDocument } from './tool-store.js';
 
 /**
  * Which vectors are current: the active model's, computed from the current embedding text recipe
@@ -74,16 +74,30 @@ export async function documentsForEmbedding(db: Executor, hashes: string[]): Pro
 }
 
 /**
- * One statement per batch, upserted by (hash, model): a retried batch overwrites, never duplicates,
- * and a vector of an older text recipe is replaced in place. `textHash` identifies the text the
- * vector was computed from (see `relabelUnchangedVectors`).
+ * Vectors a statement writes. PGlite inserts into the HNSW index on the event loop's thread, ~5 ms
+ * a vector: a batch of 32 in one statement held every other request ~180 ms (`npm run bench --
+ * --stalls`). Smaller statements with a yield between them keep each pause short.
+ */
+const VECTORS_PER_STATEMENT = 8;
+
+/**
+ * Upserted by (hash, model), VECTORS_PER_STATEMENT at a time: a retried batch overwrites, never
+ * duplicates (each vector stands alone, so a batch cut short is simply written again), and a
+ * vector of an older text recipe is replaced in place. `textHash` identifies the text the vector
+ * was computed from (see `relabelUnchangedVectors`).
  */
 export async function writeVectors(
   db: Executor,
   recipe: VectorRecipe,
   vectors: { hash: string; vector: number[]; textHash?: string }[],
 ): Promise<void> {
-  if (vectors.length === 0) return;
+  for (let start = 0; start < vectors.length; start += VECTORS_PER_STATEMENT) {
+    if (start > 0) await yieldToOtherRequests();
+    await writeVectorStatement(db, recipe, vectors.slice(start, start + VECTORS_PER_STATEMENT));
+  }
+}
+
+async function writeVectorStatement(db: Executor, recipe: VectorRecipe, vectors: { hash: string; vector: number[]; textHash?: string }[]): Promise<void> {
   await db.execute(
     sql`insert into tool_embeddings (hash, model, dimension, embedding, text_version, text_hash)
         select v.hash, ${recipe.model}, v.dimension, v.embedding::vector, ${recipe.textVersion}::int, v.text_hash
