@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { toolColumns, type CatalogToolRow } from './catalog-store.js';
-import { queryRows } from './database.js';
+import { queryRows, retryOnConflict, type Db } from './database.js';
 import type { Executor } from './tool-store.js';
 
 export interface UpstreamRow {
@@ -23,14 +23,20 @@ const columns = sql`u.catalog_id as "catalogId", c.name as catalog, c.tenant, u.
   u.last_sync_at as "lastSyncAt", u.tool_count as "toolCount", u.last_added as "lastAdded", u.last_changed as "lastChanged",
   u.last_removed as "lastRemoved", u.last_error as "lastError"`;
 
-/** Registers or changes an upstream and bumps its catalog's upstream revision, in one statement. */
-export async function putUpstream(db: Executor, catalogId: number, upstream: { name: string; url: string; headers: Record<string, string>; refreshSeconds: number }): Promise<void> {
-  await db.execute(sql`with put as (
-      insert into mcp_upstreams (catalog_id, name, url, headers, refresh_seconds)
+/**
+ * Registers or changes an upstream and bumps its catalog's upstream revision, in one transaction
+ * that locks the catalog's row first, as catalog writes and deletions do (no lock-order cycle).
+ * False when the catalog is gone.
+ */
+export async function putUpstream(db: Db, catalogId: number, upstream: { name: string; url: string; headers: Record<string, string>; refreshSeconds: number }): Promise<boolean> {
+  return retryOnConflict(() => db.transaction(async (tx) => {
+    const bumped = await queryRows<{ id: number }>(tx, sql`update catalogs set upstream_revision = upstream_revision + 1 where id = ${catalogId} returning id`);
+    if (bumped.length === 0) return false;
+    await tx.execute(sql`insert into mcp_upstreams (catalog_id, name, url, headers, refresh_seconds)
       values (${catalogId}, ${upstream.name}, ${upstream.url}, ${JSON.stringify(upstream.headers)}::json, ${upstream.refreshSeconds})
-      on conflict (catalog_id, name) do update set url = excluded.url, headers = excluded.headers, refresh_seconds = excluded.refresh_seconds
-      returning catalog_id)
-    update catalogs set upstream_revision = upstream_revision + 1 where id in (select catalog_id from put)`);
+      on conflict (catalog_id, name) do update set url = excluded.url, headers = excluded.headers, refresh_seconds = excluded.refresh_seconds`);
+    return true;
+  }));
 }
 
 export async function getUpstream(db: Executor, tenant: string, catalog: string, name: string): Promise<UpstreamRow | undefined> {
@@ -48,15 +54,13 @@ export async function listUpstreams(db: Executor, tenant: string, catalog: strin
   );
 }
 
-/** Removes an upstream and bumps its catalog's upstream revision, in one statement. */
-export async function deleteUpstream(db: Executor, catalogId: number, name: string): Promise<boolean> {
-  const rows = await queryRows<{ name: string }>(
-    db,
-    sql`with gone as (delete from mcp_upstreams where catalog_id = ${catalogId} and name = ${name} returning catalog_id, name),
-      bumped as (update catalogs set upstream_revision = upstream_revision + 1 where id in (select catalog_id from gone))
-      select name from gone`,
-  );
-  return rows.length > 0;
+/** Removes an upstream and bumps its catalog's upstream revision, in one transaction (the catalog's row first, as above). */
+export async function deleteUpstream(db: Db, catalogId: number, name: string): Promise<boolean> {
+  return retryOnConflict(() => db.transaction(async (tx) => {
+    await tx.execute(sql`update catalogs set upstream_revision = upstream_revision + 1 where id = ${catalogId}`);
+    const rows = await queryRows<{ name: string }>(tx, sql`delete from mcp_upstreams where catalog_id = ${catalogId} and name = ${name} returning name`);
+    return rows.length > 0;
+  }));
 }
 
 export async function recordSync(

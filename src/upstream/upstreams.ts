@@ -155,7 +155,8 @@ export class UpstreamService implements UpstreamCaller {
     const ref = { tenant, name: catalog };
     let summary = await catalogs.getCatalog(this.#deps.catalog, ref).catch((error: AppError) => (error.code === 'not_found' ? undefined : Promise.reject(error)));
     if (!summary) summary = (await catalogs.replaceCatalog(this.#deps.catalog, ref, [])).catalog;
-    await store.putUpstream(this.#deps.db, summary.id, input);
+    // The catalog may be deleted between the read above and this write: then it is not found.
+    if (!(await store.putUpstream(this.#deps.db, summary.id, input))) throw notFound(`catalog "${catalog}"`);
     await this.#dropConnection(summary.id, input.name);
     return this.sync(tenant, catalog, input.name);
   }
@@ -225,7 +226,10 @@ export class UpstreamService implements UpstreamCaller {
       this.#deps.metrics?.mcpRequests.inc({ method: 'upstream/sync', tool: '', outcome: 'error' });
       this.#deps.logger.warn({ upstream: row.name, catalog, tenant, reason }, 'upstream sync failed; previous tools kept');
     }
-    return upstreamState((await store.getUpstream(this.#deps.db, tenant, catalog, name))!);
+    // Removed while it synced (the upstream, or its whole catalog): a 404, as if asked a moment later.
+    const after = await store.getUpstream(this.#deps.db, tenant, catalog, name);
+    if (!after) throw notFound(`upstream "${name}" in catalog "${catalog}"`);
+    return upstreamState(after);
   }
 
   /**

@@ -107,6 +107,22 @@ describe('upstream MCP servers', () => {
     expect((search.structuredContent as { results: Array<{ name: string }> }).results.map((tool) => tool.name)).toContain('echo');
   });
 
+  it('a registration racing the deletion of its catalog answers 200 or 404, never 5xx', async () => {
+    // Port 1 refuses at once: the sync fails fast and records its error (200), unless the catalog
+    // is gone first. Before: 500 in most rounds (the state read back after the sync, or the
+    // upstream row's catalog, missing).
+    for (let round = 0; round < 12; round++) {
+      const raced = uniqueName('raced');
+      expect((await app.request('PUT', `/v1/catalogs/${raced}`, { tools: [{ name: 'a', description: 'A tool.' }] }, auth)).status).toBe(200);
+      const [put, del] = await Promise.all([
+        app.request('PUT', `/v1/catalogs/${raced}/upstreams/gone`, { url: 'http://127.0.0.1:1/mcp' }, auth),
+        new Promise((resolve) => setTimeout(resolve, round % 4)).then(() => app.request('DELETE', `/v1/catalogs/${raced}`, undefined, auth)),
+      ]);
+      expect([200, 404], put.text).toContain(put.status);
+      expect(del.status).toBe(204);
+    }
+  });
+
   it('rejects stdio commands and bad bodies, and DELETE removes the upstream with its tools', async () => {
     expect((await app.request('PUT', `/v1/catalogs/${catalog}/upstreams/x`, { url: 'file:///bin/sh' }, auth)).status).toBe(400);
     expect((await app.request('PUT', `/v1/catalogs/${catalog}/upstreams/x`, { url, command: 'sh' }, auth)).status).toBe(400);
