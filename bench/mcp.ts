@@ -11,8 +11,8 @@
  * (p50 ratio; target <= 1.2 x REST + 2 ms), and call_tool through toolsift against calling the
  * upstream directly (server-everything's echo over Streamable HTTP; target <= 5 ms overhead at p50).
  *
- * On an in-memory PGlite, or on PostgreSQL when DATABASE_URL is set (its catalogs `livemcpbench`
- * and `everything` of the default tenant are replaced).
+ * On an in-memory PGlite, or on PostgreSQL when DATABASE_URL is set (a scratch database on that
+ * server, dropped at the end).
  *
  *   npm run bench:mcp -- [--rounds 5] [--limit 5] [--queries N]
  */
@@ -22,7 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
-import { openPostgres } from '../src/store/database.js';
+import { scratchDatabase } from '../test/helpers/database.js';
 import { freePort, startEverything } from '../test/helpers/process.js';
 import { startInProcess } from './in-process.js';
 import { percentile, sortedAscending } from './stats.js';
@@ -51,8 +51,10 @@ const p50 = (samples: number[]) => percentile(sortedAscending(samples), 50);
 const ms = (value: number) => `${value.toFixed(2)} ms`;
 const textOf = (result: { content?: unknown }) => ((result.content as Array<{ type: string; text?: string }>) ?? []).map((block) => block.text ?? '').join('\n');
 
-const database = process.env.DATABASE_URL ? openPostgres(process.env.DATABASE_URL) : undefined;
-await database?.migrate();
+// A scratch database of its own: a shared one's tools without vectors (say, a test run's) would be
+// embedded at start, and the bench would wait for them.
+const scratch = process.env.DATABASE_URL ? await scratchDatabase('postgres', 'toolsift_bench_mcp') : undefined;
+const database = scratch?.database;
 const service = await startInProcess({ EMBED_MODEL: 'use-lite' }, database);
 const { deps, base } = service;
 let everything: ChildProcess | undefined;
@@ -155,4 +157,5 @@ try {
   for (const client of clients) await client.close().catch(() => {});
   everything?.kill('SIGKILL');
   await service.close();
+  await scratch?.drop();
 }

@@ -56,7 +56,8 @@ export async function scratchDatabase(kind: 'postgres' | 'pglite', label: string
     url: url(name),
     database,
     async drop() {
-      await database.close();
+      // Its user may have closed it already (a service that owns its database closes it on close).
+      await database.close().catch(() => {});
       await admin.query(`drop database if exists "${name}" with (force)`);
       await admin.end();
     },
