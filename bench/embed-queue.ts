@@ -230,9 +230,9 @@ async function queuePath(
   });
   await meter.start();
   const start = Date.now(); // wall clock: compared with BullMQ's job stamps, taken in the worker processes
-  for (let start = 0; start < raws.length; start += SLICE) {
-    const [method, url] = start === 0 ? ['PUT', `${baseUrl}/v1/catalogs/${catalog}`] : ['POST', `${baseUrl}/v1/catalogs/${catalog}/tools`];
-    const written = await fetch(url, { method, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ tools: raws.slice(start, start + SLICE) }) });
+  for (let from = 0; from < raws.length; from += SLICE) {
+    const [method, url] = from === 0 ? ['PUT', `${baseUrl}/v1/catalogs/${catalog}`] : ['POST', `${baseUrl}/v1/catalogs/${catalog}/tools`];
+    const written = await fetch(url, { method, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ tools: raws.slice(from, from + SLICE) }) });
     if (!written.ok) throw new Error(`${method} failed: ${written.status} ${await written.text()}`);
   }
   for (;;) {

@@ -276,6 +276,7 @@ export class UpstreamService implements UpstreamCaller {
   }
 
   async #connect(row: store.UpstreamRow): Promise<Connection> {
+    const opened = registration(row);
     const onChanged = () => void this.sync(row.tenant, row.catalog, row.name).catch(() => {});
     const make = () =>
       new Client({ name: 'toolsift', version: this.#deps.version }, { listChanged: { tools: { onChanged: (error) => (error ? undefined : onChanged()) } } });
@@ -288,20 +289,20 @@ export class UpstreamService implements UpstreamCaller {
       });
       // Supervised: a child that exits on its own is started again (and re-synced) after a backoff.
       client.onclose = () => this.#restartLater(row);
-      return { client, registration: registration(row) };
+      return { client, registration: opened };
     }
     const requestInit = { headers: row.headers ?? {} };
     const url = new URL(row.url);
     const client = make();
     try {
       await client.connect(new StreamableHTTPClientTransport(url, { requestInit }), { timeout: SYNC_TIMEOUT_MS });
-      return { client, registration: registration(row) };
+      return { client, registration: opened };
     } catch (streamable) {
       // Servers that only speak the legacy HTTP+SSE transport.
       const legacy = make();
       try {
         await legacy.connect(new SSEClientTransport(url, { requestInit }), { timeout: SYNC_TIMEOUT_MS });
-        return { client: legacy, registration: registration(row) };
+        return { client: legacy, registration: opened };
       } catch {
         throw new Error(`cannot connect to ${row.url}: ${(streamable as Error).message}`);
       }
