@@ -21,7 +21,7 @@ import { BackgroundWork } from './background-work.js';
 import { LruCache } from './lru-cache.js';
 import { VectorCache } from './store/vector-cache.js';
 import { CatalogIndexCache } from './search/catalog-index.js';
-import { CatalogEmbeddingStatus } from './search/embedding-status.js';
+import { CatalogEmbeddingStatus } from './catalog/embedding-status.js';
 import { ServerStatsCache } from './search/server-stats.js';
 import { openDatabase, type Database } from './store/database.js';
 import { ensureVectorIndex } from './store/search-store.js';
@@ -178,6 +178,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     },
   ];
 
+  // One count of a catalog's embedding progress serves its readers and its searches.
+  const embeddingStatus = new CatalogEmbeddingStatus();
   const catalogIndexes = new CatalogIndexCache(database.adminDb, config.CATALOG_INDEX_MEMORY * 2 ** 20);
   const catalogDeps = {
     db: database.db,
@@ -188,7 +190,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     writeSlice: STORE_SLICE[database.kind],
     writeConcurrency: STORE_CONCURRENCY[database.kind],
     onDocumentsWritten: queue ? (hashes: string[]) => queue!.enqueue(hashes) : undefined,
-    embedding: queue ? { model: embedder?.modelId ?? config.EMBED_MODEL, failedHashes: () => queue!.failedHashes() } : undefined,
+    embedding: queue ? { model: embedder?.modelId ?? config.EMBED_MODEL, failedHashes: () => queue!.failedHashes(), status: embeddingStatus } : undefined,
     tokenCounter,
   };
   const upstreams = new UpstreamService({
@@ -228,7 +230,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     queue,
     embedWorker,
     catalog: catalogDeps,
-    search: { db: database.db, embedder, serverStats: new ServerStatsCache(), catalogIndexes, embeddingStatus: new CatalogEmbeddingStatus() },
+    search: { db: database.db, embedder, serverStats: new ServerStatsCache(), catalogIndexes, embeddingStatus },
     selector,
     upstreams,
     readiness,

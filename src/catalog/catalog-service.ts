@@ -6,6 +6,7 @@ import type { Db } from '../store/database.js';
 import { storeDocuments, yieldToOtherRequests, type CountedDocument, type ToolDocument } from '../store/tool-store.js';
 import { listUpstreams, type UpstreamRow } from '../store/upstream-store.js';
 import { contentHash } from './content-hash.js';
+import type { CatalogEmbeddingStatus } from './embedding-status.js';
 import { documentTerms, TERMS_VERSION } from './search-text.js';
 import { countDefinitions, countHere, type TextCounter } from './tokens.js';
 import { normalizeTools, toolWarnings, type ToolWarning } from './tool-formats.js';
@@ -23,7 +24,12 @@ export interface CatalogDeps {
   /** Told of each catalog write that made a new revision (after it committed); must not throw. */
   onCatalogChanged?: (catalog: { id: number; revision: number }) => void;
   /** The active embedding model and the queue's failures; absent when nothing is embedded. */
-  embedding?: { model: string; failedHashes(): Promise<Set<string>> };
+  embedding?: {
+    model: string;
+    failedHashes(): Promise<Set<string>>;
+    /** Counts progress with a bounded cost (catalog/embedding-status.ts); without it, every read counts. */
+    status?: CatalogEmbeddingStatus;
+  };
   /** Where definition tokens are counted (the service's counting thread); absent = on this thread. */
   tokenCounter?: TextCounter;
 }
@@ -275,7 +281,9 @@ export async function embeddingProgress(deps: CatalogDeps, catalog: catalogStore
   if (!deps.embedding) return null;
   const { model } = deps.embedding;
   const recipe = currentRecipe(model);
-  const { total, done } = await catalogEmbeddingProgress(deps.db, catalog.id, recipe);
+  const { total, done } = deps.embedding.status
+    ? await deps.embedding.status.progress(deps.db, catalog, model)
+    : await catalogEmbeddingProgress(deps.db, catalog.id, recipe);
   let failed = 0;
   if (done < total) {
     // Failures are looked up only while something is missing; a finished catalog costs one query.

@@ -4,7 +4,7 @@ import { EXACT_SCAN_MAX, existingNames } from '../store/search-store.js';
 import { confidences } from './confidence.js';
 import type { CatalogSummary, CatalogToolRow } from '../store/catalog-store.js';
 import { rankCorpus, type RankDeps, type RankQuery, type RankedTool, type RankResult } from './hybrid-search.js';
-import type { PendingEmbeddings } from './embedding-status.js';
+import type { PendingEmbeddings } from '../catalog/embedding-status.js';
 import { nameCandidates } from './patterns.js';
 
 /** The largest catalog whose server votes are computed in SQL while its index is read. */

@@ -9,7 +9,7 @@ import type { Bm25Index } from './bm25-index.js';
 import { denseWeight, fuseHybrid, RRF_DEPTH } from './rrf.js';
 import { boostByTags } from './tags.js';
 import type { CatalogIndex, CatalogIndexCache } from './catalog-index.js';
-import type { CatalogEmbeddingStatus } from './embedding-status.js';
+import type { CatalogEmbeddingStatus } from '../catalog/embedding-status.js';
 import type { ServerIndex, ServerStatsCache } from './server-stats.js';
 import { addServerVotes, candidateMeans, serverCentroids, SERVER_DEPTH, SERVER_SCAN_MAX, type ServerLists, type ServerMembers } from './servers.js';
 import { rankByCosine } from './vector-scan.js';

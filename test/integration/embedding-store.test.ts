@@ -73,3 +73,59 @@ describe(`which vectors exist, on tables never analyzed (${storeKind()})`, () =>
     }
   });
 });
+
+describe(`a catalog's embedding progress, counted at a bounded cost (${storeKind()})`, () => {
+  it('shares one count among concurrent readers, recounts a pending revision only after 20 times its last count took, and remembers a complete one', async () => {
+    const { CatalogEmbeddingStatus } = await import('../../src/catalog/embedding-status.js');
+    const { currentRecipe } = await import('../../src/embed/embed-documents.js');
+    const { testDatabase, uniqueName } = await import('../helpers/database.js');
+    const database = await testDatabase();
+    const documents = toDocuments(uniqueTools(20, 'progress'));
+    const write = await replaceCatalog(database.db, 'tenant', uniqueName('progress'), documents);
+    const catalog = write.catalog;
+    const model = uniqueName('progress-model');
+    const current = currentRecipe(model);
+    // Counting statements seen, through the real database.
+    let counts = 0;
+    const db = new Proxy(database.db, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver);
+        if (property !== 'execute') return value;
+        return (...args: unknown[]) => {
+          counts += 1;
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    // A clock that each count reads twice, 5 ms apart: every count "takes" 5 ms.
+    let clock = 0;
+    const status = new CatalogEmbeddingStatus(() => (clock += 5) - 5);
+    const read = () => status.progress(db, catalog, model);
+
+    const together = await Promise.all([read(), read(), read()]);
+    expect(together).toEqual([{ done: 0, total: 20 }, { done: 0, total: 20 }, { done: 0, total: 20 }]);
+    expect(counts).toBe(1);
+
+    await writeVectors(database.db, current, documents.slice(0, 5).map((doc) => ({ hash: doc.hash, vector: [1, 0, 0] })));
+    clock += 50; // 50 ms after a 5 ms count: not yet recounted (20 x 5 = 100 ms)
+    expect(await read()).toEqual({ done: 0, total: 20 });
+    expect(counts).toBe(1);
+    clock += 100;
+    expect(await read()).toEqual({ done: 5, total: 20 });
+    expect(counts).toBe(2);
+    expect(await status.pending(db, catalog, model)).toEqual({ done: 5, total: 20 }); // a search's floor: 1 s
+    expect(counts).toBe(2);
+
+    await writeVectors(database.db, current, documents.slice(5).map((doc) => ({ hash: doc.hash, vector: [1, 0, 0] })));
+    clock += 1_000;
+    expect(await read()).toEqual({ done: 20, total: 20 });
+    expect(await status.pending(db, catalog, model)).toBeUndefined();
+    // Complete is remembered for the revision: no more counting, however much time passes.
+    clock += 1e9;
+    expect(await read()).toEqual({ done: 20, total: 20 });
+    expect(counts).toBe(3);
+    // Another revision is counted afresh.
+    expect(await status.progress(db, { ...catalog, revision: catalog.revision + 1 }, model)).toEqual({ done: 20, total: 20 });
+    expect(counts).toBe(4);
+  });
+});
