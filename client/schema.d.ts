@@ -525,7 +525,9 @@ export interface components {
          *     still queued or running; `failed` exhausted their retries (they are retried when the catalog
          *     or the same tools are pushed again, and on restart). After an upgrade that changes how a
          *     tool's embedded text is built, older vectors count as pending until they are re-embedded;
-         *     search keeps using each one until its replacement is written.
+         *     search keeps using each one until its replacement is written. While tools are pending, the
+         *     count may be a few seconds old on a large catalog (a process recounts no sooner than 20
+         *     times its last count took); a complete count is exact.
          */
         EmbeddingProgress: {
             model: string;

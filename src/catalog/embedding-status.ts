@@ -3,7 +3,7 @@
  * ingest`'s progress bar, which polls it) and for searches that use the dense list (a search over a
  * catalog still being embedded says so: `degraded: "embeddings_pending"` with the progress).
  *
- * Counting costs a pass over the catalog (0.3-0.5 s of PostgreSQL's CPU at 100,000 tools), so a
+ * Counting costs a pass over the catalog (1.1-1.5 s at 100,000 tools while the queue writes), so a
  * complete revision is remembered (its tools never change), callers asking at once share one count,
  * and a pending revision is recounted no sooner than 20 times its last count took: however often
  * clients poll, counting takes at most ~5% of a core per catalog per process. A small catalog's
