@@ -338,9 +338,10 @@ export interface paths {
          *
          *     The body must be UTF-8 JSON (a declared charset other than UTF-8 is a 415).
          *
-         *     Tools never seen before are stored (documents, BM25 terms) and queued for embedding after
-         *     the answer is sent; the answer ranks BM25 in process over exactly the request's tools (the
-         *     same ranking Postgres gives) plus whatever vectors already exist.
+         *     Tools never seen before are stored and queued for embedding after the answer is sent (their
+         *     BM25 terms are stored once a catalog includes them); the answer ranks BM25 in process over
+         *     exactly the request's tools (the same ranking Postgres gives a catalog of them) plus whatever
+         *     vectors already exist.
          *
          *     Resending the same `tools` (byte for byte) is the fast path: the list is recognized by a
          *     digest of its bytes and not parsed again, and it is ranked from statistics and vectors

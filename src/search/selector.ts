@@ -210,12 +210,14 @@ function indexTools(tools: RequestTool[], fresh: FreshTool[]): Pick<CachedToolLi
 }
 
 /**
- * Writes the documents and BM25 terms of tools not cached as stored, then queues their
- * embeddings and remembers the tools (and the whole list) as stored. Runs after the request has
- * answered: its ranking needs none of it (BM25 in process, vectors that already exist), and on
- * PGlite the write would otherwise hold the answer for ~20 µs per term row (~0.2-0.4 s for 258 new
- * tools). Slices of whole documents (storeDocuments): a document is never stored without its terms,
- * other requests run between slices, and requests writing the same new tools store each once.
+ * Writes the documents of tools not cached as stored, then queues their embeddings and remembers
+ * the tools (and the whole list) as stored. Runs after the request has answered: its ranking needs
+ * none of it (BM25 in process, vectors that already exist). Without their BM25 terms (NO_TERMS):
+ * the selector ranks its lists from terms it computes itself and never reads them back, and a
+ * catalog that later includes a tool writes them; under a gateway's mixed load on PGlite the terms
+ * of never-seen tools held the event loop's thread for a third of the time (docs/benchmarks.md).
+ * Slices of whole documents (storeDocuments): other requests run between slices, and requests
+ * writing the same new tools store each once.
  */
 async function storeNewTools(deps: SelectorDeps, selection: Selection, fresh: FreshTool[], list?: { key: string; list: CachedToolList }): Promise<void> {
   // Let the answer go out first: on PGlite the write runs on this thread.
@@ -226,7 +228,7 @@ async function storeNewTools(deps: SelectorDeps, selection: Selection, fresh: Fr
       // Definition tokens are counted here, after the answer: the store keeps them with the document.
       const documents = await countedDocuments(deps.tokenCounter ?? countHere, fresh.map(({ document }) => document));
       for (const document of documents) deps.tokens.remember(document.hash, document.tokens);
-      selection.newDocuments = (await storeDocuments(deps.db, documents, deps.writeSlice)).length;
+      selection.newDocuments = (await storeDocuments(deps.db, documents, deps.writeSlice, 1, { withTerms: false })).length;
       for (const { key, entry } of fresh) deps.toolCache.set(key, entry);
       queueEmbeddings(deps, fresh);
     }

@@ -8,7 +8,9 @@ import type { Executor } from './tool-store.js';
 /**
  * What a search ranks: a stored catalog (ids are tool names), or an arbitrary set of content
  * hashes such as the tools of one selector request (ids are hashes). BM25 statistics (N, avgdl,
- * df) are computed over exactly this corpus, after the tag filter.
+ * df) are computed over exactly this corpus, after the tag filter. The SQL BM25 of a set of hashes
+ * counts only documents stored with their terms: a selector request's own tools are stored without
+ * them (tool-store.ts NO_TERMS), so the selector ranks its lists by BM25 in process.
  */
 export type Corpus =
   | { kind: 'catalog'; catalogId: number; tags?: string[] }

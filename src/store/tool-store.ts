@@ -50,11 +50,21 @@ async function insertTerms(db: Executor, documents: { hash: string; termFreqs: M
 }
 
 /**
- * Writes documents (and their BM25 terms) that are not stored yet, in two array-bound statements
- * whatever the count. Returns the hashes that were new. A document is immutable once written, so
- * concurrent writers of the same hash are harmless: the loser's insert does nothing.
+ * `terms_version` of a document stored without its BM25 terms: a selector request's never-seen
+ * tool, which the selector ranks in process from terms it computed itself. A catalog that first
+ * includes such a document writes its terms (insertDocuments), so catalogs, whose BM25 reads
+ * `tool_terms`, never see a document without them. Recipe versions are positive.
  */
-export async function insertDocuments(db: Executor, documents: CountedDocument[]): Promise<string[]> {
+export const NO_TERMS = -1;
+
+/**
+ * Writes documents that are not stored yet, in array-bound statements whatever the count, with
+ * their BM25 terms unless `withTerms` is false (then stamped NO_TERMS). With terms, documents
+ * stored earlier without them get theirs too. Returns the hashes that were new. A document is
+ * immutable once written, so concurrent writers of the same hash are harmless: the loser's insert
+ * does nothing, and of two writers completing the same terms-less document the second finds it done.
+ */
+export async function insertDocuments(db: Executor, documents: CountedDocument[], { withTerms = true }: { withTerms?: boolean } = {}): Promise<string[]> {
   // Hash order: concurrent writers of overlapping documents take their row locks in one order.
   const unique = [...new Map(documents.map((doc) => [doc.hash, doc])).values()].sort((a, b) => (a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : 0));
   if (unique.length === 0) return [];
@@ -72,7 +82,7 @@ export async function insertDocuments(db: Executor, documents: CountedDocument[]
           ${sql.param(unique.map((doc) => doc.tool.server))}::text[],
           ${sql.param(unique.map((doc) => JSON.stringify(doc.tool.definition)))}::text[],
           ${sql.param(unique.map((doc) => doc.length))}::int[],
-          ${sql.param(unique.map((doc) => doc.termsVersion))}::int[],
+          ${sql.param(unique.map((doc) => (withTerms ? doc.termsVersion : NO_TERMS)))}::int[],
           ${sql.param(unique.map((doc) => doc.tokens.anthropic))}::int[],
           ${sql.param(unique.map((doc) => doc.tokens.openai))}::int[]
         ) as d(hash, name, description, input_schema, tags, server, definition, doc_length, terms_version, tokens_anthropic, tokens_openai)
@@ -80,8 +90,34 @@ export async function insertDocuments(db: Executor, documents: CountedDocument[]
         returning hash`,
   );
   const fresh = new Set(inserted.map((row) => row.hash));
-  await insertTerms(db, unique.filter((doc) => fresh.has(doc.hash)));
+  if (!withTerms) return [...fresh];
+  const stored = unique.filter((doc) => !fresh.has(doc.hash));
+  const completed = stored.length === 0 ? [] : await completeTerms(db, stored);
+  const needTerms = new Set([...fresh, ...completed]);
+  await insertTerms(db, unique.filter((doc) => needTerms.has(doc.hash)));
   return [...fresh];
+}
+
+/**
+ * Of documents already stored, the ones stored without terms (NO_TERMS), stamped with the terms'
+ * recipe version here; the caller then writes their terms in the same transaction. Locks them in
+ * hash order, like the insert; a concurrent writer completing the same ones waits, then finds none.
+ */
+async function completeTerms(db: Executor, documents: CountedDocument[]): Promise<string[]> {
+  const rows = await queryRows<{ hash: string }>(
+    db,
+    sql`with termless as (
+          select hash from tool_documents
+          where hash = any(${sql.param(documents.map((doc) => doc.hash))}::text[]) and terms_version = ${NO_TERMS}::int
+          order by hash for update
+        )
+        update tool_documents d set terms_version = v.terms_version
+        from termless join unnest(${sql.param(documents.map((doc) => doc.hash))}::text[], ${sql.param(documents.map((doc) => doc.termsVersion))}::int[]) as v(hash, terms_version)
+          on v.hash = termless.hash
+        where d.hash = termless.hash
+        returning d.hash`,
+  );
+  return rows.map((row) => row.hash);
 }
 
 /**
@@ -101,11 +137,18 @@ export const STORE_CONCURRENCY = { pglite: 1, postgres: 2 } as const;
 
 /**
  * insertDocuments in transactions of `sliceSize` documents (STORE_SLICE of the store), in hash order, yielding to other
- * requests between slices, `concurrency` transactions at a time (STORE_CONCURRENCY). Each slice is atomic (a document is never stored without its terms);
+ * requests between slices, `concurrency` transactions at a time (STORE_CONCURRENCY). Each slice is atomic (a document is
+ * stored with its terms, or as NO_TERMS when `withTerms` is false);
  * documents are immutable and content-addressed, so a write that fails halfway leaves only whole,
  * correct documents, which a retry finds stored. Returns the hashes that were new.
  */
-export async function storeDocuments(db: Db, documents: CountedDocument[], sliceSize: number = STORE_SLICE.postgres, concurrency = 1): Promise<string[]> {
+export async function storeDocuments(
+  db: Db,
+  documents: CountedDocument[],
+  sliceSize: number = STORE_SLICE.postgres,
+  concurrency = 1,
+  options: { withTerms?: boolean } = {},
+): Promise<string[]> {
   const ordered = [...documents].sort((a, b) => (a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : 0));
   const slices: CountedDocument[][] = [];
   for (let start = 0; start < ordered.length; start += sliceSize) slices.push(ordered.slice(start, start + sliceSize));
@@ -116,7 +159,7 @@ export async function storeDocuments(db: Db, documents: CountedDocument[], slice
   const worker = async () => {
     for (let at = next++; at < slices.length; at = next++) {
       if (at > 0) await yieldToOtherRequests();
-      fresh[at] = await db.transaction((tx) => insertDocuments(tx, slices[at]!));
+      fresh[at] = await db.transaction((tx) => insertDocuments(tx, slices[at]!, options));
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, slices.length)) }, worker));
@@ -148,12 +191,19 @@ export async function loadDocuments(db: Executor, hashes: string[]): Promise<Map
   return new Map(rows.map((row) => [row.hash, row]));
 }
 
-/** Up to `limit` documents whose terms were computed by another recipe version. */
+/**
+ * Up to `limit` documents whose terms were computed by another recipe version, or that a catalog
+ * includes but that were stored without terms (a catalog written by a release before NO_TERMS,
+ * which does not complete them). Documents only selector requests sent keep having none.
+ */
 export async function documentsWithStaleTerms(db: Executor, termsVersion: number, limit: number): Promise<StoredDocument[]> {
   return queryRows<StoredDocument>(
     db,
     sql`select hash, name, description, input_schema as "inputSchema", tags, server, definition
-        from tool_documents where terms_version <> ${termsVersion} order by hash limit ${limit}`,
+        from tool_documents d
+        where (d.terms_version <> ${termsVersion} and d.terms_version <> ${NO_TERMS})
+           or (d.terms_version = ${NO_TERMS} and exists (select 1 from catalog_tools ct where ct.hash = d.hash))
+        order by hash limit ${limit}`,
   );
 }
 

@@ -388,6 +388,33 @@ describe('documents from an older tokenizer recipe', () => {
     expect(await searchBm25(database.db, { kind: 'hashes', hashes: [doc.hash] }, { terms: ['obsolete'], weights: [1] }, 5)).toEqual([]);
     expect(await refreshStaleTerms(database.db, pino({ level: 'silent' }))).toBe(0);
   });
+
+  it('are written at start-up for documents a catalog holds without them (as a release before NO_TERMS leaves them)', async () => {
+    const { refreshStaleTerms } = await import('../../src/catalog/refresh-terms.js');
+    const { toDocument } = await import('../helpers/queue.js');
+    const { normalizeTool } = await import('../../src/catalog/tool-formats.js');
+    const { NO_TERMS, storeDocuments } = await import('../../src/store/tool-store.js');
+    const { pino } = await import('pino');
+    const database = await testDatabase();
+    const run = randomBytes(3).toString('hex');
+    const [inCatalog, requestOnly] = ['ledgers', 'receipts'].map((word) =>
+      toDocument(normalizeTool({ name: `termless_${word}_${run}`, description: `Reconciles ${word} ${run}`, inputSchema: {} })),
+    );
+    // Both stored as a selector request stores them; one then mapped into a catalog by a writer
+    // that does not complete terms (an older release: the document counts as already stored).
+    await storeDocuments(database.db, [inCatalog!, requestOnly!], 10, 1, { withTerms: false });
+    await replaceCatalog(database.db, uniqueName('termless'), 'termless', [inCatalog!], []);
+    const corpus: Corpus = { kind: 'hashes', hashes: [inCatalog!.hash, requestOnly!.hash] };
+    expect(await searchBm25(database.db, corpus, { terms: ['reconciles'], weights: [1] }, 5)).toEqual([]);
+    expect(await refreshStaleTerms(database.db, pino({ level: 'silent' }))).toBeGreaterThanOrEqual(1);
+    expect((await searchBm25(database.db, corpus, { terms: ['reconciles'], weights: [1] }, 5)).map(([id]) => id)).toEqual([inCatalog!.hash]);
+    const versions = await queryRows<{ hash: string; version: number }>(
+      database.db,
+      sql`select hash, terms_version as version from tool_documents where hash = ${requestOnly!.hash}`,
+    );
+    expect(versions).toEqual([{ hash: requestOnly!.hash, version: NO_TERMS }]);
+    expect(await refreshStaleTerms(database.db, pino({ level: 'silent' }))).toBe(0);
+  });
 });
 
 describe('the selector\'s in-process vector scan', () => {

@@ -7,11 +7,14 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { TokenCounter } from '../../src/catalog/tokens.js';
 import { contentHash } from '../../src/catalog/content-hash.js';
 import { normalizeRequestTool } from '../../src/search/selector.js';
-import { queryTerms } from '../../src/catalog/search-text.js';
+import { queryTerms, TERMS_VERSION } from '../../src/catalog/search-text.js';
 import { distinctTerms } from '../../src/search/bm25.js';
 import { queryRows } from '../../src/store/database.js';
 import { rankCorpus } from '../../src/search/hybrid-search.js';
 import { searchBm25, searchServersBm25 } from '../../src/store/search-store.js';
+import { NO_TERMS, storeDocuments } from '../../src/store/tool-store.js';
+import type { RequestTool } from '../../src/search/selector.js';
+import { toDocument, uniqueTools } from '../helpers/queue.js';
 import { startTestApp, type TestApp, type TestResponse } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
 import { expectError, type ErrorDetail } from '../helpers/assertions.js';
@@ -492,6 +495,47 @@ describe('the selector tool-list cache', () => {
     }
   });
 
+  /** BM25 rows of the documents behind `hashes`: each one's terms_version and count of term rows, in hash order. */
+  const termsOf = (hashes: string[]) =>
+    queryRows<{ hash: string; version: number; terms: number }>(
+      app.deps.database.db,
+      sql`select d.hash, d.terms_version as version, (select count(*)::int from tool_terms t where t.hash = d.hash) as terms
+          from tool_documents d where d.hash = any(${sql.param(hashes)}::text[]) order by d.hash collate "C"`,
+    );
+
+  /** Stores a list's documents as a catalog write does, with their terms, so the SQL ranking can read them. */
+  const storeWithTerms = async (tools: RequestTool[]) => {
+    await storeDocuments(app.deps.database.db, tools.map(({ tool, hash }) => toDocument(tool, hash)));
+    for (const row of await termsOf(tools.map(({ hash }) => hash))) expect(row.version).toBe(TERMS_VERSION);
+  };
+
+  it("stores a request's never-seen tools without their BM25 terms; a catalog that includes some writes theirs", async () => {
+    const tools = uniqueTools(6, 'termless');
+    const response = await app.request('POST', '/v1/tool-discovery/search', { pattern: 'handles request number 4', top_k: 3, tools });
+    expect(response.status).toBe(200);
+    expect(response.body.selected_names[0]).toBe('termless_4');
+    await app.deps.selector.background.settled();
+    const hashes = tools.map((raw, index) => contentHash(normalizeRequestTool(raw, index)));
+    expect((await termsOf(hashes)).map(({ version, terms }) => ({ version, terms }))).toEqual(hashes.map(() => ({ version: NO_TERMS, terms: 0 })));
+    // A catalog of two of them: their terms land with it, the other four stay as they were.
+    const catalog = uniqueName('termless');
+    expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools: tools.slice(0, 2) })).status).toBe(200);
+    const after = new Map((await termsOf(hashes)).map((row) => [row.hash, row]));
+    hashes.forEach((hash, index) => {
+      const row = after.get(hash)!;
+      if (index < 2) {
+        expect(row.version).toBe(TERMS_VERSION);
+        expect(row.terms).toBeGreaterThan(0);
+      } else {
+        expect(row).toEqual({ hash, version: NO_TERMS, terms: 0 });
+      }
+    });
+    // The catalog's BM25 (in SQL and in its index) finds them by their words.
+    const search = await app.request('POST', `/v1/catalogs/${catalog}/search`, { query: 'handles request number 1', top_k: 2, mode: 'bm25' });
+    expect(search.status).toBe(200);
+    expect(search.body.results.map((tool: { name: string }) => tool.name)).toEqual(['termless_1', 'termless_0']);
+  });
+
   it('ranks BM25 in process exactly as Postgres ranks the documents the request stored', async () => {
     const tools = toolbench.slice(0, 150).map(({ name, description, input_schema }) => ({ name, description, parameters: input_schema }));
     const patterns = toolbench.slice(150, 170).map(({ name, description }) => `${description} ${name}`.slice(0, 200));
@@ -503,6 +547,7 @@ describe('the selector tool-list cache', () => {
     const list = app.deps.selector.toolListCache.get(createHash('sha256').update(compact).digest('base64'));
     expect(list, 'the list is remembered once its tools are stored').toBeDefined();
     const hashes = list!.tools.map(({ hash }) => hash);
+    await storeWithTerms(list!.tools);
     for (const pattern of patterns) {
       const terms = distinctTerms(queryTerms(pattern));
       const inProcess = list!.bm25.search(terms, 20).map(([hash]) => hash);
@@ -522,6 +567,7 @@ describe('the selector tool-list cache', () => {
     const list = app.deps.selector.toolListCache.get(createHash('sha256').update(compact).digest('base64'))!;
     expect(list.servers.members.size).toBeGreaterThan(20);
     const hashes = list.tools.map(({ hash }) => hash);
+    await storeWithTerms(list.tools);
     const nameOf = new Map(list.tools.map(({ hash, tool }) => [hash, tool.name]));
     let voted = 0;
     for (const pattern of patterns) {
