@@ -1,7 +1,7 @@
 import { currentRecipe } from '../embed/embed-documents.js';
 import { AppError, notFound } from '../errors.js';
 import * as catalogStore from '../store/catalog-store.js';
-import { catalogEmbeddingProgress, catalogHashesWithoutVector } from '../store/embedding-store.js';
+import { catalogHashesWithoutVector } from '../store/embedding-store.js';
 import type { Db } from '../store/database.js';
 import { storeDocuments, yieldToOtherRequests, type CountedDocument, type ToolDocument } from '../store/tool-store.js';
 import { listUpstreams, type UpstreamRow } from '../store/upstream-store.js';
@@ -27,8 +27,8 @@ export interface CatalogDeps {
   embedding?: {
     model: string;
     failedHashes(): Promise<Set<string>>;
-    /** Counts progress with a bounded cost (catalog/embedding-status.ts); without it, every read counts. */
-    status?: CatalogEmbeddingStatus;
+    /** Counts progress with a bounded cost (catalog/embedding-status.ts), shared with the searches. */
+    status: CatalogEmbeddingStatus;
   };
   /** Where definition tokens are counted (the service's counting thread); absent = on this thread. */
   tokenCounter?: TextCounter;
@@ -280,16 +280,13 @@ export async function catalogUpstreams(deps: CatalogDeps, ref: CatalogRef): Prom
 export async function embeddingProgress(deps: CatalogDeps, catalog: catalogStore.CatalogSummary): Promise<EmbeddingProgress | null> {
   if (!deps.embedding) return null;
   const { model } = deps.embedding;
-  const recipe = currentRecipe(model);
-  const { total, done } = deps.embedding.status
-    ? await deps.embedding.status.progress(deps.db, catalog, model)
-    : await catalogEmbeddingProgress(deps.db, catalog.id, recipe);
+  const { total, done } = await deps.embedding.status.progress(deps.db, catalog, model);
   let failed = 0;
   if (done < total) {
     // Failures are looked up only while something is missing; a finished catalog costs one query.
     const failedHashes = await deps.embedding.failedHashes().catch(() => new Set<string>());
     if (failedHashes.size > 0) {
-      failed = (await catalogHashesWithoutVector(deps.db, catalog.id, recipe)).filter((hash) => failedHashes.has(hash)).length;
+      failed = (await catalogHashesWithoutVector(deps.db, catalog.id, currentRecipe(model))).filter((hash) => failedHashes.has(hash)).length;
     }
   }
   return { model, total, done, pending: total - done - failed, failed };
