@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { EMBED_TEXT_VERSION, embeddingText } from '../catalog/search-text.js';
 import type { Db } from '../store/database.js';
 import { documentsForEmbedding, hashesWithoutVector, relabelUnchangedVectors, writeVectors, type VectorRecipe } from '../store/embedding-store.js';
+import { inBackground } from '../store/priority.js';
 import type { Embedder } from './embedder.js';
 
 /** The vectors this release computes for `model`: from the current embedding text recipe. */
@@ -21,7 +22,12 @@ export function embeddingTextHash(text: string): string {
  * (no model call). Idempotent: hashes already embedded (by another worker, or an earlier try) are
  * skipped. Returns how many vectors were written or relabelled.
  */
-export async function embedDocuments(db: Db, embedder: Embedder, hashes: string[]): Promise<number> {
+export function embedDocuments(db: Db, embedder: Embedder, hashes: string[]): Promise<number> {
+  // Nobody waits for a vector: the embedded store runs a request's statements first (priority.ts).
+  return inBackground(() => embedNow(db, embedder, hashes));
+}
+
+async function embedNow(db: Db, embedder: Embedder, hashes: string[]): Promise<number> {
   const recipe = currentRecipe(embedder.modelId);
   const missing = await hashesWithoutVector(db, recipe, hashes);
   if (missing.length === 0) return 0;

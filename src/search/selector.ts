@@ -20,6 +20,7 @@ import { withDeadline } from '../deadline.js';
 import type { ServerIndex } from './server-stats.js';
 import { exactNameMatches, matchNamesByRegex, RegexSandbox, REGEX_BUDGET_MS } from './patterns.js';
 import { serverDocuments } from './servers.js';
+import { inBackground } from '../store/priority.js';
 
 export const DEFAULT_TOP_K = 5;
 /**
@@ -220,7 +221,7 @@ function indexTools(tools: RequestTool[], fresh: FreshTool[]): Pick<CachedToolLi
  * writing the same new tools store each once.
  */
 async function storeNewTools(deps: SelectorDeps, selection: Selection, fresh: FreshTool[], list?: { key: string; list: CachedToolList }): Promise<void> {
-  // Let the answer go out first: on PGlite the write runs on this thread.
+  // Let the answer go out first: the documents' JSON and the tokens' texts are made on this thread.
   await new Promise((resolve) => setImmediate(resolve));
   const started = performance.now();
   try {
@@ -378,7 +379,7 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
     // Backpressure: a client sending new tools faster than the store takes them waits for its own
     // write, as every request did before writes moved after the answer, so pending writes stay bounded.
     const waitForWrite = deps.background.size >= MAX_WRITES_IN_FLIGHT;
-    selection.stored = deps.background.run(storeNewTools(deps, selection, fresh, remember));
+    selection.stored = deps.background.run(inBackground(() => storeNewTools(deps, selection, fresh, remember)));
     if (waitForWrite) await selection.stored;
   }
   return finish([...exact, ...regexOrdered, ...ranked], fallback);

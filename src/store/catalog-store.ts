@@ -79,9 +79,9 @@ async function storedTokens(tx: Executor, id: number): Promise<DefinitionTokens>
 }
 
 /**
- * Catalog rows a statement writes. PGlite runs statements on the event loop's thread: 4,000 rows in
- * one statement held every other request ~270 ms inside a PUT's transaction (`npm run bench --
- * --stalls`); smaller statements with a yield between let requests that need no database run.
+ * Catalog rows a statement writes. 4,000 rows in one statement held every other request ~270 ms
+ * inside a PUT's transaction when PGlite ran on the event loop's thread (`npm run bench --
+ * --stalls`); smaller statements keep each of PGlite's steps, and the yields between them, short.
  */
 const MAPPINGS_PER_STATEMENT = 500;
 

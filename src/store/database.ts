@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
-import { vector } from '@electric-sql/pglite-pgvector';
+import type { PGlite } from '@electric-sql/pglite';
 import { sql, type SQL } from 'drizzle-orm';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
@@ -11,6 +10,7 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import pg from 'pg';
 import { projectRoot } from '../paths.js';
 import { lockDataDir } from './data-dir-lock.js';
+import { PgliteThread } from './pglite-thread.js';
 import * as schema from './schema.js';
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
@@ -158,19 +158,21 @@ export function isDatabaseUnavailable(error: unknown): boolean {
 }
 
 /**
- * The embedded default: PGlite (PostgreSQL in WASM) with pgvector. `dataDir` persists it;
- * 'memory://' keeps it in memory (tests).
+ * The embedded default: PGlite (PostgreSQL in WASM) with pgvector, on a thread of its own
+ * (pglite-thread.ts). `dataDir` persists it; 'memory://' keeps it in memory (tests).
  */
 export async function openPglite(dataDir: string): Promise<Database> {
   const inMemory = dataDir.startsWith('memory://');
   const release = inMemory ? () => {} : lockDataDir(resolve(dataDir));
-  let client: PGlite;
+  let thread: PgliteThread;
   try {
-    client = await PGlite.create(inMemory ? dataDir : join(resolve(dataDir), 'pglite'), { extensions: { vector } });
+    thread = await PgliteThread.start(inMemory ? dataDir : join(resolve(dataDir), 'pglite'));
   } catch (error) {
     release();
     throw error;
   }
+  // drizzle's PGlite driver calls only `query` and `transaction`, which the thread answers alike.
+  const client = thread as unknown as PGlite;
   const db = drizzlePglite(client, { schema }) as unknown as Db;
   return {
     kind: 'pglite',
@@ -182,7 +184,7 @@ export async function openPglite(dataDir: string): Promise<Database> {
     check: () => checkDb(db),
     async close() {
       try {
-        await client.close();
+        await thread.close();
       } finally {
         release();
       }

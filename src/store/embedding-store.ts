@@ -74,9 +74,10 @@ export async function documentsForEmbedding(db: Executor, hashes: string[]): Pro
 }
 
 /**
- * Vectors a statement writes. PGlite inserts into the HNSW index on the event loop's thread, ~5 ms
- * a vector: a batch of 32 in one statement held every other request ~180 ms (`npm run bench --
- * --stalls`). Smaller statements with a yield between them keep each pause short.
+ * Vectors a statement writes. PGlite inserts into the HNSW index ~5 ms a vector, one statement at a
+ * time: a batch of 32 in one statement held every other request ~180 ms when PGlite ran on the event
+ * loop's thread (`npm run bench -- --stalls`); on its own thread a request's statement still waits
+ * for the one running. Smaller statements keep each wait short.
  */
 const VECTORS_PER_STATEMENT = 8;
 

@@ -121,10 +121,11 @@ async function completeTerms(db: Executor, documents: CountedDocument[]): Promis
 }
 
 /**
- * Documents per transaction in storeDocuments, by store. PGlite runs every statement on the event
- * loop's thread: one statement for 10,000 tools (~200,000 term rows) froze every other request for
- * ~15 s, slices of 48 keep each pause near 100 ms (`npm run bench -- --stalls`). PostgreSQL runs
- * them elsewhere, so its slices are only bounded to keep statements and transactions modest.
+ * Documents per transaction in storeDocuments, by store. PGlite runs one statement at a time: one
+ * statement for 10,000 tools (~200,000 term rows) froze every other request for ~15 s when it ran on
+ * the event loop's thread, and on its own thread every other statement waits for a transaction to
+ * end; slices of 48 keep each wait near 100 ms or less (`npm run bench -- --stalls`). PostgreSQL runs
+ * them side by side, so its slices are only bounded to keep statements and transactions modest.
  */
 export const STORE_SLICE = { pglite: 48, postgres: 1_000 } as const;
 
@@ -159,7 +160,9 @@ export async function storeDocuments(
   const worker = async () => {
     for (let at = next++; at < slices.length; at = next++) {
       if (at > 0) await yieldToOtherRequests();
-      fresh[at] = await db.transaction((tx) => insertDocuments(tx, slices[at]!, options));
+      // Without terms a slice is one statement, atomic by itself; a transaction would only add
+      // two round trips, and on PGlite's thread every other statement waits for all three.
+      fresh[at] = options.withTerms === false ? await insertDocuments(db, slices[at]!, options) : await db.transaction((tx) => insertDocuments(tx, slices[at]!, options));
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, slices.length)) }, worker));

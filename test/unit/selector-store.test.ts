@@ -9,17 +9,18 @@ import type { Db } from '../../src/store/database.js';
 
 /**
  * When a request's new tools are written: after its answer, which needs none of the write. The
- * store is a fake whose one transaction the test settles by hand (the real write is covered by the
- * selector's integration tests on PGlite and PostgreSQL).
+ * store is a fake whose one statement (the documents' insert, which answers the new hashes) the test
+ * settles by hand (the real write is covered by the selector's integration tests on PGlite and
+ * PostgreSQL).
  */
 function harness() {
   const settlers: { resolve: (hashes: string[]) => void; reject: (error: Error) => void }[] = [];
-  const transactions: Promise<string[]>[] = [];
+  const writes: Promise<string[]>[] = [];
   const db = {
-    transaction: () => {
+    execute: () => {
       const write = new Promise<string[]>((resolve, reject) => settlers.push({ resolve, reject }));
-      transactions.push(write);
-      return write;
+      writes.push(write);
+      return write.then((hashes) => ({ rows: hashes.map((hash) => ({ hash })) }));
     },
   } as unknown as Db;
   const lines: string[] = [];
@@ -34,7 +35,7 @@ function harness() {
     tokens: new TokenCounter(countHere),
     logger: createLogger('warn', sink),
   };
-  return { deps, transactions, settle: () => settlers.at(-1)!, settlers, lines };
+  return { deps, writes, settle: () => settlers.at(-1)!, settlers, lines };
 }
 
 const tools = [
@@ -53,11 +54,11 @@ describe('selector: storing a request’s new tools', () => {
   beforeAll(() => countHere.countTexts(['warm up']), 30_000);
 
   it('answers before the write of its new tools has finished, then remembers them as stored', async () => {
-    const { deps, transactions, settle } = harness();
+    const { deps, writes, settle } = harness();
     const selection = await selectTools(deps, input);
     expect(selection.names).toEqual(['web_search']);
     await nextTurn();
-    expect(transactions).toHaveLength(1);
+    expect(writes).toHaveLength(1);
     expect(deps.background.size).toBe(1);
     expect(deps.toolListCache.get('list-1')).toBeUndefined();
 
@@ -71,11 +72,11 @@ describe('selector: storing a request’s new tools', () => {
     const again = await selectTools(deps, { ...input, cached: deps.toolListCache.get('list-1') });
     await deps.background.settled();
     expect(again.names).toEqual(['web_search']);
-    expect(transactions).toHaveLength(1);
+    expect(writes).toHaveLength(1);
   });
 
   it('keeps the answer when the write fails, and the next request that sends the tools writes them again', async () => {
-    const { deps, transactions, settle, lines } = harness();
+    const { deps, writes, settle, lines } = harness();
     const selection = await selectTools(deps, input);
     await nextTurn();
     settle().reject(new Error('connection refused'));
@@ -87,23 +88,23 @@ describe('selector: storing a request’s new tools', () => {
 
     const retry = await selectTools(deps, input);
     await nextTurn();
-    expect(transactions).toHaveLength(2);
+    expect(writes).toHaveLength(2);
     settle().resolve(['h1', 'h2', 'h3']);
     await retry.stored;
     expect(deps.toolListCache.get('list-1')).toBeDefined();
   });
 
   it(`makes a request wait for its own write once ${MAX_WRITES_IN_FLIGHT} writes are pending`, async () => {
-    const { deps, transactions, settlers } = harness();
+    const { deps, writes, settlers } = harness();
     const newList = (index: number) => ({ ...input, toolsKey: `list-${index}`, tools: [{ name: `tool_${index}`, description: 'Search the web' }] });
     for (let index = 0; index < MAX_WRITES_IN_FLIGHT; index++) await selectTools(deps, newList(index));
     await nextTurn();
-    expect(transactions).toHaveLength(MAX_WRITES_IN_FLIGHT);
+    expect(writes).toHaveLength(MAX_WRITES_IN_FLIGHT);
 
     let answered = false;
     const waiting = selectTools(deps, newList(MAX_WRITES_IN_FLIGHT)).then((selection) => ((answered = true), selection));
     await nextTurn();
-    expect(transactions).toHaveLength(MAX_WRITES_IN_FLIGHT + 1);
+    expect(writes).toHaveLength(MAX_WRITES_IN_FLIGHT + 1);
     expect(answered).toBe(false);
     settlers.at(-1)!.resolve(['h']);
     expect((await waiting).names).toEqual([`tool_${MAX_WRITES_IN_FLIGHT}`]);
@@ -114,7 +115,7 @@ describe('selector: storing a request’s new tools', () => {
     const next = await selectTools(deps, newList(MAX_WRITES_IN_FLIGHT + 1));
     expect(deps.background.size).toBe(1);
     await nextTurn();
-    expect(transactions).toHaveLength(MAX_WRITES_IN_FLIGHT + 2);
+    expect(writes).toHaveLength(MAX_WRITES_IN_FLIGHT + 2);
     settlers.at(-1)!.resolve(['h']);
     await next.stored;
   });
