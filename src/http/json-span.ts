@@ -82,3 +82,43 @@ export function topLevelArraySpan(json: Buffer, key: string): ByteSpan | undefin
   }
   return depth === 0 ? found : undefined;
 }
+
+const COMMA = 0x2c;
+
+/**
+ * The spans of the elements of the array at `span` (as topLevelArraySpan found it), split at its
+ * own commas (strings skipped), each without surrounding whitespace; undefined when an element is
+ * empty (`[1,,2]`, `[1,]`) or the scan finds the array malformed. Each span is one JSON value only
+ * if JSON.parse accepts it alone; if every one does, the array is exactly those values.
+ */
+export function arrayElementSpans(json: Buffer, span: ByteSpan): ByteSpan[] | undefined {
+  const elements: ByteSpan[] = [];
+  const last = span.end - 1;
+  if (json[span.start] !== OPEN_ARRAY || json[last] !== CLOSE_ARRAY) return undefined;
+  let start = skipWhitespace(json, span.start + 1);
+  if (start === last) return elements;
+  let depth = 0;
+  let i = start;
+  while (i <= last) {
+    const byte = json[i];
+    if (byte === QUOTE) {
+      let end = json.indexOf(QUOTE, i + 1);
+      while (end !== -1 && isEscaped(json, end)) end = json.indexOf(QUOTE, end + 1);
+      if (end === -1 || end >= last) return undefined;
+      i = end + 1;
+      continue;
+    }
+    if (byte === OPEN_OBJECT || byte === OPEN_ARRAY) depth++;
+    else if ((byte === CLOSE_OBJECT || byte === CLOSE_ARRAY) && i < last) depth--;
+    if (depth < 0) return undefined;
+    if (depth === 0 && (byte === COMMA || i === last)) {
+      let end = i;
+      while (end > start && (json[end - 1] === 0x20 || json[end - 1] === 0x0a || json[end - 1] === 0x0d || json[end - 1] === 0x09)) end--;
+      if (end === start) return undefined;
+      elements.push({ start, end });
+      start = skipWhitespace(json, i + 1);
+    }
+    i++;
+  }
+  return depth === 0 ? elements : undefined;
+}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { topLevelArraySpan } from '../../src/http/json-span.js';
-import { readSelectorBody } from '../../src/http/selector.js';
+import { arrayElementSpans, topLevelArraySpan } from '../../src/http/json-span.js';
+import { readSelectorBody, readSelectorBodyInSlices, SLICED_PARSE_BYTES } from '../../src/http/selector.js';
 import { LruCache } from '../../src/lru-cache.js';
 import { Bm25Index } from '../../src/search/bm25-index.js';
 import type { CachedToolList } from '../../src/search/selector.js';
@@ -126,5 +126,57 @@ describe('readSelectorBody', () => {
     expect(readSelectorBody(Buffer.alloc(0), lists).json).toEqual({});
     const withBom = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), bytes({ pattern: 'x', tools: [] })]);
     expect(readSelectorBody(withBom, lists).json).toEqual({ pattern: 'x', tools: [] });
+  });
+});
+
+describe('readSelectorBodyInSlices (a large tools array, parsed one tool at a time)', () => {
+  const random = seededRandom(7);
+  /** Tools whose strings hold quotes, backslashes, brackets and commas, enough to pass SLICED_PARSE_BYTES. */
+  const largeTools = Array.from({ length: 3000 }, (_, index) => ({
+    name: `tool_${index}`,
+    description: `Reads "things", [maybe] {braces} \\ and more, at ${index}`,
+    inputSchema: { type: 'object', properties: { value: randomValue(random, 0) } },
+  }));
+  const lists = () => new LruCache<string, CachedToolList>(4);
+
+  it('reads exactly what JSON.parse of the whole body reads, however it is spaced, and yields on the way', async () => {
+    for (const body of [bytes({ pattern: 'read', tools: largeTools, top_k: 3 }), Buffer.from(`{"tools": [1], "pattern": "x", "tools2": [],\n "tools" : ${JSON.stringify(largeTools, null, 2)} }`)]) {
+      expect(body.length).toBeGreaterThan(SLICED_PARSE_BYTES);
+      let turned = false;
+      const reading = readSelectorBodyInSlices(body, lists());
+      setImmediate(() => (turned = true));
+      const read = await reading;
+      expect(turned).toBe(true);
+      expect(read.json).toEqual(JSON.parse(body.toString('utf8')));
+      expect(read.toolsKey).toBe(readSelectorBody(body, lists()).toolsKey);
+    }
+  });
+
+  it('rejects a malformed array as the full parse does, and unsafe text naming the tool', async () => {
+    const toolsJson = JSON.stringify(largeTools);
+    const malformed = [
+      `{"pattern":"x","tools":${toolsJson.slice(0, -1)},]}`,
+      `{"pattern":"x","tools":${toolsJson.slice(0, -1)}{"name":"a"}]}`,
+      `{"pattern":"x","tools":[,${toolsJson.slice(1)}}`,
+      `{"pattern":"x","tools":${toolsJson.replace('"tool_5"', '"tool_5" "x"')}}`,
+      `{"pattern":"x","tools":${toolsJson.replace('{"name":"tool_9"', '[{"name":"tool_9"')}}`,
+    ];
+    for (const body of malformed) {
+      await expect(readSelectorBodyInSlices(Buffer.from(body), lists())).rejects.toMatchObject({ code: 'invalid_json' });
+    }
+    const withNul = bytes({ pattern: 'x', tools: largeTools.map((tool, index) => (index === 2500 ? { ...tool, description: 'a\u0000b' } : tool)) });
+    await expect(readSelectorBodyInSlices(withNul, lists())).rejects.toMatchObject({ code: 'validation_failed', message: expect.stringContaining('tools[2500].description') });
+  });
+
+  it('splits an array at its own commas only', () => {
+    const split = (text: string) => {
+      const body = Buffer.from(`{"tools":${text}}`);
+      return arrayElementSpans(body, topLevelArraySpan(body, 'tools')!)?.map(({ start, end }) => body.toString('utf8', start, end));
+    };
+    expect(split('[]')).toEqual([]);
+    expect(split('[ 1 , "a,]" ,{"b":[1,2]} , [3,{}] ]')).toEqual(['1', '"a,]"', '{"b":[1,2]}', '[3,{}]']);
+    expect(split('["\\\\", "\\"]"]')).toEqual(['"\\\\"', '"\\"]"']);
+    expect(split('[1,,2]')).toBeUndefined();
+    expect(split('[1,]')).toBeUndefined();
   });
 });
