@@ -9,9 +9,9 @@ import { Worker } from 'node:worker_threads';
  * ("Unknown file extension .ts"), so a `.ts` worker is started through tsx's `tsImport`, which
  * registers the loader inside the worker first. tsx is resolved from here, not from the cwd.
  */
-export function spawnWorkerModule(base: string, name: string): Worker {
-  if (!fileURLToPath(base).endsWith('.ts')) return new Worker(new URL(`./${name}.js`, base));
-  return new Worker(workerModuleSourceTs(base, name), { eval: true });
+export function spawnWorkerModule(base: string, name: string, options: { workerData?: unknown } = {}): Worker {
+  if (!fileURLToPath(base).endsWith('.ts')) return new Worker(new URL(`./${name}.js`, base), options);
+  return new Worker(workerModuleSourceTs(base, name), { ...options, eval: true });
 }
 
 /** The eval source of a worker thread that runs `<name>.ts` beside `base` through tsx (see above). */

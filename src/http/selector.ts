@@ -172,9 +172,12 @@ export async function readSelectorBodyInSlices(raw: Buffer, lists: LruCache<stri
   const span = topLevelArraySpan(body, 'tools');
   if (!span || span.end - span.start < SLICED_PARSE_BYTES) return readSpans(body, span, lists);
   const toolsKey = toolsDigest(body, span);
-  if (lists.get(toolsKey)) return readSpans(body, span, lists);
-  const json = await parseToolsInSlices(body, span);
-  return json ? { json, toolsKey } : readSpans(body, span, lists);
+  const cached = lists.get(toolsKey);
+  if (!cached) {
+    const json = await parseToolsInSlices(body, span);
+    if (json) return { json, toolsKey };
+  }
+  return readKeyed(body, span, toolsKey, cached);
 }
 
 /** Bodies whose `tools` array is at least this large are parsed in slices (readSelectorBodyInSlices). */
@@ -195,7 +198,11 @@ function toolsDigest(body: Buffer, span: ByteSpan): string {
 function readSpans(body: Buffer, span: ByteSpan | undefined, lists: LruCache<string, CachedToolList>): SelectorBody {
   if (!span) return { json: parseJson(body.toString('utf8')) };
   const toolsKey = toolsDigest(body, span);
-  const cached = lists.get(toolsKey);
+  return readKeyed(body, span, toolsKey, lists.get(toolsKey));
+}
+
+/** The body whose tools digest to `toolsKey`: only the stub parsed when that list is `cached`, else the whole. */
+function readKeyed(body: Buffer, span: ByteSpan, toolsKey: string, cached: CachedToolList | undefined): SelectorBody {
   if (cached) {
     const json = parseStub(body, span);
     if (json) return { json, toolsKey, cached };

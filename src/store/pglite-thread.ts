@@ -11,9 +11,8 @@
  * it did in the process, except that work nobody waits for yields to work a request waits for
  * (priority.ts; the worker's scheduler).
  */
-import { Worker } from 'node:worker_threads';
-import { fileURLToPath } from 'node:url';
-import { workerModuleSourceTs } from '../worker-module.js';
+import type { Worker } from 'node:worker_threads';
+import { spawnWorkerModule } from '../worker-module.js';
 import { isBackground } from './priority.js';
 
 /** `background`: nobody waits for it (priority.ts), so it yields to work a request waits for. */
@@ -49,15 +48,7 @@ function toError(described: PgliteError): Error {
   return Object.assign(new Error(message), fields, name && name !== 'Error' ? { name } : {});
 }
 
-/** Unref'd while idle: the database thread never keeps the process alive on its own. */
-function spawn(dataDir: string): Worker {
-  const base = import.meta.url;
-  const worker = fileURLToPath(base).endsWith('.ts')
-    ? new Worker(workerModuleSourceTs(base, 'pglite-worker'), { eval: true, workerData: { dataDir } })
-    : new Worker(new URL('./pglite-worker.js', base), { workerData: { dataDir } });
-  return worker;
-}
-
+/** Unref'd while no call waits: the database thread never keeps the process alive on its own. */
 export class PgliteThread implements Queryable {
   readonly #worker: Worker;
   readonly #waiting = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
@@ -86,7 +77,7 @@ export class PgliteThread implements Queryable {
 
   /** Starts the thread and opens `dataDir` there (a path, or `memory://`); rejects if PGlite cannot open it. */
   static async start(dataDir: string): Promise<PgliteThread> {
-    const thread = new PgliteThread(spawn(dataDir));
+    const thread = new PgliteThread(spawnWorkerModule(import.meta.url, 'pglite-worker', { workerData: { dataDir } }));
     try {
       await thread.#call(0, null);
     } catch (error) {

@@ -89,7 +89,7 @@ function pump(): void {
   choosing = true;
   setImmediate(() => {
     choosing = false;
-    const unit = busy || !pg ? undefined : takeNext(waiting, performance.now());
+    const unit = takeNext(waiting, performance.now());
     if (!unit) return;
     busy = true;
     void run(pg!, unit).finally(() => {
