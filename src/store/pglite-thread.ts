@@ -48,15 +48,54 @@ function toError(described: PgliteError): Error {
   return Object.assign(new Error(message), fields, name && name !== 'Error' ? { name } : {});
 }
 
-/** Unref'd while no call waits: the database thread never keeps the process alive on its own. */
+/** A thread that crashed is restarted on the same data at most this often in RESTART_WINDOW_MS; past that it stays stopped. */
+const RESTARTS_MAX = 3;
+const RESTART_WINDOW_MS = 60_000;
+
+/**
+ * Unref'd while no call waits: the database thread never keeps the process alive on its own.
+ *
+ * A thread that dies (PGlite aborting, say on running out of WebAssembly memory) fails the calls it
+ * held as unavailable (503), and a new thread reopens the data directory, where PostgreSQL's crash
+ * recovery drops what was not committed; calls made meanwhile wait for it. An in-memory database
+ * has nothing to reopen, and one that keeps crashing stays stopped: `/readyz` then says not ready.
+ */
 export class PgliteThread implements Queryable {
-  readonly #worker: Worker;
+  readonly #dataDir: string;
+  readonly #spawn: (dataDir: string) => Worker;
+  #worker!: Worker;
+  /** Counts threads started; a transaction belongs to the thread it began on. */
+  #generation = 0;
+  /** While a crashed thread's successor opens the data; calls wait for it. */
+  #restarting: Promise<void> | null = null;
+  readonly #crashes: number[] = [];
   readonly #waiting = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
   #nextId = 1;
+  #closing = false;
   #stopped: Error | null = null;
 
-  private constructor(worker: Worker) {
+  private constructor(dataDir: string, spawn: (dataDir: string) => Worker) {
+    this.#dataDir = dataDir;
+    this.#spawn = spawn;
+  }
+
+  /**
+   * Starts the thread and opens `dataDir` there (a path, or `memory://`); rejects if PGlite cannot
+   * open it. `spawn` starts the thread (tests wrap it to stop one).
+   */
+  static async start(dataDir: string, spawn: (dataDir: string) => Worker = spawnPgliteWorker): Promise<PgliteThread> {
+    const thread = new PgliteThread(dataDir, spawn);
+    await thread.#open();
+    return thread;
+  }
+
+  /** A new thread on the data directory, ready when PGlite has opened it. */
+  async #open(): Promise<void> {
+    const worker = this.#spawn(this.#dataDir);
     this.#worker = worker;
+    this.#generation += 1;
+    let opened = false;
+    const ready = new Promise<void>((resolve, reject) => this.#waiting.set(0, { resolve: () => resolve(), reject }));
     worker.on('message', (reply: PgliteReply) => {
       const waiter = this.#waiting.get(reply.id);
       if (!waiter) return;
@@ -65,42 +104,73 @@ export class PgliteThread implements Queryable {
       else waiter.reject(toError(reply.error));
       if (this.#waiting.size === 0) worker.unref();
     });
-    const stop = (error: Error) => {
-      // A stopped database answers every call as unavailable (a 503, and /readyz says so), never hangs.
-      this.#stopped ??= Object.assign(new Error(`the embedded database stopped: ${error.message}`), { code: '57P01' });
-      for (const waiter of this.#waiting.values()) waiter.reject(this.#stopped);
-      this.#waiting.clear();
+    let gone = false;
+    const died = (error: Error) => {
+      if (gone) return;
+      gone = true;
+      if (opened) this.#crashed(error);
+      else this.#waiting.get(0)?.reject(error);
     };
-    worker.on('error', stop);
-    worker.on('exit', (code) => stop(new Error(`its thread exited with code ${code}`)));
-  }
-
-  /** Starts the thread and opens `dataDir` there (a path, or `memory://`); rejects if PGlite cannot open it. */
-  static async start(dataDir: string): Promise<PgliteThread> {
-    const thread = new PgliteThread(spawnWorkerModule(import.meta.url, 'pglite-worker', { workerData: { dataDir } }));
+    worker.on('error', died);
+    worker.on('exit', (code) => died(new Error(`its thread exited with code ${code}`)));
     try {
-      await thread.#call(0, null);
+      await ready;
+      opened = true;
     } catch (error) {
-      await thread.#worker.terminate();
+      this.#waiting.delete(0);
+      await worker.terminate();
       throw error;
     }
-    return thread;
   }
 
-  #call(id: number, request: PgliteRequest | null): Promise<unknown> {
+  /** The thread died: fail what it held, then start another on the same data, unless it keeps dying. */
+  #crashed(error: Error): void {
+    if (this.#closing) return this.#stop(error);
+    const lost = Object.assign(new Error(`the embedded database stopped: ${error.message}; it is being restarted`), { code: '57P01' });
+    for (const waiter of this.#waiting.values()) waiter.reject(lost);
+    this.#waiting.clear();
+    const now = performance.now();
+    this.#crashes.push(now);
+    while (this.#crashes[0]! < now - RESTART_WINDOW_MS) this.#crashes.shift();
+    if (this.#dataDir.startsWith('memory://')) return this.#stop(new Error(`${error.message} (an in-memory database is not restarted)`));
+    if (this.#crashes.length > RESTARTS_MAX) return this.#stop(new Error(`${error.message} (${this.#crashes.length} times within ${RESTART_WINDOW_MS / 1000} s)`));
+    this.#restarting = this.#open().then(
+      () => {
+        this.#restarting = null;
+      },
+      (reopen: Error) => {
+        this.#restarting = null;
+        this.#stop(new Error(`${error.message}; reopening it failed: ${reopen.message}`));
+      },
+    );
+  }
+
+  /** A stopped database answers every call as unavailable (a 503, and /readyz says so), never hangs. */
+  #stop(error: Error): void {
+    this.#stopped ??= Object.assign(new Error(`the embedded database stopped: ${error.message}`), { code: '57P01' });
+    for (const waiter of this.#waiting.values()) waiter.reject(this.#stopped);
+    this.#waiting.clear();
+  }
+
+  #call(id: number, request: PgliteRequest, generation?: number): Promise<unknown> {
     if (this.#stopped) return Promise.reject(this.#stopped);
+    if (this.#restarting) return this.#restarting.then(() => this.#call(id, request, generation));
+    if (generation !== undefined && generation !== this.#generation) {
+      return Promise.reject(Object.assign(new Error('the embedded database restarted during this transaction, which did not commit'), { code: '57P01' }));
+    }
     return new Promise((resolve, reject) => {
       this.#waiting.set(id, { resolve, reject });
       this.#worker.ref();
-      if (request) this.#worker.postMessage(request);
+      this.#worker.postMessage(request);
     });
   }
 
-  #query(sql: string, params: unknown[] = [], options: QueryOptions = {}, tx?: number): Promise<QueryResult> {
+  #query(sql: string, params: unknown[] = [], options: QueryOptions = {}, tx?: { id: number; generation: number }): Promise<QueryResult> {
     const id = this.#nextId++;
     const textOids = Object.keys(options.parsers ?? {}).map(Number);
     const request = { kind: 'query', id, sql, params, rowMode: options.rowMode ?? 'object', textOids } as const;
-    return this.#call(id, tx === undefined ? { ...request, background: isBackground() } : { ...request, tx }) as Promise<QueryResult>;
+    if (tx === undefined) return this.#call(id, { ...request, background: isBackground() }) as Promise<QueryResult>;
+    return this.#call(id, { ...request, tx: tx.id }, tx.generation) as Promise<QueryResult>;
   }
 
   query(sql: string, params?: unknown[], options?: QueryOptions): Promise<QueryResult> {
@@ -109,11 +179,12 @@ export class PgliteThread implements Queryable {
 
   /** Runs `body` in one transaction: committed when it resolves, rolled back when it throws. */
   async transaction<T>(body: (tx: Queryable) => Promise<T>): Promise<T> {
-    const tx = this.#nextId++;
-    await this.#call(tx, { kind: 'begin', id: tx, background: isBackground() });
+    const tx = { id: this.#nextId++, generation: 0 };
+    await this.#call(tx.id, { kind: 'begin', id: tx.id, background: isBackground() });
+    tx.generation = this.#generation;
     const end = (commit: boolean) => {
       const id = this.#nextId++;
-      return this.#call(id, { kind: 'end', id, tx, commit });
+      return this.#call(id, { kind: 'end', id, tx: tx.id, commit }, tx.generation);
     };
     let result: T;
     try {
@@ -127,10 +198,16 @@ export class PgliteThread implements Queryable {
   }
 
   async close(): Promise<void> {
+    this.#closing = true;
+    await this.#restarting;
     if (!this.#stopped) {
       const id = this.#nextId++;
       await this.#call(id, { kind: 'close', id }).catch(() => {});
     }
     await this.#worker.terminate();
   }
+}
+
+function spawnPgliteWorker(dataDir: string): Worker {
+  return spawnWorkerModule(import.meta.url, 'pglite-worker', { workerData: { dataDir } });
 }

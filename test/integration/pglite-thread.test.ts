@@ -1,5 +1,11 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Worker } from 'node:worker_threads';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PgliteThread } from '../../src/store/pglite-thread.js';
+import { spawnWorkerModule } from '../../src/worker-module.js';
 import { isDatabaseUnavailable, openPglite, queryRows, type Database } from '../../src/store/database.js';
 import { inBackground } from '../../src/store/priority.js';
 
@@ -80,5 +86,77 @@ describe('PGlite on its own thread', () => {
     const error = await closing.db.execute(sql`select 1`).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(Error);
     expect(isDatabaseUnavailable(error)).toBe(true);
+  });
+
+  describe('when its thread dies', () => {
+    /** Starts real PGlite threads and keeps each, so a test can stop one as a crash would. */
+    const startThread = async (dataDir: string) => {
+      const workers: Worker[] = [];
+      const spawn = (dir: string) => {
+        const worker = spawnWorkerModule(new URL('../../src/store/pglite-thread.ts', import.meta.url).href, 'pglite-worker', { workerData: { dataDir: dir } });
+        workers.push(worker);
+        return worker;
+      };
+      return { thread: await PgliteThread.start(dataDir, spawn), workers };
+    };
+    const unavailable = (promise: Promise<unknown>) =>
+      promise.then(
+        () => 'answered',
+        (error: unknown) => (isDatabaseUnavailable(error) ? 'unavailable' : `other: ${(error as Error).message}`),
+      );
+    const ids = async (thread: PgliteThread) => (await thread.query('select id from items order by id', [], { rowMode: 'array' })).rows;
+
+    it('fails what it held as unavailable, restarts on the same data without the uncommitted, and answers later calls', async () => {
+      const dataDir = mkdtempSync(join(tmpdir(), 'toolsift-pglite-crash-'));
+      const { thread, workers } = await startThread(dataDir);
+      try {
+        await thread.query('create table items (id int primary key)');
+        await thread.query('insert into items values (1)');
+        // A transaction that was writing when the thread died, and a statement it was running.
+        let running: Promise<string> | undefined;
+        const transaction = unavailable(
+          thread.transaction(async (tx) => {
+            await tx.query('insert into items values (2)');
+            running = unavailable(thread.query('select count(*) from generate_series(1, 30000000)'));
+            await workers[0]!.terminate();
+            await tx.query('insert into items values (3)');
+          }),
+        );
+        expect(await transaction).toBe('unavailable');
+        expect(await running).toBe('unavailable');
+        // Calls made while the new thread opens the data wait for it.
+        expect(await ids(thread)).toEqual([[1]]);
+        expect(workers).toHaveLength(2);
+        await thread.query('insert into items values (4)');
+        expect(await ids(thread)).toEqual([[1], [4]]);
+      } finally {
+        await thread.close();
+        rmSync(dataDir, { recursive: true, force: true });
+      }
+    }, 120_000);
+
+    it('stays stopped when it keeps dying, and when its data was in memory', async () => {
+      const dataDir = mkdtempSync(join(tmpdir(), 'toolsift-pglite-crash-'));
+      const { thread, workers } = await startThread(dataDir);
+      try {
+        await thread.query('create table items (id int primary key)');
+        for (let crash = 1; crash <= 3; crash += 1) {
+          await workers.at(-1)!.terminate();
+          expect(await ids(thread)).toEqual([]);
+        }
+        expect(workers).toHaveLength(4);
+        await workers.at(-1)!.terminate();
+        expect(await unavailable(ids(thread))).toBe('unavailable');
+        expect(workers).toHaveLength(4);
+      } finally {
+        await thread.close();
+        rmSync(dataDir, { recursive: true, force: true });
+      }
+      const inMemory = await startThread('memory://');
+      await inMemory.workers[0]!.terminate();
+      expect(await unavailable(inMemory.thread.query('select 1'))).toBe('unavailable');
+      expect(inMemory.workers).toHaveLength(1);
+      await inMemory.thread.close();
+    }, 120_000);
   });
 });
