@@ -2,23 +2,34 @@ import { Router, type RequestHandler } from 'express';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 
+/** The status logged for a request whose client closed the connection before the answer (nginx's 499). */
+const CLIENT_CLOSED = 499;
+
 /**
  * Per request: a child logger carrying the request id (every line a handler writes has it), one
- * access line when the answer is sent, and the latency histogram by route template.
+ * access line when the answer is sent (or when the client closed the connection first), and the
+ * latency histogram by route template.
  */
 export function observeRequests(logger: Logger, metrics: Metrics): RequestHandler {
   return (req, res, next) => {
     const started = process.hrtime.bigint();
     res.locals.log = logger.child({ requestId: res.locals.requestId });
-    res.on('finish', () => {
+    let logged = false;
+    /** `clientClosed`: the connection closed before the answer was sent (status 499, as nginx logs it). */
+    const logRequest = (clientClosed: boolean) => {
+      if (logged) return;
+      logged = true;
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const route = req.route ? `${req.baseUrl}${String(req.route.path)}` : 'unmatched';
-      metrics.httpDuration.observe({ method: req.method, route, status: String(res.statusCode) }, seconds);
+      const status = clientClosed ? CLIENT_CLOSED : res.statusCode;
+      metrics.httpDuration.observe({ method: req.method, route, status: String(status) }, seconds);
       (res.locals.log as Logger).info(
-        { method: req.method, route, path: req.path, status: res.statusCode, ms: Math.round(seconds * 1e5) / 100, tenant: res.locals.tenant },
+        { method: req.method, route, path: req.path, status, ms: Math.round(seconds * 1e5) / 100, tenant: res.locals.tenant, ...(clientClosed ? { clientClosed } : {}) },
         'request',
       );
-    });
+    };
+    res.on('finish', () => logRequest(false));
+    res.on('close', () => logRequest(!res.writableFinished));
     next();
   };
 }
