@@ -231,10 +231,15 @@ export class CatalogIndexCache {
    * it (once, however many searches ask) and answers undefined: the caller ranks in SQL meanwhile.
    */
   current(catalog: { id: number; revision: number }): CatalogIndex | undefined {
+    const held = this.held(catalog);
+    if (!held) void this.load(catalog);
+    return held;
+  }
+
+  /** The index in hand for this revision of `catalog` or a later one; starts no read. */
+  held(catalog: { id: number; revision: number }): CatalogIndex | undefined {
     const kept = this.entries.get(catalog.id);
-    if (kept && kept.revision >= catalog.revision) return kept;
-    void this.load(catalog);
-    return undefined;
+    return kept && kept.revision >= catalog.revision ? kept : undefined;
   }
 
   /**
@@ -245,8 +250,9 @@ export class CatalogIndexCache {
    * replace, or more than DERIVE_MAX_NAMES changed names).
    */
   async forSearch(catalog: { id: number; revision: number }, db: Executor): Promise<CatalogIndex | undefined> {
+    const held = this.held(catalog);
+    if (held) return held;
     const kept = this.entries.get(catalog.id);
-    if (kept && kept.revision >= catalog.revision) return kept;
     const derived = kept && (await this.derive(kept, catalog, db));
     if (derived) return derived;
     void this.load(catalog);

@@ -29,6 +29,10 @@ export async function searchCatalog(
   request: Omit<RankQuery, 'exactIds'>,
   read?: CatalogSummary,
 ): Promise<CatalogSearchResult> {
+  // The query's embedding needs nothing from the store and is the slowest step under load: it
+  // starts first, so the catalog's row, names and embedding status are read while the model works.
+  const queryVector = request.mode !== 'bm25' && deps.embedder && request.query.trim() !== '' ? deps.embedder.embedQuery(request.query) : undefined;
+  queryVector?.catch(() => {}); // awaited in rankCorpus, which reports a failure
   const catalog = read ?? (await getCatalog(deps.db, ref.tenant, ref.name));
   if (!catalog) throw notFound(`catalog "${ref.name}"`);
   if (request.mode === 'vector' && !deps.embedder) {
@@ -36,9 +40,11 @@ export async function searchCatalog(
   }
   const candidates = nameCandidates(request.query);
   // The catalog's terms in process (per revision, derived from the last one's), or BM25 in SQL until they are read.
+  // Which names the query mentions exist: the index in hand knows its revision's names, else the store.
+  const held = deps.catalogIndexes?.held(catalog);
   const [index, existing, pending] = await Promise.all([
     request.mode === 'vector' ? undefined : deps.catalogIndexes?.forSearch(catalog, deps.db),
-    existingNames(deps.db, catalog.id, candidates),
+    held ? candidates.filter((name) => held.bm25.indexOf(name) !== undefined) : existingNames(deps.db, catalog.id, candidates),
     request.mode !== 'bm25' && deps.embedder && deps.embeddingStatus ? deps.embeddingStatus.pending(deps.db, catalog, deps.embedder.modelId) : undefined,
   ]);
   const found = new Set(existing);
@@ -48,6 +54,7 @@ export async function searchCatalog(
     { ...request, exactIds: candidates.filter((name) => found.has(name)) },
     {
       useVectorIndex: catalog.toolCount > EXACT_SCAN_MAX,
+      ...(queryVector ? { queryVector } : {}),
       ...(index ? { catalogIndex: index } : {}),
       ...(deps.serverStats && request.mode === 'hybrid' && !request.tags?.length
         ? { serverMeans: async () => deps.serverStats!.means(deps.db, catalog, deps.embedder!.modelId, index?.changedSince) }

@@ -77,10 +77,21 @@ describe('POST /v1/catalogs/{catalog}/search with the real model', () => {
     expect(boosted.body.results[0].explain.tag_boost).toBeGreaterThan(0);
   });
 
-  it('puts a tool named exactly in the query first', async () => {
-    const response = await search({ query: 'use fetch_url to get the weather page', top_k: 2, explain: true });
-    expect(response.body.results[0].name).toBe('fetch_url');
-    expect(response.body.results[0].explain.exact_name).toBe(true);
+  it('puts a tool named exactly in the query first, whether the names come from the store or the index in hand', async () => {
+    const { getCatalog } = await import('../../src/store/catalog-store.js');
+    const indexes = app.deps.search.catalogIndexes!;
+    // A catalog never searched: its first search reads the names from the store.
+    const fresh = uniqueName('exact');
+    expect((await app.request('PUT', `/v1/catalogs/${fresh}`, { tools })).status).toBe(200);
+    const row = (await getCatalog(app.deps.search.db, 'default', fresh))!;
+    for (const held of [false, true]) {
+      if (held) await indexes.get(row);
+      expect(indexes.held(row) !== undefined, `index held: ${held}`).toBe(held);
+      const response = await app.request('POST', `/v1/catalogs/${fresh}/search`, { query: 'use fetch_url to get the weather page, not send_fax', top_k: 2, explain: true });
+      expect(response.body.results[0].name).toBe('fetch_url');
+      expect(response.body.results[0].explain.exact_name).toBe(true);
+      expect(response.body.results[1].explain.exact_name).toBe(false);
+    }
   });
 
   it("adds the server's vote to every tool of the query's top servers, in hybrid mode only", async () => {
