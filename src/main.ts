@@ -42,7 +42,8 @@ async function main(): Promise<void> {
   });
 
   let stopping = false;
-  const stop = async (signal: string) => {
+  /** `exitCode` 1: the service cannot go on (a supervisor should start it again). */
+  const stop = async (signal: string, exitCode = 0) => {
     if (stopping) return;
     stopping = true;
     deps.logger.info({ signal }, 'shutting down: draining requests');
@@ -60,7 +61,7 @@ async function main(): Promise<void> {
       try {
         await deps.close();
         deps.logger.info('stopped');
-        process.exit(0);
+        process.exit(exitCode);
       } catch (error) {
         deps.logger.error({ err: error }, 'error while closing');
         process.exit(1);
@@ -68,6 +69,12 @@ async function main(): Promise<void> {
     });
     server.closeIdleConnections();
   };
+  // The embedded database's thread kept dying: every request would answer 503 until a restart, so
+  // the process ends (exit code 1) for its supervisor, or its operator, to start it again.
+  deps.database.onLost?.((error) => {
+    deps.logger.fatal({ err: error }, 'the embedded database stopped for good: shutting down');
+    void stop('database lost', 1);
+  });
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
 }

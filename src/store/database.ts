@@ -25,6 +25,11 @@ export interface Database {
   /** Throws when the database cannot answer or migrations are missing. */
   check(): Promise<{ migrations: { applied: number; expected: number } }>;
   close(): Promise<void>;
+  /**
+   * Calls `listener` once if the store stops for good: the embedded database's thread died more
+   * often than it is restarted (store/pglite-thread.ts). PostgreSQL never does: its outages pass.
+   */
+  onLost?(listener: (error: Error) => void): void;
 }
 
 export const migrationsFolder = (): string => join(projectRoot(), 'migrations');
@@ -182,6 +187,7 @@ export async function openPglite(dataDir: string): Promise<Database> {
       await migratePglite(drizzlePglite(client), { migrationsFolder: migrationsFolder() });
     },
     check: () => checkDb(db),
+    onLost: (listener) => thread.onStopped(listener),
     async close() {
       try {
         await thread.close();

@@ -73,6 +73,7 @@ export class PgliteThread implements Queryable {
   #nextId = 1;
   #closing = false;
   #stopped: Error | null = null;
+  readonly #onStopped: ((error: Error) => void)[] = [];
 
   private constructor(dataDir: string, spawn: (dataDir: string) => Worker) {
     this.#dataDir = dataDir;
@@ -147,9 +148,16 @@ export class PgliteThread implements Queryable {
 
   /** A stopped database answers every call as unavailable (a 503, and /readyz says so), never hangs. */
   #stop(error: Error): void {
-    this.#stopped ??= Object.assign(new Error(`the embedded database stopped: ${error.message}`), { code: '57P01' });
+    if (this.#stopped) return;
+    this.#stopped = Object.assign(new Error(`the embedded database stopped: ${error.message}`), { code: '57P01' });
     for (const waiter of this.#waiting.values()) waiter.reject(this.#stopped);
     this.#waiting.clear();
+    if (!this.#closing) for (const listener of this.#onStopped) listener(this.#stopped);
+  }
+
+  /** Calls `listener` once if the thread stops for good other than by `close()` (see the class comment). */
+  onStopped(listener: (error: Error) => void): void {
+    this.#onStopped.push(listener);
   }
 
   #call(id: number, request: PgliteRequest, generation?: number): Promise<unknown> {

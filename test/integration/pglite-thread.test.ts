@@ -135,9 +135,12 @@ describe('PGlite on its own thread', () => {
       }
     }, 120_000);
 
-    it('stays stopped when it keeps dying, and when its data was in memory', async () => {
+    it('stays stopped when it keeps dying, and when its data was in memory, and says so once', async () => {
       const dataDir = mkdtempSync(join(tmpdir(), 'toolsift-pglite-crash-'));
       const { thread, workers } = await startThread(dataDir);
+      // Told once, when it stops for good (the service then exits for its supervisor: main.ts).
+      const stops: Error[] = [];
+      thread.onStopped((error) => stops.push(error));
       try {
         await thread.query('create table items (id int primary key)');
         for (let crash = 1; crash <= 3; crash += 1) {
@@ -145,18 +148,31 @@ describe('PGlite on its own thread', () => {
           expect(await ids(thread)).toEqual([]);
         }
         expect(workers).toHaveLength(4);
+        expect(stops).toEqual([]);
         await workers.at(-1)!.terminate();
         expect(await unavailable(ids(thread))).toBe('unavailable');
         expect(workers).toHaveLength(4);
+        expect(stops).toHaveLength(1);
+        expect(isDatabaseUnavailable(stops[0])).toBe(true);
       } finally {
         await thread.close();
         rmSync(dataDir, { recursive: true, force: true });
       }
+      expect(stops).toHaveLength(1);
       const inMemory = await startThread('memory://');
+      const inMemoryStops: Error[] = [];
+      inMemory.thread.onStopped((error) => inMemoryStops.push(error));
       await inMemory.workers[0]!.terminate();
       expect(await unavailable(inMemory.thread.query('select 1'))).toBe('unavailable');
       expect(inMemory.workers).toHaveLength(1);
+      expect(inMemoryStops).toHaveLength(1);
       await inMemory.thread.close();
+      // Closing is not stopping for good.
+      const closed = await startThread('memory://');
+      const closedStops: Error[] = [];
+      closed.thread.onStopped((error) => closedStops.push(error));
+      await closed.thread.close();
+      expect(closedStops).toEqual([]);
     }, 120_000);
   });
 });
