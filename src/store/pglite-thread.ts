@@ -216,6 +216,7 @@ export class PgliteThread implements Queryable {
   }
 }
 
-function spawnPgliteWorker(dataDir: string): Worker {
+/** The thread that owns PGlite (pglite-worker.ts), opening `dataDir`. */
+export function spawnPgliteWorker(dataDir: string): Worker {
   return spawnWorkerModule(import.meta.url, 'pglite-worker', { workerData: { dataDir } });
 }

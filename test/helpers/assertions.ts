@@ -24,3 +24,12 @@ export function expectError(response: TestResponse, status: number, code: string
   expect(response.headers.get('x-request-id')).toBe(response.body.error.request_id);
   return response.body.error as ErrorDetail;
 }
+
+/** Waits until `test` holds, checking every 100 ms; fails naming `what` after `timeoutMs`. */
+export async function until(what: string, test: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await test())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}

@@ -10,6 +10,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SLICED_PARSE_BYTES } from '../../src/http/selector.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import { until } from '../helpers/assertions.js';
 import { uniqueName } from '../helpers/database.js';
 
 interface LogLine {
@@ -29,14 +30,6 @@ async function sendAndLeave(url: string, head: string, body: string): Promise<vo
   await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
   await new Promise<void>((resolve) => socket.write(head + body, () => resolve()));
   socket.destroy();
-}
-
-async function until(condition: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 describe('clients that go away', () => {
@@ -59,12 +52,12 @@ describe('clients that go away', () => {
     const body = JSON.stringify([{ name: 'half_sent', description: 'never arrives whole' }]);
     const { hostname } = new URL(app.url);
     await sendAndLeave(app.url, `PUT /v1/catalogs/${catalog} HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: application/json\r\nContent-Length: ${body.length + 1000}\r\n\r\n`, body);
-    await until(() => lines.some((line) => line.msg === 'client aborted the request'), 'the abort logged');
+    await until('the abort logged', () => lines.some((line) => line.msg === 'client aborted the request'));
     const logged = lines.find((line) => line.msg === 'client aborted the request')!;
     expect(logged.level).toBe(30);
     expect(logged.err).toBeUndefined();
     expect(errors()).toEqual([]);
-    await until(() => lines.some((line) => line.msg === 'request' && line.path === `/v1/catalogs/${catalog}`), 'the request logged');
+    await until('the request logged', () => lines.some((line) => line.msg === 'request' && line.path === `/v1/catalogs/${catalog}`));
     expect(lines.find((line) => line.msg === 'request' && line.path === `/v1/catalogs/${catalog}`)).toMatchObject({ level: 30, status: 499, clientClosed: true });
     expect((await app.request('GET', `/v1/catalogs/${catalog}`)).status).toBe(404);
     expect((await app.request('GET', '/healthz')).status).toBe(200);
@@ -86,16 +79,16 @@ describe('clients that go away', () => {
       body,
     );
     // The selection is made and logged although nobody waits for it; its tools are then written.
-    await until(() => lines.slice(before).some((line) => line.msg === 'tool selection'), 'the selection logged');
+    await until('the selection logged', () => lines.slice(before).some((line) => line.msg === 'tool selection'));
     expect(lines.slice(before).find((line) => line.msg === 'tool selection')).toMatchObject({ level: 30, newDocuments: 1_500 });
-    await until(() => lines.slice(before).some((line) => line.msg === 'request' && line.path === '/v1/tool-discovery/search'), 'the request logged');
+    await until('the request logged', () => lines.slice(before).some((line) => line.msg === 'request' && line.path === '/v1/tool-discovery/search'));
     expect(lines.slice(before).find((line) => line.msg === 'request' && line.path === '/v1/tool-discovery/search')).toMatchObject({ level: 30, status: 499, clientClosed: true });
     expect(errors()).toEqual([]);
     const beforeNext = lines.length;
     const next = await app.request('POST', '/v1/tool-discovery/search', body);
     expect(next.status).toBe(200);
     expect(next.body.selected_names).toHaveLength(5);
-    await until(() => lines.slice(beforeNext).some((line) => line.msg === 'tool selection'), 'the next selection logged');
+    await until('the next selection logged', () => lines.slice(beforeNext).some((line) => line.msg === 'tool selection'));
     expect(lines.slice(beforeNext).find((line) => line.msg === 'tool selection')).toMatchObject({ newDocuments: 0 });
     expect(errors()).toEqual([]);
   });

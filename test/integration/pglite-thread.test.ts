@@ -4,8 +4,7 @@ import { join } from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PgliteThread } from '../../src/store/pglite-thread.js';
-import { spawnWorkerModule } from '../../src/worker-module.js';
+import { PgliteThread, spawnPgliteWorker } from '../../src/store/pglite-thread.js';
 import { isDatabaseUnavailable, openPglite, queryRows, type Database } from '../../src/store/database.js';
 import { inBackground } from '../../src/store/priority.js';
 
@@ -93,7 +92,7 @@ describe('PGlite on its own thread', () => {
     const startThread = async (dataDir: string) => {
       const workers: Worker[] = [];
       const spawn = (dir: string) => {
-        const worker = spawnWorkerModule(new URL('../../src/store/pglite-thread.ts', import.meta.url).href, 'pglite-worker', { workerData: { dataDir: dir } });
+        const worker = spawnPgliteWorker(dir);
         workers.push(worker);
         return worker;
       };

@@ -12,6 +12,7 @@ import { EMBED_QUEUE_NAME, embedJobPayload } from '../../src/jobs/embed-queue.js
 import { upsertCatalogTools } from '../../src/store/catalog-store.js';
 import { queryRows, type Db } from '../../src/store/database.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import { until } from '../helpers/assertions.js';
 import { testDatabase, uniqueName } from '../helpers/database.js';
 import { countingEmbedder, dropQueuePrefix, startRedisProxy, testRedisUrl, toDocuments, uniqueTools } from '../helpers/queue.js';
 
@@ -22,14 +23,6 @@ async function vectorRows(db: Db, hashes: string[], model: string): Promise<{ ha
     db,
     sql`select hash, count(*)::int as n from tool_embeddings where model = ${model} and hash = any(${sql.param(hashes)}::text[]) group by hash`,
   );
-}
-
-async function until(what: string, test: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await test())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 }
 
 describe('BullMQ embedding queue (real Redis and database)', { timeout: 180_000 }, () => {
