@@ -18,6 +18,7 @@ import { uiRoutes } from './ui.js';
 import { mcpRoutes } from './mcp.js';
 import { rejectUnsafeInput } from './input-safety.js';
 import { bodyBudget } from './body-budget.js';
+import { jsonInSlices } from './json-body.js';
 import { toolSearchRoutes } from './tool-search.js';
 import { toolRowCache } from '../mcp/discovery.js';
 import { serviceVersion } from '../paths.js';
@@ -55,6 +56,8 @@ export function createApp(deps: AppDeps): Express {
   app.use(bodyBudget(deps.config.BODY_MEMORY, deps.config.BODY_LIMIT));
   // The selector reads its own JSON: it skips parsing tool lists it has seen (http/selector.ts).
   app.use(SELECTOR_PATHS, express.raw({ type: () => true, limit: deps.config.BODY_LIMIT }));
+  // Catalog writes of thousands of tools: parsed in slices, so other requests run meanwhile.
+  app.use('/v1/catalogs', jsonInSlices(deps.config.BODY_LIMIT));
   app.use(express.json({ limit: deps.config.BODY_LIMIT }));
   app.use(rejectUnsafeInput);
   app.use(catalogRoutes(deps.catalog));

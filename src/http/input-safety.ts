@@ -21,9 +21,12 @@ function checkString(value: string, path: (string | number)[], where: string): v
   if (LONE_SURROGATE.test(value)) throw new AppError('validation_failed', `invalid ${where}: ${describe(path)}: contains a lone UTF-16 surrogate (not valid Unicode text)`);
 }
 
-/** Throws a 400 for the first unsafe value in `value` (iterative: no recursion to overflow). */
-export function assertSafeJson(value: unknown, where = 'body'): void {
-  const stack: Array<{ value: unknown; path: (string | number)[] }> = [{ value, path: [] }];
+/**
+ * Throws a 400 for the first unsafe value in `value` (iterative: no recursion to overflow). `at`:
+ * where `value` sits in the body, when it is a part of it (its depth counts, and messages name it).
+ */
+export function assertSafeJson(value: unknown, where = 'body', at: (string | number)[] = []): void {
+  const stack: Array<{ value: unknown; path: (string | number)[] }> = [{ value, path: at }];
   while (stack.length > 0) {
     const { value: current, path } = stack.pop()!;
     if (typeof current === 'string') {
@@ -46,10 +49,11 @@ export function assertSafeJson(value: unknown, where = 'body'): void {
 }
 
 /** Path and query checks every route shares: NUL in the path, and parsed bodies and queries. */
-export const rejectUnsafeInput: RequestHandler = (req, _res, next) => {
+export const rejectUnsafeInput: RequestHandler = (req, res, next) => {
   const rawPath = req.originalUrl.split('?')[0] ?? '';
   if (/%00/i.test(rawPath)) throw new AppError('validation_failed', 'invalid path: contains a NUL character (%00)');
   assertSafeJson(req.query, 'query');
-  if (req.body !== undefined && !Buffer.isBuffer(req.body)) assertSafeJson(req.body, 'body');
+  // A body parsed in slices was checked slice by slice (http/json-body.ts).
+  if (req.body !== undefined && !Buffer.isBuffer(req.body) && res.locals.bodyChecked !== true) assertSafeJson(req.body, 'body');
   next();
 };

@@ -20,7 +20,7 @@ const OPEN_ARRAY = 0x5b;
 const CLOSE_ARRAY = 0x5d;
 
 /** The first position at or after `at` that is not JSON whitespace. */
-function skipWhitespace(json: Buffer, at: number): number {
+export function skipWhitespace(json: Buffer, at: number): number {
   let next = at;
   while (json[next] === 0x20 || json[next] === 0x0a || json[next] === 0x0d || json[next] === 0x09) next++;
   return next;

@@ -7,7 +7,8 @@ import type { RankDeps } from '../search/hybrid-search.js';
 import { AppError } from '../errors.js';
 import { assertSafeJson } from './input-safety.js';
 import type { LruCache } from '../lru-cache.js';
-import { arrayElementSpans, topLevelArraySpan, type ByteSpan } from './json-span.js';
+import { topLevelArraySpan, type ByteSpan } from './json-span.js';
+import { parseArrayInSlices, parseStub, SLICED_PARSE_BYTES, withoutBom } from './json-body.js';
 import { parseInput } from './errors.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
@@ -162,9 +163,8 @@ export function readSelectorBody(raw: Buffer, lists: LruCache<string, CachedTool
 
 /**
  * readSelectorBody, except that a `tools` array of SLICED_PARSE_BYTES or more that is not cached is
- * parsed one tool at a time, yielding to other requests between slices: JSON.parse of a
- * 10,000-tool body (4.3 MB) and its safety walk held every other request ~0.3 s in one piece
- * (`npm run bench -- --stalls`). Anything the sliced parse does not accept takes the full parse.
+ * parsed one tool at a time, yielding to other requests between slices (http/json-body.ts).
+ * Anything the sliced parse does not accept takes the full parse.
  */
 export async function readSelectorBodyInSlices(raw: Buffer, lists: LruCache<string, CachedToolList>): Promise<SelectorBody> {
   const body = withoutBom(raw);
@@ -178,17 +178,6 @@ export async function readSelectorBodyInSlices(raw: Buffer, lists: LruCache<stri
     if (json) return { json, toolsKey };
   }
   return readKeyed(body, span, toolsKey, cached);
-}
-
-/** Bodies whose `tools` array is at least this large are parsed in slices (readSelectorBodyInSlices). */
-export const SLICED_PARSE_BYTES = 256 * 1024;
-
-/** Bytes of tools parsed between yields: ~5-10 ms of parsing on a 2-core machine. */
-const PARSE_SLICE_BYTES = 128 * 1024;
-
-/** A UTF-8 byte order mark is tolerated, as express.json tolerates it. */
-function withoutBom(raw: Buffer): Buffer {
-  return raw[0] === 0xef && raw[1] === 0xbb && raw[2] === 0xbf ? raw.subarray(3) : raw;
 }
 
 function toolsDigest(body: Buffer, span: ByteSpan): string {
@@ -210,45 +199,12 @@ function readKeyed(body: Buffer, span: ByteSpan, toolsKey: string, cached: Cache
   return { json: parseJson(body.toString('utf8')), toolsKey };
 }
 
-/** The body with `[]` for its tools, if that parses as an object and is safe; undefined otherwise. */
-function parseStub(body: Buffer, span: ByteSpan): Record<string, unknown> | undefined {
-  try {
-    const json: unknown = JSON.parse(`${body.toString('utf8', 0, span.start)}[]${body.toString('utf8', span.end)}`);
-    if (typeof json !== 'object' || json === null || Array.isArray(json)) return undefined;
-    assertSafeJson(json);
-    return json as Record<string, unknown>;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * The body parsed as the stub plus each tool on its own, or undefined when any part fails (the full
- * parse then names the error). Equal to JSON.parse of the whole: the stub parses, each element span
- * is exactly one JSON value, and the scan split the array only at its own commas. Each tool is
- * checked at the depth it has in the body.
- */
+/** The body parsed as the stub plus each tool on its own, or undefined when any part fails (the full parse then names the error). */
 async function parseToolsInSlices(body: Buffer, span: ByteSpan): Promise<Record<string, unknown> | undefined> {
-  const elements = arrayElementSpans(body, span);
-  const json = elements && parseStub(body, span);
-  if (!elements || !json) return undefined;
-  const tools: unknown[] = [];
-  let sinceYield = 0;
-  for (const { start, end } of elements) {
-    if (sinceYield >= PARSE_SLICE_BYTES) {
-      sinceYield = 0;
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-    sinceYield += end - start;
-    try {
-      const tool: unknown = JSON.parse(body.toString('utf8', start, end));
-      assertSafeJson({ tools: [tool] });
-      tools.push(tool);
-    } catch {
-      return undefined;
-    }
-  }
-  json.tools = tools;
+  const json = parseStub(body, span);
+  const tools = json && (await parseArrayInSlices(body, span, ['tools']));
+  if (!tools) return undefined;
+  json!.tools = tools;
   return json;
 }
 

@@ -6,6 +6,7 @@
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_JSON_DEPTH } from '../../src/http/input-safety.js';
+import { SLICED_PARSE_BYTES } from '../../src/http/json-body.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
 
@@ -71,6 +72,25 @@ describe('bad input is a 400, never a 500', () => {
     expect(response.status).toBe(400);
     expect(((await response.json()) as { error: { message: string } }).error.message).toContain('surrogate');
     expect((await app.request('GET', `/v1/catalogs/${catalog}-sur`)).status).toBe(404);
+  });
+
+  it('a catalog write over SLICED_PARSE_BYTES (parsed in slices) is read and refused exactly as a small one', async () => {
+    const tools = Array.from({ length: 2000 }, (_, index) => ({ name: `large_${index}`, description: `Reads "record" ${index} [of many], with {braces} and \\ backslashes.`, inputSchema: { type: 'object', properties: { id: { type: 'integer' } } } }));
+    const put = (name: string, body: string, charset = '') => fetch(`${app.url}/v1/catalogs/${name}`, { method: 'PUT', headers: { 'content-type': `application/json${charset}` }, body });
+    const large = JSON.stringify({ tools });
+    expect(Buffer.byteLength(large)).toBeGreaterThan(SLICED_PARSE_BYTES);
+    for (const [name, body] of [[`${catalog}-large`, large], [`${catalog}-bare`, `\n${JSON.stringify(tools, null, 1)}\n`]] as const) {
+      const answer = await put(name, body, '; charset=utf-8');
+      expect(answer.status, await answer.clone().text()).toBe(200);
+      expect(((await answer.json()) as { tools_written: number }).tools_written).toBe(2000);
+      const stored = await app.request('GET', `/v1/catalogs/${name}/tools/large_1999?detail=full`);
+      expect(stored.body).toMatchObject({ name: 'large_1999', description: tools[1999]!.description });
+    }
+    // Refused, with the field named at its place in the body, and nothing written.
+    const withNul = JSON.stringify({ tools: tools.map((tool, index) => (index === 1500 ? { ...tool, description: 'a\u0000b' } : tool)) });
+    await expect400(put(`${catalog}-large-nul`, withNul), /tools\[1500\]\.description: contains a NUL/);
+    await expect400(put(`${catalog}-large-bad`, `${large.slice(0, -2)},]}`), /not valid JSON/);
+    for (const name of [`${catalog}-large-nul`, `${catalog}-large-bad`]) expect((await app.request('GET', `/v1/catalogs/${name}`)).status).toBe(404);
   });
 
   it('numbers out of range and non-numbers say so plainly', async () => {

@@ -8,7 +8,7 @@ import { connect } from 'node:net';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SLICED_PARSE_BYTES } from '../../src/http/selector.js';
+import { SLICED_PARSE_BYTES } from '../../src/http/json-body.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { until } from '../helpers/assertions.js';
 import { uniqueName } from '../helpers/database.js';

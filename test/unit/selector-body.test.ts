@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { arrayElementSpans, topLevelArraySpan } from '../../src/http/json-span.js';
-import { readSelectorBody, readSelectorBodyInSlices, SLICED_PARSE_BYTES } from '../../src/http/selector.js';
+import { readJsonBodyInSlices, SLICED_PARSE_BYTES } from '../../src/http/json-body.js';
+import { assertSafeJson, MAX_JSON_DEPTH } from '../../src/http/input-safety.js';
+import { readSelectorBody, readSelectorBodyInSlices } from '../../src/http/selector.js';
 import { LruCache } from '../../src/lru-cache.js';
 import { Bm25Index } from '../../src/search/bm25-index.js';
 import type { CachedToolList } from '../../src/search/selector.js';
@@ -178,5 +180,61 @@ describe('readSelectorBodyInSlices (a large tools array, parsed one tool at a ti
     expect(split('["\\\\", "\\"]"]')).toEqual(['"\\\\"', '"\\"]"']);
     expect(split('[1,,2]')).toBeUndefined();
     expect(split('[1,]')).toBeUndefined();
+  });
+});
+
+describe('readJsonBodyInSlices (a catalog write: a large tools array or a bare array, parsed one tool at a time)', () => {
+  const random = seededRandom(11);
+  const largeTools = Array.from({ length: 3000 }, (_, index) => ({
+    name: `tool_${index}`,
+    description: `Reads "things", [maybe] {braces} \\ and more, at ${index}`,
+    inputSchema: { type: 'object', properties: { value: randomValue(random, 0) } },
+  }));
+  /** The parse, and whether other callbacks ran before it finished. */
+  const read = async (body: Buffer) => {
+    let turned = false;
+    setImmediate(() => (turned = true));
+    const json = await readJsonBodyInSlices(body);
+    return { json, turned };
+  };
+
+  it('reads exactly what JSON.parse reads, in slices, for {"tools": [...]} and for a bare array', async () => {
+    for (const body of [
+      bytes({ tools: largeTools }),
+      Buffer.from(`\ufeff{"tools": [1], "note": "the \\"tools\\": [x]",\n "tools" : ${JSON.stringify(largeTools, null, 2)}, "after": {"tools": []} }`),
+      bytes(largeTools, 2),
+      Buffer.from(`  \n${JSON.stringify(largeTools)}\n `),
+    ]) {
+      expect(body.length).toBeGreaterThan(SLICED_PARSE_BYTES);
+      const { json, turned } = await read(body);
+      expect(json).toEqual(JSON.parse(body.toString('utf8').replace(/^\ufeff/, '')));
+      expect(turned, 'yielded to other callbacks').toBe(true);
+    }
+  });
+
+  it('reads other shapes (an MCP result, a small array) whole, with the same result', async () => {
+    for (const body of [bytes({ result: { tools: largeTools } }), bytes({ tools: largeTools.slice(0, 3) })]) {
+      expect(await readJsonBodyInSlices(body)).toEqual(JSON.parse(body.toString('utf8')));
+    }
+  });
+
+  it('rejects what the full parse rejects, naming the field at its place in the body', async () => {
+    const toolsJson = JSON.stringify(largeTools);
+    for (const body of [`{"tools":${toolsJson.slice(0, -1)},]}`, `${toolsJson.slice(0, -1)},]`, `[,${toolsJson.slice(1)}`, `"${'x'.repeat(SLICED_PARSE_BYTES)}"`]) {
+      await expect(readJsonBodyInSlices(Buffer.from(body))).rejects.toMatchObject({ code: 'invalid_json' });
+    }
+    const withNul = largeTools.map((tool, index) => (index === 2500 ? { ...tool, description: 'a\u0000b' } : tool));
+    await expect(readJsonBodyInSlices(bytes({ tools: withNul }))).rejects.toMatchObject({ code: 'validation_failed', message: expect.stringContaining('tools[2500].description') });
+    await expect(readJsonBodyInSlices(bytes(withNul))).rejects.toMatchObject({ code: 'validation_failed', message: expect.stringContaining('[2500].description') });
+  });
+
+  it(`counts a tool's nesting from the top of the body (${MAX_JSON_DEPTH} levels)`, async () => {
+    const nested = (levels: number) => JSON.parse(`${'{"a":'.repeat(levels)}1${'}'.repeat(levels)}`) as unknown;
+    // The nesting's outermost object sits at tools[10].inputSchema, 3 keys below the top.
+    const withDepth = (levels: number) => bytes({ tools: largeTools.map((tool, index) => (index === 10 ? { ...tool, inputSchema: nested(levels) } : tool)) });
+    await expect(readJsonBodyInSlices(withDepth(MAX_JSON_DEPTH - 2))).rejects.toMatchObject({ code: 'validation_failed', message: expect.stringContaining(`deeper than ${MAX_JSON_DEPTH}`) });
+    expect(() => assertSafeJson(JSON.parse(withDepth(MAX_JSON_DEPTH - 2).toString('utf8')))).toThrow(/deeper than/);
+    expect(((await readJsonBodyInSlices(withDepth(MAX_JSON_DEPTH - 3))) as { tools: unknown[] }).tools).toHaveLength(largeTools.length);
+    expect(() => assertSafeJson(JSON.parse(withDepth(MAX_JSON_DEPTH - 3).toString('utf8')))).not.toThrow();
   });
 });
