@@ -99,9 +99,10 @@ export async function readJsonBodyInSlices(raw: Buffer): Promise<unknown> {
 }
 
 /**
- * express.json for the large bodies of `paths`, parsed in slices (readJsonBodyInSlices): a UTF-8
- * JSON body that declares SLICED_PARSE_BYTES or more. Every other body is left to express.json.
- * Sets `res.locals.bodyChecked`: the safety walk is done (rejectUnsafeInput skips it).
+ * express.json for large bodies, parsed in slices (readJsonBodyInSlices): an application/json body
+ * in UTF-8 whose Content-Length is SLICED_PARSE_BYTES or more. Every other body (a chunked one, a
+ * smaller one, another charset) is left to express.json. Sets `res.locals.bodyChecked`: the safety
+ * walk is done (rejectUnsafeInput skips it).
  */
 export function jsonInSlices(limit: number): RequestHandler {
   const raw = express.raw({ type: () => true, limit });
