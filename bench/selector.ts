@@ -834,6 +834,9 @@ async function stallsMain(stores: string[]): Promise<void> {
   for (const store of stores) {
     const service = await startService(THIS_TREE, await storeEnvironment(store));
     try {
+      // As in --mix: the remembered list's tools are stored and embedded first, so a probe turn is
+      // the cheap one a gateway's steady list makes (no store read for vectors still coming).
+      await waitForVectors(service, 'stall-probe-list', benchTools);
       const rememberedBody = selectorBody('read a file from disk');
       await postSelector(service, rememberedBody);
       await postSelector(service, rememberedBody);
