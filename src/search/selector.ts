@@ -98,6 +98,8 @@ export interface CachedToolList {
   servers: ServerIndex;
   /** Every tool's vector, once all exist (until then they are looked up per request). */
   vectors?: { model: string; byHash: ReadonlyMap<string, Float32Array> };
+  /** Until then, the last read's vectors and whether a read is under way (see `listVectors`). */
+  partialVectors?: { model: string; byHash: ReadonlyMap<string, Float32Array>; reading: boolean };
 }
 
 export type FallbackReason = 'blank_pattern' | 'no_match' | 'store_error' | 'embedder_unavailable' | 'embedder_error' | 'embedder_busy';
@@ -252,13 +254,34 @@ function queueEmbeddings(deps: SelectorDeps, fresh: FreshTool[]): void {
 /**
  * The vectors of a list's tools: from the list itself once every tool has a current one, else
  * from the vector cache (which asks pgvector for the rest, whose embeddings may have landed).
+ * Only a list's first read is waited for. While some of its vectors are still being embedded, a
+ * turn ranks with the last read's and asks for the rest in the background, one read at a time: a
+ * read per turn waited behind any large write on the store (a remembered turn took 0.4-0.6 s during
+ * a 10,000-tool write, `npm run bench -- --stalls`).
  */
 async function listVectors(deps: SelectorDeps, list: CachedToolList): Promise<ReadonlyMap<string, Float32Array> | undefined> {
   const model = deps.embedder?.modelId;
   if (model === undefined || !deps.vectors) return undefined;
   if (list.vectors?.model === model) return list.vectors.byHash;
-  const loaded = await deps.vectors.load(deps.db, currentRecipe(model), list.tools.map(({ hash }) => hash));
-  if (loaded.complete) list.vectors = { model, byHash: loaded.vectors };
+  const partial = list.partialVectors?.model === model ? list.partialVectors : undefined;
+  if (!partial) return readListVectors(deps, list, model);
+  if (!partial.reading) {
+    partial.reading = true;
+    // A failed read (the store down) is tried again by a later turn.
+    readListVectors(deps, list, model).catch(() => (partial.reading = false));
+  }
+  return partial.byHash;
+}
+
+/** Reads the list's vectors and keeps them on it: whole once complete, else as the latest partial read. */
+async function readListVectors(deps: SelectorDeps, list: CachedToolList, model: string): Promise<ReadonlyMap<string, Float32Array>> {
+  const loaded = await deps.vectors!.load(deps.db, currentRecipe(model), list.tools.map(({ hash }) => hash));
+  if (loaded.complete) {
+    list.vectors = { model, byHash: loaded.vectors };
+    list.partialVectors = undefined;
+  } else {
+    list.partialVectors = { model, byHash: loaded.vectors, reading: false };
+  }
   return loaded.vectors;
 }
 

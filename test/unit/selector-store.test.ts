@@ -6,6 +6,7 @@ import { createLogger } from '../../src/logger.js';
 import { LruCache } from '../../src/lru-cache.js';
 import { MAX_WRITES_IN_FLIGHT, selectTools, type CachedToolList, type RequestTool, type SelectorDeps } from '../../src/search/selector.js';
 import type { Db } from '../../src/store/database.js';
+import type { LoadedVectors, VectorCache } from '../../src/store/vector-cache.js';
 
 /**
  * When a request's new tools are written: after its answer, which needs none of the write. The
@@ -118,5 +119,48 @@ describe('selector: storing a request’s new tools', () => {
     expect(writes).toHaveLength(MAX_WRITES_IN_FLIGHT + 2);
     settlers.at(-1)!.resolve(['h']);
     await next.stored;
+  });
+});
+
+describe('selector: a list whose vectors are still being embedded', () => {
+  beforeAll(() => countHere.countTexts(['warm up']), 30_000);
+
+  it('waits for the list’s first read only; later turns rank with what they have and read the rest in the background, one read at a time', async () => {
+    const { deps, settle } = harness();
+    const reads: { resolve: (loaded: LoadedVectors) => void; reject: (error: Error) => void }[] = [];
+    deps.embedder = { modelId: 'fake', dimension: 2, embedDocuments: async (texts) => texts.map(() => [1, 0]), embedQuery: async () => [0, 1], close: async () => {} };
+    deps.vectors = { load: () => new Promise<LoadedVectors>((resolve, reject) => reads.push({ resolve, reject })) } as unknown as VectorCache;
+    const answered = (turn: Promise<unknown>) => Promise.race([turn.then(() => 'answered'), new Promise((resolve) => setTimeout(() => resolve('still waiting'), 1_000))]);
+
+    // First sight: the read is waited for (the tools' vectors may exist from another list).
+    const first = selectTools(deps, input);
+    await nextTurn();
+    expect(reads).toHaveLength(1);
+    expect(await answered(first)).toBe('still waiting');
+    reads[0]!.resolve({ vectors: new Map(), complete: false });
+    await first;
+    await nextTurn();
+    settle().resolve(['h1', 'h2', 'h3']);
+    await deps.background.settled();
+    const list = deps.toolListCache.get('list-1')!;
+    const turn = () => selectTools(deps, { ...input, cached: list });
+
+    // Vectors still missing: the turn answers while its read is still out, and starts no second read.
+    expect(await answered(turn())).toBe('answered');
+    expect(reads).toHaveLength(2);
+    expect(await answered(turn())).toBe('answered');
+    expect(reads).toHaveLength(2);
+    // A failed read is tried again by a later turn.
+    reads[1]!.reject(new Error('the store did not answer'));
+    await nextTurn();
+    expect((await turn()).names).toEqual(['web_search']);
+    expect(reads).toHaveLength(3);
+    // Once a read finds them all, the list keeps them and turns read nothing more.
+    const vectors = new Map(list.tools.map(({ tool, hash }) => [hash, Float32Array.from(tool.name === 'web_search' ? [0, 1] : [1, 0])]));
+    reads[2]!.resolve({ vectors, complete: true });
+    await nextTurn();
+    expect(list.vectors?.byHash).toBe(vectors);
+    expect((await turn()).names).toEqual(['web_search']);
+    expect(reads).toHaveLength(3);
   });
 });
