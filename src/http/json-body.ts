@@ -75,11 +75,26 @@ function parseWhole(body: Buffer): unknown {
 }
 
 /**
+ * The body with the array at `span` (its `tools`) parsed one element at a time, or undefined when
+ * any part fails (the full parse then names the error).
+ */
+export async function parseToolsInSlices(body: Buffer, span: ByteSpan): Promise<Record<string, unknown> | undefined> {
+  const json = parseStub(body, span);
+  const tools = json && (await parseArrayInSlices(body, span, ['tools']));
+  if (!tools) return undefined;
+  json!.tools = tools;
+  return json;
+}
+
+/**
  * A catalog write's body (`{"tools": [...]}`, an MCP tools/list result or a bare array), with a
- * large top-level array parsed in slices; other shapes in one piece.
+ * large top-level array parsed in slices; other shapes, and bodies under SLICED_PARSE_BYTES, in one
+ * piece. An empty body is `{}`, as express.json has it.
  */
 export async function readJsonBodyInSlices(raw: Buffer): Promise<unknown> {
   const body = withoutBom(raw);
+  if (body.length === 0) return {};
+  if (body.length < SLICED_PARSE_BYTES) return parseWhole(body);
   const first = skipWhitespace(body, 0);
   if (body[first] === 0x5b) {
     let end = body.length;
@@ -88,29 +103,27 @@ export async function readJsonBodyInSlices(raw: Buffer): Promise<unknown> {
     if (values) return values;
   } else if (body[first] === 0x7b) {
     const span = topLevelArraySpan(body, 'tools');
-    const stub = span && span.end - span.start >= SLICED_PARSE_BYTES ? parseStub(body, span) : undefined;
-    const tools = stub && (await parseArrayInSlices(body, span!, ['tools']));
-    if (tools) {
-      stub!.tools = tools;
-      return stub;
-    }
+    const json = span && span.end - span.start >= SLICED_PARSE_BYTES ? await parseToolsInSlices(body, span) : undefined;
+    if (json) return json;
   }
   return parseWhole(body);
 }
 
 /**
- * express.json for large bodies, parsed in slices (readJsonBodyInSlices): an application/json body
- * in UTF-8 whose Content-Length is SLICED_PARSE_BYTES or more. Every other body (a chunked one, a
- * smaller one, another charset) is left to express.json. Sets `res.locals.bodyChecked`: the safety
- * walk is done (rejectUnsafeInput skips it).
+ * express.json for bodies that may be large, parsed in slices (readJsonBodyInSlices): an
+ * application/json body in UTF-8 whose Content-Length is SLICED_PARSE_BYTES or more, or whose size
+ * is only known once read (chunked, or compressed: Content-Length counts the compressed bytes).
+ * Every other body (a smaller one, another charset) is left to express.json. Sets
+ * `res.locals.bodyChecked`: the safety walk is done (rejectUnsafeInput skips it).
  */
 export function jsonInSlices(limit: number): RequestHandler {
   const raw = express.raw({ type: () => true, limit });
   return (req, res, next) => {
     const declared = Number(req.headers['content-length'] ?? Number.NaN);
+    const sizeUnknown = Number.isNaN(declared) || (req.headers['content-encoding'] ?? 'identity').toLowerCase() !== 'identity';
     const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(req.get('content-type') ?? '')?.[1]?.toLowerCase();
     const utf8 = charset === undefined || charset === 'utf-8' || charset === 'utf8';
-    if (!(declared >= SLICED_PARSE_BYTES) || !utf8 || !req.is('application/json')) {
+    if (!(declared >= SLICED_PARSE_BYTES || sizeUnknown) || !utf8 || !req.is('application/json')) {
       next();
       return;
     }

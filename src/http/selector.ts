@@ -8,7 +8,7 @@ import { AppError } from '../errors.js';
 import { assertSafeJson } from './input-safety.js';
 import type { LruCache } from '../lru-cache.js';
 import { topLevelArraySpan, type ByteSpan } from './json-span.js';
-import { parseArrayInSlices, parseStub, SLICED_PARSE_BYTES, withoutBom } from './json-body.js';
+import { parseStub, parseToolsInSlices, SLICED_PARSE_BYTES, withoutBom } from './json-body.js';
 import { parseInput } from './errors.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
@@ -197,15 +197,6 @@ function readKeyed(body: Buffer, span: ByteSpan, toolsKey: string, cached: Cache
     if (json) return { json, toolsKey, cached };
   }
   return { json: parseJson(body.toString('utf8')), toolsKey };
-}
-
-/** The body parsed as the stub plus each tool on its own, or undefined when any part fails (the full parse then names the error). */
-async function parseToolsInSlices(body: Buffer, span: ByteSpan): Promise<Record<string, unknown> | undefined> {
-  const json = parseStub(body, span);
-  const tools = json && (await parseArrayInSlices(body, span, ['tools']));
-  if (!tools) return undefined;
-  json!.tools = tools;
-  return json;
 }
 
 export function selectorRoutes(deps: SelectorDeps, search: RankDeps = deps): Router {

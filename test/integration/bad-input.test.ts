@@ -86,9 +86,22 @@ describe('bad input is a 400, never a 500', () => {
       const stored = await app.request('GET', `/v1/catalogs/${name}/tools/large_1999?detail=full`);
       expect(stored.body).toMatchObject({ name: 'large_1999', description: tools[1999]!.description });
     }
+    // Chunked and compressed bodies, whose size is known only once read, likewise.
+    const chunked = (body: Uint8Array) => new ReadableStream<Uint8Array>({ start: (controller) => (controller.enqueue(body.subarray(0, 1000)), controller.enqueue(body.subarray(1000)), controller.close()) });
+    const putChunked = (name: string, body: Uint8Array, headers: Record<string, string> = {}) =>
+      fetch(`${app.url}/v1/catalogs/${name}`, { method: 'PUT', headers: { 'content-type': 'application/json', ...headers }, body: chunked(body), duplex: 'half' } as RequestInit);
+    for (const [name, answer] of [
+      [`${catalog}-chunked`, await putChunked(`${catalog}-chunked`, Buffer.from(large))],
+      [`${catalog}-gzip`, await putChunked(`${catalog}-gzip`, gzipSync(large), { 'content-encoding': 'gzip' })],
+    ] as const) {
+      expect(answer.status, await answer.clone().text()).toBe(200);
+      expect(((await app.request('GET', `/v1/catalogs/${name}/tools/large_1999?detail=full`)).body as { name: string }).name).toBe('large_1999');
+    }
     // Refused, with the field named at its place in the body, and nothing written.
     const withNul = JSON.stringify({ tools: tools.map((tool, index) => (index === 1500 ? { ...tool, description: 'a\u0000b' } : tool)) });
     await expect400(put(`${catalog}-large-nul`, withNul), /tools\[1500\]\.description: contains a NUL/);
+    await expect400(putChunked(`${catalog}-chunked-nul`, Buffer.from(withNul)), /tools\[1500\]\.description: contains a NUL/);
+    expect((await app.request('GET', `/v1/catalogs/${catalog}-chunked-nul`)).status).toBe(404);
     await expect400(put(`${catalog}-large-bad`, `${large.slice(0, -2)},]}`), /not valid JSON/);
     for (const name of [`${catalog}-large-nul`, `${catalog}-large-bad`]) expect((await app.request('GET', `/v1/catalogs/${name}`)).status).toBe(404);
   });

@@ -1,6 +1,10 @@
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
+import express from 'express';
 import { describe, expect, it } from 'vitest';
 import { arrayElementSpans, topLevelArraySpan } from '../../src/http/json-span.js';
-import { readJsonBodyInSlices, SLICED_PARSE_BYTES } from '../../src/http/json-body.js';
+import { jsonInSlices, readJsonBodyInSlices, SLICED_PARSE_BYTES } from '../../src/http/json-body.js';
 import { assertSafeJson, MAX_JSON_DEPTH } from '../../src/http/input-safety.js';
 import { readSelectorBody, readSelectorBodyInSlices } from '../../src/http/selector.js';
 import { LruCache } from '../../src/lru-cache.js';
@@ -236,5 +240,59 @@ describe('readJsonBodyInSlices (a catalog write: a large tools array or a bare a
     expect(() => assertSafeJson(JSON.parse(withDepth(MAX_JSON_DEPTH - 2).toString('utf8')))).toThrow(/deeper than/);
     expect(((await readJsonBodyInSlices(withDepth(MAX_JSON_DEPTH - 3))) as { tools: unknown[] }).tools).toHaveLength(largeTools.length);
     expect(() => assertSafeJson(JSON.parse(withDepth(MAX_JSON_DEPTH - 3).toString('utf8')))).not.toThrow();
+  });
+});
+
+describe('jsonInSlices (which catalog bodies are read in slices)', () => {
+  const largeTools = Array.from({ length: 3000 }, (_, index) => ({ name: `tool_${index}`, description: `Reads record ${index} of many, with "quotes" and [brackets].` }));
+  const large = bytes({ tools: largeTools });
+  /** What a handler behind jsonInSlices and express.json sees: the body, and whether the sliced reader took it. */
+  const send = async (body: Uint8Array, headers: Record<string, string>, chunked = false) => {
+    const app = express();
+    app.use(jsonInSlices(10 * 1024 * 1024));
+    app.use(express.json({ limit: 10 * 1024 * 1024 }));
+    app.put('/', (req, res) => void res.json({ sliced: res.locals.bodyChecked === true, tools: (req.body as { tools?: unknown[] }).tools?.length ?? null, keys: Object.keys(req.body as object) }));
+    app.use(((error, _req, res, _next) => void res.status(400).json({ error: String(error) })) as express.ErrorRequestHandler);
+    const server = app.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const stream = new ReadableStream<Uint8Array>({
+        start(controller) {
+          for (let at = 0; at < body.length; at += 64 * 1024) controller.enqueue(body.subarray(at, at + 64 * 1024));
+          controller.close();
+        },
+      });
+      const response = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: chunked ? stream : body,
+        ...(chunked ? { duplex: 'half' } : {}),
+      } as RequestInit);
+      return { status: response.status, ...((await response.json()) as { sliced: boolean; tools: number | null; keys: string[] }) };
+    } finally {
+      server.close();
+    }
+  };
+
+  it('reads a large body in slices whether its size is declared, chunked or compressed', async () => {
+    const gzipped = gzipSync(large);
+    expect(gzipped.length).toBeLessThan(SLICED_PARSE_BYTES);
+    for (const [label, answer] of [
+      ['declared', await send(large, {})],
+      ['chunked', await send(large, {}, true)],
+      ['gzip, declared small', await send(gzipped, { 'content-encoding': 'gzip' })],
+      ['gzip, chunked', await send(gzipped, { 'content-encoding': 'gzip' }, true)],
+    ] as const) {
+      expect(answer, label).toMatchObject({ status: 200, sliced: true, tools: largeTools.length });
+    }
+  });
+
+  it('reads small bodies as express.json does, and leaves other charsets to it', async () => {
+    expect(await send(bytes({ tools: largeTools.slice(0, 2) }), {}, true)).toMatchObject({ status: 200, tools: 2 });
+    expect(await send(new Uint8Array(0), {}, true)).toMatchObject({ status: 200, keys: [] });
+    expect(await send(Buffer.from('{"tools": [1,]}'), {}, true)).toMatchObject({ status: 400 });
+    expect(await send(bytes({ tools: largeTools.slice(0, 2) }), {})).toMatchObject({ status: 200, sliced: false, tools: 2 });
+    const utf16 = Buffer.from(`\ufeff${large.toString('utf8')}`, 'utf16le');
+    expect(await send(utf16, { 'content-type': 'application/json; charset=utf-16' })).toMatchObject({ status: 200, sliced: false, tools: largeTools.length });
   });
 });
