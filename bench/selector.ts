@@ -828,7 +828,7 @@ async function mixMain(stores: string[]): Promise<void> {
 /** --stalls: bench/stall-probe.ts on each store: how long others wait behind one large write. */
 async function stallsMain(stores: string[]): Promise<void> {
   build(THIS_TREE);
-  console.log(`toolsift stall probe: /healthz and a remembered ${TOOL_COUNT}-tool selector turn every 25 ms, during a selector call with 10,000 never-seen tools and a PUT of 4,000; EMBED_THREADS=${embedThreads}; stores ${stores.join(', ')}`);
+  console.log(`toolsift stall probe: /healthz and a remembered ${TOOL_COUNT}-tool selector turn every 25 ms, during a selector call with 10,000 never-seen tools, a PUT of 4,000 and the same PUT gzip-compressed; EMBED_THREADS=${embedThreads}; stores ${stores.join(', ')}`);
   let allPass = true;
   const summary: Record<string, unknown> = {};
   for (const store of stores) {

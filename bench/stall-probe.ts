@@ -1,10 +1,12 @@
 /**
  * `npm run bench -- --stalls`: does one client's large write make everyone else wait? While a probe
  * asks `/healthz` and sends a remembered tool list to the selector every 25 ms, one big request
- * runs: the selector with 10,000 never-seen tools, then a PUT of 4,000 tools. The probe's slowest
+ * runs: the selector with 10,000 never-seen tools, then a PUT of 4,000 tools, then the same PUT
+ * gzip-compressed (its Content-Length counts the compressed bytes). The probe's slowest
  * answers during each, and for 10 s after it answered (the selector writes after answering), are
  * the stall. Target: no probe waits more than 200 ms behind the write.
  */
+import { gzipSync } from 'node:zlib';
 import { percentile, sortedAscending } from './stats.js';
 
 export interface StallOptions {
@@ -100,6 +102,10 @@ export async function runStallProbe(options: StallOptions): Promise<StallCase[]>
     const text = JSON.stringify(body);
     return () => fetch(`${options.baseUrl}${path}`, { method, headers: options.headers, body: text });
   };
+  const gzipped = (path: string, body: unknown) => {
+    const bytes = new Uint8Array(gzipSync(JSON.stringify(body)));
+    return () => fetch(`${options.baseUrl}${path}`, { method: 'PUT', headers: { ...options.headers, 'content-encoding': 'gzip' }, body: bytes });
+  };
   return [
     await probeDuring(
       options,
@@ -107,5 +113,6 @@ export async function runStallProbe(options: StallOptions): Promise<StallCase[]>
       post('/v1/tool-discovery/search', 'POST', { pattern: 'read a file', top_k: 5, tools: renamed(options.toolPool, 10_000, `s${options.seed}`) }),
     ),
     await probeDuring(options, 'PUT of 4,000 tools', post('/v1/catalogs/stalls', 'PUT', { tools: renamed(options.toolPool, 4_000, `p${options.seed}`) })),
+    await probeDuring(options, 'PUT of 4,000 tools, gzip', gzipped('/v1/catalogs/stalls-gzip', { tools: renamed(options.toolPool, 4_000, `g${options.seed}`) })),
   ];
 }
