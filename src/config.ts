@@ -81,6 +81,7 @@ export const configSchema = z.preprocess(dropEmpty, z.object({
    * How long a gateway selector request waits for its query's embedding, from its arrival. Past
    * it, the request answers from BM25 (`embedder_busy` in logs and metrics); the embedding still
    * finishes and lands in the query cache for the next turn. 0 = never wait (BM25 unless cached).
+   * A new tool list's stored vectors are waited for as long (the read goes on for the next turn).
    */
   SELECTOR_BUDGET_MS: z.coerce.number().int().min(0).max(60_000).default(100),
   EMBED_WORKER: z.enum(['inline', 'off']).default('inline'),

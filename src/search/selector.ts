@@ -254,23 +254,44 @@ function queueEmbeddings(deps: SelectorDeps, fresh: FreshTool[]): void {
 /**
  * The vectors of a list's tools: from the list itself once every tool has a current one, else
  * from the vector cache (which asks pgvector for the rest, whose embeddings may have landed).
- * Only a list's first read is waited for. While some of its vectors are still being embedded, a
- * turn ranks with the last read's and asks for the rest in the background, one read at a time: a
- * read per turn waited behind any large write on the store (a remembered turn took 0.4-0.6 s during
- * a 10,000-tool write, `npm run bench -- --stalls`).
+ * Only a list's first read is waited for, and for at most one budget. While some of its vectors
+ * are still being embedded, a turn ranks with the last read's and asks for the rest in the
+ * background, one read at a time: a read per turn waited behind any large write on the store (a
+ * remembered turn took 0.4-0.6 s during a 10,000-tool write, `npm run bench -- --stalls`).
  */
 async function listVectors(deps: SelectorDeps, list: CachedToolList): Promise<ReadonlyMap<string, Float32Array> | undefined> {
   const model = deps.embedder?.modelId;
   if (model === undefined || !deps.vectors) return undefined;
   if (list.vectors?.model === model) return list.vectors.byHash;
   const partial = list.partialVectors?.model === model ? list.partialVectors : undefined;
-  if (!partial) return readListVectors(deps, list, model);
+  if (!partial) return firstListVectors(deps, list, model);
   if (!partial.reading) {
     partial.reading = true;
     // A failed read (the store down) is tried again by a later turn.
     readListVectors(deps, list, model).catch(() => (partial.reading = false));
   }
   return partial.byHash;
+}
+
+/**
+ * A list's first read, waited for at most one SELECTOR_BUDGET_MS: behind a large write on the store
+ * it could hold a new list's turn for the store's deadline. Past the budget the turn ranks without
+ * the list's vectors, and the read goes on and leaves what it found on the list for the next turn.
+ */
+async function firstListVectors(deps: SelectorDeps, list: CachedToolList, model: string): Promise<ReadonlyMap<string, Float32Array>> {
+  const read = readListVectors(deps, list, model);
+  if (deps.budgetMs === undefined) return read;
+  let late = false;
+  try {
+    return await withDeadline(read, deps.budgetMs, () => ((late = true), new Error('the list\'s vectors were not read within the budget')));
+  } catch (error) {
+    if (!late) throw error;
+    const pending = { model, byHash: new Map<string, Float32Array>(), reading: true };
+    if (list.vectors?.model !== model && list.partialVectors?.model !== model) list.partialVectors = pending;
+    // A read that fails late is tried again by a later turn.
+    read.catch(() => (pending.reading = false));
+    return pending.byHash;
+  }
 }
 
 /** Reads the list's vectors and keeps them on it: whole once complete, else as the latest partial read. */

@@ -163,4 +163,34 @@ describe('selector: a list whose vectors are still being embedded', () => {
     expect((await turn()).names).toEqual(['web_search']);
     expect(reads).toHaveLength(3);
   });
+
+  it('waits for a new list’s first read at most one SELECTOR_BUDGET_MS; the read goes on and the next turn has its vectors', async () => {
+    const { deps, settle } = harness();
+    const reads: { resolve: (loaded: LoadedVectors) => void }[] = [];
+    deps.budgetMs = 50;
+    deps.embedder = { modelId: 'fake', dimension: 2, embedDocuments: async (texts) => texts.map(() => [1, 0]), embedQuery: async () => [0, 1], close: async () => {} };
+    deps.vectors = { load: () => new Promise<LoadedVectors>((resolve) => reads.push({ resolve })) } as unknown as VectorCache;
+    // The query matches no word: only the vectors can rank web_search first.
+    const blind = { ...input, pattern: 'zzz qqq' };
+
+    // The read never settles on its own: the turn answers after one budget, not after the store's
+    // deadline (4 budgets), which would count as a store failure and answer from BM25 alone.
+    const first = await selectTools(deps, blind);
+    expect(reads).toHaveLength(1);
+    expect(first.fallback).toBe('no_match');
+    expect(first.names).toEqual(['read_file']);
+    await nextTurn();
+    settle().resolve(['h1', 'h2', 'h3']);
+    await deps.background.settled();
+    const list = deps.toolListCache.get('list-1')!;
+    // While the late read is out, a turn starts no second read.
+    await selectTools(deps, { ...blind, cached: list });
+    expect(reads).toHaveLength(1);
+    const vectors = new Map(list.tools.map(({ tool, hash }) => [hash, Float32Array.from(tool.name === 'web_search' ? [0, 1] : [1, 0])]));
+    reads[0]!.resolve({ vectors, complete: true });
+    await nextTurn();
+    expect(list.vectors?.byHash).toBe(vectors);
+    expect((await selectTools(deps, { ...blind, cached: list })).names).toEqual(['web_search']);
+    expect(reads).toHaveLength(1);
+  });
 });
