@@ -30,6 +30,16 @@ function randomValue(random: () => number, depth: number): unknown {
   return object;
 }
 
+/** 3,000 tools whose strings hold quotes, backslashes, brackets and commas, enough to pass SLICED_PARSE_BYTES. */
+function largeToolList(seed: number) {
+  const random = seededRandom(seed);
+  return Array.from({ length: 3000 }, (_, index) => ({
+    name: `tool_${index}`,
+    description: `Reads "things", [maybe] {braces} \\ and more, at ${index}`,
+    inputSchema: { type: 'object', properties: { value: randomValue(random, 0) } },
+  }));
+}
+
 describe('topLevelArraySpan', () => {
   it('finds exactly the bytes of the top-level tools array, wherever the field is', () => {
     for (const body of [
@@ -136,13 +146,7 @@ describe('readSelectorBody', () => {
 });
 
 describe('readSelectorBodyInSlices (a large tools array, parsed one tool at a time)', () => {
-  const random = seededRandom(7);
-  /** Tools whose strings hold quotes, backslashes, brackets and commas, enough to pass SLICED_PARSE_BYTES. */
-  const largeTools = Array.from({ length: 3000 }, (_, index) => ({
-    name: `tool_${index}`,
-    description: `Reads "things", [maybe] {braces} \\ and more, at ${index}`,
-    inputSchema: { type: 'object', properties: { value: randomValue(random, 0) } },
-  }));
+  const largeTools = largeToolList(7);
   const lists = () => new LruCache<string, CachedToolList>(4);
 
   it('reads exactly what JSON.parse of the whole body reads, however it is spaced, and yields on the way', async () => {
@@ -188,12 +192,7 @@ describe('readSelectorBodyInSlices (a large tools array, parsed one tool at a ti
 });
 
 describe('readJsonBodyInSlices (a catalog write: a large tools array or a bare array, parsed one tool at a time)', () => {
-  const random = seededRandom(11);
-  const largeTools = Array.from({ length: 3000 }, (_, index) => ({
-    name: `tool_${index}`,
-    description: `Reads "things", [maybe] {braces} \\ and more, at ${index}`,
-    inputSchema: { type: 'object', properties: { value: randomValue(random, 0) } },
-  }));
+  const largeTools = largeToolList(11);
   /** The parse, and whether other callbacks ran before it finished. */
   const read = async (body: Buffer) => {
     let turned = false;
@@ -244,7 +243,7 @@ describe('readJsonBodyInSlices (a catalog write: a large tools array or a bare a
 });
 
 describe('jsonInSlices (which catalog bodies are read in slices)', () => {
-  const largeTools = Array.from({ length: 3000 }, (_, index) => ({ name: `tool_${index}`, description: `Reads record ${index} of many, with "quotes" and [brackets].` }));
+  const largeTools = largeToolList(13);
   const large = bytes({ tools: largeTools });
   /** What a handler behind jsonInSlices and express.json sees: the body, and whether the sliced reader took it. */
   const send = async (body: Uint8Array, headers: Record<string, string>, chunked = false) => {
