@@ -10,6 +10,11 @@ import { AppError } from '../errors.js';
 import { arrayElementSpans, skipWhitespace, topLevelArraySpan, type ByteSpan } from './json-span.js';
 import { assertSafeJson } from './input-safety.js';
 
+/** The charset a Content-Type declares, lower-cased, or undefined when it declares none. */
+export function declaredCharset(contentType: string | undefined): string | undefined {
+  return /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? '')?.[1]?.toLowerCase();
+}
+
 /** Bodies whose big array is at least this large are parsed in slices. */
 export const SLICED_PARSE_BYTES = 256 * 1024;
 
@@ -121,7 +126,7 @@ export function jsonInSlices(limit: number): RequestHandler {
   return (req, res, next) => {
     const declared = Number(req.headers['content-length'] ?? Number.NaN);
     const sizeUnknown = Number.isNaN(declared) || (req.headers['content-encoding'] ?? 'identity').toLowerCase() !== 'identity';
-    const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(req.get('content-type') ?? '')?.[1]?.toLowerCase();
+    const charset = declaredCharset(req.get('content-type'));
     const utf8 = charset === undefined || charset === 'utf-8' || charset === 'utf8';
     if (!(declared >= SLICED_PARSE_BYTES || sizeUnknown) || !utf8 || !req.is('application/json')) {
       next();

@@ -8,7 +8,7 @@ import { AppError } from '../errors.js';
 import { assertSafeJson } from './input-safety.js';
 import type { LruCache } from '../lru-cache.js';
 import { topLevelArraySpan, type ByteSpan } from './json-span.js';
-import { parseStub, parseToolsInSlices, SLICED_PARSE_BYTES, withoutBom } from './json-body.js';
+import { declaredCharset, parseStub, parseToolsInSlices, SLICED_PARSE_BYTES, withoutBom } from './json-body.js';
 import { parseInput } from './errors.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
@@ -141,7 +141,7 @@ function parseJson(text: string): unknown {
 
 /** The selector reads UTF-8 only (what every gateway sends); express.json also took UTF-16/32. */
 function requireUtf8(contentType: string | undefined): void {
-  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? '')?.[1]?.toLowerCase();
+  const charset = declaredCharset(contentType);
   if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
     throw new AppError('unsupported_media_type', `unsupported charset "${charset.toUpperCase()}": the selector reads UTF-8 JSON`);
   }
