@@ -281,11 +281,11 @@ async function listVectors(deps: SelectorDeps, list: CachedToolList): Promise<Re
 async function firstListVectors(deps: SelectorDeps, list: CachedToolList, model: string): Promise<ReadonlyMap<string, Float32Array>> {
   const read = readListVectors(deps, list, model);
   if (deps.budgetMs === undefined) return read;
-  let late = false;
+  const late = new Error("the list's vectors were not read within the budget");
   try {
-    return await withDeadline(read, deps.budgetMs, () => ((late = true), new Error('the list\'s vectors were not read within the budget')));
+    return await withDeadline(read, deps.budgetMs, () => late);
   } catch (error) {
-    if (!late) throw error;
+    if (error !== late) throw error;
     const pending = { model, byHash: new Map<string, Float32Array>(), reading: true };
     if (list.vectors?.model !== model && list.partialVectors?.model !== model) list.partialVectors = pending;
     // A read that fails late is tried again by a later turn.
