@@ -7,6 +7,7 @@
  */
 import { gzipSync } from 'node:zlib';
 import { startTestApp } from '../test/helpers/app.js';
+import { watchEventLoopGap } from '../test/helpers/event-loop-gap.js';
 
 const count = Number(process.argv[2] ?? 10000);
 const app = await startTestApp();
@@ -15,17 +16,11 @@ const text = JSON.stringify({ tools });
 const gz = new Uint8Array(gzipSync(text));
 console.log(`body ${(text.length / 1e6).toFixed(1)} MB, gzip ${(gz.length / 1e3).toFixed(0)} KB`);
 for (let round = 0; round < 3; round++) {
-  let last = performance.now();
-  let worst = 0;
-  const ticker = setInterval(() => {
-    const now = performance.now();
-    worst = Math.max(worst, now - last);
-    last = now;
-  }, 2);
+  const gap = watchEventLoopGap(2);
   const started = performance.now();
   const response = await fetch(`${app.url}/v1/catalogs/gz-${round}`, { method: 'PUT', headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' }, body: gz });
   await response.text();
-  clearInterval(ticker);
+  const worst = gap.stop();
   console.log(`round ${round}: ${response.status} in ${(performance.now() - started).toFixed(0)} ms; longest event-loop gap ${worst.toFixed(0)} ms`);
 }
 await app.close();
