@@ -122,6 +122,22 @@ describe('selector: storing a request’s new tools', () => {
   });
 });
 
+describe('selector: parsing a never-seen list', () => {
+  it('lets other requests run once it has parsed for a few milliseconds, however few the tools', async () => {
+    const { deps } = harness();
+    let otherRequestRan = false;
+    let ranBeforeLastTool: boolean | undefined;
+    // JSON.stringify reads every tool as it is parsed: the first holds the thread for 20 ms, the
+    // last records whether anything else ran in between. Two tools never reached the old slice of 256.
+    const slow = { name: 'slow_tool', get description() { const until = performance.now() + 20; while (performance.now() < until); return 'Takes a while'; } };
+    const last = { name: 'last_tool', get description() { ranBeforeLastTool ??= otherRequestRan; return 'Parsed last'; } };
+    setImmediate(() => (otherRequestRan = true));
+    const selection = await selectTools(deps, { pattern: 'anything', topK: 2, alwaysKeep: [], tools: [slow, last] });
+    expect(selection.names).toEqual(['slow_tool', 'last_tool']);
+    expect(ranBeforeLastTool).toBe(true);
+  });
+});
+
 describe('selector: a list whose vectors are still being embedded', () => {
   beforeAll(() => countHere.countTexts(['warm up']), 30_000);
 
