@@ -11,40 +11,66 @@ import { AppError } from '../errors.js';
 export const MAX_JSON_DEPTH = 128;
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+/** One scan rules out both in nearly every string (surrogates come in pairs only outside the BMP). */
+const MAYBE_UNSAFE = /[\u0000\uD800-\uDFFF]/;
 
 function describe(path: (string | number)[]): string {
   return path.length === 0 ? 'the body' : path.map((part) => (typeof part === 'number' ? `[${part}]` : `.${part}`)).join('').replace(/^\./, '');
 }
 
-function checkString(value: string, path: (string | number)[], where: string): void {
-  if (value.includes('\u0000')) throw new AppError('validation_failed', `invalid ${where}: ${describe(path)}: contains a NUL character (\\u0000)`);
-  if (LONE_SURROGATE.test(value)) throw new AppError('validation_failed', `invalid ${where}: ${describe(path)}: contains a lone UTF-16 surrogate (not valid Unicode text)`);
+/** An object or array being walked: its keys (null for an array), the next child, and where it sits. */
+interface Frame {
+  container: object;
+  keys: string[] | null;
+  next: number;
+  depth: number;
+  parent: Frame | null;
+  key: string | number | undefined;
+}
+
+/** Where a value sits: built only for the error message, so the walk allocates no paths. */
+function pathTo(at: (string | number)[], frame: Frame | null, key?: string | number): (string | number)[] {
+  const parts: (string | number)[] = key === undefined ? [] : [key];
+  for (let current = frame; current?.key !== undefined; current = current.parent) parts.push(current.key);
+  return [...at, ...parts.reverse()];
+}
+
+/** `value` sits at `key` of `frame` (the root when both are absent). */
+function checkString(value: string, where: string, at: (string | number)[], frame: Frame | null, key?: string | number): void {
+  if (!MAYBE_UNSAFE.test(value)) return;
+  if (value.includes('\u0000')) throw new AppError('validation_failed', `invalid ${where}: ${describe(pathTo(at, frame, key))}: contains a NUL character (\\u0000)`);
+  if (LONE_SURROGATE.test(value)) throw new AppError('validation_failed', `invalid ${where}: ${describe(pathTo(at, frame, key))}: contains a lone UTF-16 surrogate (not valid Unicode text)`);
+}
+
+function open(container: object, depth: number, parent: Frame | null, key: string | number | undefined, at: (string | number)[], where: string): Frame {
+  const frame: Frame = { container, keys: Array.isArray(container) ? null : Object.keys(container), next: 0, depth, parent, key };
+  if (depth >= MAX_JSON_DEPTH) {
+    throw new AppError('validation_failed', `invalid ${where}: nested deeper than ${MAX_JSON_DEPTH} levels at ${describe(pathTo(at, frame).slice(0, 8))}...`);
+  }
+  return frame;
 }
 
 /**
- * Throws a 400 for the first unsafe value in `value` (iterative: no recursion to overflow). `at`:
- * where `value` sits in the body, when it is a part of it (its depth counts, and messages name it).
+ * Throws a 400 for the first unsafe value in `value`, in document order (iterative: no recursion to
+ * overflow). `at`: where `value` sits in the body, when it is a part of it (its depth counts, and
+ * messages name it).
  */
 export function assertSafeJson(value: unknown, where = 'body', at: (string | number)[] = []): void {
-  const stack: Array<{ value: unknown; path: (string | number)[] }> = [{ value, path: at }];
-  while (stack.length > 0) {
-    const { value: current, path } = stack.pop()!;
-    if (typeof current === 'string') {
-      checkString(current, path, where);
+  if (typeof value === 'string') return checkString(value, where, at, null);
+  if (typeof value !== 'object' || value === null) return;
+  let frame: Frame | null = open(value, at.length, null, undefined, at, where);
+  while (frame !== null) {
+    const { container, keys }: Frame = frame;
+    if (frame.next === (keys ?? (container as unknown[])).length) {
+      frame = frame.parent;
       continue;
     }
-    if (typeof current !== 'object' || current === null) continue;
-    if (path.length >= MAX_JSON_DEPTH) {
-      throw new AppError('validation_failed', `invalid ${where}: nested deeper than ${MAX_JSON_DEPTH} levels at ${describe(path.slice(0, 8))}...`);
-    }
-    if (Array.isArray(current)) {
-      for (let index = current.length - 1; index >= 0; index--) stack.push({ value: current[index], path: [...path, index] });
-    } else {
-      for (const [key, child] of Object.entries(current)) {
-        checkString(key, [...path, key], where);
-        stack.push({ value: child, path: [...path, key] });
-      }
-    }
+    const index = frame.next++;
+    const key = keys === null ? index : keys[index]!;
+    if (keys !== null) checkString(key as string, where, at, frame, key);
+    const child: unknown = (container as Record<string | number, unknown>)[key];
+    if (typeof child === 'string') checkString(child, where, at, frame, key);
+    else if (typeof child === 'object' && child !== null) frame = open(child, frame.depth + 1, frame, key, at, where);
   }
 }
 
