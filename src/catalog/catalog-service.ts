@@ -3,7 +3,7 @@ import { AppError, notFound } from '../errors.js';
 import * as catalogStore from '../store/catalog-store.js';
 import { catalogHashesWithoutVector } from '../store/embedding-store.js';
 import type { Db } from '../store/database.js';
-import { storeDocuments, yieldToOtherRequests, type CountedDocument, type ToolDocument } from '../store/tool-store.js';
+import { storeDocuments, TimeSlice, type CountedDocument, type ToolDocument } from '../store/tool-store.js';
 import { listUpstreams, type UpstreamRow } from '../store/upstream-store.js';
 import { contentHash } from './content-hash.js';
 import type { CatalogEmbeddingStatus } from './embedding-status.js';
@@ -59,18 +59,17 @@ async function toDocuments(deps: CatalogDeps, tools: Tool[]): Promise<CountedDoc
   return documents.map((document, index) => ({ ...document, tokens: tokens[index]! }));
 }
 
-/** Tools between yields to other requests while documents are computed (~90 us a tool). */
-const DOCUMENT_SLICE = 256;
-
 /**
- * `map` over many items in slices, letting other requests run between them: 10,000 tools' terms and
- * token counts at once held every other request for over a second (`npm run bench -- --stalls`).
+ * `map` over many items in SLICE_MS slices, letting other requests run between them: 10,000 tools'
+ * terms and token counts at once held every other request for over a second (`npm run bench --
+ * --stalls`).
  */
 export async function mapYielding<T, R>(items: readonly T[], map: (item: T) => R): Promise<R[]> {
   const out: R[] = [];
-  for (let start = 0; start < items.length; start += DOCUMENT_SLICE) {
-    if (start > 0) await yieldToOtherRequests();
-    for (const item of items.slice(start, start + DOCUMENT_SLICE)) out.push(map(item));
+  const slice = new TimeSlice();
+  for (const item of items) {
+    if (slice.due()) await slice.yield();
+    out.push(map(item));
   }
   return out;
 }

@@ -11,7 +11,7 @@ import type { EmbedQueue } from '../jobs/embed-queue.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import type { LruCache } from '../lru-cache.js';
-import { storeDocuments, yieldToOtherRequests, type ToolDocument } from '../store/tool-store.js';
+import { storeDocuments, TimeSlice, type ToolDocument } from '../store/tool-store.js';
 import { byScoreThenId } from './bm25.js';
 import { Bm25Index } from './bm25-index.js';
 import { confidences } from './confidence.js';
@@ -179,14 +179,11 @@ async function parseRequestTools(deps: SelectorDeps, raws: unknown[]): Promise<{
   const seen = new Set<string>();
   const tools: RequestTool[] = [];
   const fresh: FreshTool[] = [];
-  let sliceStarted = performance.now();
+  const slice = new TimeSlice();
   for (let index = 0; index < raws.length; index++) {
     // 50-800 us a never-seen tool (a quiet machine; two busy cores): a 100-tool list in one piece
     // held every other request, remembered turns included, for up to 80 ms under load.
-    if (performance.now() - sliceStarted >= PARSE_SLICE_MS) {
-      await yieldToOtherRequests();
-      sliceStarted = performance.now();
-    }
+    if (slice.due()) await slice.yield();
     const raw = raws[index];
     const key = JSON.stringify(raw);
     let entry = deps.toolCache.get(key);
@@ -202,9 +199,6 @@ async function parseRequestTools(deps: SelectorDeps, raws: unknown[]): Promise<{
   }
   return { tools, fresh };
 }
-
-/** How long request tools are parsed before other requests get the thread. */
-const PARSE_SLICE_MS = 5;
 
 /** BM25 statistics of exactly the request's tools and their servers, from the terms in hand (computed for the rest). */
 function indexTools(tools: RequestTool[], fresh: FreshTool[]): Pick<CachedToolList, 'bm25' | 'servers'> {
