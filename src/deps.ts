@@ -25,7 +25,7 @@ import { CatalogEmbeddingStatus } from './catalog/embedding-status.js';
 import { ServerStatsCache } from './search/server-stats.js';
 import { openDatabase, type Database } from './store/database.js';
 import { ensureVectorIndex } from './store/search-store.js';
-import { STORE_CONCURRENCY, STORE_SLICE } from './store/tool-store.js';
+import { SELECTOR_STORE_SLICE, STORE_CONCURRENCY, STORE_SLICE } from './store/tool-store.js';
 import { readUpstreamsFile, UpstreamService } from './upstream/upstreams.js';
 import { serviceVersion } from './paths.js';
 import { RegexSandbox } from './search/patterns.js';
@@ -215,7 +215,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     background: new BackgroundWork(),
     regexSandbox: new RegexSandbox(),
     budgetMs: config.SELECTOR_BUDGET_MS,
-    writeSlice: STORE_SLICE[database.kind],
+    writeSlice: SELECTOR_STORE_SLICE[database.kind],
     tokens: new TokenCounter(tokenCounter),
     tokenCounter,
     logger,

@@ -61,7 +61,7 @@ export interface SelectorDeps extends RankDeps {
    * documents must not add its backlog to their latency. Absent = wait for the model.
    */
   budgetMs?: number;
-  /** Documents per write transaction (STORE_SLICE of the store in use). */
+  /** Documents per write statement (SELECTOR_STORE_SLICE of the store in use). */
   writeSlice?: number;
   /** Definition tokens of request tools, counted once per content hash (the saving in /metrics). */
   tokens: TokenCounter;

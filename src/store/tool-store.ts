@@ -130,6 +130,15 @@ async function completeTerms(db: Executor, documents: CountedDocument[]): Promis
 export const STORE_SLICE = { pglite: 48, postgres: 1_000 } as const;
 
 /**
+ * Documents per statement when the selector stores a request's never-seen tools, after its answer.
+ * A statement's parameters are built in one piece on the HTTP thread (the documents' JSON and the
+ * array literals): at PostgreSQL's 1,000 that is megabytes of strings, past V8's young generation,
+ * and collecting them held other requests during a 10,000-tool call. Nothing but the list's next
+ * turn waits for these writes, so they go in smaller statements.
+ */
+export const SELECTOR_STORE_SLICE = { pglite: STORE_SLICE.pglite, postgres: 200 } as const;
+
+/**
  * Slices stored at once by a large write. PGlite has one connection; on PostgreSQL two backends
  * insert terms side by side (index maintenance on PostgreSQL's side was ~80% of a 5,000-tool
  * push: 2.7 of 3.3 s).
