@@ -7,6 +7,7 @@ import { LruCache } from '../../src/lru-cache.js';
 import { MAX_WRITES_IN_FLIGHT, selectTools, type CachedToolList, type RequestTool, type SelectorDeps } from '../../src/search/selector.js';
 import type { Db } from '../../src/store/database.js';
 import type { LoadedVectors, VectorCache } from '../../src/store/vector-cache.js';
+import { holdThread } from '../helpers/hold-thread.js';
 
 /**
  * When a request's new tools are written: after its answer, which needs none of the write. The
@@ -129,7 +130,7 @@ describe('selector: parsing a never-seen list', () => {
     let ranBeforeLastTool: boolean | undefined;
     // JSON.stringify reads every tool as it is parsed: the first holds the thread for 20 ms, the
     // last records whether anything else ran in between. Two tools never reached the old slice of 256.
-    const slow = { name: 'slow_tool', get description() { const until = performance.now() + 20; while (performance.now() < until); return 'Takes a while'; } };
+    const slow = { name: 'slow_tool', get description() { holdThread(20); return 'Takes a while'; } };
     const last = { name: 'last_tool', get description() { ranBeforeLastTool ??= otherRequestRan; return 'Parsed last'; } };
     setImmediate(() => (otherRequestRan = true));
     const selection = await selectTools(deps, { pattern: 'anything', topK: 2, alwaysKeep: [], tools: [slow, last] });

@@ -1,18 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { mapYielding } from '../../src/catalog/catalog-service.js';
 import { SLICE_MS, TimeSlice } from '../../src/store/tool-store.js';
-
-/** Holds the thread for `ms`, as a slow item does. */
-function spin(ms: number): void {
-  const until = performance.now() + ms;
-  while (performance.now() < until);
-}
+import { holdThread } from '../helpers/hold-thread.js';
 
 describe('work cut into time slices', () => {
   it('is due once SLICE_MS has run, and starts a new slice after yielding', async () => {
     const slice = new TimeSlice();
     expect(slice.due()).toBe(false);
-    spin(SLICE_MS + 1);
+    holdThread(SLICE_MS + 1);
     expect(slice.due()).toBe(true);
     await slice.yield();
     expect(slice.due()).toBe(false);
@@ -24,7 +19,7 @@ describe('work cut into time slices', () => {
     const seen: boolean[] = [];
     const out = await mapYielding([SLICE_MS * 4, 0, 0], (ms) => {
       seen.push(otherRan);
-      spin(ms);
+      holdThread(ms);
       return ms;
     });
     expect(out).toEqual([SLICE_MS * 4, 0, 0]);
