@@ -74,6 +74,8 @@ export const configSchema = z.preprocess(dropEmpty, z.object({
   MODEL_DIR: z.preprocess(emptyAsUndefined, z.string().optional()),
   ALLOW_REMOTE_MODELS: z.preprocess(emptyAsUndefined, booleanFlag.prefault('false')),
   EMBED_THREADS: z.coerce.number().int().min(1).max(16).default(2),
+  /** Nice value of use-lite's model threads on Linux: under load they yield the cores to request handling. 0 = off. */
+  EMBED_THREAD_NICE: z.coerce.number().int().min(0).max(19).default(10),
   EMBED_POOLING: z.preprocess(emptyAsUndefined, z.enum(['mean', 'cls']).optional()),
   EMBED_QUERY_PREFIX: z.preprocess(emptyAsUndefined, z.string().optional()),
   QUERY_CACHE_SIZE: z.coerce.number().int().min(0).default(1000),

@@ -90,6 +90,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
             modelDir: config.MODEL_DIR,
             allowRemote: config.ALLOW_REMOTE_MODELS,
             threads: config.EMBED_THREADS,
+            threadNice: config.EMBED_THREAD_NICE,
             pooling: config.EMBED_POOLING,
             queryPrefix: config.EMBED_QUERY_PREFIX,
           },

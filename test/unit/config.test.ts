@@ -65,6 +65,8 @@ describe('loadConfig', () => {
     ['DATABASE_URL', 'not a url'],
     ['API_KEYS', 'k1:bad tenant!'],
     ['API_KEYS', ':t1'],
+    ['EMBED_THREAD_NICE', '20'],
+    ['EMBED_THREAD_NICE', '-5'],
   ];
   for (const [name, value] of bad) {
     it(`rejects ${name}=${value} with a ConfigError naming the variable`, () => {
@@ -79,6 +81,7 @@ describe('loadConfig', () => {
     const config = loadConfig({ PORT: '', EMBED_THREADS: '', LOG_LEVEL: '', EMBED_MODEL: '' });
     expect(config.PORT).toBe(8080);
     expect(config.EMBED_THREADS).toBe(2);
+    expect(config.EMBED_THREAD_NICE).toBe(10);
     expect(config.LOG_LEVEL).toBe('info');
     expect(config.EMBED_MODEL).toBe('use-lite');
   });
