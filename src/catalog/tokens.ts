@@ -12,7 +12,7 @@
  * makes the texts and combines the counts.
  */
 import { LruCache } from '../lru-cache.js';
-import { yieldToOtherRequests } from '../store/tool-store.js';
+import { yieldToOtherRequests } from '../time-slice.js';
 import type { Tool } from './tool.js';
 
 export type WireShape = 'anthropic' | 'openai' | 'as_sent';

@@ -1,7 +1,8 @@
 import { sql } from 'drizzle-orm';
 import { queryRows, retryOnConflict, type Db } from './database.js';
 import type { DefinitionTokens } from '../catalog/tokens.js';
-import { insertDocuments, yieldToOtherRequests, type CountedDocument, type Executor } from './tool-store.js';
+import { yieldToOtherRequests } from '../time-slice.js';
+import { insertDocuments, type CountedDocument, type Executor } from './tool-store.js';
 
 export interface CatalogSummary {
   id: number;

@@ -1,7 +1,8 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { queryRows } from './database.js';
 import { vectorLiteral } from './vector-literal.js';
-import { yieldToOtherRequests, type Executor, type StoredDocument } from './tool-store.js';
+import { yieldToOtherRequests } from '../time-slice.js';
+import type { Executor, StoredDocument } from './tool-store.js';
 
 /**
  * Which vectors are current: the active model's, computed from the current embedding text recipe

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type { DefinitionTokens } from '../catalog/tokens.js';
 import type { Tool } from '../catalog/tool.js';
+import { yieldToOtherRequests } from '../time-slice.js';
 import { queryRows, type Db } from './database.js';
 
 export type Executor = Pick<Db, 'execute'>;
@@ -176,31 +177,6 @@ export async function storeDocuments(
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, slices.length)) }, worker));
   return fresh.flat();
-}
-
-/** Lets queued I/O callbacks (other requests) run before the next slice. */
-export function yieldToOtherRequests(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
-
-/**
- * How long request-path work runs before other requests get the thread. By time, not by item: a
- * count of items tuned on a quiet machine held the thread 3-10 times longer on two busy cores.
- */
-export const SLICE_MS = 5;
-
-/** Work cut into SLICE_MS slices: `if (slice.due()) await slice.yield();` before each item. */
-export class TimeSlice {
-  #started = performance.now();
-
-  due(): boolean {
-    return performance.now() - this.#started >= SLICE_MS;
-  }
-
-  async yield(): Promise<void> {
-    await yieldToOtherRequests();
-    this.#started = performance.now();
-  }
 }
 
 export interface StoredDocument {

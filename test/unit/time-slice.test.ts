@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { mapYielding } from '../../src/catalog/catalog-service.js';
-import { SLICE_MS, TimeSlice } from '../../src/store/tool-store.js';
+import { SLICE_MS, TimeSlice } from '../../src/time-slice.js';
 import { holdThread } from '../helpers/hold-thread.js';
 
 describe('work cut into time slices', () => {
