@@ -7,6 +7,7 @@
  */
 import express, { type RequestHandler } from 'express';
 import { AppError } from '../errors.js';
+import { TimeSlice } from '../time-slice.js';
 import { arrayElementSpans, skipWhitespace, topLevelArraySpan, type ByteSpan } from './json-span.js';
 import { assertSafeJson } from './input-safety.js';
 
@@ -17,9 +18,6 @@ export function declaredCharset(contentType: string | undefined): string | undef
 
 /** Bodies whose big array is at least this large are parsed in slices. */
 export const SLICED_PARSE_BYTES = 256 * 1024;
-
-/** Bytes of elements parsed between yields: ~5-10 ms of parsing on a 2-core machine. */
-const PARSE_SLICE_BYTES = 128 * 1024;
 
 /** A UTF-8 byte order mark is tolerated, as express.json tolerates it. */
 export function withoutBom(raw: Buffer): Buffer {
@@ -39,8 +37,9 @@ export function parseStub(body: Buffer, span: ByteSpan): Record<string, unknown>
 }
 
 /**
- * The elements of the array at `span`, each parsed on its own, or undefined when any fails (the
- * full parse then names the error). Equal to JSON.parse of the array: each element span is exactly
+ * The elements of the array at `span`, each parsed on its own, yielding after every SLICE_MS of
+ * work (by time, not by bytes: 128 KB was 5-10 ms on a quiet machine and several times that on a
+ * busy one), or undefined when any fails (the full parse then names the error). Equal to JSON.parse of the array: each element span is exactly
  * one JSON value, and the scan split the array only at its own commas. `at` is where the array
  * sits in the body (e.g. `['tools']`), so each element is checked at its real depth and path.
  */
@@ -48,13 +47,9 @@ export async function parseArrayInSlices(body: Buffer, span: ByteSpan, at: strin
   const elements = arrayElementSpans(body, span);
   if (!elements) return undefined;
   const values: unknown[] = [];
-  let sinceYield = 0;
+  const slice = new TimeSlice();
   for (const [index, { start, end }] of elements.entries()) {
-    if (sinceYield >= PARSE_SLICE_BYTES) {
-      sinceYield = 0;
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-    sinceYield += end - start;
+    if (slice.due()) await slice.yield();
     try {
       const value: unknown = JSON.parse(body.toString('utf8', start, end));
       assertSafeJson(value, 'body', [...at, index]);
