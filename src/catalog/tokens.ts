@@ -12,7 +12,7 @@
  * makes the texts and combines the counts.
  */
 import { LruCache } from '../lru-cache.js';
-import { TimeSlice } from '../time-slice.js';
+import { yieldToOtherRequests } from '../time-slice.js';
 import type { Tool } from './tool.js';
 
 export type WireShape = 'anthropic' | 'openai' | 'as_sent';
@@ -55,36 +55,28 @@ export interface TextCounter {
   countTexts(texts: readonly string[]): Promise<number[]>;
 }
 
-/** Most tools whose texts go to the counter in one call. */
-export const COUNT_BATCH = 256;
+/** Tools whose texts are made between yields to other requests. */
+export const COUNT_SLICE = 256;
 
 /**
  * Many tools' counts, in order (catalog writes, the selector's new tools): two texts a tool at most
- * (the definition as sent reuses Anthropic's when it is that shape), made here in SLICE_MS slices
- * that yield to other requests, and counted by `counter` a batch at a time (a slice's tools, at
- * most COUNT_BATCH).
+ * (the definition as sent reuses Anthropic's when it is that shape), made here in slices that yield
+ * to other requests, and counted by `counter` slice by slice.
  */
 export async function countDefinitions(counter: TextCounter, tools: readonly Countable[]): Promise<DefinitionTokens[]> {
-  const batches: Promise<DefinitionTokens[]>[] = [];
-  const slice = new TimeSlice();
-  let texts: string[] = [];
-  let at: { anthropic: number; asSent: number | null }[] = [];
-  const send = () => {
-    const indexes = at;
-    const counted = counter.countTexts(texts).then((counts) => indexes.map((index) => fromTextCounts(counts[index.anthropic]!, index.asSent === null ? null : counts[index.asSent]!)));
+  const slices: Promise<DefinitionTokens[]>[] = [];
+  for (let start = 0; start < tools.length; start += COUNT_SLICE) {
+    if (start > 0) await yieldToOtherRequests();
+    const texts: string[] = [];
+    const at = tools.slice(start, start + COUNT_SLICE).map((tool) => {
+      const { anthropic, asSent } = definitionTexts(tool);
+      return { anthropic: texts.push(anthropic) - 1, asSent: asSent === null ? null : texts.push(asSent) - 1 };
+    });
+    const counted = counter.countTexts(texts).then((counts) => at.map((index) => fromTextCounts(counts[index.anthropic]!, index.asSent === null ? null : counts[index.asSent]!)));
     counted.catch(() => {}); // awaited below
-    batches.push(counted);
-    texts = [];
-    at = [];
-  };
-  for (const tool of tools) {
-    if (at.length > 0 && (at.length === COUNT_BATCH || slice.due())) send();
-    if (slice.due()) await slice.yield();
-    const { anthropic, asSent } = definitionTexts(tool);
-    at.push({ anthropic: texts.push(anthropic) - 1, asSent: asSent === null ? null : texts.push(asSent) - 1 });
+    slices.push(counted);
   }
-  if (at.length > 0) send();
-  return (await Promise.all(batches)).flat();
+  return (await Promise.all(slices)).flat();
 }
 
 /** Counts on the calling thread, the tokenizer loaded on first use (tests, and the fallback when the counting thread is gone). */

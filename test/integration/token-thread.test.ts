@@ -8,7 +8,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startTokenThread } from '../../src/catalog/token-thread.js';
 import { definitionTokens } from '../../src/catalog/count-tokens.js';
-import { COUNT_BATCH, countDefinitions } from '../../src/catalog/tokens.js';
+import { COUNT_SLICE, countDefinitions } from '../../src/catalog/tokens.js';
 import { createLogger } from '../../src/logger.js';
 
 interface Line { name: string; description?: string; input_schema?: Record<string, unknown> | null }
@@ -25,8 +25,8 @@ const tools = ['bfcl', 'livemcpbench', 'sealtools', 'toolbench_stable'].flatMap(
 );
 
 describe('the token counting thread', () => {
-  it('counts 8,553 real tools as this thread does, in order, across batches', async () => {
-    expect(tools.length).toBeGreaterThan(20 * COUNT_BATCH);
+  it('counts 8,553 real tools as this thread does, in order, across slices', async () => {
+    expect(tools.length).toBeGreaterThan(20 * COUNT_SLICE);
     const thread = startTokenThread(createLogger('silent'));
     try {
       const counted = await countDefinitions(thread, tools);

@@ -1,6 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { mapYielding } from '../../src/catalog/catalog-service.js';
-import { countDefinitions, type TextCounter } from '../../src/catalog/tokens.js';
 import { parseArrayInSlices } from '../../src/http/json-body.js';
 import { SLICE_MS, TimeSlice } from '../../src/time-slice.js';
 import { holdThread } from '../helpers/hold-thread.js';
@@ -52,20 +51,5 @@ describe('work cut into time slices', () => {
     vi.restoreAllMocks();
     expect(values).toEqual([1, 2, 3]);
     expect(otherRan).toBe(false);
-  });
-
-  it('countDefinitions yields once SLICE_MS has passed, and sends the texts of each slice as one batch', async () => {
-    let now = 0;
-    vi.spyOn(performance, 'now').mockImplementation(() => (now += SLICE_MS));
-    const batches: number[] = [];
-    const counter: TextCounter = { countTexts: async (texts) => (batches.push(texts.length), texts.map((text) => text.length)) };
-    const tools = ['a', 'b', 'c'].map((name) => ({ name, description: `tool ${name}`, inputSchema: null, definition: { name } }));
-    let otherRan = false;
-    setImmediate(() => (otherRan = true));
-    const counted = await countDefinitions(counter, tools);
-    vi.restoreAllMocks();
-    expect(counted).toHaveLength(3);
-    expect(batches).toEqual([2, 2, 2]); // one tool a batch: its Anthropic text and its definition as sent
-    expect(otherRan).toBe(true);
   });
 });
