@@ -39,9 +39,10 @@ export function parseStub(body: Buffer, span: ByteSpan): Record<string, unknown>
 /**
  * The elements of the array at `span`, each parsed on its own, yielding after every SLICE_MS of
  * work (by time, not by bytes: 128 KB was 5-10 ms on a quiet machine and several times that on a
- * busy one), or undefined when any fails (the full parse then names the error). Equal to JSON.parse of the array: each element span is exactly
- * one JSON value, and the scan split the array only at its own commas. `at` is where the array
- * sits in the body (e.g. `['tools']`), so each element is checked at its real depth and path.
+ * busy one), or undefined when any fails (the full parse then names the error). Equal to
+ * JSON.parse of the array: each element span is exactly one JSON value, and the scan split the
+ * array only at its own commas. `at` is where the array sits in the body (e.g. `['tools']`), so
+ * each element is checked at its real depth and path.
  */
 export async function parseArrayInSlices(body: Buffer, span: ByteSpan, at: string[]): Promise<unknown[] | undefined> {
   const elements = arrayElementSpans(body, span);
