@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import express from 'express';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { arrayElementSpans, topLevelArraySpan } from '../../src/http/json-span.js';
 import { jsonInSlices, readJsonBodyInSlices, SLICED_PARSE_BYTES } from '../../src/http/json-body.js';
 import { assertSafeJson, MAX_JSON_DEPTH } from '../../src/http/input-safety.js';
@@ -10,19 +10,8 @@ import { readSelectorBody, readSelectorBodyInSlices } from '../../src/http/selec
 import { LruCache } from '../../src/lru-cache.js';
 import { Bm25Index } from '../../src/search/bm25-index.js';
 import type { CachedToolList } from '../../src/search/selector.js';
-import { SLICE_MS } from '../../src/time-slice.js';
+import { withRunningClock } from '../helpers/running-clock.js';
 import { seededRandom } from '../helpers/seeded-random.js';
-
-/** Runs `work` with a clock that moves SLICE_MS at every read: each slice ends after one item, however fast the machine. */
-async function withRunningClock<T>(work: () => Promise<T>): Promise<T> {
-  let now = 0;
-  const clock = vi.spyOn(performance, 'now').mockImplementation(() => (now += SLICE_MS));
-  try {
-    return await work();
-  } finally {
-    clock.mockRestore();
-  }
-}
 
 const bytes = (value: unknown, space?: number) => Buffer.from(JSON.stringify(value, null, space));
 const tools = [{ name: 'read_file', description: 'Read a "file" \\ at C:\\\\tmp' }, { name: 'web_search', definition: { tools: [1, [2]] } }];

@@ -1,12 +1,11 @@
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { mapYielding } from '../../src/catalog/catalog-service.js';
 import { parseArrayInSlices } from '../../src/http/json-body.js';
 import { SLICE_MS, TimeSlice } from '../../src/time-slice.js';
 import { holdThread } from '../helpers/hold-thread.js';
+import { withRunningClock } from '../helpers/running-clock.js';
 
 describe('work cut into time slices', () => {
-  afterEach(() => vi.restoreAllMocks());
-
   it('is due once SLICE_MS has run, and starts a new slice after yielding', async () => {
     const slice = new TimeSlice();
     expect(slice.due()).toBe(false);
@@ -30,25 +29,21 @@ describe('work cut into time slices', () => {
   });
 
   it('parseArrayInSlices yields once SLICE_MS has passed, however few bytes it has parsed', async () => {
-    // A clock that moves SLICE_MS at every read: each element's parse counts as a full slice.
-    let now = 0;
-    vi.spyOn(performance, 'now').mockImplementation(() => (now += SLICE_MS));
     const body = Buffer.from('[{"name":"a"},{"name":"b"},{"name":"c"}]');
     let otherRan = false;
     setImmediate(() => (otherRan = true));
-    const values = await parseArrayInSlices(body, { start: 0, end: body.length }, []);
-    vi.restoreAllMocks();
+    // Each element's parse counts as a full slice.
+    const values = await withRunningClock(() => parseArrayInSlices(body, { start: 0, end: body.length }, []));
     expect(values).toEqual([{ name: 'a' }, { name: 'b' }, { name: 'c' }]);
     expect(otherRan).toBe(true);
   });
 
   it('parseArrayInSlices does not yield while its slice lasts', async () => {
-    vi.spyOn(performance, 'now').mockReturnValue(0); // a clock that stands still: the slice never ends
     const body = Buffer.from('[1,2,3]');
     let otherRan = false;
     setImmediate(() => (otherRan = true));
-    const values = await parseArrayInSlices(body, { start: 0, end: body.length }, []);
-    vi.restoreAllMocks();
+    // A clock that stands still: the slice never ends.
+    const values = await withRunningClock(() => parseArrayInSlices(body, { start: 0, end: body.length }, []), 0);
     expect(values).toEqual([1, 2, 3]);
     expect(otherRan).toBe(false);
   });
