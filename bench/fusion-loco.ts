@@ -33,7 +33,7 @@ import { seededRandom } from '../src/eval/seeded-random.js';
 import { addTypos } from '../src/eval/typos.js';
 import { distinctTerms } from '../src/search/bm25.js';
 import { Bm25Index } from '../src/search/bm25-index.js';
-import { expandTerms, VocabularyIndex } from '../src/search/fuzzy-terms.js';
+import { denseQueryText, expandTerms, VocabularyIndex } from '../src/search/fuzzy-terms.js';
 import { bm25Peak, denseGap, denseWeight, fuseRrf, RRF_DEPTH, type Ranked } from '../src/search/rrf.js';
 import { addServerVotes, serverCentroids, serverDocuments, SERVER_BM25_WEIGHT, SERVER_DEPTH, SERVER_VECTOR_WEIGHT } from '../src/search/servers.js';
 import { rankByCosine } from '../src/search/vector-scan.js';
@@ -98,7 +98,7 @@ async function computeLists(): Promise<Record<string, SetLists>> {
           const expanded = expandTerms(terms, vocabulary);
           const weights = expanded.weights;
           const bm25 = index.search(terms, RRF_DEPTH);
-          const vector = await embedder.embedQuery(texts[i]!);
+          const vector = await embedder.embedQuery(denseQueryText(texts[i]!, expanded)); // as rankCorpus embeds it
           const idfs = terms.map((term) => index.idf(term));
           const total = idfs.reduce((sum, x) => sum + x, 0);
           const top = bm25[0] ? byId.get(bm25[0][0])! : undefined;

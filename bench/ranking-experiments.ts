@@ -32,7 +32,7 @@ import { loadQueries, readJsonl } from '../src/eval/run-eval.js';
 import { byScoreThenId, distinctTerms } from '../src/search/bm25.js';
 import { Bm25Index } from '../src/search/bm25-index.js';
 import { denseWeight, fuseHybrid, fuseRrf, RRF_DEPTH, RRF_K, VECTOR_WEIGHT, type FusionInput, type Ranked } from '../src/search/rrf.js';
-import { expandTerms } from '../src/search/fuzzy-terms.js';
+import { denseQueryText, expandTerms } from '../src/search/fuzzy-terms.js';
 import { addServerVotes, serverCentroids, serverDocuments, SERVER_DEPTH } from '../src/search/servers.js';
 import { tokenize } from '../src/search/tokenizer.js';
 import { rankByCosine } from '../src/search/vector-scan.js';
@@ -236,10 +236,10 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
   const centroids = serverCentroids(servers.members, vectorOf);
   /** The shipped fusion plus server votes at the given setting (the shipped one by default). */
   const withServerVotes = async (q: string, options?: Parameters<typeof addServerVotes>[2]) => {
-    const vector = await embed(q);
     const depth = options?.depth ?? SERVER_DEPTH;
-    // As the service ranks: typo matching, then the query's own dense weight (src/search/rrf.ts).
+    // As the service ranks: typo matching (the dense query with its typos' likely words), then the query's own dense weight (src/search/rrf.ts).
     const expanded = expandTerms(distinctTerms(queryTerms(q)), index.vocabulary());
+    const vector = await embed(denseQueryText(q, expanded));
     const lexical = index.searchWeighted(expanded.weights, RRF_DEPTH);
     const lists = { bm25: serverIndex.searchWeighted(expanded.weights, depth), vector: rankByCosine(vector, centroids, depth), members: servers.members };
     const dense = byVector(vector);

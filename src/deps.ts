@@ -29,6 +29,7 @@ import { SELECTOR_STORE_SLICE, STORE_CONCURRENCY, STORE_SLICE } from './store/to
 import { readUpstreamsFile, UpstreamService } from './upstream/upstreams.js';
 import { serviceVersion } from './paths.js';
 import { RegexSandbox } from './search/patterns.js';
+import { loadEnglishWords } from './search/dictionary.js';
 import { TOOL_LIST_CACHE_LISTS, TOOL_LIST_CACHE_TOOLS } from './search/selector.js';
 
 /** Everything the service is made of, built once from the config and passed down. */
@@ -97,6 +98,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
           logger,
         );
   const embedder = loaded.embedder && config.QUERY_CACHE_SIZE > 0 ? withQueryCache(loaded.embedder, config.QUERY_CACHE_SIZE) : loaded.embedder;
+  // Typo matching's English words, read now rather than on the first query with an unknown word (~40 ms).
+  loadEnglishWords();
   if (embedder) await ensureVectorIndex(database.adminDb, embedder.modelId, embedder.dimension);
 
   // Built before the queue so workers can count what they write; the queue is read at scrape time.

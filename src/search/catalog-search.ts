@@ -3,7 +3,7 @@ import { getCatalog, listCatalogTools, loadCatalogTools } from '../store/catalog
 import { EXACT_SCAN_MAX, existingNames } from '../store/search-store.js';
 import { confidences } from './confidence.js';
 import type { CatalogSummary, CatalogToolRow } from '../store/catalog-store.js';
-import { rankCorpus, type RankDeps, type RankQuery, type RankedTool, type RankResult } from './hybrid-search.js';
+import { denseQueryTextIn, rankCorpus, type RankDeps, type RankQuery, type RankedTool, type RankResult } from './hybrid-search.js';
 import type { PendingEmbeddings } from '../catalog/embedding-status.js';
 import { nameCandidates } from './patterns.js';
 
@@ -31,7 +31,11 @@ export async function searchCatalog(
 ): Promise<CatalogSearchResult> {
   // The query's embedding needs nothing from the store and is the slowest step under load: it
   // starts first, so the catalog's row, names and embedding status are read while the model works.
-  const queryVector = request.mode !== 'bm25' && deps.embedder && request.query.trim() !== '' ? deps.embedder.embedQuery(request.query) : undefined;
+  // Its text is the dense query's when the caller's catalog row finds its index in hand (typos' likely
+  // words added), else the query as written (embedded again in rankCorpus if it has a typo).
+  const early = read && request.mode !== 'bm25' ? deps.catalogIndexes?.held(read) : undefined;
+  const queryText = early ? denseQueryTextIn(request.query, early.bm25.vocabulary()) : request.query;
+  const queryVector = request.mode !== 'bm25' && deps.embedder && request.query.trim() !== '' ? deps.embedder.embedQuery(queryText) : undefined;
   queryVector?.catch(() => {}); // awaited in rankCorpus, which reports a failure
   const catalog = read ?? (await getCatalog(deps.db, ref.tenant, ref.name));
   if (!catalog) throw notFound(`catalog "${ref.name}"`);
@@ -54,7 +58,7 @@ export async function searchCatalog(
     { ...request, exactIds: candidates.filter((name) => found.has(name)) },
     {
       useVectorIndex: catalog.toolCount > EXACT_SCAN_MAX,
-      ...(queryVector ? { queryVector } : {}),
+      ...(queryVector ? { queryVector, queryText } : {}),
       ...(index ? { catalogIndex: index } : {}),
       ...(deps.serverStats && request.mode === 'hybrid' && !request.tags?.length
         ? { serverMeans: async () => deps.serverStats!.means(deps.db, catalog, deps.embedder!.modelId, index?.changedSince) }

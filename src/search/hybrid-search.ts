@@ -4,7 +4,7 @@ import type { Embedder } from '../embed/embedder.js';
 import type { Db } from '../store/database.js';
 import { loadTermFrequencies, searchBm25, searchServersBm25, searchServersVector, searchVector, tagsOf, type Corpus, type Ranked } from '../store/search-store.js';
 import { distinctTerms } from './bm25.js';
-import { expandTerms, expandTermsLoaded, type ExpandedTerms } from './fuzzy-terms.js';
+import { denseQueryText, expandTerms, expandTermsLoaded, type ExpandedTerms, type Vocabulary } from './fuzzy-terms.js';
 import type { Bm25Index } from './bm25-index.js';
 import { denseWeight, fuseHybrid, RRF_DEPTH } from './rrf.js';
 import { boostByTags } from './tags.js';
@@ -97,6 +97,11 @@ function combineServerLists(bm25: ServerList, vector: ServerList): ServerLists |
   return { bm25: bm25?.ranked ?? [], vector: vector?.ranked ?? [], members: new Map([...(bm25?.members ?? []), ...(vector?.members ?? [])]) };
 }
 
+/** The text rankCorpus embeds for `query` over this vocabulary: for a caller that starts the embedding early. */
+export function denseQueryTextIn(query: string, vocabulary: Vocabulary): string {
+  return denseQueryText(query, expandTerms(distinctTerms(queryTerms(query)), vocabulary));
+}
+
 /**
  * The hybrid pipeline. Stages pass ids and scores; documents are loaded by the caller, last.
  * Tags filter inside both retrievers (before any cut), fusion reads RRF_DEPTH candidates from
@@ -108,8 +113,14 @@ export async function rankCorpus(
   request: RankQuery,
   options: {
     useVectorIndex: boolean;
-    /** The query's embedding when the caller started it early (it then overlaps the caller's own work). */
+    /**
+     * The embedding of `queryText` (default: the query as written) when the caller started it early
+     * (it then overlaps the caller's own work): used when that is the dense query's text.
+     */
     queryVector?: Promise<number[]>;
+    queryText?: string;
+    /** How to embed the dense query's text otherwise (the caller's latency budget); default the embedder's. */
+    embedQuery?: (text: string) => Promise<number[]>;
     /** BM25 statistics of exactly this (untagged) corpus, cached by the caller: scored in process. */
     bm25Index?: Bm25Index;
     /** A stored catalog's index (this corpus's): BM25, tag filter included, and its servers, in process. */
@@ -148,13 +159,20 @@ export async function rankCorpus(
   // Typo matching: words the corpus lacks also count through its nearest words (search/fuzzy-terms.ts),
   // read from the whole corpus's vocabulary, in process when an index is in hand, else the store's.
   const vocabulary = options.catalogIndex?.bm25.vocabulary() ?? options.bm25Index?.vocabulary();
-  const expandedPromise: Promise<ExpandedTerms> =
-    request.mode === 'vector'
-      ? Promise.resolve({ weights: new Map(), known: 1, corrected: 0 })
-      : vocabulary
-        ? Promise.resolve(expandTerms(terms, vocabulary))
-        : expandTermsLoaded(terms, (words) => loadTermFrequencies(deps.db, corpus, words));
+  // The dense list reads the same corrections, for the typos among them (fuzzy-terms.ts denseQueryText).
+  const expandedPromise: Promise<ExpandedTerms> = vocabulary
+    ? Promise.resolve(expandTerms(terms, vocabulary))
+    : expandTermsLoaded(terms, (words) => loadTermFrequencies(deps.db, corpus, words));
   expandedPromise.catch(() => {});
+  // Without a vocabulary in hand, the model starts on the query as written while the store is asked;
+  // a query with a typo is embedded again with its likely words.
+  const early =
+    options.queryVector !== undefined
+      ? { text: options.queryText ?? request.query, vector: options.queryVector }
+      : wantVector && embedder && !vocabulary && request.query.trim() !== ''
+        ? { text: request.query, vector: embedder.embedQuery(request.query) }
+        : undefined;
+  early?.vector.catch(() => {}); // awaited below, or not needed
   const weightsPromise = expandedPromise.then(({ weights }) => weights);
   const weighted = (weights: Map<string, number>) => ({ terms: [...weights.keys()], weights: [...weights.values()] });
   const bm25Promise: Promise<Ranked> = weightsPromise.then((weights) =>
@@ -184,9 +202,10 @@ export async function rankCorpus(
   let queryVector: number[] | undefined;
   if (wantVector && !embedder) degraded = 'embedder_unavailable';
   if (wantVector && embedder && request.query.trim() !== '') {
+    const text = denseQueryText(request.query, await expandedPromise);
     const embedStarted = performance.now();
     try {
-      queryVector = await (options.queryVector ?? embedder.embedQuery(request.query));
+      queryVector = await (early?.text === text ? early.vector : (options.embedQuery ?? ((words: string) => embedder.embedQuery(words)))(text));
     } catch (error) {
       // A model failure must not fail the search: rank with BM25 alone and say so.
       if (request.mode === 'vector') throw error;

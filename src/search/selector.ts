@@ -16,7 +16,7 @@ import { TimeSlice } from '../time-slice.js';
 import { byScoreThenId } from './bm25.js';
 import { Bm25Index } from './bm25-index.js';
 import { confidences } from './confidence.js';
-import { EmbedderBusy, rankCorpus, type RankDeps } from './hybrid-search.js';
+import { denseQueryTextIn, EmbedderBusy, rankCorpus, type RankDeps } from './hybrid-search.js';
 import { withDeadline } from '../deadline.js';
 import type { ServerIndex } from './server-stats.js';
 import { exactNameMatches, matchNamesByRegex, RegexSandbox, REGEX_BUDGET_MS } from './patterns.js';
@@ -327,9 +327,15 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
   // hashing and BM25 all happen while the model thread works.
   const cachedList = input.cached ?? (input.toolsKey === undefined ? undefined : deps.toolListCache.get(input.toolsKey));
   const toolCount = cachedList?.tools.length ?? input.tools.length;
-  const embedding = deps.embedder && input.pattern.trim() !== '' && toolCount > 0 ? deps.embedder.embedQuery(input.pattern) : undefined;
-  embedding?.catch(() => {}); // awaited in rankCorpus, which reports a failure
-  const queryVector = embedding && deps.budgetMs !== undefined ? withDeadline(embedding, deps.budgetMs - (performance.now() - started), () => new EmbedderBusy(deps.budgetMs!)) : embedding;
+  // A remembered list's vocabulary is in hand, so the text is the dense query's own (typos' likely
+  // words added); a new list's is the pattern as written, embedded again in rankCorpus if it has a typo.
+  const embedWithinBudget = (text: string): Promise<number[]> => {
+    const embedding = deps.embedder!.embedQuery(text);
+    embedding.catch(() => {}); // awaited in rankCorpus, which reports a failure
+    return deps.budgetMs === undefined ? embedding : withDeadline(embedding, deps.budgetMs - (performance.now() - started), () => new EmbedderBusy(deps.budgetMs!));
+  };
+  const queryText = cachedList ? denseQueryTextIn(input.pattern, cachedList.bm25.vocabulary()) : input.pattern;
+  const queryVector = deps.embedder && input.pattern.trim() !== '' && toolCount > 0 ? embedWithinBudget(queryText) : undefined;
   queryVector?.catch(() => {});
   const { tools, fresh } = cachedList ? { tools: cachedList.tools, fresh: [] } : await parseRequestTools(deps, input.tools);
   const names = tools.map(({ tool }) => tool.name);
@@ -384,6 +390,8 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
       {
         useVectorIndex: false,
         queryVector,
+        queryText,
+        embedQuery: embedWithinBudget,
         bm25Index: list.bm25,
         serverIndex: list.servers,
         corpusVectors,

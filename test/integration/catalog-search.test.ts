@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
 import { testEmbedder } from '../helpers/embedder.js';
@@ -61,6 +61,32 @@ describe('POST /v1/catalogs/{catalog}/search with the real model', () => {
       expect(response.status).toBe(200);
       expect(response.body.results[0].name, mode).toBe('get_weather');
       expect(response.body.results[0].explain.bm25, mode).not.toBeNull();
+    }
+  });
+
+  it('gives the dense list the words a query misspells, and leaves English words it lacks as written', async () => {
+    const embedder = app.deps.search.embedder!;
+    const seen: string[] = [];
+    const embedQuery = embedder.embedQuery.bind(embedder);
+    const spy = vi.spyOn(embedder, 'embedQuery').mockImplementation((text) => {
+      seen.push(text);
+      return embedQuery(text);
+    });
+    try {
+      // Twice: the first search may rank in SQL, the second from the catalog's index in hand.
+      for (let round = 0; round < 2; round++) {
+        seen.length = 0;
+        const typo = await search({ query: 'wether forcast', mode: 'vector', top_k: 1 });
+        expect(typo.status).toBe(200);
+        expect(seen).toContain('wether forcast weather forecast');
+        expect(typo.body.results[0].name).toBe('get_weather');
+        seen.length = 0;
+        // "reed" is one edit from the catalog's "read", but an English word: embedded as written only.
+        expect((await search({ query: 'reed the file', mode: 'hybrid', top_k: 1 })).status).toBe(200);
+        expect(seen).toEqual(['reed the file']);
+      }
+    } finally {
+      spy.mockRestore();
     }
   });
 

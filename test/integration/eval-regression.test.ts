@@ -13,21 +13,28 @@ const run = promisify(execFile);
  * as the REST API and the search endpoint, with the real default model. Floors sit just under what
  * was measured (npm run eval -- --all ../shared/eval, see docs/ranking.md); hybrid must stay within
  * TOLERANCE of the better of its own inputs, and with the eval's seeded typos (rate 0.2, seed 1)
- * keep `typoShare` of its clean nDCG@10 (measured 90.1-99.8% with npm run eval, 2026-11-28).
+ * keep `typoShare` of its clean nDCG@10 (measured 98.1-99.9% with npm run eval, 2026-11-29).
  * sealtools' BM25 list has floors of its own as well (below).
  */
 const FLOORS: Record<string, { recall10: number; ndcg10: number; typoShare: number }> = {
   // Were 0.46 / 0.355 before the per-query dense weight (docs/ranking.md: 0.453 / 0.346 then, one
   // relevant tool of 24 queries moved from rank 10 to 11; 0.453 / 0.354 with the dense gap). Its typo
-  // share, 90.1% (npm run eval), moves by one query's tool: the floor sits just under it.
-  livemcpbench: { recall10: 0.45, ndcg10: 0.35, typoShare: 0.89 },
-  toolbench_stable: { recall10: 0.76, ndcg10: 0.675, typoShare: 0.9 },
-  // BFCL's 1,460 functions and 736 user requests: 0.907 / 0.777, typos 98.8%.
+  // share moves by one query's tool: 90.1% before the dense query read typos' likely words, 98.1% since.
+  livemcpbench: { recall10: 0.45, ndcg10: 0.35, typoShare: 0.95 },
+  // 0.780 / 0.692, typos 99.9%.
+  toolbench_stable: { recall10: 0.76, ndcg10: 0.675, typoShare: 0.95 },
+  // BFCL's 1,460 functions and 736 user requests: 0.908 / 0.777, typos 99.1%.
   bfcl: { recall10: 0.9, ndcg10: 0.77, typoShare: 0.95 },
-  // sealtools' 4,076 tools: 0.932 / 0.902 (BM25 alone 0.930 / 0.900, locked below), typos 98.4%.
+  // sealtools' 4,076 tools: 0.932 / 0.902 (BM25 alone 0.930 / 0.900, locked below), typos 98.7%.
   sealtools: { recall10: 0.925, ndcg10: 0.895, typoShare: 0.95 },
 };
 const TOLERANCE = 0.005;
+/**
+ * The dense list alone keeps this share of its clean nDCG@10 under typos: it reads each typo's
+ * likely word (search/fuzzy-terms.ts denseQueryText). 94.5-113.9% on the four corpora (2026-11-29);
+ * 86-90% when it read typos as typed.
+ */
+const DENSE_TYPO_SHARE = 0.92;
 
 /**
  * `npm run eval` itself, in a child process: the eval's minutes of ranking then never block the
@@ -59,7 +66,7 @@ interface EvalRow {
   typos?: { rate: number; seed: number; modes: Record<string, Metrics> };
 }
 
-/** Hybrid above its floors, within TOLERANCE of both of its inputs, and keeping `typoShare` under typos. */
+/** Hybrid above its floors, within TOLERANCE of both of its inputs, and keeping `typoShare` under typos (the dense list DENSE_TYPO_SHARE). */
 function expectQuality(report: EvalRow, floor: { recall10: number; ndcg10: number; typoShare: number }): void {
   expect(report.model).toBe('use-lite');
   const { hybrid, bm25, vector } = report.modes;
@@ -71,6 +78,7 @@ function expectQuality(report: EvalRow, floor: { recall10: number; ndcg10: numbe
     expect(hybrid!.ndcg10, summary).toBeGreaterThanOrEqual(input.ndcg10 - TOLERANCE);
   }
   expect(report.typos?.modes.hybrid?.ndcg10, summary).toBeGreaterThanOrEqual(floor.typoShare * hybrid!.ndcg10);
+  expect(report.typos?.modes.vector?.ndcg10, summary).toBeGreaterThanOrEqual(DENSE_TYPO_SHARE * vector!.ndcg10);
 }
 
 describe('retrieval quality on the dev splits (npm run eval)', () => {

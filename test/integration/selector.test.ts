@@ -126,6 +126,33 @@ describe('tool selection for the Context Gateway', () => {
     }
   });
 
+  it('gives the dense list the words a pattern misspells: embedded again for a new list, at once for a remembered one', async () => {
+    const tools = [
+      { name: 'read_file', description: 'Read the complete contents of a file from disk.' },
+      { name: 'web_search', description: 'Search the web for pages matching a query.' },
+      { name: 'send_email', description: 'Send an email message to a recipient.' },
+      { name: 'get_weather', description: 'Current weather forecast for a city.' },
+    ];
+    const embedder = app.deps.search.embedder!;
+    const embedQuery = embedder.embedQuery.bind(embedder);
+    const seen: string[] = [];
+    const spy = vi.spyOn(embedder, 'embedQuery').mockImplementation((text) => {
+      seen.push(text);
+      return embedQuery(text);
+    });
+    try {
+      const body = { pattern: 'wether forcast', top_k: 1, tools };
+      expect((await select(app, body)).body.selected_names).toEqual(['get_weather']);
+      expect(seen).toEqual(['wether forcast', 'wether forcast weather forecast']);
+      await app.deps.selector.background.settled(); // the list is remembered once stored
+      seen.length = 0;
+      expect((await select(app, body)).body.selected_names).toEqual(['get_weather']);
+      expect(seen).toEqual(['wether forcast weather forecast']);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
   it('defaults top_k to 5 and honours top_k and max_tools', async () => {
     expect(expectSelection(await select(app, { pattern: 'file', tools: workspaceTools }), workspaceNames, 5)).toHaveLength(5);
     expect(expectSelection(await select(app, { query: 'file', tools: workspaceTools }), workspaceNames, 5)).toHaveLength(5);

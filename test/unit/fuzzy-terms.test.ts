@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { corrections, editDistance, expandTerms, expandTermsLoaded, FUZZY_WEIGHT, oneEditVariants, VocabularyIndex, type TermFrequencyLoader } from '../../src/search/fuzzy-terms.js';
+import { isEnglishWord } from '../../src/search/dictionary.js';
+import { corrections, denseQueryText, editDistance, expandTerms, expandTermsLoaded, FUZZY_WEIGHT, oneEditVariants, VocabularyIndex, type TermFrequencyLoader } from '../../src/search/fuzzy-terms.js';
 
 const frequencies = new Map([
   ['weather', 12],
@@ -95,5 +96,33 @@ describe('expandTerms: weights', () => {
     expect(expandTerms(['wether', 'forcast', 'web', 'qzzz'], vocabulary)).toMatchObject({ known: 0.25, corrected: 0.5 });
     expect(expandTerms(['web', 'web', 'xyz'], vocabulary)).toMatchObject({ known: 0.5, corrected: 0 });
     expect(expandTerms([], vocabulary)).toMatchObject({ known: 1, corrected: 0 });
+  });
+});
+
+describe('typos: the corrections the dense query adds', () => {
+  it('keeps a correction only for a word no English dictionary holds either', () => {
+    // "wether" and "forcast" are no English words; "took" is one (one edit from "tool"), as is "pools".
+    expect(expandTerms(['wether', 'forcast', 'took', 'pools', 'web'], vocabulary).typos).toEqual(
+      new Map([
+        ['wether', 'weather'],
+        ['forcast', 'forecast'],
+      ]),
+    );
+    expect(corrections('took', vocabulary)).toEqual(['tool']);
+    expect(expandTerms(['took', 'pools'], vocabulary).weights.get('tool')).toBe(FUZZY_WEIGHT);
+  });
+
+  it('appends each typo\'s likely word to the query as written, once', () => {
+    expect(denseQueryText('Wether forcast for Paris', expandTerms(['wether', 'forcast', 'paris'], vocabulary))).toBe('Wether forcast for Paris weather forecast');
+    expect(denseQueryText('the wether, wether', expandTerms(['wether', 'wether'], vocabulary))).toBe('the wether, wether weather');
+    expect(denseQueryText('took a tool', expandTerms(['took', 'tool'], vocabulary))).toBe('took a tool');
+    expect(denseQueryText('', expandTerms([], vocabulary))).toBe('');
+  });
+});
+
+describe('isEnglishWord', () => {
+  it('holds common words in every spelling, and no common misspellings', () => {
+    for (const word of ['three', 'root', 'heart', 'colour', 'color', 'organise', 'organize', 'search']) expect(isEnglishWord(word), word).toBe(true);
+    for (const word of ['wether', 'forcast', 'serch', 'recieve', 'teh', 'chartjs']) expect(isEnglishWord(word), word).toBe(false);
   });
 });
