@@ -41,6 +41,15 @@ function expectedMigrations(): number {
   return journal.entries.length;
 }
 
+/**
+ * Whether `db` reaches PostgreSQL through node-postgres, which sends a Buffer parameter in binary
+ * format (PGlite's driver writes every parameter as text). A transaction answers false: it has no
+ * client of its own to tell by, and text is correct on both.
+ */
+export function sendsBinaryParameters(db: object): boolean {
+  return (db as { $client?: unknown }).$client instanceof pg.Pool;
+}
+
 /** Rows of a raw query, for both drivers (node-postgres and PGlite both answer `{ rows }`). */
 export async function queryRows<T>(db: Pick<Db, 'execute'>, query: SQL): Promise<T[]> {
   const result = (await db.execute(query)) as unknown as { rows: T[] };

@@ -1,6 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm';
-import { queryRows } from './database.js';
-import { vectorLiteral } from './vector-literal.js';
+import { queryRows, sendsBinaryParameters } from './database.js';
+import { vectorBinary, vectorLiteral } from './vector-literal.js';
 import { yieldToOtherRequests } from '../time-slice.js';
 import type { Executor, StoredDocument } from './tool-store.js';
 
@@ -65,11 +65,14 @@ export async function hashesWithoutVector(db: Executor, recipe: VectorRecipe, ha
   return rows.map((row) => row.hash);
 }
 
-export async function documentsForEmbedding(db: Executor, hashes: string[]): Promise<StoredDocument[]> {
+/** The fields the embedding text is built from (search-text.ts `embeddingText`), not the definition. */
+export type DocumentToEmbed = Omit<StoredDocument, 'definition'>;
+
+export async function documentsForEmbedding(db: Executor, hashes: string[]): Promise<DocumentToEmbed[]> {
   if (hashes.length === 0) return [];
-  return queryRows<StoredDocument>(
+  return queryRows<DocumentToEmbed>(
     db,
-    sql`select hash, name, description, input_schema as "inputSchema", tags, server, definition
+    sql`select hash, name, description, input_schema as "inputSchema", tags, server
         from tool_documents where hash = any(${sql.param(hashes)}::text[]) order by hash`,
   );
 }
@@ -100,15 +103,17 @@ export async function writeVectors(
 }
 
 async function writeVectorStatement(db: Executor, recipe: VectorRecipe, vectors: { hash: string; vector: number[]; textHash?: string }[]): Promise<void> {
+  // One row of parameters per vector: on PostgreSQL the vector goes as binary (vectorBinary), else
+  // as its text literal. (A text[] of literals, as before, made node-postgres escape ~7 KB a vector.)
+  const binary = sendsBinaryParameters(db);
+  const rows = vectors.map(
+    (item) =>
+      sql`(${item.hash}::text, ${item.vector.length}::int, ${binary ? vectorBinary(item.vector) : vectorLiteral(item.vector)}::vector, ${item.textHash ?? null}::text)`,
+  );
   await db.execute(
     sql`insert into tool_embeddings (hash, model, dimension, embedding, text_version, text_hash)
-        select v.hash, ${recipe.model}, v.dimension, v.embedding::vector, ${recipe.textVersion}::int, v.text_hash
-        from unnest(
-          ${sql.param(vectors.map((item) => item.hash))}::text[],
-          ${sql.param(vectors.map((item) => item.vector.length))}::int[],
-          ${sql.param(vectors.map((item) => vectorLiteral(item.vector)))}::text[],
-          ${sql.param(vectors.map((item) => item.textHash ?? null))}::text[]
-        ) as v(hash, dimension, embedding, text_hash)
+        select v.hash, ${recipe.model}, v.dimension, v.embedding, ${recipe.textVersion}::int, v.text_hash
+        from (values ${sql.join(rows, sql`, `)}) as v(hash, dimension, embedding, text_hash)
         on conflict (hash, model) do update
           set embedding = excluded.embedding, dimension = excluded.dimension, text_version = excluded.text_version,
               text_hash = excluded.text_hash, created_at = now()`,

@@ -129,3 +129,46 @@ describe(`a catalog's embedding progress, counted at a bounded cost (${storeKind
     expect(counts).toBe(4);
   });
 });
+
+describe(`vectors written read back as the float4 pgvector stores (${storeKind()})`, () => {
+  it('PostgreSQL takes them in binary, PGlite as text; both store each component to float4 precision', async () => {
+    const { testDatabase, uniqueName } = await import('../helpers/database.js');
+    const { sendsBinaryParameters } = await import('../../src/store/database.js');
+    const database = await testDatabase();
+    const documents = toDocuments(uniqueTools(10, 'roundtrip'));
+    await replaceCatalog(database.db, 'tenant', uniqueName('roundtrip'), documents);
+    const random = seededRandom(11);
+    const vectors = documents.map((doc, i) => ({
+      hash: doc.hash,
+      // 512-d unit-ish vectors, and one of each kind of component: above 1, negative, tiny, zero.
+      vector: i === 0 ? [1.5, -0.3, 1e-8, 0, -2, 0.123456789] : Array.from({ length: 512 }, () => (random() - 0.5) / 10),
+      textHash: `text-${i}`,
+    }));
+    const recipe = { model: uniqueName('roundtrip-model'), textVersion: 2 };
+    // Written twice: the second write takes the upsert's update path.
+    await writeVectors(database.db, recipe, vectors.map((item) => ({ ...item, vector: item.vector.map((value) => -value) })));
+    await writeVectors(database.db, recipe, vectors);
+
+    const binary = sendsBinaryParameters(database.db);
+    expect(binary).toBe(storeKind() === 'postgres');
+    const rows = await queryRows<{ hash: string; dimension: number; embedding: string; text_hash: string; text_version: number }>(
+      database.db,
+      sql`select hash, dimension, embedding::text as embedding, text_hash, text_version from tool_embeddings where model = ${recipe.model}`,
+    );
+    expect(rows).toHaveLength(vectors.length);
+    const byHash = new Map(rows.map((row) => [row.hash, row]));
+    for (const item of vectors) {
+      const row = byHash.get(item.hash)!;
+      expect([row.dimension, row.text_hash, row.text_version]).toEqual([item.vector.length, item.textHash, 2]);
+      const stored = (JSON.parse(row.embedding) as number[]).map((value) => Math.fround(value));
+      expect(stored).toHaveLength(item.vector.length);
+      stored.forEach((value, i) => {
+        const written = item.vector[i]!;
+        // Binary sends the float4 itself; the text literal is rounded to 1e-9 first (vector-literal.ts),
+        // so its float4 is within half a float4 step of the component, plus that rounding.
+        if (binary) expect(value).toBe(Math.fround(written));
+        else expect(Math.abs(value - written)).toBeLessThanOrEqual(Math.abs(written) * 2 ** -24 + 1e-9);
+      });
+    }
+  });
+});

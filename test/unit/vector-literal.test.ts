@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { vectorLiteral } from '../../src/store/vector-literal.js';
+import { vectorBinary, vectorLiteral } from '../../src/store/vector-literal.js';
 
 const parse = (literal: string) => literal.slice(1, -1).split(',').map(Number);
 
@@ -16,5 +16,21 @@ describe('vectorLiteral', () => {
     expect(vectorLiteral([1, -2.5, 0, 0.5])).toBe('[1,-2.5,0e-9,500000000e-9]');
     expect(vectorLiteral(Float32Array.from([0.25]))).toBe('[250000000e-9]');
     expect(vectorLiteral([])).toBe('[]');
+  });
+});
+
+describe('vectorBinary', () => {
+  it("writes pgvector's binary input: dimension, a zero, then big-endian float4 components", () => {
+    const buffer = vectorBinary([1, -0.5, 0.1]);
+    expect(buffer).toHaveLength(4 + 3 * 4);
+    expect([buffer.readInt16BE(0), buffer.readInt16BE(2)]).toEqual([3, 0]);
+    expect([buffer.readFloatBE(4), buffer.readFloatBE(8), buffer.readFloatBE(12)]).toEqual([1, -0.5, Math.fround(0.1)]);
+    expect(buffer.subarray(4, 8)).toEqual(Buffer.from([0x3f, 0x80, 0, 0]));
+    expect(vectorBinary(Float32Array.from([0.25])).readFloatBE(4)).toBe(0.25);
+  });
+
+  it('refuses more dimensions than pgvector holds', () => {
+    expect(() => vectorBinary(new Float32Array(16_001))).toThrow(RangeError);
+    expect(vectorBinary(new Float32Array(16_000))).toHaveLength(4 + 64_000);
   });
 });
