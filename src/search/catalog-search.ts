@@ -3,7 +3,7 @@ import { getCatalog, listCatalogTools, loadCatalogTools } from '../store/catalog
 import { EXACT_SCAN_MAX, existingNames } from '../store/search-store.js';
 import { confidences } from './confidence.js';
 import type { CatalogSummary, CatalogToolRow } from '../store/catalog-store.js';
-import { denseQueryTextIn, rankCorpus, type RankDeps, type RankQuery, type RankedTool, type RankResult } from './hybrid-search.js';
+import { expandQuery, rankCorpus, type RankDeps, type RankQuery, type RankedTool, type RankResult } from './hybrid-search.js';
 import type { PendingEmbeddings } from '../catalog/embedding-status.js';
 import { nameCandidates } from './patterns.js';
 
@@ -34,7 +34,8 @@ export async function searchCatalog(
   // Its text is the dense query's when the caller's catalog row finds its index in hand (typos' likely
   // words added), else the query as written (embedded again in rankCorpus if it has a typo).
   const early = read && request.mode !== 'bm25' ? deps.catalogIndexes?.held(read) : undefined;
-  const queryText = early ? denseQueryTextIn(request.query, early.bm25.vocabulary()) : request.query;
+  const expandedQuery = early ? expandQuery(request.query, early.bm25.vocabulary()) : undefined;
+  const queryText = expandedQuery?.text ?? request.query;
   const queryVector = request.mode !== 'bm25' && deps.embedder && request.query.trim() !== '' ? deps.embedder.embedQuery(queryText) : undefined;
   queryVector?.catch(() => {}); // awaited in rankCorpus, which reports a failure
   const catalog = read ?? (await getCatalog(deps.db, ref.tenant, ref.name));
@@ -59,6 +60,7 @@ export async function searchCatalog(
     {
       useVectorIndex: catalog.toolCount > EXACT_SCAN_MAX,
       ...(queryVector ? { queryVector, queryText } : {}),
+      ...(expandedQuery ? { expandedQuery } : {}),
       ...(index ? { catalogIndex: index } : {}),
       ...(deps.serverStats && request.mode === 'hybrid' && !request.tags?.length
         ? { serverMeans: async () => deps.serverStats!.means(deps.db, catalog, deps.embedder!.modelId, index?.changedSince) }

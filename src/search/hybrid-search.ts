@@ -97,9 +97,20 @@ function combineServerLists(bm25: ServerList, vector: ServerList): ServerLists |
   return { bm25: bm25?.ranked ?? [], vector: vector?.ranked ?? [], members: new Map([...(bm25?.members ?? []), ...(vector?.members ?? [])]) };
 }
 
-/** The text rankCorpus embeds for `query` over this vocabulary: for a caller that starts the embedding early. */
-export function denseQueryTextIn(query: string, vocabulary: Vocabulary): string {
-  return denseQueryText(query, expandTerms(distinctTerms(queryTerms(query)), vocabulary));
+/** A query's terms expanded over a vocabulary, and the text the dense list embeds for it. */
+export interface ExpandedQuery {
+  vocabulary: Vocabulary;
+  expanded: ExpandedTerms;
+  text: string;
+}
+
+/**
+ * What rankCorpus computes first for `query` over this vocabulary: for a caller that starts the
+ * embedding early, which hands it back (`expandedQuery`) so rankCorpus does not expand it again.
+ */
+export function expandQuery(query: string, vocabulary: Vocabulary): ExpandedQuery {
+  const expanded = expandTerms(distinctTerms(queryTerms(query)), vocabulary);
+  return { vocabulary, expanded, text: denseQueryText(query, expanded) };
 }
 
 /**
@@ -119,6 +130,8 @@ export async function rankCorpus(
      */
     queryVector?: Promise<number[]>;
     queryText?: string;
+    /** The caller's `expandQuery` of this query: used when its vocabulary is the one in hand here. */
+    expandedQuery?: ExpandedQuery;
     /** How to embed the dense query's text otherwise (the caller's latency budget); default the embedder's. */
     embedQuery?: (text: string) => Promise<number[]>;
     /** BM25 statistics of exactly this (untagged) corpus, cached by the caller: scored in process. */
@@ -161,7 +174,7 @@ export async function rankCorpus(
   const vocabulary = options.catalogIndex?.bm25.vocabulary() ?? options.bm25Index?.vocabulary();
   // The dense list reads the same corrections, for the typos among them (fuzzy-terms.ts denseQueryText).
   const expandedPromise: Promise<ExpandedTerms> = vocabulary
-    ? Promise.resolve(expandTerms(terms, vocabulary))
+    ? Promise.resolve(options.expandedQuery?.vocabulary === vocabulary ? options.expandedQuery.expanded : expandTerms(terms, vocabulary))
     : expandTermsLoaded(terms, (words) => loadTermFrequencies(deps.db, corpus, words));
   expandedPromise.catch(() => {});
   // Without a vocabulary in hand, the model starts on the query as written while the store is asked;

@@ -16,7 +16,7 @@ import { TimeSlice } from '../time-slice.js';
 import { byScoreThenId } from './bm25.js';
 import { Bm25Index } from './bm25-index.js';
 import { confidences } from './confidence.js';
-import { denseQueryTextIn, EmbedderBusy, rankCorpus, type RankDeps } from './hybrid-search.js';
+import { EmbedderBusy, expandQuery, rankCorpus, type RankDeps } from './hybrid-search.js';
 import { withDeadline } from '../deadline.js';
 import type { ServerIndex } from './server-stats.js';
 import { exactNameMatches, matchNamesByRegex, RegexSandbox, REGEX_BUDGET_MS } from './patterns.js';
@@ -334,7 +334,8 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
     embedding.catch(() => {}); // awaited in rankCorpus, which reports a failure
     return deps.budgetMs === undefined ? embedding : withDeadline(embedding, deps.budgetMs - (performance.now() - started), () => new EmbedderBusy(deps.budgetMs!));
   };
-  const queryText = cachedList ? denseQueryTextIn(input.pattern, cachedList.bm25.vocabulary()) : input.pattern;
+  const expandedQuery = cachedList ? expandQuery(input.pattern, cachedList.bm25.vocabulary()) : undefined;
+  const queryText = expandedQuery?.text ?? input.pattern;
   const queryVector = deps.embedder && input.pattern.trim() !== '' && toolCount > 0 ? embedWithinBudget(queryText) : undefined;
   queryVector?.catch(() => {});
   const { tools, fresh } = cachedList ? { tools: cachedList.tools, fresh: [] } : await parseRequestTools(deps, input.tools);
@@ -391,6 +392,7 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
         useVectorIndex: false,
         queryVector,
         queryText,
+        ...(expandedQuery ? { expandedQuery } : {}),
         embedQuery: embedWithinBudget,
         bm25Index: list.bm25,
         serverIndex: list.servers,

@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import { Bm25Index } from '../../src/search/bm25-index.js';
+import type { Bm25Document } from '../../src/search/bm25.js';
+import { expandTerms } from '../../src/search/fuzzy-terms.js';
+import { expandQuery, rankCorpus, type RankDeps } from '../../src/search/hybrid-search.js';
+
+const documents: Bm25Document[] = [
+  { id: 'weather', termFreqs: new Map([['weather', 2], ['forecast', 1]]), length: 3 },
+  { id: 'files', termFreqs: new Map([['read', 1], ['file', 2]]), length: 3 },
+];
+/** BM25 in process over a held index: nothing here reads the store. */
+const deps = { db: undefined, embedder: null } as unknown as RankDeps;
+const rank = (index: Bm25Index, query: string, expandedQuery?: ReturnType<typeof expandQuery>) =>
+  rankCorpus(deps, { kind: 'hashes', hashes: ['weather', 'files'] }, { query, topK: 5, mode: 'bm25' }, {
+    useVectorIndex: false,
+    bm25Index: index,
+    ...(expandedQuery ? { expandedQuery } : {}),
+  }).then((result) => result.tools.map((tool) => [tool.id, tool.score]));
+
+describe('expandQuery handed to rankCorpus', () => {
+  it('is the expansion and dense text rankCorpus would compute itself', async () => {
+    const index = new Bm25Index(documents);
+    const query = 'wether forcast';
+    const handed = expandQuery(query, index.vocabulary());
+    expect(handed.text).toBe('wether forcast weather forecast');
+    expect(handed.expanded.weights.get('weather')).toBeGreaterThan(0);
+    expect(await rank(index, query, handed)).toEqual(await rank(index, query));
+    expect((await rank(index, query))[0]?.[0]).toBe('weather');
+  });
+
+  it('is used as given over the same vocabulary, and ignored over another', async () => {
+    const index = new Bm25Index(documents);
+    // An expansion of another query: were rankCorpus to expand "weather" itself, "weather" would rank.
+    const elsewhere = { vocabulary: index.vocabulary(), expanded: expandTerms(['file'], index.vocabulary()), text: 'file' };
+    expect((await rank(index, 'weather', elsewhere)).map(([id]) => id)).toEqual(['files']);
+    const otherIndex = new Bm25Index(documents);
+    expect((await rank(otherIndex, 'weather', elsewhere)).map(([id]) => id)).toEqual(['weather']);
+  });
+});
