@@ -111,6 +111,18 @@ describe('benches, smoke runs', () => {
     expect(stdout).toMatch(/(PASS|FAIL) {2}1 x 1: median \d/);
   });
 
+  it('npm run bench:vectors: both forms of the vector write on PostgreSQL, every vector stored, every figure reported', async () => {
+    const servers = process.env.BENCH_PG ? ['--pg', process.env.BENCH_PG] : [];
+    const { code, stdout, stderr } = await runBench(['bench/vector-writes.ts', '--vectors', '64', '--rounds', '2', ...servers]);
+    // The bench counts the stored vectors after each round and throws when one is missing.
+    expect(code, `bench:vectors exited with ${code}:\n${stderr.slice(-3000)}\n${stdout.slice(-2000)}`).toBe(0);
+    const report = JSON.parse(stdout.trim().split('\n').at(-1)!) as { vectors: number; seconds: Record<string, { client: number[]; backend: number[]; wall: number[] }> };
+    expect(report.vectors).toBe(64);
+    for (const form of ['binary', 'text']) {
+      for (const figure of ['client', 'backend', 'wall'] as const) expect(report.seconds[form]![figure], `${form} ${figure}`).toHaveLength(2);
+    }
+  });
+
   it('npm run bench:memory: the built service without a model, every figure reported', async () => {
     const { code, stdout, stderr } = await runBench(['bench/memory.ts', '--configs', 'none', '--searches', '4']);
     expect(code, stderr.slice(-3000)).toBe(0);
