@@ -43,6 +43,7 @@ import { normalizeTools } from '../src/catalog/tool-formats.js';
 import { createUseLiteEmbedder } from '../src/embed/use-lite.js';
 import { openPostgres } from '../src/store/database.js';
 import { toolAt } from './scale-catalog.js';
+import { processCpuSeconds } from './process-cpu.js';
 import { median } from './stats.js';
 
 const { values } = parseArgs({
@@ -142,20 +143,6 @@ async function stopProcess(child: ChildProcess): Promise<void> {
   stopping.add(child);
   child.kill('SIGTERM');
   await exited;
-}
-
-/** Linux's USER_HZ, the unit of /proc/<pid>/stat's times: 100 on every architecture Node runs on. */
-const CLOCK_TICKS = 100;
-
-/** CPU seconds (user + system, all threads) a process has used so far; undefined once it is gone or off Linux. */
-function processCpuSeconds(pid: number): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
-  } catch {
-    return undefined;
-  }
 }
 
 /**

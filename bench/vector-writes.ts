@@ -12,7 +12,6 @@
  *
  * Runs in a scratch database (created and dropped here). The last line is the report as JSON.
  */
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { sql } from 'drizzle-orm';
 import pg from 'pg';
@@ -20,6 +19,7 @@ import { openPostgres, queryRows, type Db } from '../src/store/database.js';
 import { writeVectors } from '../src/store/embedding-store.js';
 import { USE_LITE_DIMENSION, USE_LITE_MODEL_ID } from '../src/embed/use-lite.js';
 import { seededRandom } from '../src/eval/seeded-random.js';
+import { processCpuSeconds } from './process-cpu.js';
 import { medianAndRange } from './stats.js';
 
 const { values } = parseArgs({
@@ -58,12 +58,7 @@ try {
   /** CPU seconds of this database's backends (user + system, from /proc: same machine). */
   const backendCpu = async (): Promise<number> => {
     const { rows } = await admin.query<{ pid: number }>('select pid from pg_stat_activity where datname = $1', [dbName]);
-    let ticks = 0;
-    for (const { pid } of rows) {
-      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]);
-    }
-    return ticks / 100;
+    return rows.reduce((sum, { pid }) => sum + (processCpuSeconds(pid) ?? 0), 0);
   };
   const forms: Record<string, Db> = {
     binary: db,
