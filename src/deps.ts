@@ -60,6 +60,8 @@ export interface DepsOverrides {
   database?: Database;
   /** An already loaded embedder (tests share one model across files); not closed by close(). */
   embedder?: Embedder | null;
+  /** False for a process that answers no searches (`npm run worker`): nothing search-only is loaded. */
+  searches?: boolean;
 }
 
 export async function createDeps(config: Config, overrides: DepsOverrides = {}): Promise<Deps> {
@@ -98,8 +100,9 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
           logger,
         );
   const embedder = loaded.embedder && config.QUERY_CACHE_SIZE > 0 ? withQueryCache(loaded.embedder, config.QUERY_CACHE_SIZE) : loaded.embedder;
-  // Typo matching's English words, read now rather than on the first query with an unknown word (~40 ms).
-  loadEnglishWords();
+  // The English words that tell typos apart for the dense query (~12 MB), read now rather than on the
+  // first query with a misspelled word (~40 ms); without a model, or in a worker, nothing reads them.
+  if (embedder && overrides.searches !== false) loadEnglishWords();
   if (embedder) await ensureVectorIndex(database.adminDb, embedder.modelId, embedder.dimension);
 
   // Built before the queue so workers can count what they write; the queue is read at scrape time.

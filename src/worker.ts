@@ -14,7 +14,7 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   // This process is the worker; the deps must not start a second one inline.
-  const deps = await createDeps({ ...config, EMBED_WORKER: 'off' });
+  const deps = await createDeps({ ...config, EMBED_WORKER: 'off' }, { searches: false });
   if (!deps.embedder) {
     deps.logger.fatal({ model: config.EMBED_MODEL, status: deps.embedderStatus }, 'no embedding model: nothing for a worker to do');
     await deps.close();

@@ -33,7 +33,7 @@ export async function searchCatalog(
   // starts first, so the catalog's row, names and embedding status are read while the model works.
   // Its text is the dense query's when the caller's catalog row finds its index in hand (typos' likely
   // words added), else the query as written (embedded again in rankCorpus if it has a typo).
-  const early = read && request.mode !== 'bm25' ? deps.catalogIndexes?.held(read) : undefined;
+  const early = read && request.mode !== 'bm25' && deps.embedder ? deps.catalogIndexes?.held(read) : undefined;
   const expandedQuery = early ? expandQuery(request.query, early.bm25.vocabulary()) : undefined;
   const queryText = expandedQuery?.text ?? request.query;
   const queryVector = request.mode !== 'bm25' && deps.embedder && request.query.trim() !== '' ? deps.embedder.embedQuery(queryText) : undefined;

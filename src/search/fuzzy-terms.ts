@@ -86,10 +86,11 @@ export interface ExpandedTerms {
   /** Share of the distinct terms typo matching corrected. */
   corrected: number;
   /**
-   * The corrected terms that are no English word either (search/dictionary.ts), each with the
-   * corpus word it most likely means: the typos among the corrections, which the dense query adds.
+   * Each corrected term with the corpus word it most likely means. The typos among them (those no
+   * English word either) are what the dense query adds (denseQueryText); the dictionary that tells
+   * them apart is read there, so a deployment without a model never loads it.
    */
-  typos: Map<string, string>;
+  corrections: Map<string, string>;
 }
 
 /**
@@ -101,7 +102,7 @@ export function expandTerms(terms: readonly string[], vocabulary: Vocabulary): E
   const distinct = [...new Set(terms)];
   const weights = new Map<string, number>();
   for (const term of distinct) weights.set(term, 1);
-  const typos = new Map<string, string>();
+  const likely = new Map<string, string>();
   let known = 0;
   let corrected = 0;
   for (const term of distinct) {
@@ -113,23 +114,26 @@ export function expandTerms(terms: readonly string[], vocabulary: Vocabulary): E
     const matches = corrections(term, vocabulary);
     if (matches.length > 0) {
       corrected++;
-      if (!isEnglishWord(term)) typos.set(term, matches[0]!);
+      likely.set(term, matches[0]!);
     }
     for (const match of matches) if (!weights.has(match)) weights.set(match, FUZZY_WEIGHT);
   }
-  return distinct.length === 0 ? { weights, known: 1, corrected: 0, typos } : { weights, known: known / distinct.length, corrected: corrected / distinct.length, typos };
+  return distinct.length === 0
+    ? { weights, known: 1, corrected: 0, corrections: likely }
+    : { weights, known: known / distinct.length, corrected: corrected / distinct.length, corrections: likely };
 }
 
 /**
  * The text the dense list embeds: the query as written, then the corpus word each of its typos
  * most likely means. Reason: the model reads "forcast" as noise, and appending (not replacing)
- * keeps the query's own words should the guess be wrong. Only typos (ExpandedTerms.typos), not
- * every correction: an English word the corpus lacks ("root") is meant as written, and the dense
- * list is the one that reads such words. Measured in docs/ranking.md (typos at 0.2: the dense
- * list's nDCG@10 +0.03-0.06 on the four corpora; clean queries unchanged within 0.001).
+ * keeps the query's own words should the guess be wrong. Only typos (corrections that are no
+ * English word either, search/dictionary.ts), not every correction: an English word the corpus
+ * lacks ("root") is meant as written, and the dense list is the one that reads such words.
+ * Measured in docs/ranking.md (typos at 0.2: the dense list's nDCG@10 +0.03-0.06 on the four
+ * corpora; clean queries unchanged within 0.001).
  */
 export function denseQueryText(query: string, expanded: ExpandedTerms): string {
-  const meant = [...new Set(expanded.typos.values())];
+  const meant = [...new Set([...expanded.corrections].filter(([term]) => !isEnglishWord(term)).map(([, word]) => word))];
   return meant.length === 0 ? query : `${query} ${meant.join(' ')}`;
 }
 
@@ -192,7 +196,7 @@ export type TermFrequencyLoader = (terms: readonly string[]) => Promise<Readonly
  */
 export async function expandTermsLoaded(terms: readonly string[], load: TermFrequencyLoader): Promise<ExpandedTerms> {
   const distinct = [...new Set(terms)];
-  if (distinct.length === 0) return { weights: new Map(), known: 1, corrected: 0, typos: new Map() };
+  if (distinct.length === 0) return { weights: new Map(), known: 1, corrected: 0, corrections: new Map() };
   const frequencies = new Map(await load(distinct));
   const variants = distinct.filter((term) => !frequencies.has(term) && isFuzzyWord(term)).flatMap(oneEditVariants);
   if (variants.length > 0) for (const [term, df] of await load([...new Set(variants)])) frequencies.set(term, df);

@@ -334,7 +334,7 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
     embedding.catch(() => {}); // awaited in rankCorpus, which reports a failure
     return deps.budgetMs === undefined ? embedding : withDeadline(embedding, deps.budgetMs - (performance.now() - started), () => new EmbedderBusy(deps.budgetMs!));
   };
-  const expandedQuery = cachedList ? expandQuery(input.pattern, cachedList.bm25.vocabulary()) : undefined;
+  const expandedQuery = cachedList && deps.embedder ? expandQuery(input.pattern, cachedList.bm25.vocabulary()) : undefined;
   const queryText = expandedQuery?.text ?? input.pattern;
   const queryVector = deps.embedder && input.pattern.trim() !== '' && toolCount > 0 ? embedWithinBudget(queryText) : undefined;
   queryVector?.catch(() => {});

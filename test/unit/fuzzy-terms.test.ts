@@ -100,14 +100,18 @@ describe('expandTerms: weights', () => {
 });
 
 describe('typos: the corrections the dense query adds', () => {
-  it('keeps a correction only for a word no English dictionary holds either', () => {
+  it('records every corrected term with its likely word; the dense query adds only those no English dictionary holds either', () => {
     // "wether" and "forcast" are no English words; "took" is one (one edit from "tool"), as is "pools".
-    expect(expandTerms(['wether', 'forcast', 'took', 'pools', 'web'], vocabulary).typos).toEqual(
+    const expanded = expandTerms(['wether', 'forcast', 'took', 'pools', 'web'], vocabulary);
+    expect(expanded.corrections).toEqual(
       new Map([
         ['wether', 'weather'],
         ['forcast', 'forecast'],
+        ['took', 'tool'],
+        ['pools', 'pool'],
       ]),
     );
+    expect(denseQueryText('wether forcast took pools web', expanded)).toBe('wether forcast took pools web weather forecast');
     expect(corrections('took', vocabulary)).toEqual(['tool']);
     expect(expandTerms(['took', 'pools'], vocabulary).weights.get('tool')).toBe(FUZZY_WEIGHT);
   });
