@@ -104,7 +104,6 @@ export function expandTerms(terms: readonly string[], vocabulary: Vocabulary): E
   for (const term of distinct) weights.set(term, 1);
   const likely = new Map<string, string>();
   let known = 0;
-  let corrected = 0;
   for (const term of distinct) {
     if (vocabulary.df(term) > 0) {
       known++;
@@ -112,15 +111,12 @@ export function expandTerms(terms: readonly string[], vocabulary: Vocabulary): E
     }
     if (!isFuzzyWord(term)) continue;
     const matches = corrections(term, vocabulary);
-    if (matches.length > 0) {
-      corrected++;
-      likely.set(term, matches[0]!);
-    }
+    if (matches.length > 0) likely.set(term, matches[0]!);
     for (const match of matches) if (!weights.has(match)) weights.set(match, FUZZY_WEIGHT);
   }
   return distinct.length === 0
     ? { weights, known: 1, corrected: 0, corrections: likely }
-    : { weights, known: known / distinct.length, corrected: corrected / distinct.length, corrections: likely };
+    : { weights, known: known / distinct.length, corrected: likely.size / distinct.length, corrections: likely };
 }
 
 /**
