@@ -8,10 +8,11 @@
  * arithmetic differently, so against SQL only near-ties can order differently.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
+import type { TimeSlice } from '../time-slice.js';
 import { VocabularyIndex, type Vocabulary } from './fuzzy-terms.js';
 import { bm25Idf, byScoreThenId, distinctTerms, DEFAULT_BM25_PARAMS, lengthNorm, type Bm25Document, type Bm25Params } from './bm25.js';
 
-/** A corpus's ids, lengths and postings, gathered one document at a time (see Bm25Index.build). */
+/** A corpus's ids, lengths and postings, gathered one document at a time (stored catalogs' indexes, the selector's request lists). */
 export class Bm25Builder {
   readonly ids: string[] = [];
   readonly lengths: number[] = [];
@@ -35,6 +36,19 @@ export class Bm25Builder {
 }
 
 export class Bm25Index {
+  /**
+   * The index over `builder`'s documents, its postings packed into typed lists between time slices
+   * (a 10,000-tool request list's take 13-25 ms on a 2-core machine; the constructor packs in one piece).
+   */
+  static async packed(builder: Bm25Builder, slice: TimeSlice, params: Bm25Params = DEFAULT_BM25_PARAMS): Promise<Bm25Index> {
+    for (const [term, list] of builder.building) {
+      if (slice.due()) await slice.yield();
+      if (!(list instanceof Int32Array)) builder.building.set(term, Int32Array.from(list));
+    }
+    return new Bm25Index(builder, params);
+  }
+
+
   readonly size: number;
   private readonly ids: string[];
   private readonly lengths: Float64Array;

@@ -12,17 +12,16 @@
  * the BM25 of search/bm25.ts over the same corpus (tag filter first), tested equal to the SQL.
  * Memory is bounded in bytes across catalogs (CATALOG_INDEX_MEMORY), least recently used first.
  */
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import { LruCache } from '../lru-cache.js';
 import { loadCatalogChanges, loadCatalogIndexRows, type CatalogChanges, type CatalogIndexRow } from '../store/search-store.js';
 import type { Executor } from '../store/tool-store.js';
+import { TimeSlice } from '../time-slice.js';
 import { Bm25Builder, Bm25Index } from './bm25-index.js';
+import { ServerDocumentsBuilder } from './servers.js';
 import { REREAD_MAX, type ChangedServers, type ServerIndex } from './server-stats.js';
 
 /** Older revisions a derived index remembers the changed servers since. */
 const CHANGED_SINCE_DEPTH = 8;
-/** Rows handled between two yields to the event loop while an index is built (~10 ms of work). */
-const BUILD_SLICE = 2000;
 
 export class CatalogIndex {
   /** A rough size in bytes (strings, postings, maps), for the cache's bound. */
@@ -58,39 +57,33 @@ export class CatalogIndex {
     this.bytes = 300 * names.length + 2 * stringBytes + 8 * postings + 100 * (bm25.termCount + servers.bm25.termCount);
   }
 
-  /** Builds the index from the catalog's rows, yielding to the event loop every BUILD_SLICE rows. */
+  /** Builds the index from the catalog's rows, between time slices (a 100,000-tool catalog's rows take seconds). */
   static async build(catalogId: number, revision: number, rows: readonly CatalogIndexRow[]): Promise<CatalogIndex> {
+    const slice = new TimeSlice();
     const tools = new Bm25Builder();
-    const serverTerms = new Map<string, { termFreqs: Map<string, number>; length: number }>();
-    const members = new Map<string, string[]>();
+    const serverTerms = new ServerDocumentsBuilder();
     const serverOf = new Map<string, string>();
     const tags: string[][] = [];
     let stringBytes = 0;
-    for (let at = 0; at < rows.length; at++) {
-      if (at > 0 && at % BUILD_SLICE === 0) await nextTurn();
-      const row = rows[at]!;
+    for (const row of rows) {
+      if (slice.due()) await slice.yield();
       const pairs = row.terms.map((term, i): [string, number] => [term, row.tfs[i]!]);
       tools.add(row.name, row.length, pairs);
       tags.push(row.tags);
       stringBytes += row.name.length;
       if (row.server === null) continue;
-      // A server's document is its tools' terms added together (search/servers.ts serverDocuments).
-      let server = serverTerms.get(row.server);
-      if (!server) {
-        serverTerms.set(row.server, (server = { termFreqs: new Map(), length: 0 }));
-        members.set(row.server, []);
-        stringBytes += row.server.length;
-      }
-      for (const [term, tf] of pairs) server.termFreqs.set(term, (server.termFreqs.get(term) ?? 0) + tf);
-      server.length += row.length;
-      members.get(row.server)!.push(row.name);
+      if (!serverTerms.members.has(row.server)) stringBytes += row.server.length;
+      serverTerms.add(row.name, row.server, row.length, pairs);
       serverOf.set(row.name, row.server);
     }
-    await nextTurn();
     const servers = new Bm25Builder();
-    for (const [id, { termFreqs, length }] of serverTerms) servers.add(id, length, termFreqs);
-    const index = new CatalogIndex(catalogId, revision, new Bm25Index(tools), { bm25: new Bm25Index(servers), members, serverOf }, tags, tools.ids, stringBytes);
-    return index;
+    for (const { id, length, termFreqs } of serverTerms.documents()) {
+      if (slice.due()) await slice.yield();
+      servers.add(id, length, termFreqs);
+    }
+    const toolIndex = await Bm25Index.packed(tools, slice);
+    const serverIndex = await Bm25Index.packed(servers, slice);
+    return new CatalogIndex(catalogId, revision, toolIndex, { bm25: serverIndex, members: serverTerms.members, serverOf }, tags, tools.ids, stringBytes);
   }
 
   /**

@@ -14,13 +14,13 @@ import type { LruCache } from '../lru-cache.js';
 import { storeDocuments, type ToolDocument } from '../store/tool-store.js';
 import { TimeSlice } from '../time-slice.js';
 import { byScoreThenId } from './bm25.js';
-import { Bm25Index } from './bm25-index.js';
+import { Bm25Builder, Bm25Index } from './bm25-index.js';
 import { confidences } from './confidence.js';
 import { EmbedderBusy, expandQuery, rankCorpus, type RankDeps } from './hybrid-search.js';
 import { withDeadline } from '../deadline.js';
 import type { ServerIndex } from './server-stats.js';
 import { exactNameMatches, matchNamesByRegex, RegexSandbox, REGEX_BUDGET_MS } from './patterns.js';
-import { serverDocuments } from './servers.js';
+import { ServerDocumentsBuilder } from './servers.js';
 import { inBackground } from '../store/priority.js';
 
 export const DEFAULT_TOP_K = 5;
@@ -166,7 +166,7 @@ export function normalizeRequestTool(raw: unknown, index: number): Tool {
 }
 
 /** A tool this process has not seen stored: its document (terms included) and its exact JSON. */
-interface FreshTool {
+export interface FreshTool {
   entry: RequestTool;
   document: ToolDocument;
   key: string;
@@ -201,15 +201,30 @@ async function parseRequestTools(deps: SelectorDeps, raws: unknown[]): Promise<{
   return { tools, fresh };
 }
 
-/** BM25 statistics of exactly the request's tools and their servers, from the terms in hand (computed for the rest). */
-function indexTools(tools: RequestTool[], fresh: FreshTool[]): Pick<CachedToolList, 'bm25' | 'servers'> {
+/**
+ * BM25 statistics of exactly the request's tools and their servers, from the terms in hand (computed
+ * for the rest), built between time slices: at 10,000 tools the two indexes took 120-195 ms of one
+ * piece on a 2-core machine, every other request waiting (docs/benchmarks.md, stalls).
+ */
+export async function indexTools(tools: RequestTool[], fresh: FreshTool[], slice = new TimeSlice()): Promise<Pick<CachedToolList, 'bm25' | 'servers'>> {
   const computed = new Map(fresh.map(({ document }) => [document.hash, document]));
-  const documents = tools.map(({ tool, hash }) => {
+  const documents = new Bm25Builder();
+  const servers = new ServerDocumentsBuilder();
+  for (const { tool, hash } of tools) {
+    if (slice.due()) await slice.yield();
     const { termFreqs, length } = computed.get(hash) ?? documentTerms(tool);
-    return { id: hash, termFreqs, length, server: tool.server };
-  });
-  const servers = serverDocuments(documents);
-  return { bm25: new Bm25Index(documents), servers: { bm25: new Bm25Index(servers.documents), members: servers.members } };
+    documents.add(hash, length, termFreqs);
+    servers.add(hash, tool.server, length, termFreqs);
+  }
+  const serverDocuments = new Bm25Builder();
+  for (const { id, length, termFreqs } of servers.documents()) {
+    if (slice.due()) await slice.yield();
+    serverDocuments.add(id, length, termFreqs);
+  }
+  return {
+    bm25: await Bm25Index.packed(documents, slice),
+    servers: { bm25: await Bm25Index.packed(serverDocuments, slice), members: servers.members },
+  };
 }
 
 /**
@@ -372,7 +387,7 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
     regex.kind === 'matched' ? regexNames.length : regex.kind === 'timeout' || regex.kind === 'invalid' ? regex.kind : null;
 
   const indexStarted = performance.now();
-  const list = cachedList ?? { tools, toolsIn: input.tools.length, ...indexTools(tools, fresh) };
+  const list = cachedList ?? { tools, toolsIn: input.tools.length, ...(await indexTools(tools, fresh)) };
   selection.knowsTerm = (term) => list.bm25.has(term);
   timings.parse_ms += performance.now() - indexStarted;
   const byHash = new Map(tools.map(({ tool, hash }) => [hash, tool.name]));

@@ -42,24 +42,41 @@ export function candidateMeans<V>(candidates: Iterable<string | undefined>, mean
 /** Each server's tools, as corpus ids, in corpus order. */
 export type ServerMembers = ReadonlyMap<string, readonly string[]>;
 
+/**
+ * The corpus's servers as BM25 documents, gathered one tool at a time (so a caller can yield
+ * between tools): a server's terms and length are its tools' added together.
+ */
+export class ServerDocumentsBuilder {
+  /** Each server's tools, as corpus ids, in corpus order. */
+  readonly members = new Map<string, string[]>();
+  private readonly merged = new Map<string, { termFreqs: Map<string, number>; length: number }>();
+
+  /** Adds a tool's terms to its server's document (a tool without a server has none). */
+  add(id: string, server: string | null, length: number, termFreqs: Iterable<readonly [string, number]>): void {
+    if (server === null) return;
+    let document = this.merged.get(server);
+    if (!document) {
+      this.merged.set(server, (document = { termFreqs: new Map(), length: 0 }));
+      this.members.set(server, []);
+    }
+    for (const [term, tf] of termFreqs) document.termFreqs.set(term, (document.termFreqs.get(term) ?? 0) + tf);
+    document.length += length;
+    this.members.get(server)!.push(id);
+  }
+
+  /** The servers' documents, in the order their first tools came. */
+  documents(): Bm25Document[] {
+    return [...this.merged].map(([id, { termFreqs, length }]) => ({ id, termFreqs, length }));
+  }
+}
+
 /** The corpus's servers as BM25 documents: every tool's terms of one server, added together. */
 export function serverDocuments(
   tools: Iterable<{ id: string; server: string | null; termFreqs: ReadonlyMap<string, number>; length: number }>,
 ): { documents: Bm25Document[]; members: Map<string, string[]> } {
-  const merged = new Map<string, { termFreqs: Map<string, number>; length: number }>();
-  const members = new Map<string, string[]>();
-  for (const tool of tools) {
-    if (tool.server === null) continue;
-    let server = merged.get(tool.server);
-    if (!server) {
-      merged.set(tool.server, (server = { termFreqs: new Map(), length: 0 }));
-      members.set(tool.server, []);
-    }
-    for (const [term, tf] of tool.termFreqs) server.termFreqs.set(term, (server.termFreqs.get(term) ?? 0) + tf);
-    server.length += tool.length;
-    members.get(tool.server)!.push(tool.id);
-  }
-  return { documents: [...merged].map(([id, { termFreqs, length }]) => ({ id, termFreqs, length })), members };
+  const servers = new ServerDocumentsBuilder();
+  for (const tool of tools) servers.add(tool.id, tool.server, tool.length, tool.termFreqs);
+  return { documents: servers.documents(), members: servers.members };
 }
 
 /** Each server's mean tool vector, unit length (so a dot product is its cosine); tools without a vector are left out. */

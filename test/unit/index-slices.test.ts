@@ -1,0 +1,89 @@
+import { describe, expect, it } from 'vitest';
+import { termsDocument } from '../../src/catalog/catalog-service.js';
+import { contentHash } from '../../src/catalog/content-hash.js';
+import { documentTerms } from '../../src/catalog/search-text.js';
+import { scoreBm25 } from '../../src/search/bm25.js';
+import { Bm25Builder, Bm25Index } from '../../src/search/bm25-index.js';
+import { CatalogIndex } from '../../src/search/catalog-index.js';
+import { indexTools, normalizeRequestTool, type FreshTool } from '../../src/search/selector.js';
+import { serverDocuments } from '../../src/search/servers.js';
+import { TimeSlice } from '../../src/time-slice.js';
+import { withRunningClock } from '../helpers/running-clock.js';
+import { seededRandom } from '../helpers/seeded-random.js';
+
+/**
+ * A large list's BM25 indexes are built between time slices (at 10,000 tools they held the thread
+ * 120-195 ms in one piece): the running clock ends every slice after one item, so other work must
+ * run during the build, and the indexes must be the ones a build in one piece makes.
+ */
+const words = ['read', 'file', 'search', 'web', 'weather', 'forecast', 'paper', 'arxiv', 'send', 'mail', 'calendar', 'event', 'list', 'create'];
+
+function requestTools(seed: number) {
+  const random = seededRandom(seed);
+  const pick = (count: number) => Array.from({ length: count }, () => words[Math.floor(random() * words.length)]!).join(' ');
+  return Array.from({ length: 60 }, (_, index) => {
+    const server = random() < 0.2 ? undefined : `server_${Math.floor(random() * 6)}`;
+    const tool = normalizeRequestTool({ name: `tool_${index}`, description: pick(2 + Math.floor(random() * 8)), ...(server ? { server } : {}) }, index);
+    return { tool, hash: contentHash(tool) };
+  });
+}
+
+/** Runs `build` on a clock that ends every slice, and says whether a callback queued before it ran during it. */
+async function inSlices<T>(build: () => Promise<T>): Promise<{ built: T; othersRan: boolean }> {
+  let othersRan = false;
+  setImmediate(() => (othersRan = true));
+  const built = await withRunningClock(build);
+  return { built, othersRan };
+}
+
+const queries = [['read', 'file'], ['weather'], ['search', 'paper', 'arxiv'], words, ['missing']];
+
+describe('indexes built between time slices', () => {
+  it('Bm25Index.packed yields while it packs the postings, and scores exactly as the index built in one piece', async () => {
+    const tools = requestTools(3);
+    const documents = tools.map(({ tool, hash }) => ({ id: hash, ...documentTerms(tool) }));
+    const builder = new Bm25Builder();
+    for (const { id, length, termFreqs } of documents) builder.add(id, length, termFreqs);
+    const { built, othersRan } = await inSlices(() => Bm25Index.packed(builder, new TimeSlice()));
+    expect(othersRan).toBe(true);
+    const whole = new Bm25Index(documents);
+    expect(built.postingCount).toBe(whole.postingCount);
+    expect(built.termCount).toBe(whole.termCount);
+    for (const query of queries) {
+      expect(built.search(query)).toEqual(whole.search(query));
+      expect(built.search(query)).toEqual(scoreBm25(documents, query));
+    }
+  });
+
+  it("the selector's request list: its tools' and servers' indexes, from terms in hand and computed ones alike", async () => {
+    const tools = requestTools(5);
+    // Half the tools arrive never seen (their terms computed while parsing), the rest from the cache.
+    const fresh: FreshTool[] = tools.filter((_, index) => index % 2 === 0).map((entry) => ({ entry, document: termsDocument(entry.tool, entry.hash), key: entry.hash }));
+    const { built, othersRan } = await inSlices(() => indexTools(tools, fresh, new TimeSlice()));
+    expect(othersRan).toBe(true);
+    const documents = tools.map(({ tool, hash }) => ({ id: hash, server: tool.server, ...documentTerms(tool) }));
+    const servers = serverDocuments(documents);
+    expect(servers.members.size).toBeGreaterThan(3);
+    expect(built.servers.members).toEqual(servers.members);
+    for (const query of queries) {
+      expect(built.bm25.search(query)).toEqual(scoreBm25(documents, query));
+      expect(built.servers.bm25.search(query)).toEqual(scoreBm25(servers.documents, query));
+    }
+  });
+
+  it("a stored catalog's index: its tools' and servers' indexes as from the same documents in one piece", async () => {
+    const tools = requestTools(7);
+    const documents = tools.map(({ tool }) => ({ id: tool.name, server: tool.server, ...documentTerms(tool) }));
+    const rows = documents.map(({ id, server, length, termFreqs }) => ({ name: id, length, server, tags: [], terms: [...termFreqs.keys()], tfs: [...termFreqs.values()] }));
+    const { built, othersRan } = await inSlices(() => CatalogIndex.build(1, 1, rows));
+    expect(othersRan).toBe(true);
+    const servers = serverDocuments(documents);
+    expect(built.servers.members).toEqual(servers.members);
+    expect(built.servers.serverOf).toEqual(new Map(documents.filter(({ server }) => server !== null).map(({ id, server }) => [id, server!])));
+    for (const query of queries) {
+      const weights = new Map(query.map((term) => [term, 1]));
+      expect(built.search(weights, 100)).toEqual(scoreBm25(documents, query));
+      expect(built.servers.bm25.search(query)).toEqual(scoreBm25(servers.documents, query));
+    }
+  });
+});
