@@ -173,8 +173,9 @@ export async function rankCorpus(
   // read from the whole corpus's vocabulary, in process when an index is in hand, else the store's.
   const vocabulary = options.catalogIndex?.bm25.vocabulary() ?? options.bm25Index?.vocabulary();
   // The dense list reads the same corrections, for the typos among them (fuzzy-terms.ts denseQueryText).
+  const handed = vocabulary && options.expandedQuery?.vocabulary === vocabulary ? options.expandedQuery : undefined;
   const expandedPromise: Promise<ExpandedTerms> = vocabulary
-    ? Promise.resolve(options.expandedQuery?.vocabulary === vocabulary ? options.expandedQuery.expanded : expandTerms(terms, vocabulary))
+    ? Promise.resolve(handed?.expanded ?? expandTerms(terms, vocabulary))
     : expandTermsLoaded(terms, (words) => loadTermFrequencies(deps.db, corpus, words));
   expandedPromise.catch(() => {});
   // Without a vocabulary in hand, the model starts on the query as written while the store is asked;
@@ -215,7 +216,7 @@ export async function rankCorpus(
   let queryVector: number[] | undefined;
   if (wantVector && !embedder) degraded = 'embedder_unavailable';
   if (wantVector && embedder && request.query.trim() !== '') {
-    const text = denseQueryText(request.query, await expandedPromise);
+    const text = handed?.text ?? denseQueryText(request.query, await expandedPromise);
     const embedStarted = performance.now();
     try {
       queryVector = await (early?.text === text ? early.vector : (options.embedQuery ?? ((words: string) => embedder.embedQuery(words)))(text));
