@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEFAULT_USE_LITE_NICE } from './embed/use-lite.js';
 
 const booleanFlag = z
   .enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'])
@@ -75,7 +76,7 @@ export const configSchema = z.preprocess(dropEmpty, z.object({
   ALLOW_REMOTE_MODELS: z.preprocess(emptyAsUndefined, booleanFlag.prefault('false')),
   EMBED_THREADS: z.coerce.number().int().min(1).max(16).default(2),
   /** Nice value of use-lite's model threads on Linux: under load they yield the cores to request handling. 0 = off. */
-  EMBED_THREAD_NICE: z.coerce.number().int().min(0).max(19).default(10),
+  EMBED_THREAD_NICE: z.coerce.number().int().min(0).max(19).default(DEFAULT_USE_LITE_NICE),
   EMBED_POOLING: z.preprocess(emptyAsUndefined, z.enum(['mean', 'cls']).optional()),
   EMBED_QUERY_PREFIX: z.preprocess(emptyAsUndefined, z.string().optional()),
   QUERY_CACHE_SIZE: z.coerce.number().int().min(0).default(1000),
