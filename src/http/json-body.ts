@@ -8,7 +8,7 @@
 import express, { type RequestHandler } from 'express';
 import { AppError } from '../errors.js';
 import { TimeSlice } from '../time-slice.js';
-import { arrayElementSpans, skipWhitespace, topLevelArraySpan, type ByteSpan } from './json-span.js';
+import { arrayElementSpansInSlices, skipWhitespace, topLevelArraySpanInSlices, type ByteSpan } from './json-span.js';
 import { assertSafeJson } from './input-safety.js';
 
 /** The charset a Content-Type declares, lower-cased, or undefined when it declares none. */
@@ -45,10 +45,10 @@ export function parseStub(body: Buffer, span: ByteSpan): Record<string, unknown>
  * each element is checked at its real depth and path.
  */
 export async function parseArrayInSlices(body: Buffer, span: ByteSpan, at: string[]): Promise<unknown[] | undefined> {
-  const elements = arrayElementSpans(body, span);
+  const slice = new TimeSlice();
+  const elements = await arrayElementSpansInSlices(body, span, slice);
   if (!elements) return undefined;
   const values: unknown[] = [];
-  const slice = new TimeSlice();
   for (const [index, { start, end }] of elements.entries()) {
     if (slice.due()) await slice.yield();
     try {
@@ -103,7 +103,7 @@ export async function readJsonBodyInSlices(raw: Buffer): Promise<unknown> {
     const values = await parseArrayInSlices(body, { start: first, end }, []);
     if (values) return values;
   } else if (body[first] === 0x7b) {
-    const span = topLevelArraySpan(body, 'tools');
+    const span = await topLevelArraySpanInSlices(body, 'tools', new TimeSlice());
     const json = span && span.end - span.start >= SLICED_PARSE_BYTES ? await parseToolsInSlices(body, span) : undefined;
     if (json) return json;
   }

@@ -7,7 +7,8 @@ import type { RankDeps } from '../search/hybrid-search.js';
 import { AppError } from '../errors.js';
 import { assertSafeJson } from './input-safety.js';
 import type { LruCache } from '../lru-cache.js';
-import { topLevelArraySpan, type ByteSpan } from './json-span.js';
+import { TimeSlice } from '../time-slice.js';
+import { topLevelArraySpan, topLevelArraySpanInSlices, type ByteSpan } from './json-span.js';
 import { declaredCharset, parseStub, parseToolsInSlices, SLICED_PARSE_BYTES, withoutBom } from './json-body.js';
 import { parseInput } from './errors.js';
 import type { Logger } from '../logger.js';
@@ -169,7 +170,7 @@ export function readSelectorBody(raw: Buffer, lists: LruCache<string, CachedTool
 export async function readSelectorBodyInSlices(raw: Buffer, lists: LruCache<string, CachedToolList>): Promise<SelectorBody> {
   const body = withoutBom(raw);
   if (body.length < SLICED_PARSE_BYTES) return readSelectorBody(raw, lists);
-  const span = topLevelArraySpan(body, 'tools');
+  const span = await topLevelArraySpanInSlices(body, 'tools', new TimeSlice());
   if (!span || span.end - span.start < SLICED_PARSE_BYTES) return readSpans(body, span, lists);
   const toolsKey = toolsDigest(body, span);
   const cached = lists.get(toolsKey);

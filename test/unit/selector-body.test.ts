@@ -3,7 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import express from 'express';
 import { describe, expect, it } from 'vitest';
-import { arrayElementSpans, topLevelArraySpan } from '../../src/http/json-span.js';
+import { arrayElementSpans, arrayElementSpansInSlices, topLevelArraySpan, topLevelArraySpanInSlices } from '../../src/http/json-span.js';
+import { TimeSlice } from '../../src/time-slice.js';
 import { jsonInSlices, readJsonBodyInSlices, SLICED_PARSE_BYTES } from '../../src/http/json-body.js';
 import { assertSafeJson, MAX_JSON_DEPTH } from '../../src/http/input-safety.js';
 import { readSelectorBody, readSelectorBodyInSlices } from '../../src/http/selector.js';
@@ -143,6 +144,39 @@ describe('readSelectorBody', () => {
     expect(readSelectorBody(Buffer.alloc(0), lists).json).toEqual({});
     const withBom = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), bytes({ pattern: 'x', tools: [] })]);
     expect(readSelectorBody(withBom, lists).json).toEqual({ pattern: 'x', tools: [] });
+  });
+});
+
+describe('the span scans in time slices (a large body is scanned between other requests)', () => {
+  const body = bytes({ pattern: 'read', tools: largeToolList(11), top_k: 3 }, 1);
+  const span = topLevelArraySpan(body, 'tools')!;
+
+  it('stop only between 64 KB steps, yield when the slice is due, and find what the plain scans find', async () => {
+    expect(body.length).toBeGreaterThan(4 * 64 * 1024);
+    const scanned = async <T>(scan: (slice: TimeSlice) => Promise<T>, step?: number) => {
+      // Counts the event loop's turns while the scan runs: one per yield.
+      let yields = 0;
+      let scanning = true;
+      const counting = () => setImmediate(() => {
+        if (!scanning) return;
+        yields++;
+        counting();
+      });
+      counting();
+      const found = await withRunningClock(() => scan(new TimeSlice()), step);
+      scanning = false;
+      return { found, yields };
+    };
+    const spanInSlices = await scanned((slice) => topLevelArraySpanInSlices(body, 'tools', slice));
+    expect(spanInSlices.found).toEqual(span);
+    // One chance to stop per 64 KB scanned: a slice due at every one yields that often, no more.
+    expect(spanInSlices.yields).toBeGreaterThanOrEqual(Math.floor(span.end / (64 * 1024)) - 1);
+    expect(spanInSlices.yields).toBeLessThanOrEqual(Math.ceil(body.length / (64 * 1024)) + 1);
+    const elements = await scanned((slice) => arrayElementSpansInSlices(body, span, slice));
+    expect(elements.found).toEqual(arrayElementSpans(body, span));
+    expect(elements.yields).toBeGreaterThanOrEqual(Math.floor((span.end - span.start) / (64 * 1024)) - 1);
+    // A clock that stands still: the slice never ends, so the scan runs in one piece.
+    expect((await scanned((slice) => topLevelArraySpanInSlices(body, 'tools', slice), 0)).yields).toBe(0);
   });
 });
 
