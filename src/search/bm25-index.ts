@@ -48,7 +48,6 @@ export class Bm25Index {
     return new Bm25Index(builder, params);
   }
 
-
   readonly size: number;
   private readonly ids: string[];
   private readonly lengths: Float64Array;
