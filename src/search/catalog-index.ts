@@ -76,13 +76,8 @@ export class CatalogIndex {
       serverTerms.add(row.name, row.server, row.length, pairs);
       serverOf.set(row.name, row.server);
     }
-    const servers = new Bm25Builder();
-    for (const { id, length, termFreqs } of serverTerms.documents()) {
-      if (slice.due()) await slice.yield();
-      servers.add(id, length, termFreqs);
-    }
     const toolIndex = await Bm25Index.packed(tools, slice);
-    const serverIndex = await Bm25Index.packed(servers, slice);
+    const serverIndex = await serverTerms.index(slice);
     return new CatalogIndex(catalogId, revision, toolIndex, { bm25: serverIndex, members: serverTerms.members, serverOf }, tags, tools.ids, stringBytes);
   }
 

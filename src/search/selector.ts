@@ -216,14 +216,9 @@ export async function indexTools(tools: RequestTool[], fresh: FreshTool[], slice
     documents.add(hash, length, termFreqs);
     servers.add(hash, tool.server, length, termFreqs);
   }
-  const serverDocuments = new Bm25Builder();
-  for (const { id, length, termFreqs } of servers.documents()) {
-    if (slice.due()) await slice.yield();
-    serverDocuments.add(id, length, termFreqs);
-  }
   return {
     bm25: await Bm25Index.packed(documents, slice),
-    servers: { bm25: await Bm25Index.packed(serverDocuments, slice), members: servers.members },
+    servers: { bm25: await servers.index(slice), members: servers.members },
   };
 }
 

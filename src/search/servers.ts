@@ -12,7 +12,9 @@
  * 0.1-0.2, dense 0.25-0.35, 3-5 servers) passes every target, and the weights below are its middle.
  * Tools without a server (sealtools, most gateway requests) get no vote.
  */
+import type { TimeSlice } from '../time-slice.js';
 import { byScoreThenId, type Bm25Document } from './bm25.js';
+import { Bm25Builder, Bm25Index } from './bm25-index.js';
 import { fuseRrf, RRF_K, type Ranked } from './rrf.js';
 
 /** Under the tool-level lists' 1 and 0.4: a server's vote reorders its tools, it does not decide. */
@@ -67,6 +69,16 @@ export class ServerDocumentsBuilder {
   /** The servers' documents, in the order their first tools came. */
   documents(): Bm25Document[] {
     return [...this.merged].map(([id, { termFreqs, length }]) => ({ id, termFreqs, length }));
+  }
+
+  /** The servers' BM25 index, built between time slices (the documents' order, as `documents`). */
+  async index(slice: TimeSlice): Promise<Bm25Index> {
+    const builder = new Bm25Builder();
+    for (const [id, { termFreqs, length }] of this.merged) {
+      if (slice.due()) await slice.yield();
+      builder.add(id, length, termFreqs);
+    }
+    return Bm25Index.packed(builder, slice);
   }
 }
 
