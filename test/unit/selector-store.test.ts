@@ -7,6 +7,7 @@ import { LruCache } from '../../src/lru-cache.js';
 import { MAX_WRITES_IN_FLIGHT, selectTools, type CachedToolList, type RequestTool, type SelectorDeps } from '../../src/search/selector.js';
 import type { Db } from '../../src/store/database.js';
 import type { LoadedVectors, VectorCache } from '../../src/store/vector-cache.js';
+import { until } from '../helpers/assertions.js';
 import { holdThread } from '../helpers/hold-thread.js';
 
 /**
@@ -47,7 +48,10 @@ const tools = [
 ];
 const input = { pattern: 'search the web', topK: 1, alwaysKeep: [], tools, toolsKey: 'list-1' };
 
-/** Lets timers and I/O callbacks run (the write starts on the turn after the answer). */
+/**
+ * Lets settled promises' callbacks run. Work started after an answer (a write, a read) is waited for
+ * with `until`: it takes as many turns as a busy machine needs (a fixed 5 ms wait failed in CI).
+ */
 const nextTurn = () => new Promise((resolve) => setTimeout(resolve, 5));
 
 describe('selector: storing a request’s new tools', () => {
@@ -59,7 +63,7 @@ describe('selector: storing a request’s new tools', () => {
     const { deps, writes, settle } = harness();
     const selection = await selectTools(deps, input);
     expect(selection.names).toEqual(['web_search']);
-    await nextTurn();
+    await until('the write to start', () => writes.length === 1);
     expect(writes).toHaveLength(1);
     expect(deps.background.size).toBe(1);
     expect(deps.toolListCache.get('list-1')).toBeUndefined();
@@ -80,7 +84,7 @@ describe('selector: storing a request’s new tools', () => {
   it('keeps the answer when the write fails, and the next request that sends the tools writes them again', async () => {
     const { deps, writes, settle, lines } = harness();
     const selection = await selectTools(deps, input);
-    await nextTurn();
+    await until('the write to start', () => writes.length === 1);
     settle().reject(new Error('connection refused'));
     await selection.stored;
     expect(selection.names).toEqual(['web_search']);
@@ -89,7 +93,7 @@ describe('selector: storing a request’s new tools', () => {
     expect(lines.join('')).toContain('could not store new tools');
 
     const retry = await selectTools(deps, input);
-    await nextTurn();
+    await until('the retry’s write to start', () => writes.length === 2);
     expect(writes).toHaveLength(2);
     settle().resolve(['h1', 'h2', 'h3']);
     await retry.stored;
@@ -100,12 +104,12 @@ describe('selector: storing a request’s new tools', () => {
     const { deps, writes, settlers } = harness();
     const newList = (index: number) => ({ ...input, toolsKey: `list-${index}`, tools: [{ name: `tool_${index}`, description: 'Search the web' }] });
     for (let index = 0; index < MAX_WRITES_IN_FLIGHT; index++) await selectTools(deps, newList(index));
-    await nextTurn();
+    await until('the writes to start', () => writes.length === MAX_WRITES_IN_FLIGHT);
     expect(writes).toHaveLength(MAX_WRITES_IN_FLIGHT);
 
     let answered = false;
     const waiting = selectTools(deps, newList(MAX_WRITES_IN_FLIGHT)).then((selection) => ((answered = true), selection));
-    await nextTurn();
+    await until('the waiting request’s write to start', () => writes.length === MAX_WRITES_IN_FLIGHT + 1);
     expect(writes).toHaveLength(MAX_WRITES_IN_FLIGHT + 1);
     expect(answered).toBe(false);
     settlers.at(-1)!.resolve(['h']);
@@ -116,7 +120,7 @@ describe('selector: storing a request’s new tools', () => {
     // With the writes done, new tools answer first again.
     const next = await selectTools(deps, newList(MAX_WRITES_IN_FLIGHT + 1));
     expect(deps.background.size).toBe(1);
-    await nextTurn();
+    await until('the write to start', () => writes.length === MAX_WRITES_IN_FLIGHT + 2);
     expect(writes).toHaveLength(MAX_WRITES_IN_FLIGHT + 2);
     settlers.at(-1)!.resolve(['h']);
     await next.stored;
@@ -143,7 +147,7 @@ describe('selector: a list whose vectors are still being embedded', () => {
   beforeAll(() => countHere.countTexts(['warm up']), 30_000);
 
   it('waits for the list’s first read only; later turns rank with what they have and read the rest in the background, one read at a time', async () => {
-    const { deps, settle } = harness();
+    const { deps, writes, settle } = harness();
     const reads: { resolve: (loaded: LoadedVectors) => void; reject: (error: Error) => void }[] = [];
     deps.embedder = { modelId: 'fake', dimension: 2, embedDocuments: async (texts) => texts.map(() => [1, 0]), embedQuery: async () => [0, 1], close: async () => {} };
     deps.vectors = { load: () => new Promise<LoadedVectors>((resolve, reject) => reads.push({ resolve, reject })) } as unknown as VectorCache;
@@ -151,12 +155,12 @@ describe('selector: a list whose vectors are still being embedded', () => {
 
     // First sight: the read is waited for (the tools' vectors may exist from another list).
     const first = selectTools(deps, input);
-    await nextTurn();
+    await until('the first read', () => reads.length === 1);
     expect(reads).toHaveLength(1);
     expect(await answered(first)).toBe('still waiting');
     reads[0]!.resolve({ vectors: new Map(), complete: false });
     await first;
-    await nextTurn();
+    await until('the write to start', () => writes.length === 1);
     settle().resolve(['h1', 'h2', 'h3']);
     await deps.background.settled();
     const list = deps.toolListCache.get('list-1')!;
@@ -182,7 +186,7 @@ describe('selector: a list whose vectors are still being embedded', () => {
   });
 
   it('waits for a new list’s first read at most one SELECTOR_BUDGET_MS; the read goes on and the next turn has its vectors', async () => {
-    const { deps, settle } = harness();
+    const { deps, writes, settle } = harness();
     const reads: { resolve: (loaded: LoadedVectors) => void }[] = [];
     deps.budgetMs = 50;
     deps.embedder = { modelId: 'fake', dimension: 2, embedDocuments: async (texts) => texts.map(() => [1, 0]), embedQuery: async () => [0, 1], close: async () => {} };
@@ -196,7 +200,7 @@ describe('selector: a list whose vectors are still being embedded', () => {
     expect(reads).toHaveLength(1);
     expect(first.fallback).toBe('no_match');
     expect(first.names).toEqual(['read_file']);
-    await nextTurn();
+    await until('the write to start', () => writes.length === 1);
     settle().resolve(['h1', 'h2', 'h3']);
     await deps.background.settled();
     const list = deps.toolListCache.get('list-1')!;
