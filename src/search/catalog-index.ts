@@ -16,9 +16,9 @@ import { LruCache } from '../lru-cache.js';
 import { loadCatalogChanges, loadCatalogIndexRows, type CatalogChanges, type CatalogIndexRow } from '../store/search-store.js';
 import type { Executor } from '../store/tool-store.js';
 import { TimeSlice } from '../time-slice.js';
-import { Bm25Builder, Bm25Index } from './bm25-index.js';
+import { Bm25Builder, Bm25Index, slotPlan } from './bm25-index.js';
 import { ServerDocumentsBuilder } from './servers.js';
-import { REREAD_MAX, type ChangedServers, type ServerIndex } from './server-stats.js';
+import { REREAD_MAX, type ChangedServers, type ServerIndex, type ToolServers } from './server-stats.js';
 
 /** Older revisions a derived index remembers the changed servers since. */
 const CHANGED_SINCE_DEPTH = 8;
@@ -27,34 +27,49 @@ export class CatalogIndex {
   /** A rough size in bytes (strings, postings, maps), for the cache's bound. */
   readonly bytes: number;
   /** Lowercased tag -> indexes of the documents carrying it. */
-  private readonly tagged = new Map<string, number[]>();
+  private readonly tagged: Map<string, number[]>;
+  /** The catalog's servers as BM25 documents (all their tools' terms), with their members and each tool's server. */
+  readonly servers: ServerIndex & { serverOf: ToolServers };
 
   private constructor(
     readonly catalogId: number,
     readonly revision: number,
     readonly bm25: Bm25Index,
-    /** The catalog's servers as BM25 documents (all their tools' terms), with their members and each tool's server. */
-    readonly servers: ServerIndex & { serverOf: ReadonlyMap<string, string> },
-    /** Each document's tags, by its index in `bm25`. */
+    servers: ServerIndex,
+    /** Each document's tags and server, by its index in `bm25`. */
     private readonly tags: string[][],
-    names: readonly string[],
-    stringBytes: number,
+    private readonly serverAt: (string | null)[],
+    /** Characters of the tools' names and servers' names (for `bytes`). */
+    private readonly stringBytes: number,
     /**
      * When derived from older revisions' indexes: those revisions, newest first, each with the
      * servers whose tools changed since it (the dense server list re-reads only those).
      */
     readonly changedSince?: readonly ChangedServers[],
+    /** `tagged` when derived (patched from the base's), else built from `tags`. */
+    tagged?: Map<string, number[]>,
   ) {
-    tags.forEach((list, index) => {
-      for (const tag of new Set(list.map((tag) => tag.toLowerCase()))) {
-        let members = this.tagged.get(tag);
-        if (!members) this.tagged.set(tag, (members = []));
-        members.push(index);
-      }
-    });
+    if (tagged) {
+      this.tagged = tagged;
+    } else {
+      this.tagged = new Map();
+      tags.forEach((list, index) => {
+        for (const tag of lowercased(list)) {
+          let members = this.tagged.get(tag);
+          if (!members) this.tagged.set(tag, (members = []));
+          members.push(index);
+        }
+      });
+    }
+    this.servers = { ...servers, serverOf: { get: (name) => this.serverOfTool(name) } };
     // Per tool ~300 bytes of ids, lengths, map entries, member lists and its server; per posting 8; per distinct term ~100.
     const postings = bm25.postingCount + servers.bm25.postingCount;
-    this.bytes = 300 * names.length + 2 * stringBytes + 8 * postings + 100 * (bm25.termCount + servers.bm25.termCount);
+    this.bytes = 300 * bm25.size + 2 * stringBytes + 8 * postings + 100 * (bm25.termCount + servers.bm25.termCount);
+  }
+
+  private serverOfTool(name: string): string | undefined {
+    const at = this.bm25.indexOf(name);
+    return at === undefined ? undefined : (this.serverAt[at] ?? undefined);
   }
 
   /** Builds the index from the catalog's rows, between time slices (a 100,000-tool catalog's rows take seconds). */
@@ -62,7 +77,7 @@ export class CatalogIndex {
     const slice = new TimeSlice();
     const tools = new Bm25Builder();
     const serverTerms = new ServerDocumentsBuilder();
-    const serverOf = new Map<string, string>();
+    const serverAt: (string | null)[] = [];
     const tags: string[][] = [];
     let stringBytes = 0;
     for (const row of rows) {
@@ -70,56 +85,71 @@ export class CatalogIndex {
       const pairs = row.terms.map((term, i): [string, number] => [term, row.tfs[i]!]);
       tools.add(row.name, row.length, pairs);
       tags.push(row.tags);
+      serverAt.push(row.server);
       stringBytes += row.name.length;
       if (row.server === null) continue;
       if (!serverTerms.members.has(row.server)) stringBytes += row.server.length;
       serverTerms.add(row.name, row.server, row.length, pairs);
-      serverOf.set(row.name, row.server);
     }
     const toolIndex = await Bm25Index.packed(tools, slice);
     const serverIndex = await serverTerms.index(slice);
-    return new CatalogIndex(catalogId, revision, toolIndex, { bm25: serverIndex, members: serverTerms.members, serverOf }, tags, tools.ids, stringBytes);
+    return new CatalogIndex(catalogId, revision, toolIndex, { bm25: serverIndex, members: serverTerms.members }, tags, serverAt, stringBytes);
   }
 
   /**
    * The index of a later revision from this one and what the revisions between changed: what
-   * `build` over that revision's rows makes (same scores, tested), at the cost of a pass over the
-   * postings instead of reading every tool's terms from the store again.
+   * `build` over that revision's rows makes (same scores, tested), at the cost of the changed
+   * tools' and servers' postings (plus one pass over the postings for the dropped tools' terms)
+   * instead of reading every tool's terms from the store again. Unchanged tools keep their places
+   * (`slotPlan`), so their tags, servers and lookups are shared or copied, not rebuilt.
    */
   static async derive(base: CatalogIndex, changes: CatalogChanges): Promise<CatalogIndex> {
     const changed = new Set([...changes.rows.map((row) => row.name), ...changes.removed]);
     const dropped = new Set<number>();
     const touched = new Set<string>();
+    let stringBytes = base.stringBytes;
     for (const name of changed) {
       const at = base.bm25.indexOf(name);
-      if (at !== undefined) dropped.add(at);
-      const server = base.servers.serverOf.get(name);
-      if (server !== undefined) touched.add(server);
+      if (at === undefined) continue;
+      dropped.add(at);
+      stringBytes -= name.length;
+      const server = base.serverAt[at];
+      if (server !== null && server !== undefined) touched.add(server);
     }
-    for (const row of changes.rows) if (row.server !== null) touched.add(row.server);
+    for (const row of changes.rows) {
+      stringBytes += row.name.length;
+      if (row.server !== null) touched.add(row.server);
+    }
     const pairs = (row: CatalogIndexRow) => row.terms.map((term, i): [string, number] => [term, row.tfs[i]!]);
-    const bm25 = await Bm25Index.derive(base.bm25, dropped, changes.rows.map((row) => ({ id: row.name, length: row.length, termFreqs: pairs(row) })));
+    // The dropped and moved tools' terms, read once for the tools' index and the servers' documents.
+    const droppedTerms = base.bm25.changedTerms(dropped, changes.rows.length);
+    const bm25 = await Bm25Index.derive(base.bm25, dropped, changes.rows.map((row) => ({ id: row.name, length: row.length, termFreqs: pairs(row) })), droppedTerms);
+    const plan = slotPlan(base.size, dropped, changes.rows.length);
+    const tags = plan.apply(base.tags, changes.rows.map((row) => row.tags));
+    const serverAt = plan.apply(base.serverAt, changes.rows.map((row) => row.server));
+    const tagged = derivedTagged(base.tagged, base.tags, plan, dropped, changes.rows.map((row) => row.tags));
 
     // The touched servers' documents: their old terms, less the dropped tools', plus the new rows'.
-    const droppedTerms = base.bm25.termsOf(dropped);
     const oldAt = new Map<string, number | undefined>([...touched].map((server) => [server, base.servers.bm25.indexOf(server)]));
     const oldServers = new Set([...oldAt.values()].filter((at) => at !== undefined));
-    const oldServerTerms = base.servers.bm25.termsOf(oldServers);
+    // Their tools first: how many servers stay decides which others move (`slotPlan`), whose terms are read too.
+    const memberLists = new Map([...touched].map((server) => [server, (base.servers.members.get(server) ?? []).filter((name) => !changed.has(name))]));
+    for (const row of changes.rows) if (row.server !== null) memberLists.get(row.server)!.push(row.name);
+    let staying = 0;
+    for (const list of memberLists.values()) if (list.length > 0) staying++;
+    const oldServerTerms = base.servers.bm25.changedTerms(oldServers, staying);
     const members = new Map(base.servers.members);
-    const serverOf = new Map(base.servers.serverOf);
     const documents = new Map<string, { termFreqs: Map<string, number>; length: number; members: string[] }>();
     for (const [server, at] of oldAt) {
       documents.set(server, {
-        termFreqs: at === undefined ? new Map() : oldServerTerms.get(at)!,
+        termFreqs: new Map(at === undefined ? [] : oldServerTerms.get(at)!),
         length: at === undefined ? 0 : base.servers.bm25.lengthAt(at),
-        members: (base.servers.members.get(server) ?? []).filter((name) => !changed.has(name)),
+        members: memberLists.get(server)!,
       });
     }
     for (const doc of dropped) {
-      const name = base.bm25.idAt(doc);
-      const server = base.servers.serverOf.get(name);
-      serverOf.delete(name);
-      if (server === undefined) continue;
+      const server = base.serverAt[doc];
+      if (server === null || server === undefined) continue;
       const document = documents.get(server)!;
       for (const [term, tf] of droppedTerms.get(doc)!) {
         const left = document.termFreqs.get(term)! - tf;
@@ -133,32 +163,24 @@ export class CatalogIndex {
       const document = documents.get(row.server)!;
       for (const [term, tf] of pairs(row)) document.termFreqs.set(term, (document.termFreqs.get(term) ?? 0) + tf);
       document.length += row.length;
-      document.members.push(row.name);
-      serverOf.set(row.name, row.server);
     }
     const rebuilt: { id: string; length: number; termFreqs: Map<string, number> }[] = [];
     for (const [server, document] of documents) {
       if (document.members.length === 0) {
-        members.delete(server);
+        if (members.delete(server)) stringBytes -= server.length;
         continue;
       }
+      if (!members.has(server)) stringBytes += server.length;
       members.set(server, document.members);
       rebuilt.push({ id: server, length: document.length, termFreqs: document.termFreqs });
     }
-    const servers = await Bm25Index.derive(base.servers.bm25, oldServers, rebuilt);
+    const servers = await Bm25Index.derive(base.servers.bm25, oldServers, rebuilt, oldServerTerms);
 
-    const tags: string[][] = [];
-    for (let doc = 0; doc < base.size; doc++) if (!dropped.has(doc)) tags.push(base.tags[doc]!);
-    for (const row of changes.rows) tags.push(row.tags);
-    const names = Array.from({ length: bm25.size }, (_, at) => bm25.idAt(at));
-    let stringBytes = 0;
-    for (const name of names) stringBytes += name.length;
-    for (const server of members.keys()) stringBytes += server.length;
     // Older revisions carry the new changes too; a set past what would be re-read is dropped.
     const changedSince = [{ revision: base.revision, servers: touched }, ...(base.changedSince ?? []).map((since) => ({ revision: since.revision, servers: new Set([...since.servers, ...touched]) }))]
       .filter((since) => since.servers.size <= REREAD_MAX)
       .slice(0, CHANGED_SINCE_DEPTH);
-    return new CatalogIndex(base.catalogId, changes.revision, bm25, { bm25: servers, members, serverOf }, tags, names, stringBytes, changedSince);
+    return new CatalogIndex(base.catalogId, changes.revision, bm25, { bm25: servers, members }, tags, serverAt, stringBytes, changedSince, tagged);
   }
 
   get size(): number {
@@ -169,7 +191,7 @@ export class CatalogIndex {
   search(weights: ReadonlyMap<string, number>, limit: number, tags?: readonly string[]): [string, number][] {
     if (!tags?.length) return this.bm25.searchWeighted(weights, limit);
     const within = new Uint8Array(this.size);
-    for (const tag of new Set(tags.map((tag) => tag.toLowerCase()))) for (const index of this.tagged.get(tag) ?? []) within[index] = 1;
+    for (const tag of lowercased(tags)) for (const index of this.tagged.get(tag) ?? []) within[index] = 1;
     return this.bm25.searchWeighted(weights, limit, within);
   }
 
@@ -182,6 +204,44 @@ export class CatalogIndex {
     }
     return tags;
   }
+}
+
+/** A tool's tags as the tag filter matches them: lowercased, each once. */
+function lowercased(tags: readonly string[]): Set<string> {
+  return new Set(tags.map((tag) => tag.toLowerCase()));
+}
+
+/**
+ * The tag -> documents map after a change (`slotPlan`): the lists of the tags the dropped, moved
+ * and added documents carry are written again, every other list is the base's.
+ */
+function derivedTagged(
+  base: ReadonlyMap<string, number[]>,
+  baseTags: readonly string[][],
+  plan: ReturnType<typeof slotPlan>,
+  dropped: ReadonlySet<number>,
+  addedTags: readonly string[][],
+): Map<string, number[]> {
+  const gone = new Set([...dropped, ...plan.moved.keys()]);
+  const more = new Map<string, number[]>();
+  const put = (tags: readonly string[], at: number) => {
+    for (const tag of lowercased(tags)) {
+      let list = more.get(tag);
+      if (!list) more.set(tag, (list = []));
+      list.push(at);
+    }
+  };
+  for (const [from, to] of plan.moved) put(baseTags[from]!, to);
+  addedTags.forEach((tags, i) => put(tags, plan.addedAt[i]!));
+  const touched = new Set(more.keys());
+  for (const doc of gone) for (const tag of lowercased(baseTags[doc]!)) touched.add(tag);
+  const tagged = new Map(base);
+  for (const tag of touched) {
+    const list = [...(base.get(tag) ?? []).filter((doc) => !gone.has(doc)), ...(more.get(tag) ?? [])];
+    if (list.length > 0) tagged.set(tag, list);
+    else tagged.delete(tag);
+  }
+  return tagged;
 }
 
 /** CATALOG_INDEX_MEMORY's default, in MiB. */

@@ -19,7 +19,12 @@ export interface ServerIndex {
   bm25: Bm25Index;
   members: ServerMembers;
   /** Tool -> its server (a catalog's index has it; the dense server list's candidates above SERVER_SCAN_MAX). */
-  serverOf?: ReadonlyMap<string, string>;
+  serverOf?: ToolServers;
+}
+
+/** A tool's server by the tool's id. */
+export interface ToolServers {
+  get(id: string): string | undefined;
 }
 
 /** Catalog revisions whose server means stay in memory (each ~2 KB per server for the default model). */

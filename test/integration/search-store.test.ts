@@ -317,7 +317,13 @@ describe('a newer revision\'s index derived from the older one and the change lo
       }
       const sortedMembers = (members: ReadonlyMap<string, readonly string[]>) => new Map([...members].map(([server, list]): [string, string[]] => [server, [...list].sort()]).sort());
       expect(sortedMembers(derived.servers.members), label).toEqual(sortedMembers(whole.servers.members));
-      expect(new Map([...derived.servers.serverOf].sort()), label).toEqual(new Map([...whole.servers.serverOf].sort()));
+      // Every tool's place and server, and none for a tool the catalog no longer has.
+      const names = new Set([...Array.from({ length: whole.size }, (_, at) => whole.bm25.idAt(at)), ...docs.map((doc) => doc.tool.name), 'n1', 'n2', 'n3', 'n5', 'u1', 'none']);
+      for (const tool of names) {
+        const at = derived.bm25.indexOf(tool);
+        expect(at === undefined ? undefined : derived.bm25.idAt(at), `${label}: place of ${tool}`).toBe(whole.bm25.indexOf(tool) === undefined ? undefined : tool);
+        expect(derived.servers.serverOf.get(tool), `${label}: server of ${tool}`).toBe(whole.servers.serverOf.get(tool));
+      }
       for (const word of [...words, 'alpah', 'delat', 'ech']) {
         expect(derived.bm25.vocabulary().df(word), `${label}: df ${word}`).toBe(whole.bm25.vocabulary().df(word));
         expect(new Set(derived.bm25.vocabulary().near(word)), `${label}: near ${word}`).toEqual(new Set(whole.bm25.vocabulary().near(word)));
@@ -354,6 +360,13 @@ describe('a newer revision\'s index derived from the older one and the change lo
     await upsertCatalogTools(database.db, tenant, name, two);
     await writeVectors(database.db, recipe, vectorsOf([...two]));
     await expectSame('second of two');
+    // A run of small writes, each index derived from the last (its id lookup chains over the last
+    // one's and is built afresh past LOOKUP_DEPTH), one of them removing the catalog's first tool.
+    for (let k = 0; k < 10; k++) {
+      if (k === 4) await deleteCatalogTool(database.db, tenant, name, 't00');
+      else await upsertCatalogTools(database.db, tenant, name, [tool(`t${30 + k}`, `s${k % 6}`)]);
+      await expectSame(`small write ${k}`, false);
+    }
 
     // A revision missing from the log (forgotten, as writers forget old ones) or a whole-catalog
     // replace: the index is read whole instead, in the background.

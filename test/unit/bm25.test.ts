@@ -135,15 +135,21 @@ describe('Bm25Index', () => {
 });
 
 describe('Bm25Index.derive', () => {
-  it('scores the changed corpus exactly as an index built over it, sharing the lists no change touches', async () => {
+  /** Seeded documents of 1-5 of `vocabulary`'s terms (tf 1-3), each a little longer than its terms' sum. */
+  const documents = async (seed: number, vocabulary: readonly string[]) => {
     const { seededRandom } = await import('../helpers/seeded-random.js');
-    const random = seededRandom(11);
-    const vocabulary = Array.from({ length: 15 }, (_, i) => `w${i}`);
+    const random = seededRandom(seed);
     const document = (id: string): Bm25Document => {
       const termFreqs = new Map<string, number>();
       for (let k = 0; k < 1 + Math.floor(random() * 5); k++) termFreqs.set(vocabulary[Math.floor(random() * vocabulary.length)]!, 1 + Math.floor(random() * 3));
       return { id, termFreqs, length: [...termFreqs.values()].reduce((sum, tf) => sum + tf, 0) + Math.floor(random() * 3) };
     };
+    return { random, document };
+  };
+
+  it('scores the changed corpus exactly as an index built over it, sharing the lists no change touches', async () => {
+    const vocabulary = Array.from({ length: 15 }, (_, i) => `w${i}`);
+    const { random, document } = await documents(11, vocabulary);
     const corpus = Array.from({ length: 50 }, (_, i) => document(`d${i}`));
     const base = new Bm25Index(corpus);
     for (const [dropCount, addCount] of [[0, 3], [10, 0], [7, 8], [50, 2]] as const) {
@@ -160,6 +166,32 @@ describe('Bm25Index.derive', () => {
       }
       for (const term of vocabulary) expect(derived.df(term)).toBe(built.df(term));
       expect(derived.postingCount).toBe(built.postingCount);
+    }
+  });
+
+  it('derives from a derived index, many times over, finding every document by id', async () => {
+    const vocabulary = Array.from({ length: 12 }, (_, i) => `w${i}`);
+    const { random, document } = await documents(5, vocabulary);
+    let corpus = Array.from({ length: 40 }, (_, i) => document(`d${i}`));
+    let index = new Bm25Index(corpus);
+    const gone = new Set<string>();
+    // More drops than adds, more adds than drops, changes in place (the same id dropped and added), the first and last documents.
+    for (let round = 0; round < 20; round++) {
+      const dropCount = [0, 5, 1, 3, 8][round % 5]!;
+      const addCount = [2, 1, 1, 6, 0][round % 5]!;
+      const dropped = new Set<number>(round === 7 ? [0, index.size - 1] : []);
+      while (dropped.size < Math.min(dropCount, index.size)) dropped.add(Math.floor(random() * index.size));
+      const droppedIds = [...dropped].map((at) => index.idAt(at));
+      const readded = droppedIds.filter(() => random() < 0.5).map((id) => document(id));
+      const added = [...readded, ...Array.from({ length: addCount }, (_, i) => document(`r${round}_${i}`))];
+      for (const id of droppedIds) gone.add(id);
+      for (const doc of added) gone.delete(doc.id);
+      corpus = [...corpus.filter((doc) => !droppedIds.includes(doc.id)), ...added];
+      index = await Bm25Index.derive(index, dropped, added);
+      expect(index.size).toBe(corpus.length);
+      for (const query of [['w0'], ['w1', 'w2'], vocabulary]) expect(index.search(query)).toEqual(scoreBm25(corpus, query));
+      for (const doc of corpus) expect(index.idAt(index.indexOf(doc.id)!)).toBe(doc.id);
+      for (const id of gone) expect(index.indexOf(id)).toBeUndefined();
     }
   });
 });
