@@ -26,6 +26,7 @@ import pg from 'pg';
 import { getCatalog } from '../src/store/catalog-store.js';
 import { openPglite, openPostgres, type Database } from '../src/store/database.js';
 import { startInProcess } from './in-process.js';
+import { commandCpuSeconds } from './process-cpu.js';
 import { toolAt } from './scale-catalog.js';
 import { summarize, type Summary } from './stats.js';
 
@@ -87,6 +88,8 @@ interface SizeReport {
   store: string;
   tools: number;
   push_tools_per_s: number;
+  /** CPU seconds during the push: this process (the service, its threads, and the bench's client), and PostgreSQL's processes. */
+  push_cpu: { here_s: number; postgres_s?: number };
   embed_tools_per_s?: number;
   search_ms: Partial<Record<'bm25' | 'hybrid', Summary>>;
   /** The median over WRITES one-tool writes of the first search after each (`..._samples`: all of them). */
@@ -113,13 +116,19 @@ async function runSize(store: 'postgres' | 'pglite', size: number): Promise<Size
   const catalog = `scale-${size}`;
   try {
     const pushStarted = performance.now();
+    const cpuBefore = { here: process.cpuUsage(), postgres: store === 'postgres' ? commandCpuSeconds('postgres') : undefined };
     for (let start = 0; start < size; start += slice) {
       const tools = Array.from({ length: Math.min(slice, size - start) }, (_, k) => toolAt(start + k));
       await call('POST', `/v1/catalogs/${catalog}/tools`, { tools });
     }
     const pushSeconds = (performance.now() - pushStarted) / 1000;
-    const report: SizeReport = { store, tools: size, push_tools_per_s: size / pushSeconds, search_ms: {}, first_search_after_write_ms: {}, first_search_after_write_samples: {}, rss_mb: 0 };
-    process.stderr.write(`[${store} ${size}] pushed in ${pushSeconds.toFixed(1)} s (${report.push_tools_per_s.toFixed(0)} tools/s)\n`);
+    const here = process.cpuUsage(cpuBefore.here);
+    const pushCpu = { here_s: (here.user + here.system) / 1e6, ...(cpuBefore.postgres === undefined ? {} : { postgres_s: commandCpuSeconds('postgres') - cpuBefore.postgres }) };
+    const report: SizeReport = { store, tools: size, push_tools_per_s: size / pushSeconds, push_cpu: pushCpu, search_ms: {}, first_search_after_write_ms: {}, first_search_after_write_samples: {}, rss_mb: 0 };
+    process.stderr.write(
+      `[${store} ${size}] pushed in ${pushSeconds.toFixed(1)} s (${report.push_tools_per_s.toFixed(0)} tools/s); CPU s: this process (service and client) ${pushCpu.here_s.toFixed(1)}` +
+        `${pushCpu.postgres_s === undefined ? '' : `, PostgreSQL ${pushCpu.postgres_s.toFixed(1)}`}\n`,
+    );
     if (hybrid) {
       for (;;) {
         const { embedding } = await call('GET', `/v1/catalogs/${catalog}`);
