@@ -3,7 +3,7 @@
  * token estimates and budgets, unmatched query terms, and tenants.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../helpers/app.js';
+import { startTestApp, untilEmbedded, type TestApp } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
 
 const anthropicTools = [
@@ -20,14 +20,10 @@ describe('POST /v1/tool-search', () => {
   beforeAll(async () => {
     app = await startTestApp({ API_KEYS: 'ts1:ts-tenant,ts2:ts-other', EMBED_MODEL: 'use-lite' });
     expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools: anthropicTools }, auth)).status).toBe(200);
-    // Queries below that share no word with their tool need the vectors.
-    for (let tries = 0; ; tries++) {
-      const { body } = await app.request('GET', `/v1/catalogs/${catalog}`, undefined, auth);
-      if (body.embedding.done === anthropicTools.length) break;
-      if (tries > 600) throw new Error(`embeddings not done: ${JSON.stringify(body.embedding)}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }, 120_000);
+    // Queries below that share no word with their tool need the vectors (a loaded CI machine took
+    // over 60 s once: the model's threads run at a lower priority than the other test files').
+    await untilEmbedded(app, catalog, auth);
+  }, 180_000);
   afterAll(() => app.close());
 
   const search = (body: unknown, headers: Record<string, string> = auth) => app.request('POST', '/v1/tool-search', body, headers);
