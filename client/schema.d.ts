@@ -507,7 +507,9 @@ export interface components {
              * @description Estimated tokens (o200k, gpt-tokenizer; an estimate for other models) of every tool's
              *     definition: what sending the whole catalog to a model would cost, in Anthropic's shape,
              *     OpenAI Responses' shape, and as the definitions were pushed. Counted when tools are
-             *     written and summed by each write.
+             *     written and summed by each write. A word longer than 256 characters is counted in
+             *     pieces of 256 (within about a token a piece; the tokenizer's time grows with the
+             *     square of a word's length).
              */
             definition_tokens: {
                 anthropic: number;

@@ -3,15 +3,15 @@
  * (tokens-worker.ts), by tests, and on the main thread only when that thread is gone (tokens.ts's
  * `countHere`); the service's main thread otherwise never imports it.
  */
-import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
+import { countText } from './count-text.js';
 import { mapYielding } from './catalog-service.js';
 import { definitionTexts, fromTextCounts, type Countable, type DefinitionTokens } from './tokens.js';
 
 /** One tool's counts, here and now: two tokenizer passes at most. */
 export function definitionTokens(tool: Countable): DefinitionTokens {
   const texts = definitionTexts(tool);
-  return fromTextCounts(countTokens(texts.anthropic), texts.asSent === null ? null : countTokens(texts.asSent));
+  return fromTextCounts(countText(texts.anthropic), texts.asSent === null ? null : countText(texts.asSent));
 }
 
 /** Texts counted on this thread (~40 us a typical tool's), yielding to other requests between slices. */
-export const countTextsHere = (texts: readonly string[]): Promise<number[]> => mapYielding(texts, (text) => countTokens(text));
+export const countTextsHere = (texts: readonly string[]): Promise<number[]> => mapYielding(texts, countText);

@@ -4,7 +4,7 @@
  * `WorkerPool`'s protocol: texts in, o200k_base token counts out.
  */
 import { parentPort } from 'node:worker_threads';
-import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
+import { countText } from './count-text.js';
 import type { WorkerMessage, WorkerRequest } from '../embed/worker-pool.js';
 
 const port = parentPort;
@@ -12,7 +12,7 @@ if (!port) throw new Error('tokens-worker.ts must run in a worker thread');
 
 port.on('message', ({ id, payload }: WorkerRequest<string[]>) => {
   try {
-    port.postMessage({ type: 'result', id, value: payload.map((text) => countTokens(text)) } satisfies WorkerMessage<number[]>);
+    port.postMessage({ type: 'result', id, value: payload.map(countText) } satisfies WorkerMessage<number[]>);
   } catch (error) {
     port.postMessage({ type: 'error', id, message: error instanceof Error ? error.message : String(error) } satisfies WorkerMessage<number[]>);
   }

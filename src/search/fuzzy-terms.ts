@@ -5,7 +5,7 @@
  * caller's (an in-process index's terms, or the store's), so every path expands alike.
  *
  * The rule, from how people and agents misspell (most misspellings are one edit away from the
- * word meant, and keep its first letter): a word of at least MIN_FUZZY_LETTERS Latin letters
+ * word meant, and keep its first letter): a word of MIN_FUZZY_LETTERS to MAX_FUZZY_LETTERS Latin letters
  * that the corpus lacks is matched to the corpus's words one edit away (a deletion, an insertion,
  * a substitution, or a swap of neighbours) with the same first letter; at most
  * MAX_FUZZY_MATCHES of them, the ones most documents hold first. One edit, not two, so the store
@@ -15,6 +15,11 @@ import { isEnglishWord } from './dictionary.js';
 
 /** Shorter words have too many neighbours one edit away ("tool" -> "pool", "took"). */
 export const MIN_FUZZY_LETTERS = 4;
+/**
+ * Longer words are names, hashes or noise, not misspellings; and a word's one-edit variants grow
+ * with the square of its length (a 10,000-letter query word made 5 GB of them).
+ */
+export const MAX_FUZZY_LETTERS = 40;
 /** A corrected word is a guess: it counts less than a word the query spelled as the corpus does. */
 export const FUZZY_WEIGHT = 0.6;
 /** A word near several corpus words votes for the commonest few, not for every neighbour. */
@@ -31,9 +36,9 @@ export interface Vocabulary {
 const FUZZY_WORD = /^[a-z]+$/;
 const LETTERS = 'abcdefghijklmnopqrstuvwxyz';
 
-/** Whether typo matching may correct this term (a word of MIN_FUZZY_LETTERS or more Latin letters). */
+/** Whether typo matching may correct this term (a word of MIN_FUZZY_LETTERS to MAX_FUZZY_LETTERS Latin letters). */
 export function isFuzzyWord(term: string): boolean {
-  return term.length >= MIN_FUZZY_LETTERS && FUZZY_WORD.test(term);
+  return term.length >= MIN_FUZZY_LETTERS && term.length <= MAX_FUZZY_LETTERS && FUZZY_WORD.test(term);
 }
 
 /**
@@ -157,7 +162,7 @@ export class VocabularyIndex implements Vocabulary {
 
   constructor(terms: Iterable<string>, private readonly frequency: (term: string) => number) {
     for (const term of terms) {
-      if (!FUZZY_WORD.test(term) || term.length < MIN_FUZZY_LETTERS - 1) continue;
+      if (term.length < MIN_FUZZY_LETTERS - 1 || term.length > MAX_FUZZY_LETTERS + 1 || !FUZZY_WORD.test(term)) continue;
       const key = `${term[0]}${term.length}`;
       let bucket = this.buckets.get(key);
       if (!bucket) this.buckets.set(key, (bucket = []));

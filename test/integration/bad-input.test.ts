@@ -133,3 +133,38 @@ describe('input that is accepted but degraded says so', () => {
     expect(clean.body.warnings).toBeUndefined();
   });
 });
+
+describe('input of extreme shape is answered, not a crash or a stall', () => {
+  let app: TestApp;
+  const catalog = uniqueName('extreme');
+  const word = (text: string, length: number) => text.repeat(Math.ceil(length / text.length)).slice(0, length);
+  beforeAll(async () => {
+    app = await startTestApp();
+  });
+  afterAll(() => app.close());
+
+  it('a tool with a 200,000-letter word is stored and counted (the tokenizer is quadratic in a word, counted in pieces)', async () => {
+    const tools = [
+      { name: 'blob', description: `${word('x', 200_000)} ${word('漢', 50_000)}` },
+      { name: 'get_weather', description: 'Weather forecast for a city.' },
+    ];
+    const put = await app.request('PUT', `/v1/catalogs/${catalog}`, { tools });
+    expect(put.status).toBe(200);
+    const summary = (await app.request('GET', `/v1/catalogs/${catalog}`)).body;
+    expect(summary.definition_tokens.anthropic).toBeGreaterThan(75_000);
+  });
+
+  it('a query of one 9,980-letter word answers on every path (typo matching reads words of at most 40 letters)', async () => {
+    const query = word('weatherx', 9_980);
+    for (const mode of ['bm25', 'hybrid']) {
+      const search = await app.request('POST', `/v1/catalogs/${catalog}/search`, { query, mode });
+      expect(search.status, JSON.stringify(search.body)).toBe(200);
+    }
+    const found = await app.request('POST', '/v1/tool-search', { query, catalog });
+    expect(found.status, JSON.stringify(found.body)).toBe(200);
+    const selected = await app.request('POST', '/v1/tool-discovery/search', { pattern: `${query} wether forcast`, top_k: 1, tools: [{ name: 'get_weather', description: 'Weather forecast for a city.' }, { name: 'read_file', description: 'Read a file.' }] });
+    expect(selected.status, JSON.stringify(selected.body)).toBe(200);
+    // The short misspelt words next to it are still corrected.
+    expect(selected.body.selected_names).toEqual(['get_weather']);
+  });
+});

@@ -6,6 +6,7 @@
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import { until } from '../helpers/assertions.js';
 import { uniqueName } from '../helpers/database.js';
 
 /** Everything the server sends on `socket` until it closes the connection. */
@@ -72,23 +73,41 @@ describe('requests Node rejects before express sees them', () => {
 describe('request bodies in flight', () => {
   let app: TestApp;
   beforeAll(async () => {
-    app = await startTestApp({ BODY_LIMIT: '600kb', BODY_MEMORY: '1mb', BODY_TIMEOUT_MS: '1500' });
+    // The slow bodies must stay open for the whole test, however busy the machine.
+    app = await startTestApp({ BODY_LIMIT: '600kb', BODY_MEMORY: '1mb', BODY_TIMEOUT_MS: '120000' });
   });
   afterAll(() => app?.close());
 
   it('answers 503 with Retry-After once the bodies being received would pass BODY_MEMORY, and recovers when they end', async () => {
     const slow = [partialPut(app.url, `/v1/catalogs/${uniqueName('slow')}`, 500_000, 1000), partialPut(app.url, `/v1/catalogs/${uniqueName('slow')}`, 450_000, 1000)];
-    await new Promise((resolve) => setTimeout(resolve, 200)); // both reserved their declared length
-    const refused = await app.request('PUT', `/v1/catalogs/${uniqueName('refused')}`, { tools: [{ name: 'a', description: 'x'.repeat(200_000) }] });
+    const large = { tools: [{ name: 'a', description: 'x'.repeat(200_000) }] };
+    // Until the server has read both slow requests' headers (and reserved their lengths), a large
+    // body still fits: ask again until it does not, however busy the machine is.
+    let refused = await app.request('PUT', `/v1/catalogs/${uniqueName('refused')}`, large);
+    await until('both slow bodies to be reserved', async () => {
+      if (refused.status !== 503) refused = await app.request('PUT', `/v1/catalogs/${uniqueName('refused')}`, large);
+      return refused.status === 503;
+    });
     expect(refused.status).toBe(503);
     expect(refused.headers.get('retry-after')).toBe('1');
     expect(refused.body.error.message).toContain('BODY_MEMORY');
     // A small body still fits.
     expect((await app.request('PUT', `/v1/catalogs/${uniqueName('small')}`, { tools: [{ name: 'a', description: 'b' }] })).status).toBe(200);
     for (const { socket } of slow) socket.destroy();
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    expect((await app.request('PUT', `/v1/catalogs/${uniqueName('after')}`, { tools: [{ name: 'a', description: 'x'.repeat(200_000) }] })).status).toBe(200);
+    // Their reservations end when the server sees the connections close.
+    let after = 0;
+    await until('the reservations to be released', async () => (after = (await app.request('PUT', `/v1/catalogs/${uniqueName('after')}`, large)).status) !== 503);
+    expect(after).toBe(200);
   });
+
+});
+
+describe('a request body that does not arrive', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await startTestApp({ BODY_TIMEOUT_MS: '1500' });
+  });
+  afterAll(() => app?.close());
 
   it('closes a request whose body does not arrive within BODY_TIMEOUT_MS with 408', async () => {
     const started = Date.now();

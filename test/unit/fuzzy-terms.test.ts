@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isEnglishWord } from '../../src/search/dictionary.js';
-import { corrections, denseQueryText, editDistance, expandTerms, expandTermsLoaded, FUZZY_WEIGHT, oneEditVariants, VocabularyIndex, type TermFrequencyLoader } from '../../src/search/fuzzy-terms.js';
+import { corrections, denseQueryText, editDistance, expandTerms, expandTermsLoaded, FUZZY_WEIGHT, isFuzzyWord, MAX_FUZZY_LETTERS, MIN_FUZZY_LETTERS, oneEditVariants, VocabularyIndex, type TermFrequencyLoader } from '../../src/search/fuzzy-terms.js';
 
 const frequencies = new Map([
   ['weather', 12],
@@ -76,6 +76,17 @@ describe('expandTerms: weights', () => {
     expect(corrections('stoek', vocabulary)).toEqual(['stock', 'stork']);
     // "stxck": stack, stick, stock, stuck all one edit away: the three commonest.
     expect(corrections('stxck', vocabulary)).toEqual(['stack', 'stock', 'stuck']);
+  });
+
+  it(`corrects words of ${MIN_FUZZY_LETTERS} to ${MAX_FUZZY_LETTERS} letters only: a longer one is a name or noise, and its variants grow with its square`, async () => {
+    const long = `w${'e'.repeat(MAX_FUZZY_LETTERS)}`;
+    expect(isFuzzyWord(long.slice(0, MAX_FUZZY_LETTERS))).toBe(true);
+    expect(isFuzzyWord(long)).toBe(false);
+    const asked: string[][] = [];
+    const expanded = await expandTermsLoaded([long, 'wether'], async (terms) => (asked.push([...terms]), loader(terms)));
+    expect(asked[1]!.some((term) => term.length > MAX_FUZZY_LETTERS)).toBe(false);
+    expect(expanded.corrections).toEqual(new Map([['wether', 'weather']]));
+    expect(expanded).toEqual(expandTerms([long, 'wether'], vocabulary));
   });
 
   it('does not change the first letter', () => {
