@@ -8,7 +8,8 @@
  * and a pending revision is recounted no sooner than 20 times its last count took: however often
  * clients poll, counting takes at most ~5% of a core per catalog per process. A small catalog's
  * count (milliseconds) is thus current within tens of milliseconds; a 100,000-tool one within
- * seconds, while its embedding takes minutes.
+ * seconds, while its embedding takes minutes. A count slower than its size explains (a stalled
+ * machine) is not held against the catalog: the wait is capped by the size (countCostCapMs).
  */
 import { currentRecipe } from '../embed/embed-documents.js';
 import { LruCache } from '../lru-cache.js';
@@ -22,6 +23,13 @@ export interface PendingEmbeddings {
 
 /** A pending revision is recounted after this many times its last count's duration. */
 const RECOUNT_COST_FACTOR = 20;
+/**
+ * The longest a count of `total` tools is taken to cost (~5x a quiet machine's: 1.1-1.5 s at
+ * 100,000 tools): a count slower than that was the machine stalling, not the catalog, and must not
+ * leave a small catalog's progress stale for a minute (4 tools counted in 3 s on a loaded CI run).
+ */
+const countCostCapMs = (total: number): number => 5 + 0.05 * total;
+const recountAfterMs = (count: Count): number => RECOUNT_COST_FACTOR * Math.min(count.tookMs, countCostCapMs(count.progress.total));
 
 interface Count {
   at: number;
@@ -39,7 +47,7 @@ export class CatalogEmbeddingStatus {
 
   /**
    * The revision's tool count and how many have a current vector of `model`, recounted when the
-   * last count is older than `minRecountMs` and than 20 times its duration.
+   * last count is older than `minRecountMs` and than 20 times its duration (capped by its size).
    */
   async progress(db: Executor, catalog: { id: number; revision: number }, model: string, minRecountMs = 0): Promise<PendingEmbeddings> {
     const recipe = currentRecipe(model);
@@ -47,7 +55,7 @@ export class CatalogEmbeddingStatus {
     const total = this.complete.get(key);
     if (total !== undefined) return { done: total, total };
     const recent = this.counted.get(key);
-    if (recent && this.now() - recent.at < Math.max(minRecountMs, RECOUNT_COST_FACTOR * recent.tookMs)) return recent.progress;
+    if (recent && this.now() - recent.at < Math.max(minRecountMs, recountAfterMs(recent))) return recent.progress;
     let counting = this.counting.get(key);
     if (!counting) {
       counting = (async () => {

@@ -128,6 +128,29 @@ describe(`a catalog's embedding progress, counted at a bounded cost (${storeKind
     expect(await status.progress(db, { ...catalog, revision: catalog.revision + 1 }, model)).toEqual({ done: 20, total: 20 });
     expect(counts).toBe(4);
   });
+
+  it('does not hold a count slowed by a stalled machine against a small catalog: the wait is capped by its size', async () => {
+    const { CatalogEmbeddingStatus } = await import('../../src/catalog/embedding-status.js');
+    const { currentRecipe } = await import('../../src/embed/embed-documents.js');
+    const { testDatabase, uniqueName } = await import('../helpers/database.js');
+    const database = await testDatabase();
+    const documents = toDocuments(uniqueTools(4, 'stalled'));
+    const { catalog } = await replaceCatalog(database.db, 'tenant', uniqueName('stalled'), documents);
+    const model = uniqueName('stalled-model');
+    // The first count "takes" 3 s (a loaded machine), the next ones 1 ms.
+    let clock = 0;
+    let stall = 3_000;
+    const status = new CatalogEmbeddingStatus(() => {
+      const now = clock;
+      clock += stall;
+      stall = 0;
+      return now;
+    });
+    expect(await status.progress(database.db, catalog, model)).toEqual({ done: 0, total: 4 });
+    await writeVectors(database.db, currentRecipe(model), documents.map((doc) => ({ hash: doc.hash, vector: [1, 0, 0] })));
+    clock += 200; // 20 x 3 s would be a minute; a 4-tool count is taken to cost at most ~5 ms
+    expect(await status.progress(database.db, catalog, model)).toEqual({ done: 4, total: 4 });
+  });
 });
 
 describe(`vectors written read back as the float4 pgvector stores (${storeKind()})`, () => {
