@@ -57,13 +57,30 @@ const LOOKUP_DEPTH = 16;
  * Where a change puts a corpus's documents: added documents take the dropped ones' places (lowest
  * first), then new places at the end; when fewer come than go, the last documents move into the
  * places left below the new size. Every other document keeps its index, so per-document arrays
- * (ids, lengths, a catalog's tags and servers) are copied and patched, not rebuilt.
+ * (ids, lengths, a catalog's tags and servers) are copied and patched, not rebuilt. One plan serves
+ * every index of a change (a catalog's tools, tags and servers).
  */
-export function slotPlan(size: number, dropped: ReadonlySet<number>, addedCount: number) {
+export interface SlotPlan {
+  /** The corpus's size before the change. */
+  before: number;
+  /** The corpus's size after the change. */
+  size: number;
+  /** The places the change takes out. */
+  dropped: ReadonlySet<number>;
+  /** Each added document's place. */
+  addedAt: readonly number[];
+  /** Old place -> new place of the documents that move into places below the new size. */
+  moved: ReadonlyMap<number, number>;
+  /** Old places whose documents leave them: the dropped and the moved. */
+  gone: ReadonlySet<number>;
+  /** `values` (one per document of the old corpus) for the new one: `added`'s at their places, moved ones moved. */
+  apply<T>(values: readonly T[], added: readonly T[]): T[];
+}
+
+export function slotPlan(size: number, dropped: ReadonlySet<number>, addedCount: number): SlotPlan {
   const newSize = size - dropped.size + addedCount;
   const holes = [...dropped].sort((a, b) => a - b);
   const addedAt = Array.from({ length: addedCount }, (_, i) => (i < holes.length ? holes[i]! : size + i - holes.length));
-  /** Old index -> new index of the documents that move into places below the new size. */
   const moved = new Map<number, number>();
   let from = size - 1;
   for (let h = addedCount; h < holes.length && holes[h]! < newSize; h++) {
@@ -71,10 +88,12 @@ export function slotPlan(size: number, dropped: ReadonlySet<number>, addedCount:
     moved.set(from--, holes[h]!);
   }
   return {
+    before: size,
     size: newSize,
+    dropped,
     addedAt,
     moved,
-    /** `values` (one per document of the old corpus) for the new one: `added`'s at their places, moved ones moved. */
+    gone: new Set([...dropped, ...moved.keys()]),
     apply<T>(values: readonly T[], added: readonly T[]): T[] {
       const out = values.slice(0, Math.min(values.length, newSize));
       for (let i = 0; i < added.length; i++) out[addedAt[i]!] = added[i]!;
@@ -82,6 +101,55 @@ export function slotPlan(size: number, dropped: ReadonlySet<number>, addedCount:
       return out;
     },
   };
+}
+
+/**
+ * Lists of entries keyed by term or tag (`stride` numbers an entry, a document's place first)
+ * after a change: each list of a key in `more` or `touched` loses the entries at places the plan
+ * empties and gains `more`'s; every other list is `lists`' own, shared. Returns the lists and how
+ * many entries they gained (less those lost). Yields now and then on long lists.
+ */
+export async function patchLists(
+  lists: ReadonlyMap<string, Int32Array>,
+  plan: SlotPlan,
+  touched: Iterable<string>,
+  more: ReadonlyMap<string, readonly number[]>,
+  stride: number,
+): Promise<{ lists: Map<string, Int32Array>; gained: number }> {
+  const isGone = new Uint8Array(plan.before);
+  for (const doc of plan.gone) isGone[doc] = 1;
+  const patched = new Map(lists);
+  let gained = 0;
+  let work = 0;
+  for (const key of new Set([...more.keys(), ...touched])) {
+    if (work > 200_000) {
+      work = 0;
+      await nextTurn();
+    }
+    const list = lists.get(key) ?? EMPTY;
+    const added = more.get(key) ?? [];
+    work += list.length;
+    let kept = 0;
+    for (let i = 0; i < list.length; i += stride) if (!isGone[list[i]!]) kept++;
+    const merged = new Int32Array(stride * kept + added.length);
+    let at = 0;
+    for (let i = 0; i < list.length; i += stride) {
+      if (isGone[list[i]!]) continue;
+      for (let k = 0; k < stride; k++) merged[at++] = list[i + k]!;
+    }
+    merged.set(added, at);
+    gained += (merged.length - list.length) / stride;
+    if (merged.length > 0) patched.set(key, merged);
+    else patched.delete(key);
+  }
+  return { lists: patched, gained };
+}
+
+/** Appends `values` to the list of `key` in `lists` (made when missing). */
+export function pushTo(lists: Map<string, number[]>, key: string, ...values: number[]): void {
+  let list = lists.get(key);
+  if (!list) lists.set(key, (list = []));
+  list.push(...values);
 }
 
 export class Bm25Index {
@@ -137,7 +205,7 @@ export class Bm25Index {
   }
 
   /**
-   * This corpus with the documents at `dropped` taken out and `added` put in: the index that a
+   * This corpus with the documents at the plan's dropped places taken out and `added` put in at its places: the index that a
    * build over the changed corpus makes (the same statistics and scores; the documents in another
    * order, which no ranking reads, ties going by id). The documents keep their places but for the
    * change (`slotPlan`), so only the lists of the changed documents' terms are written again; every
@@ -148,25 +216,19 @@ export class Bm25Index {
    */
   static async derive(
     base: Bm25Index,
-    dropped: ReadonlySet<number>,
+    plan: SlotPlan,
     added: readonly { id: string; length: number; termFreqs: Iterable<readonly [string, number]> }[],
-    goneTerms: ReadonlyMap<number, ReadonlyMap<string, number>> = base.changedTerms(dropped, added.length),
+    goneTerms: ReadonlyMap<number, ReadonlyMap<string, number>> = base.termsOf(plan.gone),
   ): Promise<Bm25Index> {
-    const plan = slotPlan(base.size, dropped, added.length);
-    const gone = new Set([...dropped, ...plan.moved.keys()]);
+    if (added.length !== plan.addedAt.length) throw new Error(`a plan for ${plan.addedAt.length} added documents was given ${added.length}`);
     // Each touched term's new entries: moved documents' at their new places, then the added ones'.
     const extra = new Map<string, number[]>();
-    const put = (term: string, at: number, tf: number) => {
-      let list = extra.get(term);
-      if (!list) extra.set(term, (list = []));
-      list.push(at, tf);
-    };
-    for (const [from, to] of plan.moved) for (const [term, tf] of goneTerms.get(from)!) put(term, to, tf);
+    for (const [from, to] of plan.moved) for (const [term, tf] of goneTerms.get(from)!) pushTo(extra, term, to, tf);
     added.forEach((doc, i) => {
-      for (const [term, tf] of doc.termFreqs) if (tf > 0) put(term, plan.addedAt[i]!, tf);
+      for (const [term, tf] of doc.termFreqs) if (tf > 0) pushTo(extra, term, plan.addedAt[i]!, tf);
     });
-    const touched = new Set(extra.keys());
-    for (const doc of gone) for (const term of goneTerms.get(doc)!.keys()) touched.add(term);
+    const touched: string[] = [];
+    for (const doc of plan.gone) touched.push(...goneTerms.get(doc)!.keys());
 
     const builder = new Bm25Builder();
     builder.ids = plan.apply(base.ids, added.map((doc) => doc.id));
@@ -175,41 +237,17 @@ export class Bm25Index {
     added.forEach((doc, i) => (lengths[plan.addedAt[i]!] = doc.length));
     for (const [from, to] of plan.moved) lengths[to] = base.lengths[from]!;
     builder.lengths = lengths;
-    builder.count = base.postingCount;
-    builder.building = new Map(base.postings);
-    const isGone = new Uint8Array(base.size);
-    for (const doc of gone) isGone[doc] = 1;
-    let work = 0;
-    for (const term of touched) {
-      if (work > 200_000) {
-        work = 0;
-        await nextTurn();
-      }
-      const list = base.postings.get(term) ?? EMPTY;
-      const more = extra.get(term) ?? [];
-      work += list.length;
-      let kept = 0;
-      for (let i = 0; i < list.length; i += 2) if (!isGone[list[i]!]) kept++;
-      const merged = new Int32Array(2 * kept + more.length);
-      let at = 0;
-      for (let i = 0; i < list.length; i += 2) {
-        if (isGone[list[i]!]) continue;
-        merged[at++] = list[i]!;
-        merged[at++] = list[i + 1]!;
-      }
-      merged.set(more, at);
-      builder.count += (merged.length - list.length) / 2;
-      if (merged.length > 0) builder.building.set(term, merged);
-      else builder.building.delete(term);
-    }
+    const { lists, gained } = await patchLists(base.postings, plan, touched, extra, 2);
+    builder.building = lists;
+    builder.count = base.postingCount + gained;
     const index = new Bm25Index(builder, base.params);
     // The ids whose place changed, over the base's lookup (built now if need be); a long chain is
     // dropped and the lookup built again on first use.
     const parent = base.lookup();
-    const entries = parent.entries + dropped.size + plan.moved.size + added.length;
+    const entries = parent.entries + plan.dropped.size + plan.moved.size + added.length;
     if (parent.depth < LOOKUP_DEPTH && entries <= plan.size / 4) {
       const changed = new Map<string, number | undefined>();
-      for (const doc of dropped) changed.set(base.ids[doc]!, undefined);
+      for (const doc of plan.dropped) changed.set(base.ids[doc]!, undefined);
       for (const [from, to] of plan.moved) changed.set(base.ids[from]!, to);
       added.forEach((doc, i) => changed.set(doc.id, plan.addedAt[i]!));
       index.positions = { changed, parent, depth: parent.depth + 1, entries };
@@ -241,14 +279,6 @@ export class Bm25Index {
   /** The length of the document at `index`. */
   lengthAt(index: number): number {
     return this.lengths[index]!;
-  }
-
-  /**
-   * The (term, tf) pairs of the documents a change dropping `dropped` and adding `addedCount`
-   * documents takes out or moves (`slotPlan`): what `derive` reads, one pass over the postings.
-   */
-  changedTerms(dropped: ReadonlySet<number>, addedCount: number): Map<number, Map<string, number>> {
-    return this.termsOf(new Set([...dropped, ...slotPlan(this.size, dropped, addedCount).moved.keys()]));
   }
 
   /** The (term, tf) pairs of the documents at `docs`: one pass over every posting. */

@@ -16,7 +16,7 @@ import { LruCache } from '../lru-cache.js';
 import { loadCatalogChanges, loadCatalogIndexRows, type CatalogChanges, type CatalogIndexRow } from '../store/search-store.js';
 import type { Executor } from '../store/tool-store.js';
 import { TimeSlice } from '../time-slice.js';
-import { Bm25Builder, Bm25Index, slotPlan } from './bm25-index.js';
+import { Bm25Builder, Bm25Index, patchLists, pushTo, slotPlan, type SlotPlan } from './bm25-index.js';
 import { ServerDocumentsBuilder } from './servers.js';
 import { REREAD_MAX, type ChangedServers, type ServerIndex, type ToolServers } from './server-stats.js';
 
@@ -27,7 +27,7 @@ export class CatalogIndex {
   /** A rough size in bytes (strings, postings, maps), for the cache's bound. */
   readonly bytes: number;
   /** Lowercased tag -> indexes of the documents carrying it. */
-  private readonly tagged: Map<string, number[]>;
+  private readonly tagged: Map<string, Int32Array>;
   /** The catalog's servers as BM25 documents (all their tools' terms), with their members and each tool's server. */
   readonly servers: ServerIndex & { serverOf: ToolServers };
 
@@ -47,19 +47,16 @@ export class CatalogIndex {
      */
     readonly changedSince?: readonly ChangedServers[],
     /** `tagged` when derived (patched from the base's), else built from `tags`. */
-    tagged?: Map<string, number[]>,
+    tagged?: Map<string, Int32Array>,
   ) {
     if (tagged) {
       this.tagged = tagged;
     } else {
-      this.tagged = new Map();
+      const lists = new Map<string, number[]>();
       tags.forEach((list, index) => {
-        for (const tag of lowercased(list)) {
-          let members = this.tagged.get(tag);
-          if (!members) this.tagged.set(tag, (members = []));
-          members.push(index);
-        }
+        for (const tag of lowercased(list)) pushTo(lists, tag, index);
       });
+      this.tagged = new Map([...lists].map(([tag, members]) => [tag, Int32Array.from(members)]));
     }
     this.servers = { ...servers, serverOf: { get: (name) => this.serverOfTool(name) } };
     // Per tool ~300 bytes of ids, lengths, map entries, member lists and its server; per posting 8; per distinct term ~100.
@@ -121,13 +118,13 @@ export class CatalogIndex {
       if (row.server !== null) touched.add(row.server);
     }
     const pairs = (row: CatalogIndexRow) => row.terms.map((term, i): [string, number] => [term, row.tfs[i]!]);
-    // The dropped and moved tools' terms, read once for the tools' index and the servers' documents.
-    const droppedTerms = base.bm25.changedTerms(dropped, changes.rows.length);
-    const bm25 = await Bm25Index.derive(base.bm25, dropped, changes.rows.map((row) => ({ id: row.name, length: row.length, termFreqs: pairs(row) })), droppedTerms);
     const plan = slotPlan(base.size, dropped, changes.rows.length);
+    // The dropped and moved tools' terms, read once for the tools' index and the servers' documents.
+    const droppedTerms = base.bm25.termsOf(plan.gone);
+    const bm25 = await Bm25Index.derive(base.bm25, plan, changes.rows.map((row) => ({ id: row.name, length: row.length, termFreqs: pairs(row) })), droppedTerms);
     const tags = plan.apply(base.tags, changes.rows.map((row) => row.tags));
     const serverAt = plan.apply(base.serverAt, changes.rows.map((row) => row.server));
-    const tagged = derivedTagged(base.tagged, base.tags, plan, dropped, changes.rows.map((row) => row.tags));
+    const tagged = await derivedTagged(base.tagged, base.tags, plan, changes.rows.map((row) => row.tags));
 
     // The touched servers' documents: their old terms, less the dropped tools', plus the new rows'.
     const oldAt = new Map<string, number | undefined>([...touched].map((server) => [server, base.servers.bm25.indexOf(server)]));
@@ -137,7 +134,8 @@ export class CatalogIndex {
     for (const row of changes.rows) if (row.server !== null) memberLists.get(row.server)!.push(row.name);
     let staying = 0;
     for (const list of memberLists.values()) if (list.length > 0) staying++;
-    const oldServerTerms = base.servers.bm25.changedTerms(oldServers, staying);
+    const serverPlan = slotPlan(base.servers.bm25.size, oldServers, staying);
+    const oldServerTerms = base.servers.bm25.termsOf(serverPlan.gone);
     const members = new Map(base.servers.members);
     const documents = new Map<string, { termFreqs: Map<string, number>; length: number; members: string[] }>();
     for (const [server, at] of oldAt) {
@@ -174,7 +172,7 @@ export class CatalogIndex {
       members.set(server, document.members);
       rebuilt.push({ id: server, length: document.length, termFreqs: document.termFreqs });
     }
-    const servers = await Bm25Index.derive(base.servers.bm25, oldServers, rebuilt, oldServerTerms);
+    const servers = await Bm25Index.derive(base.servers.bm25, serverPlan, rebuilt, oldServerTerms);
 
     // Older revisions carry the new changes too; a set past what would be re-read is dropped.
     const changedSince = [{ revision: base.revision, servers: touched }, ...(base.changedSince ?? []).map((since) => ({ revision: since.revision, servers: new Set([...since.servers, ...touched]) }))]
@@ -215,33 +213,20 @@ function lowercased(tags: readonly string[]): Set<string> {
  * The tag -> documents map after a change (`slotPlan`): the lists of the tags the dropped, moved
  * and added documents carry are written again, every other list is the base's.
  */
-function derivedTagged(
-  base: ReadonlyMap<string, number[]>,
+async function derivedTagged(
+  base: ReadonlyMap<string, Int32Array>,
   baseTags: readonly string[][],
-  plan: ReturnType<typeof slotPlan>,
-  dropped: ReadonlySet<number>,
+  plan: SlotPlan,
   addedTags: readonly string[][],
-): Map<string, number[]> {
-  const gone = new Set([...dropped, ...plan.moved.keys()]);
+): Promise<Map<string, Int32Array>> {
   const more = new Map<string, number[]>();
-  const put = (tags: readonly string[], at: number) => {
-    for (const tag of lowercased(tags)) {
-      let list = more.get(tag);
-      if (!list) more.set(tag, (list = []));
-      list.push(at);
-    }
-  };
-  for (const [from, to] of plan.moved) put(baseTags[from]!, to);
-  addedTags.forEach((tags, i) => put(tags, plan.addedAt[i]!));
-  const touched = new Set(more.keys());
-  for (const doc of gone) for (const tag of lowercased(baseTags[doc]!)) touched.add(tag);
-  const tagged = new Map(base);
-  for (const tag of touched) {
-    const list = [...(base.get(tag) ?? []).filter((doc) => !gone.has(doc)), ...(more.get(tag) ?? [])];
-    if (list.length > 0) tagged.set(tag, list);
-    else tagged.delete(tag);
-  }
-  return tagged;
+  for (const [from, to] of plan.moved) for (const tag of lowercased(baseTags[from]!)) pushTo(more, tag, to);
+  addedTags.forEach((tags, i) => {
+    for (const tag of lowercased(tags)) pushTo(more, tag, plan.addedAt[i]!);
+  });
+  const touched: string[] = [];
+  for (const doc of plan.gone) touched.push(...lowercased(baseTags[doc]!));
+  return (await patchLists(base, plan, touched, more, 1)).lists;
 }
 
 /** CATALOG_INDEX_MEMORY's default, in MiB. */

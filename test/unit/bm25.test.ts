@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import { BM25_B, BM25_K1, bm25Idf, bm25TermScore, scoreBm25, type Bm25Document } from '../../src/search/bm25.js';
-import { Bm25Index } from '../../src/search/bm25-index.js';
+import { Bm25Index, slotPlan } from '../../src/search/bm25-index.js';
 
 // Toy corpus: N = 3, lengths 3 + 1 + 2, so avgdl = 2.
 const corpus: Bm25Document[] = [
@@ -157,7 +157,7 @@ describe('Bm25Index.derive', () => {
       while (dropped.size < dropCount) dropped.add(Math.floor(random() * corpus.length));
       const added = Array.from({ length: addCount }, (_, i) => document(`n${dropCount}_${i}`));
       const changed = [...corpus.filter((_, i) => !dropped.has(i)), ...added];
-      const derived = await Bm25Index.derive(base, dropped, added);
+      const derived = await Bm25Index.derive(base, slotPlan(base.size, dropped, added.length), added);
       const built = new Bm25Index(changed);
       expect(derived.size).toBe(changed.length);
       for (const query of [['w0'], ['w1', 'w2'], ['w3', 'w4', 'w5', 'w14'], vocabulary]) {
@@ -187,7 +187,7 @@ describe('Bm25Index.derive', () => {
       for (const id of droppedIds) gone.add(id);
       for (const doc of added) gone.delete(doc.id);
       corpus = [...corpus.filter((doc) => !droppedIds.includes(doc.id)), ...added];
-      index = await Bm25Index.derive(index, dropped, added);
+      index = await Bm25Index.derive(index, slotPlan(index.size, dropped, added.length), added);
       expect(index.size).toBe(corpus.length);
       for (const query of [['w0'], ['w1', 'w2'], vocabulary]) expect(index.search(query)).toEqual(scoreBm25(corpus, query));
       for (const doc of corpus) expect(index.idAt(index.indexOf(doc.id)!)).toBe(doc.id);
