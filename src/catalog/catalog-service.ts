@@ -1,5 +1,6 @@
 import { currentRecipe } from '../embed/embed-documents.js';
 import { AppError, notFound } from '../errors.js';
+import { Slots } from '../slots.js';
 import * as catalogStore from '../store/catalog-store.js';
 import { catalogHashesWithoutVector } from '../store/embedding-store.js';
 import type { Db } from '../store/database.js';
@@ -185,21 +186,13 @@ async function storeAhead(deps: CatalogDeps, tools: Tool[]): Promise<WrittenAhea
   // Whole statements' worth (writeSlice documents each), at least WRITE_AHEAD_SLICE a slice.
   const statement = deps.writeSlice ?? STORE_SLICE.postgres;
   const size = statement * Math.ceil(WRITE_AHEAD_SLICE / statement);
-  const concurrency = Math.max(1, deps.writeConcurrency ?? 1);
+  const slots = new Slots(Math.max(1, deps.writeConcurrency ?? 1));
   const documents: CountedDocument[] = [];
   const stores: Promise<string[]>[] = [];
-  const running = new Set<Promise<unknown>>();
   for (let start = 0; start < tools.length; start += size) {
     const slice = await toDocuments(deps, tools.slice(start, start + size));
     documents.push(...slice);
-    while (running.size >= concurrency) await Promise.race(running);
-    const store = storeDocuments(deps.db, slice, deps.writeSlice);
-    stores.push(store);
-    const settled: Promise<void> = store.then(
-      () => void running.delete(settled),
-      () => void running.delete(settled),
-    );
-    running.add(settled);
+    stores.push((await slots.start(() => storeDocuments(deps.db, slice, deps.writeSlice))).done);
   }
   const newHashes = (await Promise.all(stores)).flat();
   return { documents, unstored: [], newHashes, jobIds: [], queued: new Set() };

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type { DefinitionTokens } from '../catalog/tokens.js';
 import type { Tool } from '../catalog/tool.js';
+import { Slots } from '../slots.js';
 import { yieldToOtherRequests } from '../time-slice.js';
 import { queryRows, type Db } from './database.js';
 
@@ -163,19 +164,19 @@ export async function storeDocuments(
   const ordered = [...documents].sort((a, b) => (a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : 0));
   const slices: CountedDocument[][] = [];
   for (let start = 0; start < ordered.length; start += sliceSize) slices.push(ordered.slice(start, start + sliceSize));
-  const fresh: string[][] = [];
-  let next = 0;
   // Each transaction locks its own contiguous range of hashes in order, so concurrent slices (and
   // other writers, which lock in hash order too) cannot deadlock.
-  const worker = async () => {
-    for (let at = next++; at < slices.length; at = next++) {
-      if (at > 0) await yieldToOtherRequests();
-      // Without terms a slice is one statement, atomic by itself; a transaction would only add
-      // two round trips, and on PGlite's thread every other statement waits for all three.
-      fresh[at] = options.withTerms === false ? await insertDocuments(db, slices[at]!, options) : await db.transaction((tx) => insertDocuments(tx, slices[at]!, options));
-    }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, slices.length)) }, worker));
+  const slots = new Slots(Math.max(1, concurrency));
+  const fresh = await Promise.all(
+    slices.map((slice, at) =>
+      slots.run(async () => {
+        if (at > 0) await yieldToOtherRequests();
+        // Without terms a slice is one statement, atomic by itself; a transaction would only add
+        // two round trips, and on PGlite's thread every other statement waits for all three.
+        return options.withTerms === false ? insertDocuments(db, slice, options) : db.transaction((tx) => insertDocuments(tx, slice, options));
+      }),
+    ),
+  );
   return fresh.flat();
 }
 
