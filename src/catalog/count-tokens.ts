@@ -7,10 +7,10 @@ import { countText } from './count-text.js';
 import { mapYielding } from './catalog-service.js';
 import { definitionTexts, fromTextCounts, type Countable, type DefinitionTokens } from './tokens.js';
 
-/** One tool's counts, here and now: two tokenizer passes at most. */
+/** One tool's counts, here and now: one tokenizer pass, and the differing spans of a definition sent in another shape. */
 export function definitionTokens(tool: Countable): DefinitionTokens {
-  const texts = definitionTexts(tool);
-  return fromTextCounts(countText(texts.anthropic), texts.asSent === null ? null : countText(texts.asSent));
+  const { anthropic, asSent } = definitionTexts(tool);
+  return fromTextCounts(countText(anthropic), asSent === null ? null : [countText(asSent.anthropic), countText(asSent.asSent)]);
 }
 
 /** Texts counted on this thread (~40 us a typical tool's), yielding to other requests between slices. */

@@ -38,16 +38,56 @@ export function wireDefinition(tool: Countable, shape: WireShape): unknown {
  */
 export const OPENAI_OVER_ANTHROPIC = 3;
 
-/** The two texts a tool's counts come from: its Anthropic shape, and its definition as sent when that differs. */
-export function definitionTexts(tool: Countable): { anthropic: string; asSent: string | null } {
-  const anthropic = JSON.stringify(wireDefinition(tool, 'anthropic'));
-  const asSent = JSON.stringify(tool.definition);
-  return { anthropic, asSent: asSent === anthropic ? null : asSent };
+/**
+ * What a tool's counts come from: its Anthropic shape's text, and, when its definition as sent is
+ * another text, the texts whose counts' difference is the as-sent count's difference from
+ * Anthropic's (`differingSpans`: usually a few keys, not the whole definition again).
+ */
+export interface DefinitionTexts {
+  anthropic: string;
+  /** null: the definition as sent is Anthropic's text. */
+  asSent: { anthropic: string; asSent: string } | null;
 }
 
-/** A tool's counts from its texts' counts (`asSent` null: the same text as Anthropic's shape). */
-export function fromTextCounts(anthropic: number, asSent: number | null): DefinitionTokens {
-  return { anthropic, openai: anthropic + OPENAI_OVER_ANTHROPIC, as_sent: asSent ?? anthropic };
+export function definitionTexts(tool: Countable): DefinitionTexts {
+  const anthropic = JSON.stringify(wireDefinition(tool, 'anthropic'));
+  const asSent = JSON.stringify(tool.definition);
+  return { anthropic, asSent: asSent === anthropic ? null : differingSpans(anthropic, asSent) };
+}
+
+/** A tool's counts from its texts' counts (`asSent`: the counts of the two differing spans, or null). */
+export function fromTextCounts(anthropic: number, asSent: readonly [number, number] | null): DefinitionTokens {
+  return { anthropic, openai: anthropic + OPENAI_OVER_ANTHROPIC, as_sent: asSent === null ? anthropic : anthropic - asSent[0] + asSent[1] };
+}
+
+const isAsciiLetter = (code: number): boolean => (code >= 65 && code <= 90) || (code >= 97 && code <= 122);
+/** ASCII punctuation: printable, not a letter, digit or space. */
+const isAsciiPunctuation = (code: number): boolean => code > 32 && code < 127 && !isAsciiLetter(code) && !(code >= 48 && code <= 57);
+/**
+ * Whether o200k_base's pre-tokenizer starts a piece at `at` whatever the text holds elsewhere: a
+ * letter after two punctuation characters (the punctuation run is one piece, ended by the letter;
+ * the word starts afresh). Each piece is merged on its own, so a text cut there counts as its parts.
+ */
+const isCut = (text: string, at: number): boolean =>
+  at >= 2 && at < text.length && isAsciiLetter(text.charCodeAt(at)) && isAsciiPunctuation(text.charCodeAt(at - 1)) && isAsciiPunctuation(text.charCodeAt(at - 2));
+
+/**
+ * The spans of `a` and `b` outside which they are the same text, cut where the tokenizer cuts both
+ * (`isCut`): count(b) = count(a) - count(span of a) + count(span of b). A definition sent in
+ * another shape than Anthropic's differs in a key (MCP's `inputSchema`) or in keys after the schema
+ * (`tags`, `server`), so its count costs those spans, not a second pass over the whole definition.
+ */
+export function differingSpans(a: string, b: string): { anthropic: string; asSent: string } {
+  const shorter = Math.min(a.length, b.length);
+  let prefix = 0;
+  while (prefix < shorter && a.charCodeAt(prefix) === b.charCodeAt(prefix)) prefix++;
+  let suffix = 0;
+  while (suffix < shorter - prefix && a.charCodeAt(a.length - 1 - suffix) === b.charCodeAt(b.length - 1 - suffix)) suffix++;
+  let start = prefix;
+  while (start > 0 && !(isCut(a, start) && isCut(b, start))) start--;
+  let end = suffix;
+  while (end > 0 && !(isCut(a, a.length - end) && isCut(b, b.length - end))) end--;
+  return { anthropic: a.slice(start, a.length - end), asSent: b.slice(start, b.length - end) };
 }
 
 /** Counts texts' tokens, in order: the service's counting thread, or this thread (count-tokens.ts). */
@@ -59,9 +99,9 @@ export interface TextCounter {
 export const COUNT_SLICE = 256;
 
 /**
- * Many tools' counts, in order (catalog writes, the selector's new tools): two texts a tool at most
- * (the definition as sent reuses Anthropic's when it is that shape), made here in slices that yield
- * to other requests, and counted by `counter` slice by slice.
+ * Many tools' counts, in order (catalog writes, the selector's new tools): Anthropic's text, and
+ * for a definition sent in another shape the spans where it differs (`differingSpans`), made here in
+ * slices that yield to other requests, and counted by `counter` slice by slice.
  */
 export async function countDefinitions(counter: TextCounter, tools: readonly Countable[]): Promise<DefinitionTokens[]> {
   const slices: Promise<DefinitionTokens[]>[] = [];
@@ -70,9 +110,11 @@ export async function countDefinitions(counter: TextCounter, tools: readonly Cou
     const texts: string[] = [];
     const at = tools.slice(start, start + COUNT_SLICE).map((tool) => {
       const { anthropic, asSent } = definitionTexts(tool);
-      return { anthropic: texts.push(anthropic) - 1, asSent: asSent === null ? null : texts.push(asSent) - 1 };
+      return { anthropic: texts.push(anthropic) - 1, asSent: asSent === null ? null : texts.push(asSent.anthropic, asSent.asSent) - 2 };
     });
-    const counted = counter.countTexts(texts).then((counts) => at.map((index) => fromTextCounts(counts[index.anthropic]!, index.asSent === null ? null : counts[index.asSent]!)));
+    const counted = counter.countTexts(texts).then((counts) =>
+      at.map((index) => fromTextCounts(counts[index.anthropic]!, index.asSent === null ? null : [counts[index.asSent]!, counts[index.asSent + 1]!])),
+    );
     counted.catch(() => {}); // awaited below
     slices.push(counted);
   }

@@ -8,7 +8,7 @@ import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { describe, expect, it } from 'vitest';
 import { countText, PIECE } from '../../src/catalog/count-text.js';
 import { definitionTokens } from '../../src/catalog/count-tokens.js';
-import { countHere, OPENAI_OVER_ANTHROPIC, TokenCounter, wireDefinition } from '../../src/catalog/tokens.js';
+import { countHere, differingSpans, OPENAI_OVER_ANTHROPIC, TokenCounter, wireDefinition } from '../../src/catalog/tokens.js';
 
 interface Line { name: string; description?: string; input_schema?: Record<string, unknown> | null }
 const corpora = ['bfcl', 'livemcpbench', 'sealtools', 'toolbench_stable'];
@@ -60,6 +60,40 @@ describe('definitionTokens', () => {
     // No run longer than PIECE: the tokenizer's own count.
     const ordinary = 'A description of ordinary length, with "quotes", numbers 12345 and ünïcode. '.repeat(40);
     expect(countText(ordinary)).toBe(countTokens(ordinary));
+  });
+
+  it('counts a definition sent in another shape from the spans where it differs, exactly as the tokenizer counts it whole', async () => {
+    const { seededRandom } = await import('../helpers/seeded-random.js');
+    const random = seededRandom(3);
+    const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+    const snippets = ["'s", "'", ' ', '  ', '1234', '7', '"x"', 'é', '日本', '\n', ',"a":"b"', 'A', 'Ab', '__', '/', '\\', '{}', 'don\'t', '🌦️', '-', '.5'];
+    const wrong: string[] = [];
+    let spansShorter = 0;
+    const sample = tools.filter((_, i) => i % 4 === 0);
+    for (const tool of sample) {
+      const schema = tool.inputSchema ?? { type: 'object', properties: {} };
+      const anthropic = JSON.stringify(wireDefinition(tool, 'anthropic'));
+      if (piecesOf(anthropic) > 0) continue; // counted in pieces: not exact by design
+      const shapes = [
+        { name: tool.name, description: tool.description, inputSchema: schema },
+        { type: 'function', function: { name: tool.name, description: tool.description, parameters: schema } },
+        { description: tool.description, name: tool.name, input_schema: schema },
+        { name: tool.name, description: tool.description, input_schema: schema, annotations: { readOnlyHint: true }, server: 'files' },
+      ];
+      const mutated = (() => {
+        const at = Math.floor(random() * (anthropic.length + 1));
+        return anthropic.slice(0, at) + pick(snippets) + anthropic.slice(at + Math.floor(random() * 3));
+      })();
+      for (const text of [...shapes.map((shape) => JSON.stringify(shape)), mutated]) {
+        const spans = differingSpans(anthropic, text);
+        const derived = countTokens(anthropic) - countTokens(spans.anthropic) + countTokens(spans.asSent);
+        if (derived !== countTokens(text)) wrong.push(`${tool.name}: ${JSON.stringify(spans)}`);
+        if (spans.asSent.length < text.length / 2) spansShorter++;
+      }
+    }
+    expect(wrong.slice(0, 5)).toEqual([]);
+    // The point of it: most spans are a small part of the definition.
+    expect(spansShorter).toBeGreaterThan(sample.length * 2);
   });
 
   it('reuses the Anthropic count only when the definition was sent in exactly that shape', () => {
