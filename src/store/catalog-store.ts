@@ -69,6 +69,11 @@ const tokenChange = (before: DefinitionTokens, after: DefinitionTokens): Definit
 const addTokens = (change: DefinitionTokens) =>
   sql`tokens_anthropic = tokens_anthropic + ${change.anthropic}, tokens_openai = tokens_openai + ${change.openai}, tokens_as_sent = tokens_as_sent + ${change.as_sent}`;
 
+/** The tools the catalog's row counts now. */
+async function toolCount(tx: Executor, id: number): Promise<number> {
+  return Number((await queryRows<{ count: number }>(tx, sql`select tool_count as count from catalogs where id = ${id}`))[0]!.count);
+}
+
 /** The sums the catalog's row holds now. */
 async function storedTokens(tx: Executor, id: number): Promise<DefinitionTokens> {
   const rows = await queryRows<DefinitionTokens>(
@@ -86,24 +91,23 @@ async function storedTokens(tx: Executor, id: number): Promise<DefinitionTokens>
  */
 const MAPPINGS_PER_STATEMENT = 500;
 
-async function upsertMappings(db: Executor, id: number, documents: CountedDocument[], firstPosition: number) {
+async function upsertMappings(db: Executor, id: number, documents: CountedDocument[]) {
   for (let start = 0; start < documents.length; start += MAPPINGS_PER_STATEMENT) {
     if (start > 0) await yieldToOtherRequests();
-    await upsertMappingStatement(db, id, documents.slice(start, start + MAPPINGS_PER_STATEMENT), firstPosition + start);
+    await upsertMappingStatement(db, id, documents.slice(start, start + MAPPINGS_PER_STATEMENT));
   }
 }
 
-async function upsertMappingStatement(db: Executor, id: number, documents: CountedDocument[], firstPosition: number) {
+async function upsertMappingStatement(db: Executor, id: number, documents: CountedDocument[]) {
   await db.execute(
-    sql`insert into catalog_tools (catalog_id, name, hash, definition, tokens_as_sent, position)
-        select ${id}, t.name, t.hash, t.definition::json, t.tokens_as_sent, t.position
+    sql`insert into catalog_tools (catalog_id, name, hash, definition, tokens_as_sent)
+        select ${id}, t.name, t.hash, t.definition::json, t.tokens_as_sent
         from unnest(
           ${sql.param(documents.map((doc) => doc.tool.name))}::text[],
           ${sql.param(documents.map((doc) => doc.hash))}::text[],
           ${sql.param(documents.map((doc) => JSON.stringify(doc.tool.definition)))}::text[],
-          ${sql.param(documents.map((doc) => doc.tokens.as_sent))}::int[],
-          ${sql.param(documents.map((_, index) => firstPosition + index))}::int[]
-        ) as t(name, hash, definition, tokens_as_sent, position)
+          ${sql.param(documents.map((doc) => doc.tokens.as_sent))}::int[]
+        ) as t(name, hash, definition, tokens_as_sent)
         on conflict (catalog_id, name) do update set hash = excluded.hash, definition = excluded.definition, tokens_as_sent = excluded.tokens_as_sent`,
   );
 }
@@ -206,7 +210,7 @@ export async function replaceCatalog(
     // A whole replace sets the sums from its rows (whatever they held before).
     const tokensBefore = await storedTokens(tx, id);
     await tx.execute(sql`delete from catalog_tools where catalog_id = ${id}`);
-    await upsertMappings(tx, id, documents, 0);
+    await upsertMappings(tx, id, documents);
     const after = await mappingDigest(tx, id);
     // Which names changed is not worked out here: an index of the old revision is read whole again.
     return { changed: after.digest !== before?.digest ? null : [], toolCount: after.count, tokens: tokenChange(tokensBefore, await tokenTotals(tx, id, null)) };
@@ -234,15 +238,11 @@ export async function upsertCatalogTools(
     );
     const added = names.filter(([toolName]) => !existing.has(toolName)).length;
     const changed = names.filter(([toolName, hash]) => existing.get(toolName) !== hash).map(([toolName]) => toolName);
-    const { next, count } = (await queryRows<{ next: number; count: number }>(
-      tx,
-      sql`select coalesce(max(position) + 1, 0)::int as next, tool_count as count from catalogs c
-          left join catalog_tools ct on ct.catalog_id = c.id where c.id = ${id} group by c.tool_count`,
-    ))[0]!;
+    const count = await toolCount(tx, id);
     const written = names.map(([toolName]) => toolName);
     const tokensBefore = await tokenTotals(tx, id, written);
-    await upsertMappings(tx, id, documents, Number(next ?? 0));
-    return { changed, toolCount: Number(count) + added, tokens: tokenChange(tokensBefore, await tokenTotals(tx, id, written)) };
+    await upsertMappings(tx, id, documents);
+    return { changed, toolCount: count + added, tokens: tokenChange(tokensBefore, await tokenTotals(tx, id, written)) };
   });
 }
 
@@ -288,13 +288,9 @@ export async function replaceServerTools(
     );
     const added = documents.filter((doc) => !existing.has(doc.tool.name)).length;
     const changed = [...gone, ...documents.filter((doc) => existing.get(doc.tool.name) !== doc.hash).map((doc) => doc.tool.name)];
-    const { next, count } = (await queryRows<{ next: number; count: number }>(
-      tx,
-      sql`select coalesce(max(position) + 1, 0)::int as next, tool_count as count from catalogs c
-          left join catalog_tools ct on ct.catalog_id = c.id where c.id = ${id} group by c.tool_count`,
-    ))[0]!;
-    await upsertMappings(tx, id, documents, Number(next ?? 0));
-    return { changed, toolCount: Number(count) - gone.length + added, tokens: tokenChange(tokensBefore, await tokenTotals(tx, id, touched)) };
+    const count = await toolCount(tx, id);
+    await upsertMappings(tx, id, documents);
+    return { changed, toolCount: count - gone.length + added, tokens: tokenChange(tokensBefore, await tokenTotals(tx, id, touched)) };
   });
   return { ...write, before };
 }

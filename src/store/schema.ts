@@ -132,7 +132,8 @@ export const catalogTools = pgTable(
     definition: json('definition').notNull(),
     /** Estimated tokens (o200k) of `definition` as sent; null only for rows of an older release until start-up counts them. */
     tokensAsSent: integer('tokens_as_sent'),
-    position: integer('position').notNull(),
+    /** Unused and no longer written (migration 0012); a release before it writes it. */
+    position: integer('position'),
   },
   (table) => [primaryKey({ columns: [table.catalogId, table.name] }), index('catalog_tools_hash_idx').on(table.hash)],
 );
