@@ -12,7 +12,7 @@ export const PIECE = 256;
 const LONG_RUN = new RegExp(`[\\p{L}\\p{M}]{${PIECE + 1},}|[^\\s\\p{L}\\p{N}]{${PIECE + 1},}|\\s{${PIECE + 1},}`, 'gu');
 
 export function countText(text: string): number {
-  if (text.length <= PIECE) return countTokens(text);
+  if (text.length <= PIECE || !mayHoldLongRun(text)) return countTokens(text);
   let count = 0;
   let from = 0;
   for (const match of text.matchAll(LONG_RUN)) {
@@ -31,3 +31,40 @@ export function countText(text: string): number {
 }
 
 const isLowSurrogate = (code: number): boolean => code >= 0xdc00 && code <= 0xdfff;
+
+/** ASCII characters' classes for `mayHoldLongRun`: 0 letter, 1 digit, 2 punctuation, 3 space, 4 control. */
+const ASCII_CLASS = Uint8Array.from({ length: 128 }, (_, code) => {
+  const char = String.fromCharCode(code);
+  if (/[A-Za-z]/.test(char)) return 0;
+  if (/[0-9]/.test(char)) return 1;
+  if (/\s/.test(char)) return 3;
+  return code < 32 || code === 127 ? 4 : 2;
+});
+
+/**
+ * Whether `text` may hold a run LONG_RUN finds, in one pass over its character codes (the
+ * Unicode-property regex alone took as long as counting the text). Sound, not exact: a character
+ * outside ASCII may belong to any class, so it continues every run; a text it flags is searched
+ * with LONG_RUN itself.
+ */
+export function mayHoldLongRun(text: string): boolean {
+  let kind = -1;
+  let run = 0;
+  let wildcards = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code >= 128) {
+      wildcards++;
+      if (++run > PIECE) return true;
+      continue;
+    }
+    const next = ASCII_CLASS[code]!;
+    if (next !== kind) {
+      kind = next;
+      run = wildcards;
+    }
+    wildcards = 0;
+    if (++run > PIECE) return true;
+  }
+  return false;
+}

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { describe, expect, it } from 'vitest';
-import { countText, PIECE } from '../../src/catalog/count-text.js';
+import { countText, mayHoldLongRun, PIECE } from '../../src/catalog/count-text.js';
 import { definitionTokens } from '../../src/catalog/count-tokens.js';
 import { countHere, differingSpans, OPENAI_OVER_ANTHROPIC, TokenCounter, wireDefinition } from '../../src/catalog/tokens.js';
 
@@ -60,6 +60,24 @@ describe('definitionTokens', () => {
     // No run longer than PIECE: the tokenizer's own count.
     const ordinary = 'A description of ordinary length, with "quotes", numbers 12345 and ünïcode. '.repeat(40);
     expect(countText(ordinary)).toBe(countTokens(ordinary));
+  });
+
+  it('looks for long runs only where a quick pass over the character codes says there may be one, and never misses one', async () => {
+    const { seededRandom } = await import('../helpers/seeded-random.js');
+    const random = seededRandom(9);
+    const parts = ['a', 'Z', 'é', '漢', '𠀀', '—', '=', '"', ' ', '\n', '7', '\u0301', '\u00a0', '.'];
+    const longRun = new RegExp(`[\\p{L}\\p{M}]{${PIECE + 1},}|[^\\s\\p{L}\\p{N}]{${PIECE + 1},}|\\s{${PIECE + 1},}`, 'u');
+    let flagged = 0;
+    for (let k = 0; k < 400; k++) {
+      let text = '';
+      while (text.length < 1_500) text += parts[Math.floor(random() * parts.length)]!.repeat(1 + Math.floor(random() * 120));
+      const has = longRun.test(text);
+      if (has) expect(mayHoldLongRun(text), JSON.stringify(text.slice(0, 80))).toBe(true);
+      if (mayHoldLongRun(text)) flagged++;
+    }
+    expect(flagged).toBeGreaterThan(0);
+    // Ordinary definitions are not flagged (they are counted in one call).
+    expect(tools.filter((tool) => mayHoldLongRun(JSON.stringify(tool.definition))).length).toBeLessThan(5);
   });
 
   it('counts a definition sent in another shape from the spans where it differs, exactly as the tokenizer counts it whole', async () => {
