@@ -39,25 +39,32 @@ export function wireDefinition(tool: Countable, shape: WireShape): unknown {
 export const OPENAI_OVER_ANTHROPIC = 3;
 
 /**
- * What a tool's counts come from: its Anthropic shape's text, and, when its definition as sent is
- * another text, the texts whose counts' difference is the as-sent count's difference from
- * Anthropic's (`differingSpans`: usually a few keys, not the whole definition again).
+ * What a tool's counts come from: its Anthropic shape's text, and the texts whose counts give its
+ * definition as sent (`asSentCount`): none when that is Anthropic's text; the pieces where the two
+ * differ (`differingPieces`: usually a key or two, not the whole definition again); or the definition
+ * whole when the two share little.
  */
 export interface DefinitionTexts {
   anthropic: string;
-  /** null: the definition as sent is Anthropic's text. */
-  asSent: { anthropic: string; asSent: string } | null;
+  asSent: [] | [whole: string] | [less: string, more: string];
 }
 
 export function definitionTexts(tool: Countable): DefinitionTexts {
   const anthropic = JSON.stringify(wireDefinition(tool, 'anthropic'));
   const asSent = JSON.stringify(tool.definition);
-  return { anthropic, asSent: asSent === anthropic ? null : differingSpans(anthropic, asSent) };
+  if (asSent === anthropic) return { anthropic, asSent: [] };
+  const pieces = differingPieces(anthropic, asSent);
+  return { anthropic, asSent: pieces ? [pieces.less, pieces.more] : [asSent] };
 }
 
-/** A tool's counts from its texts' counts (`asSent`: the counts of the two differing spans, or null). */
-export function fromTextCounts(anthropic: number, asSent: readonly [number, number] | null): DefinitionTokens {
-  return { anthropic, openai: anthropic + OPENAI_OVER_ANTHROPIC, as_sent: asSent === null ? anthropic : anthropic - asSent[0] + asSent[1] };
+/** The as-sent count from Anthropic's count and the counts of `DefinitionTexts.asSent`'s texts. */
+export function asSentCount(anthropic: number, counts: readonly number[]): number {
+  return counts.length === 0 ? anthropic : counts.length === 1 ? counts[0]! : anthropic - counts[0]! + counts[1]!;
+}
+
+/** A tool's counts from its Anthropic count and its as-sent count. */
+export function fromTextCounts(anthropic: number, asSent: number): DefinitionTokens {
+  return { anthropic, openai: anthropic + OPENAI_OVER_ANTHROPIC, as_sent: asSent };
 }
 
 const isAsciiLetter = (code: number): boolean => (code >= 65 && code <= 90) || (code >= 97 && code <= 122);
@@ -72,22 +79,50 @@ const isCut = (text: string, at: number): boolean =>
   at >= 2 && at < text.length && isAsciiLetter(text.charCodeAt(at)) && isAsciiPunctuation(text.charCodeAt(at - 1)) && isAsciiPunctuation(text.charCodeAt(at - 2));
 
 /**
- * The spans of `a` and `b` outside which they are the same text, cut where the tokenizer cuts both
- * (`isCut`): count(b) = count(a) - count(span of a) + count(span of b). A definition sent in
- * another shape than Anthropic's differs in a key (MCP's `inputSchema`) or in keys after the schema
- * (`tags`, `server`), so its count costs those spans, not a second pass over the whole definition.
+ * `text` cut after each quote that is a cut (`isCut`): each piece's count is its count in `text`,
+ * and pieces joined in order count as their sum. Only after quotes, where JSON's keys and strings
+ * start, so the scan jumps from quote to quote (any subset of cuts is as exact).
  */
-export function differingSpans(a: string, b: string): { anthropic: string; asSent: string } {
-  const shorter = Math.min(a.length, b.length);
-  let prefix = 0;
-  while (prefix < shorter && a.charCodeAt(prefix) === b.charCodeAt(prefix)) prefix++;
-  let suffix = 0;
-  while (suffix < shorter - prefix && a.charCodeAt(a.length - 1 - suffix) === b.charCodeAt(b.length - 1 - suffix)) suffix++;
-  let start = prefix;
-  while (start > 0 && !(isCut(a, start) && isCut(b, start))) start--;
-  let end = suffix;
-  while (end > 0 && !(isCut(a, a.length - end) && isCut(b, b.length - end))) end--;
-  return { anthropic: a.slice(start, a.length - end), asSent: b.slice(start, b.length - end) };
+function cutPieces(text: string): string[] {
+  const pieces: string[] = [];
+  let start = 0;
+  for (let quote = text.indexOf('"', 1); quote !== -1; quote = text.indexOf('"', quote + 1)) {
+    if (!isCut(text, quote + 1)) continue;
+    pieces.push(text.slice(start, quote + 1));
+    start = quote + 1;
+  }
+  pieces.push(text.slice(start));
+  return pieces;
+}
+
+/**
+ * What `a` and `b` hold that the other does not, as texts whose counts' difference is theirs:
+ * count(b) = count(a) - count(less) + count(more). Both are cut where the tokenizer cuts whatever
+ * the context (`isCut`), the pieces they share are set aside, and each text's other pieces are
+ * joined in its order (a piece ends in two punctuation characters and the next starts with a
+ * letter, so every join is a cut too). A definition sent in another shape than Anthropic's differs
+ * in a key (MCP's `inputSchema`) and in keys after the schema (`tags`, `server`): its count costs
+ * those pieces, not a second pass over the definition. Undefined when they share under half of `b`.
+ */
+export function differingPieces(a: string, b: string): { less: string; more: string } | undefined {
+  const unmatched = new Map<string, number>();
+  const piecesOfA = cutPieces(a);
+  for (const piece of piecesOfA) unmatched.set(piece, (unmatched.get(piece) ?? 0) + 1);
+  let more = '';
+  for (const piece of cutPieces(b)) {
+    const left = unmatched.get(piece);
+    if (left) unmatched.set(piece, left - 1);
+    else more += piece;
+  }
+  if (more.length > b.length / 2) return undefined;
+  let less = '';
+  for (const piece of piecesOfA) {
+    const left = unmatched.get(piece);
+    if (!left) continue;
+    unmatched.set(piece, left - 1);
+    less += piece;
+  }
+  return { less, more };
 }
 
 /** Counts texts' tokens, in order: the service's counting thread, or this thread (count-tokens.ts). */
@@ -100,7 +135,7 @@ export const COUNT_SLICE = 256;
 
 /**
  * Many tools' counts, in order (catalog writes, the selector's new tools): Anthropic's text, and
- * for a definition sent in another shape the spans where it differs (`differingSpans`), made here in
+ * for a definition sent in another shape the pieces where it differs (`differingPieces`), made here in
  * slices that yield to other requests, and counted by `counter` slice by slice.
  */
 export async function countDefinitions(counter: TextCounter, tools: readonly Countable[]): Promise<DefinitionTokens[]> {
@@ -110,10 +145,12 @@ export async function countDefinitions(counter: TextCounter, tools: readonly Cou
     const texts: string[] = [];
     const at = tools.slice(start, start + COUNT_SLICE).map((tool) => {
       const { anthropic, asSent } = definitionTexts(tool);
-      return { anthropic: texts.push(anthropic) - 1, asSent: asSent === null ? null : texts.push(asSent.anthropic, asSent.asSent) - 2 };
+      const first = texts.push(anthropic) - 1;
+      texts.push(...asSent);
+      return { first, end: texts.length };
     });
     const counted = counter.countTexts(texts).then((counts) =>
-      at.map((index) => fromTextCounts(counts[index.anthropic]!, index.asSent === null ? null : [counts[index.asSent]!, counts[index.asSent + 1]!])),
+      at.map(({ first, end }) => fromTextCounts(counts[first]!, asSentCount(counts[first]!, counts.slice(first + 1, end)))),
     );
     counted.catch(() => {}); // awaited below
     slices.push(counted);
