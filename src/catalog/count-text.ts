@@ -11,23 +11,30 @@ export const PIECE = 256;
 /** The runs the tokenizer keeps as one pre-token (digits it splits by three already). */
 const LONG_RUN = new RegExp(`[\\p{L}\\p{M}]{${PIECE + 1},}|[^\\s\\p{L}\\p{N}]{${PIECE + 1},}|\\s{${PIECE + 1},}`, 'gu');
 
+/**
+ * Special tokens' texts ("<|endoftext|>") are counted as the text they are, as a provider encodes a
+ * tool's definition; by default the tokenizer throws on them (and scans every text for them).
+ */
+const AS_TEXT = { disallowedSpecial: new Set<string>() };
+const count = (text: string): number => countTokens(text, AS_TEXT);
+
 export function countText(text: string): number {
-  if (text.length <= PIECE || !mayHoldLongRun(text)) return countTokens(text);
-  let count = 0;
+  if (text.length <= PIECE || !mayHoldLongRun(text)) return count(text);
+  let total = 0;
   let from = 0;
   for (const match of text.matchAll(LONG_RUN)) {
     const start = match.index;
     const end = start + match[0].length;
-    if (start > from) count += countTokens(text.slice(from, start));
+    if (start > from) total += count(text.slice(from, start));
     for (let at = start; at < end; ) {
       let cut = Math.min(end, at + PIECE);
       if (cut < end && isLowSurrogate(text.charCodeAt(cut))) cut += 1; // never split a character
-      count += countTokens(text.slice(at, cut));
+      total += count(text.slice(at, cut));
       at = cut;
     }
     from = end;
   }
-  return from === 0 ? countTokens(text) : from < text.length ? count + countTokens(text.slice(from)) : count;
+  return from === 0 ? count(text) : from < text.length ? total + count(text.slice(from)) : total;
 }
 
 const isLowSurrogate = (code: number): boolean => code >= 0xdc00 && code <= 0xdfff;

@@ -154,6 +154,17 @@ describe('input of extreme shape is answered, not a crash or a stall', () => {
     expect(summary.definition_tokens.anthropic).toBeGreaterThan(75_000);
   });
 
+  it("a definition holding a special token's text is stored and counted, in a catalog and in the selector (the tokenizer threw on it)", async () => {
+    const tool = { name: 'eot', description: 'Splits documents at <|endoftext|> markers.' };
+    const name = uniqueName('special');
+    const put = await app.request('PUT', `/v1/catalogs/${name}`, { tools: [tool] });
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    expect((await app.request('GET', `/v1/catalogs/${name}`)).body.definition_tokens.anthropic).toBeGreaterThan(10);
+    const selected = await app.request('POST', '/v1/tool-discovery/search', { pattern: 'split documents', top_k: 1, tools: [tool, { name: 'read_file', description: 'Read a file.' }] });
+    expect(selected.status, JSON.stringify(selected.body)).toBe(200);
+    expect(selected.body.selected_names).toEqual(['eot']);
+  });
+
   it('a query of one 9,980-letter word answers on every path (typo matching reads words of at most 40 letters)', async () => {
     const query = word('weatherx', 9_980);
     for (const mode of ['bm25', 'hybrid']) {

@@ -4,7 +4,7 @@
  * Anthropic's, so that derivation must hold exactly).
  */
 import { readFileSync } from 'node:fs';
-import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
+import { countTokens as countWithOptions } from 'gpt-tokenizer/encoding/o200k_base';
 import { describe, expect, it } from 'vitest';
 import { countText, mayHoldLongRun, PIECE } from '../../src/catalog/count-text.js';
 import { definitionTokens } from '../../src/catalog/count-tokens.js';
@@ -19,9 +19,12 @@ const tools = corpora.flatMap((corpus) =>
     .map((line) => JSON.parse(line) as Line)
     .map((line) => ({ name: line.name, description: line.description ?? '', inputSchema: line.input_schema ?? null, definition: line })),
 );
-const edgeCases = ['', ' ', '.', 'Ends with a quote "', 'Ends with a backslash \\', 'Émoji 🌦️ and ünïcode', 'line\nbreak', '{"json": "inside"}'].flatMap((description) =>
+const edgeCases = ['', ' ', '.', 'Ends with a quote "', 'Ends with a backslash \\', 'Émoji 🌦️ and ünïcode', 'line\nbreak', '{"json": "inside"}', 'Ends a text: <|endoftext|> <|fim_prefix|>'].flatMap((description) =>
   ['a', 'get_weather', 'X1', 'tool.with.dots'].map((name) => ({ name, description, inputSchema: null, definition: { name, description } })),
 );
+
+/** The tokenizer's own count, a special token's text ("<|endoftext|>") read as text, as a provider reads a definition. */
+const countTokens = (text: string): number => countWithOptions(text, { disallowedSpecial: new Set() });
 
 /** How many pieces countText cuts `text`'s long runs into: its count may be off by one token a piece. */
 const piecesOf = (text: string): number =>
