@@ -95,6 +95,8 @@ interface SizeReport {
   /** The median over WRITES one-tool writes of the first search after each (`..._samples`: all of them). */
   first_search_after_write_ms: Partial<Record<'bm25' | 'hybrid', number>>;
   first_search_after_write_samples: Partial<Record<'bm25' | 'hybrid', number[]>>;
+  /** Each one-tool write's own time (POST to answer), every mode's in turn. */
+  one_tool_write_samples: number[];
   /** From a one-tool write to the new revision's index in process (the last write's). */
   index_ready_after_write_ms?: number;
   /** The first search (last mode) after a write of a whole slice (renamed copies of existing tools: a change of that many names). */
@@ -124,7 +126,7 @@ async function runSize(store: 'postgres' | 'pglite', size: number): Promise<Size
     const pushSeconds = (performance.now() - pushStarted) / 1000;
     const here = process.cpuUsage(cpuBefore.here);
     const pushCpu = { here_s: (here.user + here.system) / 1e6, ...(cpuBefore.postgres === undefined ? {} : { postgres_s: commandCpuSeconds('postgres') - cpuBefore.postgres }) };
-    const report: SizeReport = { store, tools: size, push_tools_per_s: size / pushSeconds, push_cpu: pushCpu, search_ms: {}, first_search_after_write_ms: {}, first_search_after_write_samples: {}, rss_mb: 0 };
+    const report: SizeReport = { store, tools: size, push_tools_per_s: size / pushSeconds, push_cpu: pushCpu, search_ms: {}, first_search_after_write_ms: {}, first_search_after_write_samples: {}, one_tool_write_samples: [], rss_mb: 0 };
     process.stderr.write(
       `[${store} ${size}] pushed in ${pushSeconds.toFixed(1)} s (${report.push_tools_per_s.toFixed(0)} tools/s); CPU s: this process (service and client) ${pushCpu.here_s.toFixed(1)}` +
         `${pushCpu.postgres_s === undefined ? '' : `, PostgreSQL ${pushCpu.postgres_s.toFixed(1)}`}\n`,
@@ -164,8 +166,10 @@ async function runSize(store: 'postgres' | 'pglite', size: number): Promise<Size
       const samples: number[] = [];
       for (let write = 0; write < WRITES; write++) {
         const k = index * WRITES + write;
+        const writing = performance.now();
         await call('POST', `/v1/catalogs/${catalog}/tools`, { tools: [{ ...toolAt(k), name: `bench_written_${k}`, description: `A tool written during the bench, ${k}.` }] });
         const written = performance.now();
+        report.one_tool_write_samples.push(written - writing);
         samples.push(await search(queries[k % queries.length]!, mode));
         await indexReady();
         report.index_ready_after_write_ms = performance.now() - written;
@@ -178,6 +182,7 @@ async function runSize(store: 'postgres' | 'pglite', size: number): Promise<Size
     const replaced = Array.from({ length: Math.min(slice, size) }, (_, k) => ({ ...toolAt(k), description: `${toolAt(k).description} (revised)` }));
     await call('POST', `/v1/catalogs/${catalog}/tools`, { tools: replaced });
     report.first_search_after_slice_ms = await search(queries[0]!, lastMode);
+    process.stderr.write(`[${store} ${size}] one-tool writes: ${report.one_tool_write_samples.map((ms) => ms.toFixed(0)).join(', ')} ms\n`);
     process.stderr.write(`[${store} ${size}] first search after a one-tool write: ${modes.map((mode) => `${mode} ${report.first_search_after_write_samples[mode]!.map((ms) => ms.toFixed(0)).join(', ')}`).join('; ')} ms; after a ${replaced.length}-tool write ${report.first_search_after_slice_ms.toFixed(0)} ms\n`);
     return report;
   } finally {
