@@ -3,7 +3,8 @@ import vm from 'node:vm';
 /** `read_file`, `getUser`, `web-search`, `fs.read`: a word shaped like an identifier, not prose. */
 const IDENTIFIER_SHAPED = /[_\-.:/]|\p{Ll}\p{Lu}/u;
 const LEADING = /^[`'"([{<]+/;
-const TRAILING = /[`'"\])}>,;:!?.]+$/;
+/** Tried only where a run of closing marks starts: at every mark, a run of n cost n^2/2 steps. */
+const TRAILING = /(?<![`'"\])}>,;:!?.])[`'"\])}>,;:!?.]+$/;
 const QUOTE = /[`'"]/;
 
 /** Each whitespace-separated word of a query, stripped of quotes, brackets and trailing punctuation. */

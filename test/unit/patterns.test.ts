@@ -12,6 +12,21 @@ describe('queryWords', () => {
     ]);
     expect(queryWords('   ')).toEqual([]);
   });
+
+  it('strips closing marks exactly as the pattern tried at every mark did, and a word of 9,999 of them in linear time', async () => {
+    const { seededRandom } = await import('../helpers/seeded-random.js');
+    const random = seededRandom(6);
+    const everyMark = /[`'"\])}>,;:!?.]+$/;
+    const parts = [')', '.', '!', '"', 'a', 'b', '(', '_', '))', '?!'];
+    for (let k = 0; k < 2_000; k++) {
+      let word = '';
+      for (let n = 0; n < 1 + Math.floor(random() * 10); n++) word += parts[Math.floor(random() * parts.length)]!;
+      const raw = `x${word}`;
+      const closing = everyMark.exec(raw)?.[0] ?? '';
+      expect(queryWords(raw)[0]?.word, raw).toBe(raw.slice(0, raw.length - closing.length));
+    }
+    expect(queryWords(`${')'.repeat(9_999)}x`)).toEqual([{ word: `${')'.repeat(9_999)}x`, quoted: false, identifierShaped: false }]);
+  });
 });
 
 describe('nameCandidates', () => {

@@ -34,4 +34,17 @@ describe('tokenize', () => {
     expect(tokenize('🎉 (.*) café')).toEqual(['café']);
     expect(tokenize(undefined as unknown as string)).toEqual([]);
   });
+
+  it('reads plural acronyms exactly as the pattern tried at every capital did, and a run of 200,000 capitals in linear time', async () => {
+    const { seededRandom } = await import('../helpers/seeded-random.js');
+    const random = seededRandom(4);
+    const everyCapital = /(\p{Lu}{2,})s(?![\p{L}\p{M}\p{N}])/gu;
+    const parts = ['A', 'B', 'Z', 's', 'S', 'x', 'É', 'é', '1', ' ', '_', 'IDs', 'URLs', 'ABCs', 'sS'];
+    for (let k = 0; k < 2_000; k++) {
+      let text = '';
+      for (let n = 0; n < 1 + Math.floor(random() * 12); n++) text += parts[Math.floor(random() * parts.length)]!;
+      expect(tokenize(text), text).toEqual(tokenize(text.normalize('NFKC').replace(everyCapital, '$1')));
+    }
+    expect(tokenize(`${'X'.repeat(200_000)}s`)).toEqual(['x'.repeat(200_000)]);
+  });
 });
