@@ -69,11 +69,6 @@ const tokenChange = (before: DefinitionTokens, after: DefinitionTokens): Definit
 const addTokens = (change: DefinitionTokens) =>
   sql`tokens_anthropic = tokens_anthropic + ${change.anthropic}, tokens_openai = tokens_openai + ${change.openai}, tokens_as_sent = tokens_as_sent + ${change.as_sent}`;
 
-/** The tools the catalog's row counts now. */
-async function toolCount(tx: Executor, id: number): Promise<number> {
-  return Number((await queryRows<{ count: number }>(tx, sql`select tool_count as count from catalogs where id = ${id}`))[0]!.count);
-}
-
 /** The sums the catalog's row holds now. */
 async function storedTokens(tx: Executor, id: number): Promise<DefinitionTokens> {
   const rows = await queryRows<DefinitionTokens>(
@@ -149,13 +144,14 @@ async function writeCatalog(
    * `changed`: the names that now point at other content or at nothing (null: possibly any);
    * `tokens`: what the catalog's definition tokens changed by.
    */
-  mapTools: (tx: Executor, id: number, created: boolean) => Promise<{ changed: string[] | null; toolCount: number; tokens: DefinitionTokens }>,
+  mapTools: (tx: Executor, catalog: LockedCatalog) => Promise<{ changed: string[] | null; toolCount: number; tokens: DefinitionTokens }>,
 ): Promise<CatalogWrite> {
   // Locks in one order everywhere: documents (by hash), then the catalog row, then its tools.
   return retryOnConflict(() => db.transaction(async (tx) => {
     const newHashes = await insertDocuments(tx, unstored);
-    const { id, created } = await lockOrCreateCatalog(tx, tenant, name);
-    const { changed, toolCount, tokens } = await mapTools(tx, id, created);
+    const locked = await lockOrCreateCatalog(tx, tenant, name);
+    const { id, created } = locked;
+    const { changed, toolCount, tokens } = await mapTools(tx, locked);
     // Re-pushing an identical catalog is not a change: revision and updated_at move only when a
     // name now points at other content (clients and caches key on the revision). A definition
     // re-sent in another shape keeps its content (and revision) but may change its tokens as sent.
@@ -171,18 +167,25 @@ async function writeCatalog(
   }));
 }
 
+/** A catalog's row as a write locked it: its id, whether this write created it, its tool count before the write. */
+interface LockedCatalog {
+  id: number;
+  created: boolean;
+  toolCount: number;
+}
+
 /**
  * The catalog's row, locked for this transaction (writers of one catalog take its lock first,
  * then write its rows), or a new one at revision 1.
  */
-async function lockOrCreateCatalog(tx: Executor, tenant: string, name: string): Promise<{ id: number; created: boolean }> {
+async function lockOrCreateCatalog(tx: Executor, tenant: string, name: string): Promise<LockedCatalog> {
   const inserted = await queryRows<{ id: number }>(
     tx,
     sql`insert into catalogs (tenant, name) values (${tenant}, ${name}) on conflict (tenant, name) do nothing returning id`,
   );
-  if (inserted[0]) return { id: inserted[0].id, created: true };
-  const rows = await queryRows<{ id: number }>(tx, sql`select id from catalogs where tenant = ${tenant} and name = ${name} for update`);
-  return { id: rows[0]!.id, created: false };
+  if (inserted[0]) return { id: inserted[0].id, created: true, toolCount: 0 };
+  const rows = await queryRows<{ id: number; toolCount: number }>(tx, sql`select id, tool_count as "toolCount" from catalogs where tenant = ${tenant} and name = ${name} for update`);
+  return { id: rows[0]!.id, created: false, toolCount: Number(rows[0]!.toolCount) };
 }
 
 /** What the catalog's names point at, as one comparable value, and how many names there are. */
@@ -205,7 +208,7 @@ export async function replaceCatalog(
   documents: CountedDocument[],
   unstored: CountedDocument[] = documents,
 ): Promise<CatalogWrite> {
-  return writeCatalog(db, tenant, name, unstored, async (tx, id, created) => {
+  return writeCatalog(db, tenant, name, unstored, async (tx, { id, created }) => {
     const before = created ? undefined : await mappingDigest(tx, id);
     // A whole replace sets the sums from its rows (whatever they held before).
     const tokensBefore = await storedTokens(tx, id);
@@ -225,7 +228,7 @@ export async function upsertCatalogTools(
   documents: CountedDocument[],
   unstored: CountedDocument[] = documents,
 ): Promise<CatalogWrite> {
-  return writeCatalog(db, tenant, name, unstored, async (tx, id) => {
+  return writeCatalog(db, tenant, name, unstored, async (tx, { id, toolCount: count }) => {
     // What the written names point at now: the change and the new count cost the slice, not the catalog.
     const names = [...new Map(documents.map((doc) => [doc.tool.name, doc.hash]))];
     const existing = new Map(
@@ -238,7 +241,6 @@ export async function upsertCatalogTools(
     );
     const added = names.filter(([toolName]) => !existing.has(toolName)).length;
     const changed = names.filter(([toolName, hash]) => existing.get(toolName) !== hash).map(([toolName]) => toolName);
-    const count = await toolCount(tx, id);
     const written = names.map(([toolName]) => toolName);
     const tokensBefore = await tokenTotals(tx, id, written);
     await upsertMappings(tx, id, documents);
@@ -264,7 +266,7 @@ export async function replaceServerTools(
   unstored: CountedDocument[] = documents,
 ): Promise<CatalogWrite & { before: ServerToolsBefore }> {
   let before: ServerToolsBefore = new Map();
-  const write = await writeCatalog(db, tenant, name, unstored, async (tx, id) => {
+  const write = await writeCatalog(db, tenant, name, unstored, async (tx, { id, toolCount: count }) => {
     const rows = await queryRows<{ name: string; hash: string }>(
       tx,
       sql`select ct.name, ct.hash from catalog_tools ct join tool_documents d on d.hash = ct.hash
@@ -288,7 +290,6 @@ export async function replaceServerTools(
     );
     const added = documents.filter((doc) => !existing.has(doc.tool.name)).length;
     const changed = [...gone, ...documents.filter((doc) => existing.get(doc.tool.name) !== doc.hash).map((doc) => doc.tool.name)];
-    const count = await toolCount(tx, id);
     await upsertMappings(tx, id, documents);
     return { changed, toolCount: count - gone.length + added, tokens: tokenChange(tokensBefore, await tokenTotals(tx, id, touched)) };
   });
