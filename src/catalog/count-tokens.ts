@@ -5,13 +5,12 @@
  */
 import { countText } from './count-text.js';
 import { mapYielding } from './catalog-service.js';
-import { asSentCount, definitionTexts, fromTextCounts, type Countable, type DefinitionTokens } from './tokens.js';
+import { definitionTexts, fromTextCounts, type Countable, type DefinitionTokens } from './tokens.js';
 
 /** One tool's counts, here and now: one tokenizer pass, and the differing pieces of a definition sent in another shape. */
 export function definitionTokens(tool: Countable): DefinitionTokens {
   const { anthropic, asSent } = definitionTexts(tool);
-  const count = countText(anthropic);
-  return fromTextCounts(count, asSentCount(count, asSent.map(countText)));
+  return fromTextCounts(countText(anthropic), asSent.map(countText));
 }
 
 /** Texts counted on this thread (~40 us a typical tool's), yielding to other requests between slices. */

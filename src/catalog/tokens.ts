@@ -40,7 +40,7 @@ export const OPENAI_OVER_ANTHROPIC = 3;
 
 /**
  * What a tool's counts come from: its Anthropic shape's text, and the texts whose counts give its
- * definition as sent (`asSentCount`): none when that is Anthropic's text; the pieces where the two
+ * definition as sent (`fromTextCounts`): none when that is Anthropic's text; the pieces where the two
  * differ (`differingPieces`: usually a key or two, not the whole definition again); or the definition
  * whole when the two share little.
  */
@@ -57,14 +57,10 @@ export function definitionTexts(tool: Countable): DefinitionTexts {
   return { anthropic, asSent: pieces ? [pieces.less, pieces.more] : [asSent] };
 }
 
-/** The as-sent count from Anthropic's count and the counts of `DefinitionTexts.asSent`'s texts. */
-export function asSentCount(anthropic: number, counts: readonly number[]): number {
-  return counts.length === 0 ? anthropic : counts.length === 1 ? counts[0]! : anthropic - counts[0]! + counts[1]!;
-}
-
-/** A tool's counts from its Anthropic count and its as-sent count. */
-export function fromTextCounts(anthropic: number, asSent: number): DefinitionTokens {
-  return { anthropic, openai: anthropic + OPENAI_OVER_ANTHROPIC, as_sent: asSent };
+/** A tool's counts from its Anthropic text's count and the counts of `DefinitionTexts.asSent`'s texts. */
+export function fromTextCounts(anthropic: number, asSent: readonly number[]): DefinitionTokens {
+  const sent = asSent.length === 0 ? anthropic : asSent.length === 1 ? asSent[0]! : anthropic - asSent[0]! + asSent[1]!;
+  return { anthropic, openai: anthropic + OPENAI_OVER_ANTHROPIC, as_sent: sent };
 }
 
 const isAsciiLetter = (code: number): boolean => (code >= 65 && code <= 90) || (code >= 97 && code <= 122);
@@ -150,7 +146,7 @@ export async function countDefinitions(counter: TextCounter, tools: readonly Cou
       return { first, end: texts.length };
     });
     const counted = counter.countTexts(texts).then((counts) =>
-      at.map(({ first, end }) => fromTextCounts(counts[first]!, asSentCount(counts[first]!, counts.slice(first + 1, end)))),
+      at.map(({ first, end }) => fromTextCounts(counts[first]!, counts.slice(first + 1, end))),
     );
     counted.catch(() => {}); // awaited below
     slices.push(counted);
