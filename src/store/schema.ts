@@ -65,7 +65,9 @@ export const toolTerms = pgTable(
     term: text('term').notNull(),
     tf: integer('tf').notNull(),
   },
-  (table) => [primaryKey({ columns: [table.hash, table.term] }), index('tool_terms_term_idx').on(table.term, table.hash)],
+  // No key: a document's terms are written once, by the writer whose document insert won. A hash
+  // index finds a document's rows, a btree on the term alone its postings (migrations/0013).
+  (table) => [index('tool_terms_hash_idx').using('hash', table.hash), index('tool_terms_term_idx').on(table.term)],
 );
 
 /** One vector per (document, model); the HNSW indexes are partial, one per model. */

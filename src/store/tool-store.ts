@@ -228,7 +228,8 @@ export async function replaceTerms(db: Db, documents: (DocumentTerms & { hash: s
           for update`,
     );
     const pending = new Set(stale.map((row) => row.hash));
-    documents = documents.filter((doc) => pending.has(doc.hash));
+    // One set of rows a document: tool_terms has no key that would refuse a second (migrations/0013).
+    documents = [...new Map(documents.map((doc) => [doc.hash, doc])).values()].filter((doc) => pending.has(doc.hash));
     if (documents.length === 0) return;
     const hashes = documents.map((doc) => doc.hash);
     await tx.execute(sql`delete from tool_terms where hash = any(${sql.param(hashes)}::text[])`);
