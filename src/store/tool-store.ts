@@ -27,6 +27,11 @@ export interface DocumentTerms {
   length: number;
 }
 
+/** One document a hash (the last given): term rows are written once a document. */
+function uniqueByHash<T extends { hash: string }>(documents: T[]): T[] {
+  return [...new Map(documents.map((doc) => [doc.hash, doc])).values()];
+}
+
 /** Term rows for many documents as three parallel arrays, for one unnest-bound insert. */
 function termColumns(documents: { hash: string; termFreqs: Map<string, number> }[]) {
   const hashes: string[] = [];
@@ -68,7 +73,7 @@ export const NO_TERMS = -1;
  */
 export async function insertDocuments(db: Executor, documents: CountedDocument[], { withTerms = true }: { withTerms?: boolean } = {}): Promise<string[]> {
   // Hash order: concurrent writers of overlapping documents take their row locks in one order.
-  const unique = [...new Map(documents.map((doc) => [doc.hash, doc])).values()].sort((a, b) => (a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : 0));
+  const unique = uniqueByHash(documents).sort((a, b) => (a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : 0));
   if (unique.length === 0) return [];
   const inserted = await queryRows<{ hash: string }>(
     db,
@@ -229,7 +234,7 @@ export async function replaceTerms(db: Db, documents: (DocumentTerms & { hash: s
     );
     const pending = new Set(stale.map((row) => row.hash));
     // One set of rows a document: tool_terms has no key that would refuse a second (migrations/0013).
-    documents = [...new Map(documents.map((doc) => [doc.hash, doc])).values()].filter((doc) => pending.has(doc.hash));
+    documents = uniqueByHash(documents).filter((doc) => pending.has(doc.hash));
     if (documents.length === 0) return;
     const hashes = documents.map((doc) => doc.hash);
     await tx.execute(sql`delete from tool_terms where hash = any(${sql.param(hashes)}::text[])`);
