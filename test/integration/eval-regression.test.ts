@@ -38,21 +38,20 @@ const TOLERANCE = 0.005;
 const DENSE_TYPO_SHARE = 0.92;
 
 /**
+ * How long one corpus's eval may take: a guard against a hang, not a speed target (speed lives in
+ * the benches). The child is killed at the deadline, so a stuck eval never runs on beside the next test.
+ */
+const EVAL_TIMEOUT_MS = 2_400_000;
+
+/**
  * `npm run eval` itself, in a child process: the eval's minutes of ranking then never block the
  * test worker (a worker busy that long missed vitest's 60 s RPC deadline in CI), and the command
  * the README and docs/ranking.md cite is the one checked. Same kind of store as the suite: on
  * PostgreSQL a scratch database of its own on DATABASE_URL's server (as `npm run eval` is run:
  * the suite's other catalogs in the same tables made its plans, with no statistics yet, several
- * times slower), else the CLI's own in-memory PGlite; the in-process queue.
+ * times slower: BFCL took over 15 minutes on a slow machine), else the CLI's own in-memory
+ * PGlite; the in-process queue.
  */
-/**
- * How long one corpus's eval may take: a guard against a hang, not a speed target (speed lives in
- * the benches). On a slow machine's PostgreSQL, with no statistics yet (autovacuum off) and the
- * suite's other catalogs in the same tables, BFCL's clean and typo runs took over 15 minutes.
- * The child is killed at the deadline, so a stuck eval never runs on beside the next test.
- */
-const EVAL_TIMEOUT_MS = 2_400_000;
-
 async function evalCommand(datasetDir: string, extra: string[] = []): Promise<EvalRow> {
   const root = new URL('../../', import.meta.url).pathname;
   const env: NodeJS.ProcessEnv = { ...process.env, EMBED_MODEL: 'use-lite', LOG_LEVEL: 'warn' };
