@@ -10,10 +10,14 @@
  * count (milliseconds) is thus current within tens of milliseconds; a 100,000-tool one within
  * seconds, while its embedding takes minutes. A count slower than its size explains (a stalled
  * machine) is not held against the catalog: the wait is capped by the size (countCostCapMs).
+ *
+ * A revision written after one seen complete is told from that one: only the names changed since
+ * are probed (catalogEmbeddingProgressSince), so a one-tool write to a 100,000-tool catalog does
+ * not cost its next hybrid search a pass over the catalog.
  */
 import { currentRecipe } from '../embed/embed-documents.js';
 import { LruCache } from '../lru-cache.js';
-import { catalogEmbeddingProgress } from '../store/embedding-store.js';
+import { catalogEmbeddingProgress, catalogEmbeddingProgressSince } from '../store/embedding-store.js';
 import type { Executor } from '../store/tool-store.js';
 
 export interface PendingEmbeddings {
@@ -31,6 +35,9 @@ const RECOUNT_COST_FACTOR = 20;
 const countCostCapMs = (total: number): number => 5 + 0.05 * total;
 const recountAfterMs = (count: Count): number => RECOUNT_COST_FACTOR * Math.min(count.tookMs, countCostCapMs(count.progress.total));
 
+/** At most this many changed names are probed to tell a revision from a complete one; more, and it is counted whole. */
+export const CHANGED_NAMES_MAX = 10_000;
+
 interface Count {
   at: number;
   tookMs: number;
@@ -41,6 +48,8 @@ export class CatalogEmbeddingStatus {
   private readonly complete = new LruCache<string, number>(4096);
   private readonly counted = new LruCache<string, Count>(1024);
   private readonly counting = new Map<string, Promise<Count>>();
+  /** `catalog:model:textVersion` -> the newest revision seen complete. */
+  private readonly newestComplete = new LruCache<string, number>(4096);
 
   /** `now`: milliseconds, for both a count's age and its duration (a test's clock). */
   constructor(private readonly now: () => number = () => performance.now()) {}
@@ -52,6 +61,7 @@ export class CatalogEmbeddingStatus {
   async progress(db: Executor, catalog: { id: number; revision: number }, model: string, minRecountMs = 0): Promise<PendingEmbeddings> {
     const recipe = currentRecipe(model);
     const key = `${catalog.id}:${catalog.revision}:${model}:${recipe.textVersion}`;
+    const catalogKey = `${catalog.id}:${model}:${recipe.textVersion}`;
     const total = this.complete.get(key);
     if (total !== undefined) return { done: total, total };
     const recent = this.counted.get(key);
@@ -60,7 +70,9 @@ export class CatalogEmbeddingStatus {
     if (!counting) {
       counting = (async () => {
         const started = this.now();
-        const { done, total } = await catalogEmbeddingProgress(db, catalog.id, recipe);
+        const from = this.newestComplete.get(catalogKey);
+        const since = from !== undefined && from < catalog.revision ? await catalogEmbeddingProgressSince(db, catalog.id, from, recipe, CHANGED_NAMES_MAX) : undefined;
+        const { done, total } = since ?? (await catalogEmbeddingProgress(db, catalog.id, recipe));
         const at = this.now();
         return { at, tookMs: at - started, progress: { done: Number(done), total: Number(total) } };
       })().finally(() => this.counting.delete(key));
@@ -70,6 +82,7 @@ export class CatalogEmbeddingStatus {
     if (count.progress.done >= count.progress.total) {
       this.complete.set(key, count.progress.total);
       this.counted.delete(key);
+      if (catalog.revision > (this.newestComplete.get(catalogKey) ?? 0)) this.newestComplete.set(catalogKey, catalog.revision);
     } else {
       this.counted.set(key, count);
     }

@@ -53,6 +53,22 @@ export const vectorStatusSql = {
                (count(*) filter (where ${currentVector(sql`ct.hash`, recipe)}))::int as done
         from catalog_tools ct
         where ct.catalog_id = ${catalogId}`,
+  /**
+   * The catalog's tool count now, and of the names its revisions after `from` changed (at most
+   * `maxNames` + 1 of them), how many now lack a current vector; with what the log holds of those
+   * revisions (`logged` rows, `unknown` of them a whole-catalog change).
+   */
+  catalogProgressSince: (catalogId: number, from: number, recipe: VectorRecipe, maxNames: number) =>
+    sql`with c as (select id, revision, tool_count from catalogs where id = ${catalogId}),
+          log as (select x.names from catalog_changes x join c on x.catalog_id = c.id where x.revision > ${from} and x.revision <= c.revision),
+          changed as (select distinct n as name from log, unnest(log.names) n limit ${maxNames + 1})
+        select c.revision::int as revision, c.tool_count::int as total,
+               (select count(*) from log)::int as logged,
+               (select count(*) from log where names is null)::int as unknown,
+               (select count(*) from changed)::int as changed,
+               (select count(*) from changed ch join catalog_tools ct on ct.catalog_id = c.id and ct.name = ch.name
+                 where ${noCurrentVector(sql`ct.hash`, recipe)})::int as missing
+        from c`,
   /** A catalog's hashes with no current vector. */
   catalogMissing: (catalogId: number, recipe: VectorRecipe) =>
     sql`select ct.hash from catalog_tools ct
@@ -150,6 +166,31 @@ export interface EmbeddingProgress {
 export async function catalogEmbeddingProgress(db: Executor, catalogId: number, recipe: VectorRecipe): Promise<EmbeddingProgress> {
   const rows = await queryRows<EmbeddingProgress>(db, vectorStatusSql.catalogProgress(catalogId, recipe));
   return rows[0] ?? { total: 0, done: 0 };
+}
+
+/**
+ * How many of a catalog's tools have a current vector, told from revision `from`, at which every
+ * tool had one: only the names changed since are probed, so the cost follows the change, not the
+ * catalog (a tool left alone keeps its vector: a catalog's documents are never deleted, and a
+ * vector is replaced only by a newer recipe's). Undefined when the log cannot tell (a revision no
+ * longer logged, a whole-catalog replace) or more than `maxNames` names changed; null when the
+ * catalog is gone.
+ */
+export async function catalogEmbeddingProgressSince(
+  db: Executor,
+  catalogId: number,
+  from: number,
+  recipe: VectorRecipe,
+  maxNames: number,
+): Promise<EmbeddingProgress | null | undefined> {
+  const rows = await queryRows<{ revision: number; total: number; logged: number; unknown: number; changed: number; missing: number }>(
+    db,
+    vectorStatusSql.catalogProgressSince(catalogId, from, recipe, maxNames),
+  );
+  const row = rows[0];
+  if (!row) return null;
+  if (Number(row.unknown) > 0 || Number(row.logged) !== Number(row.revision) - from || Number(row.changed) > maxNames) return undefined;
+  return { total: Number(row.total), done: Number(row.total) - Number(row.missing) };
 }
 
 /** A catalog's hashes with no current vector. */

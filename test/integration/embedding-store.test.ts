@@ -1,6 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm';
+import { PgDialect } from 'drizzle-orm/pg-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { replaceCatalog } from '../../src/store/catalog-store.js';
+import { deleteCatalogTool, getCatalog, replaceCatalog, upsertCatalogTools } from '../../src/store/catalog-store.js';
 import { queryRows } from '../../src/store/database.js';
 import {
   catalogEmbeddingProgress,
@@ -63,6 +64,7 @@ describe(`which vectors exist, on tables never analyzed (${storeKind()})`, () =>
       ['catalogMissing', vectorStatusSql.catalogMissing(catalogId, recipe)],
       ['missing, all', vectorStatusSql.missing(recipe, undefined, 100_000)],
       ['missing, of a list', vectorStatusSql.missing(recipe, hashes.slice(0, 500), 100_000)],
+      ['catalogProgressSince', vectorStatusSql.catalogProgressSince(catalogId, 0, recipe, 10_000)],
     ];
     for (const [name, statement] of statements) {
       const plan = (await queryRows<{ 'QUERY PLAN': string }>(scratch.database.db, sql`explain ${statement}`))
@@ -150,6 +152,63 @@ describe(`a catalog's embedding progress, counted at a bounded cost (${storeKind
     await writeVectors(database.db, currentRecipe(model), documents.map((doc) => ({ hash: doc.hash, vector: [1, 0, 0] })));
     clock += 200; // 20 x 3 s would be a minute; a 4-tool count is taken to cost at most ~5 ms
     expect(await status.progress(database.db, catalog, model)).toEqual({ done: 4, total: 4 });
+  });
+
+  it('tells a revision written after a complete one from the names it changed, one statement probing those names; a whole-catalog replace is counted afresh', async () => {
+    const { CatalogEmbeddingStatus } = await import('../../src/catalog/embedding-status.js');
+    const { currentRecipe } = await import('../../src/embed/embed-documents.js');
+    const { testDatabase, uniqueName } = await import('../helpers/database.js');
+    const database = await testDatabase();
+    const name = uniqueName('since');
+    const tools = uniqueTools(30, 'since');
+    const documents = toDocuments(tools);
+    let catalog = (await replaceCatalog(database.db, 'tenant', name, documents)).catalog;
+    const model = uniqueName('since-model');
+    const current = currentRecipe(model);
+    const embed = (docs: { hash: string }[]) => writeVectors(database.db, current, docs.map((doc) => ({ hash: doc.hash, vector: [1, 0, 0] })));
+    await embed(documents);
+    // Statements seen, and which of them count the catalog whole.
+    const seen: string[] = [];
+    const db = new Proxy(database.db, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver);
+        if (property !== 'execute') return value;
+        return (statement: SQL) => {
+          seen.push(new PgDialect().sqlToQuery(statement).sql.includes('catalog_changes') ? 'since' : 'whole');
+          return (value as (statement: SQL) => unknown).call(target, statement);
+        };
+      },
+    });
+    let clock = 0; // a pending revision is recounted once enough time has passed: here, when the test moves the clock
+    const status = new CatalogEmbeddingStatus(() => clock);
+    const truth = async () => catalogEmbeddingProgress(database.db, catalog.id, current);
+    expect(await status.progress(db, catalog, model)).toEqual({ done: 30, total: 30 });
+    expect(seen).toEqual(['whole']);
+
+    // One tool added, one changed: two names to probe, both without a vector yet.
+    const added = toDocuments([{ ...tools[0]!, name: `${tools[0]!.name}_added` }])[0]!;
+    const changed = toDocuments([{ ...tools[1]!, description: `${tools[1]!.description} Revised.` }])[0]!;
+    catalog = (await upsertCatalogTools(database.db, 'tenant', name, [added, changed])).catalog;
+    expect(await status.progress(db, catalog, model)).toEqual({ done: 29, total: 31 });
+    expect(await truth()).toEqual({ done: 29, total: 31 });
+    expect(seen).toEqual(['whole', 'since']);
+
+    // Embedded: complete again, and the next revision (a tool deleted) is told from this one.
+    await embed([added, changed]);
+    clock += 60_000;
+    expect(await status.progress(db, catalog, model)).toEqual({ done: 31, total: 31 });
+    expect(seen).toEqual(['whole', 'since', 'since']);
+    expect(await deleteCatalogTool(database.db, 'tenant', name, tools[2]!.name)).toBe(true);
+    catalog = (await getCatalog(database.db, 'tenant', name))!;
+    expect(await status.progress(db, catalog, model)).toEqual({ done: 30, total: 30 });
+    expect(seen).toEqual(['whole', 'since', 'since', 'since']);
+
+    // A whole-catalog replace logs no names: the log cannot tell, so the catalog is counted whole.
+    const replaced = toDocuments(uniqueTools(5, 'since_replaced'));
+    catalog = (await replaceCatalog(database.db, 'tenant', name, [...documents.slice(0, 10), ...replaced])).catalog;
+    expect(await status.progress(db, catalog, model)).toEqual({ done: 10, total: 15 });
+    expect(await truth()).toEqual({ done: 10, total: 15 });
+    expect(seen).toEqual(['whole', 'since', 'since', 'since', 'since', 'whole']);
   });
 });
 
