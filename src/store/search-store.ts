@@ -102,6 +102,22 @@ export async function loadTermFrequencies(db: Executor, corpus: Corpus, terms: r
 }
 
 /**
+ * The exact scan of a small corpus's vectors, built apart so a test can check its plan: each
+ * corpus tool's vector is probed through the (hash, model) primary key (a lateral subquery with a
+ * limit, which the planner cannot turn into a join), whatever the statistics say. As a join it was
+ * planned from statistics, and on tables never analyzed (PGlite never analyzes; PostgreSQL's
+ * autovacuum lags a large write) the planner took `model = ...` to keep a few rows and scanned
+ * every vector of every catalog: 230 ms for a 1,460-tool catalog beside a 100,000-tool one, 27 ms
+ * as this probe (EXPLAIN ANALYZE, 2026-12-02).
+ */
+export const exactScanSql = (corpus: Corpus, model: string, literal: string, limit: number): SQL =>
+  sql`with corpus as (${corpusRows(corpus)})
+      select c.id, (1 - (v.embedding <=> ${literal}::vector))::float8 as score
+      from corpus c cross join lateral (select e.embedding from tool_embeddings e where e.hash = c.hash and e.model = ${model} limit 1) v
+      order by v.embedding <=> ${literal}::vector, c.id collate "C"
+      limit ${limit}`;
+
+/**
  * Cosine similarity (1 - cosine distance) of the corpus's vectors for `model` to the query.
  * Small corpora are scanned exactly; a large catalog goes through the model's HNSW index, with
  * pgvector 0.8's iterative scan so a catalog or tag filter still yields `limit` rows.
@@ -114,14 +130,7 @@ export async function searchVector(
 ): Promise<Ranked> {
   const literal = vectorLiteral(query.vector);
   if (!query.useIndex) {
-    const rows = await queryRows<{ id: string; score: number }>(
-      db,
-      sql`with corpus as (${corpusRows(corpus)})
-          select c.id, (1 - (e.embedding <=> ${literal}::vector))::float8 as score
-          from corpus c join tool_embeddings e on e.hash = c.hash and e.model = ${query.model}
-          order by e.embedding <=> ${literal}::vector, c.id collate "C"
-          limit ${limit}`,
-    );
+    const rows = await queryRows<{ id: string; score: number }>(db, exactScanSql(corpus, query.model, literal, limit));
     return rows.map((row) => [row.id, Number(row.score)]);
   }
   if (corpus.kind !== 'catalog') throw new Error('the HNSW path serves stored catalogs');

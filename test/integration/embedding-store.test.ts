@@ -3,6 +3,7 @@ import { PgDialect } from 'drizzle-orm/pg-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deleteCatalogTool, getCatalog, replaceCatalog, upsertCatalogTools } from '../../src/store/catalog-store.js';
 import { queryRows } from '../../src/store/database.js';
+import { exactScanSql } from '../../src/store/search-store.js';
 import {
   catalogEmbeddingProgress,
   catalogHashesWithoutVector,
@@ -65,6 +66,8 @@ describe(`which vectors exist, on tables never analyzed (${storeKind()})`, () =>
       ['missing, all', vectorStatusSql.missing(recipe, undefined, 100_000)],
       ['missing, of a list', vectorStatusSql.missing(recipe, hashes.slice(0, 500), 100_000)],
       ['catalogProgressSince', vectorStatusSql.catalogProgressSince(catalogId, 0, recipe, 10_000)],
+      ['exact scan, a catalog', exactScanSql({ kind: 'catalog', catalogId }, recipe.model, `[${Array(512).fill(0.1).join(',')}]`, 100)],
+      ['exact scan, hashes', exactScanSql({ kind: 'hashes', hashes: hashes.slice(0, 300) }, recipe.model, `[${Array(512).fill(0.1).join(',')}]`, 100)],
     ];
     for (const [name, statement] of statements) {
       const plan = (await queryRows<{ 'QUERY PLAN': string }>(scratch.database.db, sql`explain ${statement}`))
