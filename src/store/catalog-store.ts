@@ -125,6 +125,24 @@ async function logChanges(tx: Executor, id: number, names: string[] | null): Pro
   );
 }
 
+/**
+ * The change log read since revision `from`, as the CTEs a statement starts with: `c` (the catalog's
+ * id, revision and tool count now), `log` (its logged revisions after `from`) and `changed` (their
+ * distinct names, at most `maxNames` + 1); and the columns `changesTold` reads.
+ */
+export const changesSince = (catalogId: number, from: number, maxNames: number) => ({
+  ctes: sql`c as (select id, revision, tool_count from catalogs where id = ${catalogId}),
+            log as (select x.names from catalog_changes x join c on x.catalog_id = c.id where x.revision > ${from} and x.revision <= c.revision),
+            changed as (select distinct n as name from log, unnest(log.names) n limit ${maxNames + 1})`,
+  columns: sql`c.revision::int as revision, (select count(*) from log)::int as logged,
+               (select count(*) from log where names is null)::int as unknown, (select count(*) from changed)::int as changed`,
+});
+
+/** Whether the log tells what changed since `from`: every revision logged, none a whole-catalog change, at most `maxNames` names. */
+export function changesTold(row: { revision: number; logged: number; unknown: number; changed: number }, from: number, maxNames: number): boolean {
+  return Number(row.unknown) === 0 && Number(row.logged) === Number(row.revision) - from && Number(row.changed) <= maxNames;
+}
+
 export interface CatalogWrite {
   catalog: CatalogSummary;
   /** Hashes written for the first time (their embeddings are still to be computed). */

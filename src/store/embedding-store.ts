@@ -1,4 +1,5 @@
 import { sql, type SQL } from 'drizzle-orm';
+import { changesSince, changesTold } from './catalog-store.js';
 import { queryRows, sendsBinaryParameters } from './database.js';
 import { vectorBinary, vectorLiteral } from './vector-literal.js';
 import { yieldToOtherRequests } from '../time-slice.js';
@@ -58,17 +59,14 @@ export const vectorStatusSql = {
    * `maxNames` + 1 of them), how many now lack a current vector; with what the log holds of those
    * revisions (`logged` rows, `unknown` of them a whole-catalog change).
    */
-  catalogProgressSince: (catalogId: number, from: number, recipe: VectorRecipe, maxNames: number) =>
-    sql`with c as (select id, revision, tool_count from catalogs where id = ${catalogId}),
-          log as (select x.names from catalog_changes x join c on x.catalog_id = c.id where x.revision > ${from} and x.revision <= c.revision),
-          changed as (select distinct n as name from log, unnest(log.names) n limit ${maxNames + 1})
-        select c.revision::int as revision, c.tool_count::int as total,
-               (select count(*) from log)::int as logged,
-               (select count(*) from log where names is null)::int as unknown,
-               (select count(*) from changed)::int as changed,
+  catalogProgressSince: (catalogId: number, from: number, recipe: VectorRecipe, maxNames: number) => {
+    const log = changesSince(catalogId, from, maxNames);
+    return sql`with ${log.ctes}
+        select ${log.columns}, c.tool_count::int as total,
                (select count(*) from changed ch join catalog_tools ct on ct.catalog_id = c.id and ct.name = ch.name
                  where ${noCurrentVector(sql`ct.hash`, recipe)})::int as missing
-        from c`,
+        from c`;
+  },
   /** A catalog's hashes with no current vector. */
   catalogMissing: (catalogId: number, recipe: VectorRecipe) =>
     sql`select ct.hash from catalog_tools ct
@@ -189,7 +187,7 @@ export async function catalogEmbeddingProgressSince(
   );
   const row = rows[0];
   if (!row) return null;
-  if (Number(row.unknown) > 0 || Number(row.logged) !== Number(row.revision) - from || Number(row.changed) > maxNames) return undefined;
+  if (!changesTold(row, from, maxNames)) return undefined;
   return { total: Number(row.total), done: Number(row.total) - Number(row.missing) };
 }
 

@@ -2,6 +2,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import { BM25_B, BM25_K1 } from '../search/bm25.js';
 import { queryRows, type Db } from './database.js';
 import { vectorLiteral } from './vector-literal.js';
+import { changesSince, changesTold } from './catalog-store.js';
 import type { VectorRecipe } from './embedding-store.js';
 import type { Executor } from './tool-store.js';
 
@@ -293,14 +294,11 @@ export interface CatalogChanges {
  * any more, a whole-catalog replace) or touch more than `maxNames` names; null when the catalog is gone.
  */
 export async function loadCatalogChanges(db: Executor, catalogId: number, from: number, maxNames: number): Promise<CatalogChanges | null | undefined> {
+  const log = changesSince(catalogId, from, maxNames);
   const rows = await queryRows<IndexRowText & { logged: number; unknown: number; changed: number; present: boolean }>(
     db,
-    sql`with c as (select id, revision from catalogs where id = ${catalogId}),
-          log as (select x.names from catalog_changes x join c on x.catalog_id = c.id where x.revision > ${from} and x.revision <= c.revision),
-          changed as (select distinct n as name from log, unnest(log.names) n limit ${maxNames + 1})
-        select c.revision::int as revision, (select count(*) from log)::int as logged,
-               (select count(*) from log where names is null)::int as unknown, (select count(*) from changed)::int as changed,
-               ch.name, ct.name is not null as present, d.doc_length::int as length, d.server, d.tags, t.terms
+    sql`with ${log.ctes}
+        select ${log.columns}, ch.name, ct.name is not null as present, d.doc_length::int as length, d.server, d.tags, t.terms
         from c
           left join changed ch on (select count(*) from changed) <= ${maxNames}
           left join catalog_tools ct on ct.catalog_id = c.id and ct.name = ch.name
@@ -311,7 +309,7 @@ export async function loadCatalogChanges(db: Executor, catalogId: number, from: 
   const first = rows[0];
   if (!first) return null;
   const revision = Number(first.revision);
-  if (Number(first.unknown) > 0 || Number(first.logged) !== revision - from || Number(first.changed) > maxNames) return undefined;
+  if (!changesTold(first, from, maxNames)) return undefined;
   const changes: CatalogChanges = { revision, rows: [], removed: [] };
   for (const row of rows) {
     if (row.name === null) continue;

@@ -79,6 +79,20 @@ describe(`which vectors exist, on tables never analyzed (${storeKind()})`, () =>
   });
 });
 
+/** The database as it is, with `seen` told of each statement run through `execute`. */
+function observing<T extends object>(db: T, seen: (statement: SQL) => void): T {
+  return new Proxy(db, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver);
+      if (property !== 'execute') return value;
+      return (statement: SQL) => {
+        seen(statement);
+        return (value as (statement: SQL) => unknown).call(target, statement);
+      };
+    },
+  });
+}
+
 describe(`a catalog's embedding progress, counted at a bounded cost (${storeKind()})`, () => {
   it('shares one count among concurrent readers, recounts a pending revision only after 20 times its last count took, and remembers a complete one', async () => {
     const { CatalogEmbeddingStatus } = await import('../../src/catalog/embedding-status.js');
@@ -92,16 +106,7 @@ describe(`a catalog's embedding progress, counted at a bounded cost (${storeKind
     const current = currentRecipe(model);
     // Counting statements seen, through the real database.
     let counts = 0;
-    const db = new Proxy(database.db, {
-      get(target, property, receiver) {
-        const value = Reflect.get(target, property, receiver);
-        if (property !== 'execute') return value;
-        return (...args: unknown[]) => {
-          counts += 1;
-          return (value as (...a: unknown[]) => unknown).apply(target, args);
-        };
-      },
-    });
+    const db = observing(database.db, () => (counts += 1));
     // A clock that each count reads twice, 5 ms apart: every count "takes" 5 ms.
     let clock = 0;
     const status = new CatalogEmbeddingStatus(() => (clock += 5) - 5);
@@ -172,16 +177,7 @@ describe(`a catalog's embedding progress, counted at a bounded cost (${storeKind
     await embed(documents);
     // Statements seen, and which of them count the catalog whole.
     const seen: string[] = [];
-    const db = new Proxy(database.db, {
-      get(target, property, receiver) {
-        const value = Reflect.get(target, property, receiver);
-        if (property !== 'execute') return value;
-        return (statement: SQL) => {
-          seen.push(new PgDialect().sqlToQuery(statement).sql.includes('catalog_changes') ? 'since' : 'whole');
-          return (value as (statement: SQL) => unknown).call(target, statement);
-        };
-      },
-    });
+    const db = observing(database.db, (statement) => seen.push(new PgDialect().sqlToQuery(statement).sql.includes('catalog_changes') ? 'since' : 'whole'));
     let clock = 0; // a pending revision is recounted once enough time has passed: here, when the test moves the clock
     const status = new CatalogEmbeddingStatus(() => clock);
     const truth = async () => catalogEmbeddingProgress(database.db, catalog.id, current);
