@@ -178,6 +178,8 @@ export class Bm25Index {
   /** Scratch for one search at a time (searches are synchronous): cleared after use, never reallocated. */
   private readonly scores: Float64Array;
   private readonly matched: Uint8Array;
+  /** The documents a search touched, in the order it touched them (the first `count` places). */
+  private readonly touched: Int32Array;
 
   constructor(corpus: readonly Bm25Document[] | Bm25Builder, private readonly params: Bm25Params = DEFAULT_BM25_PARAMS) {
     let builder: Bm25Builder;
@@ -202,6 +204,7 @@ export class Bm25Index {
     for (let doc = 0; doc < this.size; doc++) this.norms[doc] = lengthNorm(this.lengths[doc]!, this.avgDocLength, params);
     this.scores = new Float64Array(this.size);
     this.matched = new Uint8Array(this.size);
+    this.touched = new Int32Array(this.size);
   }
 
   /**
@@ -343,8 +346,11 @@ export class Bm25Index {
       }
       avgDocLength = n === 0 ? 0 : total / n;
     }
-    const { scores, matched } = this;
-    const touched: number[] = [];
+    // Scratch arrays, not a list grown per search: a common term of a 100,000-tool catalog touches
+    // tens of thousands of documents, and the garbage of a growing list (~1 MB a search) was
+    // collected in the timed searches' minor GCs.
+    const { scores, matched, touched } = this;
+    let count = 0;
     const saturation = this.params.k1 + 1;
     for (const [term, weight] of weights) {
       const list = this.postings.get(term);
@@ -366,57 +372,62 @@ export class Bm25Index {
         scores[doc] = scores[doc]! + weight * ((idf * tf * saturation) / (tf + norm));
         if (!matched[doc]) {
           matched[doc] = 1;
-          touched.push(doc);
+          touched[count++] = doc;
         }
       }
     }
     try {
-      return this.best(touched, scores, limit);
+      return this.best(touched.subarray(0, count), scores, limit);
     } finally {
-      for (const doc of touched) {
-        scores[doc] = 0;
-        matched[doc] = 0;
+      for (let i = 0; i < count; i++) {
+        scores[touched[i]!] = 0;
+        matched[touched[i]!] = 0;
       }
     }
   }
 
   /** The `limit` best of the touched documents, in `byScoreThenId` order: sorted outright when few, else through a bounded heap. */
-  private best(touched: number[], scores: Float64Array, limit: number): [string, number][] {
+  private best(touched: Int32Array, scores: Float64Array, limit: number): [string, number][] {
+    const ranked = (docs: ArrayLike<number>): [string, number][] =>
+      Array.from(docs, (doc): [string, number] => [this.ids[doc]!, scores[doc]!]).sort(byScoreThenId);
     if (touched.length <= limit || touched.length <= 256) {
-      const ranked = touched.map((doc): [string, number] => [this.ids[doc]!, scores[doc]!]).sort(byScoreThenId);
-      return ranked.length > limit ? ranked.slice(0, limit) : ranked;
+      const all = ranked(touched);
+      return all.length > limit ? all.slice(0, limit) : all;
     }
     // A min-heap of the best `limit` so far, its worst on top; a common term in a large catalog
     // touches tens of thousands of documents, and sorting them all cost more than the scoring.
-    const heap: number[] = [];
+    // Swaps go through a variable: a destructuring swap iterated (and allocated) at every step.
+    const heap = new Int32Array(limit);
+    let size = 0;
     const worse = (a: number, b: number) => scores[a]! < scores[b]! || (scores[a] === scores[b] && this.ids[a]! > this.ids[b]!);
-    const siftDown = (at: number) => {
-      for (;;) {
-        const left = 2 * at + 1;
-        const right = left + 1;
-        let worst = at;
-        if (left < heap.length && worse(heap[left]!, heap[worst]!)) worst = left;
-        if (right < heap.length && worse(heap[right]!, heap[worst]!)) worst = right;
-        if (worst === at) return;
-        [heap[at], heap[worst]] = [heap[worst]!, heap[at]!];
-        at = worst;
-      }
-    };
-    for (const doc of touched) {
-      if (heap.length < limit) {
-        heap.push(doc);
-        for (let at = heap.length - 1; at > 0; ) {
+    for (let i = 0; i < touched.length; i++) {
+      const doc = touched[i]!;
+      let at: number;
+      if (size < limit) {
+        at = size++;
+        while (at > 0) {
           const parent = (at - 1) >> 1;
-          if (!worse(heap[at]!, heap[parent]!)) break;
-          [heap[at], heap[parent]] = [heap[parent]!, heap[at]!];
+          if (!worse(doc, heap[parent]!)) break;
+          heap[at] = heap[parent]!;
           at = parent;
         }
       } else if (worse(heap[0]!, doc)) {
-        heap[0] = doc;
-        siftDown(0);
+        at = 0;
+        for (;;) {
+          const left = 2 * at + 1;
+          const right = left + 1;
+          let worst = left < size && worse(heap[left]!, doc) ? left : at;
+          if (right < size && worse(heap[right]!, worst === at ? doc : heap[worst]!)) worst = right;
+          if (worst === at) break;
+          heap[at] = heap[worst]!;
+          at = worst;
+        }
+      } else {
+        continue;
       }
+      heap[at] = doc;
     }
-    return heap.map((doc): [string, number] => [this.ids[doc]!, scores[doc]!]).sort(byScoreThenId);
+    return ranked(heap.subarray(0, size));
   }
 
   /** The IDF of a term over this corpus (0 documents holding it: the largest). */
