@@ -7,7 +7,9 @@
  * size and store it reports: the push rate (tools/s to the store), the embedding rate of the queue
  * (hybrid only), catalog search p50/p90/p99 in each mode over toolbench_stable's dev queries (their
  * embeddings cached by a first untimed pass, so the store and the ranking are timed), the first
- * search after a write (a new revision), and the process's RSS after the searches. The service runs
+ * search after a write (a new revision), and the process's RSS after the searches. For the tail: the
+ * GC pauses while the timed searches ran (perf_hooks), and each search over 2 x p50 with the
+ * service's own time (`took_ms`) and the pauses it overlapped. The service runs
  * in the bench's process (createApp on a port, called over HTTP), with npm start's
  * --max-semi-space-size=4 when run through `npm run bench:scale`.
  *
@@ -21,6 +23,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { getCatalog } from '../src/store/catalog-store.js';
@@ -92,6 +95,10 @@ interface SizeReport {
   push_cpu: { here_s: number; postgres_s?: number };
   embed_tools_per_s?: number;
   search_ms: Partial<Record<'bm25' | 'hybrid', Summary>>;
+  /** The timed searches over 2 x p50: which one (0-based, in timed order), their time, the service's own (`took_ms`), and the GC pauses of this process that overlapped each (ms, by kind). */
+  slow_searches: Partial<Record<'bm25' | 'hybrid', { at: number; ms: number; took_ms: number; gc: string[] }[]>>;
+  /** GC pauses of this process (the service and the bench's client) while the timed searches ran: count and ms by kind. */
+  gc_during_searches: Partial<Record<'bm25' | 'hybrid', Record<string, { count: number; total_ms: number; max_ms: number }>>>;
   /** The median over WRITES one-tool writes of the first search after each (`..._samples`: all of them). */
   first_search_after_write_ms: Partial<Record<'bm25' | 'hybrid', number>>;
   first_search_after_write_samples: Partial<Record<'bm25' | 'hybrid', number[]>>;
@@ -126,7 +133,7 @@ async function runSize(store: 'postgres' | 'pglite', size: number): Promise<Size
     const pushSeconds = (performance.now() - pushStarted) / 1000;
     const here = process.cpuUsage(cpuBefore.here);
     const pushCpu = { here_s: (here.user + here.system) / 1e6, ...(cpuBefore.postgres === undefined ? {} : { postgres_s: commandCpuSeconds('postgres') - cpuBefore.postgres }) };
-    const report: SizeReport = { store, tools: size, push_tools_per_s: size / pushSeconds, push_cpu: pushCpu, search_ms: {}, first_search_after_write_ms: {}, first_search_after_write_samples: {}, one_tool_write_samples: [], rss_mb: 0 };
+    const report: SizeReport = { store, tools: size, push_tools_per_s: size / pushSeconds, push_cpu: pushCpu, search_ms: {}, slow_searches: {}, gc_during_searches: {}, first_search_after_write_ms: {}, first_search_after_write_samples: {}, one_tool_write_samples: [], rss_mb: 0 };
     process.stderr.write(
       `[${store} ${size}] pushed in ${pushSeconds.toFixed(1)} s (${report.push_tools_per_s.toFixed(0)} tools/s); CPU s: this process (service and client) ${pushCpu.here_s.toFixed(1)}` +
         `${pushCpu.postgres_s === undefined ? '' : `, PostgreSQL ${pushCpu.postgres_s.toFixed(1)}`}\n`,
@@ -140,11 +147,14 @@ async function runSize(store: 'postgres' | 'pglite', size: number): Promise<Size
       report.embed_tools_per_s = size / ((performance.now() - pushStarted) / 1000 - pushSeconds);
       process.stderr.write(`[${store} ${size}] embedded (${report.embed_tools_per_s.toFixed(0)} tools/s after the push)\n`);
     }
+    const spans: [number, number, number][] = [];
     const search = async (query: string, mode: string) => {
       const started = performance.now();
       const body = await call('POST', `/v1/catalogs/${catalog}/search`, { query, mode, top_k: 10 });
       if (body.results.length === 0 && mode === 'hybrid') throw new Error(`no results for "${query}"`);
-      return performance.now() - started;
+      const ended = performance.now();
+      spans.push([started, ended, body.took_ms as number]);
+      return ended - started;
     };
     // The catalog's in-process index is read in the background after a write; wait for it once.
     const indexReady = async () => {
@@ -155,9 +165,23 @@ async function runSize(store: 'postgres' | 'pglite', size: number): Promise<Size
     for (const mode of modes) {
       for (const query of queries) await search(query, mode); // untimed: caches query embeddings
       const samples: number[] = [];
-      for (let round = 0; round < rounds; round++) for (const query of queries) samples.push(await search(query, mode));
+      spans.length = 0;
+      const gc = watchGc();
+      try {
+        for (let round = 0; round < rounds; round++) for (const query of queries) samples.push(await search(query, mode));
+      } finally {
+        gc.stop();
+      }
       report.search_ms[mode] = summarize(samples);
-      process.stderr.write(`[${store} ${size}] ${mode} p50 ${report.search_ms[mode]!.p50.toFixed(1)} ms, p99 ${report.search_ms[mode]!.p99.toFixed(1)} ms\n`);
+      report.gc_during_searches[mode] = gc.byKind();
+      report.slow_searches[mode] = spans
+        .map(([start, end, took], at) => ({ at, ms: round1(end - start), took_ms: round1(took), gc: gc.overlapping(start, end) }))
+        .filter(({ ms }) => ms > 2 * report.search_ms[mode]!.p50);
+      process.stderr.write(
+        `[${store} ${size}] ${mode} p50 ${report.search_ms[mode]!.p50.toFixed(1)} ms, p99 ${report.search_ms[mode]!.p99.toFixed(1)} ms; ` +
+          `GC while timed: ${JSON.stringify(report.gc_during_searches[mode])}; searches over 2 x p50: ` +
+          `${report.slow_searches[mode]!.map(({ at, ms, took_ms, gc: pauses }) => `#${at} ${ms} (service ${took_ms}${pauses.length ? `; GC ${pauses.join(', ')}` : ''})`).join('; ') || 'none'}\n`,
+      );
     }
     report.rss_mb = rssMb();
     for (const [index, mode] of modes.entries()) {
@@ -189,6 +213,47 @@ async function runSize(store: 'postgres' | 'pglite', size: number): Promise<Size
     await service.close();
     await drop();
   }
+}
+
+const round1 = (ms: number) => Math.round(ms * 10) / 10;
+const GC_KINDS: Record<number, string> = {
+  [constants.NODE_PERFORMANCE_GC_MINOR]: 'minor',
+  [constants.NODE_PERFORMANCE_GC_MAJOR]: 'major',
+  [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental',
+  [constants.NODE_PERFORMANCE_GC_WEAKCB]: 'weak callbacks',
+};
+
+/** This process's GC pauses from now until `stop` (the perf_hooks 'gc' entries: each pause's start, length and kind). */
+function watchGc() {
+  const pauses: { start: number; ms: number; kind: string }[] = [];
+  const observer = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      const kind = (entry as { detail?: { kind?: number } }).detail?.kind ?? 0;
+      pauses.push({ start: entry.startTime, ms: entry.duration, kind: GC_KINDS[kind] ?? `kind ${kind}` });
+    }
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  return {
+    stop: () => {
+      for (const entry of observer.takeRecords()) {
+        const kind = (entry as { detail?: { kind?: number } }).detail?.kind ?? 0;
+        pauses.push({ start: entry.startTime, ms: entry.duration, kind: GC_KINDS[kind] ?? `kind ${kind}` });
+      }
+      observer.disconnect();
+    },
+    byKind() {
+      const kinds: Record<string, { count: number; total_ms: number; max_ms: number }> = {};
+      for (const { ms, kind } of pauses) {
+        const at = (kinds[kind] ??= { count: 0, total_ms: 0, max_ms: 0 });
+        at.count++;
+        at.total_ms = round1(at.total_ms + ms);
+        at.max_ms = round1(Math.max(at.max_ms, ms));
+      }
+      return kinds;
+    },
+    overlapping: (start: number, end: number) =>
+      pauses.filter((pause) => pause.start < end && pause.start + pause.ms > start).map(({ ms, kind }) => `${kind} ${round1(ms)}`),
+  };
 }
 
 const reports: SizeReport[] = [];

@@ -149,7 +149,7 @@ describe('benches, smoke runs', () => {
     const { code, stdout, stderr } = await runBench(['bench/scale.ts', '--sizes', '300,600', '--stores', 'postgres,pglite', '--rounds', '1', '--queries', '4', '--slice', '250', ...pg]);
     // Targets are judged at 100,000 tools only: a tiny run exits 0 with a complete report.
     expect(code, stderr.slice(-3000)).toBe(0);
-    const { reports } = JSON.parse(stdout.trim().split('\n').at(-1)!) as { reports: Array<{ store: string; tools: number; push_tools_per_s: number; embed_tools_per_s: number; search_ms: Record<string, { n: number; p50: number }>; first_search_after_write_ms: Record<string, number>; first_search_after_slice_ms: number; index_ready_after_write_ms: number; rss_mb: number }> };
+    const { reports } = JSON.parse(stdout.trim().split('\n').at(-1)!) as { reports: Array<{ store: string; tools: number; push_tools_per_s: number; embed_tools_per_s: number; search_ms: Record<string, { n: number; p50: number }>; first_search_after_write_ms: Record<string, number>; first_search_after_slice_ms: number; slow_searches: Record<string, { at: number; ms: number; took_ms: number; gc: string[] }[]>; gc_during_searches: Record<string, Record<string, { count: number }>>; index_ready_after_write_ms: number; rss_mb: number }> };
     expect(reports.map((report) => `${report.store} ${report.tools}`)).toEqual(['postgres 300', 'postgres 600', 'pglite 300', 'pglite 600']);
     for (const report of reports) {
       expect(report.push_tools_per_s).toBeGreaterThan(0);
@@ -157,6 +157,13 @@ describe('benches, smoke runs', () => {
       for (const mode of ['bm25', 'hybrid']) {
         expect(report.search_ms[mode]).toMatchObject({ n: 4 });
         expect(report.first_search_after_write_ms[mode]).toBeGreaterThan(0);
+        // Each slow search is one of the timed ones, and the service's own time is part of the client's.
+        expect(report.gc_during_searches[mode]).toBeTypeOf('object');
+        for (const slow of report.slow_searches[mode]!) {
+          expect(slow.at).toBeLessThan(4);
+          expect(slow.took_ms).toBeGreaterThan(0);
+          expect(slow.took_ms).toBeLessThanOrEqual(slow.ms);
+        }
       }
       expect(report.index_ready_after_write_ms).toBeGreaterThan(0);
       expect(report.first_search_after_slice_ms).toBeGreaterThan(0);
