@@ -20,6 +20,7 @@ import type { SelectorDeps } from './search/selector.js';
 import { BackgroundWork } from './background-work.js';
 import { LruCache } from './lru-cache.js';
 import { VectorCache } from './store/vector-cache.js';
+import { CatalogVectorCache } from './search/catalog-vectors.js';
 import { CatalogIndexCache } from './search/catalog-index.js';
 import { CatalogEmbeddingStatus } from './catalog/embedding-status.js';
 import { ServerStatsCache } from './search/server-stats.js';
@@ -188,6 +189,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   // One count of a catalog's embedding progress serves its readers and its searches.
   const embeddingStatus = new CatalogEmbeddingStatus();
   const catalogIndexes = new CatalogIndexCache(database.adminDb, config.CATALOG_INDEX_MEMORY * 2 ** 20);
+  // Vectors by content hash, shared by request lists and mid-size catalogs.
+  const vectorCache = new VectorCache();
   const catalogDeps = {
     db: database.db,
     // A searched catalog's new index is derived as the write answers: its next search here finds it
@@ -215,7 +218,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const selector: SelectorDeps = {
     db: database.db,
     embedder,
-    vectors: new VectorCache(),
+    vectors: vectorCache,
     queue,
     toolCache: new LruCache(20_000),
     toolListCache: new LruCache(TOOL_LIST_CACHE_LISTS, { max: TOOL_LIST_CACHE_TOOLS, weigh: (list) => list.tools.length }),
@@ -237,7 +240,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     queue,
     embedWorker,
     catalog: catalogDeps,
-    search: { db: database.db, embedder, serverStats: new ServerStatsCache(), catalogIndexes, embeddingStatus },
+    search: { db: database.db, embedder, serverStats: new ServerStatsCache(), catalogIndexes, embeddingStatus, catalogVectors: new CatalogVectorCache(vectorCache) },
     selector,
     upstreams,
     readiness,

@@ -6,6 +6,8 @@ import type { CatalogSummary, CatalogToolRow } from '../store/catalog-store.js';
 import { expandQuery, rankCorpus, type RankDeps, type RankQuery, type RankedTool, type RankResult } from './hybrid-search.js';
 import type { PendingEmbeddings } from '../catalog/embedding-status.js';
 import { nameCandidates } from './patterns.js';
+import { VECTORS_IN_PROCESS_MAX } from './catalog-vectors.js';
+import { currentRecipe } from '../embed/embed-documents.js';
 
 /** The largest catalog whose server votes are computed in SQL while its index is read. */
 export const SQL_SERVER_LISTS_MAX = 20_000;
@@ -55,6 +57,13 @@ export async function searchCatalog(
     request.mode !== 'bm25' && deps.embedder && deps.embeddingStatus ? deps.embeddingStatus.pending(deps.db, catalog, deps.embedder.modelId) : undefined,
   ]);
   const found = new Set(existing);
+  // A complete mid-size catalog's vectors in process: exact, and not a filter over the HNSW graph
+  // every catalog shares (search/catalog-vectors.ts). A failed read ranks in SQL.
+  const inProcessVectors =
+    request.mode !== 'bm25' && deps.embedder && deps.catalogVectors && deps.embeddingStatus && pending === undefined && !request.tags?.length &&
+    catalog.toolCount > EXACT_SCAN_MAX && catalog.toolCount <= VECTORS_IN_PROCESS_MAX
+      ? deps.catalogVectors.get(deps.db, catalog, currentRecipe(deps.embedder.modelId)).catch(() => undefined)
+      : undefined;
   const ranked = await rankCorpus(
     deps,
     { kind: 'catalog', catalogId: catalog.id },
@@ -62,6 +71,7 @@ export async function searchCatalog(
     {
       useVectorIndex: catalog.toolCount > EXACT_SCAN_MAX,
       ...(queryVector ? { queryVector, queryText } : {}),
+      ...(inProcessVectors ? { corpusVectors: inProcessVectors } : {}),
       ...(expandedQuery ? { expandedQuery } : {}),
       ...(index ? { catalogIndex: index } : {}),
       ...(deps.serverStats && request.mode === 'hybrid' && !request.tags?.length

@@ -9,6 +9,7 @@ import type { Bm25Index } from './bm25-index.js';
 import { denseWeight, fuseHybrid, RRF_DEPTH } from './rrf.js';
 import { boostByTags } from './tags.js';
 import type { CatalogIndex, CatalogIndexCache } from './catalog-index.js';
+import type { CatalogVectorCache } from './catalog-vectors.js';
 import type { CatalogEmbeddingStatus } from '../catalog/embedding-status.js';
 import type { ServerIndex, ServerStatsCache } from './server-stats.js';
 import { addServerVotes, candidateMeans, serverCentroids, SERVER_DEPTH, SERVER_SCAN_MAX, type ServerLists, type ServerMembers } from './servers.js';
@@ -60,6 +61,8 @@ export interface RankDeps {
   catalogIndexes?: CatalogIndexCache;
   /** When present, a catalog search says whether the catalog's vectors are still being computed. */
   embeddingStatus?: CatalogEmbeddingStatus;
+  /** When present, a complete catalog of EXACT_SCAN_MAX to VECTORS_IN_PROCESS_MAX tools has its vectors scanned in process. */
+  catalogVectors?: CatalogVectorCache;
 }
 
 export interface RankResult {
@@ -75,17 +78,20 @@ function positions(ranked: Ranked): Map<string, { rank: number; score: number }>
   return new Map(ranked.map(([id, score], index) => [id, { rank: index + 1, score }]));
 }
 
-/** The vectors of an untagged hash corpus (a request's own tools), when they can be scanned in process. */
+/**
+ * The vectors of an untagged corpus when they can be scanned in process: the caller's (a request's
+ * own tools, a mid-size catalog's), else a hash corpus's from the vector cache.
+ */
 async function vectorsInProcess(
   deps: RankDeps,
   embedder: Embedder,
   corpus: Corpus,
   corpusVectors: Promise<ReadonlyMap<string, Float32Array> | undefined> | undefined,
 ): Promise<ReadonlyMap<string, Float32Array> | undefined> {
-  if (corpus.kind !== 'hashes' || corpus.tags?.length) return undefined;
+  if (corpus.tags?.length) return undefined;
   const inHand = await corpusVectors;
   if (inHand) return inHand;
-  if (deps.vectors) return (await deps.vectors.load(deps.db, currentRecipe(embedder.modelId), corpus.hashes)).vectors;
+  if (corpus.kind === 'hashes' && deps.vectors) return (await deps.vectors.load(deps.db, currentRecipe(embedder.modelId), corpus.hashes)).vectors;
   return undefined;
 }
 
@@ -146,8 +152,8 @@ export async function rankCorpus(
     /** Those servers' unit-length mean vectors; without them, the means of the vectors in hand. */
     serverMeans?: () => Promise<ReadonlyMap<string, Float32Array>>;
     /**
-     * The embedder's vectors of this (untagged) hash corpus, being loaded by the caller (alongside
-     * BM25 and the query embedding): scanned in process.
+     * The embedder's vectors of this (untagged) corpus, by id, being loaded by the caller (alongside
+     * BM25 and the query embedding): scanned in process when they come (undefined: in SQL).
      */
     corpusVectors?: Promise<ReadonlyMap<string, Float32Array> | undefined>;
     onEmbedError?: (error: unknown) => void;

@@ -268,6 +268,18 @@ export async function loadCatalogIndexRows(db: Executor, catalogId: number): Pro
   return { revision: Number(rows[0]!.revision), rows: rows.flatMap((row) => (row.name === null ? [] : [indexRow(row, row.name)])) };
 }
 
+/** Each tool of a catalog by name with its content hash, and the catalog's revision, in one statement (one snapshot); null when the catalog is gone. */
+export async function loadCatalogHashes(db: Executor, catalogId: number): Promise<{ revision: number; tools: { name: string; hash: string }[] } | null> {
+  const rows = await queryRows<{ revision: number; name: string | null; hash: string | null }>(
+    db,
+    sql`select c.revision::int as revision, ct.name, ct.hash
+        from catalogs c left join catalog_tools ct on ct.catalog_id = c.id
+        where c.id = ${catalogId}`,
+  );
+  if (rows.length === 0) return null;
+  return { revision: Number(rows[0]!.revision), tools: rows.flatMap((row) => (row.name === null || row.hash === null ? [] : [{ name: row.name, hash: row.hash }])) };
+}
+
 interface IndexRowText { revision: number; name: string | null; length: number; server: string | null; tags: string[] | null; terms: string | null }
 
 function indexRow(row: IndexRowText, name: string): CatalogIndexRow {

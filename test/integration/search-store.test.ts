@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { scoreBm25 } from '../../src/search/bm25.js';
 import { replaceCatalog } from '../../src/store/catalog-store.js';
@@ -460,6 +460,68 @@ describe('the selector\'s in-process vector scan', () => {
     // Served from the cache the second time, including after the rows are gone from the store.
     await database.db.execute(sql`delete from tool_embeddings where model = ${model}`);
     expect((await cache.load(database.db, { model, textVersion: EMBED_TEXT_VERSION }, corpus.hashes)).vectors.size).toBe(35);
+  });
+});
+
+describe('a mid-size catalog\'s vectors in process', () => {
+  it('are the catalog\'s current vectors by name, kept per revision once every tool has one, and rank as the exact scan in SQL', async () => {
+    const { VectorCache } = await import('../../src/store/vector-cache.js');
+    const { CatalogVectorCache } = await import('../../src/search/catalog-vectors.js');
+    const { rankByCosine } = await import('../../src/search/vector-scan.js');
+    const { upsertCatalogTools, getCatalog } = await import('../../src/store/catalog-store.js');
+    const database = await testDatabase();
+    const recipe = { model: `catalog-vectors-${randomBytes(3).toString('hex')}`, textVersion: EMBED_TEXT_VERSION };
+    const unit = (values: number[]) => {
+      const norm = Math.hypot(...values);
+      return values.map((value) => value / norm);
+    };
+    const vectorOf = (index: number) => unit([Math.sin(index), Math.cos(index * 1.7), (index % 5) - 2, 0.3]);
+    const docs = Array.from({ length: 40 }, (_, index) => toyDocument(`v${String(index).padStart(2, '0')}`, { word: 1 }));
+    const name = uniqueName('catalog-vectors');
+    await replaceCatalog(database.db, name, name, docs);
+    await writeVectors(database.db, recipe, docs.slice(0, 39).map((doc, index) => ({ hash: doc.hash, vector: vectorOf(index) })));
+    // Statements seen, through the real database.
+    let statements = 0;
+    const db = new Proxy(database.db, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver);
+        if (property !== 'execute') return value;
+        return (statement: SQL) => {
+          statements++;
+          return (value as (statement: SQL) => unknown).call(target, statement);
+        };
+      },
+    });
+    const cache = new CatalogVectorCache(new VectorCache());
+    let catalog = (await getCatalog(database.db, name, name))!;
+    // One tool without a vector: none (the search ranks in SQL and says embeddings_pending).
+    expect(await cache.get(db, catalog, recipe)).toBeUndefined();
+    await writeVectors(database.db, recipe, [{ hash: docs[39]!.hash, vector: vectorOf(39) }]);
+    const vectors = (await cache.get(db, catalog, recipe))!;
+    expect([...vectors.keys()].sort()).toEqual(docs.map((doc) => doc.tool.name));
+    vectors.forEach((vector, tool) => [...vector].forEach((x, i) => expect(x).toBeCloseTo(vectorOf(Number(tool.slice(1)))[i]!, 6)));
+    const query = unit([0.2, -0.5, 1, 0.1]);
+    const inSql = await searchVector(database.db, { kind: 'catalog', catalogId: catalog.id }, { model: recipe.model, vector: query, useIndex: false }, 20);
+    const inProcess = rankByCosine(query, vectors, 20);
+    expect(inProcess.map(([id]) => id)).toEqual(inSql.map(([id]) => id));
+    inProcess.forEach(([, score], index) => expect(score).toBeCloseTo(inSql[index]![1], 5));
+    // Kept: the same revision asks nothing of the store.
+    statements = 0;
+    expect(await cache.get(db, catalog, recipe)).toBe(vectors);
+    expect(statements).toBe(0);
+    // A write: the older revision's set is not served for the new one, nor the new one's for the old.
+    const added = toyDocument('v40', { word: 2 });
+    await upsertCatalogTools(database.db, name, name, [added]);
+    const older = catalog;
+    catalog = (await getCatalog(database.db, name, name))!;
+    expect(await cache.get(db, catalog, recipe)).toBeUndefined(); // v40 has no vector yet
+    await writeVectors(database.db, recipe, [{ hash: added.hash, vector: vectorOf(40) }]);
+    const newer = (await cache.get(db, catalog, recipe))!;
+    expect(newer.size).toBe(41);
+    expect(newer.has('v40')).toBe(true);
+    expect(await cache.get(db, older, recipe)).toBeUndefined();
+    // Another model's vectors are another set.
+    expect(await cache.get(db, catalog, { ...recipe, model: `${recipe.model}-other` })).toBeUndefined();
   });
 });
 
