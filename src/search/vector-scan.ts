@@ -15,8 +15,12 @@ export function rankByCosine(query: ArrayLike<number>, vectors: ReadonlyMap<stri
     let dot = 0;
     const length = Math.min(q.length, vector.length);
     for (let i = 0; i < length; i++) dot += q[i]! * vector[i]!;
+    // A candidate that cannot enter makes no entry (a 10,000-tool catalog's scan kept 10,000 of them as garbage).
+    if (best.length === limit) {
+      const worst = best[best.length - 1]!;
+      if (dot < worst[1] || (dot === worst[1] && id >= worst[0])) continue;
+    }
     const entry: [string, number] = [id, dot];
-    if (best.length === limit && byScoreThenId(entry, best[best.length - 1]!) >= 0) continue;
     // Insert in order (binary search), dropping the worst past `limit`.
     let low = 0;
     let high = best.length;
