@@ -23,11 +23,11 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { getCatalog } from '../src/store/catalog-store.js';
 import { openPglite, openPostgres, type Database } from '../src/store/database.js';
+import { watchGc } from './gc-pauses.js';
 import { startInProcess } from './in-process.js';
 import { commandCpuSeconds } from './process-cpu.js';
 import { toolAt } from './scale-catalog.js';
@@ -216,45 +216,6 @@ async function runSize(store: 'postgres' | 'pglite', size: number): Promise<Size
 }
 
 const round1 = (ms: number) => Math.round(ms * 10) / 10;
-const GC_KINDS: Record<number, string> = {
-  [constants.NODE_PERFORMANCE_GC_MINOR]: 'minor',
-  [constants.NODE_PERFORMANCE_GC_MAJOR]: 'major',
-  [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental',
-  [constants.NODE_PERFORMANCE_GC_WEAKCB]: 'weak callbacks',
-};
-
-/** This process's GC pauses from now until `stop` (the perf_hooks 'gc' entries: each pause's start, length and kind). */
-function watchGc() {
-  const pauses: { start: number; ms: number; kind: string }[] = [];
-  const observer = new PerformanceObserver((list) => {
-    for (const entry of list.getEntries()) {
-      const kind = (entry as { detail?: { kind?: number } }).detail?.kind ?? 0;
-      pauses.push({ start: entry.startTime, ms: entry.duration, kind: GC_KINDS[kind] ?? `kind ${kind}` });
-    }
-  });
-  observer.observe({ entryTypes: ['gc'] });
-  return {
-    stop: () => {
-      for (const entry of observer.takeRecords()) {
-        const kind = (entry as { detail?: { kind?: number } }).detail?.kind ?? 0;
-        pauses.push({ start: entry.startTime, ms: entry.duration, kind: GC_KINDS[kind] ?? `kind ${kind}` });
-      }
-      observer.disconnect();
-    },
-    byKind() {
-      const kinds: Record<string, { count: number; total_ms: number; max_ms: number }> = {};
-      for (const { ms, kind } of pauses) {
-        const at = (kinds[kind] ??= { count: 0, total_ms: 0, max_ms: 0 });
-        at.count++;
-        at.total_ms = round1(at.total_ms + ms);
-        at.max_ms = round1(Math.max(at.max_ms, ms));
-      }
-      return kinds;
-    },
-    overlapping: (start: number, end: number) =>
-      pauses.filter((pause) => pause.start < end && pause.start + pause.ms > start).map(({ ms, kind }) => `${kind} ${round1(ms)}`),
-  };
-}
 
 const reports: SizeReport[] = [];
 for (const store of stores) {

@@ -40,7 +40,7 @@ import { mkdtempSync, readFileSync, rmSync, symlinkSync, unlinkSync } from 'node
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { constants, PerformanceObserver } from 'node:perf_hooks';
+import { watchGc } from './gc-pauses.js';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import pg from 'pg';
@@ -431,16 +431,13 @@ async function runLoad(service: Service, connections: number, nextPattern: () =>
 type ClientLoad = Omit<LoadResult, 'client' | 'clientGc'>;
 
 function watchMajorGc() {
-  const pauses: number[] = [];
-  const observer = new PerformanceObserver((list) => {
-    for (const entry of list.getEntries()) {
-      if ((entry as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) pauses.push(entry.duration);
-    }
-  });
-  observer.observe({ entryTypes: ['gc'] });
+  const gc = watchGc();
   return {
-    read: () => ({ majors: pauses.length, maxPauseMs: round(Math.max(0, ...pauses)) }),
-    stop: () => observer.disconnect(),
+    read: () => {
+      const majors = gc.pauses.filter((pause) => pause.kind === 'major').map((pause) => pause.ms);
+      return { majors: majors.length, maxPauseMs: round(Math.max(0, ...majors)) };
+    },
+    stop: () => gc.stop(),
   };
 }
 
