@@ -38,6 +38,62 @@ export class Bm25Builder {
 const EMPTY = new Int32Array(0);
 
 /**
+ * A corpus's postings made in two passes over its documents' terms, for a stored catalog's index
+ * (search/catalog-index.ts): each (term, document) counted first, then written in place into one
+ * Int32Array of which every term's list is a view. Growing a list per term and packing it after
+ * made a 100,000-tool build's largest garbage (its lists outlived the build's minor GCs, so a
+ * major GC collected them, later, among the searches). A derived index's rewritten lists are
+ * arrays of their own, and the first build's array lives while any of its views does: at most
+ * its postings' bytes more than the cache's estimate.
+ */
+export class TwoPassPostings {
+  /** term -> its entries while counting, then where its next pair goes, then (`lists`) its list. */
+  private readonly at = new Map<string, number>();
+  private flat = EMPTY;
+  private writing = false;
+  /** Postings entries over all terms. */
+  count = 0;
+
+  /** First pass: `term` occurs in one more document. */
+  counted(term: string): void {
+    this.at.set(term, (this.at.get(term) ?? 0) + 1);
+    this.count++;
+  }
+
+  /** Second pass, documents in any order: `doc` holds `term` `tf` times (every counted pair once). */
+  put(term: string, doc: number, tf: number): void {
+    if (!this.writing) this.startWriting();
+    const at = this.at.get(term)!;
+    this.flat[at] = doc;
+    this.flat[at + 1] = tf;
+    this.at.set(term, at + 2);
+  }
+
+  private startWriting(): void {
+    this.writing = true;
+    this.flat = new Int32Array(2 * this.count);
+    let start = 0;
+    for (const [term, entries] of this.at) {
+      this.at.set(term, start);
+      start += 2 * entries;
+    }
+  }
+
+  /** Each term's list, in first-counted order (the map is this builder's own, its values replaced). */
+  lists(): Map<string, Int32Array> {
+    if (!this.writing) this.startWriting();
+    const lists = this.at as unknown as Map<string, number | Int32Array>;
+    let start = 0;
+    // Each term's list ends where its cursor stopped, and the next one starts there.
+    for (const [term, end] of this.at) {
+      lists.set(term, this.flat.subarray(start, end));
+      start = end;
+    }
+    return lists as Map<string, Int32Array>;
+  }
+}
+
+/**
  * A corpus's id -> document index lookup: a map, or the ids a derivation moved over the lookup of
  * the index it derived from. A lookup walks at most LOOKUP_DEPTH links, and the links hold at most
  * a quarter of the corpus's ids; past either the derived index builds one map on first use

@@ -13,11 +13,11 @@
  * Memory is bounded in bytes across catalogs (CATALOG_INDEX_MEMORY), least recently used first.
  */
 import { LruCache } from '../lru-cache.js';
-import { loadCatalogChanges, loadCatalogIndexRows, type CatalogChanges, type CatalogIndexRow } from '../store/search-store.js';
+import { forEachTerm, loadCatalogChanges, loadCatalogIndexRows, type CatalogChanges, type CatalogIndexRow } from '../store/search-store.js';
 import type { Executor } from '../store/tool-store.js';
 import { TimeSlice } from '../time-slice.js';
-import { Bm25Builder, Bm25Index, patchLists, pushTo, slotPlan, type SlotPlan } from './bm25-index.js';
-import { ServerDocumentsBuilder } from './servers.js';
+import { Bm25Builder, Bm25Index, patchLists, pushTo, slotPlan, TwoPassPostings, type SlotPlan } from './bm25-index.js';
+import { serverPostings } from './servers.js';
 import { REREAD_MAX, type ChangedServers, type ServerIndex, type ToolServers } from './server-stats.js';
 
 /** Older revisions a derived index remembers the changed servers since. */
@@ -69,28 +69,75 @@ export class CatalogIndex {
     return at === undefined ? undefined : (this.serverAt[at] ?? undefined);
   }
 
-  /** Builds the index from the catalog's rows, between time slices (a 100,000-tool catalog's rows take seconds). */
+  /**
+   * Builds the index from the catalog's rows, between time slices (a 100,000-tool catalog's rows
+   * take seconds). Postings are counted, then written in place (`TwoPassPostings`), and the
+   * servers' come from the tools' (`serverPostings`): no list grown per term, no map of terms per
+   * server, so what the build leaves behind is mostly what the index keeps.
+   */
   static async build(catalogId: number, revision: number, rows: readonly CatalogIndexRow[]): Promise<CatalogIndex> {
     const slice = new TimeSlice();
-    const tools = new Bm25Builder();
-    const serverTerms = new ServerDocumentsBuilder();
+    const postings = new TwoPassPostings();
+    const lengths = new Float64Array(rows.length);
     const serverAt: (string | null)[] = [];
     const tags: string[][] = [];
+    // Servers are numbered as their first tools come (the order ServerDocumentsBuilder gives them).
+    const serverNumbers = new Map<string, number>();
+    const serverNames: string[] = [];
+    const members = new Map<string, string[]>();
+    const serverOf = new Int32Array(rows.length);
     let stringBytes = 0;
-    for (const row of rows) {
+    const count = (term: string, tf: number) => tf > 0 && postings.counted(term);
+    for (let doc = 0; doc < rows.length; doc++) {
       if (slice.due()) await slice.yield();
-      const pairs = row.terms.map((term, i): [string, number] => [term, row.tfs[i]!]);
-      tools.add(row.name, row.length, pairs);
+      const row = rows[doc]!;
+      forEachTerm(row.terms, count);
+      lengths[doc] = row.length;
       tags.push(row.tags);
-      serverAt.push(row.server);
       stringBytes += row.name.length;
-      if (row.server === null) continue;
-      if (!serverTerms.members.has(row.server)) stringBytes += row.server.length;
-      serverTerms.add(row.name, row.server, row.length, pairs);
+      serverOf[doc] = -1;
+      if (row.server === null) {
+        serverAt.push(null);
+        continue;
+      }
+      let number = serverNumbers.get(row.server);
+      if (number === undefined) {
+        serverNumbers.set(row.server, (number = serverNumbers.size));
+        serverNames.push(row.server);
+        members.set(row.server, []);
+        stringBytes += row.server.length;
+      }
+      // One string per server, not one per tool as read: 100,000 strings fewer for a major GC to mark.
+      serverAt.push(serverNames[number]!);
+      serverOf[doc] = number;
+      members.get(row.server)!.push(row.name);
     }
-    const toolIndex = await Bm25Index.packed(tools, slice);
-    const serverIndex = await serverTerms.index(slice);
-    return new CatalogIndex(catalogId, revision, toolIndex, { bm25: serverIndex, members: serverTerms.members }, tags, serverAt, stringBytes);
+    let doc = 0;
+    const put = (term: string, tf: number) => tf > 0 && postings.put(term, doc, tf);
+    for (; doc < rows.length; doc++) {
+      if (slice.due()) await slice.yield();
+      forEachTerm(rows[doc]!.terms, put);
+    }
+    const toolLists = postings.lists();
+    const tools = new Bm25Builder();
+    tools.ids = rows.map((row) => row.name);
+    tools.lengths = lengths;
+    tools.building = toolLists;
+    tools.count = postings.count;
+    const toolIndex = new Bm25Index(tools);
+
+    const servers = new Bm25Builder();
+    servers.ids = serverNames;
+    const serverLengths = new Float64Array(serverNumbers.size);
+    for (let doc = 0; doc < rows.length; doc++) {
+      const server = serverOf[doc]!;
+      if (server >= 0) serverLengths[server] = serverLengths[server]! + lengths[doc]!;
+    }
+    servers.lengths = serverLengths;
+    const serverLists = await serverPostings(toolLists, serverOf, serverNumbers.size, slice);
+    servers.building = serverLists.lists;
+    servers.count = serverLists.count;
+    return new CatalogIndex(catalogId, revision, toolIndex, { bm25: new Bm25Index(servers), members }, tags, serverAt, stringBytes);
   }
 
   /**
@@ -117,7 +164,11 @@ export class CatalogIndex {
       stringBytes += row.name.length;
       if (row.server !== null) touched.add(row.server);
     }
-    const pairs = (row: CatalogIndexRow) => row.terms.map((term, i): [string, number] => [term, row.tfs[i]!]);
+    const pairs = (row: CatalogIndexRow) => {
+      const list: [string, number][] = [];
+      forEachTerm(row.terms, (term, tf) => list.push([term, tf]));
+      return list;
+    };
     const plan = slotPlan(base.size, dropped, changes.rows.length);
     // The dropped and moved tools' terms, read once for the tools' index and the servers' documents.
     const droppedTerms = base.bm25.termsOf(plan.gone);

@@ -82,6 +82,64 @@ export class ServerDocumentsBuilder {
   }
 }
 
+/**
+ * The servers' postings from their tools' (a server's tf of a term is its tools' added together),
+ * as `ServerDocumentsBuilder` makes them from each tool's terms but without a map of terms per
+ * server (a 100,000-tool catalog's 20,000 such maps were garbage once its index was built).
+ * `serverOf[doc]` is a tool's server number, -1 for none; a list's servers come in its tools' order.
+ */
+export async function serverPostings(
+  tools: ReadonlyMap<string, Int32Array>,
+  serverOf: Int32Array,
+  servers: number,
+  slice: TimeSlice,
+): Promise<{ lists: Map<string, Int32Array>; count: number }> {
+  // Which term last saw each server (its number in `tools`' order), and the server's tf so far.
+  const seenBy = new Int32Array(servers).fill(-1);
+  const tfs = new Int32Array(servers);
+  const order = new Int32Array(servers);
+  const sizes = new Int32Array(tools.size);
+  let count = 0;
+  let t = 0;
+  for (const list of tools.values()) {
+    if (slice.due()) await slice.yield();
+    for (let i = 0; i < list.length; i += 2) {
+      const server = serverOf[list[i]!]!;
+      if (server < 0 || seenBy[server] === t) continue;
+      seenBy[server] = t;
+      sizes[t] = sizes[t]! + 1;
+    }
+    count += sizes[t++]!;
+  }
+  seenBy.fill(-1);
+  const flat = new Int32Array(2 * count);
+  const lists = new Map<string, Int32Array>();
+  let at = 0;
+  t = 0;
+  for (const [term, list] of tools) {
+    if (slice.due()) await slice.yield();
+    let found = 0;
+    for (let i = 0; i < list.length; i += 2) {
+      const server = serverOf[list[i]!]!;
+      if (server < 0) continue;
+      if (seenBy[server] !== t) {
+        seenBy[server] = t;
+        tfs[server] = 0;
+        order[found++] = server;
+      }
+      tfs[server] = tfs[server]! + list[i + 1]!;
+    }
+    for (let k = 0; k < found; k++) {
+      flat[at + 2 * k] = order[k]!;
+      flat[at + 2 * k + 1] = tfs[order[k]!]!;
+    }
+    if (found > 0) lists.set(term, flat.subarray(at, at + 2 * found));
+    at += 2 * found;
+    t++;
+  }
+  return { lists, count };
+}
+
 /** The corpus's servers as BM25 documents: every tool's terms of one server, added together. */
 export function serverDocuments(
   tools: Iterable<{ id: string; server: string | null; termFreqs: ReadonlyMap<string, number>; length: number }>,

@@ -243,8 +243,26 @@ export interface CatalogIndexRow {
   length: number;
   server: string | null;
   tags: string[];
-  terms: string[];
-  tfs: number[];
+  /** Its BM25 terms as read: "term tf term tf ..." (terms hold no spaces), parsed by `forEachTerm`. */
+  terms: string;
+}
+
+/**
+ * Calls `each` with each (term, tf) of a row's terms text. Parsed where it is used, not into arrays
+ * per row: a 100,000-tool catalog's ~2.5 million term strings and their arrays, held until the
+ * index was built, were the largest part of the build's garbage.
+ */
+export function forEachTerm(terms: string, each: (term: string, tf: number) => void): void {
+  let at = 0;
+  while (at < terms.length) {
+    const space = terms.indexOf(' ', at);
+    if (space === -1) return;
+    let end = space + 1;
+    let tf = 0;
+    for (let code = terms.charCodeAt(end); code >= 48 && code <= 57; code = terms.charCodeAt(++end)) tf = 10 * tf + code - 48;
+    each(terms.slice(at, space), tf);
+    at = end + 1;
+  }
 }
 
 /**
@@ -283,14 +301,7 @@ export async function loadCatalogHashes(db: Executor, catalogId: number): Promis
 interface IndexRowText { revision: number; name: string | null; length: number; server: string | null; tags: string[] | null; terms: string | null }
 
 function indexRow(row: IndexRowText, name: string): CatalogIndexRow {
-  const parts = row.terms ? row.terms.split(' ') : [];
-  const terms: string[] = [];
-  const tfs: number[] = [];
-  for (let i = 0; i + 1 < parts.length; i += 2) {
-    terms.push(parts[i]!);
-    tfs.push(Number(parts[i + 1]));
-  }
-  return { name, length: Number(row.length), server: row.server, tags: row.tags ?? [], terms, tfs };
+  return { name, length: Number(row.length), server: row.server, tags: row.tags ?? [], terms: row.terms ?? '' };
 }
 
 /** What a catalog's revisions after `from` changed: the changed names' rows now, and the names now gone. */

@@ -74,7 +74,7 @@ describe('indexes built between time slices', () => {
   it("a stored catalog's index: its tools' and servers' indexes as from the same documents in one piece", async () => {
     const tools = requestTools(7);
     const documents = tools.map(({ tool }) => ({ id: tool.name, server: tool.server, ...documentTerms(tool) }));
-    const rows = documents.map(({ id, server, length, termFreqs }) => ({ name: id, length, server, tags: [], terms: [...termFreqs.keys()], tfs: [...termFreqs.values()] }));
+    const rows = documents.map(({ id, server, length, termFreqs }) => ({ name: id, length, server, tags: [], terms: [...termFreqs].map(([term, tf]) => `${term} ${tf}`).join(' ') }));
     const { built, othersRan } = await inSlices(() => CatalogIndex.build(1, 1, rows));
     expect(othersRan).toBe(true);
     const servers = serverDocuments(documents);
@@ -86,5 +86,32 @@ describe('indexes built between time slices', () => {
       expect(built.search(weights, 100)).toEqual(scoreBm25(documents, query));
       expect(built.servers.bm25.search(query)).toEqual(scoreBm25(servers.documents, query));
     }
+  });
+
+  it("a stored catalog's index from rows as the store reads them: tfs of several digits, terms with digits, a tool without terms, none at all", async () => {
+    const documents = [
+      { id: 'convert_mp3', server: 'audio', terms: 'convert 2 mp3 12 audio 1' },
+      { id: 'play_mp3', server: 'audio', terms: 'play 2 mp3 2' },
+      { id: 'silent', server: 'audio', terms: '' },
+      { id: 'weather_now', server: null, terms: 'weather 10 now 2' },
+      { id: 'forecast', server: 'weather', terms: 'forecast 2 weather 1 mp3 1' },
+    ].map(({ id, server, terms }) => {
+      const termFreqs = new Map<string, number>();
+      const parts = terms ? terms.split(' ') : [];
+      for (let i = 0; i < parts.length; i += 2) termFreqs.set(parts[i]!, Number(parts[i + 1]));
+      const length = [...termFreqs.values()].reduce((sum, tf) => sum + tf, 0);
+      return { id, server, length, termFreqs, row: { name: id, length, server, tags: [], terms } };
+    });
+    const built = await CatalogIndex.build(1, 1, documents.map(({ row }) => row));
+    const servers = serverDocuments(documents);
+    expect(built.servers.members).toEqual(servers.members);
+    expect(built.bm25.postingCount).toBe(10);
+    for (const query of [['mp3'], ['weather', 'mp3'], ['audio', 'forecast', 'now'], ['silent']]) {
+      expect(built.search(new Map(query.map((term) => [term, 1])), 100)).toEqual(scoreBm25(documents, query));
+      expect(built.servers.bm25.search(query)).toEqual(scoreBm25(servers.documents, query));
+    }
+    const empty = await CatalogIndex.build(1, 1, []);
+    expect(empty.search(new Map([['mp3', 1]]), 10)).toEqual([]);
+    expect(empty.servers.bm25.size).toBe(0);
   });
 });
