@@ -249,7 +249,7 @@ export interface CatalogIndexRow {
 
 /**
  * Calls `each` with each (term, tf) of a row's terms text. Parsed where it is used, not into arrays
- * per row: a 100,000-tool catalog's ~2.5 million term strings and their arrays, held until the
+ * per row: a 100,000-tool catalog's ~2 million term strings and their arrays, held until the
  * index was built, were the largest part of the build's garbage.
  */
 export function forEachTerm(terms: string, each: (term: string, tf: number) => void): void {
