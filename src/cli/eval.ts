@@ -13,7 +13,11 @@ import { openPglite, openPostgres } from '../store/database.js';
 const USAGE = `usage: npm run eval -- --dataset <dir> [--queries <file>] [--modes hybrid,bm25,vector] [--out <file>] [--json]
        npm run eval -- --all <folder of datasets> [--modes ...] [--json]
        add --typos <rate> [--seed <n>] to rank the queries again with each word of 4+ letters misspelled
-       with that probability (seeded), reported beside the clean run with the share of nDCG@10 kept`;
+       with that probability (seeded), reported beside the clean run with the share of nDCG@10 kept
+       (with --out, the typo run's rankings go to the same file name with .typos before its extension)`;
+
+/** Where --out puts the typo run's rankings: rankings.jsonl -> rankings.typos.jsonl. */
+const typoOut = (file: string) => file.replace(/(\.[^./]*)?$/, (extension) => `.typos${extension}`);
 
 /**
  * npm run eval: retrieval quality of the catalog search on labelled datasets (see ../shared/eval).
@@ -92,6 +96,8 @@ try {
   const report = reports[0]!;
   if (values.out && reports.length === 1) {
     writeFileSync(values.out, report.rankings.map((row) => JSON.stringify(row)).join('\n') + '\n');
+    const typos = typoReports[0];
+    if (typos) writeFileSync(typoOut(values.out), typos.rankings.map((row) => JSON.stringify(row)).join('\n') + '\n');
   }
   const kept = (index: number, mode: string) => {
     const clean = reports[index]!.modes[mode]?.ndcg10;

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -133,9 +133,17 @@ describe('retrieval quality on small catalogs of one-line descriptions', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
   for (const [dataset, floor] of Object.entries(SMALL_FLOORS)) {
     it(`${dataset}: hybrid above its floors and within ${TOLERANCE} of both of its inputs, keeping ${floor.typoShare * 100}% under typos`, { timeout: EVAL_TIMEOUT_MS }, async () => {
-      const report = await evalCommand(join(dir, dataset), ['--typos', '0.2', '--seed', '1']);
+      const out = join(dir, `${dataset}.rankings.jsonl`);
+      const report = await evalCommand(join(dir, dataset), ['--typos', '0.2', '--seed', '1', '--out', out]);
       expect(report.tools).toBe(200);
       expectQuality(report, floor);
+      // --out: the clean run's rankings, and the typo run's beside them, query by query.
+      const read = (file: string) => readFileSync(file, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { id: string; ranked: string[] });
+      const clean = read(out);
+      const typos = read(join(dir, `${dataset}.rankings.typos.jsonl`));
+      expect(typos.map((row) => row.id)).toEqual(clean.map((row) => row.id));
+      expect(clean.every((row) => row.ranked.length > 0)).toBe(true);
+      expect(typos.some((row, i) => row.ranked.join() !== clean[i]!.ranked.join())).toBe(true);
     });
   }
 });
