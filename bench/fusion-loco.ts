@@ -66,6 +66,8 @@ interface QueryLists {
   idfMass: number;
   /** `known`, counting the words typo matching corrected (search/fuzzy-terms.ts expandTerms). */
   knownCorrected: number;
+  /** The query's distinct BM25 terms (set after loading, so caches written before it still serve). */
+  termCount: number;
 }
 interface SetLists { members: Record<string, string[]>; clean: QueryLists[]; typos: QueryLists[] }
 
@@ -115,6 +117,7 @@ async function computeLists(): Promise<Record<string, SetLists>> {
             coverage: total > 0 ? held / total : 0,
             idfMass: total,
             knownCorrected: expanded.known + expanded.corrected,
+            termCount: terms.length,
             known: terms.length ? terms.filter((term) => frequencies.has(term)).length / terms.length : 1,
           });
         }
@@ -130,6 +133,12 @@ async function computeLists(): Promise<Record<string, SetLists>> {
 
 const all: Record<string, SetLists> = values.lists && existsSync(values.lists) ? JSON.parse(readFileSync(values.lists, 'utf8')) : await computeLists();
 if (values.lists && !existsSync(values.lists)) writeFileSync(values.lists, JSON.stringify(all));
+for (const set of sets) {
+  const queries = loadQueries(`${EVAL_DIR}${set}/queries.dev.jsonl`);
+  const random = seededRandom(1);
+  const texts = { clean: queries.map((q) => q.query), typos: queries.map((q) => addTypos(q.query, 0.2, random)) };
+  for (const variant of ['clean', 'typos'] as const) all[set]![variant].forEach((q, i) => (q.termCount = distinctTerms(queryTerms(texts[variant][i]!)).length));
+}
 
 /** What a rule sees of one query, and returns: the ranking. */
 type Rule = (q: QueryLists, members: ReadonlyMap<string, readonly string[]>, typoMatching: boolean) => string[];
@@ -262,6 +271,15 @@ const families: { label: string; settings: [string, Rule][] }[] = [
           (q, m, t) => fused(q, m, t, { bm25: 1, dense: Math.min(2, (w0 + a * (1 - known(q, t)) * (2.5 / peak(q, t)) ** 0.5) * (denseGap(q.dense) / 0.1) ** sExp), fixedServers: true }),
         ]),
       ),
+    ),
+  },
+  {
+    label: 'the shipped weight with a short query\'s dense say: min(2, (2026-11-27 weight + a max(0, 1 - n / L)) x max(1, gap / 0.1)^2), n = distinct terms',
+    settings: [12, 16, 20, 24, 32, 48, 64].flatMap((L) =>
+      [0.4, 0.6, 1, 1.5].map((a): [string, Rule] => [
+        `L ${L}, a ${a}`,
+        (q, m, t) => fused(q, m, t, { bm25: 1, dense: Math.min(2, (withoutGap(q, t) + a * Math.max(0, 1 - q.termCount / L)) * Math.max(1, denseGap(q.dense) / 0.1) ** 2), fixedServers: true }),
+      ]),
     ),
   },
   {
