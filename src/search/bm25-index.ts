@@ -110,11 +110,14 @@ interface Lookup {
 const LOOKUP_DEPTH = 16;
 
 /**
- * Where a change puts a corpus's documents: added documents take the dropped ones' places (lowest
- * first), then new places at the end; when fewer come than go, the last documents move into the
- * places left below the new size. Every other document keeps its index, so per-document arrays
- * (ids, lengths, a catalog's tags and servers) are copied and patched, not rebuilt. One plan serves
- * every index of a change (a catalog's tools, tags and servers).
+ * Where a change puts a corpus's documents: an added document given a preferred place (its own
+ * old place: a tool whose content was replaced) takes it when the change drops it and it is below
+ * the new size; the others take the remaining dropped places (lowest first), then new places at the
+ * end; when fewer come than go, the last documents move into the places left below the new size.
+ * Every other document keeps its index, so per-document arrays (ids, lengths, a catalog's tags and
+ * servers) are copied and patched, not rebuilt, and a document replaced in its own place leaves the
+ * lists of the terms it kept as they were (Bm25Index.derive). One plan serves every index of a
+ * change (a catalog's tools, tags and servers).
  */
 export interface SlotPlan {
   /** The corpus's size before the change. */
@@ -133,13 +136,25 @@ export interface SlotPlan {
   apply<T>(values: readonly T[], added: readonly T[]): T[];
 }
 
-export function slotPlan(size: number, dropped: ReadonlySet<number>, addedCount: number): SlotPlan {
+export function slotPlan(size: number, dropped: ReadonlySet<number>, addedCount: number, preferred: readonly (number | undefined)[] = []): SlotPlan {
   const newSize = size - dropped.size + addedCount;
-  const holes = [...dropped].sort((a, b) => a - b);
-  const addedAt = Array.from({ length: addedCount }, (_, i) => (i < holes.length ? holes[i]! : size + i - holes.length));
+  const addedAt = new Array<number>(addedCount);
+  const taken = new Set<number>();
+  for (let i = 0; i < addedCount; i++) {
+    const place = preferred[i];
+    if (place === undefined || place >= newSize || !dropped.has(place) || taken.has(place)) continue;
+    addedAt[i] = place;
+    taken.add(place);
+  }
+  const holes = [...dropped].filter((place) => !taken.has(place)).sort((a, b) => a - b);
+  let h = 0;
+  let end = size;
+  // Enough holes lie below the new size for every added document without a place (the dropped
+  // places below it number the kept documents above it plus the added ones), so none lands past it.
+  for (let i = 0; i < addedCount; i++) if (addedAt[i] === undefined) addedAt[i] = h < holes.length ? holes[h++]! : end++;
   const moved = new Map<number, number>();
   let from = size - 1;
-  for (let h = addedCount; h < holes.length && holes[h]! < newSize; h++) {
+  for (; h < holes.length && holes[h]! < newSize; h++) {
     while (dropped.has(from)) from--;
     moved.set(from--, holes[h]!);
   }
@@ -280,14 +295,33 @@ export class Bm25Index {
     goneTerms: ReadonlyMap<number, ReadonlyMap<string, number>> = base.termsOf(plan.gone),
   ): Promise<Bm25Index> {
     if (added.length !== plan.addedAt.length) throw new Error(`a plan for ${plan.addedAt.length} added documents was given ${added.length}`);
+    // The terms whose lists change: every term of a moved or dropped document, and of an added one,
+    // but for a document replaced in its own place, whose terms kept at the same tf keep their
+    // entries (a 5,000-tool revision of descriptions rewrites the lists of the words it changed,
+    // not of every word those tools hold).
+    const addedTerms = added.map((doc) => {
+      const terms = new Map<string, number>();
+      for (const [term, tf] of doc.termFreqs) if (tf > 0) terms.set(term, tf);
+      return terms;
+    });
+    const touched = new Set<string>();
+    const inPlace = new Map<number, ReadonlyMap<string, number>>();
+    addedTerms.forEach((terms, i) => {
+      const at = plan.addedAt[i]!;
+      const before = plan.dropped.has(at) ? goneTerms.get(at) : undefined;
+      if (before) inPlace.set(at, terms);
+      for (const [term, tf] of terms) if (before?.get(term) !== tf) touched.add(term);
+    });
+    for (const doc of plan.gone) {
+      const after = inPlace.get(doc);
+      for (const [term, tf] of goneTerms.get(doc)!) if (after?.get(term) !== tf) touched.add(term);
+    }
     // Each touched term's new entries: moved documents' at their new places, then the added ones'.
     const extra = new Map<string, number[]>();
     for (const [from, to] of plan.moved) for (const [term, tf] of goneTerms.get(from)!) pushTo(extra, term, to, tf);
-    added.forEach((doc, i) => {
-      for (const [term, tf] of doc.termFreqs) if (tf > 0) pushTo(extra, term, plan.addedAt[i]!, tf);
+    addedTerms.forEach((terms, i) => {
+      for (const [term, tf] of terms) if (touched.has(term)) pushTo(extra, term, plan.addedAt[i]!, tf);
     });
-    const touched: string[] = [];
-    for (const doc of plan.gone) touched.push(...goneTerms.get(doc)!.keys());
 
     const builder = new Bm25Builder();
     builder.ids = plan.apply(base.ids, added.map((doc) => doc.id));

@@ -169,7 +169,8 @@ export class CatalogIndex {
       forEachTerm(row.terms, (term, tf) => list.push([term, tf]));
       return list;
     };
-    const plan = slotPlan(base.size, dropped, changes.rows.length);
+    // A replaced tool goes back to its own place, so the lists of the terms it kept stay as they are.
+    const plan = slotPlan(base.size, dropped, changes.rows.length, changes.rows.map((row) => base.bm25.indexOf(row.name)));
     // The dropped and moved tools' terms, read once for the tools' index and the servers' documents.
     const droppedTerms = base.bm25.termsOf(plan.gone);
     const bm25 = await Bm25Index.derive(base.bm25, plan, changes.rows.map((row) => ({ id: row.name, length: row.length, termFreqs: pairs(row) })), droppedTerms);
@@ -185,7 +186,9 @@ export class CatalogIndex {
     for (const row of changes.rows) if (row.server !== null) memberLists.get(row.server)!.push(row.name);
     let staying = 0;
     for (const list of memberLists.values()) if (list.length > 0) staying++;
-    const serverPlan = slotPlan(base.servers.bm25.size, oldServers, staying);
+    // The staying servers in the order their documents are rebuilt below, each back in its own place.
+    const stayingAt = [...oldAt].filter(([server]) => memberLists.get(server)!.length > 0).map(([, at]) => at);
+    const serverPlan = slotPlan(base.servers.bm25.size, oldServers, staying, stayingAt);
     const oldServerTerms = base.servers.bm25.termsOf(serverPlan.gone);
     const members = new Map(base.servers.members);
     const documents = new Map<string, { termFreqs: Map<string, number>; length: number; members: string[] }>();

@@ -282,9 +282,11 @@ describe('a newer revision\'s index derived from the older one and the change lo
     const words = ['alpha', 'bravo', 'charlie', 'delta', 'echo', 'foxtrot', 'golf', 'hotel', 'india', 'juliet', 'kilo', 'lima'];
     const model = `derive-model-${randomBytes(3).toString('hex')}`;
     const recipe = { model, textVersion: EMBED_TEXT_VERSION };
+    const termsOf = new Map<string, Record<string, number>>();
     const tool = (name: string, server: string | null) => {
       const terms: Record<string, number> = {};
       for (let k = 0; k < 1 + Math.floor(random() * 4); k++) terms[words[Math.floor(random() * words.length)]!] = 1 + Math.floor(random() * 3);
+      termsOf.set(name, terms);
       const doc = toyDocument(name, terms);
       return { ...doc, tool: { ...doc.tool, server, tags: [words[Math.floor(random() * 3)]!] } };
     };
@@ -360,6 +362,15 @@ describe('a newer revision\'s index derived from the older one and the change lo
     await upsertCatalogTools(database.db, tenant, name, two);
     await writeVectors(database.db, recipe, vectorsOf([...two]));
     await expectSame('second of two');
+    // A bulk revision in place: a dozen tools keep their terms and gain one (each goes back to its
+    // own place, and only the lists of the terms that changed are written again), one also moving server.
+    const revised = ['t07', 't13', 't19', 't25', 't31', 't37', 't08', 't14', 't20', 't26', 't32', 't38'].map((toolName, k) => {
+      const doc = toyDocument(toolName, { ...termsOf.get(toolName)!, revised: 1 + (k % 2) });
+      return { ...doc, tool: { ...doc.tool, server: k === 0 ? 's4' : `s${Number(toolName.slice(1)) % 6}`, tags: ['alpha'] } };
+    });
+    await upsertCatalogTools(database.db, tenant, name, revised);
+    await writeVectors(database.db, recipe, vectorsOf(revised));
+    await expectSame('revision in place');
     // A run of small writes, each index derived from the last (its id lookup chains over the last
     // one's and is built afresh past LOOKUP_DEPTH), one of them removing the catalog's first tool.
     for (let k = 0; k < 10; k++) {

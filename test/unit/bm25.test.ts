@@ -169,6 +169,57 @@ describe('Bm25Index.derive', () => {
     }
   });
 
+  it('puts a replaced document back in its own place, leaving the lists of the terms it kept as they were', async () => {
+    const vocabulary = Array.from({ length: 15 }, (_, i) => `w${i}`);
+    const { random, document } = await documents(23, vocabulary);
+    let corpus = Array.from({ length: 60 }, (_, i) => document(`d${i}`));
+    let index = new Bm25Index(corpus);
+    for (let round = 0; round < 12; round++) {
+      // Some documents revised (most terms kept, one term's tf changed or a term added), some dropped, some new.
+      const dropped = new Set<number>();
+      while (dropped.size < 4 + (round % 5)) dropped.add(Math.floor(random() * index.size));
+      const revised = [...dropped].filter(() => random() < 0.7).map((at) => {
+        const old = corpus.find((doc) => doc.id === index.idAt(at))!;
+        const termFreqs = new Map(old.termFreqs);
+        const term = vocabulary[Math.floor(random() * vocabulary.length)]!;
+        termFreqs.set(term, (termFreqs.get(term) ?? 0) + 1);
+        return { id: old.id, termFreqs, length: old.length + 1 };
+      });
+      const added = [...revised, ...Array.from({ length: round % 3 }, (_, i) => document(`n${round}_${i}`))];
+      const droppedIds = [...dropped].map((at) => index.idAt(at));
+      corpus = [...corpus.filter((doc) => !droppedIds.includes(doc.id)), ...added];
+      const plan = slotPlan(index.size, dropped, added.length, added.map((doc) => index.indexOf(doc.id)));
+      revised.forEach((doc, i) => {
+        const own = index.indexOf(doc.id)!;
+        if (own < plan.size) expect(plan.addedAt[i]).toBe(own);
+      });
+      const base = index;
+      index = await Bm25Index.derive(base, plan, added);
+      const built = new Bm25Index(corpus);
+      expect(index.size).toBe(corpus.length);
+      for (const query of [['w0'], ['w1', 'w2'], vocabulary]) expect(index.search(query)).toEqual(scoreBm25(corpus, query));
+      for (const term of vocabulary) expect(index.df(term)).toBe(built.df(term));
+      expect(index.postingCount).toBe(built.postingCount);
+      for (const doc of corpus) expect(index.idAt(index.indexOf(doc.id)!)).toBe(doc.id);
+    }
+  });
+
+  it('rewrites only the lists of the terms a revision in place changed', async () => {
+    const corpus = Array.from({ length: 30 }, (_, i) => ({ id: `d${i}`, termFreqs: new Map([['common', 1], [`own${i}`, 2]]), length: 3 }));
+    const base = new Bm25Index(corpus);
+    const dropped = new Set([3, 7, 12]);
+    const added = [...dropped].map((at) => ({ id: `d${at}`, termFreqs: new Map([['common', 1], [`own${at}`, 2], ['revised', 1]]), length: 4 }));
+    const plan = slotPlan(base.size, dropped, added.length, added.map((doc) => base.indexOf(doc.id)));
+    expect(plan.addedAt).toEqual([3, 7, 12]);
+    const derived = await Bm25Index.derive(base, plan, added);
+    const postings = (index: Bm25Index) => (index as unknown as { postings: Map<string, Int32Array> }).postings;
+    expect(postings(derived).get('common')).toBe(postings(base).get('common'));
+    expect(postings(derived).get('own3')).toBe(postings(base).get('own3'));
+    expect(postings(derived).get('revised')).not.toBeUndefined();
+    const changed = corpus.map((doc) => added.find((a) => a.id === doc.id) ?? doc);
+    for (const query of [['common'], ['revised'], ['own3', 'common']]) expect(derived.search(query)).toEqual(scoreBm25(changed, query));
+  });
+
   it('derives from a derived index, many times over, finding every document by id', async () => {
     const vocabulary = Array.from({ length: 12 }, (_, i) => `w${i}`);
     const { random, document } = await documents(5, vocabulary);
@@ -193,5 +244,27 @@ describe('Bm25Index.derive', () => {
       for (const doc of corpus) expect(index.idAt(index.indexOf(doc.id)!)).toBe(doc.id);
       for (const id of gone) expect(index.indexOf(id)).toBeUndefined();
     }
+  });
+});
+
+describe('slotPlan', () => {
+  it('gives an added document its preferred place when the change drops it and it lies below the new size; the rest as before', () => {
+    // 10 documents, 4 dropped (1, 3, 6, 9), 3 added: the new size is 9.
+    const dropped = new Set([1, 3, 6, 9]);
+    const plan = slotPlan(10, dropped, 3, [6, undefined, 9]);
+    // 6 is taken as preferred; 9 is past the new size, so that document takes the lowest free hole.
+    expect(plan.addedAt).toEqual([6, 1, 3]);
+    expect(plan.size).toBe(9);
+    expect([...plan.moved]).toEqual([]);
+    // A preferred place the change does not drop, or one asked for twice, is not given.
+    expect(slotPlan(10, new Set([2, 5]), 2, [4, undefined]).addedAt).toEqual([2, 5]);
+    expect(slotPlan(10, new Set([2, 5]), 2, [5, 5]).addedAt).toEqual([5, 2]);
+    // Fewer come than go: the last documents move into the holes left below the new size.
+    const shrink = slotPlan(10, new Set([0, 4, 5]), 1, [5]);
+    expect(shrink.addedAt).toEqual([5]);
+    expect(shrink.size).toBe(8);
+    expect([...shrink.moved]).toEqual([[9, 0], [8, 4]]);
+    // No preference: the plan as before (holes lowest first, then new places at the end).
+    expect(slotPlan(4, new Set([2]), 3).addedAt).toEqual([2, 4, 5]);
   });
 });
