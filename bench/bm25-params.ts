@@ -17,15 +17,14 @@ import { parseArgs } from 'node:util';
 import { documentTerms, queryTerms, NAME_WEIGHT } from '../src/catalog/search-text.js';
 import { normalizeTools } from '../src/catalog/tool-formats.js';
 import { meanMetrics, scoreQuery, type QueryMetrics } from '../src/eval/metrics.js';
-import { loadQueries, readJsonl } from '../src/eval/run-eval.js';
-import { seededRandom } from '../src/eval/seeded-random.js';
-import { addTypos } from '../src/eval/typos.js';
+import { readJsonl, type EvalQuery } from '../src/eval/run-eval.js';
 import { BM25_B, BM25_K1, distinctTerms } from '../src/search/bm25.js';
 import { Bm25Index } from '../src/search/bm25-index.js';
 import { expandTerms, VocabularyIndex } from '../src/search/fuzzy-terms.js';
 import { denseWeight, fuseRrf, RRF_DEPTH, type Ranked } from '../src/search/rrf.js';
 import { addServerVotes, serverDocuments, SERVER_BM25_WEIGHT, SERVER_DEPTH, SERVER_VECTOR_WEIGHT } from '../src/search/servers.js';
 import { tokenize } from '../src/search/tokenizer.js';
+import { chooseSetting, evalQueries, source } from './loco.js';
 
 const { values } = parseArgs({
   options: {
@@ -43,8 +42,6 @@ if (!values.lists) {
 }
 const EVAL = values.root ? `${values.root.replace(/\/$/, '')}/` : fileURLToPath(new URL('../../shared/eval/', import.meta.url));
 const sets = values.sets!.split(',').map((set) => set.trim());
-/** Sets drawn from one public corpus are held out together (as in bench/fusion-loco.ts). */
-const source = (set: string) => set.replace(/_(no)?schema$/, '');
 const cache = JSON.parse(readFileSync(values.lists, 'utf8'));
 const numbers = (list: string) => list.split(',').map(Number);
 const k1s = numbers(values.k1!);
@@ -53,15 +50,13 @@ const nameWeights = numbers(values['name-weights']!);
 
 interface Prepared {
   tools: ReturnType<typeof normalizeTools>['tools'];
-  queries: ReturnType<typeof loadQueries>;
+  queries: EvalQuery[];
   texts: { clean: string[]; typos: string[] };
 }
 const prepared: Record<string, Prepared> = {};
 for (const set of sets) {
   const { tools } = normalizeTools(readJsonl(`${EVAL}${set}/catalog.jsonl`));
-  const queries = loadQueries(`${EVAL}${set}/queries.dev.jsonl`);
-  const random = seededRandom(1);
-  prepared[set] = { tools, queries, texts: { clean: queries.map((q) => q.query), typos: queries.map((q) => addTypos(q.query, 0.2, random)) } };
+  prepared[set] = { tools, ...evalQueries(EVAL, set) };
 }
 
 interface S { ndcg: number; recall: number }
@@ -144,15 +139,12 @@ const margin = (row: (typeof rows)[number], set: string) => {
   const bestRecall = Math.max(own.bm25.recall, own.dense.recall, base?.bm25.recall ?? 0);
   return Math.min(own.hybrid.ndcg - bestNdcg, own.hybrid.recall - bestRecall);
 };
-// docs/ranking.md's rule: among the settings within 0.005 of the better list and keeping 90% under typos on
-// every set chosen on, the best sum of nDCG@10 and R@10; when none, the best worst margin.
-const choose = (on: string[]) => {
-  const worst = (row: (typeof rows)[number]) => Math.min(...on.map((s) => margin(row, s)));
-  const quality = (row: (typeof rows)[number]) => on.reduce((sum, s) => sum + row.per[s]!.clean.hybrid.ndcg + row.per[s]!.clean.hybrid.recall, 0);
-  const passing = rows.filter((row) => worst(row) >= -0.005 && on.every((s) => row.per[s]!.typos.hybrid.ndcg / row.per[s]!.clean.hybrid.ndcg >= 0.9));
-  if (passing.length === 0) return rows.reduce((a, b) => (worst(b) > worst(a) ? b : a));
-  return passing.reduce((a, b) => (quality(b) > quality(a) ? b : a));
-};
+const choose = (on: string[]) =>
+  chooseSetting(rows, on, {
+    margin,
+    quality: (row, set) => row.per[set]!.clean.hybrid.ndcg + row.per[set]!.clean.hybrid.recall,
+    typoShare: (row, set) => row.per[set]!.typos.hybrid.ndcg / row.per[set]!.clean.hybrid.ndcg,
+  });
 console.log(`chosen on all: ${choose(sets).label}`);
 for (const held of sets) {
   const chosen = choose(sets.filter((set) => source(set) !== source(held)));

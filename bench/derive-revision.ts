@@ -11,13 +11,13 @@
  * 100,000 tools); each changed tool keeps its terms and gains one ("revised").
  */
 import { parseArgs } from 'node:util';
+import { seededRandom } from '../src/eval/seeded-random.js';
 import { Bm25Index, slotPlan } from '../src/search/bm25-index.js';
 
 const { values } = parseArgs({ options: { tools: { type: 'string', default: '100000' }, changed: { type: 'string', default: '5000' }, rounds: { type: 'string', default: '4' } } });
 const size = Number(values.tools);
 const changed = Math.min(size, Number(values.changed));
-let seed = 1;
-const random = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
+const random = seededRandom(1);
 const VOCABULARY = 16_000;
 const docs = Array.from({ length: size }, (_, i) => {
   const termFreqs = new Map<string, number>();

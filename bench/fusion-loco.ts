@@ -28,15 +28,14 @@ import { documentTerms, embeddingText, queryTerms } from '../src/catalog/search-
 import { normalizeTools } from '../src/catalog/tool-formats.js';
 import { createUseLiteEmbedder } from '../src/embed/use-lite.js';
 import { meanMetrics, scoreQuery, type QueryMetrics } from '../src/eval/metrics.js';
-import { loadQueries, readJsonl } from '../src/eval/run-eval.js';
-import { seededRandom } from '../src/eval/seeded-random.js';
-import { addTypos } from '../src/eval/typos.js';
+import { readJsonl } from '../src/eval/run-eval.js';
 import { distinctTerms } from '../src/search/bm25.js';
 import { Bm25Index } from '../src/search/bm25-index.js';
 import { denseQueryText, expandTerms, VocabularyIndex } from '../src/search/fuzzy-terms.js';
 import { bm25Peak, denseGap, denseWeight, fuseRrf, RRF_DEPTH, type Ranked } from '../src/search/rrf.js';
 import { addServerVotes, serverCentroids, serverDocuments, SERVER_BM25_WEIGHT, SERVER_DEPTH, SERVER_VECTOR_WEIGHT } from '../src/search/servers.js';
 import { rankByCosine } from '../src/search/vector-scan.js';
+import { chooseSetting, evalQueries, source } from './loco.js';
 
 const { values } = parseArgs({
   options: {
@@ -89,9 +88,7 @@ async function computeLists(): Promise<Record<string, SetLists>> {
       const serverIndex = new Bm25Index(servers.documents);
       const centroids = serverCentroids(servers.members, vectorOf);
       const byId = new Map(documents.map((doc) => [doc.id, doc]));
-      const queries = loadQueries(`${EVAL_DIR}${set}/queries.dev.jsonl`);
-      const random = seededRandom(1);
-      const variants = { clean: queries.map((q) => q.query), typos: queries.map((q) => addTypos(q.query, 0.2, random)) };
+      const { queries, texts: variants } = evalQueries(EVAL_DIR, set);
       const lists: SetLists = { members: Object.fromEntries(servers.members), clean: [], typos: [] };
       for (const variant of ['clean', 'typos'] as const) {
         const texts = variants[variant];
@@ -134,9 +131,7 @@ async function computeLists(): Promise<Record<string, SetLists>> {
 const all: Record<string, SetLists> = values.lists && existsSync(values.lists) ? JSON.parse(readFileSync(values.lists, 'utf8')) : await computeLists();
 if (values.lists && !existsSync(values.lists)) writeFileSync(values.lists, JSON.stringify(all));
 for (const set of sets) {
-  const queries = loadQueries(`${EVAL_DIR}${set}/queries.dev.jsonl`);
-  const random = seededRandom(1);
-  const texts = { clean: queries.map((q) => q.query), typos: queries.map((q) => addTypos(q.query, 0.2, random)) };
+  const { texts } = evalQueries(EVAL_DIR, set);
   for (const variant of ['clean', 'typos'] as const) all[set]![variant].forEach((q, i) => (q.termCount = distinctTerms(queryTerms(texts[variant][i]!)).length));
 }
 
@@ -297,8 +292,6 @@ function scoreRule(rule: Rule, set: string, variant: 'clean' | 'typos', typoMatc
   return { mean: { ndcg: mean.ndcg10, recall: mean.recall10 }, perQuery };
 }
 
-/** Sets drawn from one public corpus (`<corpus>_schema`, `<corpus>_noschema` variants) are held out together. */
-const source = (set: string) => set.replace(/_(no)?schema$/, '');
 const f = (x: number) => x.toFixed(3);
 for (const [typoMatching, corrected] of [[true, 0], [false, 0], [true, 1]] as const) {
   correctedCounts = corrected;
@@ -322,16 +315,12 @@ for (const [typoMatching, corrected] of [[true, 0], [false, 0], [true, 1]] as co
         console.log(`  ${row.label.padEnd(16)} ${sets.map((set) => `${set} ${f(row.per[set]!.ndcg)}/${f(row.per[set]!.recall)}`).join('  ')}  worst margin ${f(Math.min(...sets.map((set) => margin(set, row.per[set]!))))}  typos kept ${kept}`);
       }
     }
-    // The rule for choosing a setting on some corpora, the issue's targets as constraints: among the
-    // settings that keep hybrid within 0.005 of its better input and 90% of its nDCG@10 under typos on
-    // each of them, the best mean of nDCG@10 and R@10; when none does, the best worst margin.
-    const choose = (on: string[]) => {
-      const worst = (row: (typeof table)[number]) => Math.min(...on.map((s) => margin(s, row.per[s]!)));
-      const quality = (row: (typeof table)[number]) => on.reduce((sum, s) => sum + row.per[s]!.ndcg + row.per[s]!.recall, 0);
-      const passing = table.filter((row) => worst(row) >= -0.005 && on.every((s) => row.typoShare[s]! >= 0.9));
-      if (passing.length === 0) return table.reduce((a, b) => (worst(b) > worst(a) ? b : a));
-      return passing.reduce((a, b) => (quality(b) > quality(a) ? b : a));
-    };
+    const choose = (on: string[]) =>
+      chooseSetting(table, on, {
+        margin: (row, set) => margin(set, row.per[set]!),
+        quality: (row, set) => row.per[set]!.ndcg + row.per[set]!.recall,
+        typoShare: (row, set) => row.typoShare[set]!,
+      });
     const inSample = choose(sets);
     console.log(`  chosen on all ${sets.length}: ${inSample.label}`);
     // Leave one corpus out: choose on the other corpora, score on this one.
