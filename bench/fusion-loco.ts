@@ -2,16 +2,17 @@
  * Fusion settings judged leave-one-corpus-out (issue 24), rerunnable:
  *
  *   npx tsx bench/fusion-loco.ts [--sets bfcl,livemcpbench,sealtools,toolbench_stable] [--lists <cache.json>] [--settings]
- *                                [--root <folder of datasets, default ../shared/eval>]
+ *                                [--root <folder of datasets, default ../shared/eval>] [--gaps]
  *
  * With `--root`, sets may include the small catalogs of bench/small-catalogs.ts (`<corpus>_schema`,
  * `<corpus>_noschema`); a corpus and the sets drawn from it are held out together.
  *
  * First it computes, per corpus and query (clean, and with the eval's typos at 0.2, seed 1), the
  * lists the service fuses: BM25 (exact terms, and with typo matching), the dense list, the two
- * server lists, and the signals an adaptive rule may read. The same code as the service
- * (`documentTerms`, `Bm25Index`, `embeddingText`, USE Lite, `expandTerms`, `serverDocuments`);
- * no exact-name step. `--lists` keeps them in a file, so later runs only re-fuse.
+ * server lists, the signals an adaptive rule may read, and dense lists read from BM25's head
+ * (pseudo-relevance feedback). The same code as the service (`documentTerms`, `Bm25Index`,
+ * `embeddingText`, USE Lite, `expandTerms`, `serverDocuments`); no exact-name step. `--lists` keeps
+ * them in a file, so later runs only re-fuse.
  *
  * Then each family of fusion rules is tried at every setting, three times: with typo matching as
  * shipped (a corrected word does not count as known), without typo matching, and with typo
@@ -43,6 +44,7 @@ const { values } = parseArgs({
     lists: { type: 'string' },
     settings: { type: 'boolean', default: false },
     root: { type: 'string' },
+    gaps: { type: 'boolean', default: false },
   },
 });
 const EVAL_DIR = values.root ? `${values.root.replace(/\/$/, '')}/` : fileURLToPath(new URL('../../shared/eval/', import.meta.url));
@@ -67,8 +69,35 @@ interface QueryLists {
   knownCorrected: number;
   /** The query's distinct BM25 terms (set after loading, so caches written before it still serve). */
   termCount: number;
+  /**
+   * Dense lists read from BM25's head (pseudo-relevance feedback, 2026-12-03): `c<m>` ranks tools by
+   * cosine to the unit mean vector of the typo-matched BM25 list's top m (those m left out), `r<m>_<beta>`
+   * by cosine to the query's vector plus beta times that mean. Absent from caches written before.
+   */
+  head?: Record<string, Ranked>;
 }
 interface SetLists { members: Record<string, string[]>; clean: QueryLists[]; typos: QueryLists[] }
+
+const HEAD_SIZES = [1, 3, 5];
+const HEAD_BETAS = [0.5, 1];
+const unit = (v: Float64Array) => {
+  const norm = Math.hypot(...v) || 1;
+  return v.map((x) => x / norm);
+};
+
+/** The `head` lists of QueryLists for one query. */
+function headLists(lexical: Ranked, query: ArrayLike<number>, vectorOf: ReadonlyMap<string, Float32Array>): Record<string, Ranked> {
+  const out: Record<string, Ranked> = {};
+  for (const m of HEAD_SIZES) {
+    const head = lexical.slice(0, m).map(([id]) => id);
+    const mean = new Float64Array(query.length);
+    for (const id of head) vectorOf.get(id)!.forEach((x, d) => (mean[d]! += x));
+    const centre = unit(mean);
+    out[`c${m}`] = head.length ? rankByCosine(centre, vectorOf, RRF_DEPTH + m).filter(([id]) => !head.includes(id)).slice(0, RRF_DEPTH) : [];
+    for (const beta of HEAD_BETAS) out[`r${m}_${beta}`] = rankByCosine(unit(Float64Array.from(query, (x, d) => x + beta * centre[d]!)), vectorOf, RRF_DEPTH);
+  }
+  return out;
+}
 
 async function computeLists(): Promise<Record<string, SetLists>> {
   const embedder = await createUseLiteEmbedder();
@@ -102,11 +131,13 @@ async function computeLists(): Promise<Record<string, SetLists>> {
           const total = idfs.reduce((sum, x) => sum + x, 0);
           const top = bm25[0] ? byId.get(bm25[0][0])! : undefined;
           const held = top ? terms.reduce((sum, term, t) => sum + (top.termFreqs.has(term) ? idfs[t]! : 0), 0) : 0;
+          const fuzzy = index.searchWeighted(weights, RRF_DEPTH);
           lists[variant].push({
+            head: headLists(fuzzy, vector, vectorOf),
             relevant: query.relevant,
             ...(query.relevant_groups ? { groups: query.relevant_groups } : {}),
             bm25,
-            fuzzy: index.searchWeighted(weights, RRF_DEPTH),
+            fuzzy,
             dense: rankByCosine(vector, vectorOf, RRF_DEPTH),
             serverBm25: serverIndex.search(terms, 10),
             serverFuzzy: serverIndex.searchWeighted(weights, 10),
@@ -135,6 +166,22 @@ for (const set of sets) {
   for (const variant of ['clean', 'typos'] as const) all[set]![variant].forEach((q, i) => (q.termCount = distinctTerms(queryTerms(texts[variant][i]!)).length));
 }
 
+if (values.gaps) {
+  // The dense gap and two scale-free forms of it, medians over each set's clean queries (docs/ranking.md).
+  const median = (xs: number[]) => xs.slice().sort((a, b) => a - b)[xs.length >> 1]!;
+  for (const set of sets) {
+    const rows = all[set]!.clean.filter((q) => q.dense.length > 1).map((q) => {
+      const scores = q.dense.map(([, score]) => score);
+      const mean = scores.reduce((sum, x) => sum + x, 0) / scores.length;
+      const sd = Math.sqrt(scores.reduce((sum, x) => sum + (x - mean) ** 2, 0) / scores.length);
+      const gap = denseGap(q.dense);
+      return { gap, span: gap / (scores[0]! - scores.at(-1)!), sd: gap / sd };
+    });
+    console.log(`${set.padEnd(26)} gap ${median(rows.map((r) => r.gap)).toFixed(3)}  gap / span ${median(rows.map((r) => r.span)).toFixed(3)}  gap / sd ${median(rows.map((r) => r.sd)).toFixed(2)}`);
+  }
+  process.exit(0);
+}
+
 /** What a rule sees of one query, and returns: the ranking. */
 type Rule = (q: QueryLists, members: ReadonlyMap<string, readonly string[]>, typoMatching: boolean) => string[];
 
@@ -143,12 +190,13 @@ function fused(
   q: QueryLists,
   members: ReadonlyMap<string, readonly string[]>,
   typoMatching: boolean,
-  weights: { bm25: number; dense: number; servers?: number; fixedServers?: boolean },
+  weights: { bm25: number; dense: number; servers?: number; fixedServers?: boolean; denseList?: Ranked; extra?: { ranked: Ranked; weight: number } },
 ): string[] {
   const lexical = typoMatching ? q.fuzzy : q.bm25;
   const tools = fuseRrf([
     { ranked: lexical, weight: weights.bm25, scaleByScore: true },
-    { ranked: q.dense, weight: weights.dense, scaleByScore: false },
+    { ranked: weights.denseList ?? q.dense, weight: weights.dense, scaleByScore: false },
+    ...(weights.extra ? [{ ...weights.extra, scaleByScore: false }] : []),
   ]);
   const s = weights.servers ?? 1;
   const lists = { bm25: typoMatching ? q.serverFuzzy : q.serverBm25, vector: q.serverDense, members };
@@ -181,6 +229,8 @@ const peak = (q: QueryLists, typoMatching: boolean) => bm25Peak(typoMatching ? q
 /** denseWeight before it read the dense gap (2026-11-27): an empty dense list has no gap. */
 const withoutGap = (q: QueryLists, typoMatching: boolean) => denseWeight(known(q, typoMatching), typoMatching ? q.fuzzy : q.bm25, []);
 
+const shipped = (q: QueryLists, typoMatching: boolean) => denseWeight(known(q, typoMatching), typoMatching ? q.fuzzy : q.bm25, q.dense);
+
 const families: { label: string; settings: [string, Rule][] }[] = [
   { label: 'before: dense weight 0.4 for every query', settings: [['w 0.4', (q, m, t) => fused(q, m, t, { bm25: 1, dense: 0.4, fixedServers: true })]] },
   {
@@ -189,7 +239,7 @@ const families: { label: string; settings: [string, Rule][] }[] = [
   },
   {
     label: 'shipped: denseWeight (src/search/rrf.ts)',
-    settings: [['shipped', (q, m, t) => fused(q, m, t, { bm25: 1, dense: denseWeight(known(q, t), t ? q.fuzzy : q.bm25, q.dense), fixedServers: true })]],
+    settings: [['shipped', (q, m, t) => fused(q, m, t, { bm25: 1, dense: shipped(q, t), fixedServers: true })]],
   },
   {
     label: 'constant dense weight w',
@@ -277,6 +327,30 @@ const families: { label: string; settings: [string, Rule][] }[] = [
       ]),
     ),
   },
+  ...(Object.values(all).every((lists) => lists.clean.every((q) => q.head))
+    ? [
+        {
+          label: "neighbours of BM25's head: a third list, tools by cosine to the mean vector of BM25's top m, at weight w",
+          settings: HEAD_SIZES.flatMap((mm) =>
+            [0.05, 0.1, 0.2, 0.3, 0.5].map((w): [string, Rule] => [`m ${mm}, w ${w}`, (q, m, t) => fused(q, m, t, { bm25: 1, dense: shipped(q, t), fixedServers: true, extra: { ranked: q.head![`c${mm}`]!, weight: w } })]),
+          ),
+        },
+        {
+          label: "Rocchio from BM25's head: the dense list's query vector plus beta x the unit mean of BM25's top m, at the shipped weight",
+          settings: HEAD_SIZES.flatMap((mm) =>
+            HEAD_BETAS.map((beta): [string, Rule] => [`m ${mm}, beta ${beta}`, (q, m, t) => fused(q, m, t, { bm25: 1, dense: shipped(q, t), fixedServers: true, denseList: q.head![`r${mm}_${beta}`]! })]),
+          ),
+        },
+        {
+          label: 'that Rocchio list as a third list at weight w, the dense list kept',
+          settings: HEAD_SIZES.flatMap((mm) =>
+            HEAD_BETAS.flatMap((beta) =>
+              [0.05, 0.1, 0.2, 0.3].map((w): [string, Rule] => [`m ${mm}, b ${beta}, w ${w}`, (q, m, t) => fused(q, m, t, { bm25: 1, dense: shipped(q, t), fixedServers: true, extra: { ranked: q.head![`r${mm}_${beta}`]!, weight: w } })]),
+            ),
+          ),
+        },
+      ]
+    : []),
   {
     label: 'the shipped setting with server votes following the dense weight instead of fixed',
     settings: [['shipped setting, servers following', (q, m, t) => fused(q, m, t, { bm25: 1, dense: denseWeight(known(q, t), t ? q.fuzzy : q.bm25, q.dense) })]],
