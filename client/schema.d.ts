@@ -726,7 +726,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The body is not `application/json` (for the selector, not UTF-8). */
+        /** @description The request declares a Content-Type other than `application/json` (even with an empty body), or sends a body without one; for the selector, a charset other than UTF-8. */
         UnsupportedMediaType: {
             headers: {
                 [name: string]: unknown;

@@ -11,7 +11,7 @@ import type { SelectorDeps } from '../search/selector.js';
 import { healthRoutes, type ReadinessCheck } from './health.js';
 import { jobRoutes } from './jobs.js';
 import type { EmbedQueue } from '../jobs/embed-queue.js';
-import { authenticate, requestId, requireJsonBody } from './middleware.js';
+import { authenticate, forBodies, requestId, requireJsonBody } from './middleware.js';
 import { metricsRoutes, observeRequests } from './observability.js';
 import { docsRoutes } from './docs.js';
 import { uiRoutes } from './ui.js';
@@ -53,12 +53,12 @@ export function createApp(deps: AppDeps): Express {
   // Authenticate before reading a body of up to BODY_LIMIT bytes.
   app.use(['/v1', '/api', '/mcp'], authenticate(deps.config.API_KEYS));
   app.use(requireJsonBody);
-  app.use(bodyBudget(deps.config.BODY_MEMORY, deps.config.BODY_LIMIT));
+  app.use(forBodies(bodyBudget(deps.config.BODY_MEMORY, deps.config.BODY_LIMIT)));
   // The selector reads its own JSON: it skips parsing tool lists it has seen (http/selector.ts).
-  app.use(SELECTOR_PATHS, express.raw({ type: () => true, limit: deps.config.BODY_LIMIT }));
+  app.use(SELECTOR_PATHS, forBodies(express.raw({ type: () => true, limit: deps.config.BODY_LIMIT })));
   // Catalog writes of thousands of tools: parsed in slices, so other requests run meanwhile.
-  app.use('/v1/catalogs', jsonInSlices(deps.config.BODY_LIMIT));
-  app.use(express.json({ limit: deps.config.BODY_LIMIT }));
+  app.use('/v1/catalogs', forBodies(jsonInSlices(deps.config.BODY_LIMIT)));
+  app.use(forBodies(express.json({ limit: deps.config.BODY_LIMIT })));
   app.use(rejectUnsafeInput);
   app.use(catalogRoutes(deps.catalog));
   app.use(searchRoutes(deps.search, deps.metrics));

@@ -7,6 +7,7 @@ import { createToolsiftMcpServer, type McpDeps } from '../mcp/server.js';
 import { getCatalog } from '../catalog/catalog-service.js';
 import { catalogParams } from './catalogs.js';
 import { parseInput } from './errors.js';
+import { declaresJson, notJson } from './middleware.js';
 
 export const MCP_PATHS = ['/mcp', '/mcp/:catalog'];
 
@@ -56,6 +57,8 @@ export function mcpRoutes(deps: McpDeps, options: { allowedOrigins: string; allo
       throw new AppError('forbidden', `origin ${origin} may not call /mcp (MCP_ALLOWED_ORIGINS)`);
     }
     if (!hostAllowed(req.get('host'), options.allowedHosts)) throw new AppError('forbidden', `host ${req.get('host') ?? '(none)'} is not served (MCP_ALLOWED_HOSTS)`);
+    // A message without a JSON Content-Type, empty or not: the 415 openapi.yaml documents, not the transport's own.
+    if (req.method === 'POST' && !declaresJson(req)) throw notJson(req);
     const tenant = String(res.locals.tenant);
     let scope: DiscoveryScope = { tenant };
     if (req.params.catalog !== undefined) {

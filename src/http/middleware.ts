@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler } from 'express';
 import { AppError } from '../errors.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -13,14 +13,34 @@ export const requestId: RequestHandler = (req, res, next) => {
   next();
 };
 
-/** Bodies must be JSON: a form or text body would otherwise arrive as "no body" and confuse. */
+/** The methods whose operations take a body; the others' operations take none. */
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+
+/**
+ * Runs `handler` (a body parser or the body budget) only for a method that takes a body. A GET or
+ * DELETE that sends one anyway is answered as without it: the body is never read into memory,
+ * parsed or refused (Node discards it), as openapi.yaml documents no 413 or 415 for them.
+ */
+export const forBodies = (handler: RequestHandler): RequestHandler => (req, res, next) => (BODY_METHODS.has(req.method) ? handler(req, res, next) : next());
+
+/**
+ * Bodies must be JSON: a form or text body would otherwise arrive as "no body" and confuse. A
+ * declared type other than JSON is refused even with an empty body (the MCP transport would
+ * otherwise refuse it in its own shape).
+ */
 export const requireJsonBody: RequestHandler = (req, _res, next) => {
+  if (!BODY_METHODS.has(req.method)) return next();
   const hasBody = Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
-  if (['POST', 'PUT', 'PATCH'].includes(req.method) && hasBody && !req.is('application/json')) {
-    throw new AppError('unsupported_media_type', `request body must be application/json, got ${req.get('content-type') ?? 'no content type'}`);
-  }
+  if ((hasBody || req.get('content-type') !== undefined) && !declaresJson(req)) throw notJson(req);
   next();
 };
+
+/** Whether the request's Content-Type is application/json (any parameters). */
+export const declaresJson = (req: Request) => req.get('content-type')?.split(';')[0]!.trim().toLowerCase() === 'application/json';
+
+/** The 415 for a body that is not declared JSON. */
+export const notJson = (req: Request) =>
+  new AppError('unsupported_media_type', `request body must be application/json, got ${req.get('content-type') ?? 'no content type'}`);
 
 function presentedKey(authorization: string | undefined, apiKey: string | undefined): string | undefined {
   if (apiKey) return apiKey.trim();

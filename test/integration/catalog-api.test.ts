@@ -335,6 +335,18 @@ describe('catalog ingestion over REST', () => {
     expectError(await app.request('GET', `/v1/catalogs/${name}`), 404, 'not_found');
   });
 
+  it('answers a DELETE as without its body: one not JSON, not UTF-8 or malformed is never read', async () => {
+    const name = uniqueName('delete-body');
+    expect((await app.request('PUT', `/v1/catalogs/${name}`, { tools: [mcpTool('a'), mcpTool('b')] })).status).toBe(200);
+    const tool = await app.request('DELETE', `/v1/catalogs/${name}/tools/a`, '{"name": "a', { 'content-type': 'application/json; charset=latin1' });
+    expect(tool.status).toBe(204);
+    expectError(await app.request('GET', `/v1/catalogs/${name}/tools/a`), 404, 'not_found');
+    expect((await app.request('DELETE', `/v1/catalogs/${name}`, 'x'.repeat(2048), { 'content-type': 'text/plain' })).status).toBe(204);
+    expectError(await app.request('GET', `/v1/catalogs/${name}`), 404, 'not_found');
+    // A body-taking method still refuses a declared type other than JSON, even with an empty body.
+    expectError(await app.request('POST', `/v1/catalogs/${name}/search`, '', { 'content-type': 'text/plain' }), 415, 'unsupported_media_type');
+  });
+
   it('rejects a body without a tool list with 400', async () => {
     const json = { 'content-type': 'application/json' };
     for (const body of ['{}', '{"tools":"a"}', '{"result":{}}', '']) {

@@ -167,4 +167,18 @@ describe('the MCP endpoint', () => {
     const local = await fetch(`${app.url}/mcp`, { method: 'POST', headers: { ...headers, authorization: 'Bearer k1', origin: 'http://localhost:3000' }, body });
     expect(local.status).not.toBe(403);
   });
+
+  it('answers a message not declared JSON, empty or not, with the documented 415 (not the transport\'s own shape)', async () => {
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} });
+    const base = { accept: 'application/json, text/event-stream', authorization: 'Bearer k1' };
+    for (const [type, sent] of [['text/plain', body], ['text/plain', ''], ['application/x-www-form-urlencoded', ''], [undefined, '']] as const) {
+      for (const path of ['/mcp', `/mcp/${filesCatalog}`]) {
+        // Through the helper: the answer is checked against openapi.yaml (error shape with request_id).
+        const response = type ? await app.request('POST', path, sent, { ...base, 'content-type': type }) : await app.request('POST', path, undefined, base);
+        expect(response.status, `${path} ${type}`).toBe(415);
+        expect(response.body.error.code).toBe('unsupported_media_type');
+        expect(response.body.error.message).toContain(type ?? 'no content type');
+      }
+    }
+  });
 });
