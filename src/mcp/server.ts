@@ -5,7 +5,7 @@
  * `call_tool`, not injected. A fresh McpServer serves each HTTP request (stateless), built from the
  * request's tenant and catalog scope.
  */
-import { McpServer, ResourceTemplate } from '@modelcontextprotocol/server';
+import { McpServer, ProtocolError, ProtocolErrorCode, ResourceNotFoundError, ResourceTemplate } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { listCatalogs } from '../catalog/catalog-service.js';
 import type { Logger } from '../logger.js';
@@ -195,6 +195,20 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
   const catalogsOf = async (): Promise<string[]> =>
     scope.catalog ? [scope.catalog] : (await listCatalogs(deps.catalog, scope.tenant)).map((catalog) => catalog.name);
   const inScope = async (catalog: string) => (await catalogsOf()).includes(catalog);
+  /** A URI template variable as text: a malformed escape is the client's error (-32602), not an internal one. */
+  const variable = (uri: URL, value: string | string[] | undefined) => {
+    try {
+      return decodeURIComponent(String(value));
+    } catch {
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `malformed percent-escape in ${uri.href}`);
+    }
+  };
+  /** The catalog a resource URI names, in the caller's scope, or resource-not-found (-32602 with the URI, as the spec says). */
+  const scopedCatalog = async (uri: URL, value: string | string[] | undefined) => {
+    const catalog = variable(uri, value);
+    if (!(await inScope(catalog))) throw new ResourceNotFoundError(uri.href, `unknown catalog "${catalog}"`);
+    return catalog;
+  };
 
   server.registerResource(
     'catalog-index',
@@ -205,8 +219,7 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
     }),
     { title: 'Catalog index', description: 'Every tool of a catalog, one line each: name and first sentence.', mimeType: 'text/plain' },
     async (uri, variables) => {
-      const catalog = String(variables.catalog);
-      if (!(await inScope(catalog))) throw new Error(`unknown catalog "${catalog}"`);
+      const catalog = await scopedCatalog(uri, variables.catalog);
       deps.metrics?.mcpRequests.inc({ method: 'resources/read', tool: 'catalog-index', outcome: 'ok' });
       return { contents: [{ uri: uri.href, mimeType: 'text/plain', text: await catalogIndex(deps, scope.tenant, catalog) }] };
     },
@@ -217,11 +230,10 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
     new ResourceTemplate('toolsift://catalogs/{catalog}/tools/{name}', { list: undefined }),
     { title: 'Tool definition', description: "A tool's full definition as it was pushed or synced.", mimeType: 'application/json' },
     async (uri, variables) => {
-      const catalog = String(variables.catalog);
-      const name = decodeURIComponent(String(variables.name));
-      if (!(await inScope(catalog))) throw new Error(`unknown catalog "${catalog}"`);
+      const name = variable(uri, variables.name);
+      const catalog = await scopedCatalog(uri, variables.catalog);
       const resolved = await resolveTool(deps, { tenant: scope.tenant, catalog }, name);
-      if (!resolved.ok) throw new Error(resolved.error);
+      if (!resolved.ok) throw new ResourceNotFoundError(uri.href, resolved.error);
       deps.metrics?.mcpRequests.inc({ method: 'resources/read', tool: 'tool-definition', outcome: 'ok' });
       return { contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify(resolved.tool.definition) }] };
     },

@@ -136,7 +136,15 @@ describe('the MCP endpoint', () => {
     ]);
     const definition = await client.readResource({ uri: `toolsift://catalogs/${filesCatalog}/tools/read_file` });
     expect(JSON.parse((definition.contents[0] as { text: string }).text)).toMatchObject({ name: 'read_file', inputSchema: files[0]!.inputSchema });
-    await expect(client.readResource({ uri: `toolsift://catalogs/${otherCatalog}/index` })).rejects.toThrow();
+    // Another tenant's catalog, an unknown tool, a malformed escape: the client's error (-32602), resource-not-found with the URI.
+    for (const [uri, message] of [
+      [`toolsift://catalogs/${otherCatalog}/index`, `unknown catalog "${otherCatalog}"`],
+      [`toolsift://catalogs/${filesCatalog}/tools/nope`, 'unknown tool "nope"'],
+      [`toolsift://catalogs/${otherCatalog}/tools/secret_tool`, `unknown catalog "${otherCatalog}"`],
+    ]) {
+      await expect(client.readResource({ uri: uri! }), uri).rejects.toMatchObject({ code: -32602, data: { uri }, message: expect.stringContaining(message!) });
+    }
+    await expect(client.readResource({ uri: `toolsift://catalogs/${filesCatalog}/tools/%ZZ` })).rejects.toMatchObject({ code: -32602, message: expect.stringContaining('malformed percent-escape') });
     const prompts = await client.listPrompts();
     expect(prompts.prompts.map((prompt) => prompt.name)).toEqual(['discover', 'find_tool']);
     const prompt = await client.getPrompt({ name: 'find_tool', arguments: { task: 'rename a file' } });
