@@ -22,23 +22,34 @@ const spec = parse(readFileSync(new URL('../../openapi.yaml', import.meta.url), 
 
 const resolve = (node: any): any => (node?.$ref ? resolve(node.$ref.split('/').slice(1).reduce((at: any, key: string) => at[key], spec)) : node);
 
-/** A value that satisfies `schema` in the simplest way (a starting point for mutations). */
-function sample(schema: any, depth = 0): unknown {
+/**
+ * A value that satisfies `schema` in a simple way (a starting point for mutations): with `random`,
+ * a random branch of each oneOf/anyOf (the tool shapes, the request versions) and sometimes its
+ * optional properties too; without, the first branch and the required properties.
+ */
+function sample(schema: any, depth = 0, random?: () => number): unknown {
   schema = resolve(schema);
   if (!schema || depth > 6) return null;
-  if (schema.enum) return schema.enum[0];
+  if (schema.enum) return schema.enum[random ? Math.floor(random() * schema.enum.length) : 0];
   if (schema.default !== undefined) return schema.default;
-  if (schema.oneOf || schema.anyOf) return sample((schema.oneOf ?? schema.anyOf)[0], depth + 1);
-  if (schema.allOf) return Object.assign({}, ...schema.allOf.map((part: any) => sample(part, depth + 1)));
+  if (schema.oneOf || schema.anyOf) {
+    const branches = schema.oneOf ?? schema.anyOf;
+    return sample(branches[random ? Math.floor(random() * branches.length) : 0], depth + 1, random);
+  }
+  if (schema.allOf) return Object.assign({}, ...schema.allOf.map((part: any) => sample(part, depth + 1, random)));
   const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
   switch (type) {
     case 'object': {
       const out: Record<string, unknown> = {};
-      for (const key of schema.required ?? Object.keys(schema.properties ?? {}).slice(0, 2)) out[key] = sample(schema.properties?.[key] ?? {}, depth + 1);
+      const optional = Object.keys(schema.properties ?? {}).filter((key) => !(schema.required ?? []).includes(key));
+      const keys = random
+        ? [...(schema.required ?? []), ...optional.filter(() => random() < 0.5)]
+        : (schema.required ?? Object.keys(schema.properties ?? {}).slice(0, 2));
+      for (const key of keys) out[key] = sample(schema.properties?.[key] ?? {}, depth + 1, random);
       return out;
     }
     case 'array':
-      return [sample(schema.items ?? {}, depth + 1)];
+      return [sample(schema.items ?? {}, depth + 1, random)];
     case 'integer':
       return Math.max(1, schema.minimum ?? 1);
     case 'number':
@@ -129,7 +140,8 @@ describe('fuzzing every operation of openapi.yaml', () => {
         let body: string | undefined;
         if (operation.method !== 'GET' && (operation.body || random() < 0.1)) {
           const roll = random();
-          body = roll < 0.15 ? pick(rawBodies) : JSON.stringify(roll < 0.25 ? sample(operation.body ?? {}) : mutate(sample(operation.body ?? {}), random));
+          const start = sample(operation.body ?? {}, 0, random() < 0.5 ? random : undefined);
+          body = roll < 0.15 ? pick(rawBodies) : JSON.stringify(roll < 0.25 ? start : mutate(start, random));
           if (random() < 0.05) headers['content-type'] = pick(['text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=latin1']);
         }
         if (operation.path.startsWith('/mcp')) {
