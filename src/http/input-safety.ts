@@ -1,5 +1,6 @@
 import type { RequestHandler } from 'express';
 import { AppError } from '../errors.js';
+import { textProblem } from '../safe-text.js';
 
 /**
  * Bodies are JSON of any shape the tool formats allow, so one walk checks what no schema can:
@@ -10,9 +11,6 @@ import { AppError } from '../errors.js';
  */
 export const MAX_JSON_DEPTH = 128;
 
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-/** One scan rules out both in nearly every string (surrogates come in pairs only outside the BMP). */
-const MAYBE_UNSAFE = /[\u0000\uD800-\uDFFF]/;
 
 function describe(path: (string | number)[]): string {
   return path.length === 0 ? 'the body' : path.map((part) => (typeof part === 'number' ? `[${part}]` : `.${part}`)).join('').replace(/^\./, '');
@@ -37,9 +35,8 @@ function pathTo(at: (string | number)[], frame: Frame | null, key?: string | num
 
 /** `value` sits at `key` of `frame` (the root when both are absent). */
 function checkString(value: string, where: string, at: (string | number)[], frame: Frame | null, key?: string | number): void {
-  if (!MAYBE_UNSAFE.test(value)) return;
-  if (value.includes('\u0000')) throw new AppError('validation_failed', `invalid ${where}: ${describe(pathTo(at, frame, key))}: contains a NUL character (\\u0000)`);
-  if (LONE_SURROGATE.test(value)) throw new AppError('validation_failed', `invalid ${where}: ${describe(pathTo(at, frame, key))}: contains a lone UTF-16 surrogate (not valid Unicode text)`);
+  const problem = textProblem(value);
+  if (problem) throw new AppError('validation_failed', `invalid ${where}: ${describe(pathTo(at, frame, key))}: ${problem}`);
 }
 
 function open(container: object, depth: number, parent: Frame | null, key: string | number | undefined, at: (string | number)[], where: string): Frame {
@@ -55,8 +52,9 @@ function open(container: object, depth: number, parent: Frame | null, key: strin
  * overflow). `at`: where `value` sits in the body, when it is a part of it (its depth counts, and
  * messages name it).
  */
-export function assertSafeJson(value: unknown, where = 'body', at: (string | number)[] = []): void {
-  if (typeof value === 'string') return checkString(value, where, at, null);
+export function assertSafeJson(value: unknown, where = 'body', at: (string | number)[] = [], options: { text: boolean } = { text: true }): void {
+  const checkText = options.text ? checkString : () => {};
+  if (typeof value === 'string') return checkText(value, where, at, null);
   if (typeof value !== 'object' || value === null) return;
   let frame: Frame | null = open(value, at.length, null, undefined, at, where);
   while (frame !== null) {
@@ -67,9 +65,9 @@ export function assertSafeJson(value: unknown, where = 'body', at: (string | num
     }
     const index = frame.next++;
     const key = keys === null ? index : keys[index]!;
-    if (keys !== null) checkString(key as string, where, at, frame, key);
+    if (keys !== null) checkText(key as string, where, at, frame, key);
     const child: unknown = (container as Record<string | number, unknown>)[key];
-    if (typeof child === 'string') checkString(child, where, at, frame, key);
+    if (typeof child === 'string') checkText(child, where, at, frame, key);
     else if (typeof child === 'object' && child !== null) frame = open(child, frame.depth + 1, frame, key, at, where);
   }
 }
@@ -79,7 +77,10 @@ export const rejectUnsafeInput: RequestHandler = (req, res, next) => {
   const rawPath = req.originalUrl.split('?')[0] ?? '';
   if (/%00/i.test(rawPath)) throw new AppError('validation_failed', 'invalid path: contains a NUL character (%00)');
   assertSafeJson(req.query, 'query');
-  // A body parsed in slices was checked slice by slice (http/json-body.ts).
-  if (req.body !== undefined && !Buffer.isBuffer(req.body) && res.locals.bodyChecked !== true) assertSafeJson(req.body, 'body');
+  // A body parsed in slices was checked slice by slice (http/json-body.ts). An MCP message's depth
+  // only: its text is checked where toolsift reads it (mcp/server.ts), so a meta-tool answers an
+  // isError result the model can read, and a proxied call's arguments reach the upstream as sent.
+  const text = !/^\/mcp(\/|$)/.test(req.path);
+  if (req.body !== undefined && !Buffer.isBuffer(req.body) && res.locals.bodyChecked !== true) assertSafeJson(req.body, 'body', [], { text });
   next();
 };

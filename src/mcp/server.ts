@@ -8,6 +8,7 @@
 import { McpServer, ProtocolError, ProtocolErrorCode, ResourceNotFoundError, ResourceTemplate } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { listCatalogs } from '../catalog/catalog-service.js';
+import { textProblem } from '../safe-text.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import {
@@ -40,11 +41,22 @@ Workflow: 1) search_tools with what you want to do, in plain words (it ranks by 
 3) call_tool with that name and arguments matching the schema.
 list_tools browses names when you know roughly what exists. Names returned by search_tools and list_tools are the ones to pass on unchanged.`;
 
+/**
+ * A meta-tool's text field: what the store can keep (safe-text.ts). Checked here, not over the
+ * whole message as the REST API does, so a NUL or a lone surrogate is an isError result naming the
+ * field, and a proxied call's arguments reach the upstream as sent.
+ */
+const safeText = () =>
+  z.string().superRefine((value, context) => {
+    const problem = textProblem(value);
+    if (problem) context.addIssue({ code: 'custom', message: problem });
+  });
+
 const searchInput = z.object({
-  query: z.string().trim().min(1).max(2_000).describe('What you want to do, in plain words, e.g. "read a file from disk"'),
+  query: safeText().trim().min(1).max(2_000).describe('What you want to do, in plain words, e.g. "read a file from disk"'),
   limit: z.number().int().min(1).max(SEARCH_LIMIT_MAX).optional().describe(`How many tools (default ${SEARCH_LIMIT_DEFAULT}, at most ${SEARCH_LIMIT_MAX})`),
-  tags: z.array(z.string().min(1).max(64)).max(16).optional().describe('Only tools carrying one of these tags'),
-  server: z.string().min(1).max(128).optional().describe('Only tools of this MCP server'),
+  tags: z.array(safeText().min(1).max(64)).max(16).optional().describe('Only tools carrying one of these tags'),
+  server: safeText().min(1).max(128).optional().describe('Only tools of this MCP server'),
 });
 const briefTool = z.object({
   name: z.string(),
@@ -57,7 +69,7 @@ const briefTool = z.object({
 const searchOutput = z.object({ results: z.array(briefTool), hint: z.string().optional() });
 
 const detailsInput = z.object({
-  names: z.array(z.string().min(1).max(300)).min(1).max(20).describe('Tool names from search_tools or list_tools'),
+  names: z.array(safeText().min(1).max(300)).min(1).max(20).describe('Tool names from search_tools or list_tools'),
   detail: z.enum(['brief', 'full']).optional().describe('full (default): the input schema as pushed; brief: first sentence and parameter names'),
 });
 const detailsOutput = z.object({
@@ -76,13 +88,13 @@ const detailsOutput = z.object({
 });
 
 const listInput = z.object({
-  cursor: z.string().max(2_000).optional().describe('next_cursor of the previous page'),
-  server: z.string().min(1).max(128).optional().describe('Only tools of this MCP server'),
+  cursor: safeText().max(2_000).optional().describe('next_cursor of the previous page'),
+  server: safeText().min(1).max(128).optional().describe('Only tools of this MCP server'),
 });
 const listOutput = z.object({ names: z.array(z.string()), next_cursor: z.string().optional() });
 
 const callInput = z.object({
-  name: z.string().min(1).max(300).describe('A tool name from search_tools or list_tools'),
+  name: safeText().min(1).max(300).describe('A tool name from search_tools or list_tools'),
   arguments: z.record(z.string(), z.unknown()).optional().describe("The tool's arguments, matching its input schema"),
 });
 
@@ -197,11 +209,15 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
   const inScope = async (catalog: string) => (await catalogsOf()).includes(catalog);
   /** A URI template variable as text: a malformed escape is the client's error (-32602), not an internal one. */
   const variable = (uri: URL, value: string | string[] | undefined) => {
+    let decoded: string;
     try {
-      return decodeURIComponent(String(value));
+      decoded = decodeURIComponent(String(value));
     } catch {
       throw new ProtocolError(ProtocolErrorCode.InvalidParams, `malformed percent-escape in ${uri.href}`);
     }
+    const problem = textProblem(decoded);
+    if (problem) throw new ProtocolError(ProtocolErrorCode.InvalidParams, `${uri.href}: ${problem}`);
+    return decoded;
   };
   /** The catalog a resource URI names, in the caller's scope, or resource-not-found (-32602 with the URI, as the spec says). */
   const scopedCatalog = async (uri: URL, value: string | string[] | undefined) => {

@@ -4,8 +4,10 @@
  * surrogates, deep nesting), resources read at hostile URIs and prompts asked with broken
  * arguments, on /mcp and /mcp/{catalog}. A meta-tool must answer with a result (an `isError` one for
  * bad input) whose structured content matches its output schema (the client checks it), never the
- * catch-all "internal error" (a bug, as a 5xx is on REST); a resource or prompt may refuse with a
- * protocol error, but not an internal one (-32603). The server must keep serving afterwards.
+ * catch-all "internal error" (a bug, as a 5xx is on REST) and never an HTTP-level refusal (an error
+ * without a JSON-RPC code: a NUL or a lone surrogate in an argument is the meta-tool's isError); a
+ * resource or prompt may refuse with a protocol error, but not an internal one (-32603). The
+ * server must keep serving afterwards.
  *
  *   MCP_FUZZ_CASES=2000 MCP_FUZZ_SEED=7 npx vitest run test/integration/mcp-fuzz.test.ts
  */
@@ -92,9 +94,9 @@ describe('fuzzing the MCP meta-tools, resources and prompts', () => {
               const text = JSON.stringify(result.content);
               if (/internal error/i.test(text)) failures.push(`${label}: ${text.slice(0, 200)}`);
             } catch (error) {
-              // A protocol error for arguments that are not an object is the SDK's to give; anything internal is not.
+              // A protocol error for arguments that are not an object is the SDK's to give; anything internal, or below JSON-RPC, is not.
               const { code, message } = error as { code?: number; message: string };
-              if (code === -32603 || code === undefined) failures.push(`${label}: ${code} ${message.replace(/\s+/g, " ").slice(0, 200)}`);
+              if (code === -32603 || typeof code !== 'number') failures.push(`${label}: ${code} ${message.replace(/\s+/g, " ").slice(0, 200)}`);
             }
           }
         }
@@ -106,7 +108,7 @@ describe('fuzzing the MCP meta-tools, resources and prompts', () => {
             await client.readResource({ uri });
           } catch (error) {
             const { code, message } = error as { code?: number; message: string };
-            if (code === -32603 || code === undefined) failures.push(`${path} resource ${uri.slice(0, 160)}: ${code} ${message.replace(/\s+/g, " ").slice(0, 200)}`);
+            if (code === -32603 || typeof code !== 'number') failures.push(`${path} resource ${uri.slice(0, 160)}: ${code} ${message.replace(/\s+/g, " ").slice(0, 200)}`);
           }
           const prompt = pick(['discover', 'find_tool', 'nope']);
           const args = mutate({ task: 'read a file', need: 'read a file' });
@@ -114,7 +116,7 @@ describe('fuzzing the MCP meta-tools, resources and prompts', () => {
             await client.getPrompt({ name: prompt, arguments: args as Record<string, string> });
           } catch (error) {
             const { code, message } = error as { code?: number; message: string };
-            if ((code === -32603 || code === undefined) && !sdkParamsRejection(code, message)) failures.push(`${path} prompt ${prompt} ${JSON.stringify(args)?.slice(0, 120)}: ${code} ${message.replace(/\s+/g, " ").slice(0, 200)}`);
+            if ((code === -32603 || typeof code !== 'number') && !sdkParamsRejection(code, message)) failures.push(`${path} prompt ${prompt} ${JSON.stringify(args)?.slice(0, 120)}: ${code} ${message.replace(/\s+/g, " ").slice(0, 200)}`);
           }
         }
         // Still serving.

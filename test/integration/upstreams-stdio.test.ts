@@ -3,7 +3,7 @@
  * `@modelcontextprotocol/server-filesystem` on a temporary folder. Its tools are synced at start,
  * found with search_tools, and a file's content comes back through toolsift's call_tool.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -72,5 +72,20 @@ describe('stdio upstreams from UPSTREAMS_FILE', () => {
   it('reports an upstream error for a path outside the served folder as the upstream did, not as a crash', async () => {
     const called = await client.callTool({ name: 'call_tool', arguments: { name: 'read_text_file', arguments: { path: '/etc/passwd' } } });
     expect(called.isError).toBe(true);
+  });
+
+  it('passes a call\'s arguments to the upstream as sent, NUL and lone surrogates included (its answer, not a refusal of the message)', async () => {
+    // The file's content, written with a NUL and a lone surrogate in it, comes back through the upstream.
+    const path = join(folder, 'odd.txt');
+    const written = await client.callTool({ name: 'call_tool', arguments: { name: 'write_file', arguments: { path, content: 'a\u0000b \ud800 c' } } });
+    expect(written.isError, JSON.stringify(written)).toBeFalsy();
+    expect(readFileSync(path, 'utf8')).toBe('a\u0000b \ufffd c');
+    // The meta-tools' own fields are checked by toolsift: an isError result naming the problem.
+    const search = await client.callTool({ name: 'search_tools', arguments: { query: 'read a\u0000 file' } });
+    expect(search.isError).toBe(true);
+    expect(JSON.stringify(search.content)).toContain('NUL');
+    const named = await client.callTool({ name: 'call_tool', arguments: { name: 'read\ud800', arguments: {} } });
+    expect(named.isError).toBe(true);
+    expect(JSON.stringify(named.content)).toContain('lone UTF-16 surrogate');
   });
 });
