@@ -7,10 +7,10 @@ import { textProblem } from '../safe-text.js';
  * nesting deeper than MAX_JSON_DEPTH (a schema nested 3,000 deep overflowed the stack while
  * hashing), NUL characters (PostgreSQL's text type cannot hold them: a 500 from the store), and
  * lone UTF-16 surrogates (not encodable as UTF-8: the store would silently store U+FFFD instead,
- * changing a tool's name). Each is a 400 naming the field, before any I/O.
+ * changing a tool's name). Each is a 400 naming the field, before any I/O. An MCP message gets the
+ * depth check only (rejectUnsafeInput, below).
  */
 export const MAX_JSON_DEPTH = 128;
-
 
 function describe(path: (string | number)[]): string {
   return path.length === 0 ? 'the body' : path.map((part) => (typeof part === 'number' ? `[${part}]` : `.${part}`)).join('').replace(/^\./, '');
