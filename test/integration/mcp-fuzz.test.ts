@@ -96,7 +96,7 @@ describe('fuzzing the MCP meta-tools, resources and prompts', () => {
             } catch (error) {
               // A protocol error for arguments that are not an object is the SDK's to give; anything internal, or below JSON-RPC, is not.
               const { code, message } = error as { code?: number; message: string };
-              if (code === -32603 || typeof code !== 'number') failures.push(`${label}: ${code} ${message.replace(/\s+/g, " ").slice(0, 200)}`);
+              if (code === -32603 || typeof code !== 'number') failures.push(`${label}: ${code} ${message.replace(/\s+/g, ' ').slice(0, 200)}`);
             }
           }
         }
@@ -108,7 +108,7 @@ describe('fuzzing the MCP meta-tools, resources and prompts', () => {
             await client.readResource({ uri });
           } catch (error) {
             const { code, message } = error as { code?: number; message: string };
-            if (code === -32603 || typeof code !== 'number') failures.push(`${path} resource ${uri.slice(0, 160)}: ${code} ${message.replace(/\s+/g, " ").slice(0, 200)}`);
+            if (code === -32603 || typeof code !== 'number') failures.push(`${path} resource ${uri.slice(0, 160)}: ${code} ${message.replace(/\s+/g, ' ').slice(0, 200)}`);
           }
           const prompt = pick(['discover', 'find_tool', 'nope']);
           const args = mutate({ task: 'read a file', need: 'read a file' });
@@ -116,7 +116,7 @@ describe('fuzzing the MCP meta-tools, resources and prompts', () => {
             await client.getPrompt({ name: prompt, arguments: args as Record<string, string> });
           } catch (error) {
             const { code, message } = error as { code?: number; message: string };
-            if ((code === -32603 || typeof code !== 'number') && !sdkParamsRejection(code, message)) failures.push(`${path} prompt ${prompt} ${JSON.stringify(args)?.slice(0, 120)}: ${code} ${message.replace(/\s+/g, " ").slice(0, 200)}`);
+            if ((code === -32603 || typeof code !== 'number') && !sdkParamsRejection(code, message)) failures.push(`${path} prompt ${prompt} ${JSON.stringify(args)?.slice(0, 120)}: ${code} ${message.replace(/\s+/g, ' ').slice(0, 200)}`);
           }
         }
         // Still serving.
