@@ -15,6 +15,7 @@ import { parse } from 'yaml';
 import { seededRandom } from '../../src/eval/seeded-random.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
+import { mutate } from '../helpers/mutate.js';
 
 const CASES = Number(process.env.FUZZ_CASES ?? 40);
 const SEED = Number(process.env.FUZZ_SEED ?? 1);
@@ -71,26 +72,8 @@ const nasty: unknown[] = [
 const rawBodies = ['', '{', '[1,', '{"query": "x"', 'null', '"text"', '{"top_k": 1e309, "query": "x"}', '{"query": "\\ud800"}', '{"query": "a\\u0000"}', `${'['.repeat(5000)}${']'.repeat(5000)}`, '{"a":1,"a":2}', '\uFEFF{}'];
 const segments = ['%ZZ', '%E0%A4%A', '%FF', '%ED%A0%80', '%00', 'a%00b', 'x'.repeat(600), '..', '%2F', 'name with space', '😀', 'ok-name', '-', '_'];
 
-function mutate(value: unknown, random: () => number, depth = 0): unknown {
-  const pick = <T,>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
-  if (depth > 4 || random() < 0.15) return pick(nasty);
-  if (Array.isArray(value)) {
-    const out = value.map((item) => (random() < 0.5 ? mutate(item, random, depth + 1) : item));
-    if (random() < 0.3) out.push(pick(nasty));
-    return random() < 0.1 ? [] : out;
-  }
-  if (value && typeof value === 'object') {
-    const out: Record<string, unknown> = { ...(value as Record<string, unknown>) };
-    for (const key of Object.keys(out)) {
-      const roll = random();
-      if (roll < 0.2) delete out[key];
-      else if (roll < 0.6) out[key] = mutate(out[key], random, depth + 1);
-    }
-    if (random() < 0.3) out[pick(['topK', 'extra', 'schema', 'inputschema', '$ref', ''])] = pick(nasty);
-    return out;
-  }
-  return random() < 0.5 ? pick(nasty) : value;
-}
+/** Unknown keys a mutation may add to an object. */
+const extraKeys = ['topK', 'extra', 'schema', 'inputschema', '$ref', ''];
 
 interface Operation {
   method: string;
@@ -141,7 +124,7 @@ describe('fuzzing every operation of openapi.yaml', () => {
         if (operation.method !== 'GET' && (operation.body || random() < 0.1)) {
           const roll = random();
           const start = sample(operation.body ?? {}, 0, random() < 0.5 ? random : undefined);
-          body = roll < 0.15 ? pick(rawBodies) : JSON.stringify(roll < 0.25 ? start : mutate(start, random));
+          body = roll < 0.15 ? pick(rawBodies) : JSON.stringify(roll < 0.25 ? start : mutate(start, random, nasty, extraKeys));
           if (random() < 0.05) headers['content-type'] = pick(['text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=latin1']);
         }
         if (operation.path.startsWith('/mcp')) {

@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seededRandom } from '../../src/eval/seeded-random.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
+import { mutate } from '../helpers/mutate.js';
 
 const CASES = Number(process.env.MCP_FUZZ_CASES ?? 40);
 const SEED = Number(process.env.MCP_FUZZ_SEED ?? 1);
@@ -59,21 +60,7 @@ describe('fuzzing the MCP meta-tools, resources and prompts', () => {
   it(`answers ${CASES} broken calls per meta-tool, resource and prompt without an internal error (seed ${SEED})`, { timeout: 600_000 }, async () => {
     const random = seededRandom(SEED);
     const pick = <T,>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
-    const mutate = (value: unknown, depth = 0): unknown => {
-      if (depth > 4 || random() < 0.15) return pick(nasty);
-      if (Array.isArray(value)) return random() < 0.2 ? [] : [...value.map((item) => (random() < 0.5 ? mutate(item, depth + 1) : item)), ...(random() < 0.3 ? [pick(nasty)] : [])];
-      if (value && typeof value === 'object') {
-        const out: Record<string, unknown> = { ...(value as Record<string, unknown>) };
-        for (const key of Object.keys(out)) {
-          const roll = random();
-          if (roll < 0.2) delete out[key];
-          else if (roll < 0.6) out[key] = mutate(out[key], depth + 1);
-        }
-        if (random() < 0.3) out[pick(['extra', 'limit', 'cursor', 'server', 'tags', 'detail', 'names', 'arguments', ''])] = pick(nasty);
-        return out;
-      }
-      return random() < 0.5 ? pick(nasty) : value;
-    };
+    const mutated = (value: unknown) => mutate(value, random, nasty, ['extra', 'limit', 'cursor', 'server', 'tags', 'detail', 'names', 'arguments', '']);
     const samples: Record<string, Record<string, unknown>> = {
       search_tools: { query: 'read a file', limit: 3, server: 'filesystem', tags: ['files'] },
       get_tool_details: { names: ['read_file', `${catalog}/web_search`], detail: 'brief' },
@@ -87,7 +74,7 @@ describe('fuzzing the MCP meta-tools, resources and prompts', () => {
       try {
         for (const [tool, sample] of Object.entries(samples)) {
           for (let i = 0; i < CASES; i++) {
-            const args = random() < 0.1 ? sample : mutate(sample);
+            const args = random() < 0.1 ? sample : mutated(sample);
             const label = `${path} ${tool} ${JSON.stringify(args)?.slice(0, 160)}`;
             try {
               const result = await client.callTool({ name: tool, arguments: args as Record<string, unknown> });
@@ -102,7 +89,7 @@ describe('fuzzing the MCP meta-tools, resources and prompts', () => {
         }
         for (let i = 0; i < CASES; i++) {
           const uri = random() < 0.5
-            ? `toolsift://catalogs/${String(mutate(catalog))}/${pick(['index', 'tools/read_file', `tools/${String(mutate('read_file'))}`, 'tools/', ''])}`
+            ? `toolsift://catalogs/${String(mutated(catalog))}/${pick(['index', 'tools/read_file', `tools/${String(mutated('read_file'))}`, 'tools/', ''])}`
             : pick(['toolsift://', 'toolsift://catalogs/', 'file:///etc/passwd', 'x', '', `toolsift://catalogs/${catalog}/tools/%ZZ`, `toolsift://catalogs/%00/index`]);
           try {
             await client.readResource({ uri });
@@ -111,7 +98,7 @@ describe('fuzzing the MCP meta-tools, resources and prompts', () => {
             if (code === -32603 || typeof code !== 'number') failures.push(`${path} resource ${uri.slice(0, 160)}: ${code} ${message.replace(/\s+/g, ' ').slice(0, 200)}`);
           }
           const prompt = pick(['discover', 'find_tool', 'nope']);
-          const args = mutate({ task: 'read a file', need: 'read a file' });
+          const args = mutated({ task: 'read a file', need: 'read a file' });
           try {
             await client.getPrompt({ name: prompt, arguments: args as Record<string, string> });
           } catch (error) {
