@@ -1,0 +1,264 @@
+/**
+ * A catalog's history must not show in its answers. Seeded random histories of writes (PUT, POST,
+ * tool and catalog DELETE) over a few catalogs are checked against a model after every step (404
+ * or not, tool count, every page of the tool list), and against a twin: the model's tools pushed in
+ * one PUT, in another order, into a new catalog. Both must count the same definition tokens and
+ * rank every query alike (names, order, scores, BM25 ranks, server votes, tag boosts), so whatever
+ * a write updates in place (token sums, BM25 statistics, the in-process index, server statistics
+ * and centroids, cached vectors) ends where a fresh write starts.
+ *
+ *   HISTORY_STEPS=400 HISTORY_SEED=7 npx vitest run test/integration/catalog-history.test.ts
+ *   HISTORY_FILLER=2500 HISTORY_STEPS=30 ...   # every PUT also writes 2,500 other tools: HNSW, vectors in process
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { seededRandom } from '../../src/eval/seeded-random.js';
+import { startTestApp, untilEmbedded, type TestApp } from '../helpers/app.js';
+import { uniqueName } from '../helpers/database.js';
+
+const STEPS = Number(process.env.HISTORY_STEPS ?? 40);
+const SEED = Number(process.env.HISTORY_SEED ?? 1);
+const FILLER = Number(process.env.HISTORY_FILLER ?? 0);
+// A step takes 50-300 ms here (more with the model, which waits for vectors): room for large runs.
+const TIMEOUT = 60_000 + STEPS * 1_000;
+
+// Words that only descriptions hold, no two within one edit of each other (typo matching stays out).
+const WORDS = ['glacier', 'violin', 'saffron', 'harbor', 'quartz', 'lantern', 'meadow', 'copper', 'thunder', 'orchid', 'zephyr', 'basalt'];
+const TAGS = ['Alpha', 'beta', 'GAMMA'];
+const SERVERS = [null, 'north', 'south'];
+const PARAMETERS = ['path', 'limit', 'mode'];
+// The filler's words: none of WORDS, so BM25's matches stay the history's tools.
+const FILLER_WORDS = ['invoice', 'printer', 'calendar', 'network', 'weather', 'payroll', 'ticket', 'sensor', 'mailbox', 'ledger'];
+
+type Tool = Record<string, unknown>;
+interface Entry { raw: Tool; description: string; tags: string[]; server: string | null }
+
+const pick = <T,>(random: () => number, items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+const some = <T,>(random: () => number, items: readonly T[], p = 0.4): T[] => items.filter(() => random() < p);
+const shuffled = <T,>(random: () => number, items: readonly T[]): T[] =>
+  items.map((item) => [random(), item] as const).sort((a, b) => a[0] - b[0]).map(([, item]) => item);
+
+/** A tool named `name` with random content, in one of the shapes a catalog accepts. */
+function randomTool(random: () => number, name: string): Entry {
+  const description = `${Array.from({ length: 2 + Math.floor(random() * 4) }, () => pick(random, WORDS)).join(' ')} tool`;
+  const tags = some(random, TAGS);
+  const server = pick(random, SERVERS);
+  const properties = Object.fromEntries(some(random, PARAMETERS, 0.5).map((parameter) => [parameter, { type: 'string' }]));
+  const schema = { type: 'object', properties };
+  const extra = { ...(tags.length || random() < 0.5 ? { tags } : {}), ...(server !== null || random() < 0.5 ? { server } : {}) };
+  const shapes: (() => Tool)[] = [
+    () => ({ name, description, inputSchema: schema, ...extra }),
+    () => ({ type: 'function', function: { name, description, parameters: schema }, ...extra }),
+    () => ({ name, description, input_schema: schema, ...extra }),
+  ];
+  return { raw: pick(random, shapes)(), description, tags, server };
+}
+
+async function history(app: TestApp, seed: number, steps: number, embedded: boolean): Promise<void> {
+  const random = seededRandom(seed);
+  const catalogs = [uniqueName('history-a'), uniqueName('history-b')];
+  const names = Array.from({ length: 14 }, (_, i) => `tool_${i}`);
+  const model = new Map<string, Map<string, Entry>>();
+  const filler = Array.from({ length: FILLER }, (_, i) => {
+    const entry = randomTool(random, `filler_${i}`);
+    const description = `${Array.from({ length: 3 }, () => pick(random, FILLER_WORDS)).join(' ')} item ${i}`;
+    return [`filler_${i}`, { ...entry, raw: { ...entry.raw, ...('function' in entry.raw ? { function: { ...(entry.raw.function as Tool), description } } : { description }) }, description }] as const;
+  });
+  const trail: string[] = [];
+  const where = () => `seed ${seed}, after: ${trail.slice(-6).join('; ')}`;
+
+  const write = async (method: 'PUT' | 'POST', catalog: string, entries: Entry[]) => {
+    const response = await app.request(method, `/v1/catalogs/${catalog}${method === 'POST' ? '/tools' : ''}`, { tools: entries.map((entry) => entry.raw) });
+    expect(response.status, `${where()}: ${response.text}`).toBe(200);
+  };
+
+  for (let step = 0; step < steps; step++) {
+    const catalog = pick(random, catalogs);
+    const tools = model.get(catalog);
+    const roll = random();
+    if (roll < 0.3) {
+      const entries = [...filler, ...shuffled(random, some(random, names, 0.5)).map((name) => [name, randomTool(random, name)] as const)];
+      trail.push(`PUT ${catalog} ${entries.slice(filler.length).map(([name]) => name).join(',')}`);
+      await write('PUT', catalog, entries.map(([, entry]) => entry));
+      model.set(catalog, new Map(entries));
+    } else if (roll < 0.65) {
+      const entries = shuffled(random, some(random, names, 0.2)).slice(0, 5).map((name) => [name, randomTool(random, name)] as const);
+      if (entries.length === 0) continue;
+      trail.push(`POST ${catalog} ${entries.map(([name]) => name).join(',')}`);
+      await write('POST', catalog, entries.map(([, entry]) => entry));
+      model.set(catalog, new Map([...(tools ?? []), ...entries]));
+    } else if (roll < 0.92) {
+      const name = pick(random, names);
+      trail.push(`DELETE ${catalog}/${name}`);
+      const response = await app.request('DELETE', `/v1/catalogs/${catalog}/tools/${name}`);
+      expect(response.status, `${where()}: ${response.text}`).toBe(tools?.has(name) ? 204 : 404);
+      tools?.delete(name);
+    } else {
+      trail.push(`DELETE ${catalog}`);
+      const response = await app.request('DELETE', `/v1/catalogs/${catalog}`);
+      expect(response.status, where()).toBe(tools ? 204 : 404);
+      model.delete(catalog);
+    }
+    await check(app, random, catalog, model.get(catalog), where, embedded);
+  }
+  for (const catalog of catalogs) if (model.has(catalog)) await app.request('DELETE', `/v1/catalogs/${catalog}`);
+}
+
+/**
+ * Rounds of writes sent at once to one catalog, each touching names no other write of its round
+ * touches (so every order of commits ends in the same state), with searches among them; after
+ * each round, the same checks.
+ */
+async function concurrentRounds(app: TestApp, seed: number, rounds: number, embedded: boolean): Promise<void> {
+  const random = seededRandom(seed);
+  const catalog = uniqueName('history-racing');
+  const names = Array.from({ length: 24 }, (_, i) => `tool_${i}`);
+  const tools = new Map<string, Entry>();
+  const trail: string[] = [];
+  const where = () => `seed ${seed}, after: ${trail.slice(-3).join('; ')}`;
+  let exists = false;
+  for (let round = 0; round < rounds; round++) {
+    const groups = shuffled(random, names).reduce<string[][]>((all, name, i) => (all[i % 6]!.push(name), all), [[], [], [], [], [], []]);
+    const writes: string[] = [];
+    const requests = groups.map((group) => {
+      if (random() < 0.6) {
+        const entries = group.filter(() => random() < 0.5).map((name) => [name, randomTool(random, name)] as const);
+        if (entries.length === 0) return undefined;
+        for (const [name, entry] of entries) tools.set(name, entry);
+        writes.push(`POST ${entries.map(([name]) => name).join(',')}`);
+        return app.request('POST', `/v1/catalogs/${catalog}/tools`, { tools: entries.map(([, entry]) => entry.raw) }).then((answer) => [answer, 200] as const);
+      }
+      const name = pick(random, group);
+      const expected = tools.delete(name) ? 204 : 404;
+      writes.push(`DELETE ${name}`);
+      return app.request('DELETE', `/v1/catalogs/${catalog}/tools/${name}`).then((answer) => [answer, expected] as const);
+    });
+    const searches = Array.from({ length: 3 }, () =>
+      app.request('POST', `/v1/catalogs/${catalog}/search`, { query: pick(random, WORDS), mode: pick(random, ['hybrid', 'bm25']), top_k: 100 }),
+    );
+    trail.push(`round ${round}: ${writes.join(' | ')}`);
+    for (const [answer, expected] of (await Promise.all(requests)).filter((done) => done !== undefined)) {
+      // A DELETE racing the round's first POST may find no catalog yet: 404 either way.
+      expect(answer.status, `${where()}: ${answer.text}`).toBe(expected);
+    }
+    for (const answer of await Promise.all(searches)) {
+      expect([200, 404], `${where()}: ${answer.text}`).toContain(answer.status);
+      if (answer.status === 200) {
+        const found = answer.body.results.map((result: any) => result.name);
+        expect(new Set(found).size, where()).toBe(found.length);
+        for (const name of found) expect(names, where()).toContain(name);
+      }
+    }
+    // The first POST creates the catalog; deleting every tool leaves it, empty.
+    exists ||= writes.some((write) => write.startsWith('POST'));
+    await check(app, random, catalog, exists ? tools : undefined, where, embedded);
+  }
+  await app.request('DELETE', `/v1/catalogs/${catalog}`);
+}
+
+async function check(app: TestApp, random: () => number, catalog: string, tools: Map<string, Entry> | undefined, where: () => string, embedded: boolean): Promise<void> {
+  const got = await app.request('GET', `/v1/catalogs/${catalog}`);
+  if (!tools) {
+    expect(got.status, where()).toBe(404);
+    return;
+  }
+  expect(got.status, where()).toBe(200);
+  expect(got.body.tool_count, where()).toBe(tools.size);
+
+  // Every page of the list, at a random page size: the model's tools in name order, as written.
+  const listed: unknown[] = [];
+  const limit = tools.size > 50 ? 1000 : 1 + Math.floor(random() * 6);
+  for (let cursor: string | null = null, pages = 0; pages === 0 || cursor; pages++) {
+    const page = await app.request('GET', `/v1/catalogs/${catalog}/tools?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    expect(page.status, where()).toBe(200);
+    listed.push(...page.body.tools.map((tool: any) => ({ name: tool.name, description: tool.description, tags: tool.tags, server: tool.server })));
+    cursor = page.body.next_cursor;
+    expect(pages, where()).toBeLessThan(tools.size / limit + 2);
+  }
+  // Tags are kept in code-point order (part of a tool's canonical content).
+  const expected = [...tools].sort(([a], [b]) => (a < b ? -1 : 1)).map(([name, entry]) => ({ name, description: entry.description, tags: [...entry.tags].sort(), server: entry.server }));
+  expect(listed, where()).toEqual(expected);
+
+  // The twin: the same tools in one PUT, in another order, into a new catalog.
+  const twin = uniqueName('history-twin');
+  const put = await app.request('PUT', `/v1/catalogs/${twin}`, { tools: shuffled(random, [...tools.values()]).map((entry) => entry.raw) });
+  expect(put.status, put.text).toBe(200);
+  try {
+    if (embedded) {
+      await untilEmbedded(app, catalog);
+      await untilEmbedded(app, twin);
+    }
+    const twinSummary = await app.request('GET', `/v1/catalogs/${twin}`);
+    expect(got.body.definition_tokens, where()).toEqual(twinSummary.body.definition_tokens);
+
+    for (let query = 0; query < 3; query++) {
+      const body = {
+        query: Array.from({ length: 1 + Math.floor(random() * 3) }, () => pick(random, WORDS)).join(' '),
+        mode: pick(random, embedded ? ['hybrid', 'bm25', 'vector'] : ['hybrid', 'bm25']),
+        top_k: 100,
+        explain: true,
+        ...(random() < 0.3 ? { tags: some(random, TAGS.map((tag) => (random() < 0.5 ? tag.toLowerCase() : tag)), 0.5) } : {}),
+      };
+      if (body.tags?.length === 0) delete body.tags;
+      const [mine, theirs] = await Promise.all([
+        app.request('POST', `/v1/catalogs/${catalog}/search`, body),
+        app.request('POST', `/v1/catalogs/${twin}/search`, body),
+      ]);
+      const label = `${where()}; search ${JSON.stringify(body)}`;
+      expect(mine.status, `${label}: ${mine.text}`).toBe(200);
+      expect(theirs.status, `${label}: ${theirs.text}`).toBe(200);
+      const view = (answer: any) => answer.body.results.map((result: any) => ({
+        name: result.name,
+        score: Number(result.score.toPrecision(9)),
+        bm25: result.explain.bm25 && [result.explain.bm25.rank, Number(result.explain.bm25.score.toPrecision(9))],
+        vector: result.explain.vector && [result.explain.vector.rank, Number(result.explain.vector.score.toPrecision(6))],
+        server_vote: Number(result.explain.server_vote.toPrecision(9)),
+        tag_boost: Number(result.explain.tag_boost.toPrecision(9)),
+      }));
+      expect(view(mine), label).toEqual(view(theirs));
+      expect(mine.body.degraded, label).toBe(theirs.body.degraded);
+      // BM25 returns exactly the tools holding a query word (and carrying a tag asked for).
+      if (body.mode === 'bm25') {
+        const words = body.query.split(' ');
+        const tags = body.tags?.map((tag) => tag.toLowerCase());
+        const matching = [...tools].filter(([, entry]) => words.some((word) => entry.description.split(' ').includes(word)) && (!tags || entry.tags.some((tag) => tags.includes(tag.toLowerCase()))));
+        expect(mine.body.results.map((result: any) => result.name).sort(), label).toEqual(matching.map(([name]) => name).sort());
+      }
+    }
+  } finally {
+    await app.request('DELETE', `/v1/catalogs/${twin}`);
+  }
+}
+
+describe('catalog histories', () => {
+  describe('without a model (BM25 and server votes)', () => {
+    let app: TestApp;
+    beforeAll(async () => {
+      app = await startTestApp({ EMBED_MODEL: 'none' });
+    });
+    afterAll(() => app?.close());
+
+    it('answer as the same tools written at once', async () => {
+      await history(app, SEED, STEPS, false);
+    }, TIMEOUT);
+
+    it('answer so after rounds of writes sent at once', async () => {
+      await concurrentRounds(app, SEED + 2000, Math.ceil(STEPS / 4), false);
+    }, TIMEOUT);
+  });
+
+  describe('with the model (hybrid, vectors, server centroids)', () => {
+    let app: TestApp;
+    beforeAll(async () => {
+      app = await startTestApp({ EMBED_MODEL: 'use-lite' });
+    });
+    afterAll(() => app?.close());
+
+    it('answer as the same tools written at once', async () => {
+      await history(app, SEED + 1000, Math.ceil(STEPS / 2), true);
+    }, TIMEOUT);
+
+    it('answer so after rounds of writes sent at once', async () => {
+      await concurrentRounds(app, SEED + 3000, Math.ceil(STEPS / 8), true);
+    }, TIMEOUT);
+  });
+});
