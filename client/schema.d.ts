@@ -611,7 +611,7 @@ export interface components {
             results: components["schemas"]["SearchResult"][];
             took_ms: number;
             /**
-             * @description Present when the answer is not what the mode promises: the model is unavailable, failed or busy (BM25 alone), or some of the catalog's tools have no vector yet (`embeddings_pending`: those tools are found by BM25 only, and `mode=vector` cannot return them; see `embedding`).
+             * @description Present when the answer is not what the mode promises: the model is unavailable, failed or busy (BM25 alone), or some of the catalog's tools have no vector yet (`embeddings_pending`: those tools are found by BM25 only, and `mode=vector` cannot return them; see `embedding`). A process counts a pending catalog for searches at most once a second, so this can outlast the last vector by up to a second.
              * @enum {string}
              */
             degraded?: "embedder_unavailable" | "embedder_error" | "embedder_busy" | "embeddings_pending";

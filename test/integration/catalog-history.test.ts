@@ -5,11 +5,15 @@
  * one PUT, in another order, into a new catalog. Both must count the same definition tokens and
  * rank every query alike (names, order, scores, BM25 ranks, server votes, tag boosts), so whatever
  * a write updates in place (token sums, BM25 statistics, the in-process index, server statistics
- * and centroids, cached vectors) ends where a fresh write starts.
+ * and centroids, cached vectors) ends where a fresh write starts. Now and then the MCP surface is
+ * asked too (list_tools, search_tools). Two replicas share the database,
+ * each with its own caches; every request goes to either, so a replica's caches must follow writes
+ * made through the other.
  *
  *   HISTORY_STEPS=400 HISTORY_SEED=7 npx vitest run test/integration/catalog-history.test.ts
  *   HISTORY_FILLER=2500 HISTORY_STEPS=30 ...   # every PUT also writes 2,500 other tools: HNSW, vectors in process
  */
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seededRandom } from '../../src/eval/seeded-random.js';
 import { startTestApp, untilEmbedded, type TestApp } from '../helpers/app.js';
@@ -53,7 +57,7 @@ function randomTool(random: () => number, name: string): Entry {
   return { raw: pick(random, shapes)(), description, tags, server };
 }
 
-async function history(app: TestApp, seed: number, steps: number, embedded: boolean): Promise<void> {
+async function history(apps: TestApp[], seed: number, steps: number, embedded: boolean): Promise<void> {
   const random = seededRandom(seed);
   const catalogs = [uniqueName('history-a'), uniqueName('history-b')];
   const names = Array.from({ length: 14 }, (_, i) => `tool_${i}`);
@@ -67,7 +71,7 @@ async function history(app: TestApp, seed: number, steps: number, embedded: bool
   const where = () => `seed ${seed}, after: ${trail.slice(-6).join('; ')}`;
 
   const write = async (method: 'PUT' | 'POST', catalog: string, entries: Entry[]) => {
-    const response = await app.request(method, `/v1/catalogs/${catalog}${method === 'POST' ? '/tools' : ''}`, { tools: entries.map((entry) => entry.raw) });
+    const response = await pick(random, apps).request(method, `/v1/catalogs/${catalog}${method === 'POST' ? '/tools' : ''}`, { tools: entries.map((entry) => entry.raw) });
     expect(response.status, `${where()}: ${response.text}`).toBe(200);
   };
 
@@ -89,18 +93,18 @@ async function history(app: TestApp, seed: number, steps: number, embedded: bool
     } else if (roll < 0.92) {
       const name = pick(random, names);
       trail.push(`DELETE ${catalog}/${name}`);
-      const response = await app.request('DELETE', `/v1/catalogs/${catalog}/tools/${name}`);
+      const response = await pick(random, apps).request('DELETE', `/v1/catalogs/${catalog}/tools/${name}`);
       expect(response.status, `${where()}: ${response.text}`).toBe(tools?.has(name) ? 204 : 404);
       tools?.delete(name);
     } else {
       trail.push(`DELETE ${catalog}`);
-      const response = await app.request('DELETE', `/v1/catalogs/${catalog}`);
+      const response = await pick(random, apps).request('DELETE', `/v1/catalogs/${catalog}`);
       expect(response.status, where()).toBe(tools ? 204 : 404);
       model.delete(catalog);
     }
-    await check(app, random, catalog, model.get(catalog), where, embedded);
+    await check(apps, random, catalog, model.get(catalog), where, embedded);
   }
-  for (const catalog of catalogs) if (model.has(catalog)) await app.request('DELETE', `/v1/catalogs/${catalog}`);
+  for (const catalog of catalogs) if (model.has(catalog)) await pick(random, apps).request('DELETE', `/v1/catalogs/${catalog}`);
 }
 
 /**
@@ -108,7 +112,7 @@ async function history(app: TestApp, seed: number, steps: number, embedded: bool
  * touches (so every order of commits ends in the same state), with searches among them; after
  * each round, the same checks.
  */
-async function concurrentRounds(app: TestApp, seed: number, rounds: number, embedded: boolean): Promise<void> {
+async function concurrentRounds(apps: TestApp[], seed: number, rounds: number, embedded: boolean): Promise<void> {
   const random = seededRandom(seed);
   const catalog = uniqueName('history-racing');
   const names = Array.from({ length: 24 }, (_, i) => `tool_${i}`);
@@ -125,15 +129,15 @@ async function concurrentRounds(app: TestApp, seed: number, rounds: number, embe
         if (entries.length === 0) return undefined;
         for (const [name, entry] of entries) tools.set(name, entry);
         writes.push(`POST ${entries.map(([name]) => name).join(',')}`);
-        return app.request('POST', `/v1/catalogs/${catalog}/tools`, { tools: entries.map(([, entry]) => entry.raw) }).then((answer) => [answer, 200] as const);
+        return pick(random, apps).request('POST', `/v1/catalogs/${catalog}/tools`, { tools: entries.map(([, entry]) => entry.raw) }).then((answer) => [answer, 200] as const);
       }
       const name = pick(random, group);
       const expected = tools.delete(name) ? 204 : 404;
       writes.push(`DELETE ${name}`);
-      return app.request('DELETE', `/v1/catalogs/${catalog}/tools/${name}`).then((answer) => [answer, expected] as const);
+      return pick(random, apps).request('DELETE', `/v1/catalogs/${catalog}/tools/${name}`).then((answer) => [answer, expected] as const);
     });
     const searches = Array.from({ length: 3 }, () =>
-      app.request('POST', `/v1/catalogs/${catalog}/search`, { query: pick(random, WORDS), mode: pick(random, ['hybrid', 'bm25']), top_k: 100 }),
+      pick(random, apps).request('POST', `/v1/catalogs/${catalog}/search`, { query: pick(random, WORDS), mode: pick(random, ['hybrid', 'bm25']), top_k: 100 }),
     );
     trail.push(`round ${round}: ${writes.join(' | ')}`);
     for (const [answer, expected] of (await Promise.all(requests)).filter((done) => done !== undefined)) {
@@ -150,13 +154,13 @@ async function concurrentRounds(app: TestApp, seed: number, rounds: number, embe
     }
     // The first POST creates the catalog; deleting every tool leaves it, empty.
     exists ||= writes.some((write) => write.startsWith('POST'));
-    await check(app, random, catalog, exists ? tools : undefined, where, embedded);
+    await check(apps, random, catalog, exists ? tools : undefined, where, embedded);
   }
-  await app.request('DELETE', `/v1/catalogs/${catalog}`);
+  await pick(random, apps).request('DELETE', `/v1/catalogs/${catalog}`);
 }
 
-async function check(app: TestApp, random: () => number, catalog: string, tools: Map<string, Entry> | undefined, where: () => string, embedded: boolean): Promise<void> {
-  const got = await app.request('GET', `/v1/catalogs/${catalog}`);
+async function check(apps: TestApp[], random: () => number, catalog: string, tools: Map<string, Entry> | undefined, where: () => string, embedded: boolean): Promise<void> {
+  const got = await pick(random, apps).request('GET', `/v1/catalogs/${catalog}`);
   if (!tools) {
     expect(got.status, where()).toBe(404);
     return;
@@ -168,7 +172,7 @@ async function check(app: TestApp, random: () => number, catalog: string, tools:
   const listed: unknown[] = [];
   const limit = tools.size > 50 ? 1000 : 1 + Math.floor(random() * 6);
   for (let cursor: string | null = null, pages = 0; pages === 0 || cursor; pages++) {
-    const page = await app.request('GET', `/v1/catalogs/${catalog}/tools?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    const page = await pick(random, apps).request('GET', `/v1/catalogs/${catalog}/tools?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
     expect(page.status, where()).toBe(200);
     listed.push(...page.body.tools.map((tool: any) => ({ name: tool.name, description: tool.description, tags: tool.tags, server: tool.server })));
     cursor = page.body.next_cursor;
@@ -180,14 +184,19 @@ async function check(app: TestApp, random: () => number, catalog: string, tools:
 
   // The twin: the same tools in one PUT, in another order, into a new catalog.
   const twin = uniqueName('history-twin');
-  const put = await app.request('PUT', `/v1/catalogs/${twin}`, { tools: shuffled(random, [...tools.values()]).map((entry) => entry.raw) });
+  const put = await pick(random, apps).request('PUT', `/v1/catalogs/${twin}`, { tools: shuffled(random, [...tools.values()]).map((entry) => entry.raw) });
   expect(put.status, put.text).toBe(200);
   try {
     if (embedded) {
-      await untilEmbedded(app, catalog);
-      await untilEmbedded(app, twin);
+      // On every replica: one that counted a catalog pending recounts it for searches at most once
+      // a second (catalog/embedding-status.ts), so it may say embeddings_pending that long after
+      // the last vector landed; asked for the catalog, it counts at once.
+      for (const replica of apps) {
+        await untilEmbedded(replica, catalog);
+        await untilEmbedded(replica, twin);
+      }
     }
-    const twinSummary = await app.request('GET', `/v1/catalogs/${twin}`);
+    const twinSummary = await pick(random, apps).request('GET', `/v1/catalogs/${twin}`);
     expect(got.body.definition_tokens, where()).toEqual(twinSummary.body.definition_tokens);
 
     for (let query = 0; query < 3; query++) {
@@ -199,9 +208,13 @@ async function check(app: TestApp, random: () => number, catalog: string, tools:
         ...(random() < 0.3 ? { tags: some(random, TAGS.map((tag) => (random() < 0.5 ? tag.toLowerCase() : tag)), 0.5) } : {}),
       };
       if (body.tags?.length === 0) delete body.tags;
+      // One replica for both: the model's vector of a query can differ in its 7th digit between
+      // processes (a text embedded in a batch with others), which moves near ties; each replica
+      // embeds a query once (its cache).
+      const replica = pick(random, apps);
       const [mine, theirs] = await Promise.all([
-        app.request('POST', `/v1/catalogs/${catalog}/search`, body),
-        app.request('POST', `/v1/catalogs/${twin}/search`, body),
+        replica.request('POST', `/v1/catalogs/${catalog}/search`, body),
+        replica.request('POST', `/v1/catalogs/${twin}/search`, body),
       ]);
       const label = `${where()}; search ${JSON.stringify(body)}`;
       expect(mine.status, `${label}: ${mine.text}`).toBe(200);
@@ -224,41 +237,64 @@ async function check(app: TestApp, random: () => number, catalog: string, tools:
         expect(mine.body.results.map((result: any) => result.name).sort(), label).toEqual(matching.map(([name]) => name).sort());
       }
     }
+
+    // Now and then, the MCP surface over the same catalog (the official client at /mcp/{catalog}):
+    // list_tools names the model's tools, search_tools ranks as the REST search.
+    if (random() < 0.25) {
+      const replica = pick(random, apps);
+      const client = new Client({ name: 'toolsift-history', version: '1.0.0' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${replica.url}/mcp/${catalog}`)));
+      try {
+        const listed = await client.callTool({ name: 'list_tools', arguments: {} });
+        expect(listed.isError, where()).toBeFalsy();
+        expect((listed.structuredContent as { names: string[] }).names, where()).toEqual([...tools.keys()].sort());
+        const query = pick(random, WORDS);
+        const [found, rest] = await Promise.all([
+          client.callTool({ name: 'search_tools', arguments: { query, limit: 50 } }),
+          replica.request('POST', `/v1/catalogs/${catalog}/search`, { query, top_k: 50 }),
+        ]);
+        expect(found.isError, where()).toBeFalsy();
+        const names = (found.structuredContent as { results: { name: string }[] }).results.map((result) => result.name);
+        expect(names, `${where()}; search_tools ${query}`).toEqual(rest.body.results.map((result: any) => result.name));
+      } finally {
+        await client.close();
+      }
+    }
   } finally {
-    await app.request('DELETE', `/v1/catalogs/${twin}`);
+    await pick(random, apps).request('DELETE', `/v1/catalogs/${twin}`);
   }
 }
 
 describe('catalog histories', () => {
   describe('without a model (BM25 and server votes)', () => {
-    let app: TestApp;
+    let apps: TestApp[] = [];
     beforeAll(async () => {
-      app = await startTestApp({ EMBED_MODEL: 'none' });
+      apps = [await startTestApp({ EMBED_MODEL: 'none' }), await startTestApp({ EMBED_MODEL: 'none' })];
     });
-    afterAll(() => app?.close());
+    afterAll(() => Promise.all(apps.map((app) => app.close())));
 
     it('answer as the same tools written at once', async () => {
-      await history(app, SEED, STEPS, false);
+      await history(apps, SEED, STEPS, false);
     }, TIMEOUT);
 
     it('answer so after rounds of writes sent at once', async () => {
-      await concurrentRounds(app, SEED + 2000, Math.ceil(STEPS / 4), false);
+      await concurrentRounds(apps, SEED + 2000, Math.ceil(STEPS / 4), false);
     }, TIMEOUT);
   });
 
   describe('with the model (hybrid, vectors, server centroids)', () => {
-    let app: TestApp;
+    let apps: TestApp[] = [];
     beforeAll(async () => {
-      app = await startTestApp({ EMBED_MODEL: 'use-lite' });
+      apps = [await startTestApp({ EMBED_MODEL: 'use-lite' }), await startTestApp({ EMBED_MODEL: 'use-lite' })];
     });
-    afterAll(() => app?.close());
+    afterAll(() => Promise.all(apps.map((app) => app.close())));
 
     it('answer as the same tools written at once', async () => {
-      await history(app, SEED + 1000, Math.ceil(STEPS / 2), true);
+      await history(apps, SEED + 1000, Math.ceil(STEPS / 2), true);
     }, TIMEOUT);
 
     it('answer so after rounds of writes sent at once', async () => {
-      await concurrentRounds(app, SEED + 3000, Math.ceil(STEPS / 8), true);
+      await concurrentRounds(apps, SEED + 3000, Math.ceil(STEPS / 8), true);
     }, TIMEOUT);
   });
 });
