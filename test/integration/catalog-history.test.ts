@@ -16,7 +16,7 @@
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seededRandom } from '../../src/eval/seeded-random.js';
-import { startTestApp, untilEmbedded, type TestApp } from '../helpers/app.js';
+import { startTestApp, untilEmbedded, type TestApp, type TestResponse } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
 
 const STEPS = Number(process.env.HISTORY_STEPS ?? 40);
@@ -57,9 +57,32 @@ function randomTool(random: () => number, name: string): Entry {
   return { raw: pick(random, shapes)(), description, tags, server };
 }
 
-async function history(apps: TestApp[], seed: number, steps: number, embedded: boolean): Promise<void> {
+/** One tenant's view of the replicas: each request goes to either, with the tenant's key. */
+interface Caller {
+  headers: Record<string, string>;
+  replicas: TestApp[];
+  request(method: string, path: string, body?: unknown): Promise<TestResponse>;
+  /** One replica, for requests that must meet the same process. */
+  replica(): { url: string; request(method: string, path: string, body?: unknown): Promise<TestResponse> };
+}
+
+function caller(apps: TestApp[], random: () => number, headers: Record<string, string>): Caller {
+  const on = (app: TestApp) => ({ url: app.url, request: (method: string, path: string, body?: unknown) => app.request(method, path, body, headers) });
+  return { headers, replicas: apps, request: (method, path, body) => on(pick(random, apps)).request(method, path, body), replica: () => on(pick(random, apps)) };
+}
+
+/**
+ * Two tenants: catalogs of the same name under both (`a`) and one under the first (`b`). A tenant's
+ * writes never show in the other's answers: each slot has its own model.
+ */
+async function history(apps: TestApp[], tenants: Record<string, string>[], seed: number, steps: number, embedded: boolean): Promise<void> {
   const random = seededRandom(seed);
-  const catalogs = [uniqueName('history-a'), uniqueName('history-b')];
+  const shared = uniqueName('history-a');
+  const slots = [
+    { label: `t1/${shared}`, catalog: shared, as: caller(apps, random, tenants[0]!) },
+    { label: `t2/${shared}`, catalog: shared, as: caller(apps, random, tenants[1]!) },
+    { label: 't1/b', catalog: uniqueName('history-b'), as: caller(apps, random, tenants[0]!) },
+  ];
   const names = Array.from({ length: 14 }, (_, i) => `tool_${i}`);
   const model = new Map<string, Map<string, Entry>>();
   const filler = Array.from({ length: FILLER }, (_, i) => {
@@ -70,41 +93,42 @@ async function history(apps: TestApp[], seed: number, steps: number, embedded: b
   const trail: string[] = [];
   const where = () => `seed ${seed}, after: ${trail.slice(-6).join('; ')}`;
 
-  const write = async (method: 'PUT' | 'POST', catalog: string, entries: Entry[]) => {
-    const response = await pick(random, apps).request(method, `/v1/catalogs/${catalog}${method === 'POST' ? '/tools' : ''}`, { tools: entries.map((entry) => entry.raw) });
+  const write = async (method: 'PUT' | 'POST', { catalog, as }: (typeof slots)[number], entries: Entry[]) => {
+    const response = await as.request(method, `/v1/catalogs/${catalog}${method === 'POST' ? '/tools' : ''}`, { tools: entries.map((entry) => entry.raw) });
     expect(response.status, `${where()}: ${response.text}`).toBe(200);
   };
 
   for (let step = 0; step < steps; step++) {
-    const catalog = pick(random, catalogs);
-    const tools = model.get(catalog);
+    const slot = pick(random, slots);
+    const { catalog, as } = slot;
+    const tools = model.get(slot.label);
     const roll = random();
     if (roll < 0.3) {
       const entries = [...filler, ...shuffled(random, some(random, names, 0.5)).map((name) => [name, randomTool(random, name)] as const)];
-      trail.push(`PUT ${catalog} ${entries.slice(filler.length).map(([name]) => name).join(',')}`);
-      await write('PUT', catalog, entries.map(([, entry]) => entry));
-      model.set(catalog, new Map(entries));
+      trail.push(`PUT ${slot.label} ${entries.slice(filler.length).map(([name]) => name).join(',')}`);
+      await write('PUT', slot, entries.map(([, entry]) => entry));
+      model.set(slot.label, new Map(entries));
     } else if (roll < 0.65) {
       const entries = shuffled(random, some(random, names, 0.2)).slice(0, 5).map((name) => [name, randomTool(random, name)] as const);
       if (entries.length === 0) continue;
-      trail.push(`POST ${catalog} ${entries.map(([name]) => name).join(',')}`);
-      await write('POST', catalog, entries.map(([, entry]) => entry));
-      model.set(catalog, new Map([...(tools ?? []), ...entries]));
+      trail.push(`POST ${slot.label} ${entries.map(([name]) => name).join(',')}`);
+      await write('POST', slot, entries.map(([, entry]) => entry));
+      model.set(slot.label, new Map([...(tools ?? []), ...entries]));
     } else if (roll < 0.92) {
       const name = pick(random, names);
-      trail.push(`DELETE ${catalog}/${name}`);
-      const response = await pick(random, apps).request('DELETE', `/v1/catalogs/${catalog}/tools/${name}`);
+      trail.push(`DELETE ${slot.label}/${name}`);
+      const response = await as.request('DELETE', `/v1/catalogs/${catalog}/tools/${name}`);
       expect(response.status, `${where()}: ${response.text}`).toBe(tools?.has(name) ? 204 : 404);
       tools?.delete(name);
     } else {
-      trail.push(`DELETE ${catalog}`);
-      const response = await pick(random, apps).request('DELETE', `/v1/catalogs/${catalog}`);
+      trail.push(`DELETE ${slot.label}`);
+      const response = await as.request('DELETE', `/v1/catalogs/${catalog}`);
       expect(response.status, where()).toBe(tools ? 204 : 404);
-      model.delete(catalog);
+      model.delete(slot.label);
     }
-    await check(apps, random, catalog, model.get(catalog), where, embedded);
+    await check(as, random, catalog, model.get(slot.label), where, embedded);
   }
-  for (const catalog of catalogs) if (model.has(catalog)) await pick(random, apps).request('DELETE', `/v1/catalogs/${catalog}`);
+  for (const { label, catalog, as } of slots) if (model.has(label)) await as.request('DELETE', `/v1/catalogs/${catalog}`);
 }
 
 /**
@@ -112,8 +136,9 @@ async function history(apps: TestApp[], seed: number, steps: number, embedded: b
  * touches (so every order of commits ends in the same state), with searches among them; after
  * each round, the same checks.
  */
-async function concurrentRounds(apps: TestApp[], seed: number, rounds: number, embedded: boolean): Promise<void> {
+async function concurrentRounds(apps: TestApp[], tenants: Record<string, string>[], seed: number, rounds: number, embedded: boolean): Promise<void> {
   const random = seededRandom(seed);
+  const as = caller(apps, random, pick(random, tenants));
   const catalog = uniqueName('history-racing');
   const names = Array.from({ length: 24 }, (_, i) => `tool_${i}`);
   const tools = new Map<string, Entry>();
@@ -129,15 +154,15 @@ async function concurrentRounds(apps: TestApp[], seed: number, rounds: number, e
         if (entries.length === 0) return undefined;
         for (const [name, entry] of entries) tools.set(name, entry);
         writes.push(`POST ${entries.map(([name]) => name).join(',')}`);
-        return pick(random, apps).request('POST', `/v1/catalogs/${catalog}/tools`, { tools: entries.map(([, entry]) => entry.raw) }).then((answer) => [answer, 200] as const);
+        return as.request('POST', `/v1/catalogs/${catalog}/tools`, { tools: entries.map(([, entry]) => entry.raw) }).then((answer) => [answer, 200] as const);
       }
       const name = pick(random, group);
       const expected = tools.delete(name) ? 204 : 404;
       writes.push(`DELETE ${name}`);
-      return pick(random, apps).request('DELETE', `/v1/catalogs/${catalog}/tools/${name}`).then((answer) => [answer, expected] as const);
+      return as.request('DELETE', `/v1/catalogs/${catalog}/tools/${name}`).then((answer) => [answer, expected] as const);
     });
     const searches = Array.from({ length: 3 }, () =>
-      pick(random, apps).request('POST', `/v1/catalogs/${catalog}/search`, { query: pick(random, WORDS), mode: pick(random, ['hybrid', 'bm25']), top_k: 100 }),
+      as.request('POST', `/v1/catalogs/${catalog}/search`, { query: pick(random, WORDS), mode: pick(random, ['hybrid', 'bm25']), top_k: 100 }),
     );
     trail.push(`round ${round}: ${writes.join(' | ')}`);
     for (const [answer, expected] of (await Promise.all(requests)).filter((done) => done !== undefined)) {
@@ -154,13 +179,13 @@ async function concurrentRounds(apps: TestApp[], seed: number, rounds: number, e
     }
     // The first POST creates the catalog; deleting every tool leaves it, empty.
     exists ||= writes.some((write) => write.startsWith('POST'));
-    await check(apps, random, catalog, exists ? tools : undefined, where, embedded);
+    await check(as, random, catalog, exists ? tools : undefined, where, embedded);
   }
-  await pick(random, apps).request('DELETE', `/v1/catalogs/${catalog}`);
+  await as.request('DELETE', `/v1/catalogs/${catalog}`);
 }
 
-async function check(apps: TestApp[], random: () => number, catalog: string, tools: Map<string, Entry> | undefined, where: () => string, embedded: boolean): Promise<void> {
-  const got = await pick(random, apps).request('GET', `/v1/catalogs/${catalog}`);
+async function check(as: Caller, random: () => number, catalog: string, tools: Map<string, Entry> | undefined, where: () => string, embedded: boolean): Promise<void> {
+  const got = await as.request('GET', `/v1/catalogs/${catalog}`);
   if (!tools) {
     expect(got.status, where()).toBe(404);
     return;
@@ -172,7 +197,7 @@ async function check(apps: TestApp[], random: () => number, catalog: string, too
   const listed: unknown[] = [];
   const limit = tools.size > 50 ? 1000 : 1 + Math.floor(random() * 6);
   for (let cursor: string | null = null, pages = 0; pages === 0 || cursor; pages++) {
-    const page = await pick(random, apps).request('GET', `/v1/catalogs/${catalog}/tools?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    const page = await as.request('GET', `/v1/catalogs/${catalog}/tools?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
     expect(page.status, where()).toBe(200);
     listed.push(...page.body.tools.map((tool: any) => ({ name: tool.name, description: tool.description, tags: tool.tags, server: tool.server })));
     cursor = page.body.next_cursor;
@@ -184,19 +209,19 @@ async function check(apps: TestApp[], random: () => number, catalog: string, too
 
   // The twin: the same tools in one PUT, in another order, into a new catalog.
   const twin = uniqueName('history-twin');
-  const put = await pick(random, apps).request('PUT', `/v1/catalogs/${twin}`, { tools: shuffled(random, [...tools.values()]).map((entry) => entry.raw) });
+  const put = await as.request('PUT', `/v1/catalogs/${twin}`, { tools: shuffled(random, [...tools.values()]).map((entry) => entry.raw) });
   expect(put.status, put.text).toBe(200);
   try {
     if (embedded) {
       // On every replica: one that counted a catalog pending recounts it for searches at most once
       // a second (catalog/embedding-status.ts), so it may say embeddings_pending that long after
       // the last vector landed; asked for the catalog, it counts at once.
-      for (const replica of apps) {
-        await untilEmbedded(replica, catalog);
-        await untilEmbedded(replica, twin);
+      for (const replica of as.replicas) {
+        await untilEmbedded(replica, catalog, as.headers);
+        await untilEmbedded(replica, twin, as.headers);
       }
     }
-    const twinSummary = await pick(random, apps).request('GET', `/v1/catalogs/${twin}`);
+    const twinSummary = await as.request('GET', `/v1/catalogs/${twin}`);
     expect(got.body.definition_tokens, where()).toEqual(twinSummary.body.definition_tokens);
 
     for (let query = 0; query < 3; query++) {
@@ -211,7 +236,7 @@ async function check(apps: TestApp[], random: () => number, catalog: string, too
       // One replica for both: the model's vector of a query can differ in its 7th digit between
       // processes (a text embedded in a batch with others), which moves near ties; each replica
       // embeds a query once (its cache).
-      const replica = pick(random, apps);
+      const replica = as.replica();
       const [mine, theirs] = await Promise.all([
         replica.request('POST', `/v1/catalogs/${catalog}/search`, body),
         replica.request('POST', `/v1/catalogs/${twin}/search`, body),
@@ -241,13 +266,20 @@ async function check(apps: TestApp[], random: () => number, catalog: string, too
     // Now and then, the MCP surface over the same catalog (the official client at /mcp/{catalog}):
     // list_tools names the model's tools, search_tools ranks as the REST search.
     if (random() < 0.25) {
-      const replica = pick(random, apps);
+      const replica = as.replica();
       const client = new Client({ name: 'toolsift-history', version: '1.0.0' });
-      await client.connect(new StreamableHTTPClientTransport(new URL(`${replica.url}/mcp/${catalog}`)));
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${replica.url}/mcp/${catalog}`), { requestInit: { headers: as.headers } }));
       try {
-        const listed = await client.callTool({ name: 'list_tools', arguments: {} });
-        expect(listed.isError, where()).toBeFalsy();
-        expect((listed.structuredContent as { names: string[] }).names, where()).toEqual([...tools.keys()].sort());
+        const listed: string[] = [];
+        for (let cursor: string | undefined, pages = 0; pages === 0 || cursor; pages++) {
+          const page = await client.callTool({ name: 'list_tools', arguments: cursor ? { cursor } : {} });
+          expect(page.isError, where()).toBeFalsy();
+          const { names, next_cursor } = page.structuredContent as { names: string[]; next_cursor?: string };
+          listed.push(...names);
+          cursor = next_cursor;
+          expect(pages, where()).toBeLessThan(tools.size / 200 + 2);
+        }
+        expect(listed, where()).toEqual([...tools.keys()].sort());
         const query = pick(random, WORDS);
         const [found, rest] = await Promise.all([
           client.callTool({ name: 'search_tools', arguments: { query, limit: 50 } }),
@@ -261,40 +293,44 @@ async function check(apps: TestApp[], random: () => number, catalog: string, too
       }
     }
   } finally {
-    await pick(random, apps).request('DELETE', `/v1/catalogs/${twin}`);
+    await as.request('DELETE', `/v1/catalogs/${twin}`);
   }
 }
 
 describe('catalog histories', () => {
+  // Tenants of their own (a PostgreSQL test database outlives runs); one by Bearer, one by X-API-Key.
+  const keys = `history-k1:${uniqueName('history-t1')},history-k2:${uniqueName('history-t2')}`;
+  const tenants: Record<string, string>[] = [{ authorization: 'Bearer history-k1' }, { 'x-api-key': 'history-k2' }];
+
   describe('without a model (BM25 and server votes)', () => {
     let apps: TestApp[] = [];
     beforeAll(async () => {
-      apps = [await startTestApp({ EMBED_MODEL: 'none' }), await startTestApp({ EMBED_MODEL: 'none' })];
+      apps = [await startTestApp({ EMBED_MODEL: 'none', API_KEYS: keys }), await startTestApp({ EMBED_MODEL: 'none', API_KEYS: keys })];
     });
     afterAll(() => Promise.all(apps.map((app) => app.close())));
 
     it('answer as the same tools written at once', async () => {
-      await history(apps, SEED, STEPS, false);
+      await history(apps, tenants, SEED, STEPS, false);
     }, TIMEOUT);
 
     it('answer so after rounds of writes sent at once', async () => {
-      await concurrentRounds(apps, SEED + 2000, Math.ceil(STEPS / 4), false);
+      await concurrentRounds(apps, tenants, SEED + 2000, Math.ceil(STEPS / 4), false);
     }, TIMEOUT);
   });
 
   describe('with the model (hybrid, vectors, server centroids)', () => {
     let apps: TestApp[] = [];
     beforeAll(async () => {
-      apps = [await startTestApp({ EMBED_MODEL: 'use-lite' }), await startTestApp({ EMBED_MODEL: 'use-lite' })];
+      apps = [await startTestApp({ EMBED_MODEL: 'use-lite', API_KEYS: keys }), await startTestApp({ EMBED_MODEL: 'use-lite', API_KEYS: keys })];
     });
     afterAll(() => Promise.all(apps.map((app) => app.close())));
 
     it('answer as the same tools written at once', async () => {
-      await history(apps, SEED + 1000, Math.ceil(STEPS / 2), true);
+      await history(apps, tenants, SEED + 1000, Math.ceil(STEPS / 2), true);
     }, TIMEOUT);
 
     it('answer so after rounds of writes sent at once', async () => {
-      await concurrentRounds(apps, SEED + 3000, Math.ceil(STEPS / 8), true);
+      await concurrentRounds(apps, tenants, SEED + 3000, Math.ceil(STEPS / 8), true);
     }, TIMEOUT);
   });
 });
