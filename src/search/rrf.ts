@@ -47,7 +47,8 @@ export const DEFAULT_FUSION_OPTIONS: FusionOptions = { k: RRF_K, depth: RRF_DEPT
 /**
  * Weighted, optionally score-scaled RRF:
  * fused(id) = sum over lists of weight * scale(id) / (k + rank(id)), rank from 1, over the first
- * `depth` entries of each list; scale is score / top score, or 1. Best first, ties by id.
+ * `depth` entries of each list; scale is score / top score, or 1; entries of equal score share
+ * 1 / (k + rank) over their ranks equally. Best first, ties by id.
  */
 export function fuseRrf(
   inputs: readonly FusionInput[],
@@ -58,10 +59,24 @@ export function fuseRrf(
     if (!(weight > 0) || ranked.length === 0) continue;
     const top = (ranked[0] as readonly [string, number])[1];
     const depth = Math.min(options.depth, ranked.length);
-    for (let i = 0; i < depth; i++) {
-      const [id, score] = ranked[i] as readonly [string, number];
+    for (let first = 0; first < depth; ) {
+      // Tools the list scores alike share their places' votes (each gets the mean): what order a
+      // retriever put a tie in (by name in a catalog, by content hash in a request's list) decides nothing.
+      const score = (ranked[first] as readonly [string, number])[1];
+      let end = first + 1;
+      while (end < depth && (ranked[end] as readonly [string, number])[1] === score) end++;
       const scale = scaleByScore ? (top > 0 ? Math.max(0, score / top) : 0) : 1;
-      fused.set(id, (fused.get(id) ?? 0) + (weight * scale) / (options.k + i + 1));
+      let vote = (weight * scale) / (options.k + first + 1);
+      if (end - first > 1) {
+        let votes = 0;
+        for (let place = first; place < end; place++) votes += 1 / (options.k + place + 1);
+        vote = (weight * scale * votes) / (end - first);
+      }
+      for (let place = first; place < end; place++) {
+        const id = (ranked[place] as readonly [string, number])[0];
+        fused.set(id, (fused.get(id) ?? 0) + vote);
+      }
+      first = end;
     }
   }
   return [...fused].sort(byScoreThenId);

@@ -6,7 +6,8 @@
  * rank every query alike (names, order, scores, BM25 ranks, server votes, tag boosts), so whatever
  * a write updates in place (token sums, BM25 statistics, the in-process index, server statistics
  * and centroids, cached vectors) ends where a fresh write starts. Now and then the MCP surface is
- * asked too (list_tools, search_tools). Two replicas share the database,
+ * asked too (list_tools, search_tools), and the provider tool-search over the catalog and over its
+ * tools sent inline. Two replicas share the database,
  * each with its own caches; every request goes to either, so a replica's caches must follow writes
  * made through the other.
  *
@@ -288,6 +289,15 @@ async function check(as: Caller, random: () => number, catalog: string, tools: M
         expect(found.isError, where()).toBeFalsy();
         const names = (found.structuredContent as { results: { name: string }[] }).results.map((result) => result.name);
         expect(names, `${where()}; search_tools ${query}`).toEqual(rest.body.results.map((result: any) => result.name));
+        // The provider tool-search over the stored catalog, and over the same tools sent inline.
+        const stored = await replica.request('POST', '/v1/tool-search', { query, catalog, max_results: 50, format: 'openrouter' });
+        expect(stored.status, stored.text).toBe(200);
+        expect(stored.body.tool_names, `${where()}; tool-search ${query}`).toEqual(names);
+        if (tools.size > 0) {
+          const inline = await replica.request('POST', '/v1/tool-search', { query, tools: [...tools.values()].map((entry) => entry.raw), max_results: 50 });
+          expect(inline.status, inline.text).toBe(200);
+          expect(inline.body.results.map((result: any) => result.name), `${where()}; tool-search inline ${query}`).toEqual(names);
+        }
       } finally {
         await client.close();
       }

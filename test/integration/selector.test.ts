@@ -8,7 +8,7 @@ import { TokenCounter } from '../../src/catalog/tokens.js';
 import { contentHash } from '../../src/catalog/content-hash.js';
 import { normalizeRequestTool } from '../../src/search/selector.js';
 import { queryTerms, TERMS_VERSION } from '../../src/catalog/search-text.js';
-import { distinctTerms } from '../../src/search/bm25.js';
+import { byScoreThenId, distinctTerms } from '../../src/search/bm25.js';
 import { queryRows } from '../../src/store/database.js';
 import { rankCorpus } from '../../src/search/hybrid-search.js';
 import { searchBm25, searchServersBm25 } from '../../src/store/search-store.js';
@@ -603,10 +603,13 @@ describe('the selector tool-list cache', () => {
       expect(list.servers.bm25.search(terms, 3).map(([server]) => server), pattern).toEqual(servers.ranked.map(([server]) => server));
       // The whole ranking: the selector's (in process) against the store's (SQL), top 20.
       const response = await app.request('POST', '/v1/tool-discovery/search', body(pattern), { 'content-type': 'application/json' });
-      const byStore = await rankCorpus({ db: app.deps.database.db, embedder: null }, { kind: 'hashes', hashes }, { query: pattern, topK: 20, mode: 'hybrid' }, { useVectorIndex: false });
+      // Ranked deeper than 20: tools of equal score go in name order, as the selector answers them (the
+      // store's ids are hashes), so a tie across the 20th place is cut by name too.
+      const byStore = await rankCorpus({ db: app.deps.database.db, embedder: null }, { kind: 'hashes', hashes }, { query: pattern, topK: 50, mode: 'hybrid' }, { useVectorIndex: false });
+      const byName = byStore.tools.map(({ id, score }): [string, number] => [nameOf.get(id)!, score]).sort(byScoreThenId).slice(0, 20);
       // (The selector fills a short ranking up with request order; compare the ranked part.)
-      expect(response.body.selected_names.slice(0, byStore.tools.length), pattern).toEqual(byStore.tools.map(({ id }) => nameOf.get(id)));
-      voted += byStore.tools.filter((tool) => tool.explain.server_vote > 0).length;
+      expect(response.body.selected_names.slice(0, byName.length), pattern).toEqual(byName.map(([name]) => name));
+      voted += byStore.tools.slice(0, 20).filter((tool) => tool.explain.server_vote > 0).length;
     }
     expect(voted, 'server votes took part').toBeGreaterThan(20);
   });

@@ -29,6 +29,17 @@ describe('fuseRrf', () => {
     ]);
     expect(fused.map(([id]) => id)).toEqual(['a', 'b']);
   });
+  it('gives tools a list scores alike the mean of their places\' votes, in whatever order the list holds them', () => {
+    const dense = { ranked: [['d', 0.9], ['b', 0.8], ['a', 0.7], ['c', 0.6]] as [string, number][], weight: 0.5, scaleByScore: false };
+    const fused = (bm25: [string, number][]) => fuseRrf([{ ranked: bm25, weight: 1, scaleByScore: true }, dense]);
+    const one = fused([['a', 4], ['b', 2], ['c', 2], ['d', 1]]);
+    expect(one).toEqual(fused([['a', 4], ['c', 2], ['b', 2], ['d', 1]]));
+    const score = new Map(one);
+    // b and c share places 2 and 3 of BM25 (scaled by 2/4); b is 2nd in the dense list, c 4th.
+    expect(score.get('b')).toBeCloseTo(0.5 * (1 / (RRF_K + 2) + 1 / (RRF_K + 3)) / 2 + 0.5 / (RRF_K + 2), 12);
+    expect(score.get('c')).toBeCloseTo(0.5 * (1 / (RRF_K + 2) + 1 / (RRF_K + 3)) / 2 + 0.5 / (RRF_K + 4), 12);
+    expect(score.get('a')).toBe(1 / (RRF_K + 1) + 0.5 / (RRF_K + 3));
+  });
 });
 
 describe('fuseHybrid', () => {
