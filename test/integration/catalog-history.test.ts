@@ -1,15 +1,15 @@
 /**
  * A catalog's history must not show in its answers. Seeded random histories of writes (PUT, POST,
- * tool and catalog DELETE) over a few catalogs are checked against a model after every step (404
- * or not, tool count, every page of the tool list), and against a twin: the model's tools pushed in
- * one PUT, in another order, into a new catalog. Both must count the same definition tokens and
- * rank every query alike (names, order, scores, BM25 ranks, server votes, tag boosts), so whatever
- * a write updates in place (token sums, BM25 statistics, the in-process index, server statistics
- * and centroids, cached vectors) ends where a fresh write starts. Now and then the MCP surface is
+ * tool and catalog DELETE) over catalogs of two tenants are checked against a model after every
+ * step (404 or not, tool count, every page of the tool list), and against a twin: the model's
+ * tools pushed in one PUT, in another order, into a new catalog. Both must count the same
+ * definition tokens and rank every query alike (names, order, scores, BM25 ranks, server votes,
+ * tag boosts), so whatever a write updates in place (token sums, BM25 statistics, the in-process
+ * index, server statistics and centroids, cached vectors) ends where a fresh write starts. Two
+ * replicas share the database, each with its own caches, and every request goes to either, so a
+ * replica's caches must follow writes made through the other. Now and then the MCP surface is
  * asked too (list_tools, search_tools), and the provider tool-search over the catalog and over its
- * tools sent inline. Two replicas share the database,
- * each with its own caches; every request goes to either, so a replica's caches must follow writes
- * made through the other.
+ * tools sent inline.
  *
  *   HISTORY_STEPS=400 HISTORY_SEED=7 npx vitest run test/integration/catalog-history.test.ts
  *   HISTORY_FILLER=2500 HISTORY_STEPS=30 ...   # every PUT also writes 2,500 other tools: HNSW, vectors in process
