@@ -316,35 +316,23 @@ describe('catalog histories', () => {
   const keys = `history-k1:${uniqueName('history-t1')},history-k2:${uniqueName('history-t2')}`;
   const tenants: Record<string, string>[] = [{ authorization: 'Bearer history-k1' }, { 'x-api-key': 'history-k2' }];
 
-  describe('without a model (BM25 and server votes)', () => {
+  // Seeds apart per variant; the model's runs are shorter (each check waits for vectors).
+  describe.each([
+    ['without a model (BM25 and server votes)', 'none', false, SEED, 1],
+    ['with the model (hybrid, vectors, server centroids)', 'use-lite', true, SEED + 1000, 2],
+  ] as const)('%s', (_label, model, embedded, seed, share) => {
     let apps: TestApp[] = [];
     beforeAll(async () => {
-      apps = [await startTestApp({ EMBED_MODEL: 'none', API_KEYS: keys }), await startTestApp({ EMBED_MODEL: 'none', API_KEYS: keys })];
+      apps = [await startTestApp({ EMBED_MODEL: model, API_KEYS: keys }), await startTestApp({ EMBED_MODEL: model, API_KEYS: keys })];
     });
     afterAll(() => Promise.all(apps.map((app) => app.close())));
 
     it('answer as the same tools written at once', async () => {
-      await history(apps, tenants, SEED, STEPS, false);
+      await history(apps, tenants, seed, Math.ceil(STEPS / share), embedded);
     }, TIMEOUT);
 
     it('answer so after rounds of writes sent at once', async () => {
-      await concurrentRounds(apps, tenants, SEED + 2000, Math.ceil(STEPS / 4), false);
-    }, TIMEOUT);
-  });
-
-  describe('with the model (hybrid, vectors, server centroids)', () => {
-    let apps: TestApp[] = [];
-    beforeAll(async () => {
-      apps = [await startTestApp({ EMBED_MODEL: 'use-lite', API_KEYS: keys }), await startTestApp({ EMBED_MODEL: 'use-lite', API_KEYS: keys })];
-    });
-    afterAll(() => Promise.all(apps.map((app) => app.close())));
-
-    it('answer as the same tools written at once', async () => {
-      await history(apps, tenants, SEED + 1000, Math.ceil(STEPS / 2), true);
-    }, TIMEOUT);
-
-    it('answer so after rounds of writes sent at once', async () => {
-      await concurrentRounds(apps, tenants, SEED + 3000, Math.ceil(STEPS / 8), true);
+      await concurrentRounds(apps, tenants, seed + 2000, Math.ceil(STEPS / (4 * share)), embedded);
     }, TIMEOUT);
   });
 });
