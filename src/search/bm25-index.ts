@@ -10,19 +10,26 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { TimeSlice } from '../time-slice.js';
 import { VocabularyIndex, type Vocabulary } from './fuzzy-terms.js';
-import { bm25Idf, byScoreThenId, distinctTerms, DEFAULT_BM25_PARAMS, lengthNorm, type Bm25Document, type Bm25Params } from './bm25.js';
+import { bm25Idf, distinctTerms, DEFAULT_BM25_PARAMS, lengthNorm, type Bm25Document, type Bm25Params } from './bm25.js';
 
 /** A corpus's ids, lengths and postings, gathered one document at a time (stored catalogs' indexes, the selector's request lists). */
 export class Bm25Builder {
   ids: string[] = [];
+  /**
+   * The order of tied documents when it is not their ids' (a request's list: its tools' names, so a
+   * tie is cut where the same tools stored in a catalog, whose ids are names, cut theirs).
+   */
+  keys?: string[];
   lengths: number[] | Float64Array = [];
   /** term -> [document index, tf] pairs; a derived index passes typed lists it can share (Bm25Index.derive). */
   building = new Map<string, number[] | Int32Array>();
   count = 0;
 
-  /** Adds the next document: its id, its length, and its (term, tf) pairs (each term once). */
-  add(id: string, length: number, termFreqs: Iterable<readonly [string, number]>): void {
+  /** Adds the next document: its id, its length, and its (term, tf) pairs (each term once); `key` orders its ties. */
+  add(id: string, length: number, termFreqs: Iterable<readonly [string, number]>, key?: string): void {
     const index = this.ids.length;
+    if (key !== undefined) (this.keys ??= this.ids.slice()).push(key);
+    else this.keys?.push(id);
     this.ids.push(id);
     (this.lengths as number[]).push(length);
     for (const [term, tf] of termFreqs) {
@@ -238,6 +245,8 @@ export class Bm25Index {
 
   readonly size: number;
   private readonly ids: string[];
+  /** What orders tied documents: the ids, or the builder's keys. */
+  private readonly keys: string[];
   private readonly lengths: Float64Array;
   private readonly avgDocLength: number;
   /** term -> [document index, term frequency] pairs (in corpus order when built; a derived index appends its changes). */
@@ -262,6 +271,7 @@ export class Bm25Index {
     }
     this.size = builder.ids.length;
     this.ids = builder.ids;
+    this.keys = builder.keys ?? builder.ids;
     this.lengths = builder.lengths instanceof Float64Array ? builder.lengths : Float64Array.from(builder.lengths);
     let total = 0;
     for (let doc = 0; doc < this.size; doc++) total += this.lengths[doc]!;
@@ -295,6 +305,8 @@ export class Bm25Index {
     goneTerms: ReadonlyMap<number, ReadonlyMap<string, number>> = base.termsOf(plan.gone),
   ): Promise<Bm25Index> {
     if (added.length !== plan.addedAt.length) throw new Error(`a plan for ${plan.addedAt.length} added documents was given ${added.length}`);
+    // A catalog's index (ties by id) is derived; a request's list, built with keys, never is.
+    if (base.keys !== base.ids) throw new Error('an index whose ties go by keys is not derived');
     // The terms whose lists change: every term of a moved or dropped document, and of an added one,
     // but for a document replaced in its own place, whose terms kept at the same tf keep their
     // entries (a 5,000-tool revision of descriptions rewrites the lists of the words it changed,
@@ -410,7 +422,7 @@ export class Bm25Index {
     return this.postings.size;
   }
 
-  /** The documents holding a query term, best first, ties by id, at most `limit`. */
+  /** The documents holding a query term, best first, ties by key (the id unless built with keys), at most `limit`. */
   search(queryTerms: readonly string[], limit = Number.POSITIVE_INFINITY): [string, number][] {
     return this.searchWeighted(new Map(distinctTerms(queryTerms).map((term) => [term, 1])), limit);
   }
@@ -476,10 +488,13 @@ export class Bm25Index {
     }
   }
 
-  /** The `limit` best of the touched documents, in `byScoreThenId` order: sorted outright when few, else through a bounded heap. */
+  /** The `limit` best of the touched documents, best first, ties by key: sorted outright when few, else through a bounded heap. */
   private best(touched: Int32Array, scores: Float64Array, limit: number): [string, number][] {
+    const { ids, keys } = this;
     const ranked = (docs: ArrayLike<number>): [string, number][] =>
-      Array.from(docs, (doc): [string, number] => [this.ids[doc]!, scores[doc]!]).sort(byScoreThenId);
+      Array.from(docs)
+        .sort((a, b) => scores[b]! - scores[a]! || (keys[a]! < keys[b]! ? -1 : keys[a]! > keys[b]! ? 1 : 0))
+        .map((doc): [string, number] => [ids[doc]!, scores[doc]!]);
     if (touched.length <= limit || touched.length <= 256) {
       const all = ranked(touched);
       return all.length > limit ? all.slice(0, limit) : all;
@@ -489,7 +504,7 @@ export class Bm25Index {
     // Swaps go through a variable: a destructuring swap iterated (and allocated) at every step.
     const heap = new Int32Array(limit);
     let size = 0;
-    const worse = (a: number, b: number) => scores[a]! < scores[b]! || (scores[a] === scores[b] && this.ids[a]! > this.ids[b]!);
+    const worse = (a: number, b: number) => scores[a]! < scores[b]! || (scores[a] === scores[b] && keys[a]! > keys[b]!);
     for (let i = 0; i < touched.length; i++) {
       const doc = touched[i]!;
       let at: number;

@@ -95,3 +95,12 @@ export function scoreBm25(
 export function byScoreThenId(a: [string, number], b: [string, number]): number {
   return b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
 }
+
+/** `byScoreThenId` with ties in the order of each id's key (a request's list: its tools' names). */
+export function byScoreThenKey(keyOf: (id: string) => string): (a: readonly [string, number], b: readonly [string, number]) => number {
+  return (a, b) => {
+    if (b[1] !== a[1]) return b[1] - a[1];
+    const [x, y] = [keyOf(a[0]), keyOf(b[0])];
+    return x < y ? -1 : x > y ? 1 : 0;
+  };
+}

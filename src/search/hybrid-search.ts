@@ -3,7 +3,7 @@ import { currentRecipe } from '../embed/embed-documents.js';
 import type { Embedder } from '../embed/embedder.js';
 import type { Db } from '../store/database.js';
 import { loadTermFrequencies, searchBm25, searchServersBm25, searchServersVector, searchVector, tagsOf, type Corpus, type Ranked } from '../store/search-store.js';
-import { distinctTerms } from './bm25.js';
+import { byScoreThenKey, distinctTerms } from './bm25.js';
 import { denseQueryText, expandTerms, expandTermsLoaded, type ExpandedTerms, type Vocabulary } from './fuzzy-terms.js';
 import type { Bm25Index } from './bm25-index.js';
 import { denseWeight, fuseHybrid, RRF_DEPTH } from './rrf.js';
@@ -173,6 +173,12 @@ export async function rankCorpus(
      * hash corpus is complete when the vectors in hand cover it, and anything else is not.
      */
     denseComplete?: boolean;
+    /**
+     * What orders tied tools where the id does not (a catalog's ids are its names): a request's list
+     * of hashes passes its tools' names, and builds its `bm25Index` with them, so the same tools
+     * inline and stored are cut at a retriever's depth and at `topK` in the same place.
+     */
+    tieKeyOf?: (id: string) => string;
   },
 ): Promise<RankResult> {
   const filtered: Corpus = request.tags?.length ? { ...corpus, tags: request.tags } : corpus;
@@ -251,7 +257,7 @@ export async function rankCorpus(
   const searchingVectors = async (): Promise<Ranked> => {
     if (!embedder || !queryVector) return [];
     const inHand = await vectorsInHand;
-    if (inHand) return rankByCosine(queryVector, inHand, depth);
+    if (inHand) return rankByCosine(queryVector, inHand, depth, options.tieKeyOf);
     return searchVector(deps.db, filtered, { model: embedder.modelId, vector: queryVector, useIndex: options.useVectorIndex }, depth);
   };
   const vectorPromise = searchingVectors();
@@ -292,6 +298,7 @@ export async function rankCorpus(
     fused = boostByTags(fused, tags, request.tags);
     for (const [id, score] of fused) boosts.set(id, score - (before.get(id) ?? score));
   }
+  if (options.tieKeyOf) fused = [...fused].sort(byScoreThenKey(options.tieKeyOf));
   const exactIds = request.exactIds ?? [];
   const exact = new Set(exactIds);
   if (exact.size > 0) {

@@ -61,7 +61,7 @@ export function fuseRrf(
     const depth = Math.min(options.depth, ranked.length);
     for (let first = 0; first < depth; ) {
       // Tools the list scores alike share their places' votes (each gets the mean): what order a
-      // retriever put a tie in (by name in a catalog, by content hash in a request's list) decides nothing.
+      // retriever put a tie in decides nothing.
       const score = (ranked[first] as readonly [string, number])[1];
       let end = first + 1;
       while (end < depth && (ranked[end] as readonly [string, number])[1] === score) end++;

@@ -213,7 +213,8 @@ export async function indexTools(tools: RequestTool[], fresh: FreshTool[], slice
   for (const { tool, hash } of tools) {
     if (slice.due()) await slice.yield();
     const { termFreqs, length } = computed.get(hash) ?? documentTerms(tool);
-    documents.add(hash, length, termFreqs);
+    // Ties go by name, as in a catalog (hybrid-search.ts tieKeyOf).
+    documents.add(hash, length, termFreqs, tool.name);
     servers.add(hash, tool.server, length, termFreqs);
   }
   return {
@@ -407,6 +408,7 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
         bm25Index: list.bm25,
         serverIndex: list.servers,
         corpusVectors,
+        tieKeyOf: (hash) => byHash.get(hash)!,
         onEmbedError: (error) => deps.logger.warn({ err: error }, 'selector: query embedding failed; BM25 only'),
       },
     ), storeDeadlineMs(deps));

@@ -116,3 +116,32 @@ describe('POST /v1/tool-search', () => {
     expect(body.tokens.offered).toBeGreaterThan(body.tokens.selected);
   });
 });
+
+describe('POST /v1/tool-search: tied tools', () => {
+  let app: TestApp;
+  const catalog = uniqueName('ties');
+  // 80 tools BM25 scores alike for "lantern" (same description, names of one length): more than a
+  // retriever's depth (50) and the answer's cut. No model, so nothing else tells them apart.
+  const tools = Array.from({ length: 80 }, (_, i) => ({
+    name: `lamp_${String((i * 37) % 80).padStart(2, '0')}`,
+    description: 'Reads one lantern record.',
+    input_schema: { type: 'object', properties: {} },
+  }));
+  const byName = tools.map((tool) => tool.name).sort();
+  beforeAll(async () => {
+    app = await startTestApp();
+    expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools })).status).toBe(200);
+  });
+  afterAll(() => app.close());
+
+  it('are cut by name, the same sent inline as stored', async () => {
+    for (const max_results of [50, 10]) {
+      const inline = (await app.request('POST', '/v1/tool-search', { query: 'lantern', tools, max_results })).body;
+      const stored = (await app.request('POST', '/v1/tool-search', { query: 'lantern', catalog, max_results })).body;
+      const names = (body: { results: { name: string }[] }) => body.results.map((result) => result.name);
+      expect(names(stored)).toEqual(byName.slice(0, max_results));
+      expect(names(inline)).toEqual(names(stored));
+      expect(inline.results.map((result: { score: number }) => result.score)).toEqual(stored.results.map((result: { score: number }) => result.score));
+    }
+  });
+});

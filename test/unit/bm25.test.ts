@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import { BM25_B, BM25_K1, bm25Idf, bm25TermScore, scoreBm25, type Bm25Document } from '../../src/search/bm25.js';
-import { Bm25Index, slotPlan } from '../../src/search/bm25-index.js';
+import { Bm25Builder, Bm25Index, slotPlan } from '../../src/search/bm25-index.js';
 
 // Toy corpus: N = 3, lengths 3 + 1 + 2, so avgdl = 2.
 const corpus: Bm25Document[] = [
@@ -131,6 +131,34 @@ describe('Bm25Index', () => {
       expect(index.searchWeighted(weights, 30, within)).toEqual(scoreBm25(kept, query).slice(0, 30));
       expect(index.searchWeighted(weights, Number.POSITIVE_INFINITY, within)).toEqual(scoreBm25(kept, query));
     }
+  });
+});
+
+describe('Bm25Index with keys', () => {
+  it('orders and cuts ties by key, as an index over the same documents with the keys for ids', () => {
+    let state = 5;
+    const random = () => ((state = (state * 1103515245 + 12345) % 2147483648) / 2147483648);
+    for (let round = 0; round < 20; round++) {
+      // Few terms and lengths: ties are common, and hundreds of documents take the heap path.
+      const documents = Array.from({ length: 1 + Math.floor(random() * 800) }, (_, i) => {
+        const termFreqs = new Map([[`t${Math.floor(random() * 3)}`, 1]]);
+        return { id: `hash-${Math.floor(random() * 1e6)}-${i}`, key: `name-${Math.floor(random() * 1e6)}-${i}`, termFreqs, length: 1 + Math.floor(random() * 2) };
+      });
+      const byKey = new Bm25Builder();
+      for (const doc of documents) byKey.add(doc.id, doc.length, doc.termFreqs, doc.key);
+      const keyed = new Bm25Index(byKey);
+      const named = new Bm25Index(documents.map((doc) => ({ id: doc.key, termFreqs: doc.termFreqs, length: doc.length })));
+      const idOf = new Map(documents.map((doc) => [doc.key, doc.id]));
+      for (const limit of [1, 30, Number.POSITIVE_INFINITY]) {
+        expect(keyed.search(['t0', 't1'], limit)).toEqual(named.search(['t0', 't1'], limit).map(([key, score]) => [idOf.get(key), score]));
+      }
+    }
+  });
+
+  it('is not derived', async () => {
+    const builder = new Bm25Builder();
+    builder.add('h1', 1, [['a', 1]], 'n1');
+    await expect(Bm25Index.derive(new Bm25Index(builder), slotPlan(1, new Set(), 0), [])).rejects.toThrow('not derived');
   });
 });
 

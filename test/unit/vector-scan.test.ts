@@ -1,16 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { byScoreThenId } from '../../src/search/bm25.js';
+import { byScoreThenKey } from '../../src/search/bm25.js';
 import { rankByCosine } from '../../src/search/vector-scan.js';
 import { seededRandom } from '../helpers/seeded-random.js';
 
-/** The plain definition: score everything, sort everything, cut. */
-function rankAll(query: number[], vectors: ReadonlyMap<string, number[]>, limit: number): [string, number][] {
+/** The plain definition: score everything, sort everything (ties by key), cut. */
+function rankAll(query: number[], vectors: ReadonlyMap<string, number[]>, limit: number, keyOf = (id: string) => id): [string, number][] {
   const scored = [...vectors].map(([id, vector]): [string, number] => [id, vector.reduce((sum, x, i) => sum + x * query[i]!, 0)]);
-  return scored.sort(byScoreThenId).slice(0, limit);
+  return scored.sort(byScoreThenKey(keyOf)).slice(0, limit);
 }
+const reversed = (id: string) => [...id].reverse().join('');
 
 describe('rankByCosine', () => {
-  it('gives the same top `limit` as sorting every candidate, ties by id included', () => {
+  it('gives the same top `limit` as sorting every candidate, ties by id (or by key) included', () => {
     const random = seededRandom(42);
     for (let round = 0; round < 50; round++) {
       const dimension = 8;
@@ -24,6 +25,7 @@ describe('rankByCosine', () => {
       }
       for (const limit of [0, 1, 5, 50, size, size + 3]) {
         expect(rankByCosine(query, vectors, limit)).toEqual(rankAll(query, vectors, limit));
+        expect(rankByCosine(query, vectors, limit, reversed)).toEqual(rankAll(query, vectors, limit, reversed));
       }
     }
   });
