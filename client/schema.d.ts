@@ -1360,7 +1360,7 @@ export interface operations {
                     catalog?: string;
                     /** @default 5 */
                     max_results?: number;
-                    /** @description Only tools carrying one of these tags, matched case-insensitively (the stored spelling is kept). */
+                    /** @description Only tools carrying one of these tags, matched case-insensitively (the stored spelling is kept): filtered before the ranking, inline tools as a stored catalog (statistics of the tagged tools alone), each tag asked for that a tool carries boosting it. */
                     tags?: string[];
                     budget_tokens?: number;
                     /** @description Leave out results whose confidence is below this (possibly all of them). */

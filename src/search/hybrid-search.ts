@@ -7,7 +7,7 @@ import { byScoreThenKey, distinctTerms } from './bm25.js';
 import { denseQueryText, expandTerms, expandTermsLoaded, type ExpandedTerms, type Vocabulary } from './fuzzy-terms.js';
 import type { Bm25Index } from './bm25-index.js';
 import { denseWeight, fuseHybrid, RRF_DEPTH } from './rrf.js';
-import { boostByTags } from './tags.js';
+import { boostByTags, carriesTag } from './tags.js';
 import type { CatalogIndex, CatalogIndexCache } from './catalog-index.js';
 import type { CatalogVectorCache } from './catalog-vectors.js';
 import type { CatalogEmbeddingStatus } from '../catalog/embedding-status.js';
@@ -179,6 +179,18 @@ export async function rankCorpus(
      * inline and stored are cut at a retriever's depth and at `topK` in the same place.
      */
     tieKeyOf?: (id: string) => string;
+    /**
+     * The words typos are matched against and the query's known share is read from, when not the
+     * index's own: a request's tools filtered by tag before the call keep their whole list's, as a
+     * catalog's tag filter keeps the catalog's.
+     */
+    vocabulary?: Vocabulary;
+    /**
+     * A corpus the caller filtered by tag itself (a request's tools, whose index and vectors are in
+     * hand): the tags asked for, each of which a tool carries boosts it (as `request.tags` does),
+     * and its tools' tags.
+     */
+    boostTags?: { tags: readonly string[]; of: (ids: readonly string[]) => ReadonlyMap<string, readonly string[]> };
   },
 ): Promise<RankResult> {
   const filtered: Corpus = request.tags?.length ? { ...corpus, tags: request.tags } : corpus;
@@ -192,7 +204,7 @@ export async function rankCorpus(
   // BM25 needs no vector: it runs while the model embeds the query.
   // Typo matching: words the corpus lacks also count through its nearest words (search/fuzzy-terms.ts),
   // read from the whole corpus's vocabulary, in process when an index is in hand, else the store's.
-  const vocabulary = options.catalogIndex?.bm25.vocabulary() ?? options.bm25Index?.vocabulary();
+  const vocabulary = options.vocabulary ?? options.catalogIndex?.bm25.vocabulary() ?? options.bm25Index?.vocabulary();
   // The dense list reads the same corrections, for the typos among them (fuzzy-terms.ts denseQueryText).
   const handed = vocabulary && options.expandedQuery?.vocabulary === vocabulary ? options.expandedQuery : undefined;
   const expandedPromise: Promise<ExpandedTerms> = vocabulary
@@ -291,15 +303,22 @@ export async function rankCorpus(
   const serverLists = combineServerLists(serverBm25, serverVector);
   if (serverLists) ({ fused, votes: serverVotes } = addServerVotes(fused, serverLists));
   const boosts = new Map<string, number>();
-  if (request.tags?.length) {
-    const ids = fused.map(([id]) => id);
-    const tags = options.catalogIndex ? options.catalogIndex.tagsOf(ids) : await tagsOf(deps.db, filtered, ids);
+  const boostBy = request.tags?.length ? request.tags : options.boostTags?.tags;
+  let exactIds = request.exactIds ?? [];
+  if (boostBy?.length) {
+    const ids = [...new Set([...fused.map(([id]) => id), ...exactIds])];
+    const tags = options.boostTags
+      ? options.boostTags.of(ids)
+      : options.catalogIndex
+        ? options.catalogIndex.tagsOf(ids)
+        : await tagsOf(deps.db, filtered, ids);
     const before = new Map(fused);
-    fused = boostByTags(fused, tags, request.tags);
+    fused = boostByTags(fused, tags, boostBy);
     for (const [id, score] of fused) boosts.set(id, score - (before.get(id) ?? score));
+    // A tool named exactly passes the tag filter like any other.
+    exactIds = exactIds.filter((id) => carriesTag(tags.get(id) ?? [], boostBy));
   }
   if (options.tieKeyOf) fused = [...fused].sort(byScoreThenKey(options.tieKeyOf));
-  const exactIds = request.exactIds ?? [];
   const exact = new Set(exactIds);
   if (exact.size > 0) {
     // Named tools come first even when no retriever surfaced them (say, an empty description).

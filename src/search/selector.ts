@@ -21,6 +21,7 @@ import { withDeadline } from '../deadline.js';
 import type { ServerIndex } from './server-stats.js';
 import { exactNameMatches, matchNamesByRegex, RegexSandbox, REGEX_BUDGET_MS } from './patterns.js';
 import { ServerDocumentsBuilder } from './servers.js';
+import { carriesTag } from './tags.js';
 import { inBackground } from '../store/priority.js';
 
 export const DEFAULT_TOP_K = 5;
@@ -82,6 +83,12 @@ export interface SelectorInput {
   toolsKey?: string;
   /** The list `toolsKey` names, when the caller already found it (and so did not parse the tools). */
   cached?: CachedToolList;
+  /**
+   * Rank only the tools carrying one of these (case-insensitive; tool-search's filter), as a stored
+   * catalog filters first: BM25 statistics, servers and vectors of those tools alone, typos read
+   * against the whole list's words, each tag a tool carries boosting it.
+   */
+  tags?: readonly string[];
 }
 
 /** A tool list seen before, as `toolListCache` keeps it. */
@@ -317,6 +324,25 @@ async function readListVectors(deps: SelectorDeps, list: CachedToolList, model: 
   return loaded.vectors;
 }
 
+/**
+ * The list's tools that carry one of `tags`, indexed on their own (a catalog's tag filter: N, avgdl,
+ * df and servers of the kept tools). Terms not in hand are computed again, per request: a tag-filtered
+ * request pays its kept tools' tokenizing (50-800 us each), not a cache.
+ */
+async function taggedTools(list: CachedToolList, fresh: FreshTool[], tags: readonly string[]): Promise<Pick<CachedToolList, 'tools' | 'bm25' | 'servers'>> {
+  const tools = list.tools.filter(({ tool }) => carriesTag(tool.tags, tags));
+  return { tools, ...(await indexTools(tools, fresh)) };
+}
+
+function keptVectors(all: ReadonlyMap<string, Float32Array>, tools: readonly RequestTool[]): ReadonlyMap<string, Float32Array> {
+  const kept = new Map<string, Float32Array>();
+  for (const { hash } of tools) {
+    const vector = all.get(hash);
+    if (vector) kept.set(hash, vector);
+  }
+  return kept;
+}
+
 /** A ranking of hashes as the request's names: equal scores ordered by name, as everywhere else. */
 function namesByScore(ranked: readonly (readonly [string, number])[], nameOf: ReadonlyMap<string, string>): string[] {
   return ranked
@@ -387,28 +413,33 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
   selection.knowsTerm = (term) => list.bm25.has(term);
   timings.parse_ms += performance.now() - indexStarted;
   const byHash = new Map(tools.map(({ tool, hash }) => [hash, tool.name]));
+  const ranking = input.tags?.length ? await taggedTools(list, fresh, input.tags) : list;
   let ranked: string[];
   let fallback: FallbackReason | undefined;
   const rankStarted = performance.now();
   try {
     // Not awaited here: the vectors load while BM25 runs and the model embeds the query. A failure
     // surfaces where rankCorpus awaits them (and is dropped if it never needs them).
-    const corpusVectors = listVectors(deps, list);
+    const corpusVectors = ranking === list ? listVectors(deps, list) : listVectors(deps, list).then((all) => all && keptVectors(all, ranking.tools));
     corpusVectors.catch(() => {});
+    const tagsByHash = ranking === list ? undefined : new Map(ranking.tools.map(({ tool, hash }) => [hash, tool.tags]));
     const result = await withStoreDeadline(rankCorpus(
       deps,
-      { kind: 'hashes', hashes: tools.map(({ hash }) => hash) },
-      { query: input.pattern, topK: Math.min(tools.length, Math.max(input.topK + keep.length + exact.length, 50)), mode: 'hybrid' },
+      { kind: 'hashes', hashes: ranking.tools.map(({ hash }) => hash) },
+      { query: input.pattern, topK: Math.min(ranking.tools.length, Math.max(input.topK + keep.length + exact.length, 50)), mode: 'hybrid' },
       {
         useVectorIndex: false,
         queryVector,
         queryText,
         ...(expandedQuery ? { expandedQuery } : {}),
         embedQuery: embedWithinBudget,
-        bm25Index: list.bm25,
-        serverIndex: list.servers,
+        bm25Index: ranking.bm25,
+        serverIndex: ranking.servers,
         corpusVectors,
         tieKeyOf: (hash) => byHash.get(hash)!,
+        ...(tagsByHash
+          ? { vocabulary: list.bm25.vocabulary(), boostTags: { tags: input.tags!, of: (ids) => new Map(ids.map((id) => [id, tagsByHash.get(id) ?? []])) } }
+          : {}),
         onEmbedError: (error) => deps.logger.warn({ err: error }, 'selector: query embedding failed; BM25 only'),
       },
     ), storeDeadlineMs(deps));
@@ -426,7 +457,7 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
   } catch (error) {
     // Never fail closed: the store is down or slow, so rank by BM25 alone, which is in process.
     deps.logger.warn({ err: error }, 'selector: store unavailable; BM25 in process');
-    const bm25 = list.bm25.search(queryTerms(input.pattern));
+    const bm25 = ranking.bm25.search(queryTerms(input.pattern));
     ranked = namesByScore(bm25, byHash);
     const sure = confidences(bm25.map(([, score], index) => ({ rank: index + 1, bm25: { rank: index + 1, score }, vector: null, server_vote: 0, exact_name: false })), { bm25: bm25[0]?.[1] ?? 0, vector: 0 });
     bm25.forEach(([id, score], index) => {

@@ -12,6 +12,12 @@ import { RRF_K } from './rrf.js';
  */
 export const TAG_BOOST = 0.25 / (RRF_K + 1);
 
+/** Whether a tool carrying `toolTags` passes a filter on `wanted` (one of them, case-insensitive). */
+export function carriesTag(toolTags: readonly string[], wanted: readonly string[]): boolean {
+  const lower = new Set(wanted.map((tag) => tag.toLowerCase()));
+  return toolTags.some((tag) => lower.has(tag.toLowerCase()));
+}
+
 /** Adds `boost` per requested tag the tool carries (case-insensitive, as the filter), then re-sorts. */
 export function boostByTags(
   fused: readonly (readonly [string, number])[],

@@ -13,6 +13,7 @@ import { catalogKnownTerms } from '../store/search-store.js';
 import { searchCatalog } from './catalog-search.js';
 import type { RankDeps } from './hybrid-search.js';
 import { confidences } from './confidence.js';
+import { carriesTag } from './tags.js';
 import { selectTools, type SelectorDeps } from './selector.js';
 
 export interface ToolSearchDeps {
@@ -76,11 +77,6 @@ function answerConfidence(ranked: readonly { confidence: number }[]): number {
   return ranked.reduce((best, item) => Math.max(best, item.confidence), 0);
 }
 
-const tagMatches = (toolTags: readonly string[], wanted: readonly string[]) => {
-  const lower = new Set(wanted.map((tag) => tag.toLowerCase()));
-  return toolTags.some((tag) => lower.has(tag.toLowerCase()));
-};
-
 export async function searchForTools(deps: ToolSearchDeps, input: ToolSearchInput): Promise<ToolSearchResult> {
   if ((input.tools === undefined) === (input.catalog === undefined)) {
     throw new AppError('validation_failed', 'send exactly one of "tools" (the candidates inline) and "catalog" (a stored catalog)');
@@ -89,15 +85,17 @@ export async function searchForTools(deps: ToolSearchDeps, input: ToolSearchInpu
   // With a budget, rank deeper than max_results so the budget, not the count, is what cuts.
   const depth = input.maxResults;
   if (input.tools !== undefined) {
-    const selection = await selectTools(deps.selector, { pattern: input.query, topK: Math.max(depth, 1), tools: input.tools, alwaysKeep: [] });
+    // Tags filter before the ranking, as a stored catalog's do (search/selector.ts `tags`).
+    const selection = await selectTools(deps.selector, { pattern: input.query, topK: Math.max(depth, 1), tools: input.tools, alwaysKeep: [], ...(input.tags?.length ? { tags: input.tags } : {}) });
     const byName = new Map(selection.tools.map((entry) => [entry.tool.name, entry]));
-    const candidates = input.tags?.length ? selection.tools.filter((entry) => tagMatches(entry.tool.tags, input.tags!)) : selection.tools;
+    const candidates = input.tags?.length ? selection.tools.filter((entry) => carriesTag(entry.tool.tags, input.tags!)) : selection.tools;
     const allowed = new Set(candidates.map((entry) => entry.tool.name));
     // Tools named in the query (exactly or by a regular expression) and tools the ranking found, in
     // the selector's order; not the request-order padding that keeps a gateway's answer non-empty.
     const named = new Set(selection.names.slice(0, selection.evidence.exact + (typeof selection.evidence.regex === 'number' ? selection.evidence.regex : 0)));
-    // Inline tools are counted on the answer path (by the counting thread), once per content hash.
-    const counts = new Map((await deps.tokens.counts(candidates)).map((tokens, index) => [candidates[index]!.tool.name, tokens[input.shape]]));
+    // Inline tools are counted on the answer path (by the counting thread), once per content hash;
+    // all of them: what the caller would send without a search (tags narrow the search, not that).
+    const counts = new Map((await deps.tokens.counts(selection.tools)).map((tokens, index) => [selection.tools[index]!.tool.name, tokens[input.shape]]));
     const ranked = selection.names
       .filter((name) => allowed.has(name) && (selection.scores.has(name) || named.has(name)))
       .map((name) => {

@@ -298,6 +298,16 @@ async function check(as: Caller, random: () => number, catalog: string, tools: M
           expect(inline.status, inline.text).toBe(200);
           // A tie across the 50th place (a server's tools sharing its vote) is cut by name on both paths.
           expect(inline.body.results.map((result: any) => result.name), `${where()}; tool-search inline ${query}`).toEqual(names);
+          // Under a tag filter too: both paths filter before they rank.
+          const tags = some(random, TAGS.map((tag) => (random() < 0.5 ? tag.toLowerCase() : tag)), 0.5);
+          const [taggedStored, taggedInline] = await Promise.all([
+            replica.request('POST', '/v1/tool-search', { query, catalog, tags, max_results: 50 }),
+            replica.request('POST', '/v1/tool-search', { query, tools: [...tools.values()].map((entry) => entry.raw), tags, max_results: 50 }),
+          ]);
+          expect([taggedStored.status, taggedInline.status], taggedInline.text).toEqual([200, 200]);
+          const tagged = (response: { body: any }) => response.body.results.map((result: any) => result.name);
+          expect(tagged(taggedInline), `${where()}; tool-search inline ${query} ${tags}`).toEqual(tagged(taggedStored));
+          expect(taggedInline.body.tokens, `${where()}; tool-search inline ${query} ${tags}`).toEqual(taggedStored.body.tokens);
         }
       } finally {
         await client.close();

@@ -145,3 +145,57 @@ describe('POST /v1/tool-search: tied tools', () => {
     }
   });
 });
+
+describe('POST /v1/tool-search: tags filter before the ranking', () => {
+  let app: TestApp;
+  const catalog = uniqueName('tagged');
+  // 100 untagged tools about issues; 6 tagged ones that mention issues once in a longer text, two
+  // of them carrying both tags asked for. Ranked over all 106, the tagged ones fall below the 50th place.
+  const tools = [
+    ...Array.from({ length: 100 }, (_, i) => ({ name: `issue_tool_${i}`, description: `Create and update an issue ${i}.`, input_schema: { type: 'object', properties: {} } })),
+    ...Array.from({ length: 6 }, (_, i) => ({
+      name: `file_tool_${i}`,
+      description: `Write a file to disk; attach it to an issue report number ${i} or to other records kept.`,
+      input_schema: { type: 'object', properties: {} },
+      tags: i < 2 ? ['Files', 'disk'] : ['files'],
+    })),
+  ];
+  beforeAll(async () => {
+    app = await startTestApp();
+    expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools })).status).toBe(200);
+  });
+  afterAll(() => app.close());
+
+  const names = (body: { results: { name: string }[] }) => body.results.map((result) => result.name);
+
+  it('inline tools answer as the same tools stored: every tagged tool, boosted per tag, the whole list offered', async () => {
+    for (const tags of [['files'], ['FILES', 'disk']]) {
+      const inline = (await app.request('POST', '/v1/tool-search', { query: 'create an issue', tools, tags, max_results: 10 })).body;
+      const stored = (await app.request('POST', '/v1/tool-search', { query: 'create an issue', catalog, tags, max_results: 10 })).body;
+      expect(names(stored).sort()).toEqual(tools.slice(100).map((tool) => tool.name));
+      expect(names(inline)).toEqual(names(stored));
+      expect(inline.results.map((result: { score: number }) => result.score)).toEqual(stored.results.map((result: { score: number }) => result.score));
+      expect(inline.tokens).toEqual(stored.tokens);
+      expect(inline.unmatched_terms).toEqual(stored.unmatched_terms);
+    }
+    // A tool named exactly passes the filter only if it carries a tag asked for, on both paths.
+    for (const candidates of [{ tools }, { catalog }]) {
+      const named = (await app.request('POST', '/v1/tool-search', { query: 'issue_tool_3 or file_tool_4', ...candidates, tags: ['files'] })).body;
+      expect(names(named)[0], JSON.stringify(candidates).slice(0, 12)).toBe('file_tool_4');
+      expect(names(named)).not.toContain('issue_tool_3');
+    }
+    // Two tags asked for: the tools carrying both come first.
+    const both = (await app.request('POST', '/v1/tool-search', { query: 'create an issue', tools, tags: ['files', 'disk'] })).body;
+    expect(names(both).slice(0, 2).sort()).toEqual(['file_tool_0', 'file_tool_1']);
+  });
+
+  it('a tag no tool carries leaves nothing, on both paths', async () => {
+    for (const candidates of [{ tools }, { catalog }]) {
+      const { status, body } = await app.request('POST', '/v1/tool-search', { query: 'create an issue', ...candidates, tags: ['nowhere'] });
+      expect(status).toBe(200);
+      expect(body.results).toEqual([]);
+      expect(body.tokens.selected).toBe(0);
+    }
+  });
+});
+
