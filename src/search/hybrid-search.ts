@@ -12,7 +12,7 @@ import type { CatalogIndex, CatalogIndexCache } from './catalog-index.js';
 import type { CatalogVectorCache } from './catalog-vectors.js';
 import type { CatalogEmbeddingStatus } from '../catalog/embedding-status.js';
 import type { ServerIndex, ServerStatsCache } from './server-stats.js';
-import { addServerVotes, candidateMeans, serverCentroids, SERVER_DEPTH, SERVER_SCAN_MAX, type ServerLists, type ServerMembers } from './servers.js';
+import { addServerVotes, entriesFor, serverCentroids, SERVER_DEPTH, SERVER_SCAN_MAX, type ServerLists, type ServerMembers } from './servers.js';
 import { rankByCosine } from './vector-scan.js';
 import type { VectorCache } from '../store/vector-cache.js';
 
@@ -190,7 +190,7 @@ export async function rankCorpus(
      * hand): the tags asked for, each of which a tool carries boosts it (as `request.tags` does),
      * and its tools' tags.
      */
-    boostTags?: { tags: readonly string[]; of: (ids: readonly string[]) => ReadonlyMap<string, readonly string[]> };
+    boostTags?: { tags: readonly string[]; byId: ReadonlyMap<string, readonly string[]> };
   },
 ): Promise<RankResult> {
   const filtered: Corpus = request.tags?.length ? { ...corpus, tags: request.tags } : corpus;
@@ -283,7 +283,7 @@ export async function rankCorpus(
       if (means && means.size > SERVER_SCAN_MAX && servers.serverOf) {
         const [tools, bm25Servers] = await Promise.all([vectorPromise, serverBm25Promise]);
         const candidates = [...tools.map(([id]) => servers.serverOf!.get(id)), ...(bm25Servers?.ranked ?? []).map(([server]) => server)];
-        return { ranked: rankByCosine(queryVector, candidateMeans(candidates, means), SERVER_DEPTH), members: servers.members };
+        return { ranked: rankByCosine(queryVector, entriesFor(candidates, means), SERVER_DEPTH), members: servers.members };
       }
       if (means) return { ranked: rankByCosine(queryVector, means, SERVER_DEPTH), members: servers.members };
     }
@@ -308,7 +308,7 @@ export async function rankCorpus(
   if (boostBy?.length) {
     const ids = [...new Set([...fused.map(([id]) => id), ...exactIds])];
     const tags = options.boostTags
-      ? options.boostTags.of(ids)
+      ? options.boostTags.byId
       : options.catalogIndex
         ? options.catalogIndex.tagsOf(ids)
         : await tagsOf(deps.db, filtered, ids);

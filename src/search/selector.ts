@@ -13,14 +13,13 @@ import type { Metrics } from '../metrics.js';
 import type { LruCache } from '../lru-cache.js';
 import { storeDocuments, type ToolDocument } from '../store/tool-store.js';
 import { TimeSlice } from '../time-slice.js';
-import { byScoreThenId } from './bm25.js';
 import { Bm25Builder, Bm25Index } from './bm25-index.js';
 import { confidences } from './confidence.js';
 import { EmbedderBusy, expandQuery, rankCorpus, type RankDeps } from './hybrid-search.js';
 import { withDeadline } from '../deadline.js';
 import type { ServerIndex } from './server-stats.js';
 import { exactNameMatches, matchNamesByRegex, RegexSandbox, REGEX_BUDGET_MS } from './patterns.js';
-import { ServerDocumentsBuilder } from './servers.js';
+import { entriesFor, ServerDocumentsBuilder } from './servers.js';
 import { carriesTag } from './tags.js';
 import { inBackground } from '../store/priority.js';
 
@@ -334,21 +333,9 @@ async function taggedTools(list: CachedToolList, fresh: FreshTool[], tags: reado
   return { tools, ...(await indexTools(tools, fresh)) };
 }
 
-function keptVectors(all: ReadonlyMap<string, Float32Array>, tools: readonly RequestTool[]): ReadonlyMap<string, Float32Array> {
-  const kept = new Map<string, Float32Array>();
-  for (const { hash } of tools) {
-    const vector = all.get(hash);
-    if (vector) kept.set(hash, vector);
-  }
-  return kept;
-}
-
-/** A ranking of hashes as the request's names: equal scores ordered by name, as everywhere else. */
-function namesByScore(ranked: readonly (readonly [string, number])[], nameOf: ReadonlyMap<string, string>): string[] {
-  return ranked
-    .map(([hash, score]): [string, number] => [nameOf.get(hash)!, score])
-    .sort(byScoreThenId)
-    .map(([name]) => name);
+/** A ranking of hashes as the request's names: already ordered by score, then name (`tieKeyOf`, the list's index keys). */
+function namesOf(ranked: readonly (readonly [string, number])[], nameOf: ReadonlyMap<string, string>): string[] {
+  return ranked.map(([hash]) => nameOf.get(hash)!);
 }
 
 /**
@@ -420,9 +407,9 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
   try {
     // Not awaited here: the vectors load while BM25 runs and the model embeds the query. A failure
     // surfaces where rankCorpus awaits them (and is dropped if it never needs them).
-    const corpusVectors = ranking === list ? listVectors(deps, list) : listVectors(deps, list).then((all) => all && keptVectors(all, ranking.tools));
+    const corpusVectors = ranking === list ? listVectors(deps, list) : listVectors(deps, list).then((all) => all && entriesFor(ranking.tools.map(({ hash }) => hash), all));
     corpusVectors.catch(() => {});
-    const tagsByHash = ranking === list ? undefined : new Map(ranking.tools.map(({ tool, hash }) => [hash, tool.tags]));
+    const tagsByHash = ranking === list ? undefined : new Map(ranking.tools.map(({ tool, hash }): [string, readonly string[]] => [hash, tool.tags]));
     const result = await withStoreDeadline(rankCorpus(
       deps,
       { kind: 'hashes', hashes: ranking.tools.map(({ hash }) => hash) },
@@ -438,13 +425,13 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
         corpusVectors,
         tieKeyOf: (hash) => byHash.get(hash)!,
         ...(tagsByHash
-          ? { vocabulary: list.bm25.vocabulary(), boostTags: { tags: input.tags!, of: (ids) => new Map(ids.map((id) => [id, tagsByHash.get(id) ?? []])) } }
+          ? { vocabulary: list.bm25.vocabulary(), boostTags: { tags: input.tags!, byId: tagsByHash } }
           : {}),
         onEmbedError: (error) => deps.logger.warn({ err: error }, 'selector: query embedding failed; BM25 only'),
       },
     ), storeDeadlineMs(deps));
     timings.query_embedding_ms = result.timings.query_embedding_ms;
-    ranked = namesByScore(result.tools.map(({ id, score }) => [id, score] as const), byHash);
+    ranked = namesOf(result.tools.map(({ id, score }) => [id, score] as const), byHash);
     const sure = confidences(result.tools.map((tool, index) => ({ rank: index + 1, ...tool.explain })), result.bests);
     result.tools.forEach(({ id, score }, index) => {
       const name = byHash.get(id);
@@ -458,7 +445,7 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
     // Never fail closed: the store is down or slow, so rank by BM25 alone, which is in process.
     deps.logger.warn({ err: error }, 'selector: store unavailable; BM25 in process');
     const bm25 = ranking.bm25.search(queryTerms(input.pattern));
-    ranked = namesByScore(bm25, byHash);
+    ranked = namesOf(bm25, byHash);
     const sure = confidences(bm25.map(([, score], index) => ({ rank: index + 1, bm25: { rank: index + 1, score }, vector: null, server_vote: 0, exact_name: false })), { bm25: bm25[0]?.[1] ?? 0, vector: 0 });
     bm25.forEach(([id, score], index) => {
       if (!byHash.has(id)) return;

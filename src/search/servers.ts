@@ -31,12 +31,15 @@ export const SERVER_DEPTH = 3;
  */
 export const SERVER_SCAN_MAX = 2000;
 
-/** The servers among `candidates` that have a mean vector (SERVER_SCAN_MAX's candidate list). */
-export function candidateMeans<V>(candidates: Iterable<string | undefined>, means: ReadonlyMap<string, V>): Map<string, V> {
+/**
+ * The entries of `map` for `keys` (undefined and absent keys skipped): the servers among
+ * SERVER_SCAN_MAX's candidates that have a mean vector; a request's tagged tools' vectors.
+ */
+export function entriesFor<V>(keys: Iterable<string | undefined>, map: ReadonlyMap<string, V>): Map<string, V> {
   const chosen = new Map<string, V>();
-  for (const server of candidates) {
-    const mean = server === undefined ? undefined : means.get(server);
-    if (mean !== undefined) chosen.set(server!, mean);
+  for (const key of keys) {
+    const value = key === undefined ? undefined : map.get(key);
+    if (value !== undefined) chosen.set(key!, value);
   }
   return chosen;
 }

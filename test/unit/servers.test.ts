@@ -4,7 +4,7 @@ import { scoreBm25 } from '../../src/search/bm25.js';
 import { RRF_K } from '../../src/search/rrf.js';
 import {
   addServerVotes,
-  candidateMeans,
+  entriesFor,
   serverCentroids,
   serverDocuments,
   SERVER_BM25_WEIGHT,
@@ -92,18 +92,18 @@ describe('addServerVotes', () => {
   });
 });
 
-describe('candidateMeans (the dense server list above SERVER_SCAN_MAX)', () => {
+describe('entriesFor (the dense server list above SERVER_SCAN_MAX)', () => {
   it('keeps each named server that has a mean once, in first-seen order, and skips the rest', () => {
     const means = new Map([
       ['weather', [1, 0]],
       ['files', [0, 1]],
       ['mail', [0.6, 0.8]],
     ]);
-    const chosen = candidateMeans(['files', undefined, 'unknown', 'weather', 'files'], means);
+    const chosen = entriesFor(['files', undefined, 'unknown', 'weather', 'files'], means);
     expect([...chosen]).toEqual([
       ['files', [0, 1]],
       ['weather', [1, 0]],
     ]);
-    expect(candidateMeans([], means).size).toBe(0);
+    expect(entriesFor([], means).size).toBe(0);
   });
 });
