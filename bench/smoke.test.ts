@@ -144,6 +144,17 @@ describe('benches, smoke runs', () => {
     expect(report.reports[0]!.selected_tokens.p50).toBeGreaterThan(0);
   });
 
+  it('npm run bench:tool-search: every mode timed in every round, the same answers each round', async () => {
+    const { code, stdout, stderr } = await runBench(['bench/tool-search.ts', '--tools', '60', '--queries', '4', '--rounds', '2', '--model', 'none']);
+    // Exit 1 is a missed speed target at a tiny size; 2 (answers differ between rounds) or anything else fails.
+    expect([0, 1], `bench exited with ${code}:\n${stderr.slice(-3000)}`).toContain(code);
+    const report = JSON.parse(stdout.trim().split('\n').at(-1)!) as { tools: number; queries: number; answers_consistent: boolean; modes: Record<string, { p50_ms: number[]; p90_ms: number[] }> };
+    expect(report).toMatchObject({ tools: 60, queries: 4, answers_consistent: true });
+    expect(Object.keys(report.modes)).toEqual(expect.arrayContaining(['catalog', 'inline']));
+    expect(Object.keys(report.modes).length).toBeGreaterThanOrEqual(3);
+    for (const mode of Object.values(report.modes)) expect(mode.p50_ms.every((ms) => ms > 0) && mode.p50_ms.length === 2).toBe(true);
+  });
+
   it('npm run bench:scale: tiny catalogs on both stores, both modes, every figure reported', async () => {
     const pg = process.env.BENCH_PG ? ['--pg', process.env.BENCH_PG] : [];
     const { code, stdout, stderr } = await runBench(['bench/scale.ts', '--sizes', '300,600', '--stores', 'postgres,pglite', '--rounds', '1', '--queries', '4', '--slice', '250', ...pg]);

@@ -266,7 +266,7 @@ export interface paths {
         put?: never;
         /**
          * Rank candidate tools for a query and answer in a provider's tool-search format.
-         * @description Candidates are sent inline (`tools`, any shape toolsift accepts, through the selector's content-hash cache) or named by `catalog` (a stored catalog of the caller's tenant), exactly one of them. `format` picks the answer: `names` (default) with scores, estimated tokens (o200k; an estimate for other models) and unmatched query terms; `anthropic` (the content of the tool_result answering the search tool: tool_reference blocks); `openai` (a Responses tool_search_output item with client execution and the selected functions, defer_loading true); `openrouter` (`{<result_key>: [names]}`). `budget_tokens` keeps the best tools whose definitions fit, at least one. Each result has a `confidence`, the estimated probability that it is relevant (a logistic model fitted on four public corpora; `npm run fit:confidence` reports its calibration), 1 for a tool the query names exactly; the answer's `confidence` is its best result's. `min_confidence` leaves out results below it, and may leave none: the caller then decides (the gateway selector endpoint never answers empty).
+         * @description Candidates are sent inline (`tools`, any shape toolsift accepts, through the selector's content-hash cache) or named by `catalog` (a stored catalog of the caller's tenant), exactly one of them. Inline tools are remembered by the exact bytes of the `tools` array, as the gateway selector remembers its lists: a call that resends them (a hook's deferred tools, every turn) is neither parsed nor indexed again. The body must be UTF-8 JSON (a declared charset other than UTF-8 is a 415). `format` picks the answer: `names` (default) with scores, estimated tokens (o200k; an estimate for other models) and unmatched query terms; `anthropic` (the content of the tool_result answering the search tool: tool_reference blocks); `openai` (a Responses tool_search_output item with client execution and the selected functions, defer_loading true); `openrouter` (`{<result_key>: [names]}`). `budget_tokens` keeps the best tools whose definitions fit, at least one. Each result has a `confidence`, the estimated probability that it is relevant (a logistic model fitted on four public corpora; `npm run fit:confidence` reports its calibration), 1 for a tool the query names exactly; the answer's `confidence` is its best result's. `min_confidence` leaves out results below it, and may leave none: the caller then decides (the gateway selector endpoint never answers empty).
          */
         post: operations["searchTools"];
         delete?: never;
@@ -726,7 +726,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The request declares a Content-Type other than `application/json` (even with an empty body), or sends a body without one; for the selector, a charset other than UTF-8. */
+        /** @description The request declares a Content-Type other than `application/json` (even with an empty body), or sends a body without one; for the selector and tool-search, a charset other than UTF-8. */
         UnsupportedMediaType: {
             headers: {
                 [name: string]: unknown;

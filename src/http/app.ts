@@ -19,7 +19,7 @@ import { mcpRoutes } from './mcp.js';
 import { rejectUnsafeInput } from './input-safety.js';
 import { bodyBudget } from './body-budget.js';
 import { jsonInSlices } from './json-body.js';
-import { toolSearchRoutes } from './tool-search.js';
+import { TOOL_SEARCH_PATH, toolSearchRoutes } from './tool-search.js';
 import { toolRowCache } from '../mcp/discovery.js';
 import { serviceVersion } from '../paths.js';
 import type { UpstreamService } from '../upstream/upstreams.js';
@@ -54,8 +54,8 @@ export function createApp(deps: AppDeps): Express {
   app.use(['/v1', '/api', '/mcp'], authenticate(deps.config.API_KEYS));
   app.use(requireJsonBody);
   app.use(forBodies(bodyBudget(deps.config.BODY_MEMORY, deps.config.BODY_LIMIT)));
-  // The selector reads its own JSON: it skips parsing tool lists it has seen (http/selector.ts).
-  app.use(SELECTOR_PATHS, forBodies(express.raw({ type: () => true, limit: deps.config.BODY_LIMIT })));
+  // The selector and tool-search read their own JSON: they skip parsing tool lists seen before (http/tool-list-body.ts).
+  app.use([...SELECTOR_PATHS, TOOL_SEARCH_PATH], forBodies(express.raw({ type: () => true, limit: deps.config.BODY_LIMIT })));
   // Catalog writes of thousands of tools: parsed in slices, so other requests run meanwhile.
   app.use('/v1/catalogs', forBodies(jsonInSlices(deps.config.BODY_LIMIT)));
   app.use(forBodies(express.json({ limit: deps.config.BODY_LIMIT })));

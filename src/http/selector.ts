@@ -1,15 +1,10 @@
-import { createHash } from 'node:crypto';
 import { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
 import { DEFAULT_TOP_K, selectTools, type CachedToolList, type SelectorDeps } from '../search/selector.js';
 import { selectFromCatalog } from '../search/catalog-search.js';
 import type { RankDeps } from '../search/hybrid-search.js';
 import { AppError } from '../errors.js';
-import { assertSafeJson } from './input-safety.js';
-import type { LruCache } from '../lru-cache.js';
-import { TimeSlice } from '../time-slice.js';
-import { topLevelArraySpan, topLevelArraySpanInSlices, type ByteSpan } from './json-span.js';
-import { declaredCharset, parseStub, parseToolsInSlices, SLICED_PARSE_BYTES, withoutBom } from './json-body.js';
+import { readToolListBodyInSlices, requireUtf8 } from './tool-list-body.js';
 import { parseInput } from './errors.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
@@ -119,92 +114,11 @@ export interface SelectorResponse {
 /** Gateways <= 0.5.2 post to the first; >= 0.5.3 to <base>/api/compress/tool-discovery/. */
 export const SELECTOR_PATHS = ['/v1/tool-discovery/search', '/api/compress/tool-discovery'];
 
-interface SelectorBody {
-  json: unknown;
-  /** A digest of the exact bytes of the top-level `tools` array: equal digests, equal tools. */
-  toolsKey?: string;
-  /** The list that key names, when already known: its bytes were then not parsed again. */
-  cached?: CachedToolList;
-}
-
-function parseJson(text: string): unknown {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (error) {
-    throw new AppError('invalid_json', `request body is not valid JSON: ${(error as Error).message}`);
-  }
-  // As express.json's strict mode: a bare string, number or null is not a request body.
-  if (typeof json !== 'object' || json === null) throw new AppError('invalid_json', 'request body is not valid JSON: the top level must be an object');
-  assertSafeJson(json);
-  return json;
-}
-
-/** The selector reads UTF-8 only (what every gateway sends); express.json also took UTF-16/32. */
-function requireUtf8(contentType: string | undefined): void {
-  const charset = declaredCharset(contentType);
-  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
-    throw new AppError('unsupported_media_type', `unsupported charset "${charset.toUpperCase()}": the selector reads UTF-8 JSON`);
-  }
-}
-
-/**
- * The request body, parsed as little as possible. A gateway resends the same tools every turn:
- * when the bytes of the `tools` array digest to a list already cached, only the rest of the body
- * (pattern, top_k, ...) is parsed, with `[]` standing in for the tools. That stand-in body parsing
- * means the real one parses too (one valid array replaced by another), so no malformed body gets
- * through; anything unusual (no tools array, escaped key, a stub that fails) takes the full parse,
- * which also produces the error message.
- */
-export function readSelectorBody(raw: Buffer, lists: LruCache<string, CachedToolList>): SelectorBody {
-  const body = withoutBom(raw);
-  if (body.length === 0) return { json: {} };
-  return readSpans(body, topLevelArraySpan(body, 'tools'), lists);
-}
-
-/**
- * readSelectorBody, except that a `tools` array of SLICED_PARSE_BYTES or more that is not cached is
- * parsed one tool at a time, yielding to other requests between slices (http/json-body.ts).
- * Anything the sliced parse does not accept takes the full parse.
- */
-export async function readSelectorBodyInSlices(raw: Buffer, lists: LruCache<string, CachedToolList>): Promise<SelectorBody> {
-  const body = withoutBom(raw);
-  if (body.length < SLICED_PARSE_BYTES) return readSelectorBody(raw, lists);
-  const span = await topLevelArraySpanInSlices(body, 'tools', new TimeSlice());
-  if (!span || span.end - span.start < SLICED_PARSE_BYTES) return readSpans(body, span, lists);
-  const toolsKey = toolsDigest(body, span);
-  const cached = lists.get(toolsKey);
-  if (!cached) {
-    const json = await parseToolsInSlices(body, span);
-    if (json) return { json, toolsKey };
-  }
-  return readKeyed(body, span, toolsKey, cached);
-}
-
-function toolsDigest(body: Buffer, span: ByteSpan): string {
-  return createHash('sha256').update(body.subarray(span.start, span.end)).digest('base64');
-}
-
-function readSpans(body: Buffer, span: ByteSpan | undefined, lists: LruCache<string, CachedToolList>): SelectorBody {
-  if (!span) return { json: parseJson(body.toString('utf8')) };
-  const toolsKey = toolsDigest(body, span);
-  return readKeyed(body, span, toolsKey, lists.get(toolsKey));
-}
-
-/** The body whose tools digest to `toolsKey`: only the stub parsed when that list is `cached`, else the whole. */
-function readKeyed(body: Buffer, span: ByteSpan, toolsKey: string, cached: CachedToolList | undefined): SelectorBody {
-  if (cached) {
-    const json = parseStub(body, span);
-    if (json) return { json, toolsKey, cached };
-  }
-  return { json: parseJson(body.toString('utf8')), toolsKey };
-}
-
 export function selectorRoutes(deps: SelectorDeps, search: RankDeps = deps): Router {
   const router = Router();
   const handler: RequestHandler = async (req, res) => {
     requireUtf8(req.get('content-type'));
-    const { json, toolsKey, cached } = Buffer.isBuffer(req.body) ? await readSelectorBodyInSlices(req.body, deps.toolListCache) : { json: req.body ?? {} };
+    const { json, toolsKey, cached } = Buffer.isBuffer(req.body) ? await readToolListBodyInSlices(req.body, deps.toolListCache) : { json: req.body ?? {} };
     const body = parseInput(selectorRequest, json, 'body');
     const pattern = body.pattern ?? body.query ?? '';
     const topK = body.top_k ?? body.max_tools ?? DEFAULT_TOP_K;

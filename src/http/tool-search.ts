@@ -4,11 +4,13 @@ import { wireDefinition, type WireShape } from '../catalog/tokens.js';
 import type { Metrics } from '../metrics.js';
 import { searchForTools, type FoundTool, type ToolSearchDeps, type ToolSearchResult } from '../search/tool-search.js';
 import { parseInput } from './errors.js';
+import { MAX_SELECTOR_TOOLS } from './selector.js';
+import { readToolListBodyInSlices, requireUtf8 } from './tool-list-body.js';
 
 export const toolSearchRequest = z
   .object({
     query: z.string().trim().min(1, 'query must not be empty').max(10_000),
-    tools: z.array(z.unknown()).min(1).max(10_000).optional(),
+    tools: z.array(z.unknown()).min(1).max(MAX_SELECTOR_TOOLS).optional(),
     catalog: z
       .string()
       .regex(/^[A-Za-z0-9._-]{1,64}$/, 'catalog names are 1-64 characters of A-Z a-z 0-9 . _ -')
@@ -25,6 +27,13 @@ export const toolSearchRequest = z
   })
   .strict();
 export type ToolSearchRequest = z.infer<typeof toolSearchRequest>;
+
+/**
+ * A body whose `tools` are a list already remembered by their bytes (http/tool-list-body.ts): `[]`
+ * stands in for them, and the rest is checked as ever. Such a list passed the same checks when
+ * first sent (a gateway's or tool-search's, both at most MAX_SELECTOR_TOOLS, never empty).
+ */
+const rememberedListRequest = toolSearchRequest.extend({ tools: z.tuple([]) });
 
 const SHAPE: Record<ToolSearchRequest['format'], WireShape> = { names: 'as_sent', anthropic: 'anthropic', openai: 'openai', openrouter: 'as_sent' };
 
@@ -88,16 +97,23 @@ export function openaiAnswer(results: FoundTool[], callId?: string): OpenAiToolS
   };
 }
 
+export const TOOL_SEARCH_PATH = '/v1/tool-search';
+
 /** `POST /v1/tool-search`: rank candidates (inline or a stored catalog) and answer in a provider's format. */
 export function toolSearchRoutes(deps: ToolSearchDeps, metrics?: Metrics): Router {
   const router = Router();
-  router.post('/v1/tool-search', async (req, res) => {
-    const body = parseInput(toolSearchRequest, req.body, 'body');
+  router.post(TOOL_SEARCH_PATH, async (req, res) => {
+    requireUtf8(req.get('content-type'));
+    // Hooks resend the same deferred tools every call: a list seen before is not parsed or indexed again.
+    const { json, toolsKey, cached } = Buffer.isBuffer(req.body) ? await readToolListBodyInSlices(req.body, deps.selector.toolListCache) : { json: req.body ?? {} };
+    const body = cached ? parseInput(rememberedListRequest, json, 'body') : parseInput(toolSearchRequest, json, 'body');
     const tenant = String(res.locals.tenant);
     const result = await searchForTools(deps, {
       query: body.query,
       tenant,
       tools: body.tools,
+      ...(toolsKey === undefined ? {} : { toolsKey }),
+      ...(cached ? { cached } : {}),
       catalog: body.catalog,
       maxResults: body.max_results,
       tags: body.tags,
@@ -108,7 +124,7 @@ export function toolSearchRoutes(deps: ToolSearchDeps, metrics?: Metrics): Route
     metrics?.toolTokens.inc({ endpoint: 'tool_search', tenant, kind: 'offered' }, result.tokens.offered);
     metrics?.toolTokens.inc({ endpoint: 'tool_search', tenant, kind: 'selected' }, result.tokens.selected);
     res.locals.log?.info?.(
-      { query_terms: body.query.length, candidates: body.tools?.length ?? null, catalog: body.catalog ?? null, results: result.results.length, confidence: result.confidence, format: body.format, tokens: result.tokens },
+      { query_terms: body.query.length, candidates: cached?.toolsIn ?? body.tools?.length ?? null, catalog: body.catalog ?? null, results: result.results.length, confidence: result.confidence, format: body.format, tokens: result.tokens },
       'tool search',
     );
     res.json(formatAnswer(body, result));

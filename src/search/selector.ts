@@ -10,7 +10,7 @@ import { currentRecipe } from '../embed/embed-documents.js';
 import type { EmbedQueue } from '../jobs/embed-queue.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
-import type { LruCache } from '../lru-cache.js';
+import { LruCache } from '../lru-cache.js';
 import { storeDocuments, type ToolDocument } from '../store/tool-store.js';
 import { TimeSlice } from '../time-slice.js';
 import { Bm25Builder, Bm25Index } from './bm25-index.js';
@@ -31,6 +31,8 @@ export const DEFAULT_TOP_K = 5;
  */
 export const TOOL_LIST_CACHE_LISTS = 256;
 export const TOOL_LIST_CACHE_TOOLS = 50_000;
+/** Tag sets whose filtered sub-list a remembered list keeps indexed (tool-search's `tags`). */
+export const TAGGED_LISTS = 8;
 /**
  * Writes of new tools that may run after their answers at once; a request beyond this waits for
  * its own. Each holds at most one request's tools; gateways resend the same tools, so more than a
@@ -107,7 +109,12 @@ export interface CachedToolList {
   vectors?: { model: string; byHash: ReadonlyMap<string, Float32Array> };
   /** Until then, the last read's vectors and whether a read is under way (see `listVectors`). */
   partialVectors?: { model: string; byHash: ReadonlyMap<string, Float32Array>; reading: boolean };
+  /** Its tag-filtered sub-lists already indexed (`taggedTools`), by tag set; made on first use. */
+  tagged?: LruCache<string, TaggedList>;
 }
+
+/** The tools of a list that carry one of a request's tags, indexed on their own. */
+type TaggedList = Pick<CachedToolList, 'tools' | 'bm25' | 'servers'>;
 
 export type FallbackReason = 'blank_pattern' | 'no_match' | 'store_error' | 'embedder_unavailable' | 'embedder_error' | 'embedder_busy';
 
@@ -325,12 +332,19 @@ async function readListVectors(deps: SelectorDeps, list: CachedToolList, model: 
 
 /**
  * The list's tools that carry one of `tags`, indexed on their own (a catalog's tag filter: N, avgdl,
- * df and servers of the kept tools). Terms not in hand are computed again, per request: a tag-filtered
- * request pays its kept tools' tokenizing (50-800 us each), not a cache.
+ * df and servers of the kept tools). Kept on the list by tag set, so a turn that repeats its filter
+ * ranks at once: at most `TAGGED_LISTS` sets, and together at most as many tools as the list holds,
+ * so a list's cached weight at most doubles (its vectors are shared, not copied).
  */
-async function taggedTools(list: CachedToolList, fresh: FreshTool[], tags: readonly string[]): Promise<Pick<CachedToolList, 'tools' | 'bm25' | 'servers'>> {
+async function taggedTools(list: CachedToolList, fresh: FreshTool[], tags: readonly string[]): Promise<TaggedList> {
+  const key = [...new Set(tags.map((tag) => tag.toLowerCase()))].sort().join('\n');
+  const known = list.tagged?.get(key);
+  if (known) return known;
   const tools = list.tools.filter(({ tool }) => carriesTag(tool.tags, tags));
-  return { tools, ...(await indexTools(tools, fresh)) };
+  const tagged = { tools, ...(await indexTools(tools, fresh)) };
+  list.tagged ??= new LruCache(TAGGED_LISTS, { max: list.tools.length, weigh: ({ tools }) => tools.length });
+  list.tagged.set(key, tagged);
+  return tagged;
 }
 
 /** A ranking of hashes as the request's names: already ordered by score, then name (`tieKeyOf`, the list's index keys). */

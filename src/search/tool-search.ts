@@ -14,7 +14,7 @@ import { searchCatalog } from './catalog-search.js';
 import type { RankDeps } from './hybrid-search.js';
 import { confidences } from './confidence.js';
 import { carriesTag } from './tags.js';
-import { selectTools, type SelectorDeps } from './selector.js';
+import { selectTools, type CachedToolList, type SelectorDeps } from './selector.js';
 
 export interface ToolSearchDeps {
   selector: SelectorDeps;
@@ -26,6 +26,9 @@ export interface ToolSearchInput {
   query: string;
   tenant: string;
   tools?: unknown[];
+  /** A digest of the inline tools' bytes, and the list it names when remembered (`SelectorInput`). */
+  toolsKey?: string;
+  cached?: CachedToolList;
   catalog?: string;
   maxResults: number;
   tags?: string[];
@@ -86,7 +89,7 @@ export async function searchForTools(deps: ToolSearchDeps, input: ToolSearchInpu
   const depth = input.maxResults;
   if (input.tools !== undefined) {
     // Tags filter before the ranking, as a stored catalog's do (search/selector.ts `tags`).
-    const selection = await selectTools(deps.selector, { pattern: input.query, topK: Math.max(depth, 1), tools: input.tools, alwaysKeep: [], ...(input.tags?.length ? { tags: input.tags } : {}) });
+    const selection = await selectTools(deps.selector, { pattern: input.query, topK: Math.max(depth, 1), tools: input.tools, ...(input.toolsKey === undefined ? {} : { toolsKey: input.toolsKey }), ...(input.cached ? { cached: input.cached } : {}), alwaysKeep: [], ...(input.tags?.length ? { tags: input.tags } : {}) });
     const byName = new Map(selection.tools.map((entry) => [entry.tool.name, entry]));
     const candidates = input.tags?.length ? selection.tools.filter((entry) => carriesTag(entry.tool.tags, input.tags!)) : selection.tools;
     const allowed = new Set(candidates.map((entry) => entry.tool.name));

@@ -2,8 +2,10 @@
  * POST /v1/tool-search: one ranking, four answer formats, inline candidates or a stored catalog,
  * token estimates and budgets, unmatched query terms, and tenants.
  */
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, untilEmbedded, type TestApp } from '../helpers/app.js';
+import { until } from '../helpers/assertions.js';
 import { uniqueName } from '../helpers/database.js';
 
 const anthropicTools = [
@@ -199,3 +201,59 @@ describe('POST /v1/tool-search: tags filter before the ranking', () => {
   });
 });
 
+
+describe('POST /v1/tool-search: a list sent again', () => {
+  let app: TestApp;
+  // A hook resends the same deferred tools every call: remembered by their bytes, as the selector's.
+  const tools = Array.from({ length: 40 }, (_, i) => ({
+    name: `hook_tool_${i}`,
+    description: i % 4 === 0 ? `Write file number ${i} to the disk.` : `Look up record ${i} in the ledger.`,
+    input_schema: { type: 'object', properties: { id: { type: 'string' } } },
+    ...(i % 4 === 0 ? { tags: ['files'] } : {}),
+  }));
+  const compact = JSON.stringify(tools);
+  // The same tools in other bytes: never remembered under the first list's key, so parsed and indexed afresh.
+  const spaced = JSON.stringify(tools, null, 1);
+  const key = createHash('sha256').update(compact).digest('base64');
+  beforeAll(async () => {
+    app = await startTestApp();
+  });
+  afterAll(() => app.close());
+
+  const search = (tools: string, rest: Record<string, unknown>) => app.request('POST', '/v1/tool-search', `{"tools":${tools},${JSON.stringify(rest).slice(1)}`);
+  const remember = async () => {
+    expect((await search(compact, { query: 'ledger record' })).status).toBe(200);
+    await until('the list is remembered', () => app.deps.selector.toolListCache.get(key) !== undefined);
+  };
+
+  it('is not parsed or indexed again, and answers as the same tools sent afresh', async () => {
+    await remember();
+    const remembered = app.deps.selector.toolListCache.get(key)!;
+    for (const rest of [{ query: 'ledger record 7', max_results: 3 }, { query: 'write a file', tags: ['files'] }, { query: 'write a file', tags: ['FILES'] }, { query: 'hook_tool_9', format: 'openai', call_id: 'c1' }]) {
+      const again = await search(compact, rest);
+      const afresh = await search(spaced, rest);
+      expect(again.status, JSON.stringify(rest)).toBe(200);
+      expect(again.body, JSON.stringify(rest)).toEqual(afresh.body);
+    }
+    expect(app.deps.selector.toolListCache.get(key)).toBe(remembered);
+    // One tag set, however it is spelled: its sub-list is indexed once and kept on the list.
+    expect(remembered.tagged?.size).toBe(1);
+    // Ten more sets of the 10 tagged tools: the kept sub-lists hold at most as many tools as the list (40).
+    for (let i = 0; i < 10; i++) expect((await search(compact, { query: 'write a file', tags: ['files', `other_${i}`] })).status).toBe(200);
+    expect(remembered.tagged?.size).toBe(4);
+  });
+
+  it('still checks the rest of the body', async () => {
+    await remember();
+    const unknown = await search(compact, { query: 'ledger', colour: 'red' });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.error.message).toMatch(/colour/);
+    const both = await search(compact, { query: 'ledger', catalog: 'c' });
+    expect(both.status).toBe(400);
+    expect(both.body.error.message).toMatch(/exactly one of/);
+    expect((await search(compact, { query: 'ledger', max_results: 0 })).status).toBe(400);
+    const utf16 = await app.request('POST', '/v1/tool-search', `{"tools":${compact},"query":"ledger"}`, { 'content-type': 'application/json; charset=utf-16' });
+    expect(utf16.status).toBe(415);
+    expect(utf16.body.error.message).toMatch(/UTF-16/);
+  });
+});

@@ -7,7 +7,7 @@ import { arrayElementSpans, arrayElementSpansInSlices, topLevelArraySpan, topLev
 import { TimeSlice } from '../../src/time-slice.js';
 import { jsonInSlices, readJsonBodyInSlices, SLICED_PARSE_BYTES } from '../../src/http/json-body.js';
 import { assertSafeJson, MAX_JSON_DEPTH } from '../../src/http/input-safety.js';
-import { readSelectorBody, readSelectorBodyInSlices } from '../../src/http/selector.js';
+import { readToolListBody, readToolListBodyInSlices } from '../../src/http/tool-list-body.js';
 import { LruCache } from '../../src/lru-cache.js';
 import { Bm25Index } from '../../src/search/bm25-index.js';
 import type { CachedToolList } from '../../src/search/selector.js';
@@ -90,44 +90,44 @@ describe('topLevelArraySpan', () => {
   });
 });
 
-describe('readSelectorBody', () => {
+describe('readToolListBody', () => {
   const list: CachedToolList = { tools: [], toolsIn: 2, bm25: new Bm25Index([]), servers: { bm25: new Bm25Index([]), members: new Map() } };
 
   it('keys the tools by their bytes: the same under another pattern or trailing field, different when any byte differs', () => {
     const lists = new LruCache<string, CachedToolList>(4);
-    const key = readSelectorBody(bytes({ pattern: 'read', top_k: 5, tools }), lists).toolsKey;
+    const key = readToolListBody(bytes({ pattern: 'read', top_k: 5, tools }), lists).toolsKey;
     expect(key).toBeDefined();
-    expect(readSelectorBody(bytes({ query: 'web', always_keep: ['x'], tools, max_tools: 3 }), lists).toolsKey).toBe(key);
-    expect(readSelectorBody(bytes({ pattern: 'read', tools: [tools[1], tools[0]] }), lists).toolsKey).not.toBe(key);
-    expect(readSelectorBody(bytes({ pattern: 'read', tools: [{ ...tools[0], name: 'read_files' }, tools[1]] }), lists).toolsKey).not.toBe(key);
-    expect(readSelectorBody(bytes({ pattern: 'x' }), lists).toolsKey).toBeUndefined();
+    expect(readToolListBody(bytes({ query: 'web', always_keep: ['x'], tools, max_tools: 3 }), lists).toolsKey).toBe(key);
+    expect(readToolListBody(bytes({ pattern: 'read', tools: [tools[1], tools[0]] }), lists).toolsKey).not.toBe(key);
+    expect(readToolListBody(bytes({ pattern: 'read', tools: [{ ...tools[0], name: 'read_files' }, tools[1]] }), lists).toolsKey).not.toBe(key);
+    expect(readToolListBody(bytes({ pattern: 'x' }), lists).toolsKey).toBeUndefined();
   });
 
   it('parses everything but the tools when their list is cached, and the whole body otherwise', () => {
     const lists = new LruCache<string, CachedToolList>(4);
-    const first = readSelectorBody(bytes({ pattern: 'read', top_k: 5, tools }), lists);
+    const first = readToolListBody(bytes({ pattern: 'read', top_k: 5, tools }), lists);
     expect(first.cached).toBeUndefined();
     expect(first.json).toEqual({ pattern: 'read', top_k: 5, tools });
     lists.set(first.toolsKey!, list);
-    const again = readSelectorBody(bytes({ query: 'web', tools, max_tools: 3 }), lists);
+    const again = readToolListBody(bytes({ query: 'web', tools, max_tools: 3 }), lists);
     expect(again.cached).toBe(list);
     expect(again.json).toEqual({ query: 'web', tools: [], max_tools: 3 });
   });
 
   it('still rejects a malformed body whose tools are cached, with the JSON error', () => {
     const lists = new LruCache<string, CachedToolList>(4);
-    const { toolsKey } = readSelectorBody(bytes({ pattern: 'read', tools }), lists);
+    const { toolsKey } = readToolListBody(bytes({ pattern: 'read', tools }), lists);
     lists.set(toolsKey!, list);
     const toolsJson = JSON.stringify(tools);
     for (const malformed of [`{"pattern":"read" "tools":${toolsJson}}`, `{"pattern":"read","tools":${toolsJson}}}`, `{"pattern":"read","tools":${toolsJson},}`]) {
-      expect(() => readSelectorBody(Buffer.from(malformed), lists)).toThrow(expect.objectContaining({ code: 'invalid_json' }));
+      expect(() => readToolListBody(Buffer.from(malformed), lists)).toThrow(expect.objectContaining({ code: 'invalid_json' }));
     }
   });
 
   it('never files one list under the digest of another, whatever the keys look like', () => {
     const lists = new LruCache<string, CachedToolList>(4);
     const poisoned = Buffer.from(`{"pattern":"x","tools":${JSON.stringify(tools)},"tool\\u0073":[{"name":"other"}]}`);
-    const read = readSelectorBody(poisoned, lists);
+    const read = readToolListBody(poisoned, lists);
     expect(read.toolsKey).toBeUndefined();
     expect(read.json).toEqual({ pattern: 'x', tools: [{ name: 'other' }] });
   });
@@ -135,15 +135,15 @@ describe('readSelectorBody', () => {
   it('refuses a body whose top level is not an object or array', () => {
     const lists = new LruCache<string, CachedToolList>(4);
     for (const body of ['null', '5', '"tools"']) {
-      expect(() => readSelectorBody(Buffer.from(body), lists)).toThrow(expect.objectContaining({ code: 'invalid_json' }));
+      expect(() => readToolListBody(Buffer.from(body), lists)).toThrow(expect.objectContaining({ code: 'invalid_json' }));
     }
   });
 
   it('reads an empty body as an empty object and tolerates a byte order mark', () => {
     const lists = new LruCache<string, CachedToolList>(4);
-    expect(readSelectorBody(Buffer.alloc(0), lists).json).toEqual({});
+    expect(readToolListBody(Buffer.alloc(0), lists).json).toEqual({});
     const withBom = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), bytes({ pattern: 'x', tools: [] })]);
-    expect(readSelectorBody(withBom, lists).json).toEqual({ pattern: 'x', tools: [] });
+    expect(readToolListBody(withBom, lists).json).toEqual({ pattern: 'x', tools: [] });
   });
 });
 
@@ -180,7 +180,7 @@ describe('the span scans in time slices (a large body is scanned between other r
   });
 });
 
-describe('readSelectorBodyInSlices (a large tools array, parsed one tool at a time)', () => {
+describe('readToolListBodyInSlices (a large tools array, parsed one tool at a time)', () => {
   const largeTools = largeToolList(7);
   const lists = () => new LruCache<string, CachedToolList>(4);
 
@@ -189,10 +189,10 @@ describe('readSelectorBodyInSlices (a large tools array, parsed one tool at a ti
       expect(body.length).toBeGreaterThan(SLICED_PARSE_BYTES);
       let turned = false;
       setImmediate(() => (turned = true));
-      const read = await withRunningClock(() => readSelectorBodyInSlices(body, lists()));
+      const read = await withRunningClock(() => readToolListBodyInSlices(body, lists()));
       expect(turned).toBe(true);
       expect(read.json).toEqual(JSON.parse(body.toString('utf8')));
-      expect(read.toolsKey).toBe(readSelectorBody(body, lists()).toolsKey);
+      expect(read.toolsKey).toBe(readToolListBody(body, lists()).toolsKey);
     }
   });
 
@@ -206,10 +206,10 @@ describe('readSelectorBodyInSlices (a large tools array, parsed one tool at a ti
       `{"pattern":"x","tools":${toolsJson.replace('{"name":"tool_9"', '[{"name":"tool_9"')}}`,
     ];
     for (const body of malformed) {
-      await expect(readSelectorBodyInSlices(Buffer.from(body), lists())).rejects.toMatchObject({ code: 'invalid_json' });
+      await expect(readToolListBodyInSlices(Buffer.from(body), lists())).rejects.toMatchObject({ code: 'invalid_json' });
     }
     const withNul = bytes({ pattern: 'x', tools: largeTools.map((tool, index) => (index === 2500 ? { ...tool, description: 'a\u0000b' } : tool)) });
-    await expect(readSelectorBodyInSlices(withNul, lists())).rejects.toMatchObject({ code: 'validation_failed', message: expect.stringContaining('tools[2500].description') });
+    await expect(readToolListBodyInSlices(withNul, lists())).rejects.toMatchObject({ code: 'validation_failed', message: expect.stringContaining('tools[2500].description') });
   });
 
   it('splits an array at its own commas only', () => {
