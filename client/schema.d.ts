@@ -351,8 +351,13 @@ export interface paths {
          *     `catalog`: a stored catalog of its tenant (404 when there is none), ranked as its search
          *     endpoint ranks it (hybrid, exact names first), after the `always_keep` names it holds and
          *     before its other tools in name order, so the answer is never empty while the catalog has
-         *     tools. Exactly one of `tools` and `catalog`. A store failure is a 503 (the gateway then
-         *     fails open), since there are no inline tools to rank in process.
+         *     tools. Exactly one of `tools` and `catalog`. When the database is unavailable, or does not
+         *     read the catalog's row within the selector's store deadline (4 x SELECTOR_BUDGET_MS, at
+         *     least 250 ms), a catalog this process has searched before is answered from memory: the
+         *     catalog as this process last saw it (perhaps a revision behind), `always_keep` names, names
+         *     the pattern mentions exactly, BM25 in process, then name order (logged and counted as the
+         *     `store_error` fallback). A catalog it never searched answers 503 then (the gateway then
+         *     fails open).
          */
         post: operations["selectTools"];
         delete?: never;

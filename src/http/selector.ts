@@ -1,6 +1,6 @@
 import { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
-import { DEFAULT_TOP_K, selectTools, type CachedToolList, type SelectorDeps } from '../search/selector.js';
+import { DEFAULT_TOP_K, selectTools, storeDeadlineMs, type CachedToolList, type SelectorDeps } from '../search/selector.js';
 import { selectFromCatalog } from '../search/catalog-search.js';
 import type { RankDeps } from '../search/hybrid-search.js';
 import { AppError } from '../errors.js';
@@ -125,16 +125,19 @@ export function selectorRoutes(deps: SelectorDeps, search: RankDeps = deps): Rou
     if (body.catalog !== undefined) {
       // A stored catalog: ranked like its search endpoint, never answered empty while it has tools.
       const started = performance.now();
-      const selected = await selectFromCatalog(search, { tenant: res.locals.tenant as string, name: body.catalog }, { pattern, topK, alwaysKeep: body.always_keep ?? [] });
+      // Never fails closed on a catalog this process has searched: past the store deadline, or with
+      // the database down, the catalog as last seen here answers (BM25 in process).
+      const selected = await selectFromCatalog(search, { tenant: res.locals.tenant as string, name: body.catalog }, { pattern, topK, alwaysKeep: body.always_keep ?? [], storeDeadlineMs: storeDeadlineMs(deps) });
       deps.metrics?.selectorNames.observe(selected.names.length);
       deps.metrics?.selectorConfidence.observe(selected.confidence);
-      recordTokens(deps.metrics, res.locals.tenant as string, selected.tokens);
+      if (selected.fallback) deps.metrics?.selectorFallbacks.inc({ reason: selected.fallback });
+      if (selected.tokens) recordTokens(deps.metrics, res.locals.tenant as string, selected.tokens);
       for (const [stage, ms] of Object.entries(selected.timings)) {
         deps.metrics?.stageDuration.observe({ endpoint: 'selector_catalog', stage: stage.replace(/_ms$/, '') }, ms / 1000);
       }
       res.json({ selected_names: selected.names, success: true, data: { relevant_tools: selected.names } } satisfies SelectorResponse);
-      (res.locals.log as Logger).info(
-        { tenant: res.locals.tenant, route: 'selector', catalog: body.catalog, namesOut: selected.names.length, ranked: selected.ranked, confidence: Math.round(selected.confidence * 1000) / 1000, tokens: selected.tokens, timings: { ...roundedTimings(selected.timings), total_ms: Math.round((performance.now() - started) * 100) / 100 } },
+      (res.locals.log as Logger)[selected.fallback ? 'warn' : 'info'](
+        { tenant: res.locals.tenant, route: 'selector', catalog: body.catalog, namesOut: selected.names.length, ranked: selected.ranked, confidence: Math.round(selected.confidence * 1000) / 1000, tokens: selected.tokens, ...(selected.fallback ? { fallback: selected.fallback } : {}), timings: { ...roundedTimings(selected.timings), total_ms: Math.round((performance.now() - started) * 100) / 100 } },
         'tool selection',
       );
       return;

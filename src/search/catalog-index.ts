@@ -14,6 +14,7 @@
  */
 import { LruCache } from '../lru-cache.js';
 import { forEachTerm, loadCatalogChanges, loadCatalogIndexRows, type CatalogChanges, type CatalogIndexRow } from '../store/search-store.js';
+import type { CatalogSummary } from '../store/catalog-store.js';
 import type { Executor } from '../store/tool-store.js';
 import { TimeSlice } from '../time-slice.js';
 import { Bm25Builder, Bm25Index, patchLists, pushTo, slotPlan, TwoPassPostings, type SlotPlan } from './bm25-index.js';
@@ -294,6 +295,11 @@ const RETRY_AFTER_MS = 5_000;
  */
 export const DERIVE_MAX_NAMES = 20_000;
 
+/** Catalog rows `CatalogIndexCache.lastSeen` remembers (a few hundred bytes each). */
+export const LAST_SEEN_CATALOGS = 4096;
+
+const seenKey = (tenant: string, name: string): string => `${tenant}\u0000${name}`;
+
 export class CatalogIndexCache {
   /** Keyed by catalog: a newer revision replaces the older one (no search asks for an older one). */
   private readonly entries: LruCache<number, CatalogIndex>;
@@ -301,6 +307,8 @@ export class CatalogIndexCache {
   private readonly deriving = new Map<number, { revision: number; done: Promise<CatalogIndex | undefined> }>();
   /** Catalog -> the revision that failed to load or did not fit, and when. */
   private readonly skipped = new Map<number, { revision: number; at: number; tooLarge: boolean }>();
+  /** Each catalog's row as last read here, by tenant and name (`lastSeen`). */
+  private readonly seenRows = new LruCache<string, CatalogSummary>(LAST_SEEN_CATALOGS);
 
   /**
    * `db` reads the rows: a connection without the request path's deadline (the read takes seconds
@@ -369,6 +377,22 @@ export class CatalogIndexCache {
   /** The index of this revision or later, read now if need be; undefined when it cannot be kept (too large, or the read failed). */
   async get(catalog: { id: number; revision: number }): Promise<CatalogIndex | undefined> {
     return this.current(catalog) ?? (await this.load(catalog));
+  }
+
+  /** Notes `catalog` as the latest row of `tenant`'s catalog of its name that this process read. */
+  seen(tenant: string, catalog: CatalogSummary): void {
+    this.seenRows.set(seenKey(tenant, catalog.name), catalog);
+  }
+
+  /**
+   * The catalog of this name as last read here, with the index held for it (of that revision, or
+   * an older or later one): what the gateway selector answers from while the store does not answer
+   * (search/catalog-search.ts). Undefined when this process has no index of it.
+   */
+  lastSeen(tenant: string, name: string): { catalog: CatalogSummary; index: CatalogIndex } | undefined {
+    const catalog = this.seenRows.get(seenKey(tenant, name));
+    const index = catalog && this.entries.get(catalog.id);
+    return catalog && index ? { catalog, index } : undefined;
   }
 
   /** Bytes held (estimated). */

@@ -6,6 +6,10 @@ import type { CatalogSummary, CatalogToolRow } from '../store/catalog-store.js';
 import { expandQuery, rankCorpus, type RankDeps, type RankQuery, type RankedTool, type RankResult } from './hybrid-search.js';
 import type { PendingEmbeddings } from '../catalog/embedding-status.js';
 import { nameCandidates } from './patterns.js';
+import { queryTerms } from '../catalog/search-text.js';
+import type { Bm25Index } from './bm25-index.js';
+import { withDeadline } from '../deadline.js';
+import { isDatabaseUnavailable } from '../store/database.js';
 import { VECTORS_IN_PROCESS_MAX } from './catalog-vectors.js';
 import { currentRecipe } from '../embed/embed-documents.js';
 
@@ -96,21 +100,65 @@ export async function searchCatalog(
   };
 }
 
+/** What the gateway selector answers from a stored catalog. */
+export interface CatalogSelection {
+  names: string[];
+  ranked: number;
+  confidence: number;
+  /** Definition tokens offered and kept; absent when the answer came from memory (no rows read). */
+  tokens?: { offered: number; selected: number };
+  timings: CatalogSelectionTimings;
+  /** Set when the store did not answer and the catalog as last seen here did (`selectFromMemory`). */
+  fallback?: 'store_error';
+}
+
 /**
  * The gateway selector over a stored catalog instead of inline tools: at most `topK` names,
  * `always_keep` names of the catalog first, then the catalog search (hybrid, exact names first),
  * then the catalog's names in order, so a catalog with tools never yields an empty answer (the
  * selector contract: an empty answer makes gateways fail open or trip their breaker).
+ *
+ * Never fails closed on a catalog this process has searched: when the database is unavailable, or
+ * the catalog's row is not read within `storeDeadlineMs` (the selector's store deadline), the answer
+ * comes from the catalog as last seen here (`selectFromMemory`).
  */
 export async function selectFromCatalog(
   deps: RankDeps,
   ref: { tenant: string; name: string },
-  input: { pattern: string; topK: number; alwaysKeep: string[] },
-): Promise<{ names: string[]; ranked: number; confidence: number; tokens: { offered: number; selected: number }; timings: CatalogSelectionTimings }> {
+  input: { pattern: string; topK: number; alwaysKeep: string[]; storeDeadlineMs?: number },
+): Promise<CatalogSelection> {
   const started = performance.now();
+  try {
+    return await selectFromStore(deps, ref, input, started);
+  } catch (error) {
+    if (!(error instanceof StoreLate) && !isDatabaseUnavailable(error)) throw error;
+    const remembered = selectFromMemory(deps, ref, input, started);
+    // Without an answer in memory the read was never bounded (selectFromStore), so no StoreLate gets here.
+    if (!remembered) throw error;
+    return remembered;
+  }
+}
+
+/** The catalog's row was not read within the selector's store deadline (the read goes on). */
+class StoreLate extends Error {
+  constructor(readonly read: Promise<unknown>) {
+    super('the store did not answer within the deadline');
+  }
+}
+
+async function selectFromStore(
+  deps: RankDeps,
+  ref: { tenant: string; name: string },
+  input: { pattern: string; topK: number; alwaysKeep: string[]; storeDeadlineMs?: number },
+  started: number,
+): Promise<CatalogSelection> {
   const timings: CatalogSelectionTimings = { lookup_ms: 0, query_embedding_ms: 0, retrieval_ms: 0, fusion_ms: 0, padding_ms: 0 };
-  const catalog = await getCatalog(deps.db, ref.tenant, ref.name);
+  const lookup = getCatalog(deps.db, ref.tenant, ref.name);
+  // Bounded only when an answer from memory is at hand: otherwise the read's own deadline applies.
+  const bounded = input.storeDeadlineMs !== undefined && deps.catalogIndexes?.lastSeen(ref.tenant, ref.name);
+  const catalog = await (bounded ? withDeadline(lookup, input.storeDeadlineMs!, () => new StoreLate(lookup)) : lookup);
   if (!catalog) throw notFound(`catalog "${ref.name}"`);
+  deps.catalogIndexes?.seen(ref.tenant, catalog);
   const wanted = [...new Set(input.alwaysKeep)];
   const held = wanted.length > 0 ? await loadCatalogTools(deps.db, catalog.id, wanted) : new Map();
   const ordered = wanted.filter((name) => held.has(name));
@@ -136,6 +184,67 @@ export async function selectFromCatalog(
   // The gateway sends the definitions it was given; their tokens as sent are what it offers and keeps.
   const selected = names.reduce((sum, name) => sum + (rows.get(name)?.tokens.as_sent ?? 0), 0);
   return { names, ranked: ranked.length, confidence, tokens: { offered: catalog.definitionTokens.as_sent, selected }, timings };
+}
+
+/**
+ * The selector's answer while the store does not give one: the catalog as last seen by this
+ * process (its in-process index, perhaps a revision behind the store's), ranked as the inline
+ * selector ranks when its store fails: `always_keep` names first, names the pattern mentions
+ * exactly, BM25 in process, then padding in name order. Undefined when this process holds no index
+ * of the catalog (then the caller answers 503, and the gateway's own fail-open decides).
+ */
+function selectFromMemory(
+  deps: RankDeps,
+  ref: { tenant: string; name: string },
+  input: { pattern: string; topK: number; alwaysKeep: string[] },
+  started: number,
+): CatalogSelection | undefined {
+  const known = deps.catalogIndexes?.lastSeen(ref.tenant, ref.name);
+  if (!known) return undefined;
+  const { bm25 } = known.index;
+  const present = (name: string) => bm25.indexOf(name) !== undefined;
+  const keep = [...new Set(input.alwaysKeep)].filter(present);
+  const exact = input.pattern.trim() === '' ? [] : nameCandidates(input.pattern).filter(present);
+  const rankStarted = performance.now();
+  const found = input.pattern.trim() === '' ? [] : bm25.search(queryTerms(input.pattern), input.topK + keep.length + exact.length);
+  const sure = confidences(found.map(([, score], index) => ({ rank: index + 1, bm25: { rank: index + 1, score }, vector: null, server_vote: 0, exact_name: false })), { bm25: found[0]?.[1] ?? 0, vector: 0 });
+  const timings: CatalogSelectionTimings = { lookup_ms: rankStarted - started, query_embedding_ms: 0, retrieval_ms: performance.now() - rankStarted, fusion_ms: 0, padding_ms: 0 };
+  let names = [...new Set([...keep, ...exact, ...found.map(([name]) => name)])];
+  if (names.length < input.topK) {
+    const paddingStarted = performance.now();
+    names = [...new Set([...names, ...firstNames(bm25, input.topK)])];
+    timings.padding_ms = performance.now() - paddingStarted;
+  }
+  return { names: names.slice(0, input.topK), ranked: found.length, confidence: Math.max(0, ...sure), timings, fallback: 'store_error' };
+}
+
+/** The index's first `count` names in the catalog's order (code points, as the store's `collate "C"` over UTF-8): its padding. */
+export function firstNames(bm25: Bm25Index, count: number): string[] {
+  const first: string[] = [];
+  for (let at = 0; at < bm25.size; at++) {
+    const name = bm25.idAt(at);
+    // A derived index's place of a removed tool may hold a name the lookup no longer knows there.
+    if (name === undefined || bm25.indexOf(name) !== at) continue;
+    if (first.length === count && byCodePoints(name, first[count - 1]!) >= 0) continue;
+    let place = first.length;
+    while (place > 0 && byCodePoints(name, first[place - 1]!) < 0) place--;
+    first.splice(place, 0, name);
+    if (first.length > count) first.pop();
+  }
+  return first;
+}
+
+/** Code point order, which is UTF-8 byte order (UTF-16 units order astral characters before U+E000-U+FFFF). */
+function byCodePoints(a: string, b: string): number {
+  const left = a[Symbol.iterator]();
+  const right = b[Symbol.iterator]();
+  for (;;) {
+    const x = left.next();
+    const y = right.next();
+    if (x.done || y.done) return (x.done ? 0 : 1) - (y.done ? 0 : 1);
+    const difference = x.value.codePointAt(0)! - y.value.codePointAt(0)!;
+    if (difference !== 0) return difference;
+  }
 }
 
 /**

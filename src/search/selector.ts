@@ -490,7 +490,7 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
  * stops answering (a network partition, not a refused connection) must not hold a gateway's turn
  * for DB_TIMEOUT_MS.
  */
-function storeDeadlineMs(deps: SelectorDeps): number | undefined {
+export function storeDeadlineMs(deps: Pick<SelectorDeps, 'budgetMs'>): number | undefined {
   return deps.budgetMs === undefined ? undefined : Math.max(4 * deps.budgetMs, 250);
 }
 

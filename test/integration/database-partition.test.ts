@@ -138,4 +138,48 @@ describe('PostgreSQL stops answering (blackholed by a proxy)', () => {
       await other.close();
     }
   }, 60_000);
+  it('the selector over a catalog this process has searched answers from memory, within its store deadline', async () => {
+    const select = (body: Record<string, unknown>) =>
+      timed('/v1/tool-discovery/search', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ catalog, ...body }) });
+    // Searched while the store answers: the catalog's row is noted and its index read (in the background).
+    for (let tries = 0; tries < 40 && !deps.search.catalogIndexes!.lastSeen('default', catalog); tries++) {
+      expect((await select({ pattern: 'task number 7 with files', top_k: 3 })).status).toBe(200);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(deps.search.catalogIndexes!.lastSeen('default', catalog)).toBeDefined();
+    const fallbacks = async () => Number(/toolsift_selector_fallbacks_total\{reason="store_error"\} (\d+)/.exec(await (await fetch(`${base}/metrics`)).text())?.[1] ?? 0);
+    const before = await fallbacks();
+    proxy.blackhole();
+    try {
+      // BM25 over the catalog as last seen, past the store deadline (4 x SELECTOR_BUDGET_MS 100, at least 250 ms), not DB_TIMEOUT_MS.
+      const ranked = await select({ pattern: 'task number 7 with files', top_k: 3 });
+      expect(ranked.status).toBe(200);
+      expect(ranked.body.selected_names).toHaveLength(3);
+      expect(ranked.body.selected_names[0]).toBe('tool_7');
+      expect(ranked.ms).toBeLessThan(1_400);
+      // always_keep first, then names the pattern mentions exactly, then the ranking.
+      const kept = await select({ pattern: 'tool_12 please', top_k: 3, always_keep: ['tool_3', 'not_a_tool'] });
+      expect(kept.body.selected_names.slice(0, 2)).toEqual(['tool_3', 'tool_12']);
+      // Nothing matches: padded in the catalog's order, as the store pads; never empty.
+      const padded = await select({ pattern: 'zzqx', top_k: 4 });
+      expect(padded.body.selected_names).toEqual(['late_tool', 'tool_0', 'tool_1', 'tool_10']);
+      expect(await fallbacks()).toBe(before + 3);
+      // Other endpoints still say the truth: the store is not answering.
+      expect((await timed(`/v1/catalogs/${catalog}`)).status).toBe(503);
+      // A catalog this process never searched has nothing in memory: a 503, as before.
+      const unknown = await select({ catalog: 'never-searched', pattern: 'x' });
+      expect(unknown.status).toBe(503);
+    } finally {
+      proxy.heal();
+    }
+    let healed = 0;
+    for (let tries = 0; tries < 40 && healed !== 200; tries++) {
+      healed = (await fetch(`${base}/readyz`)).status;
+      if (healed !== 200) await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    const after = await select({ pattern: 'task number 7 with files', top_k: 3 });
+    expect(after.status).toBe(200);
+    expect(after.body.selected_names[0]).toBe('tool_7');
+    expect(await fallbacks()).toBe(before + 3);
+  }, 60_000);
 });

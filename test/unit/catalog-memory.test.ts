@@ -1,0 +1,38 @@
+/**
+ * The padding of the selector's answer from memory (search/catalog-search.ts `firstNames`): the
+ * index's live names in the store's order (`collate "C"`: code points), also after a derive moved,
+ * dropped and added tools.
+ */
+import { describe, expect, it } from 'vitest';
+import { CatalogIndex } from '../../src/search/catalog-index.js';
+import { firstNames } from '../../src/search/catalog-search.js';
+import type { CatalogIndexRow } from '../../src/store/search-store.js';
+
+const row = (name: string): CatalogIndexRow => ({ name, length: 2, server: null, tags: [], terms: `${name.replace(/\W/g, '') || 'x'} 1 tool 1` });
+const byCodePoints = (names: string[]) => [...names].sort((a, b) => {
+  const x = [...a].map((c) => c.codePointAt(0)!);
+  const y = [...b].map((c) => c.codePointAt(0)!);
+  for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i]! - y[i]!;
+  return x.length - y.length;
+});
+
+describe('firstNames: the padding from memory', () => {
+  // U+FF21 (fullwidth A) sorts before an astral letter in code points, after it in UTF-16 units.
+  const names = ['tool_10', 'tool_2', 'tool_1', 'Zeta', 'alpha', '\uff21wide', '\u{1d49c}script', 'tool'];
+
+  it('is the first names in code point order, as the store pads', async () => {
+    const index = await CatalogIndex.build(1, 1, names.map(row));
+    for (const count of [1, 3, names.length, names.length + 5]) {
+      expect(firstNames(index.bm25, count)).toEqual(byCodePoints(names).slice(0, count));
+    }
+    expect(byCodePoints(names).indexOf('\uff21wide')).toBeLessThan(byCodePoints(names).indexOf('\u{1d49c}script'));
+  });
+
+  it('leaves out tools a derived index dropped, and includes the ones it added', async () => {
+    const base = await CatalogIndex.build(1, 1, names.map(row));
+    const derived = await CatalogIndex.derive(base, { revision: 2, rows: [row('tool_0'), row('Zeta')], removed: ['alpha', 'tool_1'] });
+    const live = [...names.filter((name) => name !== 'alpha' && name !== 'tool_1'), 'tool_0'];
+    expect(firstNames(derived.bm25, 100)).toEqual(byCodePoints(live));
+    expect(firstNames(derived.bm25, 2)).toEqual(byCodePoints(live).slice(0, 2));
+  });
+});
