@@ -1,7 +1,7 @@
 import { AppError, notFound } from '../errors.js';
 import { getCatalog, listCatalogTools, loadCatalogTools } from '../store/catalog-store.js';
 import { EXACT_SCAN_MAX, existingNames } from '../store/search-store.js';
-import { confidences } from './confidence.js';
+import { bm25Confidences, confidences } from './confidence.js';
 import type { CatalogSummary, CatalogToolRow } from '../store/catalog-store.js';
 import { expandQuery, rankCorpus, type RankDeps, type RankQuery, type RankedTool, type RankResult } from './hybrid-search.js';
 import type { PendingEmbeddings } from '../catalog/embedding-status.js';
@@ -141,7 +141,7 @@ export async function selectFromCatalog(
 
 /** The catalog's row was not read within the selector's store deadline (the read goes on). */
 class StoreLate extends Error {
-  constructor(readonly read: Promise<unknown>) {
+  constructor() {
     super('the store did not answer within the deadline');
   }
 }
@@ -156,7 +156,7 @@ async function selectFromStore(
   const lookup = getCatalog(deps.db, ref.tenant, ref.name);
   // Bounded only when an answer from memory is at hand: otherwise the read's own deadline applies.
   const bounded = input.storeDeadlineMs !== undefined && deps.catalogIndexes?.lastSeen(ref.tenant, ref.name);
-  const catalog = await (bounded ? withDeadline(lookup, input.storeDeadlineMs!, () => new StoreLate(lookup)) : lookup);
+  const catalog = await (bounded ? withDeadline(lookup, input.storeDeadlineMs!, () => new StoreLate()) : lookup);
   if (!catalog) throw notFound(`catalog "${ref.name}"`);
   deps.catalogIndexes?.seen(ref.tenant, catalog);
   const wanted = [...new Set(input.alwaysKeep)];
@@ -207,7 +207,7 @@ function selectFromMemory(
   const exact = input.pattern.trim() === '' ? [] : nameCandidates(input.pattern).filter(present);
   const rankStarted = performance.now();
   const found = input.pattern.trim() === '' ? [] : bm25.search(queryTerms(input.pattern), input.topK + keep.length + exact.length);
-  const sure = confidences(found.map(([, score], index) => ({ rank: index + 1, bm25: { rank: index + 1, score }, vector: null, server_vote: 0, exact_name: false })), { bm25: found[0]?.[1] ?? 0, vector: 0 });
+  const sure = bm25Confidences(found);
   const timings: CatalogSelectionTimings = { lookup_ms: rankStarted - started, query_embedding_ms: 0, retrieval_ms: performance.now() - rankStarted, fusion_ms: 0, padding_ms: 0 };
   let names = [...new Set([...keep, ...exact, ...found.map(([name]) => name)])];
   if (names.length < input.topK) {

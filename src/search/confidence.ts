@@ -76,6 +76,14 @@ export function predictConfidence(features: readonly number[], fitted: Confidenc
   return 1 / (1 + Math.exp(-z));
 }
 
+/** The confidences of a BM25-only ranking (a store fallback's): no vector, no server vote, no exact name. */
+export function bm25Confidences(ranked: readonly (readonly [string, number])[]): number[] {
+  return confidences(
+    ranked.map(([, score], index) => ({ rank: index + 1, bm25: { rank: index + 1, score }, vector: null, server_vote: 0, exact_name: false })),
+    { bm25: ranked[0]?.[1] ?? 0, vector: 0 },
+  );
+}
+
 /** Each ranked tool's confidence, in the list's order (`rank` is its 1-based place). */
 export function confidences(tools: readonly ConfidenceInput[], bests: ListBests, fitted: ConfidenceModel = CONFIDENCE_MODEL): number[] {
   return tools.map((tool) => predictConfidence(confidenceFeatures(tool, bests), fitted));

@@ -14,7 +14,7 @@ import { LruCache } from '../lru-cache.js';
 import { storeDocuments, type ToolDocument } from '../store/tool-store.js';
 import { TimeSlice } from '../time-slice.js';
 import { Bm25Builder, Bm25Index } from './bm25-index.js';
-import { confidences } from './confidence.js';
+import { bm25Confidences, confidences } from './confidence.js';
 import { EmbedderBusy, expandQuery, rankCorpus, type RankDeps } from './hybrid-search.js';
 import { withDeadline } from '../deadline.js';
 import type { ServerIndex } from './server-stats.js';
@@ -460,7 +460,7 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
     deps.logger.warn({ err: error }, 'selector: store unavailable; BM25 in process');
     const bm25 = ranking.bm25.search(queryTerms(input.pattern));
     ranked = namesOf(bm25, byHash);
-    const sure = confidences(bm25.map(([, score], index) => ({ rank: index + 1, bm25: { rank: index + 1, score }, vector: null, server_vote: 0, exact_name: false })), { bm25: bm25[0]?.[1] ?? 0, vector: 0 });
+    const sure = bm25Confidences(bm25);
     bm25.forEach(([id, score], index) => {
       if (!byHash.has(id)) return;
       selection.scores.set(byHash.get(id)!, score);
