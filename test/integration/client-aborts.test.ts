@@ -2,8 +2,10 @@
  * Clients that go away (issue: hard edges §3): a client that closes its connection mid-body, or
  * after sending a large selector body that is parsed in slices, is not a service fault: it is
  * logged at info without a stack, nothing is logged as an error, and the service answers the next
- * request. Raw sockets, since fetch cannot stop mid-body.
+ * request. The same for `POST /v1/tool-search`, which reads its body raw as the selector does.
+ * Raw sockets, since fetch cannot stop mid-body.
  */
+import { createHash } from 'node:crypto';
 import { connect } from 'node:net';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
@@ -90,6 +92,45 @@ describe('clients that go away', () => {
     expect(next.body.selected_names).toHaveLength(5);
     await until('the next selection logged', () => lines.slice(beforeNext).some((line) => line.msg === 'tool selection'));
     expect(lines.slice(beforeNext).find((line) => line.msg === 'tool selection')).toMatchObject({ newDocuments: 0 });
+    expect(errors()).toEqual([]);
+  });
+  it('tool-search, mid-body and after a large inline list: no error line, the list is remembered, and the next call answers', async () => {
+    const tag = uniqueName('hook');
+    const tools = Array.from({ length: 1_500 }, (_, i) => ({
+      name: `${tag}_tool_${i}`,
+      description: `Looks up record ${i} of the ${tag} ledger by its identifier and returns its fields as JSON.`,
+      input_schema: { type: 'object', properties: { id: { type: 'string' } } },
+    }));
+    const list = JSON.stringify(tools);
+    const body = `{"tools":${list},"query":"look up a ledger record","max_results":4}`;
+    expect(Buffer.byteLength(body)).toBeGreaterThan(SLICED_PARSE_BYTES);
+    const key = createHash('sha256').update(list).digest('base64');
+    const { hostname } = new URL(app.url);
+    const head = (length: number) => `POST /v1/tool-search HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+    const requestLines = () => lines.filter((line) => line.msg === 'request' && line.path === '/v1/tool-search');
+
+    // Half the body, then gone: nothing is read into the cache, nothing logged as an error.
+    const before = lines.length;
+    await sendAndLeave(app.url, head(Buffer.byteLength(body)), body.slice(0, body.length >> 1));
+    await until('the abort logged', () => lines.slice(before).some((line) => line.msg === 'client aborted the request'));
+    await until('the request logged', () => requestLines().length === 1);
+    expect(requestLines()[0]).toMatchObject({ level: 30, status: 499, clientClosed: true });
+    expect(app.deps.selector.toolListCache.get(key)).toBeUndefined();
+    expect(errors()).toEqual([]);
+
+    // The whole body, then gone before the answer: the search runs and its list is remembered.
+    const whole = lines.length;
+    await sendAndLeave(app.url, head(Buffer.byteLength(body)), body);
+    await until('the search logged', () => lines.slice(whole).some((line) => line.msg === 'tool search'));
+    await until('the list is remembered', () => app.deps.selector.toolListCache.get(key) !== undefined);
+    await until('the request logged', () => requestLines().length === 2);
+    expect(requestLines()[1]).toMatchObject({ level: 30, clientClosed: true });
+    expect(errors()).toEqual([]);
+
+    const next = await app.request('POST', '/v1/tool-search', body);
+    expect(next.status).toBe(200);
+    expect(next.body.results).toHaveLength(4);
+    expect(next.body.results[0].name).toMatch(new RegExp(`^${tag}_tool_`));
     expect(errors()).toEqual([]);
   });
 });
