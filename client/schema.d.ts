@@ -53,7 +53,9 @@ export interface paths {
         /**
          * Prometheus metrics.
          * @description Request latency by route and status, selector outcomes (names returned, fallbacks by
-         *     reason, blank patterns), search stage timings, embedding queue jobs by state, vectors
+         *     reason, blank patterns), search stage timings by endpoint, search answers not from the full
+         *     hybrid ranking by endpoint and reason (`toolsift_search_degraded_total`), definition tokens
+         *     offered and selected, MCP calls, embedding queue jobs by state, vectors
          *     written (rate() gives embeddings per second), model load state, process metrics.
          */
         get: operations["getMetrics"];

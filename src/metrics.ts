@@ -14,6 +14,7 @@ export interface Metrics {
   selectorBlankPatterns: Counter;
   selectorConfidence: Histogram;
   stageDuration: Histogram<'endpoint' | 'stage'>;
+  searchDegraded: Counter<'endpoint' | 'reason'>;
   embeddingsWritten: Counter<'model'>;
   mcpRequests: Counter<'method' | 'tool' | 'outcome'>;
   mcpUpstreamCalls: Histogram<'upstream' | 'outcome'>;
@@ -60,6 +61,12 @@ export function createMetrics(sources: { queue: () => EmbedQueue | null; embedde
       help: 'Time per search stage (parse, store, query embedding, ranking) by endpoint.',
       labelNames: ['endpoint', 'stage'],
       buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1],
+      registers: [registry],
+    }),
+    searchDegraded: new Counter({
+      name: 'toolsift_search_degraded_total',
+      help: 'Search answers (catalog search, tool-search, MCP search_tools) not from the full hybrid ranking, by endpoint and reason: the embedder unavailable, busy or failing, or a catalog\'s vectors still being written. The gateway selector counts its own in toolsift_selector_fallbacks_total.',
+      labelNames: ['endpoint', 'reason'],
       registers: [registry],
     }),
     embeddingsWritten: new Counter({
@@ -117,4 +124,16 @@ export function createMetrics(sources: { queue: () => EmbedQueue | null; embedde
     },
   });
   return metrics;
+}
+
+/**
+ * One search's record: each stage's time (its `<stage>_ms` timings; `total_ms` is the request's,
+ * which the HTTP histogram has) and, when it was not the full hybrid ranking, why.
+ */
+export function recordSearch(metrics: Metrics | undefined, endpoint: string, timings: Readonly<Record<string, number>>, degraded?: string): void {
+  if (!metrics) return;
+  for (const [key, ms] of Object.entries(timings)) {
+    if (key !== 'total_ms') metrics.stageDuration.observe({ endpoint, stage: key.replace(/_ms$/, '') }, ms / 1000);
+  }
+  if (degraded) metrics.searchDegraded.inc({ endpoint, reason: degraded });
 }

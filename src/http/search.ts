@@ -4,7 +4,7 @@ import { searchCatalog } from '../search/catalog-search.js';
 import type { RankDeps } from '../search/hybrid-search.js';
 import { catalogParams, toolJson } from './catalogs.js';
 import { parseInput } from './errors.js';
-import type { Metrics } from '../metrics.js';
+import { recordSearch, type Metrics } from '../metrics.js';
 
 export const catalogSearchRequest = z
   .object({
@@ -29,9 +29,7 @@ export function searchRoutes(deps: RankDeps, metrics?: Metrics): Router {
       { tenant: String(res.locals.tenant), name: catalog },
       { query: body.query, topK: body.top_k, mode: body.mode, tags: body.tags },
     );
-    for (const [stage, ms] of Object.entries(result.timings)) {
-      metrics?.stageDuration.observe({ endpoint: 'catalog_search', stage: stage.replace(/_ms$/, '') }, ms / 1000);
-    }
+    recordSearch(metrics, 'catalog_search', result.timings, result.degraded);
     res.json({
       results: result.tools.map((ranked) => ({
         ...toolJson(ranked.tool, body.detail),

@@ -7,7 +7,7 @@ import { AppError } from '../errors.js';
 import { readToolListBodyInSlices, requireUtf8 } from './tool-list-body.js';
 import { parseInput } from './errors.js';
 import type { Logger } from '../logger.js';
-import type { Metrics } from '../metrics.js';
+import { recordSearch, type Metrics } from '../metrics.js';
 import type { Selection } from '../search/selector.js';
 import type { TokenCounter } from '../catalog/tokens.js';
 
@@ -59,7 +59,8 @@ async function selectionTokens(counter: TokenCounter, selection: Selection): Pro
   return { offered: list.offered, selected };
 }
 
-const roundedTimings = (timings: Record<string, number>) => Object.fromEntries(Object.entries(timings).map(([key, value]) => [key, Math.round(value * 100) / 100]));
+/** Timings for a log line, to 0.01 ms. */
+export const roundedTimings = (timings: Record<string, number>) => Object.fromEntries(Object.entries(timings).map(([key, value]) => [key, Math.round(value * 100) / 100]));
 
 function recordTokens(metrics: Metrics | undefined, tenant: string, tokens: { offered: number; selected: number }): void {
   metrics?.toolTokens.inc({ endpoint: 'selector', tenant, kind: 'offered' }, tokens.offered);
@@ -132,9 +133,7 @@ export function selectorRoutes(deps: SelectorDeps, search: RankDeps = deps): Rou
       deps.metrics?.selectorConfidence.observe(selected.confidence);
       if (selected.fallback) deps.metrics?.selectorFallbacks.inc({ reason: selected.fallback });
       if (selected.tokens) recordTokens(deps.metrics, res.locals.tenant as string, selected.tokens);
-      for (const [stage, ms] of Object.entries(selected.timings)) {
-        deps.metrics?.stageDuration.observe({ endpoint: 'selector_catalog', stage: stage.replace(/_ms$/, '') }, ms / 1000);
-      }
+      recordSearch(deps.metrics, 'selector_catalog', selected.timings);
       res.json({ selected_names: selected.names, success: true, data: { relevant_tools: selected.names } } satisfies SelectorResponse);
       (res.locals.log as Logger)[selected.fallback ? 'warn' : 'info'](
         { tenant: res.locals.tenant, route: 'selector', catalog: body.catalog, namesOut: selected.names.length, ranked: selected.ranked, confidence: Math.round(selected.confidence * 1000) / 1000, tokens: selected.tokens, ...(selected.fallback ? { fallback: selected.fallback } : {}), timings: { ...roundedTimings(selected.timings), total_ms: Math.round((performance.now() - started) * 100) / 100 } },

@@ -1,10 +1,10 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { wireDefinition, type WireShape } from '../catalog/tokens.js';
-import type { Metrics } from '../metrics.js';
+import { recordSearch, type Metrics } from '../metrics.js';
 import { searchForTools, type FoundTool, type ToolSearchDeps, type ToolSearchResult } from '../search/tool-search.js';
 import { parseInput } from './errors.js';
-import { MAX_SELECTOR_TOOLS } from './selector.js';
+import { MAX_SELECTOR_TOOLS, roundedTimings } from './selector.js';
 import { readToolListBodyInSlices, requireUtf8 } from './tool-list-body.js';
 
 export const toolSearchRequest = z
@@ -121,10 +121,11 @@ export function toolSearchRoutes(deps: ToolSearchDeps, metrics?: Metrics): Route
       minConfidence: body.min_confidence,
       shape: SHAPE[body.format],
     });
+    recordSearch(metrics, 'tool_search', result.timings, result.degraded);
     metrics?.toolTokens.inc({ endpoint: 'tool_search', tenant, kind: 'offered' }, result.tokens.offered);
     metrics?.toolTokens.inc({ endpoint: 'tool_search', tenant, kind: 'selected' }, result.tokens.selected);
     res.locals.log?.info?.(
-      { query_terms: body.query.length, candidates: cached?.toolsIn ?? body.tools?.length ?? null, catalog: body.catalog ?? null, results: result.results.length, confidence: result.confidence, format: body.format, tokens: result.tokens },
+      { query_terms: body.query.length, candidates: cached?.toolsIn ?? body.tools?.length ?? null, catalog: body.catalog ?? null, results: result.results.length, confidence: result.confidence, format: body.format, tokens: result.tokens, ...(result.degraded ? { degraded: result.degraded } : {}), timings: roundedTimings(result.timings) },
       'tool search',
     );
     res.json(formatAnswer(body, result));

@@ -73,7 +73,7 @@ export async function searchTools(
   deps: DiscoveryDeps,
   scope: DiscoveryScope,
   input: { query: string; limit?: number; tags?: string[]; server?: string },
-): Promise<SearchAnswer & { split: TimeSplit }> {
+): Promise<SearchAnswer & { split: TimeSplit; degraded?: string }> {
   // The ranking's stages, summed over the catalogs searched (which run side by side).
   const split: TimeSplit = { query_embedding_ms: 0, retrieval_ms: 0, fusion_ms: 0 };
   const limit = Math.min(input.limit ?? SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX);
@@ -81,10 +81,13 @@ export async function searchTools(
   if (inScope.length === 0) return { results: [], hint: 'This tenant has no catalogs yet: push tools with PUT /v1/catalogs/{catalog}.', split };
   // A server filter cuts after ranking, so ask for more to still fill `limit`.
   const depth = input.server ? Math.min(limit * 5, 100) : limit;
+  // Not the full hybrid ranking in some catalog searched (the embedder, or vectors still being written): for metrics and the log.
+  let degraded: string | undefined;
   const ranked = await Promise.all(
     inScope.map(async (catalog) => {
       const result = await searchCatalog(deps.search, { tenant: scope.tenant, name: catalog.name }, { query: input.query, topK: depth, mode: 'hybrid', tags: input.tags }, catalog);
       for (const [stage, ms] of Object.entries(result.timings)) split[stage] = (split[stage] ?? 0) + ms;
+      degraded ??= result.degraded;
       const sure = confidences(result.tools.map((tool, i) => ({ ...tool.explain, rank: i + 1 })), result.bests);
       return result.tools.map((tool, i) => ({ catalog: catalog.name, tool, confidence: sure[i] ?? 0 }));
     }),
@@ -105,9 +108,10 @@ export async function searchTools(
     score: Math.round(tool.score * 1e6) / 1e6,
   }));
   const strong = merged.some(({ tool }) => tool.explain.bm25 !== null || tool.explain.exact_name || (tool.explain.vector?.score ?? 0) >= WEAK_COSINE);
-  if (results.length === 0) return { results, hint: `No tool matches "${input.query}"${input.server ? ` on server "${input.server}"` : ''}. Try other words, or list_tools to browse.`, split };
-  if (!strong) return { results, hint: 'No tool shares the query\'s words and none is close in meaning: these are loose matches, probably not what you need.', split };
-  return { results, split };
+  const observed = { split, ...(degraded ? { degraded } : {}) };
+  if (results.length === 0) return { results, hint: `No tool matches "${input.query}"${input.server ? ` on server "${input.server}"` : ''}. Try other words, or list_tools to browse.`, ...observed };
+  if (!strong) return { results, hint: 'No tool shares the query\'s words and none is close in meaning: these are loose matches, probably not what you need.', ...observed };
+  return { results, ...observed };
 }
 
 /** A tool found by its address at this endpoint (with its upstream's row), or why not. */

@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { listCatalogs } from '../catalog/catalog-service.js';
 import { textProblem } from '../safe-text.js';
 import type { Logger } from '../logger.js';
-import type { Metrics } from '../metrics.js';
+import { recordSearch, type Metrics } from '../metrics.js';
 import {
   BadCursor,
   callTool,
@@ -114,18 +114,18 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
   const server = new McpServer({ name: 'toolsift', version: deps.version }, { instructions: INSTRUCTIONS, capabilities: { logging: {} } });
 
   /** Runs one meta-tool call with its log line and metrics; an unexpected error becomes an isError result. */
-  const observed = async <T extends { content: unknown[]; isError?: boolean }>(tool: string, run: () => Promise<T & { count?: number; upstream?: string; split?: TimeSplit }>) => {
+  const observed = async <T extends { content: unknown[]; isError?: boolean }>(tool: string, run: () => Promise<T & { count?: number; upstream?: string; split?: TimeSplit; degraded?: string }>) => {
     const started = performance.now();
     let outcome = 'ok';
     try {
       const result = await run();
       if (result.isError) outcome = 'tool_error';
-      const { count, upstream, split = {}, ...answer } = result;
+      const { count, upstream, split = {}, degraded, ...answer } = result;
       const rounded = (ms: number) => Math.round(ms * 100) / 100;
       deps.logger.info(
         {
           method: 'tools/call', tool, tenant: scope.tenant, catalog: scope.catalog ?? null, results: count ?? null, upstream: upstream ?? null,
-          ms: rounded(performance.now() - started), ...Object.fromEntries(Object.entries(split).map(([stage, ms]) => [stage, rounded(ms)])), outcome,
+          ms: rounded(performance.now() - started), ...Object.fromEntries(Object.entries(split).map(([stage, ms]) => [stage, rounded(ms)])), ...(degraded ? { degraded } : {}), outcome,
         },
         'mcp call',
       );
@@ -152,8 +152,9 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
     },
     (input) =>
       observed('search_tools', async () => {
-        const { split, ...answer } = await searchTools(deps, scope, input);
-        return { content: [text(searchText(answer))], structuredContent: answer, count: answer.results.length, split };
+        const { split, degraded, ...answer } = await searchTools(deps, scope, input);
+        recordSearch(deps.metrics, 'mcp_search_tools', split, degraded);
+        return { content: [text(searchText(answer))], structuredContent: answer, count: answer.results.length, split, ...(degraded ? { degraded } : {}) };
       }),
   );
 

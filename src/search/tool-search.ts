@@ -56,6 +56,8 @@ export interface ToolSearchResult {
   /** Definition tokens of every candidate (for a catalog: all of its tools, summed by its writes) and of the answer. */
   tokens: { offered: number; selected: number };
   degraded?: string;
+  /** ms per stage: an inline list's parse, query embedding and ranking; a catalog's query embedding, retrieval and fusion. */
+  timings: Record<string, number>;
 }
 
 /** Best first until the next tool would pass the budget; always at least one. */
@@ -115,6 +117,8 @@ export async function searchForTools(deps: ToolSearchDeps, input: ToolSearchInpu
       unmatchedTerms: terms.filter((term) => !selection.knowsTerm(term)),
       tokens: { offered, selected: results.reduce((sum, item) => sum + item.estimatedTokens, 0) },
       ...(selection.fallback && selection.fallback !== 'no_match' ? { degraded: selection.fallback } : {}),
+      // The store step of new tools settles after the answer; the selector's log line has it.
+      timings: { parse_ms: selection.timings.parse_ms, query_embedding_ms: selection.timings.query_embedding_ms, ranking_ms: selection.timings.ranking_ms },
     };
   }
   const catalog = await getCatalog(deps.search.db, input.tenant, input.catalog!);
@@ -139,5 +143,6 @@ export async function searchForTools(deps: ToolSearchDeps, input: ToolSearchInpu
     // The whole catalog is what the caller would send without a search (tags narrow the search, not that).
     tokens: { offered: catalog.definitionTokens[input.shape], selected: results.reduce((sum, item) => sum + item.estimatedTokens, 0) },
     ...(found.degraded ? { degraded: found.degraded } : {}),
+    timings: found.timings,
   };
 }

@@ -1,4 +1,5 @@
 import { Writable } from 'node:stream';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
@@ -53,6 +54,41 @@ describe('metrics and logs', () => {
     );
     expect(sample(after, 'toolsift_model_state', { model: 'none', state: 'disabled' })).toBe(1);
     expect(after).toContain('toolsift_process_resident_memory_bytes');
+  });
+
+  it('every search endpoint records its stages, and its answers without the model as degraded', async () => {
+    // EMBED_MODEL is none here: every hybrid search is BM25 alone, and says so.
+    const tools = [
+      { name: 'read_file', description: 'Read a file from the disk', inputSchema: { type: 'object' } },
+      { name: 'send_email', description: 'Send an email to someone', inputSchema: { type: 'object' } },
+    ];
+    const catalog = uniqueName('stages');
+    expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools })).status).toBe(200);
+    const client = new Client({ name: 'toolsift-test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${app.url}/mcp/${catalog}`)));
+    const before = await (await fetch(`${app.url}/metrics`)).text();
+    expect((await app.request('POST', `/v1/catalogs/${catalog}/search`, { query: 'send an email' })).body.degraded).toBe('embedder_unavailable');
+    const inline = await app.request('POST', '/v1/tool-search', { query: 'send an email', tools });
+    expect(inline.body.degraded).toBe('embedder_unavailable');
+    for (let i = 0; i < 2; i++) expect((await app.request('POST', '/v1/tool-search', { query: 'read a file', catalog })).body.degraded).toBe('embedder_unavailable');
+    const found = await client.callTool({ name: 'search_tools', arguments: { query: 'read a file' } });
+    expect((found.structuredContent as { results: { name: string }[] }).results[0]!.name).toBe('read_file');
+    await client.close();
+    const after = await (await fetch(`${app.url}/metrics`)).text();
+    const grew = (name: string, labels: Record<string, string>) => sample(after, name, labels) - sample(before, name, labels);
+    const stages = 'toolsift_search_stage_duration_seconds_count';
+    const degraded = 'toolsift_search_degraded_total';
+    expect(grew(degraded, { endpoint: 'catalog_search', reason: 'embedder_unavailable' })).toBe(1);
+    // tool-search: one inline call (the selector's stages), two over the catalog (the catalog search's).
+    for (const stage of ['parse', 'ranking']) expect(grew(stages, { endpoint: 'tool_search', stage })).toBe(1);
+    for (const stage of ['retrieval', 'fusion']) expect(grew(stages, { endpoint: 'tool_search', stage })).toBe(2);
+    expect(grew(stages, { endpoint: 'tool_search', stage: 'query_embedding' })).toBe(3);
+    expect(grew(degraded, { endpoint: 'tool_search', reason: 'embedder_unavailable' })).toBe(3);
+    for (const stage of ['query_embedding', 'retrieval', 'fusion']) expect(grew(stages, { endpoint: 'mcp_search_tools', stage })).toBe(1);
+    expect(grew(degraded, { endpoint: 'mcp_search_tools', reason: 'embedder_unavailable' })).toBe(1);
+    const logged = lines.filter((line) => line.msg === 'tool search').at(-1)!;
+    expect(logged).toMatchObject({ catalog, degraded: 'embedder_unavailable', timings: { retrieval_ms: expect.any(Number), fusion_ms: expect.any(Number) } });
+    expect(lines.filter((line) => line.msg === 'mcp call').at(-1)).toMatchObject({ tool: 'search_tools', degraded: 'embedder_unavailable' });
   });
 
   it('puts the request id on every log line of a request, in the header and in error bodies', async () => {
