@@ -22,4 +22,16 @@ export function createToolsiftClient(options: ToolsiftClientOptions): Client<pat
   });
 }
 
-export { agentsToolSearch, aiSdkSearch, anthropicToolResult, narrowTools, openaiToolSearchOutput, rankToolNames, toolSearchParameters, type SearchOptions } from './tool-search.js';
+export {
+  agentsToolSearch,
+  aiSdkSearch,
+  anthropicToolResult,
+  DEFAULT_TIMEOUT_MS,
+  keywordMatch,
+  narrowTools,
+  openaiToolSearchOutput,
+  rankToolNames,
+  ToolsiftUnavailable,
+  toolSearchParameters,
+  type SearchOptions,
+} from './tool-search.js';

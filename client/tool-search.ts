@@ -11,11 +11,47 @@ export interface SearchOptions {
   maxResults?: number;
   budgetTokens?: number;
   tags?: string[];
+  /** How long to wait for toolsift's answer before it counts as unavailable (default 5,000 ms). */
+  timeoutMs?: number;
+  /**
+   * When toolsift is unavailable (no connection, no answer within `timeoutMs`, a 5xx, 408 or 429):
+   * `'keywords'` (the default) answers from the candidates in hand, ranked by the words of the query
+   * in their names (counted twice) and descriptions, as the Vercel AI SDK's own tool search does, so
+   * the agent goes on without toolsift's ranking; `'none'` throws. Other answers (a 400 for a bad
+   * request, a 401 for a wrong key) always throw: they need fixing, not hiding.
+   */
+  fallback?: 'keywords' | 'none';
+  /** Told each time an answer came from the fallback (default: one console.warn line). */
+  onFallback?: (error: Error) => void;
 }
 
-async function toolSearch(client: ReturnType<typeof createToolsiftClient>, body: Record<string, unknown>): Promise<unknown> {
-  const { data, error, response } = await client.POST('/v1/tool-search', { body: body as never });
-  if (error || !data) throw new Error(`toolsift tool-search answered ${response.status}: ${JSON.stringify(error)}`);
+export const DEFAULT_TIMEOUT_MS = 5_000;
+const DEFAULT_MAX_RESULTS = 5;
+
+/** toolsift did not answer (or answered that it cannot now): a fallback may stand in. */
+export class ToolsiftUnavailable extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ToolsiftUnavailable';
+  }
+}
+
+const UNAVAILABLE_STATUS = (status: number) => status >= 500 || status === 408 || status === 429;
+
+async function toolSearch(client: ReturnType<typeof createToolsiftClient>, body: Record<string, unknown>, options: SearchOptions): Promise<unknown> {
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  let answered;
+  try {
+    answered = await client.POST('/v1/tool-search', { body: body as never, signal: AbortSignal.timeout(timeoutMs) });
+  } catch (error) {
+    const timedOut = (error as Error)?.name === 'TimeoutError';
+    throw new ToolsiftUnavailable(timedOut ? `toolsift tool-search did not answer within ${timeoutMs} ms` : `toolsift tool-search unreachable: ${(error as Error)?.message ?? error}`, { cause: error });
+  }
+  const { data, error, response } = answered;
+  if (error || !data) {
+    const message = `toolsift tool-search answered ${response.status}: ${JSON.stringify(error)}`;
+    throw UNAVAILABLE_STATUS(response.status) ? new ToolsiftUnavailable(message) : new Error(message);
+  }
   return data;
 }
 
@@ -31,18 +67,76 @@ function requestBody(query: string, candidates: unknown[] | undefined, options: 
   };
 }
 
+/** The name and description of a tool in any of the shapes the helpers take (OpenAI Chat nests them under `function`). */
+function described(candidate: unknown): { name: string; description: string } | undefined {
+  const outer = candidate as { name?: unknown; description?: unknown; function?: { name?: unknown; description?: unknown } };
+  const tool = typeof outer?.name === 'string' ? outer : outer?.function;
+  return typeof tool?.name === 'string' && tool.name.length > 0 ? { name: tool.name, description: typeof tool.description === 'string' ? tool.description : '' } : undefined;
+}
+
+const words = (text: string) => text.replace(/([a-z\d])([A-Z])/g, '$1 $2').toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+
+/**
+ * The fallback's ranking when toolsift is unavailable: each distinct word of the query counts 2 in
+ * a tool's name and 1 in its description (the Vercel AI SDK's built-in tool search); tools matching
+ * nothing are left out; ties keep the candidates' order. Indexes into `candidates`, best first.
+ */
+export function keywordMatch(query: string, candidates: readonly unknown[], maxResults = DEFAULT_MAX_RESULTS): number[] {
+  const terms = [...new Set(words(query))];
+  return candidates
+    .map((candidate, index) => {
+      const tool = described(candidate);
+      if (!tool) return { index, score: 0 };
+      const name = new Set(words(tool.name));
+      const description = new Set(words(tool.description));
+      return { index, score: terms.reduce((score, term) => score + (name.has(term) ? 2 : 0) + (description.has(term) ? 1 : 0), 0) };
+    })
+    .filter((match) => match.score > 0)
+    .sort((a, b) => b.score - a.score || a.index - b.index)
+    .slice(0, maxResults)
+    .map((match) => match.index);
+}
+
+/**
+ * toolsift's answer, or, when it is unavailable and candidates are in hand, `fallback`'s answer
+ * from the keyword match's picks (indexes into `candidates`). Without candidates (a `catalog`
+ * search whose tools only toolsift holds) or with `fallback: 'none'` the error is thrown.
+ */
+async function answerOrFallback<T>(
+  options: SearchOptions,
+  query: string,
+  candidates: readonly unknown[] | undefined,
+  ask: () => Promise<T>,
+  fallback: (picked: number[]) => T,
+): Promise<T> {
+  try {
+    return await ask();
+  } catch (error) {
+    if (!(error instanceof ToolsiftUnavailable) || options.fallback === 'none' || !candidates?.length) throw error;
+    (options.onFallback ?? ((cause: Error) => console.warn(`${cause.message}; answered from a keyword match of the tools in hand`)))(error);
+    return fallback(keywordMatch(query, candidates, options.maxResults ?? DEFAULT_MAX_RESULTS));
+  }
+}
+
 /**
  * Vercel AI SDK: the `search` callback of `toolSearch({ search })` (ai >= 7): the query and the
  * deferred tools' names and descriptions in, ranked names out.
  */
 export function aiSdkSearch(client: ToolsiftClientOptions, options: SearchOptions = {}) {
   const api = createToolsiftClient(client);
-  return async ({ query, tools }: { query: string; tools: Array<{ name: string; description?: string }> }): Promise<string[]> => {
-    const answer = (await toolSearch(api, requestBody(query, tools.map(({ name, description }) => ({ name, description: description ?? '' })), options, 'names'))) as {
-      results: Array<{ name: string }>;
-    };
-    return answer.results.map((result) => result.name);
-  };
+  return async ({ query, tools }: { query: string; tools: Array<{ name: string; description?: string }> }): Promise<string[]> =>
+    answerOrFallback(
+      options,
+      query,
+      tools,
+      async () => {
+        const answer = (await toolSearch(api, requestBody(query, tools.map(({ name, description }) => ({ name, description: description ?? '' })), options, 'names'), options)) as {
+          results: Array<{ name: string }>;
+        };
+        return answer.results.map((result) => result.name);
+      },
+      (picked) => picked.map((index) => tools[index]!.name),
+    );
 }
 
 /**
@@ -57,28 +151,56 @@ export async function anthropicToolResult(
   options: SearchOptions = {},
 ): Promise<{ type: 'tool_result'; tool_use_id: string; content: Array<{ type: 'tool_reference'; tool_name: string }> }> {
   const query = typeof (toolUse.input as { query?: unknown })?.query === 'string' ? (toolUse.input as { query: string }).query : JSON.stringify(toolUse.input);
-  const answer = (await toolSearch(createToolsiftClient(client), requestBody(query, tools, options, 'anthropic'))) as { content: Array<{ type: 'tool_reference'; tool_name: string }> };
-  return { type: 'tool_result', tool_use_id: toolUse.id, content: answer.content };
+  const content = await answerOrFallback(
+    options,
+    query,
+    tools,
+    async () => ((await toolSearch(createToolsiftClient(client), requestBody(query, tools, options, 'anthropic'), options)) as { content: Array<{ type: 'tool_reference'; tool_name: string }> }).content,
+    (picked) => picked.map((index) => ({ type: 'tool_reference' as const, tool_name: described(tools[index])!.name })),
+  );
+  return { type: 'tool_result', tool_use_id: toolUse.id, content };
 }
 
 /**
  * OpenAI Responses / Agents SDK, client-executed tool search: the `tool_search_output` item (with
  * the selected tools' full definitions, `defer_loading: true`) answering a `tool_search_call`.
  */
-export async function openaiToolSearchOutput(client: ToolsiftClientOptions, query: string, tools: unknown[], options: SearchOptions & { callId?: string } = {}) {
-  return (await toolSearch(createToolsiftClient(client), requestBody(query, tools, options, 'openai', options.callId ? { call_id: options.callId } : {}))) as {
-    type: 'tool_search_output';
-    execution: 'client';
-    status: 'completed';
-    call_id?: string;
-    tools: Array<{ type: 'function'; name: string; description: string; parameters: Record<string, unknown>; strict: boolean; defer_loading: boolean }>;
-  };
+export async function openaiToolSearchOutput(client: ToolsiftClientOptions, query: string, tools: unknown[], options: SearchOptions & { callId?: string } = {}): Promise<ToolSearchOutputItem> {
+  return answerOrFallback(
+    options,
+    query,
+    tools,
+    async () => (await toolSearch(createToolsiftClient(client), requestBody(query, tools, options, 'openai', options.callId ? { call_id: options.callId } : {}), options)) as ToolSearchOutputItem,
+    (picked) => ({ type: 'tool_search_output', execution: 'client', status: 'completed', ...(options.callId ? { call_id: options.callId } : {}), tools: picked.map((index) => functionTool(tools[index])) }),
+  );
+}
+
+interface ToolSearchOutputItem {
+  type: 'tool_search_output';
+  execution: 'client';
+  status: 'completed';
+  call_id?: string;
+  tools: Array<{ type: 'function'; name: string; description: string; parameters: Record<string, unknown>; strict: boolean; defer_loading: boolean }>;
+}
+
+/** A candidate as the Responses function tool the fallback loads: its parameters from whichever shape it came in. */
+function functionTool(candidate: unknown): ToolSearchOutputItem['tools'][number] {
+  const outer = candidate as { function?: unknown };
+  const tool = (typeof (candidate as { name?: unknown })?.name === 'string' ? candidate : outer.function) as { parameters?: unknown; inputSchema?: unknown; input_schema?: unknown };
+  const schema = tool.parameters ?? tool.inputSchema ?? tool.input_schema;
+  const { name, description } = described(candidate)!;
+  return { type: 'function', name, description, parameters: (schema && typeof schema === 'object' ? schema : { type: 'object', properties: {} }) as Record<string, unknown>, strict: false, defer_loading: true };
 }
 
 /** Plain ranked names, for LangChain middleware, LangGraph bigtool's retrieve function or your own loop. */
 export async function rankToolNames(client: ToolsiftClientOptions, query: string, tools: unknown[] | undefined, options: SearchOptions = {}): Promise<string[]> {
-  const answer = (await toolSearch(createToolsiftClient(client), requestBody(query, tools, options, 'names'))) as { results: Array<{ name: string }> };
-  return answer.results.map((result) => result.name);
+  return answerOrFallback(
+    options,
+    query,
+    tools,
+    async () => ((await toolSearch(createToolsiftClient(client), requestBody(query, tools, options, 'names'), options)) as { results: Array<{ name: string }> }).results.map((result) => result.name),
+    (picked) => picked.map((index) => described(tools![index])!.name),
+  );
 }
 
 /** A JSON Schema for the search tool's arguments: the model writes what it needs in `query`. */
@@ -119,9 +241,17 @@ export function agentsToolSearch(client: ToolsiftClientOptions, options: SearchO
     const deferred = availableTools.filter((tool) => tool.type === 'function' && tool.deferLoading === true && typeof tool.name === 'string');
     if (deferred.length === 0) return [];
     const candidates = deferred.map((tool) => ({ type: 'function', name: tool.name!, description: tool.description ?? '', parameters: tool.parameters ?? { type: 'object', properties: {} } }));
-    const answer = (await toolSearch(api, requestBody(query, candidates, options, 'names'))) as { results: Array<{ name: string }> };
-    const byName = new Map(deferred.map((tool) => [tool.name!, tool]));
-    return answer.results.flatMap((result) => byName.get(result.name) ?? []);
+    return answerOrFallback(
+      options,
+      query,
+      candidates,
+      async () => {
+        const answer = (await toolSearch(api, requestBody(query, candidates, options, 'names'), options)) as { results: Array<{ name: string }> };
+        const byName = new Map(deferred.map((tool) => [tool.name!, tool]));
+        return answer.results.flatMap((result) => byName.get(result.name) ?? []);
+      },
+      (picked) => picked.map((index) => deferred[index]!),
+    );
   };
 }
 

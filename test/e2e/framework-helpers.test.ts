@@ -6,11 +6,12 @@
 import type { ToolResultBlockParam } from '@anthropic-ai/sdk/resources/messages';
 import { generateText, isStepCount, tool, toolSearch } from 'ai';
 import { MockLanguageModelV4 } from 'ai/test';
+import { createServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { Agent, run, tool as agentTool, toolSearchTool, Usage, type Model, type ModelRequest, type ModelResponse } from '@openai/agents';
 import { createAgent, createMiddleware, FakeToolCallingModel, HumanMessage, tool as langchainTool } from 'langchain';
-import { agentsToolSearch, aiSdkSearch, anthropicToolResult, narrowTools, rankToolNames, toolSearchParameters } from '../../client/index.js';
+import { agentsToolSearch, aiSdkSearch, anthropicToolResult, narrowTools, openaiToolSearchOutput, rankToolNames, ToolsiftUnavailable, toolSearchParameters } from '../../client/index.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 
 const usage = { inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 5, text: 5, reasoning: 0 } };
@@ -22,6 +23,86 @@ const call = (id: string, toolName: string, input: unknown) => ({
 });
 const say = (text: string) => ({ content: [{ type: 'text' as const, text }], finishReason: { unified: 'stop' as const, raw: undefined }, usage, warnings: [] });
 
+/**
+ * A Vercel AI SDK generateText loop with a scripted model (search, call what was found, answer)
+ * and three deferred tools; `search` is the toolSearch callback under test.
+ */
+async function aiSdkRun(search: ReturnType<typeof aiSdkSearch>) {
+  const weatherCalls: string[] = [];
+  const model = new MockLanguageModelV4({
+    doGenerate: [call('c1', 'toolSearch', { query: 'weather forecast for a city' }), call('c2', 'get_weather', { city: 'Paris' }), say('It is sunny in Paris.')],
+  });
+  const result = await generateText({
+    model,
+    prompt: 'What is the weather in Paris?',
+    stopWhen: isStepCount(5),
+    tools: {
+      toolSearch: toolSearch({ search }),
+      get_weather: tool({
+        description: 'Get the current weather and the forecast for a city.',
+        inputSchema: z.object({ city: z.string() }),
+        deferLoading: true,
+        execute: async ({ city }) => {
+          weatherCalls.push(city);
+          return { city, sky: 'sunny' };
+        },
+      }),
+      send_email: tool({ description: 'Send an email to a recipient.', inputSchema: z.object({ to: z.string() }), deferLoading: true, execute: async () => 'sent' }),
+      read_file: tool({ description: 'Read a file from disk.', inputSchema: z.object({ path: z.string() }), deferLoading: true, execute: async () => '' }),
+    },
+  });
+  // What the model was offered on each call.
+  const offered = model.doGenerateCalls.map((options) => (options.tools ?? []).map((entry) => ('name' in entry ? entry.name : '')).sort());
+  return { weatherCalls, result, offered };
+}
+
+/**
+ * An OpenAI Agents SDK run with a scripted Responses model (search, call what was loaded, answer)
+ * and three deferred tools; `execute` is the client-executed tool search under test.
+ */
+async function agentsRun(execute: ReturnType<typeof agentsToolSearch>) {
+  const weatherCalls: string[] = [];
+  const requests: ModelRequest[] = [];
+  const script: ModelResponse['output'][] = [
+    [{ type: 'tool_search_call', id: 'ts_1', callId: 'call_search', execution: 'client', status: 'completed', arguments: { query: 'weather forecast for a city' } }],
+    [{ type: 'function_call', id: 'fc_1', callId: 'call_weather', name: 'get_weather', status: 'completed', arguments: JSON.stringify({ city: 'Paris' }) }],
+    [{ type: 'message', id: 'msg_1', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'It is sunny in Paris.' }] }],
+  ];
+  const model: Model = {
+    async getResponse(request) {
+      requests.push(request);
+      return { usage: new Usage(), output: script.shift()!, responseId: `resp_${requests.length}` };
+    },
+    getStreamedResponse() {
+      throw new Error('not streamed');
+    },
+  };
+  const agent = new Agent({
+    name: 'assistant',
+    model,
+    tools: [
+      toolSearchTool({ execution: 'client', parameters: toolSearchParameters, execute }),
+      agentTool({
+        name: 'get_weather',
+        description: 'Get the current weather and the forecast for a city.',
+        parameters: z.object({ city: z.string() }),
+        deferLoading: true,
+        execute: async ({ city }) => {
+          weatherCalls.push(city);
+          return `sunny in ${city}`;
+        },
+      }),
+      agentTool({ name: 'send_email', description: 'Send an email to a recipient.', parameters: z.object({ to: z.string() }), deferLoading: true, execute: async () => 'sent' }),
+      agentTool({ name: 'read_file', description: 'Read a file from disk.', parameters: z.object({ path: z.string() }), deferLoading: true, execute: async () => '' }),
+    ],
+  });
+  const result = await run(agent, 'What is the weather in Paris?');
+  // The second model call carries the search's answer: the loaded tools' definitions.
+  const input = requests[1]!.input as Array<{ type?: string; tools?: Array<{ name?: string }> }>;
+  const loaded = input.find((item) => item.type === 'tool_search_output')?.tools?.map((tool) => tool.name);
+  return { weatherCalls, requests, result, loaded };
+}
+
 describe('framework helpers in agent loops', () => {
   let app: TestApp;
   beforeAll(async () => {
@@ -31,82 +112,20 @@ describe('framework helpers in agent loops', () => {
   const client = () => ({ baseUrl: app.url, apiKey: 'fw-key' });
 
   it('Vercel AI SDK: toolSearch({ search }) ranks the deferred tools with toolsift, then the model calls the one found', async () => {
-    const weatherCalls: string[] = [];
-    const model = new MockLanguageModelV4({
-      doGenerate: [call('c1', 'toolSearch', { query: 'weather forecast for a city' }), call('c2', 'get_weather', { city: 'Paris' }), say('It is sunny in Paris.')],
-    });
-    const result = await generateText({
-      model,
-      prompt: 'What is the weather in Paris?',
-      stopWhen: isStepCount(5),
-      tools: {
-        toolSearch: toolSearch({ search: aiSdkSearch(client(), { maxResults: 1 }) }),
-        get_weather: tool({
-          description: 'Get the current weather and the forecast for a city.',
-          inputSchema: z.object({ city: z.string() }),
-          deferLoading: true,
-          execute: async ({ city }) => {
-            weatherCalls.push(city);
-            return { city, sky: 'sunny' };
-          },
-        }),
-        send_email: tool({ description: 'Send an email to a recipient.', inputSchema: z.object({ to: z.string() }), deferLoading: true, execute: async () => 'sent' }),
-        read_file: tool({ description: 'Read a file from disk.', inputSchema: z.object({ path: z.string() }), deferLoading: true, execute: async () => '' }),
-      },
-    });
+    const { weatherCalls, result, offered } = await aiSdkRun(aiSdkSearch(client(), { maxResults: 1 }));
     expect(weatherCalls).toEqual(['Paris']);
     expect(result.text).toBe('It is sunny in Paris.');
-    // What the model was offered: the search tool first, then the tool toolsift found (and only it).
-    const offered = model.doGenerateCalls.map((options) => (options.tools ?? []).map((entry) => ('name' in entry ? entry.name : '')).sort());
+    // The search tool first, then the tool toolsift found (and only it).
     expect(offered[0]).not.toContain('get_weather');
     expect(offered[1]).toContain('get_weather');
     expect(offered[1]).not.toContain('send_email');
   });
 
   it('OpenAI Agents SDK: toolSearchTool({ execution: "client", execute }) loads the deferred tool toolsift ranks first, then the agent calls it', async () => {
-    const weatherCalls: string[] = [];
-    const requests: ModelRequest[] = [];
-    // A scripted Responses model: search, call what was loaded, answer.
-    const script: ModelResponse['output'][] = [
-      [{ type: 'tool_search_call', id: 'ts_1', callId: 'call_search', execution: 'client', status: 'completed', arguments: { query: 'weather forecast for a city' } }],
-      [{ type: 'function_call', id: 'fc_1', callId: 'call_weather', name: 'get_weather', status: 'completed', arguments: JSON.stringify({ city: 'Paris' }) }],
-      [{ type: 'message', id: 'msg_1', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'It is sunny in Paris.' }] }],
-    ];
-    const model: Model = {
-      async getResponse(request) {
-        requests.push(request);
-        return { usage: new Usage(), output: script.shift()!, responseId: `resp_${requests.length}` };
-      },
-      getStreamedResponse() {
-        throw new Error('not streamed');
-      },
-    };
-    const agent = new Agent({
-      name: 'assistant',
-      model,
-      tools: [
-        toolSearchTool({ execution: 'client', parameters: toolSearchParameters, execute: agentsToolSearch(client(), { maxResults: 1 }) }),
-        agentTool({
-          name: 'get_weather',
-          description: 'Get the current weather and the forecast for a city.',
-          parameters: z.object({ city: z.string() }),
-          deferLoading: true,
-          execute: async ({ city }) => {
-            weatherCalls.push(city);
-            return `sunny in ${city}`;
-          },
-        }),
-        agentTool({ name: 'send_email', description: 'Send an email to a recipient.', parameters: z.object({ to: z.string() }), deferLoading: true, execute: async () => 'sent' }),
-        agentTool({ name: 'read_file', description: 'Read a file from disk.', parameters: z.object({ path: z.string() }), deferLoading: true, execute: async () => '' }),
-      ],
-    });
-    const result = await run(agent, 'What is the weather in Paris?');
+    const { weatherCalls, requests, result, loaded } = await agentsRun(agentsToolSearch(client(), { maxResults: 1 }));
     expect(weatherCalls).toEqual(['Paris']);
     expect(result.finalOutput).toBe('It is sunny in Paris.');
-    // The second model call carries the search's answer: get_weather's definition, and only it.
-    const input = requests[1]!.input as Array<{ type?: string; tools?: Array<{ name?: string }> }>;
-    const searchOutput = input.find((item) => item.type === 'tool_search_output');
-    expect(searchOutput?.tools?.map((loaded) => loaded.name)).toEqual(['get_weather']);
+    expect(loaded).toEqual(['get_weather']);
     // The deferred tools go to the provider marked as such (Responses keeps their schemas out of
     // the model's context until a search loads them).
     const deferredFlags = requests[0]!.tools.filter((offered) => offered.type === 'function').map((offered) => [offered.name, (offered as { deferLoading?: boolean }).deferLoading]);
@@ -166,5 +185,94 @@ describe('framework helpers in agent loops', () => {
     const keep = new Set(await rankToolNames(client(), 'email my boss', tools, { maxResults: 1 }));
     const narrowed = tools.filter((candidate) => keep.has(candidate.name));
     expect(narrowed.map((candidate) => candidate.name)).toEqual(['send_email']);
+  });
+});
+
+/** A port nothing listens on (bound, then closed). */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+describe('framework helpers when toolsift is unavailable', () => {
+  let app: TestApp;
+  // Accepts connections and never answers: a toolsift that hangs.
+  let silent: Server;
+  const sockets: Socket[] = [];
+  let down: string;
+  beforeAll(async () => {
+    app = await startTestApp({ API_KEYS: 'fw-key:fw-tenant' });
+    silent = createServer((socket) => void sockets.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    down = `http://127.0.0.1:${await closedPort()}`;
+  });
+  afterAll(async () => {
+    for (const socket of sockets) socket.destroy();
+    silent?.close();
+    await app?.close();
+  });
+  const hanging = () => `http://127.0.0.1:${(silent.address() as { port: number }).port}`;
+
+  it('Vercel AI SDK: with nothing listening, the search answers from a keyword match of the deferred tools, says so, and the loop goes on', async () => {
+    const told: Error[] = [];
+    const { weatherCalls, result, offered } = await aiSdkRun(aiSdkSearch({ baseUrl: down, apiKey: 'fw-key' }, { maxResults: 1, onFallback: (error) => told.push(error) }));
+    expect(weatherCalls).toEqual(['Paris']);
+    expect(result.text).toBe('It is sunny in Paris.');
+    expect(told).toHaveLength(1);
+    expect(told[0]).toBeInstanceOf(ToolsiftUnavailable);
+    expect(told[0]!.message).toMatch(/unreachable/);
+    expect(offered[1]).toContain('get_weather');
+    expect(offered[1]).not.toContain('send_email');
+  });
+
+  it('OpenAI Agents SDK: a toolsift that never answers times out, and the deferred tool the keywords match is loaded and called', async () => {
+    const told: Error[] = [];
+    const { weatherCalls, result, loaded } = await agentsRun(agentsToolSearch({ baseUrl: hanging() }, { maxResults: 1, timeoutMs: 300, onFallback: (error) => told.push(error) }));
+    expect(weatherCalls).toEqual(['Paris']);
+    expect(result.finalOutput).toBe('It is sunny in Paris.');
+    expect(told.map((error) => error.message)).toEqual(['toolsift tool-search did not answer within 300 ms']);
+    expect(sockets.length).toBeGreaterThan(0);
+    expect(loaded).toEqual(['get_weather']);
+  });
+
+  it('Anthropic and OpenAI Responses answers from the fallback keep their shapes; fallback "none" throws', async () => {
+    const deferred = [
+      { name: 'send_email', description: 'Send an email.', input_schema: { type: 'object', properties: { to: { type: 'string' } } } },
+      { name: 'get_weather', description: 'Get the current weather for a city.', input_schema: { type: 'object', properties: { city: { type: 'string' } } } },
+    ];
+    const quiet = { onFallback: () => {} };
+    expect(await anthropicToolResult({ baseUrl: down }, { id: 'toolu_01', input: { query: 'weather in Paris' } }, deferred, quiet)).toEqual({
+      type: 'tool_result',
+      tool_use_id: 'toolu_01',
+      content: [{ type: 'tool_reference', tool_name: 'get_weather' }],
+    });
+    // OpenAI Chat-shaped candidates: the definition is unwrapped as toolsift's own answer would be.
+    const chat = deferred.map(({ name, description, input_schema }) => ({ type: 'function', function: { name, description, parameters: input_schema } }));
+    expect(await openaiToolSearchOutput({ baseUrl: down }, 'send an email', chat, { ...quiet, callId: 'call_1' })).toEqual({
+      type: 'tool_search_output',
+      execution: 'client',
+      status: 'completed',
+      call_id: 'call_1',
+      tools: [{ type: 'function', name: 'send_email', description: 'Send an email.', parameters: deferred[0]!.input_schema, strict: false, defer_loading: true }],
+    });
+    // Nothing matches: an empty answer, not every tool.
+    expect(await rankToolNames({ baseUrl: down }, 'translate this poem', deferred, quiet)).toEqual([]);
+    await expect(rankToolNames({ baseUrl: down }, 'weather', deferred, { fallback: 'none' })).rejects.toBeInstanceOf(ToolsiftUnavailable);
+    // A stored catalog's tools are only toolsift's: nothing to fall back on.
+    await expect(rankToolNames({ baseUrl: down }, 'weather', undefined, { catalog: 'tools', ...quiet })).rejects.toBeInstanceOf(ToolsiftUnavailable);
+  });
+
+  it('answers that need fixing are thrown, not hidden: a wrong key (401), a bad request (400)', async () => {
+    const tools = [{ name: 'get_weather', description: 'Weather for a city.' }];
+    const told: Error[] = [];
+    await expect(narrowTools({ baseUrl: app.url, apiKey: 'wrong' }, 'weather', tools, { onFallback: (error) => told.push(error) })).rejects.toThrow(/answered 401/);
+    await expect(rankToolNames({ baseUrl: app.url, apiKey: 'fw-key' }, 'weather', tools, { tags: [''], onFallback: (error) => told.push(error) })).rejects.toThrow(/answered 400/);
+    expect(told).toEqual([]);
+    // The same helper against the live service: toolsift's answer, no fallback.
+    expect(await narrowTools({ baseUrl: app.url, apiKey: 'fw-key' }, 'weather', tools, { onFallback: (error) => told.push(error) })).toEqual(tools);
+    expect(told).toEqual([]);
   });
 });
