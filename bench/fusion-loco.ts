@@ -75,6 +75,12 @@ interface QueryLists {
    * by cosine to the query's vector plus beta times that mean. Absent from caches written before.
    */
   head?: Record<string, Ranked>;
+  /**
+   * For query-aspect diversification (2026-12-04; set after loading, from the corpus): the query's
+   * aspects (its BM25 terms, typo matches included) with their weights (IDF x query weight), and per
+   * tool of any list, which aspects it holds.
+   */
+  aspects?: { weights: number[]; holds: Record<string, number[]> };
 }
 interface SetLists { members: Record<string, string[]>; clean: QueryLists[]; typos: QueryLists[] }
 
@@ -163,7 +169,27 @@ const all: Record<string, SetLists> = values.lists && existsSync(values.lists) ?
 if (values.lists && !existsSync(values.lists)) writeFileSync(values.lists, JSON.stringify(all));
 for (const set of sets) {
   const { texts } = evalQueries(EVAL_DIR, set);
-  for (const variant of ['clean', 'typos'] as const) all[set]![variant].forEach((q, i) => (q.termCount = distinctTerms(queryTerms(texts[variant][i]!)).length));
+  const { tools } = normalizeTools(readJsonl(`${EVAL_DIR}${set}/catalog.jsonl`));
+  const documents = new Map(tools.map((tool) => [tool.name, documentTerms(tool)]));
+  const index = new Bm25Index([...documents].map(([id, doc]) => ({ id, ...doc })));
+  const frequencies = new Map<string, number>();
+  for (const doc of documents.values()) for (const term of doc.termFreqs.keys()) frequencies.set(term, (frequencies.get(term) ?? 0) + 1);
+  const vocabulary = VocabularyIndex.of(frequencies);
+  for (const variant of ['clean', 'typos'] as const) {
+    all[set]![variant].forEach((q, i) => {
+      const terms = distinctTerms(queryTerms(texts[variant][i]!));
+      q.termCount = terms.length;
+      const weighted = [...expandTerms(terms, vocabulary).weights].filter(([term]) => frequencies.has(term));
+      const holds: Record<string, number[]> = {};
+      for (const list of [q.bm25, q.fuzzy, q.dense]) {
+        for (const [id] of list) {
+          const doc = documents.get(id);
+          if (doc && !holds[id]) holds[id] = weighted.flatMap(([term], a) => (doc.termFreqs.has(term) ? [a] : []));
+        }
+      }
+      q.aspects = { weights: weighted.map(([term, weight]) => index.idf(term) * weight), holds };
+    });
+  }
 }
 
 if (values.gaps) {
@@ -192,6 +218,15 @@ function fused(
   typoMatching: boolean,
   weights: { bm25: number; dense: number; servers?: number; fixedServers?: boolean; denseList?: Ranked; extra?: { ranked: Ranked; weight: number } },
 ): string[] {
+  return fusedScores(q, members, typoMatching, weights).map(([id]) => id);
+}
+
+function fusedScores(
+  q: QueryLists,
+  members: ReadonlyMap<string, readonly string[]>,
+  typoMatching: boolean,
+  weights: { bm25: number; dense: number; servers?: number; fixedServers?: boolean; denseList?: Ranked; extra?: { ranked: Ranked; weight: number } },
+): Ranked {
   const lexical = typoMatching ? q.fuzzy : q.bm25;
   const tools = fuseRrf([
     { ranked: lexical, weight: weights.bm25, scaleByScore: true },
@@ -201,7 +236,36 @@ function fused(
   const s = weights.servers ?? 1;
   const lists = { bm25: typoMatching ? q.serverFuzzy : q.serverBm25, vector: q.serverDense, members };
   const follow = weights.fixedServers ? { bm25: 1, dense: 0.4 } : weights;
-  return addServerVotes(tools, lists, { bm25Weight: SERVER_BM25_WEIGHT * s * follow.bm25, vectorWeight: SERVER_VECTOR_WEIGHT * s * (follow.dense / 0.4), depth: SERVER_DEPTH, k: 60 }).fused.map(([id]) => id);
+  return addServerVotes(tools, lists, { bm25Weight: SERVER_BM25_WEIGHT * s * follow.bm25, vectorWeight: SERVER_VECTOR_WEIGHT * s * (follow.dense / 0.4), depth: SERVER_DEPTH, k: 60 }).fused;
+}
+
+/**
+ * Query-aspect diversification of a fused ranking's top n (xQuAD-like, greedy): each next place
+ * goes to the tool maximising its fused score over the top one's plus lambda times the weight of
+ * the query's aspects it holds that the tools placed so far leave uncovered (each placed tool
+ * holding an aspect keeps (1 - gamma) of its weight), over the query's whole aspect weight.
+ */
+function diversified(ranked: Ranked, q: QueryLists, n: number, lambda: number, gamma: number): string[] {
+  const ids = ranked.map(([id]) => id);
+  if (lambda === 0 || !q.aspects || ranked.length < 2) return ids;
+  const total = q.aspects.weights.reduce((sum, w) => sum + w, 0);
+  if (total <= 0) return ids;
+  const left = q.aspects.weights.slice();
+  const top = ranked[0]![1] || 1;
+  const pool = ranked.slice(0, n).map(([id, score]) => ({ id, rel: score / top, holds: q.aspects!.holds[id] ?? [] }));
+  const out: string[] = [];
+  while (pool.length > 0) {
+    let best = 0;
+    let bestValue = -Infinity;
+    pool.forEach((tool, i) => {
+      const value = tool.rel + (lambda * tool.holds.reduce((sum, a) => sum + left[a]!, 0)) / total;
+      if (value > bestValue) (best = i), (bestValue = value);
+    });
+    const [picked] = pool.splice(best, 1);
+    out.push(picked!.id);
+    for (const a of picked!.holds) left[a]! *= 1 - gamma;
+  }
+  return [...out, ...ids.slice(n)];
 }
 
 const names = (ranked: Ranked) => ranked.map(([id]) => id);
@@ -351,6 +415,17 @@ const families: { label: string; settings: [string, Rule][] }[] = [
         },
       ]
     : []),
+  {
+    label: "query-aspect diversification of the shipped ranking's top n: + lambda x the weight of the query's terms a tool holds that the tools above it leave uncovered (each holder keeps 1 - gamma)",
+    settings: [
+      ['lambda 0', (q, m, t) => fused(q, m, t, { bm25: 1, dense: shipped(q, t), fixedServers: true })] as [string, Rule],
+      ...[10, 20, 30].flatMap((n) =>
+        [0.02, 0.05, 0.1, 0.2, 0.4].flatMap((lambda) =>
+          [0.5, 1].map((gamma): [string, Rule] => [`n ${n}, l ${lambda}, g ${gamma}`, (q, m, t) => diversified(fusedScores(q, m, t, { bm25: 1, dense: shipped(q, t), fixedServers: true }), q, n, lambda, gamma)]),
+        ),
+      ),
+    ],
+  },
   {
     label: 'the shipped setting with server votes following the dense weight instead of fixed',
     settings: [['shipped setting, servers following', (q, m, t) => fused(q, m, t, { bm25: 1, dense: denseWeight(known(q, t), t ? q.fuzzy : q.bm25, q.dense) })]],
