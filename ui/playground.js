@@ -70,8 +70,9 @@ async function loadCatalogs() {
         return option;
       }),
     );
-    if (catalogs.length === 0) status('#search-status', 'No catalogs yet: push one with PUT /v1/catalogs/{catalog}.');
+    if (catalogs.length === 0) status('#search-status', 'No catalogs yet: push one with PUT /v1/catalogs/{catalog}, or add the sample below.');
     else status('#search-status', '');
+    $('#sample-offer').hidden = catalogs.length > 0;
     if (catalogs.some((catalog) => catalog.name === state.catalog)) select.value = state.catalog;
     state.catalog = select.value;
     await showProgress();
@@ -93,6 +94,37 @@ async function showProgress() {
     $('#catalog-progress').textContent = error.message;
   }
 }
+
+// ---- the sample catalog (ui/sample-catalog.json): something to search in a newcomer's first minute
+
+async function sampleTools() {
+  const response = await fetch('sample-catalog.json');
+  if (!response.ok) throw new Error(`sample-catalog.json: ${response.status}`);
+  return response.json();
+}
+
+$('#add-sample').addEventListener('click', async () => {
+  status('#search-status', 'Adding the sample catalog…');
+  try {
+    const tools = await sampleTools();
+    await api('PUT', '/v1/catalogs/sample', { tools });
+    state.catalog = 'sample';
+    await loadCatalogs();
+    $('#query').value = 'what will the weather be in Tokyo tomorrow';
+    status('#search-status', `Added the catalog "sample" (${tools.length} tools). Search it: a query is filled in, or type your own.`);
+  } catch (error) {
+    status('#search-status', error.status === 401 ? 'This instance needs an API key: type one above.' : error.message, true);
+  }
+});
+
+$('#selector-sample').addEventListener('click', async () => {
+  try {
+    $('#selector-tools').value = JSON.stringify(await sampleTools(), null, 1);
+    if (!$('#selector-pattern').value) $('#selector-pattern').value = 'book a meeting with Ana next week';
+  } catch (error) {
+    status('#selector-status', error.message, true);
+  }
+});
 
 $('#catalog').addEventListener('change', () => {
   state.catalog = $('#catalog').value;

@@ -30,11 +30,13 @@ describe('the /ui playground in Chromium', () => {
   let browser: Browser;
   let page: Page;
   const catalog = uniqueName('ui');
+  // A tenant with nothing in it yet: what a newcomer sees first.
+  const freshTenant = uniqueName('ui-fresh');
   let upstreamPort = 0;
 
   beforeAll(async () => {
     if (!existsSync(executablePath)) throw new Error(`Chromium not found at ${executablePath}: run scripts/install-chromium.sh (or set CHROMIUM_PATH)`);
-    app = await startTestApp({ API_KEYS: 'ui-key:ui-tenant', EMBED_MODEL: 'use-lite' });
+    app = await startTestApp({ API_KEYS: `ui-key:ui-tenant,fresh-key:${freshTenant}`, EMBED_MODEL: 'use-lite' });
     const put = await app.request('PUT', `/v1/catalogs/${catalog}`, { tools }, { authorization: 'Bearer ui-key' });
     expect(put.status).toBe(200);
     for (let tries = 0; ; tries++) {
@@ -153,6 +155,49 @@ describe('the /ui playground in Chromium', () => {
       await expect.poll(() => page.textContent('#upstreams-status')).toContain('No upstream MCP servers');
     } finally {
       everything.kill('SIGKILL');
+    }
+  });
+
+  it('offers a newcomer with no catalog the sample: one click stores it, and a search of it answers; the selector fills in the same tools', async () => {
+    const fresh = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const errors: string[] = [];
+    fresh.on('pageerror', (error) => errors.push(error.message));
+    fresh.on('console', (message) => {
+      if (message.type() === 'error' && !message.text().includes('status of 401')) errors.push(message.text());
+    });
+    try {
+      await fresh.goto(`${app.url}/ui/`);
+      expect(await fresh.isVisible('#add-sample')).toBe(false);
+      await fresh.fill('#api-key', 'fresh-key');
+      await fresh.dispatchEvent('#api-key', 'change');
+      await expect.poll(() => fresh.isVisible('#add-sample')).toBe(true);
+      expect(await fresh.textContent('#search-status')).toContain('No catalogs yet');
+      await fresh.click('#add-sample');
+      await expect.poll(() => fresh.locator('#catalog option').allTextContents()).toEqual(['sample (35 tools)']);
+      expect(await fresh.isVisible('#add-sample')).toBe(false);
+      expect(await fresh.inputValue('#query')).toContain('weather');
+      expect(await fresh.textContent('#search-status')).toContain('Added the catalog "sample" (35 tools)');
+      // The sample is an ordinary catalog of the tenant, embedded like any other.
+      const headers = { authorization: 'Bearer fresh-key' };
+      for (let tries = 0; (await app.request('GET', '/v1/catalogs/sample', undefined, headers)).body.embedding.done < 35; tries++) {
+        if (tries > 600) throw new Error('the sample catalog was not embedded');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      await fresh.click('#search-form button[type=submit]');
+      await expect.poll(() => fresh.locator('#results tbody tr').count()).toBe(10);
+      const servers = await fresh.locator('#results tbody tr td:nth-child(3)').allTextContents();
+      expect(servers.slice(0, 2)).toEqual(['weather', 'weather']);
+      await fresh.screenshot({ path: join(screenshots, 'sample.png'), fullPage: true });
+
+      await fresh.click('nav button[data-view=selector]');
+      await fresh.click('#selector-sample');
+      await expect.poll(async () => JSON.parse((await fresh.inputValue('#selector-tools')) || '[]').length).toBe(35);
+      expect(await fresh.inputValue('#selector-pattern')).toContain('meeting');
+      await fresh.click('#selector-form button[type=submit]');
+      await expect.poll(() => fresh.locator('#selector-names li').allTextContents()).toContain('create_event');
+      expect(errors).toEqual([]);
+    } finally {
+      await fresh.close();
     }
   });
 });
