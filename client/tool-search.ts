@@ -67,10 +67,16 @@ function requestBody(query: string, candidates: unknown[] | undefined, options: 
   };
 }
 
-/** The name and description of a tool in any of the shapes the helpers take (OpenAI Chat nests them under `function`). */
-function described(candidate: unknown): { name: string; description: string } | undefined {
-  const outer = candidate as { name?: unknown; description?: unknown; function?: { name?: unknown; description?: unknown } };
+/** The tool object of a candidate in any of the shapes the helpers take (OpenAI Chat nests it under `function`). */
+function toolOf(candidate: unknown): { name?: unknown; description?: unknown; parameters?: unknown; inputSchema?: unknown; input_schema?: unknown } | undefined {
+  const outer = candidate as { name?: unknown; function?: unknown } | null | undefined;
   const tool = typeof outer?.name === 'string' ? outer : outer?.function;
+  return tool && typeof tool === 'object' ? tool : undefined;
+}
+
+/** A candidate's name and description, when it has a name. */
+function described(candidate: unknown): { name: string; description: string } | undefined {
+  const tool = toolOf(candidate);
   return typeof tool?.name === 'string' && tool.name.length > 0 ? { name: tool.name, description: typeof tool.description === 'string' ? tool.description : '' } : undefined;
 }
 
@@ -185,8 +191,7 @@ interface ToolSearchOutputItem {
 
 /** A candidate as the Responses function tool the fallback loads: its parameters from whichever shape it came in. */
 function functionTool(candidate: unknown): ToolSearchOutputItem['tools'][number] {
-  const outer = candidate as { function?: unknown };
-  const tool = (typeof (candidate as { name?: unknown })?.name === 'string' ? candidate : outer.function) as { parameters?: unknown; inputSchema?: unknown; input_schema?: unknown };
+  const tool = toolOf(candidate)!;
   const schema = tool.parameters ?? tool.inputSchema ?? tool.input_schema;
   const { name, description } = described(candidate)!;
   return { type: 'function', name, description, parameters: (schema && typeof schema === 'object' ? schema : { type: 'object', properties: {} }) as Record<string, unknown>, strict: false, defer_loading: true };
