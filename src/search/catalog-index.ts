@@ -248,6 +248,13 @@ export class CatalogIndex {
     return this.bm25.searchWeighted(weights, limit, within);
   }
 
+  /** The names of the tools carrying one of `tags` (case-insensitive): what a tag-filtered search ranks. */
+  namesCarrying(tags: readonly string[]): Set<string> {
+    const names = new Set<string>();
+    for (const tag of lowercased(tags)) for (const index of this.tagged.get(tag) ?? []) names.add(this.bm25.idAt(index));
+    return names;
+  }
+
   /** Stored tags of the named tools (for the tag boost). */
   tagsOf(names: readonly string[]): Map<string, string[]> {
     const tags = new Map<string, string[]>();

@@ -1,6 +1,6 @@
 import { AppError, notFound } from '../errors.js';
 import { getCatalog, listCatalogTools, loadCatalogTools } from '../store/catalog-store.js';
-import { EXACT_SCAN_MAX, existingNames } from '../store/search-store.js';
+import { corpusIds, EXACT_SCAN_MAX, existingNames } from '../store/search-store.js';
 import { bm25Confidences, confidences } from './confidence.js';
 import type { CatalogSummary, CatalogToolRow } from '../store/catalog-store.js';
 import { expandQuery, rankCorpus, type RankDeps, type RankQuery, type RankedTool, type RankResult } from './hybrid-search.js';
@@ -11,6 +11,7 @@ import type { Bm25Index } from './bm25-index.js';
 import { withDeadline } from '../deadline.js';
 import { isDatabaseUnavailable } from '../store/database.js';
 import { VECTORS_IN_PROCESS_MAX } from './catalog-vectors.js';
+import { entriesFor } from './servers.js';
 import { currentRecipe } from '../embed/embed-documents.js';
 
 /** The largest catalog whose server votes are computed in SQL while its index is read. */
@@ -62,11 +63,18 @@ export async function searchCatalog(
   ]);
   const found = new Set(existing);
   // A complete mid-size catalog's vectors in process: exact, and not a filter over the HNSW graph
-  // every catalog shares (search/catalog-vectors.ts). A failed read ranks in SQL.
+  // every catalog shares (search/catalog-vectors.ts). A failed read ranks in SQL. Under a tag filter,
+  // the vectors of the tools carrying a tag (named by the index in hand, else read): HNSW with a
+  // filter missed some of a tag's nearest tools, unlike the same tools sent inline.
   const inProcessVectors =
-    request.mode !== 'bm25' && deps.embedder && deps.catalogVectors && deps.embeddingStatus && pending === undefined && !request.tags?.length &&
+    request.mode !== 'bm25' && deps.embedder && deps.catalogVectors && deps.embeddingStatus && pending === undefined &&
     catalog.toolCount > EXACT_SCAN_MAX && catalog.toolCount <= VECTORS_IN_PROCESS_MAX
-      ? deps.catalogVectors.get(deps.db, catalog, currentRecipe(deps.embedder.modelId)).catch(() => undefined)
+      ? Promise.all([
+          deps.catalogVectors.get(deps.db, catalog, currentRecipe(deps.embedder.modelId)),
+          request.tags?.length ? (index?.namesCarrying(request.tags) ?? corpusIds(deps.db, { kind: 'catalog', catalogId: catalog.id, tags: request.tags })) : undefined,
+        ])
+          .then(([vectors, tagged]) => (vectors && tagged ? entriesFor(tagged, vectors) : vectors))
+          .catch(() => undefined)
       : undefined;
   const ranked = await rankCorpus(
     deps,

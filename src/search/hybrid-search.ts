@@ -79,8 +79,9 @@ function positions(ranked: Ranked): Map<string, { rank: number; score: number }>
 }
 
 /**
- * The vectors of an untagged corpus when they can be scanned in process: the caller's (a request's
- * own tools, a mid-size catalog's), else a hash corpus's from the vector cache.
+ * The corpus's vectors when they can be scanned in process: the caller's (a request's own tools, a
+ * mid-size catalog's, under a tag filter only the tools carrying a tag), else an untagged hash
+ * corpus's from the vector cache.
  */
 async function vectorsInProcess(
   deps: RankDeps,
@@ -88,9 +89,9 @@ async function vectorsInProcess(
   corpus: Corpus,
   corpusVectors: Promise<ReadonlyMap<string, Float32Array> | undefined> | undefined,
 ): Promise<ReadonlyMap<string, Float32Array> | undefined> {
-  if (corpus.tags?.length) return undefined;
   const inHand = await corpusVectors;
   if (inHand) return inHand;
+  if (corpus.tags?.length) return undefined;
   if (corpus.kind === 'hashes' && deps.vectors) return (await deps.vectors.load(deps.db, currentRecipe(embedder.modelId), corpus.hashes)).vectors;
   return undefined;
 }
@@ -161,8 +162,9 @@ export async function rankCorpus(
     /** Those servers' unit-length mean vectors; without them, the means of the vectors in hand. */
     serverMeans?: () => Promise<ReadonlyMap<string, Float32Array>>;
     /**
-     * The embedder's vectors of this (untagged) corpus, by id, being loaded by the caller (alongside
-     * BM25 and the query embedding): scanned in process when they come (undefined: in SQL).
+     * The embedder's vectors of this corpus (under a tag filter: of the tools carrying one of its
+     * tags, and no other), by id, being loaded by the caller (alongside BM25 and the query
+     * embedding): scanned in process when they come (undefined: in SQL).
      */
     corpusVectors?: Promise<ReadonlyMap<string, Float32Array> | undefined>;
     onEmbedError?: (error: unknown) => void;

@@ -262,3 +262,48 @@ describe('server votes in a catalog of more than SERVER_SCAN_MAX servers', () =>
     expect(votes.get('github__create_issue')).toBeCloseTo((SERVER_BM25_WEIGHT + SERVER_VECTOR_WEIGHT) / (RRF_K + 1), 12);
   });
 });
+
+describe('a tag filter over a mid-size catalog (more than EXACT_SCAN_MAX tools), with the real model', () => {
+  let app: TestApp;
+  const big = uniqueName('tagged-big');
+  const only = uniqueName('tagged-only');
+  const WORDS = ['invoice', 'printer', 'calendar', 'network', 'weather', 'payroll', 'ticket', 'sensor', 'mailbox', 'ledger'];
+  // 2,100 tools (above EXACT_SCAN_MAX, within VECTORS_IN_PROCESS_MAX), a third of them tagged "ops".
+  const many = Array.from({ length: 2_100 }, (_, i) => ({
+    name: `tool_${String(i).padStart(4, '0')}`,
+    description: `${WORDS[i % 10]} ${WORDS[(i * 7) % 10]} ${WORDS[(i * 3 + 1) % 10]} item ${i}`,
+    inputSchema: { type: 'object' },
+    ...(i % 3 === 0 ? { tags: ['ops'] } : {}),
+  }));
+  const tagged = many.filter((tool) => tool.tags);
+  beforeAll(async () => {
+    app = await startTestApp({ EMBED_MODEL: 'use-lite' });
+    expect((await app.request('PUT', `/v1/catalogs/${big}`, { tools: many })).status).toBe(200);
+    // The tagged tools alone: under EXACT_SCAN_MAX, so their vector search is the exact scan.
+    expect((await app.request('PUT', `/v1/catalogs/${only}`, { tools: tagged })).status).toBe(200);
+    await app.deps.queue?.whenIdle();
+    for (const catalog of [big, only]) expect((await app.request('GET', `/v1/catalogs/${catalog}`)).body.embedding.pending).toBe(0);
+  }, 300_000);
+  afterAll(() => app?.close());
+
+  it('ranks the tagged tools by their exact cosines (not an approximate index), as the same tools sent inline', async () => {
+    // The first search finds no index of the catalog in hand (the tagged tools' names are read from
+    // the store; the index loads meanwhile), later ones do: the same answer either way.
+    for (const query of ['printer out of paper', 'printer out of paper', 'who pays the salaries', 'storm warning']) {
+      const [filtered, exact] = await Promise.all([
+        app.request('POST', `/v1/catalogs/${big}/search`, { query, mode: 'vector', tags: ['ops'], top_k: 50, explain: true }),
+        app.request('POST', `/v1/catalogs/${only}/search`, { query, mode: 'vector', top_k: 50, explain: true }),
+      ]);
+      type Answer = { body: { results: Array<{ name: string; explain: { vector: { score: number } } }> } };
+      const names = (answer: Answer) => answer.body.results.map((result) => result.name);
+      expect(names(filtered), query).toEqual(names(exact));
+      // Cosines in process (float64 over the stored float32s) and in pgvector agree to ~1e-5.
+      filtered.body.results.forEach((result: Answer['body']['results'][number], i: number) => expect(result.explain.vector.score).toBeCloseTo(exact.body.results[i].explain.vector.score, 4));
+      const [stored, inline] = await Promise.all([
+        app.request('POST', '/v1/tool-search', { query, catalog: big, tags: ['ops'], max_results: 50 }),
+        app.request('POST', '/v1/tool-search', { query, tools: many, tags: ['ops'], max_results: 50 }),
+      ]);
+      expect(inline.body.results.map((result: { name: string }) => result.name), query).toEqual(stored.body.results.map((result: { name: string }) => result.name));
+    }
+  });
+});
