@@ -410,13 +410,13 @@ export async function catalogKnownTerms(db: Executor, catalogId: number, terms: 
   return new Set(rows.map((row) => row.term));
 }
 
-/** Tags of the given corpus ids (names for a catalog, hashes otherwise). */
 /** The ids of the corpus's tools that pass its tag filter (all of them without one). */
 export async function corpusIds(db: Executor, corpus: Corpus): Promise<Set<string>> {
   const rows = await queryRows<{ id: string }>(db, sql`select c.id from (${corpusRows(corpus)}) c`);
   return new Set(rows.map((row) => row.id));
 }
 
+/** Tags of the given corpus ids (names for a catalog, hashes otherwise). */
 export async function tagsOf(db: Executor, corpus: Corpus, ids: string[]): Promise<Map<string, string[]>> {
   if (ids.length === 0) return new Map();
   const rows = await queryRows<{ id: string; tags: string[] }>(
