@@ -263,12 +263,15 @@ export function agentsToolSearch(client: ToolsiftClientOptions, options: SearchO
 /**
  * LangChain.js middleware (`createMiddleware({ wrapModelCall })`) or your own loop: the tools of
  * `tools` (anything with a `name` and a `description`, e.g. `request.tools`) that toolsift ranks
- * for `query`, best first, as the same objects; at most `maxResults` (default 5).
+ * for `query`, best first, as the same objects; at most `maxResults` (default 5). When the ranking
+ * (or the fallback's keyword match) names none of them, `tools` unchanged: this turn's model has
+ * no other way to reach a tool, and narrowing to nothing would leave it none.
  */
 export async function narrowTools<T extends { name?: string; description?: string }>(client: ToolsiftClientOptions, query: string, tools: readonly T[], options: SearchOptions = {}): Promise<T[]> {
   const named = tools.filter((tool) => typeof tool.name === 'string' && tool.name.length > 0);
-  if (named.length === 0) return [];
+  if (named.length === 0) return [...tools];
   const names = await rankToolNames(client, query, named.map((tool) => ({ name: tool.name!, description: tool.description ?? '' })), options);
   const byName = new Map(named.map((tool) => [tool.name!, tool]));
-  return names.flatMap((name) => byName.get(name) ?? []);
+  const narrowed = names.flatMap((name) => byName.get(name) ?? []);
+  return narrowed.length > 0 ? narrowed : [...tools];
 }

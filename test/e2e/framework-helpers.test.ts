@@ -141,7 +141,8 @@ describe('framework helpers in agent loops', () => {
     expect(result).toEqual({ type: 'tool_result', tool_use_id: 'toolu_01', content: [{ type: 'tool_reference', tool_name: 'get_weather' }] });
   });
 
-  it('LangChain createAgent: middleware narrows request.tools to what toolsift ranks for the user message, and the agent calls it', async () => {
+  /** A LangChain createAgent loop whose middleware narrows request.tools with narrowTools; the scripted model calls get_weather. */
+  async function langchainRun(asked: string) {
     const weatherCalls: string[] = [];
     const tools = [
       langchainTool(async ({ city }: { city: string }) => (weatherCalls.push(city), `sunny in ${city}`), {
@@ -155,8 +156,8 @@ describe('framework helpers in agent loops', () => {
     const toolsift = createMiddleware({
       name: 'toolsift',
       wrapModelCall: async (request, handler) => {
-        const asked = [...request.messages].reverse().find(HumanMessage.isInstance)?.text ?? '';
-        return handler({ ...request, tools: await narrowTools(client(), asked, request.tools as Array<{ name?: string; description?: string }>, { maxResults: 1 }) as typeof request.tools });
+        const query = [...request.messages].reverse().find(HumanMessage.isInstance)?.text ?? '';
+        return handler({ ...request, tools: await narrowTools(client(), query, request.tools as Array<{ name?: string; description?: string }>, { maxResults: 1 }) as typeof request.tools });
       },
     });
     // Inside toolsift's middleware: what the model is bound with on each call.
@@ -170,10 +171,25 @@ describe('framework helpers in agent loops', () => {
     });
     const model = new FakeToolCallingModel({ toolCalls: [[{ name: 'get_weather', args: { city: 'Paris' }, id: 'call_1' }], []] });
     const agent = createAgent({ model, tools, middleware: [toolsift, recorder] });
-    const result = await agent.invoke({ messages: [new HumanMessage('What is the weather forecast in Paris?')] });
+    const result = await agent.invoke({ messages: [new HumanMessage(asked)] });
+    return { weatherCalls, offered, result };
+  }
+
+  it('LangChain createAgent: middleware narrows request.tools to what toolsift ranks for the user message, and the agent calls it', async () => {
+    const { weatherCalls, offered, result } = await langchainRun('What is the weather forecast in Paris?');
     expect(weatherCalls).toEqual(['Paris']);
     expect(offered).toEqual([['get_weather'], ['get_weather']]);
     expect(result.messages.some((message) => message.type === 'tool' && String(message.content).includes('sunny in Paris'))).toBe(true);
+  });
+
+  it('LangChain createAgent: a message the ranking matches no tool for leaves request.tools as they were, not empty', async () => {
+    // Without a model toolsift ranks by words alone, and no tool holds any of these.
+    const { weatherCalls, offered } = await langchainRun('Should I pack an umbrella for Paris tomorrow?');
+    expect(offered).toEqual([
+      ['get_weather', 'send_email', 'read_file'],
+      ['get_weather', 'send_email', 'read_file'],
+    ]);
+    expect(weatherCalls).toEqual(['Paris']);
   });
 
   it('plain ranked names for LangChain-style middleware that narrows request.tools', async () => {
