@@ -7,7 +7,9 @@
  * size and store it reports: the push rate (tools/s to the store), the embedding rate of the queue
  * (hybrid only), catalog search p50/p90/p99 in each mode over toolbench_stable's dev queries (their
  * embeddings cached by a first untimed pass, so the store and the ranking are timed), the first
- * search after a write (a new revision), and the process's RSS after the searches. For the tail: the
+ * search after a write (a new revision), the process's RSS after the searches, and on PostgreSQL the
+ * first seconds after a start (the service started again on the same database, without and with
+ * CATALOG_WARMUP, searched from /readyz's 200 on until the catalog's index is in hand). For the tail: the
  * GC pauses while the timed searches ran (perf_hooks), and each search over 2 x p50 with the
  * service's own time (`took_ms`) and the pauses it overlapped. The service runs
  * in the bench's process (createApp on a port, called over HTTP), with npm start's
@@ -62,7 +64,7 @@ const queries = readFileSync(`${EVAL}toolbench_stable/queries.dev.jsonl`, 'utf8'
 
 const rssMb = () => process.memoryUsage().rss / 2 ** 20;
 
-async function openStore(store: 'postgres' | 'pglite'): Promise<{ database: Database; drop: () => Promise<void> }> {
+async function openStore(store: 'postgres' | 'pglite'): Promise<{ database: Database; drop: () => Promise<void>; reopen?: () => Database }> {
   if (store === 'pglite') {
     const database = await openPglite('memory://');
     await database.migrate();
@@ -76,6 +78,7 @@ async function openStore(store: 'postgres' | 'pglite'): Promise<{ database: Data
   await database.migrate();
   return {
     database,
+    reopen: () => openPostgres(`${values.pg}/${name}`),
     drop: async () => {
       if (values.keep) {
         process.stderr.write(`kept database ${name}\n`);
@@ -108,13 +111,29 @@ interface SizeReport {
   index_ready_after_write_ms?: number;
   /** The first search (last mode) after a write of a whole slice (renamed copies of existing tools: a change of that many names). */
   first_search_after_slice_ms?: number;
+  /** PostgreSQL: the service started again on the same database, without and with CATALOG_WARMUP (afterStart). */
+  after_start?: AfterStart[];
   rss_mb: number;
+}
+
+interface AfterStart {
+  warm: boolean;
+  /** From the start (createDeps) until /readyz answered 200. */
+  ready_ms: number;
+  /** From the start until the catalog's index was seen in hand (checked between searches). */
+  index_ms: number;
+  first_search_ms: number;
+  /** The searches, from ready on, started before the index was in hand (ranked in SQL). */
+  before_index: Summary;
+  /** The same queries once the index is in hand. */
+  after_index: Summary;
 }
 
 async function runSize(store: 'postgres' | 'pglite', size: number): Promise<SizeReport> {
   const hybrid = modes.includes('hybrid');
-  const { database, drop } = await openStore(store);
+  const { database, drop, reopen } = await openStore(store);
   const service = await startInProcess({ EMBED_MODEL: hybrid ? 'use-lite' : 'none' }, database);
+  let closed = false;
   const { deps, base: url } = service;
   const call = async (method: string, path: string, body?: unknown) => {
     const response = await fetch(`${url}${path}`, { method, headers: { 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
@@ -208,10 +227,60 @@ async function runSize(store: 'postgres' | 'pglite', size: number): Promise<Size
     report.first_search_after_slice_ms = await search(queries[0]!, lastMode);
     process.stderr.write(`[${store} ${size}] one-tool writes: ${report.one_tool_write_samples.map((ms) => ms.toFixed(0)).join(', ')} ms\n`);
     process.stderr.write(`[${store} ${size}] first search after a one-tool write: ${modes.map((mode) => `${mode} ${report.first_search_after_write_samples[mode]!.map((ms) => ms.toFixed(0)).join(', ')}`).join('; ')} ms; after a ${replaced.length}-tool write ${report.first_search_after_slice_ms.toFixed(0)} ms\n`);
+    await indexReady();
+    if (reopen) {
+      await service.close();
+      closed = true;
+      report.after_start = [];
+      for (const warm of [false, true]) {
+        const run = await afterStart(reopen(), catalog, lastMode, hybrid, warm);
+        report.after_start.push(run);
+        const { ready_ms, index_ms, first_search_ms, before_index, after_index } = run;
+        process.stderr.write(
+          `[${store} ${size}] after a start, CATALOG_WARMUP=${warm}: ready ${ready_ms.toFixed(0)} ms, index in hand ${index_ms.toFixed(0)} ms; first search ${first_search_ms.toFixed(0)} ms; ` +
+            `${before_index.n} searches before the index${before_index.n ? ` p50 ${before_index.p50.toFixed(1)} max ${before_index.max.toFixed(0)} ms` : ''}, after it p50 ${after_index.p50.toFixed(1)} ms\n`,
+        );
+      }
+    }
     return report;
   } finally {
-    await service.close();
+    if (!closed) await service.close();
     await drop();
+  }
+}
+
+/**
+ * The service started again on a database that holds the catalog, as a load balancer sees it: once
+ * /readyz answers 200 it is searched back to back until the catalog's index is in hand (a replica's
+ * first seconds after a deploy), then with the same queries again. `warm`: CATALOG_WARMUP.
+ */
+async function afterStart(database: Database, catalog: string, mode: 'bm25' | 'hybrid', hybrid: boolean, warm: boolean): Promise<AfterStart> {
+  const started = performance.now();
+  const service = await startInProcess({ EMBED_MODEL: hybrid ? 'use-lite' : 'none', CATALOG_WARMUP: String(warm) }, database);
+  try {
+    while ((await fetch(`${service.base}/readyz`)).status !== 200) await new Promise((resolve) => setTimeout(resolve, 20));
+    const ready_ms = performance.now() - started;
+    const summary = (await getCatalog(database.db, 'default', catalog))!;
+    const held = () => service.deps.search.catalogIndexes?.held(summary) !== undefined;
+    const search = async (query: string) => {
+      const began = performance.now();
+      const response = await fetch(`${service.base}/v1/catalogs/${catalog}/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, mode, top_k: 10 }) });
+      if (!response.ok) throw new Error(`search after a start answered ${response.status}: ${(await response.text()).slice(0, 300)}`);
+      await response.arrayBuffer();
+      return performance.now() - began;
+    };
+    // Searches that start before the index is in hand (they rank in SQL), then the index's arrival.
+    const before: number[] = [];
+    for (let k = 0; !held(); k++) {
+      if (performance.now() - started > 120_000) throw new Error('the index was not in hand 120 s after the start');
+      before.push(await search(queries[k % queries.length]!));
+    }
+    const index_ms = performance.now() - started;
+    const after: number[] = [];
+    for (const query of queries) after.push(await search(query));
+    return { warm, ready_ms, index_ms, first_search_ms: before[0] ?? after[0]!, before_index: summarize(before), after_index: summarize(after) };
+  } finally {
+    await service.close();
   }
 }
 

@@ -29,9 +29,11 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The database is reachable and migrated; reports the embedder and the queue.
-         * @description 503 when a required component (the database) is down. An unavailable embedding model or
-         *     queue does not make the service unready (it ranks with BM25), but is reported as
+         * The database is reachable and migrated and the stored catalogs are read; reports the embedder and the queue.
+         * @description 503 when a required component is down: the database, or `catalogs` while the service reads
+         *     the stored catalogs into process after its start (`CATALOG_WARMUP`, at most 60 s; searches
+         *     are answered meanwhile, a catalog not yet read ranking in SQL). An unavailable embedding
+         *     model or queue does not make the service unready (it ranks with BM25), but is reported as
          *     `degraded` with the reason.
          */
         get: operations["getReadiness"];
@@ -844,6 +846,12 @@ export interface operations {
                      *           "active": 0,
                      *           "failed": 0,
                      *           "completed": 0
+                     *         },
+                     *         "catalogs": {
+                     *           "status": "ok",
+                     *           "read_at_start": 3,
+                     *           "of": 3,
+                     *           "skipped": 0
                      *         }
                      *       }
                      *     }

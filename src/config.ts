@@ -67,6 +67,12 @@ export const configSchema = z.preprocess(dropEmpty, z.object({
    * recently searched catalogs go first past it. A 100,000-tool catalog takes about 100 MiB.
    */
   CATALOG_INDEX_MEMORY: z.coerce.number().int().min(0).max(1_000_000).default(512),
+  /**
+   * Read the stored catalogs into process at start (most recently written first, within
+   * CATALOG_INDEX_MEMORY) before /readyz answers ready: a replica's first searches then rank in
+   * process, not in SQL while each catalog's index is read (search/warm-up.ts).
+   */
+  CATALOG_WARMUP: z.preprocess(emptyAsUndefined, booleanFlag.prefault('true')),
   /** Local stdio MCP servers to sync, in the mcpServers shape MCP hosts use (see docs/mcp.md). */
   UPSTREAMS_FILE: z.preprocess(emptyAsUndefined, z.string().optional()),
   /** How long call_tool waits for an upstream MCP server before answering isError, ms. */

@@ -32,6 +32,7 @@ import { serviceVersion } from './paths.js';
 import { RegexSandbox } from './search/patterns.js';
 import { loadEnglishWords } from './search/dictionary.js';
 import { TOOL_LIST_CACHE_LISTS, TOOL_LIST_CACHE_TOOLS } from './search/selector.js';
+import { newWarmUp, WARM_UP_READY_MAX_MS, warmCatalogs } from './search/warm-up.js';
 
 /** Everything the service is made of, built once from the config and passed down. */
 export interface Deps {
@@ -231,6 +232,32 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     logger,
     metrics,
   };
+  const search = { db: database.db, embedder, serverStats: new ServerStatsCache(), catalogIndexes, embeddingStatus, catalogVectors: new CatalogVectorCache(vectorCache) };
+  // Catalogs read into process before the service says it is ready (not in a worker process, which answers no searches).
+  let closing = false;
+  const warmUp = newWarmUp();
+  const warming = config.CATALOG_WARMUP && overrides.searches !== false;
+  const warmUpStarted = performance.now();
+  if (warming) {
+    void warmCatalogs(search, database.adminDb, warmUp, () => closing).then(() => {
+      const { state, ...done } = warmUp;
+      if (state === 'failed') logger.warn(done, 'catalogs not read at start; each is read on its first search');
+      else logger.info({ ...done, ms: Math.round(done.ms), index_mb: Math.round(catalogIndexes.bytes / 2 ** 20) }, 'catalogs read at start');
+    });
+  } else {
+    warmUp.state = 'done';
+  }
+  readiness.push({
+    name: 'catalogs',
+    required: true,
+    check: async () => {
+      const elapsed = performance.now() - warmUpStarted;
+      if (warmUp.state === 'reading' && elapsed < WARM_UP_READY_MAX_MS) {
+        throw new Error(`reading the stored catalogs into process: ${warmUp.read + warmUp.skipped} of ${warmUp.of || '?'} (CATALOG_WARMUP)`);
+      }
+      return warming ? { read_at_start: warmUp.read, of: warmUp.of, skipped: warmUp.skipped, ...(warmUp.state === 'reading' ? { still_reading: true } : {}), ...(warmUp.reason ? { reason: warmUp.reason } : {}) } : { read_at_start: 'off' };
+    },
+  });
   return {
     config,
     logger,
@@ -240,12 +267,13 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     queue,
     embedWorker,
     catalog: catalogDeps,
-    search: { db: database.db, embedder, serverStats: new ServerStatsCache(), catalogIndexes, embeddingStatus, catalogVectors: new CatalogVectorCache(vectorCache) },
+    search,
     selector,
     upstreams,
     readiness,
     metrics,
     async close() {
+      closing = true;
       await upstreams.close();
       // Answered selector requests may still be storing their new tools (and queueing their embeddings).
       await selector.background.settled();

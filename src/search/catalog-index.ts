@@ -407,6 +407,11 @@ export class CatalogIndexCache {
     return this.entries.heldWeight;
   }
 
+  /** The bytes it may hold (CATALOG_INDEX_MEMORY). */
+  get budget(): number {
+    return this.memoryBytes;
+  }
+
   private load(catalog: { id: number; revision: number }): Promise<CatalogIndex | undefined> {
     const pending = this.loading.get(catalog.id);
     if (pending && pending.revision >= catalog.revision) return pending.done;

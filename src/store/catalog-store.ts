@@ -350,6 +350,15 @@ export async function listCatalogs(db: Executor, tenant: string): Promise<Catalo
   return rows.map(normalizeSummary);
 }
 
+/** Every tenant's catalogs, the most recently written first, at most `limit`: what a replica reads at start (search/warm-up.ts). */
+export async function recentCatalogs(db: Executor, limit: number): Promise<{ tenant: string; catalog: CatalogSummary }[]> {
+  const rows = await queryRows<SummaryRow & { tenant: string }>(
+    db,
+    sql`select c.tenant, ${summaryColumns} from catalogs c order by c.updated_at desc, c.id desc limit ${limit}`,
+  );
+  return rows.map(({ tenant, ...row }) => ({ tenant, catalog: normalizeSummary(row) }));
+}
+
 export async function getCatalog(db: Executor, tenant: string, name: string): Promise<CatalogSummary | undefined> {
   const rows = await queryRows<SummaryRow>(
     db,

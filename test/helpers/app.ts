@@ -26,7 +26,9 @@ export interface TestResponse {
 export async function startTestApp(env: Record<string, string> = {}, overrides: DepsOverrides = {}): Promise<TestApp> {
   // A loaded CI machine can take longer than the selector's 100 ms budget to embed a query; tests
   // that check hybrid answers must not fall back to BM25 by chance. The budget's own test sets it.
-  const config: Config = configSchema.parse({ EMBED_MODEL: 'none', SELECTOR_BUDGET_MS: '60000', ...env });
+  // Test apps share one database with every other test of the run: reading all of its catalogs at
+  // start (CATALOG_WARMUP) is left to the tests of that reading, over databases of their own.
+  const config: Config = configSchema.parse({ EMBED_MODEL: 'none', SELECTOR_BUDGET_MS: '60000', CATALOG_WARMUP: 'false', ...env });
   const deps = await createDeps(config, { database: await testDatabase(), logger: pino({ level: 'silent' }), ...overrides });
   const app = createApp(deps);
   // The server as main.ts builds it (request and header timeouts), on a free port.

@@ -1,0 +1,86 @@
+/**
+ * A replica's start: the stored catalogs read into process before it answers ready, as their first
+ * searches would read them, so those searches rank as later ones do. Without it a 100,000-tool
+ * catalog's first searches after a start rank in SQL while its index is read in the background:
+ * seconds each on PostgreSQL (`npm run bench:scale`, "after a start").
+ */
+import { currentRecipe } from '../embed/embed-documents.js';
+import { recentCatalogs, type CatalogSummary } from '../store/catalog-store.js';
+import { EXACT_SCAN_MAX } from '../store/search-store.js';
+import type { Executor } from '../store/tool-store.js';
+import { LAST_SEEN_CATALOGS, type CatalogIndex } from './catalog-index.js';
+import { VECTORS_IN_PROCESS_MAX } from './catalog-vectors.js';
+import type { RankDeps } from './hybrid-search.js';
+
+/** What the start's reading has done so far (for /readyz and the log). */
+export interface WarmUpProgress {
+  state: 'reading' | 'done' | 'failed';
+  /** Catalogs listed (most recently written first, at most LAST_SEEN_CATALOGS). */
+  of: number;
+  /** Catalogs whose index is now in hand. */
+  read: number;
+  /** Catalogs left to their first search: their index would not fit in what CATALOG_INDEX_MEMORY leaves, or its read failed. */
+  skipped: number;
+  ms: number;
+  reason?: string;
+}
+
+/**
+ * /readyz waits this long at most for the reading: past it the replica says ready and serves (a
+ * catalog not yet read ranks in SQL, as on its first search without the reading).
+ */
+export const WARM_UP_READY_MAX_MS = 60_000;
+
+export const newWarmUp = (): WarmUpProgress => ({ state: 'reading', of: 0, read: 0, skipped: 0, ms: 0 });
+
+/**
+ * Reads every tenant's catalogs, the most recently written first: each one's BM25 index (while
+ * CATALOG_INDEX_MEMORY has room for it, judged by the bytes per tool of those read so far) and,
+ * with the model, what its first hybrid search reads besides (its servers' mean vectors; a
+ * complete mid-size catalog's vectors). Each catalog's row is noted as last seen, so the gateway
+ * selector can answer from memory for it while the store is down. `db` reads without the request
+ * path's deadline. Never throws: a failure ends the reading (`failed`, with the reason).
+ */
+export async function warmCatalogs(deps: RankDeps, db: Executor, progress: WarmUpProgress, stopped: () => boolean = () => false): Promise<void> {
+  const started = performance.now();
+  const indexes = deps.catalogIndexes;
+  try {
+    // CATALOG_INDEX_MEMORY 0 holds no index: nothing to read.
+    const catalogs = indexes && indexes.budget > 0 ? await recentCatalogs(db, LAST_SEEN_CATALOGS) : [];
+    progress.of = catalogs.length;
+    let bytes = 0;
+    let tools = 0;
+    for (const { tenant, catalog } of catalogs) {
+      if (stopped()) break;
+      indexes!.seen(tenant, catalog);
+      if (tools > 0 && indexes!.bytes + (bytes / tools) * catalog.toolCount > indexes!.budget) {
+        progress.skipped++;
+        continue;
+      }
+      const index = await indexes!.get(catalog);
+      if (!index) {
+        progress.skipped++;
+        continue;
+      }
+      progress.read++;
+      bytes += index.bytes;
+      tools += catalog.toolCount;
+      await warmVectors(deps, db, catalog, index);
+    }
+    progress.state = 'done';
+  } catch (error) {
+    progress.state = 'failed';
+    progress.reason = (error as Error)?.message ?? String(error);
+  } finally {
+    progress.ms = performance.now() - started;
+  }
+}
+
+/** With the model: the catalog's server means, and a complete mid-size catalog's vectors (what catalog-search.ts reads). */
+async function warmVectors(deps: RankDeps, db: Executor, catalog: CatalogSummary, index: CatalogIndex): Promise<void> {
+  if (!deps.embedder) return;
+  const model = deps.embedder.modelId;
+  await deps.serverStats?.means(db, catalog, model, index.changedSince);
+  if (!deps.catalogVectors || !deps.embeddingStatus || catalog.toolCount <= EXACT_SCAN_MAX || catalog.toolCount > VECTORS_IN_PROCESS_MAX) return;
+  if ((await deps.embeddingStatus.pending(db, catalog, model)) === undefined) await deps.catalogVectors.get(db, catalog, currentRecipe(model));
+}
