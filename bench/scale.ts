@@ -27,6 +27,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
+import { MAX_TOOLS_PER_REQUEST } from '../src/catalog/catalog-service.js';
 import { getCatalog } from '../src/store/catalog-store.js';
 import { openPglite, openPostgres, type Database } from '../src/store/database.js';
 import { watchGc } from './gc-pauses.js';
@@ -56,6 +57,9 @@ const slice = Number(values.slice);
 const PGLITE_MAX = 10_000;
 /** One-tool writes per mode, each followed by the first search that sees it. */
 const WRITES = 5;
+/** The most tools a PUT carries (MAX_TOOLS_PER_REQUEST), and how many a sent-again catalog revises. */
+const PUT_MAX = MAX_TOOLS_PER_REQUEST;
+const PUT_REVISED = 10;
 const EVAL = fileURLToPath(new URL('../../shared/eval/', import.meta.url));
 
 const queries = readFileSync(`${EVAL}toolbench_stable/queries.dev.jsonl`, 'utf8').trim().split('\n')
@@ -111,6 +115,9 @@ interface SizeReport {
   index_ready_after_write_ms?: number;
   /** The first search (last mode) after a write of a whole slice (renamed copies of existing tools: a change of that many names). */
   first_search_after_slice_ms?: number;
+  /** Catalogs a PUT can carry (PUT_MAX): the PUT of the whole catalog (PUT_REVISED tools revised, the one-tool writes' tools gone), and the first search after it. */
+  put_ms?: number;
+  first_search_after_put_ms?: number;
   /** PostgreSQL: the service started again on the same database, without and with CATALOG_WARMUP (afterStart). */
   after_start?: AfterStart[];
   rss_mb: number;
@@ -225,6 +232,18 @@ async function runSize(store: 'postgres' | 'pglite', size: number): Promise<Size
     const replaced = Array.from({ length: Math.min(slice, size) }, (_, k) => ({ ...toolAt(k), description: `${toolAt(k).description} (revised)` }));
     await call('POST', `/v1/catalogs/${catalog}/tools`, { tools: replaced });
     report.first_search_after_slice_ms = await search(queries[0]!, lastMode);
+    if (size <= PUT_MAX) {
+      // The whole catalog sent again (PUT), as a platform team's sync would: PUT_REVISED tools
+      // revised, and the tools the one-tool writes added gone.
+      await indexReady();
+      const whole = [...replaced, ...Array.from({ length: size - replaced.length }, (_, k) => toolAt(replaced.length + k))];
+      const revisedAgain = whole.map((tool, k) => (k % Math.floor(whole.length / PUT_REVISED) === 0 ? { ...tool, description: `${tool.description} (sent again)` } : tool));
+      const putting = performance.now();
+      await call('PUT', `/v1/catalogs/${catalog}`, { tools: revisedAgain });
+      report.put_ms = performance.now() - putting;
+      report.first_search_after_put_ms = await search(queries[1]!, lastMode);
+      process.stderr.write(`[${store} ${size}] the whole catalog sent again (PUT, ${PUT_REVISED} tools revised, ${modes.length * WRITES} gone): ${report.put_ms.toFixed(0)} ms; first search after it ${report.first_search_after_put_ms.toFixed(0)} ms\n`);
+    }
     process.stderr.write(`[${store} ${size}] one-tool writes: ${report.one_tool_write_samples.map((ms) => ms.toFixed(0)).join(', ')} ms\n`);
     process.stderr.write(`[${store} ${size}] first search after a one-tool write: ${modes.map((mode) => `${mode} ${report.first_search_after_write_samples[mode]!.map((ms) => ms.toFixed(0)).join(', ')}`).join('; ')} ms; after a ${replaced.length}-tool write ${report.first_search_after_slice_ms.toFixed(0)} ms\n`);
     await indexReady();

@@ -14,7 +14,7 @@
  */
 import { LruCache } from '../lru-cache.js';
 import { forEachTerm, loadCatalogChanges, loadCatalogIndexRows, type CatalogChanges, type CatalogIndexRow } from '../store/search-store.js';
-import type { CatalogSummary } from '../store/catalog-store.js';
+import { REPLACE_LOGGED_NAMES_MAX, type CatalogSummary } from '../store/catalog-store.js';
 import type { Executor } from '../store/tool-store.js';
 import { TimeSlice } from '../time-slice.js';
 import { Bm25Builder, Bm25Index, patchLists, pushTo, slotPlan, TwoPassPostings, type SlotPlan } from './bm25-index.js';
@@ -298,9 +298,10 @@ const RETRY_AFTER_MS = 5_000;
 /**
  * The most changed names an index is derived through (CatalogIndex.derive); more, and the new
  * revision is read whole. A push's slice is 5,000 tools; deriving through 20,000 names of a
- * 100,000-tool catalog costs about what reading it whole does.
+ * 100,000-tool catalog costs about what reading it whole does. A whole-catalog replace logs its
+ * names up to the same number.
  */
-export const DERIVE_MAX_NAMES = 20_000;
+export const DERIVE_MAX_NAMES = REPLACE_LOGGED_NAMES_MAX;
 
 /** Catalog rows `CatalogIndexCache.lastSeen` remembers (a few hundred bytes each). */
 export const LAST_SEEN_CATALOGS = 4096;
@@ -348,8 +349,8 @@ export class CatalogIndexCache {
    * The index a search of `catalog` ranks with: the one in hand; else one derived from an older
    * revision's index in hand and the changes logged since (read through `db`, the caller's, with
    * its deadline: one short statement); else undefined, and the whole revision is read in the
-   * background while the caller ranks in SQL (the first search after a start, a whole-catalog
-   * replace, or more than DERIVE_MAX_NAMES changed names).
+   * background while the caller ranks in SQL (the first search after a start of a catalog not read
+   * at start, or more than DERIVE_MAX_NAMES changed names).
    */
   async forSearch(catalog: { id: number; revision: number }, db: Executor): Promise<CatalogIndex | undefined> {
     const held = this.held(catalog);

@@ -206,15 +206,6 @@ async function lockOrCreateCatalog(tx: Executor, tenant: string, name: string): 
   return { id: rows[0]!.id, created: false, toolCount: Number(rows[0]!.toolCount) };
 }
 
-/** What the catalog's names point at, as one comparable value, and how many names there are. */
-async function mappingDigest(tx: Executor, id: number): Promise<{ digest: string; count: number }> {
-  const rows = await queryRows<{ digest: string | null; count: number }>(
-    tx,
-    sql`select md5(string_agg(name || chr(1) || hash, chr(2) order by name)) as digest, count(*)::int as count from catalog_tools where catalog_id = ${id}`,
-  );
-  return { digest: rows[0]?.digest ?? '', count: Number(rows[0]?.count ?? 0) };
-}
-
 /**
  * Replaces every tool of a catalog in one transaction: all of it lands, or none of it. `unstored`:
  * the documents not stored yet (all of them unless the caller stored them ahead).
@@ -227,15 +218,38 @@ export async function replaceCatalog(
   unstored: CountedDocument[] = documents,
 ): Promise<CatalogWrite> {
   return writeCatalog(db, tenant, name, unstored, async (tx, { id, created }) => {
-    const before = created ? undefined : await mappingDigest(tx, id);
+    // The names this replace changes, logged like an upsert's: a replica holding the old revision's
+    // index derives the new one from them (a re-sent catalog with a few tools changed costs those
+    // tools, not a whole read while searches rank in SQL). Past REPLACE_LOGGED_NAMES_MAX: "every tool".
+    const changed = created ? [] : await replacedNames(tx, id, documents);
     // A whole replace sets the sums from its rows (whatever they held before).
     const tokensBefore = await storedTokens(tx, id);
     await tx.execute(sql`delete from catalog_tools where catalog_id = ${id}`);
     await upsertMappings(tx, id, documents);
-    const after = await mappingDigest(tx, id);
-    // Which names changed is not worked out here: an index of the old revision is read whole again.
-    return { changed: after.digest !== before?.digest ? null : [], toolCount: after.count, tokens: tokenChange(tokensBefore, await tokenTotals(tx, id, null)) };
+    return { changed, toolCount: new Set(documents.map((doc) => doc.tool.name)).size, tokens: tokenChange(tokensBefore, await tokenTotals(tx, id, null)) };
   });
+}
+
+/**
+ * The most names a whole-catalog replace logs as changed: as many as a replica derives an index
+ * through (search/catalog-index.ts DERIVE_MAX_NAMES); more, and it logs every tool as changed.
+ */
+export const REPLACE_LOGGED_NAMES_MAX = 20_000;
+
+/**
+ * The names a replace by `documents` changes: those it drops, adds, or points at other content.
+ * Null when there are more than REPLACE_LOGGED_NAMES_MAX.
+ */
+async function replacedNames(tx: Executor, id: number, documents: CountedDocument[]): Promise<string[] | null> {
+  const rows = await queryRows<{ name: string }>(
+    tx,
+    sql`select coalesce(o.name, n.name) as name
+        from (select name, hash from catalog_tools where catalog_id = ${id}) o
+        full join unnest(${sql.param(documents.map((doc) => doc.tool.name))}::text[], ${sql.param(documents.map((doc) => doc.hash))}::text[]) as n(name, hash) on n.name = o.name
+        where o.hash is distinct from n.hash
+        limit ${REPLACE_LOGGED_NAMES_MAX + 1}`,
+  );
+  return rows.length > REPLACE_LOGGED_NAMES_MAX ? null : rows.map((row) => row.name);
 }
 
 /** Adds tools to a catalog (creating it when missing) and replaces same-named ones; `unstored` as above. */

@@ -171,7 +171,7 @@ export async function catalogEmbeddingProgress(db: Executor, catalogId: number, 
  * tool had one: only the names changed since are probed, so the cost follows the change, not the
  * catalog (a tool left alone keeps its vector: a catalog's documents are never deleted, and a
  * vector is replaced only by a newer recipe's). Undefined when the log cannot tell (a revision no
- * longer logged, a whole-catalog replace) or more than `maxNames` names changed; null when the
+ * longer logged, a replace of more than 20,000 names) or more than `maxNames` names changed; null when the
  * catalog is gone.
  */
 export async function catalogEmbeddingProgressSince(

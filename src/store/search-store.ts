@@ -314,7 +314,7 @@ export interface CatalogChanges {
 /**
  * The catalog's changes since revision `from`, read in one statement (one snapshot, like
  * loadCatalogIndexRows): undefined when they cannot be told from the log (a revision not logged
- * any more, a whole-catalog replace) or touch more than `maxNames` names; null when the catalog is gone.
+ * any more, a replace of more than 20,000 names) or touch more than `maxNames` names; null when the catalog is gone.
  */
 export async function loadCatalogChanges(db: Executor, catalogId: number, from: number, maxNames: number): Promise<CatalogChanges | null | undefined> {
   const log = changesSince(catalogId, from, maxNames);

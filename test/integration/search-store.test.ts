@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { sql, type SQL } from 'drizzle-orm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { scoreBm25 } from '../../src/search/bm25.js';
-import { replaceCatalog } from '../../src/store/catalog-store.js';
+import { replaceCatalog, type CatalogToolRow } from '../../src/store/catalog-store.js';
 import type { Database } from '../../src/store/database.js';
 import { EMBED_TEXT_VERSION } from '../../src/catalog/search-text.js';
 import { writeVectors } from '../../src/store/embedding-store.js';
@@ -276,7 +276,7 @@ describe('a newer revision\'s index derived from the older one and the change lo
     const { CatalogIndexCache } = await import('../../src/search/catalog-index.js');
     const { ServerStatsCache } = await import('../../src/search/server-stats.js');
     const { seededRandom } = await import('../helpers/seeded-random.js');
-    const { upsertCatalogTools, deleteCatalogTool, replaceServerTools, getCatalog } = await import('../../src/store/catalog-store.js');
+    const { upsertCatalogTools, deleteCatalogTool, replaceServerTools, getCatalog, listCatalogTools } = await import('../../src/store/catalog-store.js');
     const database = await testDatabase();
     const random = seededRandom(7);
     const words = ['alpha', 'bravo', 'charlie', 'delta', 'echo', 'foxtrot', 'golf', 'hotel', 'india', 'juliet', 'kilo', 'lima'];
@@ -379,17 +379,40 @@ describe('a newer revision\'s index derived from the older one and the change lo
       await expectSame(`small write ${k}`, false);
     }
 
-    // A revision missing from the log (forgotten, as writers forget old ones) or a whole-catalog
-    // replace: the index is read whole instead, in the background.
+    // A whole-catalog replace logs the names it changes like an upsert, and the index is derived:
+    // the catalog re-sent with one tool dropped, one changed and one added; then cut to 20 tools.
+    const loggedNames = async () => {
+      const rows = await queryRows<{ names: string[] | null }>(database.db, sql`select names from catalog_changes where catalog_id = ${catalog.id} and revision = ${catalog.revision}`);
+      return rows[0]!.names && [...rows[0]!.names].sort();
+    };
+    const mapped = async () => new Map((await listCatalogTools(database.db, { tenant, name }, { limit: 1000 })).map((row) => [row.name, row]));
+    const before = await mapped();
+    const asSent = (row: CatalogToolRow) => ({ hash: row.hash, tool: { name: row.name, definition: row.definition }, tokens: { as_sent: row.tokens.as_sent ?? 0 } }) as unknown as CountedDocument;
+    const fresh = [tool('t12', 's1'), tool('r1', 's2')];
+    await replaceCatalog(database.db, tenant, name, [...[...before.values()].filter((row) => row.name !== 't04' && row.name !== 't12').map(asSent), ...fresh], fresh);
+    catalog = (await getCatalog(database.db, tenant, name))!;
+    expect(await loggedNames()).toEqual(['r1', 't04', 't12']);
+    await expectSame('whole-catalog replace', false);
+    const beforeCut = await mapped();
+    const cut = docs.slice(0, 20);
+    await replaceCatalog(database.db, tenant, name, cut);
+    catalog = (await getCatalog(database.db, tenant, name))!;
+    const differing = [...new Set([...beforeCut.keys(), ...cut.map((doc) => doc.tool.name)])].filter((tool) => beforeCut.get(tool)?.hash !== cut.find((doc) => doc.tool.name === tool)?.hash);
+    expect(differing.length).toBeGreaterThan(20);
+    expect(await loggedNames()).toEqual(differing.sort());
+    await expectSame('whole-catalog replace, cut to 20', false);
+    expect((await indexes.forSearch(catalog, database.db))!.size).toBe(20);
+    // Sent again unchanged: no new revision.
+    await replaceCatalog(database.db, tenant, name, cut);
+    expect((await getCatalog(database.db, tenant, name))!.revision).toBe(catalog.revision);
+
+    // A revision missing from the log (forgotten, as writers forget old ones): the index is read
+    // whole instead, in the background.
     await upsertCatalogTools(database.db, tenant, name, [tool('n4', 's1')]);
     catalog = (await getCatalog(database.db, tenant, name))!;
     await database.db.execute(sql`delete from catalog_changes where catalog_id = ${catalog.id} and revision = ${catalog.revision}`);
     expect(await indexes.forSearch(catalog, database.db)).toBeUndefined();
     expect((await indexes.get(catalog))!.changedSince).toBeUndefined();
-    await replaceCatalog(database.db, tenant, name, docs.slice(0, 20));
-    catalog = (await getCatalog(database.db, tenant, name))!;
-    expect(await indexes.forSearch(catalog, database.db)).toBeUndefined();
-    expect((await indexes.get(catalog))!.size).toBe(20);
   });
 });
 
