@@ -138,7 +138,7 @@ export const changesSince = (catalogId: number, from: number, maxNames: number) 
                (select count(*) from log where names is null)::int as unknown, (select count(*) from changed)::int as changed`,
 });
 
-/** Whether the log tells what changed since `from`: every revision logged, none a whole-catalog change, at most `maxNames` names. */
+/** Whether the log tells what changed since `from`: every revision logged, none logged as every tool, at most `maxNames` names. */
 export function changesTold(row: { revision: number; logged: number; unknown: number; changed: number }, from: number, maxNames: number): boolean {
   return Number(row.unknown) === 0 && Number(row.logged) === Number(row.revision) - from && Number(row.changed) <= maxNames;
 }

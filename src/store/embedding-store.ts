@@ -57,7 +57,7 @@ export const vectorStatusSql = {
   /**
    * The catalog's tool count now, and of the names its revisions after `from` changed (at most
    * `maxNames` + 1 of them), how many now lack a current vector; with what the log holds of those
-   * revisions (`logged` rows, `unknown` of them a whole-catalog change).
+   * revisions (`logged` rows, `unknown` of them logged as every tool: a replace of more than 20,000 names).
    */
   catalogProgressSince: (catalogId: number, from: number, recipe: VectorRecipe, maxNames: number) => {
     const log = changesSince(catalogId, from, maxNames);

@@ -162,7 +162,7 @@ describe(`a catalog's embedding progress, counted at a bounded cost (${storeKind
     expect(await status.progress(database.db, catalog, model)).toEqual({ done: 4, total: 4 });
   });
 
-  it('tells a revision written after a complete one from the names it changed, one statement probing those names; a whole-catalog replace is counted afresh', async () => {
+  it('tells a revision written after a complete one from the names it changed, one statement probing those names (a whole-catalog replace\'s too); a revision the log lost is counted afresh', async () => {
     const { CatalogEmbeddingStatus } = await import('../../src/catalog/embedding-status.js');
     const { currentRecipe } = await import('../../src/embed/embed-documents.js');
     const { testDatabase, uniqueName } = await import('../helpers/database.js');
@@ -202,12 +202,22 @@ describe(`a catalog's embedding progress, counted at a bounded cost (${storeKind
     expect(await status.progress(db, catalog, model)).toEqual({ done: 30, total: 30 });
     expect(seen).toEqual(['whole', 'since', 'since', 'since']);
 
-    // A whole-catalog replace logs no names: the log cannot tell, so the catalog is counted whole.
+    // A whole-catalog replace logs the names it drops, adds or changes: told from them too.
     const replaced = toDocuments(uniqueTools(5, 'since_replaced'));
     catalog = (await replaceCatalog(database.db, 'tenant', name, [...documents.slice(0, 10), ...replaced])).catalog;
     expect(await status.progress(db, catalog, model)).toEqual({ done: 10, total: 15 });
     expect(await truth()).toEqual({ done: 10, total: 15 });
-    expect(seen).toEqual(['whole', 'since', 'since', 'since', 'since', 'whole']);
+    expect(seen).toEqual(['whole', 'since', 'since', 'since', 'since']);
+
+    // A revision the log no longer holds: the log cannot tell, so the catalog is counted whole.
+    await embed(replaced);
+    clock += 60_000;
+    expect(await status.progress(db, catalog, model)).toEqual({ done: 15, total: 15 });
+    catalog = (await upsertCatalogTools(database.db, 'tenant', name, toDocuments(uniqueTools(1, 'since_forgotten')))).catalog;
+    await database.db.execute(sql`delete from catalog_changes where catalog_id = ${catalog.id} and revision = ${catalog.revision}`);
+    seen.length = 0;
+    expect(await status.progress(db, catalog, model)).toEqual({ done: 15, total: 16 });
+    expect(seen).toEqual(['since', 'whole']);
   });
 });
 
