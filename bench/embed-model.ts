@@ -7,7 +7,12 @@
  *                                [--latency-chunks=8,64]
  *   npx tsx bench/embed-model.ts --query-batches   only: queries in one shared call vs one call each
  *                                                  (the figures behind use-lite's query batching)
+ *   npx tsx bench/embed-model.ts --first-queries[=8]  only: a new process's model load and its first
+ *                                                  queries, with and without the threads' warm-up
+ *                                                  (USE_LITE_WARM_UP_TEXTS), alternating, each start
+ *                                                  in its own process
  */
+import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createUseLiteEmbedder } from '../src/embed/use-lite.js';
@@ -35,6 +40,15 @@ const toolTexts = (readJsonl(`${EVAL_DIR}catalog.jsonl`) as { name: string; desc
 );
 const queries = loadQueries(`${EVAL_DIR}queries.dev.jsonl`).map((q) => q.query);
 const documents = toolTexts.slice(0, textCount);
+
+if (args.has('first-query-child')) {
+  console.log(JSON.stringify(await firstQueries(args.get('first-query-child') === 'warm', Number(args.get('offset')))));
+  process.exit(0);
+}
+if (args.has('first-queries')) {
+  reportFirstQueries(Number(args.get('first-queries') || 8));
+  process.exit(0);
+}
 
 if (args.has('query-batches')) {
   await reportQueryBatches();
@@ -119,6 +133,42 @@ async function reportQueryBatches() {
     console.log(`${label.padEnd(32)} one call ${median(together).toFixed(1).padStart(6)}   one each ${median(apart).toFixed(1).padStart(6)}`);
   }
   await embedder.close();
+}
+
+interface FirstQueries {
+  load_ms: number;
+  /** Two queries sent at once, one per thread: the slower one's time. */
+  first_pair_ms: number;
+  /** The next four, one after another: their median. */
+  next_ms: number;
+}
+
+/** In this process: the model's load (the pool ready), then its first queries, as a service's first searches after a start. */
+async function firstQueries(warmUp: boolean, offset: number): Promise<FirstQueries> {
+  const started = performance.now();
+  const embedder = await createUseLiteEmbedder({ threads: 2, warmUp });
+  const load_ms = performance.now() - started;
+  const pick = (k: number) => queries[(offset + k) % queries.length]!;
+  const pair = await Promise.all([timed(() => embedder.embedQuery(pick(0))), timed(() => embedder.embedQuery(pick(1)))]);
+  const next: number[] = [];
+  for (let k = 2; k < 6; k++) next.push(await timed(() => embedder.embedQuery(pick(k))));
+  await embedder.close();
+  return { load_ms, first_pair_ms: Math.max(...pair), next_ms: median(next) };
+}
+
+/** `starts` starts a side, alternating, each in a child process (a process keeps compiled WebAssembly for its later threads). */
+function reportFirstQueries(starts: number) {
+  const runs: Record<'warm' | 'cold', FirstQueries[]> = { warm: [], cold: [] };
+  for (let start = 0; start < 2 * starts; start++) {
+    const side = start % 2 === 0 ? 'cold' : 'warm';
+    const output = execFileSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), `--first-query-child=${side}`, `--offset=${6 * Math.floor(start / 2)}`], { encoding: 'utf8' });
+    runs[side].push(JSON.parse(output.trim().split('\n').at(-1)!) as FirstQueries);
+  }
+  console.log(`use-lite, 2 threads, a new process each start, ${starts} starts a side (median, min-max; ms)`);
+  for (const side of ['cold', 'warm'] as const) {
+    const column = (key: keyof FirstQueries) => medianAndRange(runs[side].map((run) => run[key]));
+    console.log(`${side === 'warm' ? 'with warm-up   ' : 'without warm-up'}  load ${column('load_ms')}  first two at once ${column('first_pair_ms')}  next four ${column('next_ms')}`);
+  }
 }
 
 async function timed(run: () => Promise<unknown>): Promise<number> {

@@ -19,7 +19,8 @@ if (!port) throw new Error('use-lite-worker.ts must run in a worker thread');
 /** tfjs-core's `setBackend`, re-exported by @energetic-ai/core (whose type files point at tfjs types that are not installed). */
 const setBackend = (tf as unknown as { setBackend(name: string): Promise<boolean> }).setBackend;
 
-lowerThreadPriority((workerData as UseLiteWorkerData | undefined)?.nice ?? 0);
+const settings = workerData as Partial<UseLiteWorkerData> | undefined;
+lowerThreadPriority(settings?.nice ?? 0);
 
 try {
   // @energetic-ai/core starts the wasm backend on import without waiting for it, and `initModel`
@@ -28,6 +29,7 @@ try {
   // initialized" and the worker never loads. Seen twice in CI; so wait for the backend first.
   if (!(await setBackend('wasm'))) throw new Error("tfjs could not initialize its 'wasm' backend");
   const model = await initModel(modelSource);
+  if (settings?.warmUpTexts?.length) await model.embed(settings.warmUpTexts);
   port.on('message', async ({ id, payload }: WorkerRequest<string[]>) => {
     try {
       const vectors = await model.embed(payload);

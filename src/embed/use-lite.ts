@@ -48,9 +48,19 @@ export const USE_LITE_SHARED_QUERY_MAX_CHARS = 100;
  */
 export const DEFAULT_USE_LITE_NICE = 10;
 
+/**
+ * Texts each model thread embeds once after loading, before it says ready: a thread's first call
+ * pays for compiling and allocating what later calls reuse (a new process's first query took
+ * 210-250 ms against 45-80 ms after one such call; `npx tsx bench/embed-model.ts --first-queries`).
+ * Lengths from a word to a long task, as queries come.
+ */
+export const USE_LITE_WARM_UP_TEXTS = ['search', 'search the web for news', 'find the weather forecast for a city and send it to my team by email '.repeat(3), 'read files '.repeat(40)];
+
 /** What `use-lite-worker.ts` receives as `workerData`. */
 export interface UseLiteWorkerData {
   nice: number;
+  /** Embedded once before `ready` (USE_LITE_WARM_UP_TEXTS); empty: none. */
+  warmUpTexts: string[];
 }
 
 export interface UseLiteOptions {
@@ -63,6 +73,8 @@ export interface UseLiteOptions {
   /** Most waiting queries sent in one call; default `DEFAULT_USE_LITE_QUERY_BATCH`, 1 = one query per call. */
   queryBatch?: number;
   startupTimeoutMs?: number;
+  /** Each thread embeds USE_LITE_WARM_UP_TEXTS before it is ready; default true (false: a bench's baseline). */
+  warmUp?: boolean;
 }
 
 /**
@@ -88,7 +100,7 @@ export async function createUseLiteEmbedder(options: UseLiteOptions = {}): Promi
   const pool = await WorkerPool.start<string[], number[][]>({
     name: USE_LITE_MODEL_ID,
     size: threads,
-    spawn: () => spawnWorkerModule(import.meta.url, 'use-lite-worker', { workerData: { nice } satisfies UseLiteWorkerData }),
+    spawn: () => spawnWorkerModule(import.meta.url, 'use-lite-worker', { workerData: { nice, warmUpTexts: options.warmUp === false ? [] : USE_LITE_WARM_UP_TEXTS } satisfies UseLiteWorkerData }),
     startupTimeoutMs: options.startupTimeoutMs,
     reserveForHighMs: QUERY_RESERVE_MS,
     coalesceHigh:

@@ -135,6 +135,20 @@ describe('use-lite (real model in worker threads)', () => {
     }
   });
 
+  it('gives the same vectors after its threads warm up as without the warm-up', async () => {
+    // The warm-up's speed is bench/embed-model.ts --first-queries; here: it leaves no state behind.
+    const texts = ['convert a spreadsheet to csv', 'search', 'read files '.repeat(40), 'find the weather forecast for a city'];
+    const cold = await createUseLiteEmbedder({ threads: 1, warmUp: false });
+    const warm = await createUseLiteEmbedder({ threads: 1 });
+    try {
+      const [coldVectors, warmVectors] = await Promise.all([cold.embedDocuments(texts), warm.embedDocuments(texts)]);
+      warmVectors.forEach((vector, i) => vector.forEach((value, d) => expect(value, `text ${i} dimension ${d}`).toBeCloseTo(coldVectors[i]![d]!, 6)));
+      expect(await warm.embedQuery(texts[0]!)).toEqual(await cold.embedQuery(texts[0]!));
+    } finally {
+      await Promise.all([cold.close(), warm.close()]);
+    }
+  });
+
   it('refuses a nice value outside 0-19', async () => {
     await expect(createUseLiteEmbedder({ threads: 1, nice: 20 })).rejects.toThrow(/nice must be an integer from 0 to 19, got 20/);
   });
