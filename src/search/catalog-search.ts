@@ -38,15 +38,23 @@ export async function searchCatalog(
 ): Promise<CatalogSearchResult> {
   // The query's embedding needs nothing from the store and is the slowest step under load: it
   // starts first, so the catalog's row, names and embedding status are read while the model works.
-  // Its text is the dense query's when the caller's catalog row finds its index in hand (typos' likely
-  // words added), else the query as written (embedded again in rankCorpus if it has a typo).
-  const early = read && request.mode !== 'bm25' && deps.embedder ? deps.catalogIndexes?.held(read) : undefined;
+  // Its text is the dense query's (typos' likely words added) from the index in hand for the caller's
+  // catalog row, else for the row as last read here (a revision behind at worst: rankCorpus embeds
+  // again only if the current vocabulary corrects the query otherwise), else the query as written
+  // (embedded again in rankCorpus if it has a typo).
+  const early =
+    request.mode !== 'bm25' && deps.embedder
+      ? read
+        ? deps.catalogIndexes?.held(read)
+        : deps.catalogIndexes?.lastSeen(ref.tenant, ref.name)?.index
+      : undefined;
   const expandedQuery = early ? expandQuery(request.query, early.bm25.vocabulary()) : undefined;
   const queryText = expandedQuery?.text ?? request.query;
   const queryVector = request.mode !== 'bm25' && deps.embedder && request.query.trim() !== '' ? deps.embedder.embedQuery(queryText) : undefined;
   queryVector?.catch(() => {}); // awaited in rankCorpus, which reports a failure
   const catalog = read ?? (await getCatalog(deps.db, ref.tenant, ref.name));
   if (!catalog) throw notFound(`catalog "${ref.name}"`);
+  deps.catalogIndexes?.seen(ref.tenant, catalog);
   if (request.mode === 'vector' && !deps.embedder) {
     throw new AppError('service_unavailable', 'mode "vector" needs the embedding model, which is not available (see /readyz)');
   }

@@ -123,7 +123,7 @@ export async function searchForTools(deps: ToolSearchDeps, input: ToolSearchInpu
   }
   const catalog = await getCatalog(deps.search.db, input.tenant, input.catalog!);
   if (!catalog) throw notFound(`catalog "${input.catalog}"`);
-  const found = await searchCatalog(deps.search, { tenant: input.tenant, name: catalog.name }, { query: input.query, topK: depth, mode: 'hybrid', tags: input.tags });
+  const found = await searchCatalog(deps.search, { tenant: input.tenant, name: catalog.name }, { query: input.query, topK: depth, mode: 'hybrid', tags: input.tags }, catalog);
   const sure = confidences(found.tools.map((tool, index) => ({ rank: index + 1, ...tool.explain })), found.bests);
   // Counted when the catalog was written; a row of an older release not counted yet is counted now.
   const uncounted = found.tools.filter(({ tool }) => tool.tokens[input.shape] === null);

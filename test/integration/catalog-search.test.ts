@@ -72,13 +72,17 @@ describe('POST /v1/catalogs/{catalog}/search with the real model', () => {
       seen.push(text);
       return embedQuery(text);
     });
+    const { getCatalog } = await import('../../src/store/catalog-store.js');
     try {
       // Twice: the first search may rank in SQL, the second from the catalog's index in hand.
       for (let round = 0; round < 2; round++) {
+        if (round === 1) await app.deps.search.catalogIndexes!.get((await getCatalog(app.deps.search.db, 'default', catalog))!);
         seen.length = 0;
         const typo = await search({ query: 'wether forcast', mode: 'vector', top_k: 1 });
         expect(typo.status).toBe(200);
         expect(seen).toContain('wether forcast weather forecast');
+        // With the index in hand the model is asked once, for the corrected text, not first for the query as written.
+        if (round === 1) expect(seen).toEqual(['wether forcast weather forecast']);
         expect(typo.body.results[0].name).toBe('get_weather');
         seen.length = 0;
         // "reed" is one edit from the catalog's "read", but an English word: embedded as written only.
