@@ -6,7 +6,8 @@
  * through `POST /v1/catalogs/{catalog}/tools` in slices of 5,000, like a platform team would. Per
  * size and store it reports: the push rate (tools/s to the store), the embedding rate of the queue
  * (hybrid only), catalog search p50/p90/p99 in each mode over toolbench_stable's dev queries (their
- * embeddings cached by a first untimed pass, so the store and the ranking are timed), the first
+ * embeddings cached by a first untimed pass, so the store and the ranking are timed; hybrid also over
+ * as many queries not seen before, once each, the model's time included), the first
  * search after a write (a new revision), the process's RSS after the searches, and on PostgreSQL the
  * first seconds after a start (the service started again on the same database, without and with
  * CATALOG_WARMUP, searched from /readyz's 200 on until the catalog's index is in hand). For the tail: the
@@ -62,9 +63,11 @@ const PUT_MAX = MAX_TOOLS_PER_REQUEST;
 const PUT_REVISED = 10;
 const EVAL = fileURLToPath(new URL('../../shared/eval/', import.meta.url));
 
-const queries = readFileSync(`${EVAL}toolbench_stable/queries.dev.jsonl`, 'utf8').trim().split('\n')
-  .slice(0, Number(values.queries))
+const devQueries = readFileSync(`${EVAL}toolbench_stable/queries.dev.jsonl`, 'utf8').trim().split('\n')
   .map((line) => (JSON.parse(line) as { query: string }).query);
+const queries = devQueries.slice(0, Number(values.queries));
+/** Hybrid only: queries the service has not seen, each searched once (its embedding computed, as a gateway's every new turn). */
+const newQueries = devQueries.slice(Number(values.queries), 2 * Number(values.queries));
 
 const rssMb = () => process.memoryUsage().rss / 2 ** 20;
 
@@ -102,6 +105,8 @@ interface SizeReport {
   push_cpu: { here_s: number; postgres_s?: number };
   embed_tools_per_s?: number;
   search_ms: Partial<Record<'bm25' | 'hybrid', Summary>>;
+  /** Hybrid: queries searched for the first time (`newQueries`), so each one's embedding is computed. */
+  new_query_search_ms?: Summary;
   /** The timed searches over 2 x p50: which one (0-based, in timed order), their time, the service's own (`took_ms`), and the GC pauses of this process that overlapped each (ms, by kind). */
   slow_searches: Partial<Record<'bm25' | 'hybrid', { at: number; ms: number; took_ms: number; gc: string[] }[]>>;
   /** GC pauses of this process (the service and the bench's client) while the timed searches ran: count and ms by kind. */
@@ -164,12 +169,15 @@ async function runSize(store: 'postgres' | 'pglite', size: number): Promise<Size
       `[${store} ${size}] pushed in ${pushSeconds.toFixed(1)} s (${report.push_tools_per_s.toFixed(0)} tools/s); CPU s: this process (service and client) ${pushCpu.here_s.toFixed(1)}` +
         `${pushCpu.postgres_s === undefined ? '' : `, PostgreSQL ${pushCpu.postgres_s.toFixed(1)}`}\n`,
     );
-    if (hybrid) {
+    const untilEmbedded = async () => {
       for (;;) {
         const { embedding } = await call('GET', `/v1/catalogs/${catalog}`);
-        if (embedding.done + embedding.failed >= embedding.total) break;
+        if (embedding.done + embedding.failed >= embedding.total) return;
         await new Promise((resolve) => setTimeout(resolve, 500));
       }
+    };
+    if (hybrid) {
+      await untilEmbedded();
       report.embed_tools_per_s = size / ((performance.now() - pushStarted) / 1000 - pushSeconds);
       process.stderr.write(`[${store} ${size}] embedded (${report.embed_tools_per_s.toFixed(0)} tools/s after the push)\n`);
     }
@@ -208,6 +216,12 @@ async function runSize(store: 'postgres' | 'pglite', size: number): Promise<Size
           `GC while timed: ${JSON.stringify(report.gc_during_searches[mode])}; searches over 2 x p50: ` +
           `${report.slow_searches[mode]!.map(({ at, ms, took_ms, gc: pauses }) => `#${at} ${ms} (service ${took_ms}${pauses.length ? `; GC ${pauses.join(', ')}` : ''})`).join('; ') || 'none'}\n`,
       );
+      if (mode === 'hybrid') {
+        const fresh: number[] = [];
+        for (const query of newQueries) fresh.push(await search(query, mode));
+        report.new_query_search_ms = summarize(fresh);
+        process.stderr.write(`[${store} ${size}] hybrid, ${fresh.length} queries not seen before: p50 ${report.new_query_search_ms.p50.toFixed(1)} ms, p99 ${report.new_query_search_ms.p99.toFixed(1)} ms\n`);
+      }
     }
     report.rss_mb = rssMb();
     for (const [index, mode] of modes.entries()) {
@@ -248,6 +262,9 @@ async function runSize(store: 'postgres' | 'pglite', size: number): Promise<Size
     process.stderr.write(`[${store} ${size}] first search after a one-tool write: ${modes.map((mode) => `${mode} ${report.first_search_after_write_samples[mode]!.map((ms) => ms.toFixed(0)).join(', ')}`).join('; ')} ms; after a ${replaced.length}-tool write ${report.first_search_after_slice_ms.toFixed(0)} ms\n`);
     await indexReady();
     if (reopen) {
+      // A replica's start over a catalog at rest: the slice's and the PUT's new tools embedded first,
+      // or the new process would spend its first seconds embedding them (and rank in SQL meanwhile).
+      if (hybrid) await untilEmbedded();
       await service.close();
       closed = true;
       report.after_start = [];
@@ -326,11 +343,12 @@ if (largest && largest.tools >= 100_000) {
   }
   if (largest.push_tools_per_s < 1500) misses.push(`push ${largest.push_tools_per_s.toFixed(0)} tools/s < 1,500`);
 }
-console.log('\nstore     tools   push/s  embed/s  ' + modes.map((mode) => `${mode} p50 / p99 (ms)`.padEnd(24)).join('') + 'first after write  after slice  index ready  RSS MB');
+console.log('\nstore     tools   push/s  embed/s  ' + modes.map((mode) => `${mode} p50 / p99 (ms)`.padEnd(24)).join('') + 'new query hybrid  first after write  after slice  index ready  RSS MB');
 for (const report of reports) {
   console.log(
     `${report.store.padEnd(9)} ${String(report.tools).padStart(6)}  ${report.push_tools_per_s.toFixed(0).padStart(6)}  ${(report.embed_tools_per_s?.toFixed(0) ?? '-').padStart(7)}  ` +
       modes.map((mode) => `${report.search_ms[mode]!.p50.toFixed(1)} / ${report.search_ms[mode]!.p99.toFixed(1)}`.padEnd(24)).join('') +
+      (report.new_query_search_ms ? `${report.new_query_search_ms.p50.toFixed(1)} / ${report.new_query_search_ms.p99.toFixed(1)}` : '-').padEnd(18) +
       modes.map((mode) => report.first_search_after_write_ms[mode]!.toFixed(0)).join(' / ').padEnd(19) +
       `${report.first_search_after_slice_ms?.toFixed(0) ?? '-'}`.padEnd(13) +
       `${report.index_ready_after_write_ms?.toFixed(0) ?? '-'}`.padEnd(13) +
