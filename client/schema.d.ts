@@ -360,8 +360,9 @@ export interface paths {
          *     least 250 ms), a catalog this process has searched before is answered from memory: the
          *     catalog as this process last saw it (perhaps a revision behind), `always_keep` names, names
          *     the pattern mentions exactly, BM25 in process, then name order (logged and counted as the
-         *     `store_error` fallback). A catalog it never searched answers 503 then (the gateway then
-         *     fails open).
+         *     `store_error` fallback). For a second after such a failure, and while one probe of the
+         *     store waits, such turns answer from memory at once, without waiting the deadline again. A
+         *     catalog it never searched answers 503 then (the gateway then fails open).
          */
         post: operations["selectTools"];
         delete?: never;

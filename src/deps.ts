@@ -32,6 +32,7 @@ import { serviceVersion } from './paths.js';
 import { RegexSandbox } from './search/patterns.js';
 import { loadEnglishWords } from './search/dictionary.js';
 import { TOOL_LIST_CACHE_LISTS, TOOL_LIST_CACHE_TOOLS } from './search/selector.js';
+import { StoreBreaker } from './search/store-breaker.js';
 import { newWarmUp, WARM_UP_READY_MAX_MS, warmCatalogs } from './search/warm-up.js';
 
 /** Everything the service is made of, built once from the config and passed down. */
@@ -232,7 +233,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     logger,
     metrics,
   };
-  const search = { db: database.db, embedder, serverStats: new ServerStatsCache(), catalogIndexes, embeddingStatus, catalogVectors: new CatalogVectorCache(vectorCache) };
+  const search = { db: database.db, embedder, serverStats: new ServerStatsCache(), catalogIndexes, embeddingStatus, catalogVectors: new CatalogVectorCache(vectorCache), storeBreaker: new StoreBreaker() };
   // Catalogs read into process before the service says it is ready (not in a worker process, which answers no searches).
   let closing = false;
   const warmUp = newWarmUp();

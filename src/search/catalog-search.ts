@@ -136,7 +136,8 @@ export interface CatalogSelection {
  *
  * Never fails closed on a catalog this process has searched: when the database is unavailable, or
  * the catalog's row is not read within `storeDeadlineMs` (the selector's store deadline), the answer
- * comes from the catalog as last seen here (`selectFromMemory`).
+ * comes from the catalog as last seen here (`selectFromMemory`); and while `deps.storeBreaker` is
+ * open after such a failure, without waiting for the store again (search/store-breaker.ts).
  */
 export async function selectFromCatalog(
   deps: RankDeps,
@@ -144,10 +145,24 @@ export async function selectFromCatalog(
   input: { pattern: string; topK: number; alwaysKeep: string[]; storeDeadlineMs?: number },
 ): Promise<CatalogSelection> {
   const started = performance.now();
+  const breaker = deps.storeBreaker;
+  if (breaker?.open) {
+    // The store failed a moment ago: answer from memory at once, and let one probe ask the store.
+    const remembered = selectFromMemory(deps, ref, input, started);
+    if (remembered) {
+      breaker.probe(() => getCatalog(deps.db, ref.tenant, ref.name).catch((error: unknown) => {
+        if (isDatabaseUnavailable(error)) throw error; // any other answer is the store answering
+      }));
+      return remembered;
+    }
+  }
   try {
-    return await selectFromStore(deps, ref, input, started);
+    const selected = await selectFromStore(deps, ref, input, started);
+    breaker?.succeeded();
+    return selected;
   } catch (error) {
     if (!(error instanceof StoreLate) && !isDatabaseUnavailable(error)) throw error;
+    breaker?.failed();
     const remembered = selectFromMemory(deps, ref, input, started);
     // Without an answer in memory the read was never bounded (selectFromStore), so no StoreLate gets here.
     if (!remembered) throw error;

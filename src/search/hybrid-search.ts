@@ -10,6 +10,7 @@ import { denseWeight, fuseHybrid, RRF_DEPTH } from './rrf.js';
 import { boostByTags, carriesTag } from './tags.js';
 import type { CatalogIndex, CatalogIndexCache } from './catalog-index.js';
 import type { CatalogVectorCache } from './catalog-vectors.js';
+import type { StoreBreaker } from './store-breaker.js';
 import type { CatalogEmbeddingStatus } from '../catalog/embedding-status.js';
 import type { ServerIndex, ServerStatsCache } from './server-stats.js';
 import { addServerVotes, entriesFor, serverCentroids, SERVER_DEPTH, SERVER_SCAN_MAX, type ServerLists, type ServerMembers } from './servers.js';
@@ -63,6 +64,8 @@ export interface RankDeps {
   embeddingStatus?: CatalogEmbeddingStatus;
   /** When present, a complete catalog of EXACT_SCAN_MAX to VECTORS_IN_PROCESS_MAX tools has its vectors scanned in process. */
   catalogVectors?: CatalogVectorCache;
+  /** When present, the gateway selector answers from memory without asking a store that just failed (selectFromCatalog). */
+  storeBreaker?: StoreBreaker;
 }
 
 export interface RankResult {

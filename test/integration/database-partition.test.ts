@@ -157,13 +157,21 @@ describe('PostgreSQL stops answering (blackholed by a proxy)', () => {
       expect(ranked.body.selected_names).toHaveLength(3);
       expect(ranked.body.selected_names[0]).toBe('tool_7');
       expect(ranked.ms).toBeLessThan(1_400);
+      expect(ranked.ms).toBeGreaterThanOrEqual(400);
+      // The store just failed: the next turns answer from memory without waiting for it again (the
+      // store breaker; one probe at a time asks the store), so well within the 400 ms store deadline.
+      for (let turn = 0; turn < 3; turn++) {
+        const next = await select({ pattern: 'task number 7 with files', top_k: 3 });
+        expect(next.body.selected_names[0]).toBe('tool_7');
+        expect(next.ms, `turn ${turn}`).toBeLessThan(400);
+      }
       // always_keep first, then names the pattern mentions exactly, then the ranking.
       const kept = await select({ pattern: 'tool_12 please', top_k: 3, always_keep: ['tool_3', 'not_a_tool'] });
       expect(kept.body.selected_names.slice(0, 2)).toEqual(['tool_3', 'tool_12']);
       // Nothing matches: padded in the catalog's order, as the store pads; never empty.
       const padded = await select({ pattern: 'zzqx', top_k: 4 });
       expect(padded.body.selected_names).toEqual(['late_tool', 'tool_0', 'tool_1', 'tool_10']);
-      expect(await fallbacks()).toBe(before + 3);
+      expect(await fallbacks()).toBe(before + 6);
       // Other endpoints still say the truth: the store is not answering.
       expect((await timed(`/v1/catalogs/${catalog}`)).status).toBe(503);
       // A catalog this process never searched has nothing in memory: a 503, as before.
@@ -177,9 +185,19 @@ describe('PostgreSQL stops answering (blackholed by a proxy)', () => {
       healed = (await fetch(`${base}/readyz`)).status;
       if (healed !== 200) await new Promise((resolve) => setTimeout(resolve, 250));
     }
+    // Healed: within the breaker's second (or once its probe is answered) the turns are the store's again.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const counted = await fallbacks();
     const after = await select({ pattern: 'task number 7 with files', top_k: 3 });
     expect(after.status).toBe(200);
     expect(after.body.selected_names[0]).toBe('tool_7');
-    expect(await fallbacks()).toBe(before + 3);
+    let fromStore = (await fallbacks()) === counted;
+    for (let tries = 0; tries < 20 && !fromStore; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      const settled = await fallbacks();
+      expect((await select({ pattern: 'task number 7 with files', top_k: 3 })).status).toBe(200);
+      fromStore = (await fallbacks()) === settled;
+    }
+    expect(fromStore).toBe(true);
   }, 60_000);
 });
