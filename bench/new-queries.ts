@@ -6,8 +6,8 @@
  * DATABASE_URL is set; its queries as written and, a different slice of them, with the eval's
  * seeded typos (a query the catalog's words correct).
  *
- *   npx tsx bench/new-queries.ts [--dataset <dir>] [--queries 60] [--typos 0.2] [--seed 1]
- *                                [--baseline-root <tree>] [--passes 2]
+ *   npm run bench:new-queries -- [--dataset <dir>] [--queries 60] [--typos 0.2] [--seed 1]
+ *                                    [--baseline-root <tree>] [--passes 2]
  *
  * With `--baseline-root` (another checkout sharing this tree's node_modules), each tree runs in a
  * process of its own, alternating, `--passes` times; the last line compares their medians.

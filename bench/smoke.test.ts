@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -153,6 +154,25 @@ describe('benches, smoke runs', () => {
     expect(Object.keys(report.modes)).toEqual(expect.arrayContaining(['catalog', 'inline']));
     expect(Object.keys(report.modes).length).toBeGreaterThanOrEqual(3);
     for (const mode of Object.values(report.modes)) expect(mode.p50_ms.every((ms) => ms > 0) && mode.p50_ms.length === 2).toBe(true);
+  });
+
+  it('npm run bench:outage: the selector answers every turn of a partition from memory, with and without the breaker, and the store again once healed', async () => {
+    const pg = process.env.BENCH_PG ? ['--pg', process.env.BENCH_PG] : [];
+    const { code, stdout, stderr } = await runBench(['bench/store-outage.ts', '--model', 'none', '--queries', '3', ...pg]);
+    expect(code, stderr.slice(-3000)).toBe(0);
+    const report = JSON.parse(stdout.trim().split('\n').at(-1)!) as { breaker: boolean; healed_after_turns: number } & Record<'healthy' | 'partition_breaker' | 'partition_no_breaker', { answered: number; ms: { n: number } }>;
+    expect(report.breaker).toBe(true);
+    for (const phase of ['healthy', 'partition_breaker', 'partition_no_breaker'] as const) expect(report[phase], phase).toMatchObject({ answered: 3, ms: { n: 3 } });
+    expect(report.healed_after_turns).toBeGreaterThanOrEqual(1);
+  });
+
+  it('npm run bench:new-queries: never-seen queries as written and with typos, each timed once', async () => {
+    const { code, stdout, stderr } = await runBench(['bench/new-queries.ts', '--dataset', fileURLToPath(new URL('../../shared/eval/livemcpbench', import.meta.url)), '--queries', '3']);
+    expect(code, stderr.slice(-3000)).toBe(0);
+    const run = JSON.parse(stdout.trim().split('\n').at(-1)!) as { written_ms: number[]; typos_ms: number[] };
+    expect(run.written_ms).toHaveLength(3);
+    expect(run.typos_ms).toHaveLength(3);
+    expect([...run.written_ms, ...run.typos_ms].every((ms) => ms > 0)).toBe(true);
   });
 
   it('npm run bench:scale: tiny catalogs on both stores, both modes, every figure reported', async () => {
