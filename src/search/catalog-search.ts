@@ -8,6 +8,7 @@ import type { PendingEmbeddings } from '../catalog/embedding-status.js';
 import { nameCandidates } from './patterns.js';
 import { queryTerms } from '../catalog/search-text.js';
 import type { Bm25Index } from './bm25-index.js';
+import type { CatalogIndex } from './catalog-index.js';
 import { withDeadline } from '../deadline.js';
 import { isDatabaseUnavailable } from '../store/database.js';
 import { VECTORS_IN_PROCESS_MAX } from './catalog-vectors.js';
@@ -148,7 +149,7 @@ export async function selectFromCatalog(
   const breaker = deps.storeBreaker;
   if (breaker?.open) {
     // The store failed a moment ago: answer from memory at once, and let one probe ask the store.
-    const remembered = selectFromMemory(deps, ref, input, started);
+    const remembered = await selectFromMemory(deps, ref, input, started);
     if (remembered) {
       breaker.probe(() => getCatalog(deps.db, ref.tenant, ref.name).catch((error: unknown) => {
         if (isDatabaseUnavailable(error)) throw error; // any other answer is the store answering
@@ -163,7 +164,7 @@ export async function selectFromCatalog(
   } catch (error) {
     if (!(error instanceof StoreLate) && !isDatabaseUnavailable(error)) throw error;
     breaker?.failed();
-    const remembered = selectFromMemory(deps, ref, input, started);
+    const remembered = await selectFromMemory(deps, ref, input, started);
     // Without an answer in memory the read was never bounded (selectFromStore), so no StoreLate gets here.
     if (!remembered) throw error;
     return remembered;
@@ -219,17 +220,20 @@ async function selectFromStore(
 
 /**
  * The selector's answer while the store does not give one: the catalog as last seen by this
- * process (its in-process index, perhaps a revision behind the store's), ranked as the inline
- * selector ranks when its store fails: `always_keep` names first, names the pattern mentions
- * exactly, BM25 in process, then padding in name order. Undefined when this process holds no index
- * of the catalog (then the caller answers 503, and the gateway's own fail-open decides).
+ * process (its in-process index, perhaps a revision behind the store's): `always_keep` names
+ * first, names the pattern mentions exactly, the ranking, then padding in name order. The ranking
+ * is the store's own hybrid one when everything it reads is in process for the index's revision
+ * (the model, the catalog's vectors and its servers' means: a complete catalog of EXACT_SCAN_MAX to
+ * VECTORS_IN_PROCESS_MAX tools searched here), else BM25 in process, as the inline selector ranks
+ * when its store fails. Undefined when this process holds no index of the catalog (then the caller
+ * answers 503, and the gateway's own fail-open decides).
  */
-function selectFromMemory(
+async function selectFromMemory(
   deps: RankDeps,
   ref: { tenant: string; name: string },
-  input: { pattern: string; topK: number; alwaysKeep: string[] },
+  input: { pattern: string; topK: number; alwaysKeep: string[]; storeDeadlineMs?: number },
   started: number,
-): CatalogSelection | undefined {
+): Promise<CatalogSelection | undefined> {
   const known = deps.catalogIndexes?.lastSeen(ref.tenant, ref.name);
   if (!known) return undefined;
   const { bm25 } = known.index;
@@ -237,9 +241,20 @@ function selectFromMemory(
   const keep = [...new Set(input.alwaysKeep)].filter(present);
   const exact = input.pattern.trim() === '' ? [] : nameCandidates(input.pattern).filter(present);
   const rankStarted = performance.now();
-  const found = input.pattern.trim() === '' ? [] : bm25.search(queryTerms(input.pattern), input.topK + keep.length + exact.length);
-  const sure = bm25Confidences(found);
-  const timings: CatalogSelectionTimings = { lookup_ms: rankStarted - started, query_embedding_ms: 0, retrieval_ms: performance.now() - rankStarted, fusion_ms: 0, padding_ms: 0 };
+  const depth = input.topK + keep.length + exact.length;
+  const timings: CatalogSelectionTimings = { lookup_ms: rankStarted - started, query_embedding_ms: 0, retrieval_ms: 0, fusion_ms: 0, padding_ms: 0 };
+  const hybrid = input.pattern.trim() === '' ? undefined : await rankFromMemory(deps, known.index, input.pattern, depth, exact, input.storeDeadlineMs);
+  let found: (readonly [string, number])[];
+  let sure: number[];
+  if (hybrid) {
+    found = hybrid.tools.map(({ id, score }) => [id, score] as const);
+    sure = confidences(hybrid.tools.map((tool, i) => ({ ...tool.explain, rank: i + 1 })), hybrid.bests);
+    Object.assign(timings, hybrid.timings);
+  } else {
+    found = input.pattern.trim() === '' ? [] : bm25.search(queryTerms(input.pattern), depth);
+    sure = bm25Confidences(found);
+    timings.retrieval_ms = performance.now() - rankStarted;
+  }
   let names = [...new Set([...keep, ...exact, ...found.map(([name]) => name)])];
   if (names.length < input.topK) {
     const paddingStarted = performance.now();
@@ -247,6 +262,28 @@ function selectFromMemory(
     timings.padding_ms = performance.now() - paddingStarted;
   }
   return { names: names.slice(0, input.topK), ranked: found.length, confidence: Math.max(0, ...sure), timings, fallback: 'store_error' };
+}
+
+/**
+ * The catalog search's hybrid ranking from what this process holds for the index's revision, or
+ * undefined when some of it is not in hand (or the ranking does not finish within `deadlineMs`:
+ * it should touch no store, and a store that stopped answering must not hold the answer).
+ */
+async function rankFromMemory(deps: RankDeps, index: CatalogIndex, pattern: string, depth: number, exactIds: string[], deadlineMs: number | undefined): Promise<RankResult | undefined> {
+  const embedder = deps.embedder;
+  if (!embedder) return undefined;
+  const revision = { id: index.catalogId, revision: index.revision };
+  const vectors = deps.catalogVectors?.held(revision, embedder.modelId);
+  const means = index.servers.members.size === 0 ? new Map<string, Float32Array>() : deps.serverStats?.held(revision, embedder.modelId);
+  if (!vectors || !means) return undefined;
+  const ranking = rankCorpus(
+    deps,
+    { kind: 'catalog', catalogId: index.catalogId },
+    { query: pattern, topK: depth, mode: 'hybrid', exactIds },
+    { useVectorIndex: false, catalogIndex: index, corpusVectors: Promise.resolve(vectors), serverMeans: async () => means, denseComplete: true },
+  );
+  // A model that does not answer leaves BM25 (typo matching and server votes included), as on the store's path.
+  return (deadlineMs === undefined ? ranking : withDeadline(ranking, deadlineMs, () => new StoreLate())).catch(() => undefined);
 }
 
 /** The index's first `count` names in the catalog's order (code points, as the store's `collate "C"` over UTF-8): its padding. */

@@ -56,6 +56,12 @@ export class CatalogVectorCache {
     return pending;
   }
 
+  /** The vectors kept for exactly this revision and model, without reading anything (the selector's answer from memory). */
+  held(catalog: { id: number; revision: number }, model: string): ReadonlyMap<string, Float32Array> | undefined {
+    const kept = this.entries.get(catalog.id);
+    return kept && kept.revision === catalog.revision && kept.model === model ? kept.vectors : undefined;
+  }
+
   private async load(db: Executor, catalog: { id: number; revision: number }, recipe: VectorRecipe): Promise<ReadonlyMap<string, Float32Array> | undefined> {
     const read = await loadCatalogHashes(db, catalog.id);
     if (!read || read.revision !== catalog.revision) return undefined;

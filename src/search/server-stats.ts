@@ -52,6 +52,12 @@ export class ServerStatsCache {
     this.entries = new LruCache(capacity);
   }
 
+  /** Every server's mean kept for exactly this revision and model, without reading anything (the selector's answer from memory). */
+  held(catalog: { id: number; revision: number }, model: string): ReadonlyMap<string, Float32Array> | undefined {
+    const kept = this.entries.get(`${catalog.id}:${catalog.revision}:${model}`);
+    return kept && kept.incomplete.size === 0 ? kept.means : undefined;
+  }
+
   /**
    * The catalog's unit-length server mean vectors for `model`. A server's mean is kept once each
    * of its tools has a current vector; the others are read again on each call. `changedSince`:

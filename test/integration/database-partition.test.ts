@@ -17,6 +17,27 @@ import { scratchDatabase, uniqueName, type ScratchDatabase } from '../helpers/da
 import { toDocuments } from '../helpers/queue.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 
+/** The service on a scratch PostgreSQL database reached through a proxy that can blackhole it. */
+async function startBehindProxy(label: string, env: Record<string, string>) {
+  const scratch = await scratchDatabase('postgres', label);
+  const target = new URL(scratch.url!);
+  const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
+  const proxied = Object.assign(new URL(scratch.url!), { port: String(proxy.port) }).toString();
+  const config = configSchema.parse({ DB_TIMEOUT_MS: '1500', SELECTOR_BUDGET_MS: '100', DATABASE_URL: proxied, ...env });
+  const deps = await createDeps(config, { database: openPostgres(proxied, 4, config.DB_TIMEOUT_MS), logger: pino({ level: 'silent' }) });
+  const server = createApp(deps).listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  return { scratch, proxy, deps, server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
+async function stopBehindProxy({ scratch, proxy, deps, server }: { scratch?: ScratchDatabase; proxy?: TcpProxy; deps?: Deps; server?: Server }) {
+  proxy?.heal();
+  if (server) await new Promise((resolve) => server.close(resolve));
+  await deps?.close();
+  await proxy?.close();
+  await scratch?.drop();
+}
+
 describe('PostgreSQL stops answering (blackholed by a proxy)', () => {
   let scratch: ScratchDatabase;
   let proxy: TcpProxy;
@@ -27,26 +48,12 @@ describe('PostgreSQL stops answering (blackholed by a proxy)', () => {
   const tools = Array.from({ length: 30 }, (_, index) => ({ name: `tool_${index}`, description: `Does task number ${index} with files and folders` }));
 
   beforeAll(async () => {
-    scratch = await scratchDatabase('postgres', 'partition');
-    const target = new URL(scratch.url!);
-    proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
-    const proxied = Object.assign(new URL(scratch.url!), { port: String(proxy.port) }).toString();
-    const config = configSchema.parse({ EMBED_MODEL: 'none', DB_TIMEOUT_MS: '1500', SELECTOR_BUDGET_MS: '100', DATABASE_URL: proxied });
-    deps = await createDeps(config, { database: openPostgres(proxied, 4, config.DB_TIMEOUT_MS), logger: pino({ level: 'silent' }) });
-    server = createApp(deps).listen(0, '127.0.0.1');
-    await new Promise((resolve) => server.once('listening', resolve));
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    ({ scratch, proxy, deps, server, base } = await startBehindProxy('partition', { EMBED_MODEL: 'none' }));
     const put = await fetch(`${base}/v1/catalogs/${catalog}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ tools }) });
     expect(put.status).toBe(200);
   }, 60_000);
 
-  afterAll(async () => {
-    proxy?.heal();
-    await new Promise((resolve) => server?.close(resolve));
-    await deps?.close();
-    await proxy?.close();
-    await scratch?.drop();
-  });
+  afterAll(() => stopBehindProxy({ scratch, proxy, deps, server }));
 
   const timed = async (path: string, init?: RequestInit) => {
     const started = performance.now();
@@ -200,4 +207,59 @@ describe('PostgreSQL stops answering (blackholed by a proxy)', () => {
     }
     expect(fromStore).toBe(true);
   }, 60_000);
+});
+
+describe('PostgreSQL stops answering, over a catalog whose vectors this process holds', () => {
+  let scratch: ScratchDatabase;
+  let proxy: TcpProxy;
+  let deps: Deps;
+  let server: Server;
+  let base: string;
+  const catalog = uniqueName('partition-hybrid');
+  // More than EXACT_SCAN_MAX tools, so a complete catalog's vectors are kept in process (search/catalog-vectors.ts).
+  const subjects = ['weather forecast for a city', 'send an email message', 'read a file from disk', 'translate text to french', 'book a flight ticket'];
+  const tools = Array.from({ length: 2_050 }, (_, index) => ({
+    name: `tool_${index}`,
+    description: index < subjects.length ? `Gives the ${subjects[index]}.` : `Records ledger entry ${index} in book ${index % 23}.`,
+    server: `server_${index % 40}`,
+  }));
+
+  beforeAll(async () => {
+    ({ scratch, proxy, deps, server, base } = await startBehindProxy('partition-hybrid', { EMBED_MODEL: 'use-lite', CATALOG_WARMUP: 'false' }));
+    const put = await fetch(`${base}/v1/catalogs/${catalog}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ tools }) });
+    expect(put.status).toBe(200);
+    await deps.queue?.whenIdle();
+  }, 300_000);
+
+  afterAll(() => stopBehindProxy({ scratch, proxy, deps, server }));
+
+  it("answers from memory with the store's own hybrid ranking, not BM25 alone", async () => {
+    const select = async (pattern: string) => {
+      const response = await fetch(`${base}/v1/tool-discovery/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ catalog, pattern, top_k: 5 }) });
+      expect(response.status).toBe(200);
+      return ((await response.json()) as { selected_names: string[] }).selected_names;
+    };
+    // Searched while the store answers, until this process holds the catalog's index, vectors and server means.
+    const row = (await getCatalog(deps.search.db, 'default', catalog))!;
+    const held = () => deps.search.catalogIndexes!.lastSeen('default', catalog) && deps.search.catalogVectors!.held(row, 'use-lite') && deps.search.serverStats!.held(row, 'use-lite');
+    for (let tries = 0; tries < 60 && !held(); tries++) {
+      await select('weather forecast');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(held()).toBeTruthy();
+    // Words no tool holds (the dense list's job), and words some do.
+    const patterns = ['will it rain in Paris tomorrow', 'mail my colleague', 'weather forecast for Tokyo', 'ledger entry 7'];
+    const healthy = new Map<string, string[]>();
+    for (const pattern of patterns) healthy.set(pattern, await select(pattern));
+    expect(healthy.get('will it rain in Paris tomorrow')![0]).toBe('tool_0');
+    const fallbacks = async () => Number(/toolsift_selector_fallbacks_total\{reason="store_error"\} (\d+)/.exec(await (await fetch(`${base}/metrics`)).text())?.[1] ?? 0);
+    const before = await fallbacks();
+    proxy.blackhole();
+    try {
+      for (const pattern of patterns) expect(await select(pattern), pattern).toEqual(healthy.get(pattern));
+      expect(await fallbacks()).toBe(before + patterns.length);
+    } finally {
+      proxy.heal();
+    }
+  }, 120_000);
 });
