@@ -109,8 +109,8 @@ $('#add-sample').addEventListener('click', async () => {
     const tools = await sampleTools();
     await api('PUT', '/v1/catalogs/sample', { tools });
     state.catalog = 'sample';
-    await loadCatalogs();
     $('#query').value = 'what will the weather be in Tokyo tomorrow';
+    await loadCatalogs();
     status('#search-status', `Added the catalog "sample" (${tools.length} tools). Search it: a query is filled in, or type your own.`);
   } catch (error) {
     status('#search-status', error.status === 401 ? 'This instance needs an API key: type one above.' : error.message, true);

@@ -176,7 +176,8 @@ describe('the /ui playground in Chromium', () => {
       await expect.poll(() => fresh.locator('#catalog option').allTextContents()).toEqual(['sample (35 tools)']);
       expect(await fresh.isVisible('#add-sample')).toBe(false);
       expect(await fresh.inputValue('#query')).toContain('weather');
-      expect(await fresh.textContent('#search-status')).toContain('Added the catalog "sample" (35 tools)');
+      // Said once the list is read again (the option can show before the catalog's progress is read).
+      await expect.poll(() => fresh.textContent('#search-status')).toContain('Added the catalog "sample" (35 tools)');
       // The sample is an ordinary catalog of the tenant, embedded like any other.
       const headers = { authorization: 'Bearer fresh-key' };
       for (let tries = 0; (await app.request('GET', '/v1/catalogs/sample', undefined, headers)).body.embedding.done < 35; tries++) {
