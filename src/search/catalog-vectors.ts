@@ -44,8 +44,8 @@ export class CatalogVectorCache {
    * undefined when one is missing or stale, or the catalog has moved past this revision.
    */
   get(db: Executor, catalog: { id: number; revision: number }, recipe: VectorRecipe): Promise<ReadonlyMap<string, Float32Array> | undefined> {
-    const kept = this.entries.get(catalog.id);
-    if (kept && kept.revision === catalog.revision && kept.model === recipe.model) return Promise.resolve(kept.vectors);
+    const kept = this.held(catalog, recipe.model);
+    if (kept) return Promise.resolve(kept);
     // One read per catalog revision and model, however many searches ask at once.
     const key = `${catalog.id}\u0000${catalog.revision}\u0000${recipe.model}`;
     let pending = this.loading.get(key);
