@@ -4,7 +4,8 @@
  * turns (`POST /v1/tool-discovery/search` with `catalog`) with the store answering, then during the
  * partition without the store breaker (search/store-breaker.ts: each turn waits for the store
  * deadline, as before it) and with it, and how many of each answer's names are the healthy
- * answer's (the answer from memory is BM25 alone). Then it heals the partition and counts the turns
+ * answer's (the answer from memory is the hybrid ranking where this process holds the catalog's
+ * vectors, else BM25 alone). Then it heals the partition and counts the turns
  * until one is the store's again.
  *
  *   npm run bench:outage -- [--dataset <dir>] [--queries 60] [--model use-lite|none]

@@ -360,7 +360,7 @@ export interface paths {
          *     least 250 ms), a catalog this process has searched before is answered from memory: the
          *     catalog as this process last saw it (perhaps a revision behind), `always_keep` names, names
          *     the pattern mentions exactly, the ranking (hybrid as ever when the catalog's vectors are
-         *     held in process, as for a complete catalog of 2,001-10,000 tools searched here; else BM25
+         *     held in process, as for a complete catalog of up to 10,000 tools searched here; else BM25
          *     in process), then name order (logged and counted as the `store_error` fallback). For a second after such a failure, and while one probe of the
          *     store waits, such turns answer from memory at once, without waiting the deadline again. A
          *     catalog it never searched answers 503 then (the gateway then fails open).

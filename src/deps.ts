@@ -191,7 +191,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   // One count of a catalog's embedding progress serves its readers and its searches.
   const embeddingStatus = new CatalogEmbeddingStatus();
   const catalogIndexes = new CatalogIndexCache(database.adminDb, config.CATALOG_INDEX_MEMORY * 2 ** 20);
-  // Vectors by content hash, shared by request lists and mid-size catalogs.
+  // Vectors by content hash, shared by request lists and catalogs of up to VECTORS_IN_PROCESS_MAX tools.
   const vectorCache = new VectorCache();
   const catalogDeps = {
     db: database.db,

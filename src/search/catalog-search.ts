@@ -71,20 +71,27 @@ export async function searchCatalog(
     request.mode !== 'bm25' && deps.embedder && deps.embeddingStatus ? deps.embeddingStatus.pending(deps.db, catalog, deps.embedder.modelId) : undefined,
   ]);
   const found = new Set(existing);
-  // A complete mid-size catalog's vectors in process: exact, and not a filter over the HNSW graph
-  // every catalog shares (search/catalog-vectors.ts). A failed read ranks in SQL. Under a tag filter,
-  // the vectors of the tools carrying a tag (named by the index in hand, else read): HNSW with a
-  // filter missed some of a tag's nearest tools, unlike the same tools sent inline.
-  const inProcessVectors =
-    request.mode !== 'bm25' && deps.embedder && deps.catalogVectors && deps.embeddingStatus && pending === undefined &&
-    catalog.toolCount > EXACT_SCAN_MAX && catalog.toolCount <= VECTORS_IN_PROCESS_MAX
-      ? Promise.all([
-          deps.catalogVectors.get(deps.db, catalog, currentRecipe(deps.embedder.modelId)),
-          request.tags?.length ? (index?.namesCarrying(request.tags) ?? corpusIds(deps.db, { kind: 'catalog', catalogId: catalog.id, tags: request.tags })) : undefined,
-        ])
-          .then(([vectors, tagged]) => (vectors && tagged ? entriesFor(tagged, vectors) : vectors))
-          .catch(() => undefined)
+  // A complete catalog's vectors in process (search/catalog-vectors.ts), scanned exactly. A mid-size
+  // one's are read for its search: the alternative is a filter over the HNSW graph every catalog
+  // shares. A small one's are used once held, and read after its first search, which ranks in SQL
+  // (an exact scan there too): held, they spare each search the scan's read, and they let the
+  // gateway selector answer from memory with the hybrid ranking while the store is down. A failed
+  // read ranks in SQL. Under a tag filter, the vectors of the tools carrying a tag (named by the
+  // index in hand, else read): HNSW with a filter missed some of a tag's nearest tools, unlike the
+  // same tools sent inline.
+  const keepVectors =
+    request.mode !== 'bm25' && deps.embedder && deps.catalogVectors && deps.embeddingStatus && pending === undefined && catalog.toolCount <= VECTORS_IN_PROCESS_MAX
+      ? { cache: deps.catalogVectors, recipe: currentRecipe(deps.embedder.modelId) }
       : undefined;
+  const vectorsNow = keepVectors && (catalog.toolCount > EXACT_SCAN_MAX ? keepVectors.cache.get(deps.db, catalog, keepVectors.recipe) : keepVectors.cache.held(catalog, keepVectors.recipe.model));
+  const inProcessVectors = vectorsNow
+    ? Promise.all([
+        vectorsNow,
+        request.tags?.length ? (index?.namesCarrying(request.tags) ?? corpusIds(deps.db, { kind: 'catalog', catalogId: catalog.id, tags: request.tags })) : undefined,
+      ])
+        .then(([vectors, tagged]) => (vectors && tagged ? entriesFor(tagged, vectors) : vectors))
+        .catch(() => undefined)
+    : undefined;
   const ranked = await rankCorpus(
     deps,
     { kind: 'catalog', catalogId: catalog.id },
@@ -105,6 +112,8 @@ export async function searchCatalog(
     },
   );
   const rows = await loadCatalogTools(deps.db, catalog.id, ranked.tools.map((tool) => tool.id));
+  // A small catalog's vectors, read once per revision after the search that ranked without them.
+  if (keepVectors && !vectorsNow) keepVectors.cache.get(deps.db, catalog, keepVectors.recipe).catch(() => {});
   return {
     tools: ranked.tools.flatMap((tool) => {
       const row = rows.get(tool.id);
@@ -223,7 +232,7 @@ async function selectFromStore(
  * process (its in-process index, perhaps a revision behind the store's): `always_keep` names
  * first, names the pattern mentions exactly, the ranking, then padding in name order. The ranking
  * is the store's own hybrid one when everything it reads is in process for the index's revision
- * (the model, the catalog's vectors and its servers' means: a complete catalog of EXACT_SCAN_MAX to
+ * (the model, the catalog's vectors and its servers' means: a complete catalog of up to
  * VECTORS_IN_PROCESS_MAX tools searched here), else BM25 in process, as the inline selector ranks
  * when its store fails. Undefined when this process holds no index of the catalog (then the caller
  * answers 503, and the gateway's own fail-open decides).

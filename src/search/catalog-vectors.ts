@@ -1,14 +1,17 @@
 /**
- * A mid-size catalog's vectors in process, one set per catalog revision, for an exact scan.
+ * A catalog's vectors in process, one set per catalog revision, for an exact scan.
  *
- * Catalogs up to EXACT_SCAN_MAX tools are scanned exactly in SQL; larger ones go through the
- * model's HNSW graph, which every catalog of the database shares: a search walks the graph and
- * keeps its catalog's candidates. Beside a 100,000-tool catalog that costs a 4,076-tool catalog
+ * Without them, catalogs up to EXACT_SCAN_MAX tools are scanned exactly in SQL, and larger ones go
+ * through the model's HNSW graph, which every catalog of the database shares: a search walks the
+ * graph and keeps its catalog's candidates. Beside a 100,000-tool catalog that costs a 4,076-tool catalog
  * p50 33 / p90 81 ms (6 / 10 ms in a database of its own), and the exact scan in SQL 35 / 39.
  * In process, the scan of 10,000 vectors costs a few ms and is exact, as the smaller catalogs'.
  * Vectors come through the VectorCache (keyed by content hash, so a new revision reads only its
  * new tools' vectors); a revision's set is kept only once every tool has a current vector (until
  * then the search ranks in SQL and says embeddings_pending), and the sets are bounded in bytes.
+ * A mid-size catalog's search waits for its set; a small one's reads it after ranking in SQL
+ * (search/catalog-search.ts). Held sets also let the gateway selector answer from memory with the
+ * hybrid ranking while the store is down.
  */
 import { LruCache } from '../lru-cache.js';
 import type { VectorRecipe } from '../store/embedding-store.js';
@@ -34,9 +37,10 @@ export class CatalogVectorCache {
 
   constructor(
     private readonly vectorCache: VectorCache,
-    memoryBytes = CATALOG_VECTORS_MEMORY,
+    /** The bytes the kept sets may hold together (CATALOG_VECTORS_MEMORY). */
+    readonly budget = CATALOG_VECTORS_MEMORY,
   ) {
-    this.entries = new LruCache(Number.MAX_SAFE_INTEGER, { max: memoryBytes, weigh: (kept) => kept.bytes });
+    this.entries = new LruCache(Number.MAX_SAFE_INTEGER, { max: budget, weigh: (kept) => kept.bytes });
   }
 
   /**
@@ -54,6 +58,11 @@ export class CatalogVectorCache {
       this.loading.set(key, pending);
     }
     return pending;
+  }
+
+  /** Bytes the kept sets hold now. */
+  get bytes(): number {
+    return this.entries.heldWeight;
   }
 
   /** The vectors kept for exactly this revision and model, without reading anything (the selector's answer from memory). */

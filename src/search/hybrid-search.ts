@@ -62,7 +62,7 @@ export interface RankDeps {
   catalogIndexes?: CatalogIndexCache;
   /** When present, a catalog search says whether the catalog's vectors are still being computed. */
   embeddingStatus?: CatalogEmbeddingStatus;
-  /** When present, a complete catalog of EXACT_SCAN_MAX to VECTORS_IN_PROCESS_MAX tools has its vectors scanned in process. */
+  /** When present, a complete catalog of up to VECTORS_IN_PROCESS_MAX tools has its vectors scanned in process (a small one's once held). */
   catalogVectors?: CatalogVectorCache;
   /** When present, the gateway selector answers from memory without asking a store that just failed (selectFromCatalog). */
   storeBreaker?: StoreBreaker;
@@ -83,7 +83,7 @@ function positions(ranked: Ranked): Map<string, { rank: number; score: number }>
 
 /**
  * The corpus's vectors when they can be scanned in process: the caller's (a request's own tools, a
- * mid-size catalog's, under a tag filter only the tools carrying a tag), else an untagged hash
+ * catalog's, under a tag filter only the tools carrying a tag), else an untagged hash
  * corpus's from the vector cache.
  */
 async function vectorsInProcess(

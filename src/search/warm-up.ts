@@ -6,7 +6,6 @@
  */
 import { currentRecipe } from '../embed/embed-documents.js';
 import { recentCatalogs, type CatalogSummary } from '../store/catalog-store.js';
-import { EXACT_SCAN_MAX } from '../store/search-store.js';
 import type { Executor } from '../store/tool-store.js';
 import { LAST_SEEN_CATALOGS, type CatalogIndex } from './catalog-index.js';
 import { VECTORS_IN_PROCESS_MAX } from './catalog-vectors.js';
@@ -37,7 +36,7 @@ export const newWarmUp = (): WarmUpProgress => ({ state: 'reading', of: 0, read:
  * Reads every tenant's catalogs, the most recently written first: each one's BM25 index (while
  * CATALOG_INDEX_MEMORY has room for it, judged by the bytes per tool of those read so far) and,
  * with the model, what its first hybrid search reads besides (its servers' mean vectors; a
- * complete mid-size catalog's vectors). Each catalog's row is noted as last seen, so the gateway
+ * complete catalog's vectors up to VECTORS_IN_PROCESS_MAX tools). Each catalog's row is noted as last seen, so the gateway
  * selector can answer from memory for it while the store is down. `db` reads without the request
  * path's deadline. Never throws: a failure ends the reading (`failed`, with the reason).
  */
@@ -50,6 +49,7 @@ export async function warmCatalogs(deps: RankDeps, db: Executor, progress: WarmU
     progress.of = catalogs.length;
     let bytes = 0;
     let tools = 0;
+    const vectorsRead = { bytes: 0, tools: 0 };
     for (const { tenant, catalog } of catalogs) {
       if (stopped()) break;
       indexes!.seen(tenant, catalog);
@@ -65,7 +65,7 @@ export async function warmCatalogs(deps: RankDeps, db: Executor, progress: WarmU
       progress.read++;
       bytes += index.bytes;
       tools += catalog.toolCount;
-      await warmVectors(deps, db, catalog, index);
+      await warmVectors(deps, db, catalog, index, vectorsRead);
     }
     progress.state = 'done';
   } catch (error) {
@@ -76,11 +76,21 @@ export async function warmCatalogs(deps: RankDeps, db: Executor, progress: WarmU
   }
 }
 
-/** With the model: the catalog's server means, and a complete mid-size catalog's vectors (what catalog-search.ts reads). */
-async function warmVectors(deps: RankDeps, db: Executor, catalog: CatalogSummary, index: CatalogIndex): Promise<void> {
+/** With the model: the catalog's server means, and a complete catalog's vectors up to VECTORS_IN_PROCESS_MAX tools (what catalog-search.ts keeps). */
+async function warmVectors(deps: RankDeps, db: Executor, catalog: CatalogSummary, index: CatalogIndex, read: { bytes: number; tools: number }): Promise<void> {
   if (!deps.embedder) return;
   const model = deps.embedder.modelId;
   await deps.serverStats?.means(db, catalog, model, index.changedSince);
-  if (!deps.catalogVectors || !deps.embeddingStatus || catalog.toolCount <= EXACT_SCAN_MAX || catalog.toolCount > VECTORS_IN_PROCESS_MAX) return;
-  if ((await deps.embeddingStatus.pending(db, catalog, model)) === undefined) await deps.catalogVectors.get(db, catalog, currentRecipe(model));
+  const kept = deps.catalogVectors;
+  if (!kept || !deps.embeddingStatus || catalog.toolCount > VECTORS_IN_PROCESS_MAX) return;
+  // Read while they fit beside those read so far: the least recently used set goes first, and that
+  // would be a more recently written catalog's.
+  if (read.tools > 0 && kept.bytes + (read.bytes / read.tools) * catalog.toolCount > kept.budget) return;
+  if ((await deps.embeddingStatus.pending(db, catalog, model)) !== undefined) return;
+  const before = kept.bytes;
+  await kept.get(db, catalog, currentRecipe(model));
+  if (kept.bytes > before) {
+    read.bytes += kept.bytes - before;
+    read.tools += catalog.toolCount;
+  }
 }

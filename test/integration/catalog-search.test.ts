@@ -124,6 +124,43 @@ describe('POST /v1/catalogs/{catalog}/search with the real model', () => {
     }
   });
 
+  it("keeps a small catalog's vectors after its first search, and ranks with them as the exact scan in SQL did", async () => {
+    const { getCatalog } = await import('../../src/store/catalog-store.js');
+    const kept = app.deps.search.catalogVectors!;
+    const fresh = uniqueName('small-vectors');
+    expect((await app.request('PUT', `/v1/catalogs/${fresh}`, { tools })).status).toBe(200);
+    await app.deps.queue?.whenIdle();
+    const row = (await getCatalog(app.deps.search.db, 'default', fresh))!;
+    const queries = ['is it going to rain tomorrow in Paris', 'read the contents of a file', 'open an issue in a github repository'];
+    type Result = { name: string; score: number; explain: { vector: { rank: number; score: number } | null } };
+    const answer = async (query: string, mode: string) =>
+      ((await app.request('POST', `/v1/catalogs/${fresh}/search`, { query, mode, top_k: 9, explain: true })).body.results as Result[]).map((result) => ({
+        name: result.name,
+        score: result.score,
+        vector: result.explain.vector,
+      }));
+    // Never searched: not held, and the first searches scan in SQL.
+    expect(kept.held(row, 'use-lite')).toBeUndefined();
+    const inSql = new Map<string, Awaited<ReturnType<typeof answer>>>();
+    for (const query of queries) for (const mode of ['hybrid', 'vector']) inSql.set(`${mode}:${query}`, await answer(query, mode));
+    // Read after the search, in the background.
+    for (let tries = 0; tries < 50 && !kept.held(row, 'use-lite'); tries++) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(kept.held(row, 'use-lite')?.size).toBe(tools.length);
+    for (const query of queries) {
+      for (const mode of ['hybrid', 'vector']) {
+        const inProcess = await answer(query, mode);
+        const before = inSql.get(`${mode}:${query}`)!;
+        expect(inProcess.map((result) => result.name), `${mode}: ${query}`).toEqual(before.map((result) => result.name));
+        inProcess.forEach((result, i) => {
+          expect(result.vector?.rank).toBe(before[i]!.vector?.rank);
+          // Cosines in process (float64 over the stored float32s) and in pgvector agree to ~1e-5.
+          expect(result.vector!.score).toBeCloseTo(before[i]!.vector!.score, 4);
+          expect(result.score).toBeCloseTo(before[i]!.score, 6);
+        });
+      }
+    }
+  });
+
   it("adds the server's vote to every tool of the query's top servers, in hybrid mode only", async () => {
     const { SERVER_BM25_WEIGHT, SERVER_VECTOR_WEIGHT } = await import('../../src/search/servers.js');
     const { RRF_K } = await import('../../src/search/rrf.js');

@@ -8,6 +8,10 @@ import type { Db } from '../../src/store/database.js';
 import { getCatalog } from '../../src/store/catalog-store.js';
 import { CatalogIndexCache } from '../../src/search/catalog-index.js';
 import { newWarmUp, warmCatalogs } from '../../src/search/warm-up.js';
+import { CatalogVectorCache } from '../../src/search/catalog-vectors.js';
+import { CatalogEmbeddingStatus } from '../../src/catalog/embedding-status.js';
+import { VectorCache } from '../../src/store/vector-cache.js';
+import { testEmbedder } from '../helpers/embedder.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { scratchDatabase, storeKind, type ScratchDatabase } from '../helpers/database.js';
 
@@ -117,5 +121,52 @@ describe('catalogs read into process at start (CATALOG_WARMUP)', () => {
         expect(catalogIndexes.held(summary) !== undefined, `${name} with a budget of ${Math.round(budget)} bytes`).toBe(read.includes(name as never));
       }
     }
+  });
+});
+
+describe('catalogs\' vectors read into process at start, with the model', () => {
+  let scratch: ScratchDatabase;
+  const names = ['old', 'mid', 'new'];
+
+  beforeAll(async () => {
+    scratch = await scratchDatabase(storeKind(), 'warmup-vectors');
+    const writer = await startTestApp({ EMBED_MODEL: 'use-lite' }, { database: scratch.database });
+    try {
+      for (const name of names) {
+        expect((await writer.request('PUT', `/v1/catalogs/${name}`, { tools: toolsOf(60, name) })).status).toBe(200);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await writer.deps.queue?.whenIdle();
+    } finally {
+      await writer.close();
+    }
+  }, 120_000);
+  afterAll(() => scratch.drop());
+
+  it('holds each small catalog\'s vectors, the most recently written first, while the 128 MiB for them has room', async () => {
+    const embedder = await testEmbedder();
+    const warm = async (budget?: number) => {
+      const deps = {
+        db: scratch.database.db,
+        embedder,
+        catalogIndexes: new CatalogIndexCache(scratch.database.adminDb),
+        embeddingStatus: new CatalogEmbeddingStatus(),
+        catalogVectors: new CatalogVectorCache(new VectorCache(), budget),
+      };
+      const progress = newWarmUp();
+      await warmCatalogs(deps, scratch.database.adminDb, progress);
+      expect(progress).toMatchObject({ state: 'done', of: 3, read: 3 });
+      const held = [];
+      for (const name of names) {
+        const summary = (await getCatalog(scratch.database.db, 'default', name))!;
+        if (deps.catalogVectors.held(summary, embedder.modelId)?.size === 60) held.push(name);
+      }
+      return { held, bytes: deps.catalogVectors.bytes };
+    };
+    const all = await warm();
+    expect(all.held).toEqual(names);
+    // Room for two catalogs' vectors and half of a third: the two most recently written are held,
+    // and the oldest is not read (reading it would have pushed the newest out).
+    expect(await warm((all.bytes * 5) / 6)).toMatchObject({ held: ['mid', 'new'] });
   });
 });

@@ -209,55 +209,65 @@ describe('PostgreSQL stops answering (blackholed by a proxy)', () => {
   }, 60_000);
 });
 
-describe('PostgreSQL stops answering, over a catalog whose vectors this process holds', () => {
+describe('PostgreSQL stops answering, over catalogs whose vectors this process holds', () => {
   let scratch: ScratchDatabase;
   let proxy: TcpProxy;
   let deps: Deps;
   let server: Server;
   let base: string;
-  const catalog = uniqueName('partition-hybrid');
-  // More than EXACT_SCAN_MAX tools, so a complete catalog's vectors are kept in process (search/catalog-vectors.ts).
   const subjects = ['weather forecast for a city', 'send an email message', 'read a file from disk', 'translate text to french', 'book a flight ticket'];
-  const tools = Array.from({ length: 2_050 }, (_, index) => ({
-    name: `tool_${index}`,
-    description: index < subjects.length ? `Gives the ${subjects[index]}.` : `Records ledger entry ${index} in book ${index % 23}.`,
-    server: `server_${index % 40}`,
-  }));
+  const toolsOf = (count: number) =>
+    Array.from({ length: count }, (_, index) => ({
+      name: `tool_${index}`,
+      description: index < subjects.length ? `Gives the ${subjects[index]}.` : `Records ledger entry ${index} in book ${index % 23}.`,
+      server: `server_${index % 40}`,
+    }));
+  // Above EXACT_SCAN_MAX, whose search reads its vectors into process; and a small one, scanned in
+  // SQL until its vectors are read after a search (search/catalog-vectors.ts).
+  const catalogs = [
+    { name: uniqueName('partition-hybrid'), tools: toolsOf(2_050) },
+    { name: uniqueName('partition-small'), tools: toolsOf(120) },
+  ];
 
   beforeAll(async () => {
     ({ scratch, proxy, deps, server, base } = await startBehindProxy('partition-hybrid', { EMBED_MODEL: 'use-lite', CATALOG_WARMUP: 'false' }));
-    const put = await fetch(`${base}/v1/catalogs/${catalog}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ tools }) });
-    expect(put.status).toBe(200);
+    for (const { name, tools } of catalogs) {
+      const put = await fetch(`${base}/v1/catalogs/${name}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ tools }) });
+      expect(put.status).toBe(200);
+    }
     await deps.queue?.whenIdle();
   }, 300_000);
 
   afterAll(() => stopBehindProxy({ scratch, proxy, deps, server }));
 
   it("answers from memory with the store's own hybrid ranking, not BM25 alone", async () => {
-    const select = async (pattern: string) => {
+    const select = async (catalog: string, pattern: string) => {
       const response = await fetch(`${base}/v1/tool-discovery/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ catalog, pattern, top_k: 5 }) });
       expect(response.status).toBe(200);
       return ((await response.json()) as { selected_names: string[] }).selected_names;
     };
-    // Searched while the store answers, until this process holds the catalog's index, vectors and server means.
-    const row = (await getCatalog(deps.search.db, 'default', catalog))!;
-    const held = () => deps.search.catalogIndexes!.lastSeen('default', catalog) && deps.search.catalogVectors!.held(row, 'use-lite') && deps.search.serverStats!.held(row, 'use-lite');
-    for (let tries = 0; tries < 60 && !held(); tries++) {
-      await select('weather forecast');
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    expect(held()).toBeTruthy();
     // Words no tool holds (the dense list's job), and words some do.
     const patterns = ['will it rain in Paris tomorrow', 'mail my colleague', 'weather forecast for Tokyo', 'ledger entry 7'];
     const healthy = new Map<string, string[]>();
-    for (const pattern of patterns) healthy.set(pattern, await select(pattern));
-    expect(healthy.get('will it rain in Paris tomorrow')![0]).toBe('tool_0');
+    for (const { name } of catalogs) {
+      // Searched while the store answers, until this process holds the catalog's index, vectors and server means.
+      const row = (await getCatalog(deps.search.db, 'default', name))!;
+      const held = () => deps.search.catalogIndexes!.lastSeen('default', name) && deps.search.catalogVectors!.held(row, 'use-lite') && deps.search.serverStats!.held(row, 'use-lite');
+      for (let tries = 0; tries < 60 && !held(); tries++) {
+        await select(name, 'weather forecast');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(held(), name).toBeTruthy();
+      for (const pattern of patterns) healthy.set(`${name}: ${pattern}`, await select(name, pattern));
+      expect(healthy.get(`${name}: will it rain in Paris tomorrow`)![0]).toBe('tool_0');
+      expect(healthy.get(`${name}: mail my colleague`)![0]).toBe('tool_1');
+    }
     const fallbacks = async () => Number(/toolsift_selector_fallbacks_total\{reason="store_error"\} (\d+)/.exec(await (await fetch(`${base}/metrics`)).text())?.[1] ?? 0);
     const before = await fallbacks();
     proxy.blackhole();
     try {
-      for (const pattern of patterns) expect(await select(pattern), pattern).toEqual(healthy.get(pattern));
-      expect(await fallbacks()).toBe(before + patterns.length);
+      for (const { name } of catalogs) for (const pattern of patterns) expect(await select(name, pattern), `${name}: ${pattern}`).toEqual(healthy.get(`${name}: ${pattern}`));
+      expect(await fallbacks()).toBe(before + catalogs.length * patterns.length);
     } finally {
       proxy.heal();
     }
