@@ -148,6 +148,36 @@ describe('POST /v1/tool-search: tied tools', () => {
   });
 });
 
+describe('POST /v1/tool-search: unmatched terms of a stored catalog', () => {
+  let app: TestApp;
+  const catalog = uniqueName('unmatched');
+  const tools = [
+    { name: 'zebra_counter', description: 'Counts the zebras in a savanna photo.', input_schema: { type: 'object', properties: {} } },
+    ...Array.from({ length: 30 }, (_, i) => ({ name: `ledger_${i}`, description: `Writes entry ${i} to the ledger.`, input_schema: { type: 'object', properties: {} } })),
+  ];
+  beforeAll(async () => {
+    app = await startTestApp();
+    expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools })).status).toBe(200);
+  });
+  afterAll(() => app.close());
+
+  it('are the words no tool of the current revision holds, from the store or from the index in hand', async () => {
+    const { getCatalog } = await import('../../src/store/catalog-store.js');
+    const indexes = app.deps.search.catalogIndexes!;
+    const unmatched = async () => (await app.request('POST', '/v1/tool-search', { query: 'count zebras in the ledger with a unicorn', catalog })).body.unmatched_terms;
+    const row = async () => (await getCatalog(app.deps.search.db, 'default', catalog))!;
+    // Never searched: the index is not in hand, and the store answers.
+    expect(indexes.held(await row())).toBeUndefined();
+    expect(await unmatched()).toEqual(['count', 'unicorn']);
+    await until('the index in hand', async () => indexes.held(await row()) !== undefined);
+    expect(await unmatched()).toEqual(['count', 'unicorn']);
+    // The zebra tool removed: the index derived for the new revision no longer knows its words.
+    expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools: tools.slice(1) })).status).toBe(200);
+    await until('the index in hand', async () => indexes.held(await row()) !== undefined);
+    expect(await unmatched()).toEqual(['count', 'zebras', 'unicorn']);
+  });
+});
+
 describe('POST /v1/tool-search: tags filter before the ranking', () => {
   let app: TestApp;
   const catalog = uniqueName('tagged');
