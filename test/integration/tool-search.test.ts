@@ -103,6 +103,40 @@ describe('POST /v1/tool-search', () => {
     expect((await search({ query: 'x', tools: anthropicTools }, {})).status).toBe(401);
   });
 
+  it("ranks tools that name their server inline as stored, the list's server means computed once", async () => {
+    const subjects = ['weather forecast', 'email message', 'file on disk', 'calendar event', 'web page'];
+    const served = Array.from({ length: 15 }, (_, i) => ({
+      name: `tool_${i}`,
+      description: `Works with a ${subjects[i % 5]}, step ${i}.`,
+      input_schema: { type: 'object', properties: {} },
+      server: `server_${i % 4}`,
+    }));
+    const stored = uniqueName('served');
+    expect((await app.request('PUT', `/v1/catalogs/${stored}`, { tools: served }, auth)).status).toBe(200);
+    await untilEmbedded(app, stored, auth);
+    const compact = JSON.stringify(served);
+    const inline = async (query: string) => (await app.request('POST', '/v1/tool-search', `{"query":${JSON.stringify(query)},"max_results":10,"tools":${compact}}`, { ...auth, 'content-type': 'application/json' })).body;
+    // Until the list's vectors are all read, a turn may rank with some missing.
+    const list = () => app.deps.selector.toolListCache.get(createHash('sha256').update(compact).digest('base64'));
+    await until("the list's vectors", async () => (await inline('warm up'), list()?.vectors !== undefined));
+    for (const query of ['is it going to rain', 'write to my colleague', 'open the page of a site']) {
+      const first = await inline(query);
+      const means = list()!.serverMeans;
+      expect(means?.means.size).toBe(4);
+      const again = await inline(query);
+      expect(list()!.serverMeans).toBe(means); // kept, not computed again
+      const catalog = (await search({ query, catalog: stored, max_results: 10 })).body;
+      const ranked = (body: { results: { name: string; score: number }[] }) => body.results.map((result) => result.name);
+      expect(ranked(again), query).toEqual(ranked(first));
+      expect(ranked(first), query).toEqual(ranked(catalog));
+      first.results.forEach((result: { score: number }, i: number) => {
+        expect(again.results[i].score).toBe(result.score);
+        // The store averages in SQL: the same means to float precision.
+        expect(result.score).toBeCloseTo(catalog.results[i].score, 6);
+      });
+    }
+  });
+
   it('counts the tokens offered and selected in /metrics', async () => {
     const read = async () => {
       const text = await (await fetch(`${app.url}/metrics`)).text();
