@@ -6,8 +6,9 @@
  */
 import { currentRecipe } from '../embed/embed-documents.js';
 import { recentCatalogs, type CatalogSummary } from '../store/catalog-store.js';
+import { EXACT_SCAN_MAX } from '../store/search-store.js';
 import type { Executor } from '../store/tool-store.js';
-import { LAST_SEEN_CATALOGS, type CatalogIndex } from './catalog-index.js';
+import { LAST_SEEN_CATALOGS } from './catalog-index.js';
 import { VECTORS_IN_PROCESS_MAX } from './catalog-vectors.js';
 import type { RankDeps } from './hybrid-search.js';
 
@@ -35,21 +36,25 @@ export const newWarmUp = (): WarmUpProgress => ({ state: 'reading', of: 0, read:
 /**
  * Reads every tenant's catalogs, the most recently written first: each one's BM25 index (while
  * CATALOG_INDEX_MEMORY has room for it, judged by the bytes per tool of those read so far) and,
- * with the model, what its first hybrid search reads besides (its servers' mean vectors; a
- * complete catalog's vectors up to VECTORS_IN_PROCESS_MAX tools). Each catalog's row is noted as last seen, so the gateway
- * selector can answer from memory for it while the store is down. `db` reads without the request
- * path's deadline. Never throws: a failure ends the reading (`failed`, with the reason).
+ * with the model, what its first hybrid search reads besides (its servers' mean vectors; a complete
+ * mid-size catalog's vectors). Then it says `done` (the replica is ready) and reads the small
+ * catalogs' vectors, which their searches scan in SQL until then, as exactly: held, they let the
+ * gateway selector answer from memory with the hybrid ranking (search/catalog-vectors.ts). Each
+ * catalog's row is noted as last seen, so the gateway selector can answer from memory for it while
+ * the store is down. `db` reads without the request path's deadline. Never throws: a failure ends
+ * the reading (`failed`, with the reason; after `done`, it only leaves the rest to their searches).
  */
 export async function warmCatalogs(deps: RankDeps, db: Executor, progress: WarmUpProgress, stopped: () => boolean = () => false): Promise<void> {
   const started = performance.now();
   const indexes = deps.catalogIndexes;
+  const vectorsRead = { bytes: 0, tools: 0 };
+  const small: CatalogSummary[] = [];
   try {
     // CATALOG_INDEX_MEMORY 0 holds no index: nothing to read.
     const catalogs = indexes && indexes.budget > 0 ? await recentCatalogs(db, LAST_SEEN_CATALOGS) : [];
     progress.of = catalogs.length;
     let bytes = 0;
     let tools = 0;
-    const vectorsRead = { bytes: 0, tools: 0 };
     for (const { tenant, catalog } of catalogs) {
       if (stopped()) break;
       indexes!.seen(tenant, catalog);
@@ -65,7 +70,10 @@ export async function warmCatalogs(deps: RankDeps, db: Executor, progress: WarmU
       progress.read++;
       bytes += index.bytes;
       tools += catalog.toolCount;
-      await warmVectors(deps, db, catalog, index, vectorsRead);
+      if (!deps.embedder) continue;
+      await deps.serverStats?.means(db, catalog, deps.embedder.modelId, index.changedSince);
+      if (catalog.toolCount > EXACT_SCAN_MAX) await warmVectors(deps, db, catalog, vectorsRead);
+      else small.push(catalog);
     }
     progress.state = 'done';
   } catch (error) {
@@ -74,18 +82,26 @@ export async function warmCatalogs(deps: RankDeps, db: Executor, progress: WarmU
   } finally {
     progress.ms = performance.now() - started;
   }
+  try {
+    for (const catalog of small) {
+      if (stopped()) break;
+      await warmVectors(deps, db, catalog, vectorsRead);
+    }
+  } catch {
+    // The rest are read after their first search (catalog-search.ts).
+  }
 }
 
-/** With the model: the catalog's server means, and a complete catalog's vectors up to VECTORS_IN_PROCESS_MAX tools (what catalog-search.ts keeps). */
-async function warmVectors(deps: RankDeps, db: Executor, catalog: CatalogSummary, index: CatalogIndex, read: { bytes: number; tools: number }): Promise<void> {
-  if (!deps.embedder) return;
-  const model = deps.embedder.modelId;
-  await deps.serverStats?.means(db, catalog, model, index.changedSince);
+/**
+ * A complete catalog's vectors up to VECTORS_IN_PROCESS_MAX tools, with the model (what
+ * catalog-search.ts keeps), while they fit beside those read so far (`read`): the least recently
+ * used set goes first, and that would be a more recently written catalog's.
+ */
+async function warmVectors(deps: RankDeps, db: Executor, catalog: CatalogSummary, read: { bytes: number; tools: number }): Promise<void> {
   const kept = deps.catalogVectors;
-  if (!kept || !deps.embeddingStatus || catalog.toolCount > VECTORS_IN_PROCESS_MAX) return;
-  // Read while they fit beside those read so far: the least recently used set goes first, and that
-  // would be a more recently written catalog's.
+  if (!deps.embedder || !kept || !deps.embeddingStatus || catalog.toolCount > VECTORS_IN_PROCESS_MAX) return;
   if (read.tools > 0 && kept.bytes + (read.bytes / read.tools) * catalog.toolCount > kept.budget) return;
+  const model = deps.embedder.modelId;
   if ((await deps.embeddingStatus.pending(db, catalog, model)) !== undefined) return;
   const before = kept.bytes;
   await kept.get(db, catalog, currentRecipe(model));

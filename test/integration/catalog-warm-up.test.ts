@@ -12,6 +12,7 @@ import { CatalogVectorCache } from '../../src/search/catalog-vectors.js';
 import { CatalogEmbeddingStatus } from '../../src/catalog/embedding-status.js';
 import { VectorCache } from '../../src/store/vector-cache.js';
 import { testEmbedder } from '../helpers/embedder.js';
+import { until } from '../helpers/assertions.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { scratchDatabase, storeKind, type ScratchDatabase } from '../helpers/database.js';
 
@@ -143,7 +144,7 @@ describe('catalogs\' vectors read into process at start, with the model', () => 
   }, 120_000);
   afterAll(() => scratch.drop());
 
-  it('holds each small catalog\'s vectors, the most recently written first, while the 128 MiB for them has room', async () => {
+  it('holds each small catalog\'s vectors once ready, the most recently written first, while the 128 MiB for them has room', async () => {
     const embedder = await testEmbedder();
     const warm = async (budget?: number) => {
       const deps = {
@@ -165,6 +166,24 @@ describe('catalogs\' vectors read into process at start, with the model', () => 
     };
     const all = await warm();
     expect(all.held).toEqual(names);
+    // Read after the replica says ready: their searches scan in SQL meanwhile, as exactly.
+    const catalogVectors = new CatalogVectorCache(new VectorCache());
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const get = catalogVectors.get.bind(catalogVectors);
+    catalogVectors.get = async (...args) => (await released, get(...args));
+    const progress = newWarmUp();
+    const warming = warmCatalogs(
+      { db: scratch.database.db, embedder, catalogIndexes: new CatalogIndexCache(scratch.database.adminDb), embeddingStatus: new CatalogEmbeddingStatus(), catalogVectors },
+      scratch.database.adminDb,
+      progress,
+    );
+    await until('the indexes read', () => progress.state !== 'reading');
+    expect(progress).toMatchObject({ state: 'done', of: 3, read: 3 });
+    expect(catalogVectors.bytes).toBe(0);
+    release();
+    await warming;
+    expect(catalogVectors.bytes).toBe(all.bytes);
     // Room for two catalogs' vectors and half of a third: the two most recently written are held,
     // and the oldest is not read (reading it would have pushed the newest out).
     expect(await warm((all.bytes * 5) / 6)).toMatchObject({ held: ['mid', 'new'] });
