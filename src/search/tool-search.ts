@@ -135,9 +135,9 @@ export async function searchForTools(deps: ToolSearchDeps, input: ToolSearchInpu
     estimatedTokens: tool.tokens[input.shape] ?? late.get(tool.name)!,
   }));
   const results = fillBudget(aboveConfidence(ranked, input.minConfidence), input.budgetTokens);
-  // The catalog's index for this revision knows its words; without it in hand, the store does.
+  // The catalog's index for this revision knows its words (as an inline list's, selector.ts knowsTerm); without it in hand, the store does.
   const index = deps.search.catalogIndexes?.held(catalog);
-  const known = index ? new Set(terms.filter((term) => index.bm25.df(term) > 0)) : await catalogKnownTerms(deps.search.db, catalog.id, terms);
+  const known = index ? new Set(terms.filter((term) => index.bm25.has(term))) : await catalogKnownTerms(deps.search.db, catalog.id, terms);
   return {
     results,
     confidence: answerConfidence(ranked),
