@@ -47,18 +47,17 @@ export const newWarmUp = (): WarmUpProgress => ({ state: 'reading', of: 0, read:
 export async function warmCatalogs(deps: RankDeps, db: Executor, progress: WarmUpProgress, stopped: () => boolean = () => false): Promise<void> {
   const started = performance.now();
   const indexes = deps.catalogIndexes;
-  const vectorsRead = { bytes: 0, tools: 0 };
+  const vectorsRead: ReadSoFar = { bytes: 0, tools: 0 };
   const small: CatalogSummary[] = [];
   try {
     // CATALOG_INDEX_MEMORY 0 holds no index: nothing to read.
     const catalogs = indexes && indexes.budget > 0 ? await recentCatalogs(db, LAST_SEEN_CATALOGS) : [];
     progress.of = catalogs.length;
-    let bytes = 0;
-    let tools = 0;
+    const indexesRead: ReadSoFar = { bytes: 0, tools: 0 };
     for (const { tenant, catalog } of catalogs) {
       if (stopped()) break;
       indexes!.seen(tenant, catalog);
-      if (tools > 0 && indexes!.bytes + (bytes / tools) * catalog.toolCount > indexes!.budget) {
+      if (!fits(catalog, indexesRead, indexes!.bytes, indexes!.budget)) {
         progress.skipped++;
         continue;
       }
@@ -68,8 +67,8 @@ export async function warmCatalogs(deps: RankDeps, db: Executor, progress: WarmU
         continue;
       }
       progress.read++;
-      bytes += index.bytes;
-      tools += catalog.toolCount;
+      indexesRead.bytes += index.bytes;
+      indexesRead.tools += catalog.toolCount;
       if (!deps.embedder) continue;
       await deps.serverStats?.means(db, catalog, deps.embedder.modelId, index.changedSince);
       if (catalog.toolCount > EXACT_SCAN_MAX) await warmVectors(deps, db, catalog, vectorsRead);
@@ -92,15 +91,26 @@ export async function warmCatalogs(deps: RankDeps, db: Executor, progress: WarmU
   }
 }
 
+/** Bytes read into a cache at start so far, and the tools they are for. */
+interface ReadSoFar {
+  bytes: number;
+  tools: number;
+}
+
+/** Whether the catalog's share would fit beside what a cache holds, at the bytes per tool of those read so far (the first always tries). */
+function fits(catalog: CatalogSummary, read: ReadSoFar, held: number, budget: number): boolean {
+  return read.tools === 0 || held + (read.bytes / read.tools) * catalog.toolCount <= budget;
+}
+
 /**
  * A complete catalog's vectors up to VECTORS_IN_PROCESS_MAX tools, with the model (what
  * catalog-search.ts keeps), while they fit beside those read so far (`read`): the least recently
  * used set goes first, and that would be a more recently written catalog's.
  */
-async function warmVectors(deps: RankDeps, db: Executor, catalog: CatalogSummary, read: { bytes: number; tools: number }): Promise<void> {
+async function warmVectors(deps: RankDeps, db: Executor, catalog: CatalogSummary, read: ReadSoFar): Promise<void> {
   const kept = deps.catalogVectors;
   if (!deps.embedder || !kept || !deps.embeddingStatus || catalog.toolCount > VECTORS_IN_PROCESS_MAX) return;
-  if (read.tools > 0 && kept.bytes + (read.bytes / read.tools) * catalog.toolCount > kept.budget) return;
+  if (!fits(catalog, read, kept.bytes, kept.budget)) return;
   const model = deps.embedder.modelId;
   if ((await deps.embeddingStatus.pending(db, catalog, model)) !== undefined) return;
   const before = kept.bytes;
