@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../helpers/app.js';
+import { startTestApp, untilEmbedded, type TestApp } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
 
 const root = new URL('../..', import.meta.url).pathname;
@@ -41,13 +41,8 @@ describe('stdio upstreams from UPSTREAMS_FILE', () => {
       if (state?.last_error || tries > 300) throw new Error(`filesystem server did not sync: ${listed.text}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    for (let tries = 0; ; tries++) {
-      const { body } = await app.request('GET', `/v1/catalogs/${catalog}`, undefined, auth);
-      if (body.embedding.done === body.tool_count) break;
-      // Generous: the model's threads run at nice 10, so a CI machine busy with other suites starves them.
-      if (tries > 1_500) throw new Error(`embeddings not done: ${JSON.stringify(body.embedding)}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    // Generous: the model's threads run at nice 10, so a CI machine busy with other suites starves them.
+    await untilEmbedded(app, catalog, auth, 150_000);
     client = new Client({ name: 'stdio-test', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(`${app.url}/mcp/${catalog}`), { requestInit: { headers: auth } }));
   }, 240_000);
