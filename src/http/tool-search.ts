@@ -49,7 +49,7 @@ const SHAPE: Record<ToolSearchRequest['format'], WireShape> = { names: 'as_sent'
  * - openrouter: `{<result_key>: [names]}`, what a caller-owned deferred search tool returns.
  */
 export function formatAnswer(body: ToolSearchRequest, result: ToolSearchResult): unknown {
-  const names = result.results.map((found) => found.tool.name);
+  const names = result.results.map((found) => found.name);
   switch (body.format) {
     case 'anthropic':
       return anthropicAnswer(names);
@@ -59,7 +59,7 @@ export function formatAnswer(body: ToolSearchRequest, result: ToolSearchResult):
       return { [body.result_key]: names };
     default:
       return {
-        results: result.results.map((found) => ({ name: found.tool.name, score: found.score, confidence: found.confidence, estimated_tokens: found.estimatedTokens })),
+        results: result.results.map((found) => ({ name: found.name, score: found.score, confidence: found.confidence, estimated_tokens: found.estimatedTokens })),
         confidence: result.confidence,
         unmatched_terms: result.unmatchedTerms,
         tokens: result.tokens,
@@ -90,8 +90,9 @@ export function openaiAnswer(results: FoundTool[], callId?: string): OpenAiToolS
     execution: 'client',
     status: 'completed',
     ...(callId ? { call_id: callId } : {}),
-    tools: results.map((found) => {
-      const wire = wireDefinition(found.tool, 'openai') as { name: string; description: string; parameters: Record<string, unknown> };
+    // Every result carries its definition here: an answer from memory has none, and is never asked for this format.
+    tools: results.flatMap((found) => (found.tool ? [found.tool] : [])).map((tool) => {
+      const wire = wireDefinition(tool, 'openai') as { name: string; description: string; parameters: Record<string, unknown> };
       return { type: 'function', name: wire.name, description: wire.description, parameters: wire.parameters, strict: false, defer_loading: true };
     }),
   };
@@ -120,6 +121,7 @@ export function toolSearchRoutes(deps: ToolSearchDeps, metrics?: Metrics): Route
       budgetTokens: body.budget_tokens,
       minConfidence: body.min_confidence,
       shape: SHAPE[body.format],
+      definitions: body.format === 'openai',
     });
     recordSearch(metrics, 'tool_search', result.timings, result.degraded);
     metrics?.toolTokens.inc({ endpoint: 'tool_search', tenant, kind: 'offered' }, result.tokens.offered);

@@ -14,6 +14,7 @@
  */
 import { LruCache } from '../lru-cache.js';
 import { forEachTerm, loadCatalogChanges, loadCatalogIndexRows, type CatalogChanges, type CatalogIndexRow } from '../store/search-store.js';
+import type { WireShape } from '../catalog/tokens.js';
 import { REPLACE_LOGGED_NAMES_MAX, type CatalogSummary } from '../store/catalog-store.js';
 import type { Executor } from '../store/tool-store.js';
 import { TimeSlice } from '../time-slice.js';
@@ -29,6 +30,8 @@ export class CatalogIndex {
   readonly bytes: number;
   /** Lowercased tag -> indexes of the documents carrying it. */
   private readonly tagged: Map<string, Int32Array>;
+  /** `totalTokens`, once asked. */
+  private readonly totals = new Map<WireShape, number | undefined>();
   /** The catalog's servers as BM25 documents (all their tools' terms), with their members and each tool's server. */
   readonly servers: ServerIndex & { serverOf: ToolServers };
 
@@ -37,9 +40,10 @@ export class CatalogIndex {
     readonly revision: number,
     readonly bm25: Bm25Index,
     servers: ServerIndex,
-    /** Each document's tags and server, by its index in `bm25`. */
+    /** Each document's tags, server and definition tokens, by its index in `bm25`. */
     private readonly tags: string[][],
     private readonly serverAt: (string | null)[],
+    private readonly tokens: CatalogIndexRow['tokens'][],
     /** Characters of the tools' names and servers' names (for `bytes`). */
     private readonly stringBytes: number,
     /**
@@ -60,9 +64,9 @@ export class CatalogIndex {
       this.tagged = new Map([...lists].map(([tag, members]) => [tag, Int32Array.from(members)]));
     }
     this.servers = { ...servers, serverOf: { get: (name) => this.serverOfTool(name) } };
-    // Per tool ~300 bytes of ids, lengths, map entries, member lists and its server; per posting 8; per distinct term ~100.
+    // Per tool ~300 bytes of ids, lengths, map entries, member lists and its server, ~50 of tokens; per posting 8; per distinct term ~100.
     const postings = bm25.postingCount + servers.bm25.postingCount;
-    this.bytes = 300 * bm25.size + 2 * stringBytes + 8 * postings + 100 * (bm25.termCount + servers.bm25.termCount);
+    this.bytes = 350 * bm25.size + 2 * stringBytes + 8 * postings + 100 * (bm25.termCount + servers.bm25.termCount);
   }
 
   private serverOfTool(name: string): string | undefined {
@@ -82,6 +86,7 @@ export class CatalogIndex {
     const lengths = new Float64Array(rows.length);
     const serverAt: (string | null)[] = [];
     const tags: string[][] = [];
+    const tokens: CatalogIndexRow['tokens'][] = [];
     // Servers are numbered as their first tools come (the order ServerDocumentsBuilder gives them).
     const serverNumbers = new Map<string, number>();
     const serverNames: string[] = [];
@@ -95,6 +100,7 @@ export class CatalogIndex {
       forEachTerm(row.terms, count);
       lengths[doc] = row.length;
       tags.push(row.tags);
+      tokens.push(row.tokens);
       stringBytes += row.name.length;
       serverOf[doc] = -1;
       if (row.server === null) {
@@ -138,7 +144,7 @@ export class CatalogIndex {
     const serverLists = await serverPostings(toolLists, serverOf, serverNumbers.size, slice);
     servers.building = serverLists.lists;
     servers.count = serverLists.count;
-    return new CatalogIndex(catalogId, revision, toolIndex, { bm25: new Bm25Index(servers), members }, tags, serverAt, stringBytes);
+    return new CatalogIndex(catalogId, revision, toolIndex, { bm25: new Bm25Index(servers), members }, tags, serverAt, tokens, stringBytes);
   }
 
   /**
@@ -177,6 +183,7 @@ export class CatalogIndex {
     const bm25 = await Bm25Index.derive(base.bm25, plan, changes.rows.map((row) => ({ id: row.name, length: row.length, termFreqs: pairs(row) })), droppedTerms);
     const tags = plan.apply(base.tags, changes.rows.map((row) => row.tags));
     const serverAt = plan.apply(base.serverAt, changes.rows.map((row) => row.server));
+    const tokens = plan.apply(base.tokens, changes.rows.map((row) => row.tokens));
     const tagged = await derivedTagged(base.tagged, base.tags, plan, changes.rows.map((row) => row.tags));
 
     // The touched servers' documents: their old terms, less the dropped tools', plus the new rows'.
@@ -233,7 +240,7 @@ export class CatalogIndex {
     const changedSince = [{ revision: base.revision, servers: touched }, ...(base.changedSince ?? []).map((since) => ({ revision: since.revision, servers: new Set([...since.servers, ...touched]) }))]
       .filter((since) => since.servers.size <= REREAD_MAX)
       .slice(0, CHANGED_SINCE_DEPTH);
-    return new CatalogIndex(base.catalogId, changes.revision, bm25, { bm25: servers, members }, tags, serverAt, stringBytes, changedSince, tagged);
+    return new CatalogIndex(base.catalogId, changes.revision, bm25, { bm25: servers, members }, tags, serverAt, tokens, stringBytes, changedSince, tagged);
   }
 
   get size(): number {
@@ -253,6 +260,25 @@ export class CatalogIndex {
     const names = new Set<string>();
     for (const tag of lowercased(tags)) for (const index of this.tagged.get(tag) ?? []) names.add(this.bm25.idAt(index));
     return names;
+  }
+
+  /**
+   * A tool's definition tokens in `shape` as stored (what the store's rows say), or undefined when
+   * the catalog has no such tool or its row was not counted yet (an older release's).
+   */
+  tokensOf(name: string, shape: WireShape): number | undefined {
+    const index = this.bm25.indexOf(name);
+    return index === undefined ? undefined : (this.tokens[index]![shape] ?? undefined);
+  }
+
+  /** Definition tokens of every tool in `shape` (what the catalog's row sums), or undefined when some row was not counted yet. */
+  totalTokens(shape: WireShape): number | undefined {
+    if (!this.totals.has(shape)) {
+      let total: number | undefined = 0;
+      for (const counted of this.tokens) total = counted[shape] === null || total === undefined ? undefined : total + counted[shape];
+      this.totals.set(shape, total);
+    }
+    return this.totals.get(shape);
   }
 
   /** Stored tags of the named tools (for the tag boost). */

@@ -155,10 +155,24 @@ export async function selectFromCatalog(
   input: { pattern: string; topK: number; alwaysKeep: string[]; storeDeadlineMs?: number },
 ): Promise<CatalogSelection> {
   const started = performance.now();
+  return storeOrMemory(deps, ref, () => selectFromStore(deps, ref, input, started), () => selectFromMemory(deps, ref, input, started));
+}
+
+/**
+ * `fromStore`'s answer, or `fromMemory`'s (the catalog as last seen here) when the store is
+ * unavailable or late (StoreLate); while `deps.storeBreaker` is open after such a failure, memory's
+ * at once, and one probe at a time asks the store. The store's error when memory has no answer.
+ */
+export async function storeOrMemory<T>(
+  deps: RankDeps,
+  ref: { tenant: string; name: string },
+  fromStore: () => Promise<T>,
+  fromMemory: () => Promise<T | undefined>,
+): Promise<T> {
   const breaker = deps.storeBreaker;
   if (breaker?.open) {
     // The store failed a moment ago: answer from memory at once, and let one probe ask the store.
-    const remembered = await selectFromMemory(deps, ref, input, started);
+    const remembered = await fromMemory();
     if (remembered) {
       breaker.probe(() => getCatalog(deps.db, ref.tenant, ref.name).catch((error: unknown) => {
         if (isDatabaseUnavailable(error)) throw error; // any other answer is the store answering
@@ -167,13 +181,13 @@ export async function selectFromCatalog(
     }
   }
   try {
-    const selected = await selectFromStore(deps, ref, input, started);
+    const answered = await fromStore();
     breaker?.succeeded();
-    return selected;
+    return answered;
   } catch (error) {
     if (!(error instanceof StoreLate) && !isDatabaseUnavailable(error)) throw error;
     breaker?.failed();
-    const remembered = await selectFromMemory(deps, ref, input, started);
+    const remembered = await fromMemory();
     // Without an answer in memory the read was never bounded (selectFromStore), so no StoreLate gets here.
     if (!remembered) throw error;
     return remembered;
@@ -230,12 +244,9 @@ async function selectFromStore(
 /**
  * The selector's answer while the store does not give one: the catalog as last seen by this
  * process (its in-process index, perhaps a revision behind the store's): `always_keep` names
- * first, names the pattern mentions exactly, the ranking, then padding in name order. The ranking
- * is the store's own hybrid one when everything it reads is in process for the index's revision
- * (the model, the catalog's vectors and its servers' means: a complete catalog of up to
- * VECTORS_IN_PROCESS_MAX tools searched here), else BM25 in process, as the inline selector ranks
- * when its store fails. Undefined when this process holds no index of the catalog (then the caller
- * answers 503, and the gateway's own fail-open decides).
+ * first, names the pattern mentions exactly, the ranking (`rankRemembered`), then padding in
+ * name order. Undefined when this process holds no index of the catalog (then the caller answers
+ * 503, and the gateway's own fail-open decides).
  */
 async function selectFromMemory(
   deps: RankDeps,
@@ -246,31 +257,58 @@ async function selectFromMemory(
   const known = deps.catalogIndexes?.lastSeen(ref.tenant, ref.name);
   if (!known) return undefined;
   const { bm25 } = known.index;
-  const present = (name: string) => bm25.indexOf(name) !== undefined;
-  const keep = [...new Set(input.alwaysKeep)].filter(present);
-  const exact = input.pattern.trim() === '' ? [] : nameCandidates(input.pattern).filter(present);
+  const keep = [...new Set(input.alwaysKeep)].filter((name) => bm25.indexOf(name) !== undefined);
   const rankStarted = performance.now();
-  const depth = input.topK + keep.length + exact.length;
-  const timings: CatalogSelectionTimings = { lookup_ms: rankStarted - started, query_embedding_ms: 0, retrieval_ms: 0, fusion_ms: 0, padding_ms: 0 };
-  const hybrid = input.pattern.trim() === '' ? undefined : await rankFromMemory(deps, known.index, input.pattern, depth, exact, input.storeDeadlineMs);
-  let found: (readonly [string, number])[];
-  let sure: number[];
-  if (hybrid) {
-    found = hybrid.tools.map(({ id, score }) => [id, score] as const);
-    sure = confidences(hybrid.tools.map((tool, i) => ({ ...tool.explain, rank: i + 1 })), hybrid.bests);
-    Object.assign(timings, hybrid.timings);
-  } else {
-    found = input.pattern.trim() === '' ? [] : bm25.search(queryTerms(input.pattern), depth);
-    sure = bm25Confidences(found);
-    timings.retrieval_ms = performance.now() - rankStarted;
-  }
-  let names = [...new Set([...keep, ...exact, ...found.map(([name]) => name)])];
+  const ranked = await rankRemembered(deps, known.index, { pattern: input.pattern, depth: input.topK + keep.length, deadlineMs: input.storeDeadlineMs });
+  const timings: CatalogSelectionTimings = { lookup_ms: rankStarted - started, query_embedding_ms: 0, retrieval_ms: 0, fusion_ms: 0, padding_ms: 0, ...ranked.timings };
+  let names = [...new Set([...keep, ...ranked.exact, ...ranked.found.map(([name]) => name)])];
   if (names.length < input.topK) {
     const paddingStarted = performance.now();
     names = [...new Set([...names, ...firstNames(bm25, input.topK)])];
     timings.padding_ms = performance.now() - paddingStarted;
   }
-  return { names: names.slice(0, input.topK), ranked: found.length, confidence: Math.max(0, ...sure), timings, fallback: 'store_error' };
+  return { names: names.slice(0, input.topK), ranked: ranked.found.length, confidence: Math.max(0, ...ranked.confidences), timings, fallback: 'store_error' };
+}
+
+/** A ranking of a catalog as last seen here (`rankRemembered`). */
+export interface RememberedRanking {
+  /** Names of the catalog the pattern mentions exactly (carrying one of the tags, when asked). */
+  exact: string[];
+  /** The ranking, best first, with scores (exact names among them when the ranking was hybrid). */
+  found: (readonly [string, number])[];
+  /** Each of `found`'s calibrated confidence (search/confidence.ts). */
+  confidences: number[];
+  timings: Partial<CatalogSelectionTimings>;
+}
+
+/**
+ * Ranks a catalog from its index as last seen by this process (perhaps a revision behind the
+ * store's), touching no store: the store's own hybrid ranking when everything it reads is in
+ * process for the index's revision (the model, the catalog's vectors and its servers' means: a
+ * complete catalog of up to VECTORS_IN_PROCESS_MAX tools searched here), else BM25 in process, as
+ * the inline selector ranks when its store fails. `depth` counts the ranked names past the exact ones.
+ */
+export async function rankRemembered(
+  deps: RankDeps,
+  index: CatalogIndex,
+  query: { pattern: string; depth: number; tags?: string[]; deadlineMs?: number },
+): Promise<RememberedRanking> {
+  const blank = query.pattern.trim() === '';
+  const tagged = query.tags?.length ? index.namesCarrying(query.tags) : undefined;
+  const exact = blank ? [] : nameCandidates(query.pattern).filter((name) => index.bm25.indexOf(name) !== undefined && (!tagged || tagged.has(name)));
+  const depth = query.depth + exact.length;
+  const started = performance.now();
+  const hybrid = blank ? undefined : await rankFromMemory(deps, index, query.pattern, depth, exact, query.tags, query.deadlineMs);
+  if (hybrid) {
+    return {
+      exact,
+      found: hybrid.tools.map(({ id, score }) => [id, score] as const),
+      confidences: confidences(hybrid.tools.map((tool, i) => ({ ...tool.explain, rank: i + 1 })), hybrid.bests),
+      timings: hybrid.timings,
+    };
+  }
+  const found = blank ? [] : index.search(new Map(queryTerms(query.pattern).map((term) => [term, 1])), depth, query.tags);
+  return { exact, found, confidences: bm25Confidences(found), timings: { retrieval_ms: performance.now() - started } };
 }
 
 /**
@@ -278,7 +316,15 @@ async function selectFromMemory(
  * undefined when some of it is not in hand (or the ranking does not finish within `deadlineMs`:
  * it should touch no store, and a store that stopped answering must not hold the answer).
  */
-async function rankFromMemory(deps: RankDeps, index: CatalogIndex, pattern: string, depth: number, exactIds: string[], deadlineMs: number | undefined): Promise<RankResult | undefined> {
+async function rankFromMemory(
+  deps: RankDeps,
+  index: CatalogIndex,
+  pattern: string,
+  depth: number,
+  exactIds: string[],
+  tags: string[] | undefined,
+  deadlineMs: number | undefined,
+): Promise<RankResult | undefined> {
   const embedder = deps.embedder;
   if (!embedder) return undefined;
   const revision = { id: index.catalogId, revision: index.revision };
@@ -288,8 +334,15 @@ async function rankFromMemory(deps: RankDeps, index: CatalogIndex, pattern: stri
   const ranking = rankCorpus(
     deps,
     { kind: 'catalog', catalogId: index.catalogId },
-    { query: pattern, topK: depth, mode: 'hybrid', exactIds },
-    { useVectorIndex: false, catalogIndex: index, corpusVectors: Promise.resolve(vectors), serverMeans: async () => means, denseComplete: true },
+    { query: pattern, topK: depth, mode: 'hybrid', exactIds, ...(tags?.length ? { tags } : {}) },
+    {
+      useVectorIndex: false,
+      catalogIndex: index,
+      // Under a tag filter, the vectors of the tools carrying a tag, as the store's path scans them.
+      corpusVectors: Promise.resolve(tags?.length ? entriesFor(index.namesCarrying(tags), vectors) : vectors),
+      serverMeans: async () => means,
+      denseComplete: true,
+    },
   );
   // A model that does not answer leaves BM25 (typo matching and server votes included), as on the store's path.
   return (deadlineMs === undefined ? ranking : withDeadline(ranking, deadlineMs, () => new StoreLate())).catch(() => undefined);

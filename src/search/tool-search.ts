@@ -10,7 +10,7 @@ import type { Tool } from '../catalog/tool.js';
 import { AppError, notFound } from '../errors.js';
 import { getCatalog } from '../store/catalog-store.js';
 import { catalogKnownTerms } from '../store/search-store.js';
-import { searchCatalog } from './catalog-search.js';
+import { rankRemembered, searchCatalog, storeOrMemory } from './catalog-search.js';
 import type { RankDeps } from './hybrid-search.js';
 import { confidences } from './confidence.js';
 import { carriesTag } from './tags.js';
@@ -37,10 +37,14 @@ export interface ToolSearchInput {
   minConfidence?: number;
   /** How definitions are counted: as the provider the answer is for receives them. */
   shape: WireShape;
+  /** The answer carries the tools' definitions (`openai`), so it cannot come from memory. */
+  definitions?: boolean;
 }
 
 export interface FoundTool {
-  tool: Pick<Tool, 'name' | 'description' | 'inputSchema' | 'definition' | 'server' | 'tags'>;
+  name: string;
+  /** Its definition; absent in an answer from memory while the store is down (only the store holds definitions). */
+  tool?: Pick<Tool, 'name' | 'description' | 'inputSchema' | 'definition' | 'server' | 'tags'>;
   score: number;
   /** Calibrated probability that the tool is relevant (search/confidence.ts); 1 for a tool named exactly. */
   confidence: number;
@@ -107,7 +111,7 @@ export async function searchForTools(deps: ToolSearchDeps, input: ToolSearchInpu
         const entry = byName.get(name)!;
         // A tool named exactly (or by the caller's regular expression) is what was asked for.
         const confidence = named.has(name) ? 1 : (selection.confidence.get(name) ?? 0);
-        return { tool: entry.tool, score: selection.scores.get(name) ?? 1, confidence, estimatedTokens: counts.get(name)! };
+        return { name, tool: entry.tool, score: selection.scores.get(name) ?? 1, confidence, estimatedTokens: counts.get(name)! };
       });
     const results = fillBudget(aboveConfidence(ranked.slice(0, input.maxResults), input.minConfidence), input.budgetTokens);
     const offered = [...counts.values()].reduce((sum, tokens) => sum + tokens, 0);
@@ -121,14 +125,20 @@ export async function searchForTools(deps: ToolSearchDeps, input: ToolSearchInpu
       timings: { parse_ms: selection.timings.parse_ms, query_embedding_ms: selection.timings.query_embedding_ms, ranking_ms: selection.timings.ranking_ms },
     };
   }
-  const catalog = await getCatalog(deps.search.db, input.tenant, input.catalog!);
-  if (!catalog) throw notFound(`catalog "${input.catalog}"`);
-  const found = await searchCatalog(deps.search, { tenant: input.tenant, name: catalog.name }, { query: input.query, topK: depth, mode: 'hybrid', tags: input.tags }, catalog);
+  const ref = { tenant: input.tenant, name: input.catalog! };
+  return storeOrMemory(deps.search, ref, () => searchStoredCatalog(deps, input, ref, terms, depth), async () => searchRememberedCatalog(deps, input, ref, terms, depth));
+}
+
+async function searchStoredCatalog(deps: ToolSearchDeps, input: ToolSearchInput, ref: { tenant: string; name: string }, terms: string[], depth: number): Promise<ToolSearchResult> {
+  const catalog = await getCatalog(deps.search.db, ref.tenant, ref.name);
+  if (!catalog) throw notFound(`catalog "${ref.name}"`);
+  const found = await searchCatalog(deps.search, ref, { query: input.query, topK: depth, mode: 'hybrid', tags: input.tags }, catalog);
   const sure = confidences(found.tools.map((tool, index) => ({ rank: index + 1, ...tool.explain })), found.bests);
   // Counted when the catalog was written; a row of an older release not counted yet is counted now.
   const uncounted = found.tools.filter(({ tool }) => tool.tokens[input.shape] === null);
   const late = new Map((uncounted.length > 0 ? await deps.tokens.counts(uncounted.map(({ tool }) => ({ hash: tool.hash, tool }))) : []).map((tokens, index) => [uncounted[index]!.tool.name, tokens[input.shape]]));
   const ranked = found.tools.map(({ tool, score, explain }, index) => ({
+    name: tool.name,
     tool: { ...tool, definition: tool.definition },
     score,
     confidence: explain.exact_name ? 1 : sure[index]!,
@@ -146,5 +156,40 @@ export async function searchForTools(deps: ToolSearchDeps, input: ToolSearchInpu
     tokens: { offered: catalog.definitionTokens[input.shape], selected: results.reduce((sum, item) => sum + item.estimatedTokens, 0) },
     ...(found.degraded ? { degraded: found.degraded } : {}),
     timings: found.timings,
+  };
+}
+
+/**
+ * The answer while the store does not give one, from the catalog as last seen by this process
+ * (`rankRemembered`: its index, and its vectors when held), with `degraded: "store_error"`.
+ * Undefined, so the caller answers the store's 503, when this process holds no index of the
+ * catalog, when the answer must carry definitions (`openai`: only the store holds them), or when a
+ * tool to be counted has no count in the index (a row of an older release).
+ */
+async function searchRememberedCatalog(deps: ToolSearchDeps, input: ToolSearchInput, ref: { tenant: string; name: string }, terms: string[], depth: number): Promise<ToolSearchResult | undefined> {
+  if (input.definitions) return undefined;
+  const index = deps.search.catalogIndexes?.lastSeen(ref.tenant, ref.name)?.index;
+  if (!index) return undefined;
+  const offered = index.totalTokens(input.shape);
+  if (offered === undefined) return undefined;
+  const ranked = await rankRemembered(deps.search, index, { pattern: input.query, depth, ...(input.tags?.length ? { tags: input.tags } : {}) });
+  const named = new Set(ranked.exact);
+  const scores = new Map(ranked.found);
+  const sure = new Map(ranked.found.map(([name], at) => [name, ranked.confidences[at]!]));
+  // Names the query mentions first (the hybrid ranking puts them first too), then the ranking.
+  const all = [...new Set([...ranked.exact, ...ranked.found.map(([name]) => name)])].slice(0, depth).map((name) => ({
+    name,
+    score: scores.get(name) ?? 1,
+    confidence: named.has(name) ? 1 : sure.get(name)!,
+    estimatedTokens: index.tokensOf(name, input.shape)!,
+  }));
+  const results = fillBudget(aboveConfidence(all, input.minConfidence), input.budgetTokens);
+  return {
+    results,
+    confidence: answerConfidence(all),
+    unmatchedTerms: terms.filter((term) => !index.bm25.has(term)),
+    tokens: { offered, selected: results.reduce((sum, item) => sum + item.estimatedTokens, 0) },
+    degraded: 'store_error',
+    timings: { query_embedding_ms: 0, retrieval_ms: 0, fusion_ms: 0, ...ranked.timings },
   };
 }

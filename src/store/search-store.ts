@@ -2,7 +2,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import { BM25_B, BM25_K1 } from '../search/bm25.js';
 import { queryRows, type Db } from './database.js';
 import { vectorLiteral } from './vector-literal.js';
-import { changesSince, changesTold } from './catalog-store.js';
+import { changesSince, changesTold, type CatalogToolRow } from './catalog-store.js';
 import type { VectorRecipe } from './embedding-store.js';
 import type { Executor } from './tool-store.js';
 
@@ -245,6 +245,8 @@ export interface CatalogIndexRow {
   tags: string[];
   /** Its BM25 terms as read: "term tf term tf ..." (terms hold no spaces), parsed by `forEachTerm`. */
   terms: string;
+  /** Its definition's estimated tokens as stored (`CatalogToolRow.tokens`). */
+  tokens: CatalogToolRow['tokens'];
 }
 
 /**
@@ -274,7 +276,7 @@ export async function loadCatalogIndexRows(db: Executor, catalogId: number): Pro
   // two arrays per row to read and parse at 100,000 tools.
   const rows = await queryRows<IndexRowText>(
     db,
-    sql`select c.revision::int as revision, ct.name, d.doc_length::int as length, d.server, d.tags, t.terms
+    sql`select c.revision::int as revision, ct.name, d.doc_length::int as length, d.server, d.tags, t.terms, ${indexTokenColumns}
         from catalogs c
           left join catalog_tools ct on ct.catalog_id = c.id
           left join tool_documents d on d.hash = ct.hash
@@ -298,10 +300,13 @@ export async function loadCatalogHashes(db: Executor, catalogId: number): Promis
   return { revision: Number(rows[0]!.revision), tools: rows.flatMap((row) => (row.name === null || row.hash === null ? [] : [{ name: row.name, hash: row.hash }])) };
 }
 
-interface IndexRowText { revision: number; name: string | null; length: number; server: string | null; tags: string[] | null; terms: string | null }
+/** A tool's three token counts as plain columns (not `toolColumns`' JSON object: 100,000 of them per read). */
+const indexTokenColumns = sql`d.tokens_anthropic as anthropic, d.tokens_openai as openai, ct.tokens_as_sent as as_sent`;
+
+interface IndexRowText { revision: number; name: string | null; length: number; server: string | null; tags: string[] | null; terms: string | null; anthropic: number | null; openai: number | null; as_sent: number | null }
 
 function indexRow(row: IndexRowText, name: string): CatalogIndexRow {
-  return { name, length: Number(row.length), server: row.server, tags: row.tags ?? [], terms: row.terms ?? '' };
+  return { name, length: Number(row.length), server: row.server, tags: row.tags ?? [], terms: row.terms ?? '', tokens: { anthropic: row.anthropic, openai: row.openai, as_sent: row.as_sent } };
 }
 
 /** What a catalog's revisions after `from` changed: the changed names' rows now, and the names now gone. */
@@ -321,7 +326,7 @@ export async function loadCatalogChanges(db: Executor, catalogId: number, from: 
   const rows = await queryRows<IndexRowText & { logged: number; unknown: number; changed: number; present: boolean }>(
     db,
     sql`with ${log.ctes}
-        select ${log.columns}, ch.name, ct.name is not null as present, d.doc_length::int as length, d.server, d.tags, t.terms
+        select ${log.columns}, ch.name, ct.name is not null as present, d.doc_length::int as length, d.server, d.tags, t.terms, ${indexTokenColumns}
         from c
           left join changed ch on (select count(*) from changed) <= ${maxNames}
           left join catalog_tools ct on ct.catalog_id = c.id and ct.name = ch.name

@@ -222,6 +222,18 @@ describe('POST /v1/catalogs/{catalog}/search without a model', () => {
     expect(indexes.current(after)?.changedSince?.[0]?.revision).toBe(before.revision);
     const found = await app.request('POST', `/v1/catalogs/${catalog}/search`, { query: 'send a fax', mode: 'bm25' });
     expect(found.body.results[0].name).toBe('send_fax');
+    // Its tools' definition tokens (what tool-search answers from memory with) are the store's: as
+    // an index built from the new revision's rows has them, and summing to the catalog's own sums.
+    const { CatalogIndex } = await import('../../src/search/catalog-index.js');
+    const { loadCatalogIndexRows } = await import('../../src/store/search-store.js');
+    const derived = indexes.current(after)!;
+    const built = await CatalogIndex.build(after.id, after.revision, (await loadCatalogIndexRows(app.deps.search.db, after.id))!.rows);
+    for (const shape of ['anthropic', 'openai', 'as_sent'] as const) {
+      expect(derived.totalTokens(shape), shape).toBe(after.definitionTokens[shape]);
+      expect(built.totalTokens(shape), shape).toBe(after.definitionTokens[shape]);
+      expect(derived.tokensOf('send_fax', shape), shape).toBeGreaterThan(0);
+      for (const tool of [...tools, { name: 'send_fax' }]) expect(derived.tokensOf(tool.name, shape), `${tool.name} ${shape}`).toBe(built.tokensOf(tool.name, shape));
+    }
   });
 });
 

@@ -207,6 +207,54 @@ describe('PostgreSQL stops answering (blackholed by a proxy)', () => {
     }
     expect(fromStore).toBe(true);
   }, 60_000);
+
+  it('tool-search over a catalog this process has searched answers from memory, in every format but openai', async () => {
+    const search = (body: Record<string, unknown>) =>
+      timed('/v1/tool-search', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ catalog, ...body }) });
+    for (let tries = 0; tries < 40 && !deps.search.catalogIndexes!.lastSeen('default', catalog); tries++) {
+      expect((await search({ query: 'task number 7 with files' })).status).toBe(200);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const asked = [
+      { query: 'task number 7 with files', max_results: 3 },
+      { query: 'tool_12 please', max_results: 2 },
+      { query: 'task number 7 with files zzqx', max_results: 4, budget_tokens: 60 },
+      { query: 'task number 7 with files', max_results: 3, format: 'anthropic' },
+      { query: 'task number 7 with files', max_results: 3, format: 'openrouter' },
+    ];
+    const healthy = await Promise.all(asked.map(async (body) => (await search(body)).body));
+    expect(healthy[0]!.results[0].name).toBe('tool_7');
+    const degraded = async () => Number(/toolsift_search_degraded_total\{endpoint="tool_search",reason="store_error"\} (\d+)/.exec(await (await fetch(`${base}/metrics`)).text())?.[1] ?? 0);
+    const before = await degraded();
+    proxy.blackhole();
+    try {
+      for (const [at, body] of asked.entries()) {
+        const remembered = await search(body);
+        expect(remembered.status, JSON.stringify(body)).toBe(200);
+        if (body.format) {
+          expect(remembered.body, JSON.stringify(body)).toEqual(healthy[at]);
+          continue;
+        }
+        // The same tools, their tokens as the store counted them, and the catalog's sum; said to be from memory.
+        const { results, tokens, unmatched_terms } = healthy[at]!;
+        expect(remembered.body.results.map((found: any) => [found.name, found.estimated_tokens]), JSON.stringify(body)).toEqual(results.map((found: any) => [found.name, found.estimated_tokens]));
+        expect(remembered.body.tokens).toEqual(tokens);
+        expect(remembered.body.unmatched_terms).toEqual(unmatched_terms);
+        expect(remembered.body.degraded).toBe('store_error');
+      }
+      expect(healthy[1]!.results[0]).toMatchObject({ name: 'tool_12', confidence: 1 });
+      expect(healthy[2]!.unmatched_terms).toEqual(['zzqx']);
+      expect(await degraded()).toBe(before + asked.length);
+      // openai's answer carries definitions, which only the store holds: the store's 503.
+      const openai = await search({ query: 'task number 7 with files', format: 'openai' });
+      expect(openai.status).toBe(503);
+      expect(openai.body.error.code).toBe('service_unavailable');
+      // A catalog this process never searched: the store's 503, as before.
+      expect((await search({ catalog: 'never-searched', query: 'x' })).status).toBe(503);
+    } finally {
+      proxy.heal();
+    }
+  }, 60_000);
 });
 
 describe('PostgreSQL stops answering, over catalogs whose vectors this process holds', () => {
@@ -262,11 +310,20 @@ describe('PostgreSQL stops answering, over catalogs whose vectors this process h
       expect(healthy.get(`${name}: will it rain in Paris tomorrow`)![0]).toBe('tool_0');
       expect(healthy.get(`${name}: mail my colleague`)![0]).toBe('tool_1');
     }
+    // Tool-search ranks the same way: its names and confidences from memory are the store's.
+    const search = async (catalog: string, query: string) => {
+      const response = await fetch(`${base}/v1/tool-search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ catalog, query, max_results: 5 }) });
+      expect(response.status).toBe(200);
+      return ((await response.json()) as { results: { name: string; confidence: number }[] }).results.map(({ name, confidence }) => [name, confidence.toFixed(4)]);
+    };
+    const searched = new Map<string, string[][]>();
+    for (const { name } of catalogs) for (const pattern of patterns) searched.set(`${name}: ${pattern}`, await search(name, pattern));
     const fallbacks = async () => Number(/toolsift_selector_fallbacks_total\{reason="store_error"\} (\d+)/.exec(await (await fetch(`${base}/metrics`)).text())?.[1] ?? 0);
     const before = await fallbacks();
     proxy.blackhole();
     try {
       for (const { name } of catalogs) for (const pattern of patterns) expect(await select(name, pattern), `${name}: ${pattern}`).toEqual(healthy.get(`${name}: ${pattern}`));
+      for (const { name } of catalogs) for (const pattern of patterns) expect(await search(name, pattern), `tool-search ${name}: ${pattern}`).toEqual(searched.get(`${name}: ${pattern}`));
       expect(await fallbacks()).toBe(before + catalogs.length * patterns.length);
     } finally {
       proxy.heal();

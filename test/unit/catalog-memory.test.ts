@@ -8,7 +8,7 @@ import { CatalogIndex } from '../../src/search/catalog-index.js';
 import { firstNames } from '../../src/search/catalog-search.js';
 import type { CatalogIndexRow } from '../../src/store/search-store.js';
 
-const row = (name: string): CatalogIndexRow => ({ name, length: 2, server: null, tags: [], terms: `${name.replace(/\W/g, '') || 'x'} 1 tool 1` });
+const row = (name: string): CatalogIndexRow => ({ name, length: 2, server: null, tags: [], tokens: { anthropic: 10, openai: 11, as_sent: 9 }, terms: `${name.replace(/\W/g, '') || 'x'} 1 tool 1` });
 const byCodePoints = (names: string[]) => [...names].sort((a, b) => {
   const x = [...a].map((c) => c.codePointAt(0)!);
   const y = [...b].map((c) => c.codePointAt(0)!);

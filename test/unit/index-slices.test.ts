@@ -76,7 +76,7 @@ describe('indexes built between time slices', () => {
   it("a stored catalog's index: its tools' and servers' indexes as from the same documents in one piece", async () => {
     const tools = requestTools(7);
     const documents = tools.map(({ tool }) => ({ id: tool.name, server: tool.server, ...documentTerms(tool) }));
-    const rows = documents.map(({ id, server, length, termFreqs }) => ({ name: id, length, server, tags: [], terms: [...termFreqs].map(([term, tf]) => `${term} ${tf}`).join(' ') }));
+    const rows = documents.map(({ id, server, length, termFreqs }) => ({ name: id, length, server, tags: [], tokens: { anthropic: null, openai: null, as_sent: null }, terms: [...termFreqs].map(([term, tf]) => `${term} ${tf}`).join(' ') }));
     const { built, othersRan } = await inSlices(() => CatalogIndex.build(1, 1, rows));
     expect(othersRan).toBe(true);
     const servers = serverDocuments(documents);
@@ -102,7 +102,7 @@ describe('indexes built between time slices', () => {
       const parts = terms ? terms.split(' ') : [];
       for (let i = 0; i < parts.length; i += 2) termFreqs.set(parts[i]!, Number(parts[i + 1]));
       const length = [...termFreqs.values()].reduce((sum, tf) => sum + tf, 0);
-      return { id, server, length, termFreqs, row: { name: id, length, server, tags: [], terms } };
+      return { id, server, length, termFreqs, row: { name: id, length, server, tags: [], terms, tokens: { anthropic: null, openai: null, as_sent: null } } };
     });
     const built = await CatalogIndex.build(1, 1, documents.map(({ row }) => row));
     const servers = serverDocuments(documents);

@@ -9,8 +9,8 @@ import { anthropicAnswer, openaiAnswer } from '../../src/http/tool-search.js';
 import { fillBudget } from '../../src/search/tool-search.js';
 
 const found = [
-  { tool: { name: 'read_file', description: 'Read a file.', inputSchema: { type: 'object', properties: { path: { type: 'string' } } }, definition: {}, server: null, tags: [] }, score: 0.03, confidence: 0.5, estimatedTokens: 40 },
-  { tool: { name: 'ping', description: 'Ping.', inputSchema: null, definition: {}, server: null, tags: [] }, score: 0.01, confidence: 0.5, estimatedTokens: 15 },
+  { name: 'read_file', tool: { name: 'read_file', description: 'Read a file.', inputSchema: { type: 'object', properties: { path: { type: 'string' } } }, definition: {}, server: null, tags: [] }, score: 0.03, confidence: 0.5, estimatedTokens: 40 },
+  { name: 'ping', tool: { name: 'ping', description: 'Ping.', inputSchema: null, definition: {}, server: null, tags: [] }, score: 0.01, confidence: 0.5, estimatedTokens: 15 },
 ];
 
 describe('tool-search answer formats', () => {
@@ -32,9 +32,9 @@ describe('tool-search answer formats', () => {
   });
 
   it('fills a token budget best first, and always answers at least one tool', () => {
-    expect(fillBudget(found, 50).map((item) => item.tool.name)).toEqual(['read_file']);
-    expect(fillBudget(found, 55).map((item) => item.tool.name)).toEqual(['read_file', 'ping']);
-    expect(fillBudget(found, 1).map((item) => item.tool.name)).toEqual(['read_file']);
+    expect(fillBudget(found, 50).map((item) => item.name)).toEqual(['read_file']);
+    expect(fillBudget(found, 55).map((item) => item.name)).toEqual(['read_file', 'ping']);
+    expect(fillBudget(found, 1).map((item) => item.name)).toEqual(['read_file']);
     expect(fillBudget(found, undefined)).toHaveLength(2);
   });
 });
