@@ -156,13 +156,14 @@ describe('benches, smoke runs', () => {
     for (const mode of Object.values(report.modes)) expect(mode.p50_ms.every((ms) => ms > 0) && mode.p50_ms.length === 2).toBe(true);
   });
 
-  it('npm run bench:outage: the selector answers every turn of a partition from memory, with and without the breaker, and the store again once healed', async () => {
+  it('npm run bench:outage: the selector and tool-search answer every turn of a partition from memory, with and without the breaker, and the store again once healed', async () => {
     const pg = process.env.BENCH_PG ? ['--pg', process.env.BENCH_PG] : [];
     const { code, stdout, stderr } = await runBench(['bench/store-outage.ts', '--model', 'none', '--queries', '3', ...pg]);
     expect(code, stderr.slice(-3000)).toBe(0);
-    const report = JSON.parse(stdout.trim().split('\n').at(-1)!) as { breaker: boolean; healed_after_turns: number } & Record<'healthy' | 'partition_breaker' | 'partition_no_breaker', { answered: number; ms: { n: number } }>;
+    const phases = ['healthy', 'partition_breaker', 'partition_no_breaker', 'tool_search_healthy', 'tool_search_partition_breaker'] as const;
+    const report = JSON.parse(stdout.trim().split('\n').at(-1)!) as { breaker: boolean; healed_after_turns: number } & Record<(typeof phases)[number], { answered: number; ms: { n: number } }>;
     expect(report.breaker).toBe(true);
-    for (const phase of ['healthy', 'partition_breaker', 'partition_no_breaker'] as const) expect(report[phase], phase).toMatchObject({ answered: 3, ms: { n: 3 } });
+    for (const phase of phases) expect(report[phase], phase).toMatchObject({ answered: 3, ms: { n: 3 } });
     expect(report.healed_after_turns).toBeGreaterThanOrEqual(1);
   });
 

@@ -5,8 +5,10 @@
  * partition without the store breaker (search/store-breaker.ts: each turn waits for the store
  * deadline, as before it) and with it, and how many of each answer's names are the healthy
  * answer's (the answer from memory is the hybrid ranking where this process holds the catalog's
- * vectors, else BM25 alone). Then it heals the partition and counts the turns
- * until one is the store's again.
+ * vectors, else BM25 alone). Then the same for tool-search over the catalog (`POST /v1/tool-search`,
+ * format `anthropic`: a provider hook's call), with the breaker only (without it each call waits
+ * for DB_TIMEOUT_MS, as tool-search has no store deadline). Then it heals the partition and counts
+ * the turns until one is the store's again.
  *
  *   npm run bench:outage -- [--dataset <dir>] [--queries 60] [--model use-lite|none]
  *                            [--pg postgres://postgres@127.0.0.1:5432]
@@ -60,6 +62,11 @@ const select = async (pattern: string) => {
   const { status, body } = await call('POST', '/v1/tool-discovery/search', { catalog, pattern, top_k: TOP_K });
   return { status, ms: performance.now() - started, names: (body.selected_names ?? []) as string[] };
 };
+const toolSearch = async (query: string) => {
+  const started = performance.now();
+  const { status, body } = await call('POST', '/v1/tool-search', { catalog, query, max_results: TOP_K, format: 'anthropic' });
+  return { status, ms: performance.now() - started, names: ((body.content ?? []) as { tool_name: string }[]).map((block) => block.tool_name) };
+};
 
 interface Phase {
   ms: ReturnType<typeof summarize>;
@@ -68,13 +75,13 @@ interface Phase {
   overlap: number;
 }
 
-async function phase(healthy?: Map<string, string[]>): Promise<{ report: Phase; answers: Map<string, string[]> }> {
+async function phase(healthy?: Map<string, string[]>, ask = select): Promise<{ report: Phase; answers: Map<string, string[]> }> {
   const answers = new Map<string, string[]>();
   const samples: number[] = [];
   let answered = 0;
   let overlap = 0;
   for (const query of queries) {
-    const { status, ms, names } = await select(query);
+    const { status, ms, names } = await ask(query);
     samples.push(ms);
     if (status === 200) answered++;
     answers.set(query, names);
@@ -98,12 +105,14 @@ try {
   }
   for (const query of queries) await select(query); // untimed: the index read, query embeddings cached
   const healthy = await phase();
-  const report: Record<string, Phase | number> = { healthy: healthy.report };
+  const searched = await phase(undefined, toolSearch);
+  const report: Record<string, Phase | number> = { healthy: healthy.report, tool_search_healthy: searched.report };
   proxy.blackhole();
   service.deps.search.storeBreaker = undefined;
   report.partition_no_breaker = (await phase(healthy.answers)).report;
   service.deps.search.storeBreaker = breaker;
   report.partition_breaker = (await phase(healthy.answers)).report;
+  report.tool_search_partition_breaker = (await phase(searched.answers, toolSearch)).report;
   // Healed, the breaker open and its probe waiting: turns one after another until one is the store's (the fallback counter stands still).
   proxy.heal();
   const healed = performance.now();
@@ -121,6 +130,8 @@ try {
   console.error(describe('store answering', report.healthy as Phase));
   console.error(describe('partition, with the store breaker', report.partition_breaker as Phase));
   console.error(describe('partition, without (each turn waits 400 ms)', report.partition_no_breaker as Phase));
+  console.error(describe('tool-search, store answering', report.tool_search_healthy as Phase));
+  console.error(describe('tool-search, partition, with the breaker', report.tool_search_partition_breaker as Phase));
   console.error(`healed: the store's answer again after ${turns} turns, ${Math.round(report.healed_after_ms as number)} ms`);
   console.log(JSON.stringify({ breaker: breaker !== undefined, ...report }));
 } finally {
