@@ -160,7 +160,7 @@ describe('benches, smoke runs', () => {
     const pg = process.env.BENCH_PG ? ['--pg', process.env.BENCH_PG] : [];
     const { code, stdout, stderr } = await runBench(['bench/store-outage.ts', '--model', 'none', '--queries', '3', ...pg]);
     expect(code, stderr.slice(-3000)).toBe(0);
-    const phases = ['healthy', 'partition_breaker', 'partition_no_breaker', 'tool_search_healthy', 'tool_search_partition_breaker'] as const;
+    const phases = ['healthy', 'partition_breaker', 'partition_no_breaker', 'tool_search_healthy', 'tool_search_partition_breaker', 'tool_search_partition_no_breaker'] as const;
     const report = JSON.parse(stdout.trim().split('\n').at(-1)!) as { breaker: boolean; healed_after_turns: number } & Record<(typeof phases)[number], { answered: number; ms: { n: number } }>;
     expect(report.breaker).toBe(true);
     for (const phase of phases) expect(report[phase], phase).toMatchObject({ answered: 3, ms: { n: 3 } });

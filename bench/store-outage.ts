@@ -6,9 +6,8 @@
  * deadline, as before it) and with it, and how many of each answer's names are the healthy
  * answer's (the answer from memory is the hybrid ranking where this process holds the catalog's
  * vectors, else BM25 alone). Then the same for tool-search over the catalog (`POST /v1/tool-search`,
- * format `anthropic`: a provider hook's call), with the breaker only (without it each call waits
- * for DB_TIMEOUT_MS, as tool-search has no store deadline). Then it heals the partition and counts
- * the turns until one is the store's again.
+ * format `anthropic`: a provider hook's call), which waits for the same store deadline. Then it
+ * heals the partition and counts the turns until one is the store's again.
  *
  *   npm run bench:outage -- [--dataset <dir>] [--queries 60] [--model use-lite|none]
  *                            [--pg postgres://postgres@127.0.0.1:5432]
@@ -112,6 +111,9 @@ try {
   report.partition_no_breaker = (await phase(healthy.answers)).report;
   service.deps.search.storeBreaker = breaker;
   report.partition_breaker = (await phase(healthy.answers)).report;
+  service.deps.search.storeBreaker = undefined;
+  report.tool_search_partition_no_breaker = (await phase(searched.answers, toolSearch)).report;
+  service.deps.search.storeBreaker = breaker;
   report.tool_search_partition_breaker = (await phase(searched.answers, toolSearch)).report;
   // Healed, the breaker open and its probe waiting: turns one after another until one is the store's (the fallback counter stands still).
   proxy.heal();
@@ -132,6 +134,7 @@ try {
   console.error(describe('partition, without (each turn waits 400 ms)', report.partition_no_breaker as Phase));
   console.error(describe('tool-search, store answering', report.tool_search_healthy as Phase));
   console.error(describe('tool-search, partition, with the breaker', report.tool_search_partition_breaker as Phase));
+  console.error(describe('tool-search, partition, without', report.tool_search_partition_no_breaker as Phase));
   console.error(`healed: the store's answer again after ${turns} turns, ${Math.round(report.healed_after_ms as number)} ms`);
   console.log(JSON.stringify({ breaker: breaker !== undefined, ...report }));
 } finally {

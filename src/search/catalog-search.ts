@@ -194,7 +194,20 @@ export async function storeOrMemory<T>(
   }
 }
 
-/** The catalog's row was not read within the selector's store deadline (the read goes on). */
+/**
+ * The catalog's row (404 when there is none). Within `deadlineMs` when given and an answer from
+ * memory is at hand (StoreLate past it, for `storeOrMemory`; the read goes on); otherwise the
+ * read's own deadline applies.
+ */
+export async function readCatalogRow(deps: RankDeps, ref: { tenant: string; name: string }, deadlineMs?: number): Promise<CatalogSummary> {
+  const lookup = getCatalog(deps.db, ref.tenant, ref.name);
+  const bounded = deadlineMs !== undefined && deps.catalogIndexes?.lastSeen(ref.tenant, ref.name);
+  const catalog = await (bounded ? withDeadline(lookup, deadlineMs, () => new StoreLate()) : lookup);
+  if (!catalog) throw notFound(`catalog "${ref.name}"`);
+  return catalog;
+}
+
+/** The catalog's row was not read within the store deadline (the read goes on). */
 class StoreLate extends Error {
   constructor() {
     super('the store did not answer within the deadline');
@@ -208,11 +221,7 @@ async function selectFromStore(
   started: number,
 ): Promise<CatalogSelection> {
   const timings: CatalogSelectionTimings = { lookup_ms: 0, query_embedding_ms: 0, retrieval_ms: 0, fusion_ms: 0, padding_ms: 0 };
-  const lookup = getCatalog(deps.db, ref.tenant, ref.name);
-  // Bounded only when an answer from memory is at hand: otherwise the read's own deadline applies.
-  const bounded = input.storeDeadlineMs !== undefined && deps.catalogIndexes?.lastSeen(ref.tenant, ref.name);
-  const catalog = await (bounded ? withDeadline(lookup, input.storeDeadlineMs!, () => new StoreLate()) : lookup);
-  if (!catalog) throw notFound(`catalog "${ref.name}"`);
+  const catalog = await readCatalogRow(deps, ref, input.storeDeadlineMs);
   deps.catalogIndexes?.seen(ref.tenant, catalog);
   const wanted = [...new Set(input.alwaysKeep)];
   const held = wanted.length > 0 ? await loadCatalogTools(deps.db, catalog.id, wanted) : new Map();

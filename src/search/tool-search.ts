@@ -7,14 +7,13 @@
 import { queryTerms } from '../catalog/search-text.js';
 import type { TokenCounter, WireShape } from '../catalog/tokens.js';
 import type { Tool } from '../catalog/tool.js';
-import { AppError, notFound } from '../errors.js';
-import { getCatalog } from '../store/catalog-store.js';
+import { AppError } from '../errors.js';
 import { catalogKnownTerms } from '../store/search-store.js';
-import { rankRemembered, searchCatalog, storeOrMemory } from './catalog-search.js';
+import { rankRemembered, readCatalogRow, searchCatalog, storeOrMemory } from './catalog-search.js';
 import type { RankDeps } from './hybrid-search.js';
 import { confidences } from './confidence.js';
 import { carriesTag } from './tags.js';
-import { selectTools, type CachedToolList, type SelectorDeps } from './selector.js';
+import { selectTools, storeDeadlineMs, type CachedToolList, type SelectorDeps } from './selector.js';
 
 export interface ToolSearchDeps {
   selector: SelectorDeps;
@@ -130,8 +129,8 @@ export async function searchForTools(deps: ToolSearchDeps, input: ToolSearchInpu
 }
 
 async function searchStoredCatalog(deps: ToolSearchDeps, input: ToolSearchInput, ref: { tenant: string; name: string }, terms: string[], depth: number): Promise<ToolSearchResult> {
-  const catalog = await getCatalog(deps.search.db, ref.tenant, ref.name);
-  if (!catalog) throw notFound(`catalog "${ref.name}"`);
+  // Within the selector's store deadline when an answer from memory is at hand (not for `openai`), as inline tools' store reads are.
+  const catalog = await readCatalogRow(deps.search, ref, input.definitions ? undefined : storeDeadlineMs(deps.selector));
   const found = await searchCatalog(deps.search, ref, { query: input.query, topK: depth, mode: 'hybrid', tags: input.tags }, catalog);
   const sure = confidences(found.tools.map((tool, index) => ({ rank: index + 1, ...tool.explain })), found.bests);
   // Counted when the catalog was written; a row of an older release not counted yet is counted now.

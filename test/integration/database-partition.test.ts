@@ -231,6 +231,10 @@ describe('PostgreSQL stops answering (blackholed by a proxy)', () => {
       for (const [at, body] of asked.entries()) {
         const remembered = await search(body);
         expect(remembered.status, JSON.stringify(body)).toBe(200);
+        // The first call waits for the selector's store deadline (400 ms), not DB_TIMEOUT_MS (1,500);
+        // the breaker then answers the next ones from memory without waiting for the store.
+        if (at === 0) expect(remembered.ms).toBeGreaterThanOrEqual(400);
+        expect(remembered.ms, JSON.stringify(body)).toBeLessThan(at === 0 ? 1_400 : 400);
         if (body.format) {
           expect(remembered.body, JSON.stringify(body)).toEqual(healthy[at]);
           continue;
