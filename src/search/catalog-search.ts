@@ -188,9 +188,11 @@ export async function storeOrMemory<T>(
     if (!(error instanceof StoreLate) && !isDatabaseUnavailable(error)) throw error;
     breaker?.failed();
     const remembered = await fromMemory();
-    // Without an answer in memory the read was never bounded (selectFromStore), so no StoreLate gets here.
-    if (!remembered) throw error;
-    return remembered;
+    if (remembered) return remembered;
+    // A read is bounded only when memory can answer; should that answer be gone meanwhile (its
+    // index evicted), the late store is a 503 like an unavailable one, not an unexpected error.
+    if (error instanceof StoreLate) throw new AppError('service_unavailable', `${error.message}, and this process holds no answer of catalog "${ref.name}"`);
+    throw error;
   }
 }
 

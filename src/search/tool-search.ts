@@ -11,6 +11,7 @@ import { AppError } from '../errors.js';
 import { catalogKnownTerms } from '../store/search-store.js';
 import { rankRemembered, readCatalogRow, searchCatalog, storeOrMemory } from './catalog-search.js';
 import type { RankDeps } from './hybrid-search.js';
+import type { CatalogIndex } from './catalog-index.js';
 import { confidences } from './confidence.js';
 import { carriesTag } from './tags.js';
 import { selectTools, storeDeadlineMs, type CachedToolList, type SelectorDeps } from './selector.js';
@@ -129,8 +130,8 @@ export async function searchForTools(deps: ToolSearchDeps, input: ToolSearchInpu
 }
 
 async function searchStoredCatalog(deps: ToolSearchDeps, input: ToolSearchInput, ref: { tenant: string; name: string }, terms: string[], depth: number): Promise<ToolSearchResult> {
-  // Within the selector's store deadline when an answer from memory is at hand (not for `openai`), as inline tools' store reads are.
-  const catalog = await readCatalogRow(deps.search, ref, input.definitions ? undefined : storeDeadlineMs(deps.selector));
+  // Within the selector's store deadline when an answer from memory is at hand, as inline tools' store reads are.
+  const catalog = await readCatalogRow(deps.search, ref, rememberedIndex(deps, input, ref) ? storeDeadlineMs(deps.selector) : undefined);
   const found = await searchCatalog(deps.search, ref, { query: input.query, topK: depth, mode: 'hybrid', tags: input.tags }, catalog);
   const sure = confidences(found.tools.map((tool, index) => ({ rank: index + 1, ...tool.explain })), found.bests);
   // Counted when the catalog was written; a row of an older release not counted yet is counted now.
@@ -158,6 +159,13 @@ async function searchStoredCatalog(deps: ToolSearchDeps, input: ToolSearchInput,
   };
 }
 
+/** The index of the catalog as last seen here, when it can answer `input` (`searchRememberedCatalog`). */
+function rememberedIndex(deps: ToolSearchDeps, input: ToolSearchInput, ref: { tenant: string; name: string }): CatalogIndex | undefined {
+  if (input.definitions) return undefined;
+  const index = deps.search.catalogIndexes?.lastSeen(ref.tenant, ref.name)?.index;
+  return index && index.totalTokens(input.shape) !== undefined ? index : undefined;
+}
+
 /**
  * The answer while the store does not give one, from the catalog as last seen by this process
  * (`rankRemembered`: its index, and its vectors when held), with `degraded: "store_error"`.
@@ -166,11 +174,9 @@ async function searchStoredCatalog(deps: ToolSearchDeps, input: ToolSearchInput,
  * tool to be counted has no count in the index (a row of an older release).
  */
 async function searchRememberedCatalog(deps: ToolSearchDeps, input: ToolSearchInput, ref: { tenant: string; name: string }, terms: string[], depth: number): Promise<ToolSearchResult | undefined> {
-  if (input.definitions) return undefined;
-  const index = deps.search.catalogIndexes?.lastSeen(ref.tenant, ref.name)?.index;
+  const index = rememberedIndex(deps, input, ref);
   if (!index) return undefined;
-  const offered = index.totalTokens(input.shape);
-  if (offered === undefined) return undefined;
+  const offered = index.totalTokens(input.shape)!;
   const ranked = await rankRemembered(deps.search, index, { pattern: input.query, depth, ...(input.tags?.length ? { tags: input.tags } : {}) });
   const named = new Set(ranked.exact);
   const scores = new Map(ranked.found);

@@ -1,11 +1,13 @@
 /**
  * The padding of the selector's answer from memory (search/catalog-search.ts `firstNames`): the
  * index's live names in the store's order (`collate "C"`: code points), also after a derive moved,
- * dropped and added tools.
+ * dropped and added tools; and what `storeOrMemory` answers when the store is late.
  */
 import { describe, expect, it } from 'vitest';
 import { CatalogIndex } from '../../src/search/catalog-index.js';
-import { firstNames } from '../../src/search/catalog-search.js';
+import { firstNames, readCatalogRow, storeOrMemory } from '../../src/search/catalog-search.js';
+import type { RankDeps } from '../../src/search/hybrid-search.js';
+import { AppError } from '../../src/errors.js';
 import type { CatalogIndexRow } from '../../src/store/search-store.js';
 
 const row = (name: string): CatalogIndexRow => ({ name, length: 2, server: null, tags: [], tokens: { anthropic: 10, openai: 11, as_sent: 9 }, terms: `${name.replace(/\W/g, '') || 'x'} 1 tool 1` });
@@ -34,5 +36,25 @@ describe('firstNames: the padding from memory', () => {
     const live = [...names.filter((name) => name !== 'alpha' && name !== 'tool_1'), 'tool_0'];
     expect(firstNames(derived.bm25, 100)).toEqual(byCodePoints(live));
     expect(firstNames(derived.bm25, 2)).toEqual(byCodePoints(live).slice(0, 2));
+  });
+});
+
+describe('storeOrMemory: a store that does not answer in time', () => {
+  // A store whose reads never settle, and a process that held the catalog's index when the read
+  // started (so it was bounded) but has no answer once the deadline passes (evicted meanwhile).
+  const silent = { execute: () => new Promise(() => {}) } as unknown as RankDeps['db'];
+  const held = { lastSeen: () => ({}) } as unknown as RankDeps['catalogIndexes'];
+  const deps = { db: silent, catalogIndexes: held } as RankDeps;
+  const ref = { tenant: 'default', name: 'gone' };
+
+  it('is a 503 naming the catalog when memory has no answer, not an unexpected error', async () => {
+    const failure = await storeOrMemory(deps, ref, () => readCatalogRow(deps, ref, 20), async () => undefined).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(AppError);
+    expect(failure).toMatchObject({ code: 'service_unavailable' });
+    expect((failure as Error).message).toContain('"gone"');
+  });
+
+  it("is memory's answer when it has one", async () => {
+    expect(await storeOrMemory(deps, ref, async () => (await readCatalogRow(deps, ref, 20), 'store'), async () => 'memory')).toBe('memory');
   });
 });
