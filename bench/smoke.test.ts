@@ -167,6 +167,21 @@ describe('benches, smoke runs', () => {
     expect(report.healed_after_turns).toBeGreaterThanOrEqual(1);
   });
 
+  it('npm run bench:start: a start on many catalogs, ready once every index is held, each figure reported', async () => {
+    const pg = process.env.BENCH_PG ? ['--pg', process.env.BENCH_PG] : [];
+    const { code, stdout, stderr } = await runBench(['bench/start-catalogs.ts', '--catalogs', '6', '--tools', '3', '--starts', '2', '--model', 'none', ...pg]);
+    expect(code, stderr.slice(-3000)).toBe(0);
+    const report = JSON.parse(stdout.trim().split('\n').at(-1)!) as { starts: { ready_ms: number; indexes_ms: number; vectors_ms: number | null; first_search_ms: number }[] };
+    expect(report.starts).toHaveLength(2);
+    for (const start of report.starts) {
+      expect(start.ready_ms).toBeGreaterThan(0);
+      // CATALOG_WARMUP: ready only once the catalogs are read, so every index is held by then (within a poll).
+      expect(start.indexes_ms - start.ready_ms).toBeLessThan(1_000);
+      expect(start.first_search_ms).toBeGreaterThan(0);
+      expect(start.vectors_ms).toBeNull();
+    }
+  });
+
   it('npm run bench:new-queries: never-seen queries as written and with typos, each timed once', async () => {
     const { code, stdout, stderr } = await runBench(['bench/new-queries.ts', '--dataset', fileURLToPath(new URL('../../shared/eval/livemcpbench', import.meta.url)), '--queries', '3']);
     expect(code, stderr.slice(-3000)).toBe(0);
