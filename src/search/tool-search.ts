@@ -170,8 +170,8 @@ function rememberedIndex(deps: ToolSearchDeps, input: ToolSearchInput, ref: { te
  * The answer while the store does not give one, from the catalog as last seen by this process
  * (`rankRemembered`: its index, and its vectors when held), with `degraded: "store_error"`.
  * Undefined, so the caller answers the store's 503, when this process holds no index of the
- * catalog, when the answer must carry definitions (`openai`: only the store holds them), or when a
- * tool to be counted has no count in the index (a row of an older release).
+ * catalog, when the answer must carry definitions (`openai`: only the store holds them), or when
+ * some row of the catalog has no count yet (an older release's, counted at the next start).
  */
 async function searchRememberedCatalog(deps: ToolSearchDeps, input: ToolSearchInput, ref: { tenant: string; name: string }, terms: string[], depth: number): Promise<ToolSearchResult | undefined> {
   const index = rememberedIndex(deps, input, ref);
