@@ -82,8 +82,18 @@ function aboveConfidence<T extends { confidence: number }>(ranked: T[], min: num
   return min === undefined ? ranked : ranked.filter((item) => item.confidence >= min);
 }
 
-function answerConfidence(ranked: readonly { confidence: number }[]): number {
-  return ranked.reduce((best, item) => Math.max(best, item.confidence), 0);
+/**
+ * What an answer keeps of a ranked list (best first): its first max_results at or above
+ * min_confidence, within the token budget; the answer's confidence (its best, before those cuts);
+ * and the kept tools' tokens.
+ */
+function answerFrom(ranked: FoundTool[], input: ToolSearchInput): { results: FoundTool[]; confidence: number; selected: number } {
+  const results = fillBudget(aboveConfidence(ranked.slice(0, input.maxResults), input.minConfidence), input.budgetTokens);
+  return {
+    results,
+    confidence: ranked.reduce((best, item) => Math.max(best, item.confidence), 0),
+    selected: results.reduce((sum, item) => sum + item.estimatedTokens, 0),
+  };
 }
 
 export async function searchForTools(deps: ToolSearchDeps, input: ToolSearchInput): Promise<ToolSearchResult> {
@@ -113,13 +123,13 @@ export async function searchForTools(deps: ToolSearchDeps, input: ToolSearchInpu
         const confidence = named.has(name) ? 1 : (selection.confidence.get(name) ?? 0);
         return { name, tool: entry.tool, score: selection.scores.get(name) ?? 1, confidence, estimatedTokens: counts.get(name)! };
       });
-    const results = fillBudget(aboveConfidence(ranked.slice(0, input.maxResults), input.minConfidence), input.budgetTokens);
+    const { results, confidence, selected } = answerFrom(ranked, input);
     const offered = [...counts.values()].reduce((sum, tokens) => sum + tokens, 0);
     return {
       results,
-      confidence: answerConfidence(ranked),
+      confidence,
       unmatchedTerms: terms.filter((term) => !selection.knowsTerm(term)),
-      tokens: { offered, selected: results.reduce((sum, item) => sum + item.estimatedTokens, 0) },
+      tokens: { offered, selected },
       ...(selection.fallback && selection.fallback !== 'no_match' ? { degraded: selection.fallback } : {}),
       // The store step of new tools settles after the answer; the selector's log line has it.
       timings: { parse_ms: selection.timings.parse_ms, query_embedding_ms: selection.timings.query_embedding_ms, ranking_ms: selection.timings.ranking_ms },
@@ -144,16 +154,16 @@ async function searchStoredCatalog(deps: ToolSearchDeps, input: ToolSearchInput,
     confidence: explain.exact_name ? 1 : sure[index]!,
     estimatedTokens: tool.tokens[input.shape] ?? late.get(tool.name)!,
   }));
-  const results = fillBudget(aboveConfidence(ranked, input.minConfidence), input.budgetTokens);
+  const { results, confidence, selected } = answerFrom(ranked, input);
   // The catalog's index for this revision knows its words (as an inline list's, selector.ts knowsTerm); without it in hand, the store does.
   const index = deps.search.catalogIndexes?.held(catalog);
   const known = index ? new Set(terms.filter((term) => index.bm25.has(term))) : await catalogKnownTerms(deps.search.db, catalog.id, terms);
   return {
     results,
-    confidence: answerConfidence(ranked),
+    confidence,
     unmatchedTerms: terms.filter((term) => !known.has(term)),
     // The whole catalog is what the caller would send without a search (tags narrow the search, not that).
-    tokens: { offered: catalog.definitionTokens[input.shape], selected: results.reduce((sum, item) => sum + item.estimatedTokens, 0) },
+    tokens: { offered: catalog.definitionTokens[input.shape], selected },
     ...(found.degraded ? { degraded: found.degraded } : {}),
     timings: found.timings,
   };
@@ -188,12 +198,12 @@ async function searchRememberedCatalog(deps: ToolSearchDeps, input: ToolSearchIn
     confidence: named.has(name) ? 1 : sure.get(name)!,
     estimatedTokens: index.tokensOf(name, input.shape)!,
   }));
-  const results = fillBudget(aboveConfidence(all, input.minConfidence), input.budgetTokens);
+  const { results, confidence, selected } = answerFrom(all, input);
   return {
     results,
-    confidence: answerConfidence(all),
+    confidence,
     unmatchedTerms: terms.filter((term) => !index.bm25.has(term)),
-    tokens: { offered, selected: results.reduce((sum, item) => sum + item.estimatedTokens, 0) },
+    tokens: { offered, selected },
     degraded: 'store_error',
     timings: { query_embedding_ms: 0, retrieval_ms: 0, fusion_ms: 0, ...ranked.timings },
   };
