@@ -1,9 +1,11 @@
 /**
- * BM25's k1, b and the name's weight (how many times a tool's name counts in its document), judged
- * leave-one-corpus-out with the shipped fusion (docs/ranking.md, 2026-12-03), rerunnable:
+ * BM25's k1, b and the name's weight (how many times a tool's name counts in its document), and
+ * RM3 feedback on BM25's terms, judged leave-one-corpus-out with the shipped fusion
+ * (docs/ranking.md, 2026-12-03 and 2026-12-04), rerunnable:
  *
  *   npx tsx bench/bm25-params.ts --lists <fusion-loco's cache.json> [--root <folder>] [--sets ...]
  *                                [--k1 0.6,0.9,1.2,1.6,2] [--b 0.3,0.5,0.75,0.9] [--name-weights 2]
+ *                                [--feedback docs:terms:lambda,...]
  *
  * The dense and dense-server lists come from bench/fusion-loco.ts's `--lists` cache (same root and
  * sets); BM25, typo matching and the BM25 server list are recomputed per setting with the service's
@@ -34,6 +36,9 @@ const { values } = parseArgs({
     k1: { type: 'string', default: '0.6,0.9,1.2,1.6,2' },
     b: { type: 'string', default: '0.3,0.5,0.75,0.9' },
     'name-weights': { type: 'string', default: String(NAME_WEIGHT) },
+    // Pseudo-relevance feedback on BM25's terms (RM3), as "docs:terms:lambda,...": each setting adds
+    // rows beside the no-feedback one (run it with one k1, b and name weight).
+    feedback: { type: 'string', default: '' },
   },
 });
 if (!values.lists) {
@@ -47,6 +52,36 @@ const numbers = (list: string) => list.split(',').map(Number);
 const k1s = numbers(values.k1!);
 const bs = numbers(values.b!);
 const nameWeights = numbers(values['name-weights']!);
+interface Feedback { docs: number; terms: number; lambda: number }
+const feedbacks: (Feedback | null)[] = [
+  null,
+  ...values.feedback!.split(',').filter(Boolean).map((spec) => {
+    const [docs, terms, lambda] = spec.split(':').map(Number);
+    return { docs: docs!, terms: terms!, lambda: lambda! };
+  }),
+];
+
+/**
+ * RM3: the query's terms interpolated with the terms of BM25's top `docs` tools, each tool's term
+ * distribution (tf / length) weighted by its share of the head's scores; the `terms` likeliest
+ * kept. The query's own weight total is kept, so BM25's scores stay on the query's scale.
+ */
+function rm3(weights: ReadonlyMap<string, number>, head: [string, number][], documents: ReadonlyMap<string, { termFreqs: ReadonlyMap<string, number>; length: number }>, fb: Feedback): Map<string, number> {
+  const total = head.reduce((sum, [, score]) => sum + score, 0);
+  const likely = new Map<string, number>();
+  if (total > 0)
+    for (const [id, score] of head) {
+      const doc = documents.get(id)!;
+      for (const [term, tf] of doc.termFreqs) likely.set(term, (likely.get(term) ?? 0) + ((score / total) * tf) / doc.length);
+    }
+  const kept = [...likely].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).slice(0, fb.terms);
+  const keptMass = kept.reduce((sum, [, p]) => sum + p, 0);
+  const queryMass = [...weights.values()].reduce((sum, w) => sum + w, 0);
+  const out = new Map<string, number>();
+  for (const [term, w] of weights) out.set(term, fb.lambda * w);
+  if (keptMass > 0) for (const [term, p] of kept) out.set(term, (out.get(term) ?? 0) + ((1 - fb.lambda) * queryMass * p) / keptMass);
+  return out;
+}
 
 interface Prepared {
   tools: ReturnType<typeof normalizeTools>['tools'];
@@ -65,7 +100,7 @@ interface CachedQuery { dense: Ranked; serverDense: Ranked }
 const cached = (set: string, variant: 'clean' | 'typos', i: number): CachedQuery => cache[set][variant][i];
 
 /** Hybrid and both single lists on one set at one setting, clean and with the eval's typos. */
-function run(set: string, k1: number, b: number, nameWeight: number): Record<'clean' | 'typos', Figures> {
+function run(set: string, k1: number, b: number, nameWeight: number, fb: Feedback | null): Record<'clean' | 'typos', Figures> {
   const { tools, queries, texts } = prepared[set]!;
   const documents = tools.map((tool) => {
     const terms = documentTerms(tool);
@@ -88,6 +123,7 @@ function run(set: string, k1: number, b: number, nameWeight: number): Record<'cl
   const servers = serverDocuments(tools.map((tool, i) => ({ ...documents[i]!, server: tool.server })));
   const serverIndex = new Bm25Index(servers.documents, params);
   const members = servers.members;
+  const byId = new Map(documents.map((doc) => [doc.id, doc]));
   const out = {} as Record<'clean' | 'typos', Figures>;
   for (const variant of ['clean', 'typos'] as const) {
     const hybrid: QueryMetrics[] = [];
@@ -96,13 +132,15 @@ function run(set: string, k1: number, b: number, nameWeight: number): Record<'cl
     for (const [i, query] of queries.entries()) {
       const terms = distinctTerms(queryTerms(texts[variant][i]!));
       const expanded = expandTerms(terms, vocabulary);
-      const fuzzy = index.searchWeighted(expanded.weights, RRF_DEPTH);
+      const first = index.searchWeighted(expanded.weights, RRF_DEPTH);
+      const weights = fb ? rm3(expanded.weights, first.slice(0, fb.docs), byId, fb) : expanded.weights;
+      const fuzzy = fb ? index.searchWeighted(weights, RRF_DEPTH) : first;
       const { dense: denseList, serverDense } = cached(set, variant, i);
       const toolsFused = fuseRrf([
         { ranked: fuzzy, weight: 1, scaleByScore: true },
         { ranked: denseList, weight: denseWeight(expanded.known, fuzzy, denseList), scaleByScore: false },
       ]);
-      const lists = { bm25: serverIndex.searchWeighted(expanded.weights, 10), vector: serverDense, members };
+      const lists = { bm25: serverIndex.searchWeighted(weights, 10), vector: serverDense, members };
       const ranking = addServerVotes(toolsFused, lists, { bm25Weight: SERVER_BM25_WEIGHT, vectorWeight: SERVER_VECTOR_WEIGHT, depth: SERVER_DEPTH, k: 60 }).fused.map(([id]) => id);
       const rel = { relevant: query.relevant, relevantGroups: query.relevant_groups };
       hybrid.push(scoreQuery(ranking, rel));
@@ -120,15 +158,15 @@ function run(set: string, k1: number, b: number, nameWeight: number): Record<'cl
 
 const f = (x: number) => x.toFixed(3);
 const rows: { label: string; per: Record<string, Record<'clean' | 'typos', Figures>> }[] = [];
-for (const nw of nameWeights) for (const k1 of k1s) for (const b of bs) {
-  const per = Object.fromEntries(sets.map((set) => [set, run(set, k1, b, nw)]));
-  const label = `nw ${nw} k1 ${k1} b ${b}`;
+for (const nw of nameWeights) for (const k1 of k1s) for (const b of bs) for (const fb of feedbacks) {
+  const per = Object.fromEntries(sets.map((set) => [set, run(set, k1, b, nw, fb)]));
+  const label = `nw ${nw} k1 ${k1} b ${b}${fb ? ` rm3 ${fb.docs}:${fb.terms}:${fb.lambda}` : ''}`;
   rows.push({ label, per });
   const cell = (set: string) => {
     const { clean, typos } = per[set]!;
     return `${set} ${f(clean.hybrid.ndcg)}/${f(clean.hybrid.recall)} (bm25 ${f(clean.bm25.ndcg)}/${f(clean.bm25.recall)} dense ${f(clean.dense.ndcg)}/${f(clean.dense.recall)}) typos kept ${((100 * typos.hybrid.ndcg) / clean.hybrid.ndcg).toFixed(1)}%`;
   };
-  console.log(`${label.padEnd(20)} ${sets.map(cell).join('  ')}`);
+  console.log(`${label.padEnd(34)} ${sets.map(cell).join('  ')}`);
 }
 // The margin to the better single list, the row's own BM25 or the shipped one (when in the grid), whichever is higher.
 const shipped = rows.find((row) => row.label === `nw ${NAME_WEIGHT} k1 ${BM25_K1} b ${BM25_B}`);
@@ -150,5 +188,5 @@ for (const held of sets) {
   const chosen = choose(sets.filter((set) => source(set) !== source(held)));
   const { ndcg, recall } = chosen.per[held]!.clean.hybrid;
   const before = shipped ? `${f(shipped.per[held]!.clean.hybrid.ndcg)}/${f(shipped.per[held]!.clean.hybrid.recall)}` : '-';
-  console.log(`held out ${held.padEnd(26)} chosen ${chosen.label.padEnd(20)} ${f(ndcg)}/${f(recall)} margin ${f(margin(chosen, held))}  shipped ${before}`);
+  console.log(`held out ${held.padEnd(26)} chosen ${chosen.label.padEnd(34)} ${f(ndcg)}/${f(recall)} margin ${f(margin(chosen, held))}  shipped ${before}`);
 }
