@@ -1,7 +1,7 @@
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
 import { ZodError, type ZodType } from 'zod';
 import { AppError, type ErrorCode } from '../errors.js';
-import { isDatabaseUnavailable, isTransientConflict } from '../store/database.js';
+import { DATABASE_UNAVAILABLE_MESSAGE, isDatabaseUnavailable, isTransientConflict } from '../store/database.js';
 
 /** The one place that decides which HTTP status each error code is. */
 export const STATUS_BY_CODE: Record<ErrorCode, number> = {
@@ -105,7 +105,7 @@ export function errorMiddleware(log: (error: unknown, req: Parameters<RequestHan
     if (isDatabaseUnavailable(error)) {
       // Never a 500 for a database that is down, unreachable or slower than DB_TIMEOUT_MS.
       res.setHeader('Retry-After', '1');
-      sendError(res, new AppError('service_unavailable', 'the database did not answer in time; retry shortly (see /readyz)'));
+      sendError(res, new AppError('service_unavailable', DATABASE_UNAVAILABLE_MESSAGE));
       return;
     }
     if (isTransientConflict(error)) {

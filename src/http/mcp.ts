@@ -2,9 +2,8 @@ import { toNodeHandler } from '@modelcontextprotocol/node';
 import { createMcpHandler } from '@modelcontextprotocol/server';
 import { Router, type Request, type Response } from 'express';
 import { AppError } from '../errors.js';
-import type { DiscoveryScope } from '../mcp/discovery.js';
+import { readScopeCatalog, type DiscoveryScope } from '../mcp/discovery.js';
 import { createToolsiftMcpServer, type McpDeps } from '../mcp/server.js';
-import { getCatalog } from '../catalog/catalog-service.js';
 import { catalogParams } from './catalogs.js';
 import { parseInput } from './errors.js';
 import { declaresJson, notJson } from './middleware.js';
@@ -64,7 +63,8 @@ export function mcpRoutes(deps: McpDeps, options: { allowedOrigins: string; allo
     if (req.params.catalog !== undefined) {
       const catalog = parseInput(catalogParams, req.params, 'path').catalog;
       // 404 for an unknown catalog; the row then serves this request's tools (one read, not two).
-      scope = { tenant, catalog, summary: await getCatalog(deps.catalog, { tenant, name: catalog }) };
+      // While the store does not answer, the row as last read here (readScopeCatalog).
+      scope = { tenant, catalog, summary: await readScopeCatalog(deps, tenant, catalog) };
     }
     (req as Request & { auth?: unknown }).auth = { token: '', clientId: tenant, scopes: [], extra: scope };
     await serve(req, res, req.body);

@@ -12,7 +12,7 @@ import * as catalogs from '../catalog/catalog-service.js';
 import { LruCache } from '../lru-cache.js';
 import { confidences } from '../search/confidence.js';
 import { firstSentence, parameterNames } from '../catalog/describe.js';
-import { searchCatalog } from '../search/catalog-search.js';
+import { rankRemembered, searchCatalog, storeOrMemory } from '../search/catalog-search.js';
 import type { RankDeps } from '../search/hybrid-search.js';
 import type { CatalogSummary, CatalogToolRow } from '../store/catalog-store.js';
 import { getToolWithUpstream, type UpstreamRow } from '../store/upstream-store.js';
@@ -24,6 +24,8 @@ export interface DiscoveryDeps {
   upstreams: UpstreamCaller | null;
   /** Tools already resolved, with their upstream's row (toolRowCache); shared by every request of the process. */
   toolRows: ToolRowCache;
+  /** Each tenant's catalogs as last listed here (catalogListCache): what `/mcp` spans while the store does not answer. */
+  catalogLists: CatalogListCache;
 }
 
 /** Who is asking, and over which catalogs: all of the tenant's (`/mcp`) or one (`/mcp/{catalog}`). */
@@ -59,15 +61,77 @@ export const LIST_PAGE_SIZE = 200;
  */
 const WEAK_COSINE = 0.35;
 
+/*
+ * While the store does not answer (search/catalog-search.ts's `storeOrMemory`: unavailable, or its
+ * breaker open after such a failure), the meta-tools work from what this process holds: the
+ * catalogs' rows and each tenant's list as last read here, the catalogs' indexes for search_tools,
+ * and the tools already resolved (toolRows) for get_tool_details and call_tool. What it does not
+ * hold is the store's error, as before.
+ */
+
+export type CatalogListCache = LruCache<string, CatalogSummary[]>;
+
+const CATALOG_LISTS_MAX = 4096;
+const CATALOG_LIST_BYTES_MAX = 16 * 1024 * 1024;
+
+export const catalogListCache = (): CatalogListCache =>
+  new LruCache(CATALOG_LISTS_MAX, { max: CATALOG_LIST_BYTES_MAX, weigh: (rows) => 64 + 2 * JSON.stringify(rows).length });
+
+/** The catalog's row (404 when there is none), or the row as last read here while the store does not answer. */
+export async function readScopeCatalog(deps: DiscoveryDeps, tenant: string, name: string): Promise<CatalogSummary> {
+  const ref = { tenant, name };
+  return storeOrMemory(
+    deps.search,
+    ref,
+    async () => {
+      const row = await catalogs.getCatalog(deps.catalog, ref);
+      deps.search.catalogIndexes?.seen(tenant, row);
+      return row;
+    },
+    async () => deps.search.catalogIndexes?.lastRow(tenant, name),
+  );
+}
+
 async function scopeCatalogs(deps: DiscoveryDeps, scope: DiscoveryScope): Promise<CatalogSummary[]> {
-  if (scope.catalog) return [scope.summary?.name === scope.catalog ? scope.summary : await catalogs.getCatalog(deps.catalog, { tenant: scope.tenant, name: scope.catalog })];
-  return catalogs.listCatalogs(deps.catalog, scope.tenant);
+  if (scope.catalog) return [scope.summary?.name === scope.catalog ? scope.summary : await readScopeCatalog(deps, scope.tenant, scope.catalog)];
+  // The breaker's probe reads a row of no catalog: any answer is the store answering.
+  return storeOrMemory(
+    deps.search,
+    { tenant: scope.tenant, name: '' },
+    async () => {
+      const listed = await catalogs.listCatalogs(deps.catalog, scope.tenant);
+      deps.catalogLists.set(scope.tenant, listed);
+      return listed;
+    },
+    async () => deps.catalogLists.get(scope.tenant),
+  );
 }
 
 const address = (scope: DiscoveryScope, catalog: string, name: string) => (scope.catalog ? name : `${catalog}/${name}`);
 
 /** Where a meta-tool call's time went, ms per stage, for its log line (not part of the answer). */
 export type TimeSplit = Record<string, number>;
+
+/** One catalog's ranked tools as search_tools shows them, with what merging and the hint read. */
+interface RankedTool {
+  catalog: string;
+  name: string;
+  server: string | null;
+  description: string;
+  parameters: string[];
+  score: number;
+  /** Calibrated (search/confidence.ts): comparable across catalogs, unlike the fused score. */
+  confidence: number;
+  /** BM25 found the query's words in it, it was named exactly, or the model finds it close. */
+  strong: boolean;
+}
+
+interface CatalogRanking {
+  tools: RankedTool[];
+  split: TimeSplit;
+  /** Not the full hybrid ranking (the embedder, vectors still being written, the store): for metrics, the log and the hint. */
+  degraded?: string;
+}
 
 export async function searchTools(
   deps: DiscoveryDeps,
@@ -81,37 +145,102 @@ export async function searchTools(
   if (inScope.length === 0) return { results: [], hint: 'This tenant has no catalogs yet: push tools with PUT /v1/catalogs/{catalog}.', split };
   // A server filter cuts after ranking, so ask for more to still fill `limit`.
   const depth = input.server ? Math.min(limit * 5, 100) : limit;
-  // Not the full hybrid ranking in some catalog searched (the embedder, or vectors still being written): for metrics and the log.
-  let degraded: string | undefined;
   const ranked = await Promise.all(
-    inScope.map(async (catalog) => {
-      const result = await searchCatalog(deps.search, { tenant: scope.tenant, name: catalog.name }, { query: input.query, topK: depth, mode: 'hybrid', tags: input.tags }, catalog);
-      for (const [stage, ms] of Object.entries(result.timings)) split[stage] = (split[stage] ?? 0) + ms;
-      degraded ??= result.degraded;
-      const sure = confidences(result.tools.map((tool, i) => ({ ...tool.explain, rank: i + 1 })), result.bests);
-      return result.tools.map((tool, i) => ({ catalog: catalog.name, tool, confidence: sure[i] ?? 0 }));
-    }),
+    inScope.map((catalog) =>
+      storeOrMemory(
+        deps.search,
+        { tenant: scope.tenant, name: catalog.name },
+        () => rankInStore(deps, scope, catalog, input, depth),
+        () => rankInMemory(deps, scope, catalog, input, depth),
+      ),
+    ),
   );
+  let degraded: string | undefined;
+  for (const ranking of ranked) {
+    for (const [stage, ms] of Object.entries(ranking.split)) split[stage] = (split[stage] ?? 0) + ms;
+    // The store's failure first: it is the one the hint tells.
+    if (ranking.degraded === 'store_error' || !degraded) degraded = ranking.degraded ?? degraded;
+  }
   // Catalogs are ranked apart (each its own BM25 statistics and dense weight), so their fused
   // scores do not compare; the calibrated confidence, an estimated probability of relevance, does.
   const merged = ranked
-    .flat()
-    .filter(({ tool }) => !input.server || tool.tool.server === input.server)
-    .sort((a, b) => (inScope.length === 1 ? 0 : b.confidence - a.confidence || b.tool.score - a.tool.score))
+    .flatMap((ranking) => ranking.tools)
+    .filter((tool) => !input.server || tool.server === input.server)
+    .sort((a, b) => (inScope.length === 1 ? 0 : b.confidence - a.confidence || b.score - a.score))
     .slice(0, limit);
-  const results = merged.map(({ catalog, tool }) => ({
-    name: address(scope, catalog, tool.tool.name),
-    catalog,
-    server: tool.tool.server,
-    description: firstSentence(tool.tool.description),
-    parameters: parameterNames(tool.tool.inputSchema),
+  const results = merged.map((tool) => ({
+    name: address(scope, tool.catalog, tool.name),
+    catalog: tool.catalog,
+    server: tool.server,
+    description: tool.description,
+    parameters: tool.parameters,
     score: Math.round(tool.score * 1e6) / 1e6,
   }));
-  const strong = merged.some(({ tool }) => tool.explain.bm25 !== null || tool.explain.exact_name || (tool.explain.vector?.score ?? 0) >= WEAK_COSINE);
   const observed = { split, ...(degraded ? { degraded } : {}) };
+  if (degraded === 'store_error') {
+    return {
+      results,
+      hint:
+        "toolsift's store is not answering: these are ranked from this server's memory of the catalog, with descriptions only of tools looked up here before. " +
+        'call_tool and get_tool_details work for tools called or looked up here before; try again shortly for the rest.',
+      ...observed,
+    };
+  }
   if (results.length === 0) return { results, hint: `No tool matches "${input.query}"${input.server ? ` on server "${input.server}"` : ''}. Try other words, or list_tools to browse.`, ...observed };
-  if (!strong) return { results, hint: 'No tool shares the query\'s words and none is close in meaning: these are loose matches, probably not what you need.', ...observed };
+  if (!merged.some((tool) => tool.strong)) return { results, hint: 'No tool shares the query\'s words and none is close in meaning: these are loose matches, probably not what you need.', ...observed };
   return { results, ...observed };
+}
+
+/** The catalog search's ranking (`POST /v1/catalogs/{catalog}/search`), from the store. */
+async function rankInStore(deps: DiscoveryDeps, scope: DiscoveryScope, catalog: CatalogSummary, input: { query: string; tags?: string[] }, depth: number): Promise<CatalogRanking> {
+  const result = await searchCatalog(deps.search, { tenant: scope.tenant, name: catalog.name }, { query: input.query, topK: depth, mode: 'hybrid', tags: input.tags }, catalog);
+  const sure = confidences(result.tools.map((tool, i) => ({ ...tool.explain, rank: i + 1 })), result.bests);
+  return {
+    tools: result.tools.map((tool, i) => ({
+      catalog: catalog.name,
+      name: tool.tool.name,
+      server: tool.tool.server,
+      description: firstSentence(tool.tool.description),
+      parameters: parameterNames(tool.tool.inputSchema),
+      score: tool.score,
+      confidence: sure[i] ?? 0,
+      strong: tool.explain.bm25 !== null || tool.explain.exact_name || (tool.explain.vector?.score ?? 0) >= WEAK_COSINE,
+    })),
+    split: result.timings,
+    ...(result.degraded ? { degraded: result.degraded } : {}),
+  };
+}
+
+/**
+ * The catalog as last seen here (`rankRemembered`: its index, and its vectors when held), while the
+ * store does not answer. When this process holds no index of it: at `/mcp/{catalog}` undefined (the
+ * store's error); at `/mcp` nothing from it, while the tenant's other catalogs answer. Descriptions
+ * and parameters come only from tools resolved here before (toolRows): the index holds terms, not text.
+ */
+async function rankInMemory(deps: DiscoveryDeps, scope: DiscoveryScope, catalog: CatalogSummary, input: { query: string; tags?: string[] }, depth: number): Promise<CatalogRanking | undefined> {
+  const index = deps.search.catalogIndexes?.lastSeen(scope.tenant, catalog.name)?.index;
+  if (!index) return scope.catalog ? undefined : { tools: [], split: {}, degraded: 'store_error' };
+  const ranked = await rankRemembered(deps.search, index, { pattern: input.query, depth, ...(input.tags?.length ? { tags: input.tags } : {}) });
+  const exact = new Set(ranked.exact);
+  const found = new Map(ranked.found.map(([name, score], at) => [name, { score, confidence: ranked.confidences[at]! }]));
+  const names = [...new Set([...ranked.exact, ...found.keys()])].slice(0, depth);
+  return {
+    tools: names.map((name) => {
+      const known = deps.toolRows.get(toolRowKey(catalog, name));
+      return {
+        catalog: catalog.name,
+        name,
+        server: known?.server ?? index.servers.serverOf.get(name) ?? null,
+        description: known ? firstSentence(known.description) : '',
+        parameters: known ? parameterNames(known.inputSchema) : [],
+        score: found.get(name)?.score ?? 1,
+        confidence: exact.has(name) ? 1 : found.get(name)!.confidence,
+        strong: true,
+      };
+    }),
+    split: Object.fromEntries(Object.entries(ranked.timings).filter((entry): entry is [string, number] => entry[1] !== undefined)),
+    degraded: 'store_error',
+  };
 }
 
 /** A tool found by its address at this endpoint (with its upstream's row), or why not. */
@@ -128,6 +257,8 @@ export type ToolRowCache = LruCache<string, ToolWithUpstream | null>;
 
 const TOOL_ROWS_MAX = 10_000;
 const TOOL_ROW_BYTES_MAX = 32 * 1024 * 1024;
+
+const toolRowKey = (catalog: CatalogSummary, name: string) => `${catalog.id}\0${catalog.revision}\0${catalog.upstreamRevision}\0${name}`;
 
 export const toolRowCache = (): ToolRowCache =>
   new LruCache(TOOL_ROWS_MAX, { max: TOOL_ROW_BYTES_MAX, weigh: (row) => (row === null ? 64 : 2 * JSON.stringify(row).length) });
@@ -160,7 +291,7 @@ export async function resolveTool(deps: DiscoveryDeps, scope: DiscoveryScope, na
  * with the tool, so call_tool forwards after one statement, not two, and none on a cache hit.
  */
 async function findTool(deps: DiscoveryDeps, tenant: string, catalog: CatalogSummary, name: string): Promise<ToolWithUpstream | undefined> {
-  const key = `${catalog.id}\0${catalog.revision}\0${catalog.upstreamRevision}\0${name}`;
+  const key = toolRowKey(catalog, name);
   const cached = deps.toolRows.get(key);
   if (cached !== undefined) return cached ?? undefined;
   const found = await getToolWithUpstream(deps.catalog.db, tenant, catalog.name, name);

@@ -11,6 +11,7 @@ import { listCatalogs } from '../catalog/catalog-service.js';
 import { textProblem } from '../safe-text.js';
 import type { Logger } from '../logger.js';
 import { recordSearch, type Metrics } from '../metrics.js';
+import { DATABASE_UNAVAILABLE_MESSAGE, isDatabaseUnavailable } from '../store/database.js';
 import {
   BadCursor,
   callTool,
@@ -134,7 +135,11 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
     } catch (error) {
       outcome = 'error';
       deps.logger.warn({ err: error, method: 'tools/call', tool, tenant: scope.tenant, catalog: scope.catalog ?? null }, 'mcp call failed');
-      const message = error instanceof BadCursor || (error as { code?: string }).code ? (error as Error).message : 'internal error while answering; see the server log';
+      const message = isDatabaseUnavailable(error)
+        ? DATABASE_UNAVAILABLE_MESSAGE
+        : error instanceof BadCursor || (error as { code?: string }).code
+          ? (error as Error).message
+          : 'internal error while answering; see the server log';
       return errorResult(message) as unknown as T;
     } finally {
       deps.metrics?.mcpRequests.inc({ method: 'tools/call', tool, outcome });

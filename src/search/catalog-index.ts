@@ -418,13 +418,18 @@ export class CatalogIndexCache {
     this.seenRows.set(seenKey(tenant, catalog.name), catalog);
   }
 
+  /** The catalog of this name as last read here, whether or not an index of it is held (MCP's scope while the store does not answer). */
+  lastRow(tenant: string, name: string): CatalogSummary | undefined {
+    return this.seenRows.get(seenKey(tenant, name));
+  }
+
   /**
    * The catalog of this name as last read here, with the index held for it (of that revision, or
    * an older or later one): what the gateway selector answers from while the store does not answer
    * (search/catalog-search.ts). Undefined when this process has no index of it.
    */
   lastSeen(tenant: string, name: string): { catalog: CatalogSummary; index: CatalogIndex } | undefined {
-    const catalog = this.seenRows.get(seenKey(tenant, name));
+    const catalog = this.lastRow(tenant, name);
     const index = catalog && this.entries.get(catalog.id);
     return catalog && index ? { catalog, index } : undefined;
   }

@@ -1,12 +1,11 @@
 import { AppError, notFound } from '../errors.js';
 import { getCatalog, listCatalogTools, loadCatalogTools } from '../store/catalog-store.js';
 import { corpusIds, EXACT_SCAN_MAX, existingNames } from '../store/search-store.js';
-import { bm25Confidences, confidences } from './confidence.js';
+import { confidences } from './confidence.js';
 import type { CatalogSummary, CatalogToolRow } from '../store/catalog-store.js';
 import { expandQuery, rankCorpus, type RankDeps, type RankQuery, type RankedTool, type RankResult } from './hybrid-search.js';
 import type { PendingEmbeddings } from '../catalog/embedding-status.js';
 import { nameCandidates } from './patterns.js';
-import { queryTerms } from '../catalog/search-text.js';
 import type { Bm25Index } from './bm25-index.js';
 import type { CatalogIndex } from './catalog-index.js';
 import { withDeadline } from '../deadline.js';
@@ -285,7 +284,7 @@ async function selectFromMemory(
 export interface RememberedRanking {
   /** Names of the catalog the pattern mentions exactly (carrying one of the tags, when asked). */
   exact: string[];
-  /** The ranking, best first, with scores (exact names among them when the ranking was hybrid). */
+  /** The ranking, best first, with scores (the exact names among them). */
   found: (readonly [string, number])[];
   /** Each of `found`'s calibrated confidence (search/confidence.ts). */
   confidences: number[];
@@ -296,36 +295,31 @@ export interface RememberedRanking {
  * Ranks a catalog from its index as last seen by this process (perhaps a revision behind the
  * store's), touching no store: the store's own hybrid ranking when everything it reads is in
  * process for the index's revision (the model, the catalog's vectors and its servers' means: a
- * complete catalog of up to VECTORS_IN_PROCESS_MAX tools searched here), else BM25 in process, as
- * the inline selector ranks when its store fails. `depth` counts the ranked names past the exact ones.
+ * complete catalog of up to VECTORS_IN_PROCESS_MAX tools searched here), else the store's ranking
+ * while the model is down (`rankWithoutModel`). `depth` counts the ranked names past the exact ones.
  */
 export async function rankRemembered(
   deps: RankDeps,
   index: CatalogIndex,
   query: { pattern: string; depth: number; tags?: string[]; deadlineMs?: number },
 ): Promise<RememberedRanking> {
-  const blank = query.pattern.trim() === '';
+  if (query.pattern.trim() === '') return { exact: [], found: [], confidences: [], timings: {} };
   const tagged = query.tags?.length ? index.namesCarrying(query.tags) : undefined;
-  const exact = blank ? [] : nameCandidates(query.pattern).filter((name) => index.bm25.indexOf(name) !== undefined && (!tagged || tagged.has(name)));
-  const depth = query.depth + exact.length;
-  const started = performance.now();
-  const hybrid = blank ? undefined : await rankFromMemory(deps, index, query.pattern, depth, exact, query.tags, query.deadlineMs);
-  if (hybrid) {
-    return {
-      exact,
-      found: hybrid.tools.map(({ id, score }) => [id, score] as const),
-      confidences: confidences(hybrid.tools.map((tool, i) => ({ ...tool.explain, rank: i + 1 })), hybrid.bests),
-      timings: hybrid.timings,
-    };
-  }
-  const found = blank ? [] : index.search(new Map(queryTerms(query.pattern).map((term) => [term, 1])), depth, query.tags);
-  return { exact, found, confidences: bm25Confidences(found), timings: { retrieval_ms: performance.now() - started } };
+  const exact = nameCandidates(query.pattern).filter((name) => index.bm25.indexOf(name) !== undefined && (!tagged || tagged.has(name)));
+  const ranked = await rankFromMemory(deps, index, query.pattern, query.depth + exact.length, exact, query.tags, query.deadlineMs);
+  return {
+    exact,
+    found: ranked.tools.map(({ id, score }) => [id, score] as const),
+    confidences: confidences(ranked.tools.map((tool, i) => ({ ...tool.explain, rank: i + 1 })), ranked.bests),
+    timings: ranked.timings,
+  };
 }
 
 /**
- * The catalog search's hybrid ranking from what this process holds for the index's revision, or
- * undefined when some of it is not in hand (or the ranking does not finish within `deadlineMs`:
- * it should touch no store, and a store that stopped answering must not hold the answer).
+ * The catalog search's hybrid ranking from what this process holds for the index's revision, within
+ * `deadlineMs` when given (it should touch no store, and a store that stopped answering must not
+ * hold the answer); when the model, the vectors or the servers' means are not in hand, or the
+ * deadline passes, `rankWithoutModel`.
  */
 async function rankFromMemory(
   deps: RankDeps,
@@ -335,13 +329,13 @@ async function rankFromMemory(
   exactIds: string[],
   tags: string[] | undefined,
   deadlineMs: number | undefined,
-): Promise<RankResult | undefined> {
+): Promise<RankResult> {
   const embedder = deps.embedder;
-  if (!embedder) return undefined;
   const revision = { id: index.catalogId, revision: index.revision };
-  const vectors = deps.catalogVectors?.held(revision, embedder.modelId);
-  const means = index.servers.members.size === 0 ? new Map<string, Float32Array>() : deps.serverStats?.held(revision, embedder.modelId);
-  if (!vectors || !means) return undefined;
+  const vectors = embedder && deps.catalogVectors?.held(revision, embedder.modelId);
+  const means = embedder && (index.servers.members.size === 0 ? new Map<string, Float32Array>() : deps.serverStats?.held(revision, embedder.modelId));
+  const withoutModel = () => rankWithoutModel(deps, index, pattern, depth, exactIds, tags);
+  if (!embedder || !vectors || !means) return withoutModel();
   const ranking = rankCorpus(
     deps,
     { kind: 'catalog', catalogId: index.catalogId },
@@ -356,7 +350,21 @@ async function rankFromMemory(
     },
   );
   // A model that does not answer leaves BM25 (typo matching and server votes included), as on the store's path.
-  return (deadlineMs === undefined ? ranking : withDeadline(ranking, deadlineMs, () => new StoreLate())).catch(() => undefined);
+  return (deadlineMs === undefined ? ranking : withDeadline(ranking, deadlineMs, () => new StoreLate())).catch(withoutModel);
+}
+
+/**
+ * The store's ranking while the model is down, from the index alone: BM25 with typo matching and
+ * the servers' BM25 votes. Under a tag filter the store reads the servers' list in SQL, so this
+ * ranks without server votes there.
+ */
+function rankWithoutModel(deps: RankDeps, index: CatalogIndex, pattern: string, depth: number, exactIds: string[], tags: string[] | undefined): Promise<RankResult> {
+  return rankCorpus(
+    { ...deps, embedder: null },
+    { kind: 'catalog', catalogId: index.catalogId },
+    { query: pattern, topK: depth, mode: 'hybrid', exactIds, ...(tags?.length ? { tags } : {}) },
+    { useVectorIndex: false, catalogIndex: index, withoutServers: Boolean(tags?.length) },
+  );
 }
 
 /** The index's first `count` names in the catalog's order (code points, as the store's `collate "C"` over UTF-8): its padding. */

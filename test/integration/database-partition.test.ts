@@ -4,8 +4,10 @@
  * 503 within a second, catalog endpoints answer 503 in the error shape within DB_TIMEOUT_MS, and
  * everything recovers by itself once the network heals. Needs a PostgreSQL server (CI has one).
  */
+import type { ChildProcess } from 'node:child_process';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configSchema } from '../../src/config.js';
@@ -14,6 +16,7 @@ import { createApp } from '../../src/http/app.js';
 import { getCatalog, upsertCatalogTools } from '../../src/store/catalog-store.js';
 import { openPostgres } from '../../src/store/database.js';
 import { scratchDatabase, uniqueName, type ScratchDatabase } from '../helpers/database.js';
+import { freePort, startEverything } from '../helpers/process.js';
 import { toDocuments } from '../helpers/queue.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 
@@ -36,6 +39,15 @@ async function stopBehindProxy({ scratch, proxy, deps, server }: { scratch?: Scr
   await deps?.close();
   await proxy?.close();
   await scratch?.drop();
+}
+
+/** Whether /readyz says 200 within 10 s (the network healed). */
+async function untilReady(base: string): Promise<boolean> {
+  for (let tries = 0; tries < 40; tries++) {
+    if ((await fetch(`${base}/readyz`)).status === 200) return true;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  return false;
 }
 
 describe('PostgreSQL stops answering (blackholed by a proxy)', () => {
@@ -95,12 +107,7 @@ describe('PostgreSQL stops answering (blackholed by a proxy)', () => {
     expect(read.ms).toBeLessThan(5_000);
 
     proxy.heal();
-    let recovered = false;
-    for (let tries = 0; tries < 40 && !recovered; tries++) {
-      recovered = (await fetch(`${base}/readyz`)).status === 200;
-      if (!recovered) await new Promise((resolve) => setTimeout(resolve, 250));
-    }
-    expect(recovered).toBe(true);
+    expect(await untilReady(base)).toBe(true);
     expect((await timed(`/v1/catalogs/${catalog}`)).status).toBe(200);
     const healed = await timed('/v1/tool-discovery/search', {
       method: 'POST',
@@ -187,11 +194,7 @@ describe('PostgreSQL stops answering (blackholed by a proxy)', () => {
     } finally {
       proxy.heal();
     }
-    let healed = 0;
-    for (let tries = 0; tries < 40 && healed !== 200; tries++) {
-      healed = (await fetch(`${base}/readyz`)).status;
-      if (healed !== 200) await new Promise((resolve) => setTimeout(resolve, 250));
-    }
+    expect(await untilReady(base)).toBe(true);
     // Healed: within the breaker's second (or once its probe is answered) the turns are the store's again.
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     const counted = await fallbacks();
@@ -217,6 +220,8 @@ describe('PostgreSQL stops answering (blackholed by a proxy)', () => {
     }
     const asked = [
       { query: 'task number 7 with files', max_results: 3 },
+      // Misspelled: the store's typo matching, which the answer from memory applies too.
+      { query: 'tsak nmuber 7 wiht flies', max_results: 3 },
       { query: 'tool_12 please', max_results: 2 },
       { query: 'task number 7 with files zzqx', max_results: 4, budget_tokens: 60 },
       { query: 'task number 7 with files', max_results: 3, format: 'anthropic' },
@@ -239,15 +244,18 @@ describe('PostgreSQL stops answering (blackholed by a proxy)', () => {
           expect(remembered.body, JSON.stringify(body)).toEqual(healthy[at]);
           continue;
         }
-        // The same tools, their tokens as the store counted them, and the catalog's sum; said to be from memory.
+        // The same tools and confidences (the store's ranking without the model, from the index), their
+        // tokens as the store counted them, and the catalog's sum; said to be from memory.
         const { results, tokens, unmatched_terms } = healthy[at]!;
-        expect(remembered.body.results.map((found: any) => [found.name, found.estimated_tokens]), JSON.stringify(body)).toEqual(results.map((found: any) => [found.name, found.estimated_tokens]));
+        const shown = (found: any) => [found.name, found.estimated_tokens, found.confidence];
+        expect(remembered.body.results.map(shown), JSON.stringify(body)).toEqual(results.map(shown));
         expect(remembered.body.tokens).toEqual(tokens);
         expect(remembered.body.unmatched_terms).toEqual(unmatched_terms);
         expect(remembered.body.degraded).toBe('store_error');
       }
-      expect(healthy[1]!.results[0]).toMatchObject({ name: 'tool_12', confidence: 1 });
-      expect(healthy[2]!.unmatched_terms).toEqual(['zzqx']);
+      expect(healthy[1]!.results[0].name).toBe('tool_7');
+      expect(healthy[2]!.results[0]).toMatchObject({ name: 'tool_12', confidence: 1 });
+      expect(healthy[3]!.unmatched_terms).toEqual(['zzqx']);
       expect(await degraded()).toBe(before + asked.length);
       // openai's answer carries definitions, which only the store holds: the store's 503.
       const openai = await search({ query: 'task number 7 with files', format: 'openai' });
@@ -332,5 +340,121 @@ describe('PostgreSQL stops answering, over catalogs whose vectors this process h
     } finally {
       proxy.heal();
     }
+  }, 120_000);
+});
+
+describe('MCP meta-tools while PostgreSQL stops answering', () => {
+  let scratch: ScratchDatabase;
+  let proxy: TcpProxy;
+  let deps: Deps;
+  let server: Server;
+  let base: string;
+  let everything: ChildProcess;
+  const catalog = uniqueName('partition-mcp');
+  const clients: Client[] = [];
+
+  beforeAll(async () => {
+    const port = await freePort();
+    everything = await startEverything(port);
+    // 1 MiB of indexes: the catalog's fits, the large one's never does (this process holds no memory of it).
+    ({ scratch, proxy, deps, server, base } = await startBehindProxy('partition-mcp', { EMBED_MODEL: 'none', UPSTREAM_CALL_TIMEOUT_MS: '5000', CATALOG_INDEX_MEMORY: '1' }));
+    const put = await fetch(`${base}/v1/catalogs/${catalog}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ tools: [{ name: 'local_note', description: 'Write a local note.' }] }) });
+    expect(put.status).toBe(200);
+    const large = Array.from({ length: 4_000 }, (_, index) => ({ name: `ledger_${index}`, description: `Echo back ledger entry ${index} as a message.` }));
+    expect((await fetch(`${base}/v1/catalogs/${catalog}-large`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ tools: large }) })).status).toBe(200);
+    const upstream = await fetch(`${base}/v1/catalogs/${catalog}/upstreams/everything`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ url: `http://127.0.0.1:${port}/mcp`, refresh_seconds: 3600 }),
+    });
+    expect(upstream.status).toBe(200);
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const client of clients) await client.close().catch(() => {});
+    await stopBehindProxy({ scratch, proxy, deps, server });
+    everything?.kill('SIGKILL');
+  });
+
+  const connect = async (path: string) => {
+    const client = new Client({ name: 'partition-test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${base}${path}`)));
+    clients.push(client);
+    return client;
+  };
+  type Answer = { structuredContent?: any; content: any; isError?: boolean };
+  const call = async (client: Client, name: string, args: Record<string, unknown>) => (await client.callTool({ name, arguments: args })) as Answer;
+
+  it('searches, describes and calls from memory what this process has seen; a new session connects', async () => {
+    const one = await connect(`/mcp/${catalog}`);
+    const all = await connect('/mcp');
+    // While the store answers: searched until this process holds the catalog's index; echo described and called.
+    for (let tries = 0; tries < 40 && !deps.search.catalogIndexes!.lastSeen('default', catalog); tries++) {
+      expect((await call(one, 'search_tools', { query: 'echo back a message' })).isError).toBeFalsy();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const healthy = await call(one, 'search_tools', { query: 'echo back a message', limit: 5 });
+    expect(healthy.structuredContent.results.map((tool: { name: string }) => tool.name)).toContain('echo');
+    expect(healthy.structuredContent.hint).toBeUndefined();
+    const healthyAll = await call(all, 'search_tools', { query: 'echo back a message', limit: 5 });
+    expect(healthyAll.structuredContent.results.map((tool: { name: string }) => tool.name)).toContain(`${catalog}/echo`);
+    const ledger = await call(all, 'search_tools', { query: 'ledger entry 7', limit: 5 });
+    expect(ledger.structuredContent.results[0].name).toBe(`${catalog}-large/ledger_7`);
+    expect(deps.search.catalogIndexes!.lastSeen('default', `${catalog}-large`)).toBeUndefined();
+    const described = await call(one, 'get_tool_details', { names: ['echo'] });
+    expect(JSON.stringify(described.structuredContent)).toContain('"message"');
+    expect((await call(one, 'call_tool', { name: 'echo', arguments: { message: 'before' } })).isError).toBeFalsy();
+    expect((await call(all, 'call_tool', { name: `${catalog}/echo`, arguments: { message: 'before' } })).isError).toBeFalsy();
+
+    const degraded = async () => Number(/toolsift_search_degraded_total\{endpoint="mcp_search_tools",reason="store_error"\} (\d+)/.exec(await (await fetch(`${base}/metrics`)).text())?.[1] ?? 0);
+    const before = await degraded();
+    proxy.blackhole();
+    try {
+      // A new session at the catalog's endpoint: its row as last read here, not the store's 503.
+      const later = await connect(`/mcp/${catalog}`);
+      for (const client of [one, later]) {
+        const remembered = await call(client, 'search_tools', { query: 'echo back a message', limit: 5 });
+        expect(remembered.isError, JSON.stringify(remembered.content)).toBeFalsy();
+        const names = remembered.structuredContent.results.map((tool: { name: string }) => tool.name);
+        expect(names).toEqual(healthy.structuredContent.results.map((tool: { name: string }) => tool.name));
+        // echo was looked up here: its description and parameters; the others' are the store's.
+        const echo = remembered.structuredContent.results.find((tool: { name: string }) => tool.name === 'echo');
+        expect(echo).toMatchObject({ server: 'everything', parameters: ['message'] });
+        expect(echo.description).not.toBe('');
+        expect(remembered.structuredContent.hint).toContain('store is not answering');
+        const called = await call(client, 'call_tool', { name: 'echo', arguments: { message: 'during the outage' } });
+        expect(called.isError, JSON.stringify(called.content)).toBeFalsy();
+        expect(JSON.stringify(called.content)).toContain('during the outage');
+        expect(JSON.stringify((await call(client, 'get_tool_details', { names: ['echo'] })).structuredContent)).toContain('"message"');
+      }
+      // The tenant's endpoint: its catalogs as last listed here; the large one, of which this process
+      // holds no index, adds nothing, and the other answers as it did.
+      const acrossAll = await call(all, 'search_tools', { query: 'echo back a message', limit: 5 });
+      expect(acrossAll.isError, JSON.stringify(acrossAll.content)).toBeFalsy();
+      const ownNames = (answer: Answer) => answer.structuredContent.results.map((tool: { name: string }) => tool.name).filter((name: string) => name.startsWith(`${catalog}/`));
+      expect(ownNames(acrossAll).slice(0, ownNames(healthyAll).length)).toEqual(ownNames(healthyAll));
+      const noLedger = await call(all, 'search_tools', { query: 'ledger entry 7', limit: 5 });
+      expect(noLedger.isError, JSON.stringify(noLedger.content)).toBeFalsy();
+      expect(JSON.stringify(noLedger.structuredContent.results)).not.toContain('-large/');
+      expect(noLedger.structuredContent.hint).toContain('store is not answering');
+      expect((await call(all, 'call_tool', { name: `${catalog}/echo`, arguments: { message: 'across' } })).isError).toBeFalsy();
+      expect(await degraded()).toBe(before + 4);
+      // What this process never read is the store's to answer: an isError naming it, not a hang or a crash.
+      const unseen = await call(one, 'get_tool_details', { names: ['local_note'] });
+      expect(unseen.isError).toBe(true);
+      expect(JSON.stringify(unseen.content)).toContain('the database did not answer in time');
+      const listed = await call(one, 'list_tools', {});
+      expect(listed.isError).toBe(true);
+      expect(JSON.stringify(listed.content)).toContain('the database did not answer in time');
+      // A catalog this process never read: the store's 503 for the session.
+      await expect(connect('/mcp/never-read')).rejects.toThrow();
+    } finally {
+      proxy.heal();
+    }
+    expect(await untilReady(base)).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const after = await call(one, 'search_tools', { query: 'echo back a message', limit: 5 });
+    expect(after.structuredContent).toEqual(healthy.structuredContent);
+    expect(JSON.stringify((await call(one, 'get_tool_details', { names: ['local_note'] })).structuredContent)).toContain('local note');
   }, 120_000);
 });
