@@ -156,11 +156,11 @@ describe('benches, smoke runs', () => {
     for (const mode of Object.values(report.modes)) expect(mode.p50_ms.every((ms) => ms > 0) && mode.p50_ms.length === 2).toBe(true);
   });
 
-  it('npm run bench:outage: the selector and tool-search answer every turn of a partition from memory, with and without the breaker, and the store again once healed', async () => {
+  it('npm run bench:outage: the selector, tool-search and MCP search_tools answer every turn of a partition from memory, with and without the breaker, and the store again once healed', async () => {
     const pg = process.env.BENCH_PG ? ['--pg', process.env.BENCH_PG] : [];
     const { code, stdout, stderr } = await runBench(['bench/store-outage.ts', '--model', 'none', '--queries', '3', ...pg]);
     expect(code, stderr.slice(-3000)).toBe(0);
-    const phases = ['healthy', 'partition_breaker', 'partition_no_breaker', 'tool_search_healthy', 'tool_search_partition_breaker', 'tool_search_partition_no_breaker'] as const;
+    const phases = ['healthy', 'partition_breaker', 'partition_no_breaker', 'tool_search_healthy', 'tool_search_partition_breaker', 'tool_search_partition_no_breaker', 'mcp_search_healthy', 'mcp_search_partition_breaker'] as const;
     const report = JSON.parse(stdout.trim().split('\n').at(-1)!) as { breaker: boolean; healed_after_turns: number } & Record<(typeof phases)[number], { answered: number; ms: { n: number } }>;
     expect(report.breaker).toBe(true);
     for (const phase of phases) expect(report[phase], phase).toMatchObject({ answered: 3, ms: { n: 3 } });

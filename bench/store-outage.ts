@@ -6,8 +6,10 @@
  * deadline, as before it) and with it, and how many of each answer's names are the healthy
  * answer's (the answer from memory is the hybrid ranking where this process holds the catalog's
  * vectors, else BM25 alone). Then the same for tool-search over the catalog (`POST /v1/tool-search`,
- * format `anthropic`: a provider hook's call), which waits for the same store deadline. Then it
- * heals the partition and counts the turns until one is the store's again.
+ * format `anthropic`: a provider hook's call), which waits for the same store deadline; and MCP
+ * `search_tools` at `/mcp/{catalog}` (an agent host's call, the official SDK client), with the
+ * breaker only (without it, each call would wait DB_TIMEOUT_MS). Then it heals the partition and
+ * counts the turns until one is the store's again.
  *
  *   npm run bench:outage -- [--dataset <dir>] [--queries 60] [--model use-lite|none]
  *                            [--pg postgres://postgres@127.0.0.1:5432]
@@ -16,6 +18,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import pg from 'pg';
 import { openPostgres } from '../src/store/database.js';
 import { startTcpProxy } from '../test/helpers/tcp-proxy.js';
@@ -67,6 +70,14 @@ const toolSearch = async (query: string) => {
   return { status, ms: performance.now() - started, names: ((body.content ?? []) as { tool_name: string }[]).map((block) => block.tool_name) };
 };
 
+let mcp: Client | undefined;
+const mcpSearch = async (query: string) => {
+  const started = performance.now();
+  const answer = await mcp!.callTool({ name: 'search_tools', arguments: { query, limit: TOP_K } });
+  const results = ((answer.structuredContent as { results?: { name: string }[] } | undefined)?.results ?? []).map((tool) => tool.name);
+  return { status: answer.isError ? 503 : 200, ms: performance.now() - started, names: results };
+};
+
 interface Phase {
   ms: ReturnType<typeof summarize>;
   answered: number;
@@ -105,7 +116,10 @@ try {
   for (const query of queries) await select(query); // untimed: the index read, query embeddings cached
   const healthy = await phase();
   const searched = await phase(undefined, toolSearch);
-  const report: Record<string, Phase | number> = { healthy: healthy.report, tool_search_healthy: searched.report };
+  mcp = new Client({ name: 'bench-outage', version: '1.0.0' });
+  await mcp.connect(new StreamableHTTPClientTransport(new URL(`${service.base}/mcp/${catalog}`)));
+  const mcpHealthy = await phase(undefined, mcpSearch);
+  const report: Record<string, Phase | number> = { healthy: healthy.report, tool_search_healthy: searched.report, mcp_search_healthy: mcpHealthy.report };
   proxy.blackhole();
   service.deps.search.storeBreaker = undefined;
   report.partition_no_breaker = (await phase(healthy.answers)).report;
@@ -115,6 +129,7 @@ try {
   report.tool_search_partition_no_breaker = (await phase(searched.answers, toolSearch)).report;
   service.deps.search.storeBreaker = breaker;
   report.tool_search_partition_breaker = (await phase(searched.answers, toolSearch)).report;
+  report.mcp_search_partition_breaker = (await phase(mcpHealthy.answers, mcpSearch)).report;
   // Healed, the breaker open and its probe waiting: turns one after another until one is the store's (the fallback counter stands still).
   proxy.heal();
   const healed = performance.now();
@@ -135,10 +150,13 @@ try {
   console.error(describe('tool-search, store answering', report.tool_search_healthy as Phase));
   console.error(describe('tool-search, partition, with the breaker', report.tool_search_partition_breaker as Phase));
   console.error(describe('tool-search, partition, without', report.tool_search_partition_no_breaker as Phase));
+  console.error(describe('MCP search_tools, store answering', report.mcp_search_healthy as Phase));
+  console.error(describe('MCP search_tools, partition, with the breaker', report.mcp_search_partition_breaker as Phase));
   console.error(`healed: the store's answer again after ${turns} turns, ${Math.round(report.healed_after_ms as number)} ms`);
   console.log(JSON.stringify({ breaker: breaker !== undefined, ...report }));
 } finally {
   proxy.heal();
+  await mcp?.close();
   await service.close();
   await proxy.close();
   await admin.query(`drop database if exists "${name}" with (force)`);
