@@ -290,7 +290,7 @@ export interface paths {
         put?: never;
         /**
          * MCP over Streamable HTTP, across every catalog of the caller's tenant.
-         * @description Meta-tools search_tools, get_tool_details, list_tools and call_tool; resources toolsift://catalogs/{catalog}/index and toolsift://catalogs/{catalog}/tools/{name}; prompts discover and find_tool. Tools are addressed as catalog/name here. A browser Origin must be allowed by MCP_ALLOWED_ORIGINS.
+         * @description Meta-tools search_tools, get_tool_details, list_tools and call_tool; resources toolsift://catalogs/{catalog}/index and toolsift://catalogs/{catalog}/tools/{name}; prompts discover and find_tool. Tools are addressed as catalog/name here. A browser Origin must be allowed by MCP_ALLOWED_ORIGINS. While the database does not answer, the meta-tools work from what this process holds (the tenant's catalogs as last listed here; search_tools from their in-process indexes, marked in its hint; call_tool and get_tool_details for tools resolved here before); the rest answers an isError result saying the database did not answer in time.
          */
         post: operations["mcpAllCatalogs"];
         delete?: never;
@@ -308,7 +308,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** MCP over Streamable HTTP, scoped to one catalog (tools addressed by their bare names). */
+        /**
+         * MCP over Streamable HTTP, scoped to one catalog (tools addressed by their bare names).
+         * @description As /mcp, over one catalog. While the database does not answer, the catalog's row as last read by this process serves the session; a catalog it never read is a 503.
+         */
         post: operations["mcpOneCatalog"];
         delete?: never;
         options?: never;
@@ -1524,6 +1527,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            503: components["responses"]["Unavailable"];
         };
     };
     selectTools: {
