@@ -161,10 +161,10 @@ export async function retryOnConflict<T>(transaction: () => Promise<T>, attempts
   }
 }
 
-/** Whether an error means the database did not answer in time or could not be reached (a 503, not a 500). */
 /** What a caller is told when `isDatabaseUnavailable`: a 503 over REST, an isError result over MCP. */
 export const DATABASE_UNAVAILABLE_MESSAGE = 'the database did not answer in time; retry shortly (see /readyz)';
 
+/** Whether an error means the database did not answer in time or could not be reached (a 503, not a 500). */
 export function isDatabaseUnavailable(error: unknown): boolean {
   const message = error instanceof Error ? `${error.message} ${String((error as { cause?: unknown }).cause ?? '')}` : '';
   const code = (error as { code?: string; cause?: { code?: string } })?.code ?? (error as { cause?: { code?: string } })?.cause?.code;

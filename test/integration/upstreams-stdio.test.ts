@@ -32,7 +32,9 @@ describe('stdio upstreams from UPSTREAMS_FILE', () => {
         },
       }),
     );
-    app = await startTestApp({ API_KEYS: `fs-key:${tenant}`, UPSTREAMS_FILE: file, EMBED_MODEL: 'use-lite' });
+    // The model's threads at the request path's priority (EMBED_THREAD_NICE 0): at their default nice
+    // 10, a CI machine busy with other suites starved them of 14 tools' embeddings for 150 s.
+    app = await startTestApp({ API_KEYS: `fs-key:${tenant}`, UPSTREAMS_FILE: file, EMBED_MODEL: 'use-lite', EMBED_THREAD_NICE: '0' });
     const auth = { authorization: 'Bearer fs-key' };
     for (let tries = 0; ; tries++) {
       const listed = await app.request('GET', `/v1/catalogs/${catalog}/upstreams`, undefined, auth);
@@ -41,7 +43,6 @@ describe('stdio upstreams from UPSTREAMS_FILE', () => {
       if (state?.last_error || tries > 300) throw new Error(`filesystem server did not sync: ${listed.text}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    // Generous: the model's threads run at nice 10, so a CI machine busy with other suites starves them.
     await untilEmbedded(app, catalog, auth, 150_000);
     client = new Client({ name: 'stdio-test', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(`${app.url}/mcp/${catalog}`), { requestInit: { headers: auth } }));
