@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, untilEmbedded, type TestApp } from '../helpers/app.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
 
 const root = new URL('../..', import.meta.url).pathname;
@@ -32,9 +32,10 @@ describe('stdio upstreams from UPSTREAMS_FILE', () => {
         },
       }),
     );
-    // The model's threads at the request path's priority (EMBED_THREAD_NICE 0): at their default nice
-    // 10, a CI machine busy with other suites starved them of 14 tools' embeddings for 150 s.
-    app = await startTestApp({ API_KEYS: `fs-key:${tenant}`, UPSTREAMS_FILE: file, EMBED_MODEL: 'use-lite', EMBED_THREAD_NICE: '0' });
+    // BM25 and server votes, no model: what this file tests is the stdio upstream (sync, search,
+    // call). Its 14 tools' embeddings took 140 s and more after the suites before it in a clean-clone
+    // run on a slow machine (alone: 10 s), a stall not yet explained; mcp.test.ts ranks with the model.
+    app = await startTestApp({ API_KEYS: `fs-key:${tenant}`, UPSTREAMS_FILE: file, EMBED_MODEL: 'none' });
     const auth = { authorization: 'Bearer fs-key' };
     for (let tries = 0; ; tries++) {
       const listed = await app.request('GET', `/v1/catalogs/${catalog}/upstreams`, undefined, auth);
@@ -43,7 +44,6 @@ describe('stdio upstreams from UPSTREAMS_FILE', () => {
       if (state?.last_error || tries > 300) throw new Error(`filesystem server did not sync: ${listed.text}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    await untilEmbedded(app, catalog, auth, 150_000);
     client = new Client({ name: 'stdio-test', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(`${app.url}/mcp/${catalog}`), { requestInit: { headers: auth } }));
   }, 240_000);
