@@ -33,8 +33,9 @@ describe('stdio upstreams from UPSTREAMS_FILE', () => {
       }),
     );
     // BM25 and server votes, no model: what this file tests is the stdio upstream (sync, search,
-    // call). Its 14 tools' embeddings took 140 s and more after the suites before it in a clean-clone
-    // run on a slow machine (alone: 10 s), a stall not yet explained; mcp.test.ts ranks with the model.
+    // call). With the model, the app's start queues every earlier suite's unembedded tools in the
+    // shared test database (enqueueMissing), and its 14 waited 140 s and more behind them on a slow
+    // machine (alone: 10 s). mcp.test.ts ranks with the model.
     app = await startTestApp({ API_KEYS: `fs-key:${tenant}`, UPSTREAMS_FILE: file, EMBED_MODEL: 'none' });
     const auth = { authorization: 'Bearer fs-key' };
     for (let tries = 0; ; tries++) {
