@@ -182,6 +182,19 @@ describe('benches, smoke runs', () => {
     }
   });
 
+  it('npm run bench:backlog: a catalog pushed over a start-up backlog, embedded ahead of it, on both queues', async () => {
+    const servers = [...(process.env.BENCH_PG ? ['--pg', process.env.BENCH_PG] : []), ...(process.env.BENCH_REDIS ? ['--redis', process.env.BENCH_REDIS] : [])];
+    for (const queue of ['in-process', 'bullmq']) {
+      const { code, stdout, stderr } = await runBench(['bench/embed-backlog.ts', '--backlog', '400', '--fresh', '8', '--rounds', '1', '--queue', queue, ...servers]);
+      expect(code, `${queue}: ${stderr.slice(-3000)}`).toBe(0);
+      const report = JSON.parse(stdout.trim().split('\n').at(-1)!) as { rounds: { fresh_ms: number; backlog_done: number }[] };
+      expect(report.rounds).toHaveLength(1);
+      expect(report.rounds[0]!.fresh_ms).toBeGreaterThan(0);
+      // Behind the backlog (the order before), all 400 were embedded first.
+      expect(report.rounds[0]!.backlog_done, queue).toBeLessThan(400);
+    }
+  });
+
   it('npm run bench:new-queries: never-seen queries as written and with typos, each timed once', async () => {
     const { code, stdout, stderr } = await runBench(['bench/new-queries.ts', '--dataset', fileURLToPath(new URL('../../shared/eval/livemcpbench', import.meta.url)), '--queries', '3']);
     expect(code, stderr.slice(-3000)).toBe(0);

@@ -571,7 +571,7 @@ export interface components {
             tools_written: number;
             /** @description Tools whose content no catalog of this tenant held before this write (never whether another tenant stored it). */
             new_documents: number;
-            /** @description Embedding jobs for tools that have no vector yet; see `GET /v1/jobs/{id}`. */
+            /** @description Embedding jobs for tools that have no vector yet (jobs already queued that hold some of them included; they move ahead of the start-up backlog); see `GET /v1/jobs/{id}`. */
             job_ids: string[];
         };
         /** @description `detail=brief` (default) gives `parameters`; `detail=full` gives `definition`. */

@@ -30,6 +30,13 @@ export const EMBED_JOB_OPTIONS: JobsOptions = {
   removeOnFail: { age: 7 * 24 * 3600, count: 10_000 },
 };
 
+/**
+ * The backlog (`enqueueMissing`: at start, after Redis returns, each sweep) is queued with a
+ * priority, and BullMQ runs every job without one first: a catalog pushed now is not embedded
+ * behind a whole store re-embedding after an EMBED_MODEL change.
+ */
+const BACKLOG_PRIORITY = 1;
+
 /** How often every process holding the queue re-enqueues what the store still lacks. */
 export const DEFAULT_RECONCILE_MS = 60_000;
 
@@ -132,7 +139,7 @@ export class BullmqEmbedQueue implements EmbedQueue {
 
   async enqueue(hashes: string[]): Promise<string[]> {
     const missing = await hashesWithoutVector(this.db, currentRecipe(this.options.model), [...new Set(hashes)]);
-    return this.add(missing);
+    return this.add(missing, 'fresh');
   }
 
   async enqueueMissing(): Promise<string[]> {
@@ -141,7 +148,7 @@ export class BullmqEmbedQueue implements EmbedQueue {
     // Batches cut from a different set of hashes get different ids: leave out what an unfinished
     // job already holds, or a sweep during a long ingestion would embed much of it twice.
     const scheduled = await this.scheduledHashes();
-    return this.add(missing.filter((hash) => !scheduled.has(hash)));
+    return this.add(missing.filter((hash) => !scheduled.has(hash)), 'backlog');
   }
 
   async getJob(id: string): Promise<JobInfo | undefined> {
@@ -216,7 +223,7 @@ export class BullmqEmbedQueue implements EmbedQueue {
     return this.reconciling;
   }
 
-  private async add(hashes: string[]): Promise<string[]> {
+  private async add(hashes: string[], lane: 'fresh' | 'backlog'): Promise<string[]> {
     if (hashes.length === 0) return [];
     const { model, textVersion } = currentRecipe(this.options.model);
     const batches = chunk(hashes, this.options.batchSize).map((batch) => ({
@@ -231,7 +238,13 @@ export class BullmqEmbedQueue implements EmbedQueue {
       await Promise.all(
         batches.map((batch, i) => (states[i] === 'completed' || states[i] === 'failed' ? this.queue.remove(batch.id) : undefined)),
       );
-      await this.queue.addBulk(batches.map((batch) => ({ name: 'embed', data: batch.data, opts: { jobId: batch.id } })));
+      const priority = lane === 'backlog' ? BACKLOG_PRIORITY : 0;
+      await this.queue.addBulk(batches.map((batch) => ({ name: 'embed', data: batch.data, opts: { jobId: batch.id, priority } })));
+      if (lane === 'fresh') {
+        // The same batch already waiting in the backlog: move it ahead with the fresh ones.
+        const queued = batches.filter((_, i) => states[i] === 'prioritized');
+        await Promise.all(queued.map(async (batch) => (await this.queue.getJob(batch.id))?.changePriority({ priority: 0 })));
+      }
       return batches.map((batch) => batch.id);
     });
   }

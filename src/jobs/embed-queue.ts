@@ -48,9 +48,13 @@ export interface QueueStatus {
  */
 export interface EmbedQueue {
   readonly kind: QueueStatus['kind'];
-  /** Schedules the hashes that have no vector for the active model; returns the job ids. */
+  /**
+   * Schedules the hashes that have no vector for the active model (a write just stored them);
+   * returns the job ids. They go ahead of `enqueueMissing()`'s backlog, which after a model change
+   * is the whole store: a catalog pushed now has its vectors in seconds, not after the backlog.
+   */
   enqueue(hashes: string[]): Promise<string[]>;
-  /** Schedules every stored document still lacking a vector (at start, or when Redis is back). */
+  /** Schedules every stored document still lacking a vector (at start, or when Redis is back), behind fresh writes. */
   enqueueMissing(): Promise<string[]>;
   getJob(id: string): Promise<JobInfo | undefined>;
   status(): Promise<QueueStatus>;

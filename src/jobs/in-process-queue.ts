@@ -6,8 +6,12 @@ import type { Embedder } from '../embed/embedder.js';
 import type { Logger } from '../logger.js';
 import { embedJobId, type EmbedQueue, type JobInfo, type QueueStatus } from './embed-queue.js';
 
+/** Fresh writes are embedded ahead of the backlog `enqueueMissing()` finds (see EmbedQueue). */
+type Lane = 'fresh' | 'backlog';
+
 interface Job extends JobInfo {
   hashList: string[];
+  lane: Lane;
 }
 
 const KEEP_FINISHED = 1000;
@@ -21,8 +25,9 @@ const MAX_ATTEMPTS = 3;
 export class InProcessEmbedQueue implements EmbedQueue {
   readonly kind = 'in-process' as const;
   private readonly jobs = new Map<string, Job>();
-  private readonly waiting: Job[] = [];
-  private readonly scheduled = new Set<string>();
+  private readonly waiting: Record<Lane, Job[]> = { fresh: [], backlog: [] };
+  /** Each hash waiting or being embedded, and its job. */
+  private readonly scheduled = new Map<string, Job>();
   private running = 0;
   private idleWaiters: (() => void)[] = [];
   /** Wakes the batches waiting out a retry's backoff (close() does not wait for them). */
@@ -35,29 +40,50 @@ export class InProcessEmbedQueue implements EmbedQueue {
     private readonly options: { batchSize: number; concurrency: number; logger: Logger; retryDelayMs?: number; onEmbedded?: (count: number) => void },
   ) {}
 
-  async enqueue(hashes: string[]): Promise<string[]> {
+  enqueue(hashes: string[]): Promise<string[]> {
+    return this.schedule([...new Set(hashes)], 'fresh');
+  }
+
+  async enqueueMissing(): Promise<string[]> {
+    return this.schedule(undefined, 'backlog');
+  }
+
+  /** `hashes` undefined: every stored document without a vector. */
+  private async schedule(hashes: string[] | undefined, lane: Lane): Promise<string[]> {
     const recipe = currentRecipe(this.embedder.modelId);
-    const missing = (await hashesWithoutVector(this.db, recipe, [...new Set(hashes)])).filter(
-      (hash) => !this.scheduled.has(hash),
-    );
-    const ids: string[] = [];
+    const missing: string[] = [];
+    // A fresh write's hashes already queued: their jobs are its jobs, and move ahead with it.
+    const held = new Set<Job>();
+    for (const hash of await hashesWithoutVector(this.db, recipe, hashes)) {
+      const job = this.scheduled.get(hash);
+      if (!job) missing.push(hash);
+      else if (lane === 'fresh') held.add(job);
+    }
+    for (const job of held) this.promote(job);
+    const ids = [...held].map((job) => job.id);
     for (const batch of chunk(missing, this.options.batchSize)) {
       const id = embedJobId(recipe.model, recipe.textVersion, batch);
       ids.push(id);
       const existing = this.jobs.get(id);
       if (existing && existing.state !== 'failed' && existing.state !== 'completed') continue;
-      const job: Job = { id, state: 'waiting', progress: 0, hashes: batch.length, attempts: 0, hashList: batch };
+      const job: Job = { id, state: 'waiting', progress: 0, hashes: batch.length, attempts: 0, hashList: batch, lane };
       this.jobs.set(id, job);
-      for (const hash of batch) this.scheduled.add(hash);
-      this.waiting.push(job);
+      for (const hash of batch) this.scheduled.set(hash, job);
+      this.waiting[lane].push(job);
     }
     this.trim();
     this.pump();
     return ids;
   }
 
-  async enqueueMissing(): Promise<string[]> {
-    return this.enqueue(await hashesWithoutVector(this.db, currentRecipe(this.embedder.modelId)));
+  /** A backlog batch holding a freshly written hash moves to the fresh lane, behind its jobs. */
+  private promote(job: Job): void {
+    if (job.lane === 'fresh') return;
+    job.lane = 'fresh';
+    const at = this.waiting.backlog.indexOf(job);
+    if (at < 0) return; // running, or waiting out a retry: it re-queues in its new lane
+    this.waiting.backlog.splice(at, 1);
+    this.waiting.fresh.push(job);
   }
 
   async getJob(id: string): Promise<JobInfo | undefined> {
@@ -73,7 +99,7 @@ export class InProcessEmbedQueue implements EmbedQueue {
       if (job.state === 'failed') failed += 1;
       if (job.state === 'completed') completed += 1;
     }
-    return { kind: this.kind, model: this.embedder.modelId, waiting: this.waiting.length, active: this.running, failed, completed };
+    return { kind: this.kind, model: this.embedder.modelId, waiting: this.waitingCount(), active: this.running, failed, completed };
   }
 
   async failedHashes(): Promise<Set<string>> {
@@ -83,7 +109,7 @@ export class InProcessEmbedQueue implements EmbedQueue {
   }
 
   whenIdle(): Promise<void> {
-    if (this.waiting.length === 0 && this.running === 0) return Promise.resolve();
+    if (this.waitingCount() === 0 && this.running === 0) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
@@ -94,19 +120,24 @@ export class InProcessEmbedQueue implements EmbedQueue {
    */
   async close(): Promise<void> {
     this.closed = true;
-    this.waiting.length = 0;
+    this.waiting.fresh.length = 0;
+    this.waiting.backlog.length = 0;
     for (const wake of this.backoffs) wake();
     if (this.running > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
   }
 
+  private waitingCount(): number {
+    return this.waiting.fresh.length + this.waiting.backlog.length;
+  }
+
   private pump(): void {
-    while (!this.closed && this.running < this.options.concurrency && this.waiting.length > 0) {
-      const job = this.waiting.shift()!;
+    while (!this.closed && this.running < this.options.concurrency && this.waitingCount() > 0) {
+      const job = (this.waiting.fresh.shift() ?? this.waiting.backlog.shift())!;
       this.running += 1;
       void this.run(job).finally(() => {
         this.running -= 1;
         this.pump();
-        if (this.running === 0 && (this.waiting.length === 0 || this.closed)) {
+        if (this.running === 0 && (this.waitingCount() === 0 || this.closed)) {
           const waiters = this.idleWaiters;
           this.idleWaiters = [];
           for (const resolve of waiters) resolve();
@@ -132,7 +163,7 @@ export class InProcessEmbedQueue implements EmbedQueue {
         this.options.logger.warn({ jobId: job.id, attempt: job.attempts, err: error }, 'embedding batch failed; retrying');
         await this.backoff(delay);
         job.state = 'waiting';
-        if (!this.closed) this.waiting.push(job);
+        if (!this.closed) this.waiting[job.lane].push(job);
       } else {
         job.state = 'failed';
         for (const hash of job.hashList) this.scheduled.delete(hash);
