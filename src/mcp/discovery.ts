@@ -12,7 +12,7 @@ import * as catalogs from '../catalog/catalog-service.js';
 import { LruCache } from '../lru-cache.js';
 import { confidences } from '../search/confidence.js';
 import { firstSentence, parameterNames } from '../catalog/describe.js';
-import { rankRemembered, searchCatalog, storeOrMemory } from '../search/catalog-search.js';
+import { rankRemembered, rememberedTools, searchCatalog, storeOrMemory } from '../search/catalog-search.js';
 import type { RankDeps } from '../search/hybrid-search.js';
 import type { CatalogSummary, CatalogToolRow } from '../store/catalog-store.js';
 import { getToolWithUpstream, type UpstreamRow } from '../store/upstream-store.js';
@@ -221,11 +221,8 @@ async function rankInMemory(deps: DiscoveryDeps, scope: DiscoveryScope, catalog:
   const index = deps.search.catalogIndexes?.lastSeen(scope.tenant, catalog.name)?.index;
   if (!index) return scope.catalog ? undefined : { tools: [], split: {}, degraded: 'store_error' };
   const ranked = await rankRemembered(deps.search, index, { pattern: input.query, depth, ...(input.tags?.length ? { tags: input.tags } : {}) });
-  const exact = new Set(ranked.exact);
-  const found = new Map(ranked.found.map(([name, score], at) => [name, { score, confidence: ranked.confidences[at]! }]));
-  const names = [...new Set([...ranked.exact, ...found.keys()])].slice(0, depth);
   return {
-    tools: names.map((name) => {
+    tools: rememberedTools(ranked, depth).map(({ name, score, confidence }) => {
       const known = deps.toolRows.get(toolRowKey(catalog, name));
       return {
         catalog: catalog.name,
@@ -233,8 +230,8 @@ async function rankInMemory(deps: DiscoveryDeps, scope: DiscoveryScope, catalog:
         server: known?.server ?? index.servers.serverOf.get(name) ?? null,
         description: known ? firstSentence(known.description) : '',
         parameters: known ? parameterNames(known.inputSchema) : [],
-        score: found.get(name)?.score ?? 1,
-        confidence: exact.has(name) ? 1 : found.get(name)!.confidence,
+        score,
+        confidence,
         strong: true,
       };
     }),

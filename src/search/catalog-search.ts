@@ -316,6 +316,15 @@ export async function rankRemembered(
 }
 
 /**
+ * `rankRemembered`'s ranking as the catalog search's callers answer it: cut to `depth`, a name the
+ * pattern mentions at confidence 1 (the ranking puts those names first).
+ */
+export function rememberedTools(ranked: RememberedRanking, depth: number): { name: string; score: number; confidence: number }[] {
+  const exact = new Set(ranked.exact);
+  return ranked.found.slice(0, depth).map(([name, score], at) => ({ name, score, confidence: exact.has(name) ? 1 : ranked.confidences[at]! }));
+}
+
+/**
  * The catalog search's hybrid ranking from what this process holds for the index's revision, within
  * `deadlineMs` when given (it should touch no store, and a store that stopped answering must not
  * hold the answer); when the model, the vectors or the servers' means are not in hand, or the

@@ -9,7 +9,7 @@ import type { TokenCounter, WireShape } from '../catalog/tokens.js';
 import type { Tool } from '../catalog/tool.js';
 import { AppError } from '../errors.js';
 import { catalogKnownTerms } from '../store/search-store.js';
-import { rankRemembered, readCatalogRow, searchCatalog, storeOrMemory } from './catalog-search.js';
+import { rankRemembered, readCatalogRow, rememberedTools, searchCatalog, storeOrMemory } from './catalog-search.js';
 import type { RankDeps } from './hybrid-search.js';
 import type { CatalogIndex } from './catalog-index.js';
 import { confidences } from './confidence.js';
@@ -188,16 +188,7 @@ async function searchRememberedCatalog(deps: ToolSearchDeps, input: ToolSearchIn
   if (!index) return undefined;
   const offered = index.totalTokens(input.shape)!;
   const ranked = await rankRemembered(deps.search, index, { pattern: input.query, depth, ...(input.tags?.length ? { tags: input.tags } : {}) });
-  const named = new Set(ranked.exact);
-  const scores = new Map(ranked.found);
-  const sure = new Map(ranked.found.map(([name], at) => [name, ranked.confidences[at]!]));
-  // Names the query mentions first (the hybrid ranking puts them first too), then the ranking.
-  const all = [...new Set([...ranked.exact, ...ranked.found.map(([name]) => name)])].slice(0, depth).map((name) => ({
-    name,
-    score: scores.get(name) ?? 1,
-    confidence: named.has(name) ? 1 : sure.get(name)!,
-    estimatedTokens: index.tokensOf(name, input.shape)!,
-  }));
+  const all = rememberedTools(ranked, depth).map((tool) => ({ ...tool, estimatedTokens: index.tokensOf(tool.name, input.shape)! }));
   const { results, confidence, selected } = answerFrom(all, input);
   return {
     results,
