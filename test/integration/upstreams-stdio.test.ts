@@ -33,9 +33,10 @@ describe('stdio upstreams from UPSTREAMS_FILE', () => {
       }),
     );
     // BM25 and server votes, no model: what this file tests is the stdio upstream (sync, search,
-    // call). With the model, the app's start queues every earlier suite's unembedded tools in the
-    // shared test database (enqueueMissing), and its 14 waited 140 s and more behind them on a slow
-    // machine (alone: 10 s). mcp.test.ts ranks with the model.
+    // call), and mcp.test.ts ranks with the model. With it, the app's start would queue every
+    // earlier suite's unembedded tools in the shared test database (enqueueMissing) and embed them
+    // all in the background of the suites after (its own 14 go first since 6ea3a14; before, they
+    // waited 140 s and more behind them on a slow machine).
     app = await startTestApp({ API_KEYS: `fs-key:${tenant}`, UPSTREAMS_FILE: file, EMBED_MODEL: 'none' });
     const auth = { authorization: 'Bearer fs-key' };
     for (let tries = 0; ; tries++) {
