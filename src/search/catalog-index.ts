@@ -19,7 +19,7 @@ import { REPLACE_LOGGED_NAMES_MAX, type CatalogSummary } from '../store/catalog-
 import type { Executor } from '../store/tool-store.js';
 import { TimeSlice } from '../time-slice.js';
 import { Bm25Builder, Bm25Index, patchLists, pushTo, slotPlan, TwoPassPostings, type SlotPlan } from './bm25-index.js';
-import { serverPostings } from './servers.js';
+import { serverPostings, ServerDocumentsBuilder } from './servers.js';
 import { REREAD_MAX, type ChangedServers, type ServerIndex, type ToolServers } from './server-stats.js';
 
 /** Older revisions a derived index remembers the changed servers since. */
@@ -260,6 +260,23 @@ export class CatalogIndex {
     const names = new Set<string>();
     for (const tag of lowercased(tags)) for (const index of this.tagged.get(tag) ?? []) names.add(this.bm25.idAt(index));
     return names;
+  }
+
+  /**
+   * The servers of the tools carrying one of `tags` (case-insensitive) as BM25 documents of those
+   * tools' terms only: the server lists of a tag-filtered search, which the store builds in SQL
+   * from the filtered tools. One pass over the postings (search/bm25-index.ts `termsOf`).
+   */
+  serversCarrying(tags: readonly string[]): ServerIndex & { serverOf: ToolServers } {
+    const docs = new Set<number>();
+    for (const tag of lowercased(tags)) {
+      // A derived index's place of a removed tool may hold a name the lookup no longer knows there.
+      for (const at of this.tagged.get(tag) ?? []) if (this.serverAt[at] != null && this.bm25.indexOf(this.bm25.idAt(at)) === at) docs.add(at);
+    }
+    const terms = this.bm25.termsOf(docs);
+    const servers = new ServerDocumentsBuilder();
+    for (const at of [...docs].sort((a, b) => a - b)) servers.add(this.bm25.idAt(at), this.serverAt[at]!, this.bm25.lengthAt(at), terms.get(at)!);
+    return { bm25: new Bm25Index(servers.documents()), members: servers.members, serverOf: this.servers.serverOf };
   }
 
   /**

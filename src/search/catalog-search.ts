@@ -295,8 +295,9 @@ export interface RememberedRanking {
  * Ranks a catalog from its index as last seen by this process (perhaps a revision behind the
  * store's), touching no store: the store's own hybrid ranking when everything it reads is in
  * process for the index's revision (the model, the catalog's vectors and its servers' means: a
- * complete catalog of up to VECTORS_IN_PROCESS_MAX tools searched here), else the store's ranking
- * while the model is down (`rankWithoutModel`). `depth` counts the ranked names past the exact ones.
+ * complete catalog of up to VECTORS_IN_PROCESS_MAX tools searched here; under a tag filter, the
+ * tagged tools' vectors and servers), else the store's ranking while the model is down (BM25 with
+ * typo matching and server votes, from the index). `depth` counts the ranked names past the exact ones.
  */
 export async function rankRemembered(
   deps: RankDeps,
@@ -328,7 +329,7 @@ export function rememberedTools(ranked: RememberedRanking, depth: number): { nam
  * The catalog search's hybrid ranking from what this process holds for the index's revision, within
  * `deadlineMs` when given (it should touch no store, and a store that stopped answering must not
  * hold the answer); when the model, the vectors or the servers' means are not in hand, or the
- * deadline passes, `rankWithoutModel`.
+ * deadline passes, the store's ranking without the model.
  */
 async function rankFromMemory(
   deps: RankDeps,
@@ -341,10 +342,19 @@ async function rankFromMemory(
 ): Promise<RankResult> {
   const embedder = deps.embedder;
   const revision = { id: index.catalogId, revision: index.revision };
+  // Under a tag filter the servers of the tagged tools, and their means from the tagged vectors, as the store reads them.
+  const tagServers = tags?.length ? index.serversCarrying(tags) : undefined;
   const vectors = embedder && deps.catalogVectors?.held(revision, embedder.modelId);
-  const means = embedder && (index.servers.members.size === 0 ? new Map<string, Float32Array>() : deps.serverStats?.held(revision, embedder.modelId));
-  const withoutModel = () => rankWithoutModel(deps, index, pattern, depth, exactIds, tags);
-  if (!embedder || !vectors || !means) return withoutModel();
+  const means = embedder && !tagServers ? (index.servers.members.size === 0 ? new Map<string, Float32Array>() : deps.serverStats?.held(revision, embedder.modelId)) : undefined;
+  // The store's ranking while the model is down, from the index alone: BM25 with typo matching and the servers' BM25 votes.
+  const withoutModel = () =>
+    rankCorpus(
+      { ...deps, embedder: null },
+      { kind: 'catalog', catalogId: index.catalogId },
+      { query: pattern, topK: depth, mode: 'hybrid', exactIds, ...(tags?.length ? { tags } : {}) },
+      { useVectorIndex: false, catalogIndex: index, ...(tagServers ? { tagServers } : {}) },
+    );
+  if (!embedder || !vectors || (!tagServers && !means)) return withoutModel();
   const ranking = rankCorpus(
     deps,
     { kind: 'catalog', catalogId: index.catalogId },
@@ -354,26 +364,12 @@ async function rankFromMemory(
       catalogIndex: index,
       // Under a tag filter, the vectors of the tools carrying a tag, as the store's path scans them.
       corpusVectors: Promise.resolve(tags?.length ? entriesFor(index.namesCarrying(tags), vectors) : vectors),
-      serverMeans: async () => means,
+      ...(tagServers ? { tagServers } : { serverMeans: async () => means! }),
       denseComplete: true,
     },
   );
   // A model that does not answer leaves BM25 (typo matching and server votes included), as on the store's path.
   return (deadlineMs === undefined ? ranking : withDeadline(ranking, deadlineMs, () => new StoreLate())).catch(withoutModel);
-}
-
-/**
- * The store's ranking while the model is down, from the index alone: BM25 with typo matching and
- * the servers' BM25 votes. Under a tag filter the store reads the servers' list in SQL, so this
- * ranks without server votes there.
- */
-function rankWithoutModel(deps: RankDeps, index: CatalogIndex, pattern: string, depth: number, exactIds: string[], tags: string[] | undefined): Promise<RankResult> {
-  return rankCorpus(
-    { ...deps, embedder: null },
-    { kind: 'catalog', catalogId: index.catalogId },
-    { query: pattern, topK: depth, mode: 'hybrid', exactIds, ...(tags?.length ? { tags } : {}) },
-    { useVectorIndex: false, catalogIndex: index, withoutServers: Boolean(tags?.length) },
-  );
 }
 
 /** The index's first `count` names in the catalog's order (code points, as the store's `collate "C"` over UTF-8): its padding. */

@@ -162,6 +162,12 @@ export async function rankCorpus(
      * changes them): server votes are then computed in process, else in SQL.
      */
     serverIndex?: ServerIndex;
+    /**
+     * Under a tag filter, the servers of the tools carrying its tags (a catalog index's
+     * `serversCarrying`): server votes in process, their means from the vectors in hand unless
+     * `serverMeans` gives them; without it, in SQL.
+     */
+    tagServers?: ServerIndex;
     /** Those servers' unit-length mean vectors; without them, the means of the vectors in hand. */
     serverMeans?: () => Promise<ReadonlyMap<string, Float32Array>>;
     /**
@@ -240,7 +246,7 @@ export async function rankCorpus(
   // Server votes (hybrid only): from the caller's statistics for a request's own tools, else from
   // the store. Their BM25 list, like the tools', runs while the model embeds the query.
   const withServers = request.mode === 'hybrid' && !options.withoutServers;
-  const serverIndex = request.tags?.length ? undefined : (options.serverIndex ?? options.catalogIndex?.servers);
+  const serverIndex = request.tags?.length ? options.tagServers : (options.serverIndex ?? options.catalogIndex?.servers);
   const servers = serverIndex?.members.size ? serverIndex : undefined;
   const serverBm25Promise: Promise<ServerList> = !withServers
     ? Promise.resolve(undefined)

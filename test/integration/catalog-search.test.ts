@@ -161,6 +161,52 @@ describe('POST /v1/catalogs/{catalog}/search with the real model', () => {
     }
   });
 
+  it('ranks a catalog from memory as the store does, under a tag filter too (its tools\' servers voting), without asking the store', async () => {
+    const { getCatalog } = await import('../../src/store/catalog-store.js');
+    const { rankRemembered, searchCatalog } = await import('../../src/search/catalog-search.js');
+    const served = [
+      ...tools,
+      { name: 'fs__move_file', description: 'Move or rename a file on disk.', server: 'fs', tags: ['files'] },
+      { name: 'fs__search_files', description: 'Find the files whose names match a pattern.', server: 'fs', tags: ['files', 'code'] },
+      { name: 'browser__screenshot', description: 'Take a screenshot of a web page.', server: 'browser', tags: ['web', 'code'] },
+      { name: 'browser__click', description: 'Click an element of the open web page.', server: 'browser', tags: ['web'] },
+      { name: 'github__search_code', description: 'Search code across the repositories of GitHub.', server: 'github', tags: ['code', 'web'] },
+    ];
+    const name = uniqueName('remembered');
+    expect((await app.request('PUT', `/v1/catalogs/${name}`, { tools: served })).status).toBe(200);
+    await app.deps.queue?.whenIdle();
+    const deps = app.deps.search;
+    const row = (await getCatalog(deps.db, 'default', name))!;
+    // What the answer from memory reads, held after a first search: the index, the vectors, the servers' means.
+    const held = () => deps.catalogIndexes!.held(row) && deps.catalogVectors!.held(row, 'use-lite') && deps.serverStats!.held(row, 'use-lite');
+    for (let tries = 0; tries < 50 && !held(); tries++) {
+      expect((await app.request('POST', `/v1/catalogs/${name}/search`, { query: 'search the code of a repository' })).status).toBe(200);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(held()).toBeTruthy();
+    const index = deps.catalogIndexes!.held(row)!;
+    // The store: SQL for everything (no index, vectors or means in process). Memory: a store that throws if asked.
+    const inSql = { ...deps, catalogIndexes: undefined, catalogVectors: undefined, serverStats: undefined };
+    const asked: string[] = [];
+    const untouchable = new Proxy({}, { get: (_, key) => { asked.push(String(key)); throw new Error('the store was asked'); } }) as typeof deps.db;
+    let voted = 0;
+    for (const embedder of [deps.embedder, null]) {
+      for (const tags of [undefined, ['code'], ['web', 'files']]) {
+        for (const query of ['search the code of a repository', 'take a picture of the web page', 'move a file']) {
+          const label = `${embedder ? 'model' : 'no model'}, tags ${tags}: ${query}`;
+          const store = await searchCatalog({ ...inSql, embedder }, { tenant: 'default', name }, { query, topK: 8, mode: 'hybrid', ...(tags ? { tags } : {}) }, row);
+          const memory = await rankRemembered({ ...deps, db: untouchable, embedder }, index, { pattern: query, depth: 8, ...(tags ? { tags } : {}) });
+          expect(memory.found.map(([found]) => found), label).toEqual(store.tools.map(({ tool }) => tool.name));
+          memory.found.forEach(([, score], at) => expect(score, label).toBeCloseTo(store.tools[at]!.score, 6));
+          if (tags) voted += store.tools.filter(({ explain }) => explain.server_vote > 0).length;
+        }
+      }
+    }
+    // The tag filter's server votes are there to compare (the store's, in SQL over the tagged tools).
+    expect(voted).toBeGreaterThan(0);
+    expect(asked).toEqual([]);
+  });
+
   it("adds the server's vote to every tool of the query's top servers, in hybrid mode only", async () => {
     const { SERVER_BM25_WEIGHT, SERVER_VECTOR_WEIGHT } = await import('../../src/search/servers.js');
     const { RRF_K } = await import('../../src/search/rrf.js');
