@@ -1,0 +1,38 @@
+/**
+ * What an answer from memory under a tag filter adds: building the tagged tools' servers as BM25
+ * documents from a catalog's in-process index (`CatalogIndex.serversCarrying`, one pass over its
+ * postings), for the commonest tag and a median one of bench:scale's catalog.
+ *
+ *   npx tsx bench/servers-carrying.ts [--size 100000] [--runs 7]
+ */
+import { parseArgs } from 'node:util';
+import { documentTerms } from '../src/catalog/search-text.js';
+import { normalizeTools } from '../src/catalog/tool-formats.js';
+import { CatalogIndex } from '../src/search/catalog-index.js';
+import { toolAt } from './scale-catalog.js';
+import { summarize } from './stats.js';
+
+const { values } = parseArgs({ options: { size: { type: 'string', default: '100000' }, runs: { type: 'string', default: '7' } } });
+const size = Number(values.size);
+const runs = Number(values.runs);
+const { tools } = normalizeTools(Array.from({ length: size }, (_, i) => toolAt(i)));
+const rows = tools.map((tool) => {
+  const { length, termFreqs } = documentTerms(tool);
+  return { name: tool.name, length, server: tool.server, tags: tool.tags, tokens: { anthropic: null, openai: null, as_sent: null }, terms: [...termFreqs].map(([t, tf]) => `${t} ${tf}`).join(' ') };
+});
+const index = await CatalogIndex.build(1, 1, rows);
+const counts = new Map<string, number>();
+for (const tool of tools) for (const tag of tool.tags) counts.set(tag.toLowerCase(), (counts.get(tag.toLowerCase()) ?? 0) + 1);
+const sorted = [...counts].sort((a, b) => b[1] - a[1]);
+console.log(`${size} tools, ${index.servers.members.size} servers, ${counts.size} tags; commonest ${sorted.slice(0, 3).map(([t, n]) => `${t} ${n}`).join(', ')}`);
+for (const [tag, n] of [sorted[0]!, sorted[Math.floor(sorted.length / 2)]!]) {
+  const ms: number[] = [];
+  let servers = 0;
+  for (let run = 0; run < runs; run++) {
+    const started = performance.now();
+    servers = index.serversCarrying([tag]).members.size;
+    ms.push(performance.now() - started);
+  }
+  const s = summarize(ms);
+  console.log(`tag "${tag}" (${n} tools, ${servers} servers): serversCarrying median ${s.p50.toFixed(1)} ms [${s.min.toFixed(1)} .. ${s.max.toFixed(1)}], ${runs} runs`);
+}
