@@ -15,6 +15,9 @@ async function runBench(args: string[]): Promise<{ code: number | null; stdout: 
   return { code, stdout, stderr };
 }
 
+/** BENCH_PG (a server URL without a database) and BENCH_REDIS override a bench's local defaults. */
+const benchServers = () => [...(process.env.BENCH_PG ? ['--pg', process.env.BENCH_PG] : []), ...(process.env.BENCH_REDIS ? ['--redis', process.env.BENCH_REDIS] : [])];
+
 interface LoadSummary {
   rps: number;
   errors: number;
@@ -102,9 +105,7 @@ describe('benches, smoke runs', () => {
   });
 
   it('npm run bench:embed: 40 tools through the real queue (PostgreSQL + Redis) and a worker process, every vector stored', async () => {
-    // BENCH_PG (a server URL without a database) and BENCH_REDIS override the bench's local defaults.
-    const servers = [...(process.env.BENCH_PG ? ['--pg', process.env.BENCH_PG] : []), ...(process.env.BENCH_REDIS ? ['--redis', process.env.BENCH_REDIS] : [])];
-    const { code, stdout, stderr } = await runBench(['bench/embed-queue.ts', '--limit', '40', '--runs', '1x1', '--rounds', '1', ...servers]);
+    const { code, stdout, stderr } = await runBench(['bench/embed-queue.ts', '--limit', '40', '--runs', '1x1', '--rounds', '1', ...benchServers()]);
     // The bench checks itself that every hash got one vector and throws otherwise.
     expect(code, `bench:embed exited with ${code}:\n${stderr.slice(-3000)}\n${stdout.slice(-2000)}`).toBe(0);
     expect(stdout).toMatch(/^40 tool texts from /m);
@@ -183,9 +184,8 @@ describe('benches, smoke runs', () => {
   });
 
   it('npm run bench:backlog: a catalog pushed over a start-up backlog, embedded ahead of it, on both queues', async () => {
-    const servers = [...(process.env.BENCH_PG ? ['--pg', process.env.BENCH_PG] : []), ...(process.env.BENCH_REDIS ? ['--redis', process.env.BENCH_REDIS] : [])];
     for (const queue of ['in-process', 'bullmq']) {
-      const { code, stdout, stderr } = await runBench(['bench/embed-backlog.ts', '--backlog', '400', '--fresh', '8', '--rounds', '1', '--queue', queue, ...servers]);
+      const { code, stdout, stderr } = await runBench(['bench/embed-backlog.ts', '--backlog', '400', '--fresh', '8', '--rounds', '1', '--queue', queue, ...benchServers()]);
       expect(code, `${queue}: ${stderr.slice(-3000)}`).toBe(0);
       const report = JSON.parse(stdout.trim().split('\n').at(-1)!) as { rounds: { fresh_ms: number; backlog_done: number }[] };
       expect(report.rounds).toHaveLength(1);

@@ -40,12 +40,13 @@ export function toDocuments(raws: unknown[]): CountedDocument[] {
   return normalizeTools(raws).tools.map((tool) => toDocument(tool));
 }
 
-/** A real embedder that counts the texts it embeds and can be told to fail its next calls. */
-export function countingEmbedder(inner: Embedder): Embedder & { texts: number; failNext: number } {
+/** A real embedder that counts the texts it embeds, keeps each call's texts in order, and can be told to fail its next calls. */
+export function countingEmbedder(inner: Embedder): Embedder & { texts: number; batches: string[][]; failNext: number } {
   const wrapper = {
     modelId: inner.modelId,
     dimension: inner.dimension,
     texts: 0,
+    batches: [] as string[][],
     failNext: 0,
     async embedDocuments(texts: string[]) {
       // The worker's start-up warm-up is not work: neither counted nor failed.
@@ -54,6 +55,7 @@ export function countingEmbedder(inner: Embedder): Embedder & { texts: number; f
         wrapper.failNext -= 1;
         throw new Error('model busy (injected)');
       }
+      wrapper.batches.push(texts);
       const vectors = await inner.embedDocuments(texts);
       wrapper.texts += texts.length;
       return vectors;

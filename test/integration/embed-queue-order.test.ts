@@ -19,7 +19,7 @@ import { upsertCatalogTools } from '../../src/store/catalog-store.js';
 import { documentsForEmbedding, hashesWithoutVector } from '../../src/store/embedding-store.js';
 import { scratchDatabase, storeKind, uniqueName, type ScratchDatabase } from '../helpers/database.js';
 import { testEmbedder } from '../helpers/embedder.js';
-import { dropQueuePrefix, testRedisUrl, toDocuments, uniqueTools } from '../helpers/queue.js';
+import { countingEmbedder, dropQueuePrefix, testRedisUrl, toDocuments, uniqueTools } from '../helpers/queue.js';
 
 const logger = pino({ level: 'silent' });
 const BATCH = 16;
@@ -67,17 +67,7 @@ describe(`embedding order: fresh writes before the backlog (${storeKind()})`, { 
   }
 
   it('in process: the fresh batch, then the promoted one, then the rest of the backlog', async () => {
-    const batches: string[][] = [];
-    const recording: Embedder = {
-      modelId: model.modelId,
-      dimension: model.dimension,
-      embedDocuments: (texts) => {
-        batches.push(texts.map((text) => hashOfText.get(text)!));
-        return model.embedDocuments(texts);
-      },
-      embedQuery: (text) => model.embedQuery(text),
-      close: async () => {},
-    };
+    const recording = countingEmbedder(model);
     const queue = new InProcessEmbedQueue(scratch.database.db, recording, { batchSize: BATCH, concurrency: 1, logger });
     closers.push(() => queue.close());
     const { backlog, fresh, promoted } = await queueBoth(queue);
@@ -85,7 +75,7 @@ describe(`embedding order: fresh writes before the backlog (${storeKind()})`, { 
 
     const jobOf = new Map<string, string>();
     for (const id of [...backlog, fresh]) for (const hash of (await queue.getJob(id))!.hashList) jobOf.set(hash, id);
-    const order = batches.map((hashes) => jobOf.get(hashes[0]!));
+    const order = recording.batches.map((texts) => jobOf.get(hashOfText.get(texts[0]!)!));
     // The first backlog batch was taken before anything else was queued (one at a time).
     expect(order).toEqual([backlog[0], fresh, promoted, backlog[1], backlog[2]]);
     await expectAllEmbedded();
