@@ -14,8 +14,8 @@
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { Redis } from 'ioredis';
 import { openPostgres } from '../src/store/database.js';
+import { dropQueueKeys, pushInSlices } from './catalog-writes.js';
 import { startInProcess, type InProcessService } from './in-process.js';
 import { toolAt } from './scale-catalog.js';
 import { summarize } from './stats.js';
@@ -35,22 +35,9 @@ const fresh = Number(values.fresh);
 const rounds = Number(values.rounds);
 if (values.queue !== 'in-process' && values.queue !== 'bullmq') throw new Error(`--queue: "${values.queue}" is neither in-process nor bullmq`);
 const LIMIT_MS = 600_000;
-/** Tools per request: the body limit holds 5,000 of these. */
-const SLICE = 5_000;
 
-const json = { 'content-type': 'application/json' };
-
-async function push(service: InProcessService, catalog: string, from: number, count: number): Promise<void> {
-  for (let start = 0; start < count; start += SLICE) {
-    const tools = Array.from({ length: Math.min(SLICE, count - start) }, (_, i) => toolAt(from + start + i));
-    const response = await fetch(`${service.base}/v1/catalogs/${catalog}${start === 0 ? '' : '/tools'}`, {
-      method: start === 0 ? 'PUT' : 'POST',
-      headers: json,
-      body: JSON.stringify({ tools }),
-    });
-    if (response.status !== 200) throw new Error(`writing ${catalog} answered ${response.status}: ${(await response.text()).slice(0, 300)}`);
-  }
-}
+/** Tools `from` to `from + count - 1` of the generated catalog. */
+const generated = (from: number, count: number) => Array.from({ length: count }, (_, i) => toolAt(from + i));
 
 async function embedded(service: InProcessService, catalog: string): Promise<{ done: number; total: number }> {
   const response = await fetch(`${service.base}/v1/catalogs/${catalog}`);
@@ -77,7 +64,7 @@ try {
       const database = openPostgres(url);
       await database.migrate();
       const writer = await startInProcess({ EMBED_MODEL: 'none' }, database);
-      await push(writer, 'backlog', 0, backlog);
+      await pushInSlices(writer.base, 'backlog', generated(0, backlog));
       await writer.close();
 
       const queueEnv: Record<string, string> =
@@ -85,7 +72,7 @@ try {
       // The start queues every backlog tool (nothing of it has a vector for use-lite).
       const service = await startInProcess({ EMBED_MODEL: 'use-lite', CATALOG_WARMUP: 'false', ...queueEnv }, openPostgres(url));
       try {
-        await push(service, 'fresh', backlog, fresh);
+        await pushInSlices(service.base, 'fresh', generated(backlog, fresh));
         const pushed = performance.now();
         for (;;) {
           const { done, total } = await embedded(service, 'fresh');
@@ -102,12 +89,7 @@ try {
       }
     } finally {
       await admin.query(`drop database if exists "${name}" with (force)`);
-      if (values.queue === 'bullmq') {
-        const redis = new Redis(values.redis!);
-        const keys = await redis.keys(`${prefix}:*`);
-        if (keys.length > 0) await redis.del(...keys);
-        await redis.quit();
-      }
+      if (values.queue === 'bullmq') await dropQueueKeys(values.redis!, prefix);
     }
   }
 } finally {

@@ -42,6 +42,7 @@ import { embeddingText } from '../src/catalog/search-text.js';
 import { normalizeTools } from '../src/catalog/tool-formats.js';
 import { createUseLiteEmbedder } from '../src/embed/use-lite.js';
 import { openPostgres } from '../src/store/database.js';
+import { dropQueueKeys, pushInSlices } from './catalog-writes.js';
 import { toolAt } from './scale-catalog.js';
 import { processCpuSeconds } from './process-cpu.js';
 import { median } from './stats.js';
@@ -69,8 +70,6 @@ const raws: Array<Record<string, unknown>> = values.size
       .map((line) => JSON.parse(line) as Record<string, unknown>)
       .slice(0, values.limit ? Number(values.limit) : undefined)
       .map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.input_schema ?? tool.inputSchema, tags: tool.tags }));
-/** Tools a request carries: the request body limit (25 MB) holds 5,000 of the corpora's. */
-const SLICE = 5_000;
 const { tools, problems } = normalizeTools(raws);
 if (problems.length > 0) throw new Error(`catalog has ${problems.length} invalid tools, first: ${problems[0]!.message}`);
 const texts = tools.map((tool) => embeddingText(tool));
@@ -217,11 +216,7 @@ async function queuePath(
   });
   await meter.start();
   const start = Date.now(); // wall clock: compared with BullMQ's job stamps, taken in the worker processes
-  for (let from = 0; from < raws.length; from += SLICE) {
-    const [method, url] = from === 0 ? ['PUT', `${baseUrl}/v1/catalogs/${catalog}`] : ['POST', `${baseUrl}/v1/catalogs/${catalog}/tools`];
-    const written = await fetch(url, { method, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ tools: raws.slice(from, from + SLICE) }) });
-    if (!written.ok) throw new Error(`${method} failed: ${written.status} ${await written.text()}`);
-  }
+  await pushInSlices(baseUrl, catalog, raws);
   for (;;) {
     const { embedding } = (await (await fetch(`${baseUrl}/v1/catalogs/${catalog}`)).json()) as { embedding: { total: number; done: number; failed: number } };
     if (embedding.failed > 0) throw new Error(`${embedding.failed} tools failed to embed`);
@@ -300,8 +295,5 @@ try {
   await database.close();
   await admin.query(`drop database if exists "${dbName}" with (force)`);
   await admin.end();
-  const redis = new Redis(values.redis!);
-  const keys = await redis.keys(`${prefix}:*`);
-  if (keys.length > 0) await redis.del(...keys);
-  await redis.quit();
+  await dropQueueKeys(values.redis!, prefix);
 }
