@@ -15,7 +15,7 @@
  */
 import { LruCache } from '../lru-cache.js';
 import type { VectorRecipe } from '../store/embedding-store.js';
-import { loadCatalogHashes } from '../store/search-store.js';
+import { loadCatalogHashes, loadNamedHashes } from '../store/search-store.js';
 import type { Executor } from '../store/tool-store.js';
 import type { VectorCache } from '../store/vector-cache.js';
 
@@ -39,6 +39,8 @@ export class CatalogVectorCache {
     private readonly vectorCache: VectorCache,
     /** The bytes the kept sets may hold together (CATALOG_VECTORS_MEMORY). */
     readonly budget = CATALOG_VECTORS_MEMORY,
+    /** The most tools whose vectors a search scans in process: a catalog's, or a tag filter's of a larger one (VECTORS_IN_PROCESS_MAX). */
+    readonly maxTools = VECTORS_IN_PROCESS_MAX,
   ) {
     this.entries = new LruCache(Number.MAX_SAFE_INTEGER, { max: budget, weigh: (kept) => kept.bytes });
   }
@@ -69,6 +71,18 @@ export class CatalogVectorCache {
   held(catalog: { id: number; revision: number }, model: string): ReadonlyMap<string, Float32Array> | undefined {
     const kept = this.entries.get(catalog.id);
     return kept && kept.revision === catalog.revision && kept.model === model ? kept.vectors : undefined;
+  }
+
+  /**
+   * The current vectors of some of a catalog's tools (a tag filter's, named by the catalog's index),
+   * by name, read through the vectors kept by content hash (not kept as a set); undefined when one
+   * of them is gone or lacks a current vector.
+   */
+  async named(db: Executor, catalogId: number, names: ReadonlySet<string>, recipe: VectorRecipe): Promise<ReadonlyMap<string, Float32Array> | undefined> {
+    const hashes = await loadNamedHashes(db, catalogId, names);
+    if (!hashes) return undefined;
+    const { vectors, complete } = await this.vectorCache.load(db, recipe, [...hashes.values()]);
+    return complete ? new Map([...hashes].map(([name, hash]) => [name, vectors.get(hash)!])) : undefined;
   }
 
   private async load(db: Executor, catalog: { id: number; revision: number }, recipe: VectorRecipe): Promise<ReadonlyMap<string, Float32Array> | undefined> {

@@ -9,7 +9,6 @@ import { recentCatalogs, type CatalogSummary } from '../store/catalog-store.js';
 import { EXACT_SCAN_MAX } from '../store/search-store.js';
 import type { Executor } from '../store/tool-store.js';
 import { LAST_SEEN_CATALOGS } from './catalog-index.js';
-import { VECTORS_IN_PROCESS_MAX } from './catalog-vectors.js';
 import type { RankDeps } from './hybrid-search.js';
 
 /** What the start's reading has done so far (for /readyz and the log). */
@@ -103,13 +102,13 @@ function fits(catalog: CatalogSummary, read: ReadSoFar, held: number, budget: nu
 }
 
 /**
- * A complete catalog's vectors up to VECTORS_IN_PROCESS_MAX tools, with the model (what
+ * A complete catalog's vectors up to `maxTools` (VECTORS_IN_PROCESS_MAX) tools, with the model (what
  * catalog-search.ts keeps), while they fit beside those read so far (`read`): the least recently
  * used set goes first, and that would be a more recently written catalog's.
  */
 async function warmVectors(deps: RankDeps, db: Executor, catalog: CatalogSummary, read: ReadSoFar): Promise<void> {
   const kept = deps.catalogVectors;
-  if (!deps.embedder || !kept || !deps.embeddingStatus || catalog.toolCount > VECTORS_IN_PROCESS_MAX) return;
+  if (!deps.embedder || !kept || !deps.embeddingStatus || catalog.toolCount > kept.maxTools) return;
   if (!fits(catalog, read, kept.bytes, kept.budget)) return;
   const model = deps.embedder.modelId;
   if ((await deps.embeddingStatus.pending(db, catalog, model)) !== undefined) return;

@@ -300,6 +300,23 @@ export async function loadCatalogHashes(db: Executor, catalogId: number): Promis
   return { revision: Number(rows[0]!.revision), tools: rows.flatMap((row) => (row.name === null || row.hash === null ? [] : [{ name: row.name, hash: row.hash }])) };
 }
 
+/**
+ * The content hashes of a catalog's tools named in `names` (a tag filter's, as the catalog's index
+ * names them), by name; undefined when one of them is gone. Each name is probed through the primary
+ * key, whatever the statistics say: the tag filter in SQL reads every tool of the catalog to test
+ * its tags (~600 ms a statement at 100,000 tools), this reads the tagged ones (~20 ms for 3,740).
+ */
+export async function loadNamedHashes(db: Executor, catalogId: number, names: ReadonlySet<string>): Promise<Map<string, string> | undefined> {
+  if (names.size === 0) return new Map();
+  const rows = await queryRows<{ name: string; hash: string }>(
+    db,
+    sql`select n.name, t.hash
+        from unnest(${sql.param([...names])}::text[]) as n(name)
+        cross join lateral (select ct.hash from catalog_tools ct where ct.catalog_id = ${catalogId} and ct.name = n.name limit 1) t`,
+  );
+  return rows.length === names.size ? new Map(rows.map((row) => [row.name, row.hash])) : undefined;
+}
+
 /** A tool's three token counts as plain columns (not `toolColumns`' JSON object: 100,000 of them per read). */
 const indexTokenColumns = sql`d.tokens_anthropic as anthropic, d.tokens_openai as openai, ct.tokens_as_sent as as_sent`;
 

@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import type { SQL } from 'drizzle-orm';
+import { PgDialect } from 'drizzle-orm/pg-core';
 import pg from 'pg';
 import { openPglite, openPostgres, type Database } from '../../src/store/database.js';
 
@@ -17,6 +19,21 @@ export function testDatabase(): Promise<Database> {
     return database;
   })();
   return shared;
+}
+
+/** The database as it is, with `seen` told the SQL text of each statement run through `execute`. */
+export function observing<T extends object>(db: T, seen: (text: string) => void): T {
+  const dialect = new PgDialect();
+  return new Proxy(db, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver);
+      if (property !== 'execute') return value;
+      return (statement: SQL) => {
+        seen(dialect.sqlToQuery(statement).sql);
+        return (value as (statement: SQL) => unknown).call(target, statement);
+      };
+    },
+  });
 }
 
 export const storeKind = () => (process.env.DATABASE_URL ? 'postgres' : 'pglite');

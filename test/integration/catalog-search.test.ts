@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { uniqueName } from '../helpers/database.js';
+import { observing, uniqueName } from '../helpers/database.js';
 import { testEmbedder } from '../helpers/embedder.js';
 
 const tools = [
@@ -190,6 +190,7 @@ describe('POST /v1/catalogs/{catalog}/search with the real model', () => {
     const asked: string[] = [];
     const untouchable = new Proxy({}, { get: (_, key) => { asked.push(String(key)); throw new Error('the store was asked'); } }) as typeof deps.db;
     let voted = 0;
+    const statements: string[] = [];
     for (const embedder of [deps.embedder, null]) {
       for (const tags of [undefined, ['code'], ['web', 'files']]) {
         for (const query of ['search the code of a repository', 'take a picture of the web page', 'move a file']) {
@@ -199,12 +200,19 @@ describe('POST /v1/catalogs/{catalog}/search with the real model', () => {
           expect(memory.found.map(([found]) => found), label).toEqual(store.tools.map(({ tool }) => tool.name));
           memory.found.forEach(([, score], at) => expect(score, label).toBeCloseTo(store.tools[at]!.score, 6));
           if (tags) voted += store.tools.filter(({ explain }) => explain.server_vote > 0).length;
+          // Healthy, with the index and vectors held: the same ranking, the server lists in process.
+          const healthy = await searchCatalog({ ...deps, db: observing(deps.db, (text) => statements.push(text)), embedder }, { tenant: 'default', name }, { query, topK: 8, mode: 'hybrid', ...(tags ? { tags } : {}) }, row);
+          expect(healthy.tools.map(({ tool }) => tool.name), label).toEqual(store.tools.map(({ tool }) => tool.name));
+          healthy.tools.forEach(({ score }, at) => expect(score, label).toBeCloseTo(store.tools[at]!.score, 6));
         }
       }
     }
     // The tag filter's server votes are there to compare (the store's, in SQL over the tagged tools).
     expect(voted).toBeGreaterThan(0);
     expect(asked).toEqual([]);
+    // The store's server lists (search-store.ts) were read by no healthy search; the rows were.
+    expect(statements.filter((text) => text.includes('server is not null'))).toEqual([]);
+    expect(statements.some((text) => text.includes('catalog_tools'))).toBe(true);
   });
 
   it("adds the server's vote to every tool of the query's top servers, in hybrid mode only", async () => {
@@ -404,5 +412,31 @@ describe('a tag filter over a mid-size catalog (more than EXACT_SCAN_MAX tools),
       ]);
       expect(inline.body.results.map((result: { name: string }) => result.name), query).toEqual(stored.body.results.map((result: { name: string }) => result.name));
     }
+  });
+
+  it('ranks a catalog too large to scan in process as a smaller one under a tag filter, reading the tagged tools\' vectors by name and no tag filter in SQL', async () => {
+    const { getCatalog } = await import('../../src/store/catalog-store.js');
+    const { searchCatalog } = await import('../../src/search/catalog-search.js');
+    const { CatalogVectorCache, CATALOG_VECTORS_MEMORY } = await import('../../src/search/catalog-vectors.js');
+    const { VectorCache } = await import('../../src/store/vector-cache.js');
+    const deps = app.deps.search;
+    const row = (await getCatalog(deps.db, 'default', big))!;
+    await deps.catalogIndexes!.get(row);
+    // The same service with 1,000 tools as the most it scans in process: the 2,100-tool catalog is
+    // then "large", and its 700 tagged tools are few enough.
+    const statements: string[] = [];
+    const large = { ...deps, db: observing(deps.db, (text) => statements.push(text)), catalogVectors: new CatalogVectorCache(new VectorCache(), CATALOG_VECTORS_MEMORY, 1_000) };
+    for (const mode of ['hybrid', 'vector'] as const) {
+      for (const query of ['printer out of paper', 'who pays the salaries', 'ledger of invoices for the payroll']) {
+        const request = { query, topK: 50, mode, tags: ['ops'] };
+        const [asLarge, asSmall] = [await searchCatalog(large, { tenant: 'default', name: big }, request, row), await searchCatalog(deps, { tenant: 'default', name: big }, request, row)];
+        expect(asLarge.degraded, query).toBeUndefined();
+        expect(asLarge.tools.map(({ tool }) => tool.name), `${mode}: ${query}`).toEqual(asSmall.tools.map(({ tool }) => tool.name));
+        asLarge.tools.forEach(({ score }, at) => expect(score, `${mode}: ${query}`).toBeCloseTo(asSmall.tools[at]!.score, 9));
+      }
+    }
+    // The tagged tools' hashes were read by name; no statement filtered the catalog by tag in SQL.
+    expect(statements.some((text) => text.includes('as n(name)'))).toBe(true);
+    expect(statements.filter((text) => text.includes('unnest(d.tags)'))).toEqual([]);
   });
 });

@@ -1,5 +1,4 @@
 import { sql, type SQL } from 'drizzle-orm';
-import { PgDialect } from 'drizzle-orm/pg-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deleteCatalogTool, getCatalog, replaceCatalog, upsertCatalogTools } from '../../src/store/catalog-store.js';
 import { queryRows } from '../../src/store/database.js';
@@ -12,7 +11,7 @@ import {
   writeVectors,
   type VectorRecipe,
 } from '../../src/store/embedding-store.js';
-import { scratchDatabase, storeKind, type ScratchDatabase } from '../helpers/database.js';
+import { observing, scratchDatabase, storeKind, type ScratchDatabase } from '../helpers/database.js';
 import { toDocuments, uniqueTools } from '../helpers/queue.js';
 import { seededRandom } from '../helpers/seeded-random.js';
 
@@ -79,19 +78,6 @@ describe(`which vectors exist, on tables never analyzed (${storeKind()})`, () =>
   });
 });
 
-/** The database as it is, with `seen` told of each statement run through `execute`. */
-function observing<T extends object>(db: T, seen: (statement: SQL) => void): T {
-  return new Proxy(db, {
-    get(target, property, receiver) {
-      const value = Reflect.get(target, property, receiver);
-      if (property !== 'execute') return value;
-      return (statement: SQL) => {
-        seen(statement);
-        return (value as (statement: SQL) => unknown).call(target, statement);
-      };
-    },
-  });
-}
 
 describe(`a catalog's embedding progress, counted at a bounded cost (${storeKind()})`, () => {
   it('shares one count among concurrent readers, recounts a pending revision only after 20 times its last count took, and remembers a complete one', async () => {
@@ -177,7 +163,7 @@ describe(`a catalog's embedding progress, counted at a bounded cost (${storeKind
     await embed(documents);
     // Statements seen, and which of them count the catalog whole.
     const seen: string[] = [];
-    const db = observing(database.db, (statement) => seen.push(new PgDialect().sqlToQuery(statement).sql.includes('catalog_changes') ? 'since' : 'whole'));
+    const db = observing(database.db, (text) => seen.push(text.includes('catalog_changes') ? 'since' : 'whole'));
     let clock = 0; // a pending revision is recounted once enough time has passed: here, when the test moves the clock
     const status = new CatalogEmbeddingStatus(() => clock);
     const truth = async () => catalogEmbeddingProgress(database.db, catalog.id, current);
