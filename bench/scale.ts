@@ -9,6 +9,7 @@
  * embeddings cached by a first untimed pass, so the store and the ranking are timed; hybrid also over
  * as many queries not seen before, once each, the model's time included), the first
  * search after a write (a new revision), the process's RSS after the searches, and on PostgreSQL the
+ * the same queries under a tag filter (the generated catalog's commonest tag, one pass), the
  * first seconds after a start (the service started again on the same database, without and with
  * CATALOG_WARMUP, searched from /readyz's 200 on until the catalog's index is in hand). For the tail: the
  * GC pauses while the timed searches ran (perf_hooks), and each search over 2 x p50 with the
@@ -105,6 +106,9 @@ interface SizeReport {
   push_cpu: { here_s: number; postgres_s?: number };
   embed_tools_per_s?: number;
   search_ms: Partial<Record<'bm25' | 'hybrid', Summary>>;
+  /** The same queries (one pass) filtered by the catalog's commonest tag (`tag`: it, and how many tools carry it). */
+  tagged_search_ms: Partial<Record<'bm25' | 'hybrid', Summary>>;
+  tag?: { tag: string; tools: number };
   /** Hybrid: queries searched for the first time (`newQueries`), so each one's embedding is computed. */
   new_query_search_ms?: Summary;
   /** The timed searches over 2 x p50: which one (0-based, in timed order), their time, the service's own (`took_ms`), and the GC pauses of this process that overlapped each (ms, by kind). */
@@ -164,7 +168,7 @@ async function runSize(store: 'postgres' | 'pglite', size: number): Promise<Size
     const pushSeconds = (performance.now() - pushStarted) / 1000;
     const here = process.cpuUsage(cpuBefore.here);
     const pushCpu = { here_s: (here.user + here.system) / 1e6, ...(cpuBefore.postgres === undefined ? {} : { postgres_s: commandCpuSeconds('postgres') - cpuBefore.postgres }) };
-    const report: SizeReport = { store, tools: size, push_tools_per_s: size / pushSeconds, push_cpu: pushCpu, search_ms: {}, slow_searches: {}, gc_during_searches: {}, first_search_after_write_ms: {}, first_search_after_write_samples: {}, one_tool_write_samples: [], rss_mb: 0 };
+    const report: SizeReport = { store, tools: size, push_tools_per_s: size / pushSeconds, push_cpu: pushCpu, search_ms: {}, tagged_search_ms: {}, slow_searches: {}, gc_during_searches: {}, first_search_after_write_ms: {}, first_search_after_write_samples: {}, one_tool_write_samples: [], rss_mb: 0 };
     process.stderr.write(
       `[${store} ${size}] pushed in ${pushSeconds.toFixed(1)} s (${report.push_tools_per_s.toFixed(0)} tools/s); CPU s: this process (service and client) ${pushCpu.here_s.toFixed(1)}` +
         `${pushCpu.postgres_s === undefined ? '' : `, PostgreSQL ${pushCpu.postgres_s.toFixed(1)}`}\n`,
@@ -182,9 +186,9 @@ async function runSize(store: 'postgres' | 'pglite', size: number): Promise<Size
       process.stderr.write(`[${store} ${size}] embedded (${report.embed_tools_per_s.toFixed(0)} tools/s after the push)\n`);
     }
     const spans: [number, number, number][] = [];
-    const search = async (query: string, mode: string) => {
+    const search = async (query: string, mode: string, tags?: string[]) => {
       const started = performance.now();
-      const body = await call('POST', `/v1/catalogs/${catalog}/search`, { query, mode, top_k: 10 });
+      const body = await call('POST', `/v1/catalogs/${catalog}/search`, { query, mode, top_k: 10, ...(tags ? { tags } : {}) });
       if (body.results.length === 0 && mode === 'hybrid') throw new Error(`no results for "${query}"`);
       const ended = performance.now();
       spans.push([started, ended, body.took_ms as number]);
@@ -196,6 +200,8 @@ async function runSize(store: 'postgres' | 'pglite', size: number): Promise<Size
       await deps.search.catalogIndexes?.get(summary);
     };
     await indexReady();
+    const tag = commonestTag(size);
+    if (tag) report.tag = tag;
     for (const mode of modes) {
       for (const query of queries) await search(query, mode); // untimed: caches query embeddings
       const samples: number[] = [];
@@ -216,6 +222,12 @@ async function runSize(store: 'postgres' | 'pglite', size: number): Promise<Size
           `GC while timed: ${JSON.stringify(report.gc_during_searches[mode])}; searches over 2 x p50: ` +
           `${report.slow_searches[mode]!.map(({ at, ms, took_ms, gc: pauses }) => `#${at} ${ms} (service ${took_ms}${pauses.length ? `; GC ${pauses.join(', ')}` : ''})`).join('; ') || 'none'}\n`,
       );
+      if (tag) {
+        const tagged: number[] = [];
+        for (const query of queries) tagged.push(await search(query, mode, [tag.tag]));
+        report.tagged_search_ms[mode] = summarize(tagged);
+        process.stderr.write(`[${store} ${size}] ${mode} under the tag "${tag.tag}" (${tag.tools} tools): p50 ${report.tagged_search_ms[mode]!.p50.toFixed(1)} ms, p99 ${report.tagged_search_ms[mode]!.p99.toFixed(1)} ms\n`);
+      }
       if (mode === 'hybrid') {
         const fresh: number[] = [];
         for (const query of newQueries) fresh.push(await search(query, mode));
@@ -320,6 +332,18 @@ async function afterStart(database: Database, catalog: string, mode: 'bm25' | 'h
   }
 }
 
+/**
+ * The tag most of the first `size` generated tools carry (lower-cased, as the filter compares),
+ * and how many carry it; undefined when none carries one (the first 1,460 are bfcl's, untagged).
+ */
+function commonestTag(size: number): { tag: string; tools: number } | undefined {
+  const counts = new Map<string, number>();
+  for (let i = 0; i < size; i++) for (const tag of toolAt(i).tags ?? []) counts.set(tag.toLowerCase(), (counts.get(tag.toLowerCase()) ?? 0) + 1);
+  let commonest: { tag: string; tools: number } | undefined;
+  for (const [tag, tools] of counts) if (!commonest || tools > commonest.tools) commonest = { tag, tools };
+  return commonest;
+}
+
 const round1 = (ms: number) => Math.round(ms * 10) / 10;
 
 const reports: SizeReport[] = [];
@@ -343,11 +367,12 @@ if (largest && largest.tools >= 100_000) {
   }
   if (largest.push_tools_per_s < 1500) misses.push(`push ${largest.push_tools_per_s.toFixed(0)} tools/s < 1,500`);
 }
-console.log('\nstore     tools   push/s  embed/s  ' + modes.map((mode) => `${mode} p50 / p99 (ms)`.padEnd(24)).join('') + 'new query hybrid  first after write  after slice  index ready  RSS MB');
+console.log('\nstore     tools   push/s  embed/s  ' + modes.map((mode) => `${mode} p50 / p99 (ms)`.padEnd(24)).join('') + 'tagged p50 / p99'.padEnd(12 * modes.length + 2) + 'new query hybrid  first after write  after slice  index ready  RSS MB');
 for (const report of reports) {
   console.log(
     `${report.store.padEnd(9)} ${String(report.tools).padStart(6)}  ${report.push_tools_per_s.toFixed(0).padStart(6)}  ${(report.embed_tools_per_s?.toFixed(0) ?? '-').padStart(7)}  ` +
       modes.map((mode) => `${report.search_ms[mode]!.p50.toFixed(1)} / ${report.search_ms[mode]!.p99.toFixed(1)}`.padEnd(24)).join('') +
+      modes.map((mode) => (report.tagged_search_ms[mode] ? `${report.tagged_search_ms[mode].p50.toFixed(1)} / ${report.tagged_search_ms[mode].p99.toFixed(1)}` : '-')).join('; ').padEnd(12 * modes.length + 2) +
       (report.new_query_search_ms ? `${report.new_query_search_ms.p50.toFixed(1)} / ${report.new_query_search_ms.p99.toFixed(1)}` : '-').padEnd(18) +
       modes.map((mode) => report.first_search_after_write_ms[mode]!.toFixed(0)).join(' / ').padEnd(19) +
       `${report.first_search_after_slice_ms?.toFixed(0) ?? '-'}`.padEnd(13) +

@@ -211,18 +211,23 @@ describe('benches, smoke runs', () => {
     expect([...run.written_ms, ...run.typos_ms].every((ms) => ms > 0)).toBe(true);
   });
 
-  it('npm run bench:scale: tiny catalogs on both stores, both modes, every figure reported', async () => {
+  it('npm run bench:scale: small catalogs on both stores, both modes, every figure reported', async () => {
     const pg = process.env.BENCH_PG ? ['--pg', process.env.BENCH_PG] : [];
-    const { code, stdout, stderr } = await runBench(['bench/scale.ts', '--sizes', '300,600', '--stores', 'postgres,pglite', '--rounds', '1', '--queries', '4', '--slice', '250', ...pg]);
+    // 1,600 tools reach past bfcl's 1,460 untagged ones into livemcpbench's tagged ones.
+    const { code, stdout, stderr } = await runBench(['bench/scale.ts', '--sizes', '300,1600', '--stores', 'postgres,pglite', '--rounds', '1', '--queries', '4', '--slice', '250', ...pg]);
     // Targets are judged at 100,000 tools only: a tiny run exits 0 with a complete report.
     expect(code, stderr.slice(-3000)).toBe(0);
-    const { reports } = JSON.parse(stdout.trim().split('\n').at(-1)!) as { reports: Array<{ store: string; tools: number; push_tools_per_s: number; embed_tools_per_s: number; search_ms: Record<string, { n: number; p50: number }>; first_search_after_write_ms: Record<string, number>; first_search_after_slice_ms: number; slow_searches: Record<string, { at: number; ms: number; took_ms: number; gc: string[] }[]>; gc_during_searches: Record<string, Record<string, { count: number }>>; index_ready_after_write_ms: number; rss_mb: number }> };
-    expect(reports.map((report) => `${report.store} ${report.tools}`)).toEqual(['postgres 300', 'postgres 600', 'pglite 300', 'pglite 600']);
+    const { reports } = JSON.parse(stdout.trim().split('\n').at(-1)!) as { reports: Array<{ store: string; tools: number; push_tools_per_s: number; embed_tools_per_s: number; search_ms: Record<string, { n: number; p50: number }>; tagged_search_ms: Record<string, { n: number; p50: number }>; tag?: { tag: string; tools: number }; first_search_after_write_ms: Record<string, number>; first_search_after_slice_ms: number; slow_searches: Record<string, { at: number; ms: number; took_ms: number; gc: string[] }[]>; gc_during_searches: Record<string, Record<string, { count: number }>>; index_ready_after_write_ms: number; rss_mb: number }> };
+    expect(reports.map((report) => `${report.store} ${report.tools}`)).toEqual(['postgres 300', 'postgres 1600', 'pglite 300', 'pglite 1600']);
     for (const report of reports) {
       expect(report.push_tools_per_s).toBeGreaterThan(0);
       expect(report.embed_tools_per_s).toBeGreaterThan(0);
+      // The 300 are untagged; of the 1,600, 140 are tagged, and the pass uses the commonest tag.
+      if (report.tools === 300) expect(report.tag).toBeUndefined();
+      else expect(report.tag?.tools).toSatisfy((tools: number) => tools > 0 && tools <= 140);
       for (const mode of ['bm25', 'hybrid']) {
         expect(report.search_ms[mode]).toMatchObject({ n: 4 });
+        if (report.tag) expect(report.tagged_search_ms[mode]).toMatchObject({ n: 4 });
         expect(report.first_search_after_write_ms[mode]).toBeGreaterThan(0);
         // Each slow search is one of the timed ones, and the service's own time is part of the client's.
         expect(report.gc_during_searches[mode]).toBeTypeOf('object');
