@@ -1,18 +1,20 @@
 /**
  * What an answer from memory under a tag filter adds: building the tagged tools' servers as BM25
  * documents from a catalog's in-process index (`CatalogIndex.serversCarrying`, one pass over its
- * postings), for the commonest tag and a median one of bench:scale's catalog.
+ * postings), for the commonest tag and a median one of bench:scale's catalog; and for a query's
+ * terms only (what a search builds: those terms' postings), over toolbench_stable's first dev queries.
  *
  *   npx tsx bench/servers-carrying.ts [--size 100000] [--runs 7]
  */
 import { parseArgs } from 'node:util';
-import { documentTerms } from '../src/catalog/search-text.js';
+import { readFileSync } from 'node:fs';
+import { documentTerms, queryTerms } from '../src/catalog/search-text.js';
 import { normalizeTools } from '../src/catalog/tool-formats.js';
 import { CatalogIndex } from '../src/search/catalog-index.js';
 import { toolAt } from './scale-catalog.js';
 import { summarize } from './stats.js';
 
-const { values } = parseArgs({ options: { size: { type: 'string', default: '100000' }, runs: { type: 'string', default: '7' } } });
+const { values } = parseArgs({ options: { size: { type: 'string', default: '100000' }, runs: { type: 'string', default: '7' }, queries: { type: 'string', default: '20' } } });
 const size = Number(values.size);
 const runs = Number(values.runs);
 const { tools } = normalizeTools(Array.from({ length: size }, (_, i) => toolAt(i)));
@@ -21,6 +23,11 @@ const rows = tools.map((tool) => {
   return { name: tool.name, length, server: tool.server, tags: tool.tags, tokens: { anthropic: null, openai: null, as_sent: null }, terms: [...termFreqs].map(([t, tf]) => `${t} ${tf}`).join(' ') };
 });
 const index = await CatalogIndex.build(1, 1, rows);
+const queries = readFileSync(new URL('../../shared/eval/toolbench_stable/queries.dev.jsonl', import.meta.url), 'utf8')
+  .trim()
+  .split('\n')
+  .slice(0, Number(values.queries))
+  .map((line) => queryTerms((JSON.parse(line) as { query: string }).query));
 const counts = new Map<string, number>();
 for (const tool of tools) for (const tag of tool.tags) counts.set(tag.toLowerCase(), (counts.get(tag.toLowerCase()) ?? 0) + 1);
 const sorted = [...counts].sort((a, b) => b[1] - a[1]);
@@ -35,4 +42,12 @@ for (const [tag, n] of [sorted[0]!, sorted[Math.floor(sorted.length / 2)]!]) {
   }
   const s = summarize(ms);
   console.log(`tag "${tag}" (${n} tools, ${servers} servers): serversCarrying median ${s.p50.toFixed(1)} ms [${s.min.toFixed(1)} .. ${s.max.toFixed(1)}], ${runs} runs`);
+  const perQuery: number[] = [];
+  for (const terms of queries) {
+    const started = performance.now();
+    index.serversCarrying([tag], terms);
+    perQuery.push(performance.now() - started);
+  }
+  const q = summarize(perQuery);
+  console.log(`tag "${tag}", a query's terms only: median ${q.p50.toFixed(2)} ms [${q.min.toFixed(2)} .. ${q.max.toFixed(2)}], ${perQuery.length} queries`);
 }

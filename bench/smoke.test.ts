@@ -196,10 +196,11 @@ describe('benches, smoke runs', () => {
   });
 
   it('bench/servers-carrying.ts: the tagged tools\' servers built from a catalog index, each tag timed', async () => {
-    const { code, stdout, stderr } = await runBench(['bench/servers-carrying.ts', '--size', '2000', '--runs', '1']);
+    const { code, stdout, stderr } = await runBench(['bench/servers-carrying.ts', '--size', '2000', '--runs', '1', '--queries', '3']);
     expect(code, stderr.slice(-3000)).toBe(0);
     expect(stdout).toMatch(/^2000 tools, \d+ servers, \d+ tags/m);
     expect(stdout.match(/serversCarrying median \d/g)).toHaveLength(2);
+    expect(stdout.match(/a query's terms only: median \d[^\n]*, 3 queries/g)).toHaveLength(2);
   });
 
   it('npm run bench:new-queries: never-seen queries as written and with typos, each timed once', async () => {

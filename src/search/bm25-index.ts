@@ -386,8 +386,11 @@ export class Bm25Index {
     return this.lengths[index]!;
   }
 
-  /** The (term, tf) pairs of the documents at `docs`: one pass over every posting. */
-  termsOf(docs: ReadonlySet<number>): Map<number, Map<string, number>> {
+  /**
+   * The (term, tf) pairs of the documents at `docs`: one pass over every posting, or with `only`,
+   * over those terms' postings alone (the pairs of those terms).
+   */
+  termsOf(docs: ReadonlySet<number>, only?: Iterable<string>): Map<number, Map<string, number>> {
     const terms = new Map<number, Map<string, number>>();
     if (docs.size === 0) return terms;
     const wanted = new Uint8Array(this.size);
@@ -395,7 +398,13 @@ export class Bm25Index {
       wanted[doc] = 1;
       terms.set(doc, new Map());
     }
-    for (const [term, list] of this.postings) {
+    const lists: Iterable<readonly [string, Int32Array]> = only
+      ? [...new Set(only)].flatMap((term) => {
+          const list = this.postings.get(term);
+          return list ? [[term, list] as const] : [];
+        })
+      : this.postings;
+    for (const [term, list] of lists) {
       for (let i = 0; i < list.length; i += 2) if (wanted[list[i]!]) terms.get(list[i]!)!.set(term, list[i + 1]!);
     }
     return terms;

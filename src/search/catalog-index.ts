@@ -265,17 +265,19 @@ export class CatalogIndex {
   /**
    * The servers of the tools carrying one of `tags` (case-insensitive) as BM25 documents of those
    * tools' terms only: the server lists of a tag-filtered search, which the store builds in SQL
-   * from the filtered tools. One pass over the postings (search/bm25-index.ts `termsOf`).
+   * from the filtered tools. With `terms` (a query's), the documents hold only those terms, each
+   * server at its full length: the same BM25 scores for that query, from those terms' postings
+   * alone instead of one pass over every posting (search/bm25-index.ts `termsOf`).
    */
-  serversCarrying(tags: readonly string[]): ServerIndex & { serverOf: ToolServers } {
+  serversCarrying(tags: readonly string[], terms?: Iterable<string>): ServerIndex & { serverOf: ToolServers } {
     const docs = new Set<number>();
     for (const tag of lowercased(tags)) {
       // A derived index's place of a removed tool may hold a name the lookup no longer knows there.
       for (const at of this.tagged.get(tag) ?? []) if (this.serverAt[at] != null && this.bm25.indexOf(this.bm25.idAt(at)) === at) docs.add(at);
     }
-    const terms = this.bm25.termsOf(docs);
+    const held = this.bm25.termsOf(docs, terms);
     const servers = new ServerDocumentsBuilder();
-    for (const at of [...docs].sort((a, b) => a - b)) servers.add(this.bm25.idAt(at), this.serverAt[at]!, this.bm25.lengthAt(at), terms.get(at)!);
+    for (const at of [...docs].sort((a, b) => a - b)) servers.add(this.bm25.idAt(at), this.serverAt[at]!, this.bm25.lengthAt(at), held.get(at)!);
     return { bm25: new Bm25Index(servers.documents()), members: servers.members, serverOf: this.servers.serverOf };
   }
 

@@ -163,11 +163,11 @@ export async function rankCorpus(
      */
     serverIndex?: ServerIndex;
     /**
-     * Under a tag filter, the servers of the tools carrying its tags (a catalog index's
-     * `serversCarrying`): server votes in process, their means from the vectors in hand unless
-     * `serverMeans` gives them; without it, in SQL.
+     * Under a tag filter, the servers of the tools carrying its tags for the query's terms (typo
+     * matches included; a catalog index's `serversCarrying`): server votes in process, their means
+     * from the vectors in hand unless `serverMeans` gives them; without it, in SQL.
      */
-    tagServers?: ServerIndex;
+    tagServers?: (terms: readonly string[]) => ServerIndex;
     /** Those servers' unit-length mean vectors; without them, the means of the vectors in hand. */
     serverMeans?: () => Promise<ReadonlyMap<string, Float32Array>>;
     /**
@@ -246,15 +246,20 @@ export async function rankCorpus(
   // Server votes (hybrid only): from the caller's statistics for a request's own tools, else from
   // the store. Their BM25 list, like the tools', runs while the model embeds the query.
   const withServers = request.mode === 'hybrid' && !options.withoutServers;
-  const serverIndex = request.tags?.length ? options.tagServers : (options.serverIndex ?? options.catalogIndex?.servers);
-  const servers = serverIndex?.members.size ? serverIndex : undefined;
+  const { tagServers } = options;
+  const serverIndexPromise: Promise<ServerIndex | undefined> = request.tags?.length
+    ? tagServers && withServers
+      ? weightsPromise.then((weights) => tagServers([...weights.keys()]))
+      : Promise.resolve(undefined)
+    : Promise.resolve(options.serverIndex ?? options.catalogIndex?.servers);
+  serverIndexPromise.catch(() => {}); // awaited below
   const serverBm25Promise: Promise<ServerList> = !withServers
     ? Promise.resolve(undefined)
-    : weightsPromise.then((weights) =>
-        serverIndex
-          ? servers && { ranked: servers.bm25.searchWeighted(weights, SERVER_DEPTH), members: servers.members }
-          : searchServersBm25(deps.db, filtered, weighted(weights), SERVER_DEPTH),
-      );
+    : weightsPromise.then(async (weights) => {
+        const serverIndex = await serverIndexPromise;
+        if (!serverIndex) return searchServersBm25(deps.db, filtered, weighted(weights), SERVER_DEPTH);
+        return serverIndex.members.size ? { ranked: serverIndex.bm25.searchWeighted(weights, SERVER_DEPTH), members: serverIndex.members } : undefined;
+      });
   serverBm25Promise.catch(() => {});
   let degraded: RankResult['degraded'];
   let queryVector: number[] | undefined;
@@ -286,7 +291,10 @@ export async function rankCorpus(
   const vectorPromise = searchingVectors();
   vectorPromise.catch(() => {}); // awaited below
   const searchingServerVectors = async (): Promise<ServerList> => {
-    if (!withServers || !embedder || !queryVector || (serverIndex && !servers)) return undefined;
+    if (!withServers || !embedder || !queryVector) return undefined;
+    const serverIndex = await serverIndexPromise;
+    const servers = serverIndex?.members.size ? serverIndex : undefined;
+    if (serverIndex && !servers) return undefined;
     if (servers) {
       // The caller's means (a catalog's, kept), else the means of the request's vectors in hand.
       const inHand = options.serverMeans ? undefined : await vectorsInHand;

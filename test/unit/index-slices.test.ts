@@ -116,4 +116,22 @@ describe('indexes built between time slices', () => {
     expect(empty.search(new Map([['mp3', 1]]), 10)).toEqual([]);
     expect(empty.servers.bm25.size).toBe(0);
   });
+  it("a tag filter's servers for a query's terms alone score as the tagged tools' whole server documents", async () => {
+    const tools = requestTools(11);
+    const documents = tools.map(({ tool }, i) => ({ id: tool.name, server: tool.server, tags: [['Ops', 'web', 'mail'][i % 3]!], ...documentTerms(tool) }));
+    const rows = documents.map(({ id, server, tags, length, termFreqs }) => ({ name: id, length, server, tags, tokens: { anthropic: null, openai: null, as_sent: null }, terms: [...termFreqs].map(([term, tf]) => `${term} ${tf}`).join(' ') }));
+    const built = await CatalogIndex.build(1, 1, rows);
+    for (const tags of [['ops'], ['WEB', 'mail']]) {
+      const wanted = new Set(tags.map((tag) => tag.toLowerCase()));
+      const reference = serverDocuments(documents.filter((doc) => doc.tags.some((tag) => wanted.has(tag.toLowerCase()))));
+      const whole = built.serversCarrying(tags);
+      expect(whole.members).toEqual(reference.members);
+      for (const query of queries) {
+        const part = built.serversCarrying(tags, query);
+        expect(part.members, `${tags}: ${query}`).toEqual(reference.members);
+        expect(part.bm25.search(query), `${tags}: ${query}`).toEqual(scoreBm25(reference.documents, query));
+        expect(part.bm25.search(query)).toEqual(whole.bm25.search(query));
+      }
+    }
+  });
 });
