@@ -37,3 +37,10 @@ export function toolAt(i: number) {
     ...(tool.server ? { server: suffix(tool.server, '-') } : {}),
   };
 }
+
+/** How many of the tag lists carry each tag (lower-cased, as a tag filter compares), commonest first. */
+export function tagCounts(tagLists: Iterable<readonly string[] | undefined>): [tag: string, tools: number][] {
+  const counts = new Map<string, number>();
+  for (const tags of tagLists) for (const tag of tags ?? []) counts.set(tag.toLowerCase(), (counts.get(tag.toLowerCase()) ?? 0) + 1);
+  return [...counts].sort((a, b) => b[1] - a[1]);
+}

@@ -8,8 +8,8 @@
  * (hybrid only), catalog search p50/p90/p99 in each mode over toolbench_stable's dev queries (their
  * embeddings cached by a first untimed pass, so the store and the ranking are timed; hybrid also over
  * as many queries not seen before, once each, the model's time included), the first
- * search after a write (a new revision), the process's RSS after the searches, and on PostgreSQL the
- * the same queries under a tag filter (the generated catalog's commonest tag, one pass), the
+ * search after a write (a new revision), the same queries under a tag filter (the generated
+ * catalog's commonest tag, one pass), the process's RSS after the searches, and on PostgreSQL the
  * first seconds after a start (the service started again on the same database, without and with
  * CATALOG_WARMUP, searched from /readyz's 200 on until the catalog's index is in hand). For the tail: the
  * GC pauses while the timed searches ran (perf_hooks), and each search over 2 x p50 with the
@@ -35,7 +35,7 @@ import { openPglite, openPostgres, type Database } from '../src/store/database.j
 import { watchGc } from './gc-pauses.js';
 import { startInProcess } from './in-process.js';
 import { commandCpuSeconds } from './process-cpu.js';
-import { toolAt } from './scale-catalog.js';
+import { tagCounts, toolAt } from './scale-catalog.js';
 import { summarize, type Summary } from './stats.js';
 
 const { values } = parseArgs({
@@ -337,11 +337,8 @@ async function afterStart(database: Database, catalog: string, mode: 'bm25' | 'h
  * and how many carry it; undefined when none carries one (the first 1,460 are bfcl's, untagged).
  */
 function commonestTag(size: number): { tag: string; tools: number } | undefined {
-  const counts = new Map<string, number>();
-  for (let i = 0; i < size; i++) for (const tag of toolAt(i).tags ?? []) counts.set(tag.toLowerCase(), (counts.get(tag.toLowerCase()) ?? 0) + 1);
-  let commonest: { tag: string; tools: number } | undefined;
-  for (const [tag, tools] of counts) if (!commonest || tools > commonest.tools) commonest = { tag, tools };
-  return commonest;
+  const [commonest] = tagCounts(Array.from({ length: size }, (_, i) => toolAt(i).tags));
+  return commonest && { tag: commonest[0], tools: commonest[1] };
 }
 
 const round1 = (ms: number) => Math.round(ms * 10) / 10;

@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { documentTerms, queryTerms } from '../src/catalog/search-text.js';
 import { normalizeTools } from '../src/catalog/tool-formats.js';
 import { CatalogIndex } from '../src/search/catalog-index.js';
-import { toolAt } from './scale-catalog.js';
+import { tagCounts, toolAt } from './scale-catalog.js';
 import { summarize } from './stats.js';
 
 const { values } = parseArgs({ options: { size: { type: 'string', default: '100000' }, runs: { type: 'string', default: '7' }, queries: { type: 'string', default: '20' } } });
@@ -28,10 +28,8 @@ const queries = readFileSync(new URL('../../shared/eval/toolbench_stable/queries
   .split('\n')
   .slice(0, Number(values.queries))
   .map((line) => queryTerms((JSON.parse(line) as { query: string }).query));
-const counts = new Map<string, number>();
-for (const tool of tools) for (const tag of tool.tags) counts.set(tag.toLowerCase(), (counts.get(tag.toLowerCase()) ?? 0) + 1);
-const sorted = [...counts].sort((a, b) => b[1] - a[1]);
-console.log(`${size} tools, ${index.servers.members.size} servers, ${counts.size} tags; commonest ${sorted.slice(0, 3).map(([t, n]) => `${t} ${n}`).join(', ')}`);
+const sorted = tagCounts(tools.map((tool) => tool.tags));
+console.log(`${size} tools, ${index.servers.members.size} servers, ${sorted.length} tags; commonest ${sorted.slice(0, 3).map(([t, n]) => `${t} ${n}`).join(', ')}`);
 for (const [tag, n] of [sorted[0]!, sorted[Math.floor(sorted.length / 2)]!]) {
   const ms: number[] = [];
   let servers = 0;

@@ -36,6 +36,11 @@ async function inSlices<T>(build: () => Promise<T>): Promise<{ built: T; othersR
   return { built, othersRan };
 }
 
+/** A document as a stored catalog's index reads its row (terms as "term tf ...", no token counts). */
+function indexRow({ id, server, length, termFreqs }: { id: string; server: string | null; length: number; termFreqs: ReadonlyMap<string, number> }, tags: string[] = []) {
+  return { name: id, length, server, tags, tokens: { anthropic: null, openai: null, as_sent: null }, terms: [...termFreqs].map(([term, tf]) => `${term} ${tf}`).join(' ') };
+}
+
 const queries = [['read', 'file'], ['weather'], ['search', 'paper', 'arxiv'], words, ['missing']];
 
 describe('indexes built between time slices', () => {
@@ -76,7 +81,7 @@ describe('indexes built between time slices', () => {
   it("a stored catalog's index: its tools' and servers' indexes as from the same documents in one piece", async () => {
     const tools = requestTools(7);
     const documents = tools.map(({ tool }) => ({ id: tool.name, server: tool.server, ...documentTerms(tool) }));
-    const rows = documents.map(({ id, server, length, termFreqs }) => ({ name: id, length, server, tags: [], tokens: { anthropic: null, openai: null, as_sent: null }, terms: [...termFreqs].map(([term, tf]) => `${term} ${tf}`).join(' ') }));
+    const rows = documents.map((document) => indexRow(document));
     const { built, othersRan } = await inSlices(() => CatalogIndex.build(1, 1, rows));
     expect(othersRan).toBe(true);
     const servers = serverDocuments(documents);
@@ -119,7 +124,7 @@ describe('indexes built between time slices', () => {
   it("a tag filter's servers for a query's terms alone score as the tagged tools' whole server documents", async () => {
     const tools = requestTools(11);
     const documents = tools.map(({ tool }, i) => ({ id: tool.name, server: tool.server, tags: [['Ops', 'web', 'mail'][i % 3]!], ...documentTerms(tool) }));
-    const rows = documents.map(({ id, server, tags, length, termFreqs }) => ({ name: id, length, server, tags, tokens: { anthropic: null, openai: null, as_sent: null }, terms: [...termFreqs].map(([term, tf]) => `${term} ${tf}`).join(' ') }));
+    const rows = documents.map((document) => indexRow(document, document.tags));
     const built = await CatalogIndex.build(1, 1, rows);
     for (const tags of [['ops'], ['WEB', 'mail']]) {
       const wanted = new Set(tags.map((tag) => tag.toLowerCase()));
