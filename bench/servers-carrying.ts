@@ -2,7 +2,9 @@
  * What an answer from memory under a tag filter adds: building the tagged tools' servers as BM25
  * documents from a catalog's in-process index (`CatalogIndex.serversCarrying`, one pass over its
  * postings), for the commonest tag and a median one of bench:scale's catalog; and for a query's
- * terms only (what a search builds: those terms' postings), over toolbench_stable's first dev queries.
+ * terms only (what a search builds: those terms' postings), over toolbench_stable's first dev queries;
+ * and the tagged servers' mean vectors (`serverCentroids`, what a hybrid search under the tag ranks
+ * servers by when the tagged tools' vectors are in process), from seeded random 512-d unit vectors.
  *
  *   npx tsx bench/servers-carrying.ts [--size 100000] [--runs 7]
  */
@@ -11,6 +13,9 @@ import { readFileSync } from 'node:fs';
 import { documentTerms, queryTerms } from '../src/catalog/search-text.js';
 import { normalizeTools } from '../src/catalog/tool-formats.js';
 import { CatalogIndex } from '../src/search/catalog-index.js';
+import { serverCentroids } from '../src/search/servers.js';
+import { l2Normalize } from '../src/embed/embedder.js';
+import { seededRandom } from '../src/eval/seeded-random.js';
 import { tagCounts, toolAt } from './scale-catalog.js';
 import { summarize } from './stats.js';
 
@@ -48,4 +53,15 @@ for (const [tag, n] of [sorted[0]!, sorted[Math.floor(sorted.length / 2)]!]) {
   }
   const q = summarize(perQuery);
   console.log(`tag "${tag}", a query's terms only: median ${q.p50.toFixed(2)} ms [${q.min.toFixed(2)} .. ${q.max.toFixed(2)}], ${perQuery.length} queries`);
+  const random = seededRandom(1);
+  const vectors = new Map([...index.namesCarrying([tag])].map((name) => [name, Float32Array.from(l2Normalize(Array.from({ length: 512 }, () => random() - 0.5)))]));
+  const members = index.serversCarrying([tag]).members;
+  const means: number[] = [];
+  for (let run = 0; run < runs; run++) {
+    const started = performance.now();
+    serverCentroids(members, vectors);
+    means.push(performance.now() - started);
+  }
+  const m = summarize(means);
+  console.log(`tag "${tag}", its ${members.size} servers' mean vectors: median ${m.p50.toFixed(2)} ms [${m.min.toFixed(2)} .. ${m.max.toFixed(2)}], ${runs} runs`);
 }

@@ -11,6 +11,8 @@ import {
   SERVER_DEPTH,
   SERVER_VECTOR_WEIGHT,
 } from '../../src/search/servers.js';
+import { l2Normalize } from '../../src/embed/embedder.js';
+import { seededRandom } from '../../src/eval/seeded-random.js';
 
 const doc = (id: string, server: string | null, termFreqs: Record<string, number>) => {
   const map = new Map(Object.entries(termFreqs));
@@ -55,6 +57,28 @@ describe('serverCentroids', () => {
     expect(centroids.get('a')![0]).toBeCloseTo(Math.SQRT1_2, 6);
     expect(centroids.get('a')![1]).toBeCloseTo(Math.SQRT1_2, 6);
     expect([...centroids.get('b')!]).toEqual([0, 1]);
+  });
+
+  it('gives the float32 of each normalized sum, as the store reads its means, and leaves out a server whose vectors cancel', () => {
+    const random = seededRandom(3);
+    const vectors = new Map(Array.from({ length: 40 }, (_, i) => [`t${i}`, Float32Array.from({ length: 8 }, () => random() - 0.5)] as const));
+    const members = new Map<string, string[]>([
+      ['first', ['t0', 't1', 't2']],
+      ['cancels', ['plus', 'minus']],
+      ['after', ['t3', 't4']],
+      ...Array.from({ length: 10 }, (_, s) => [`s${s}`, Array.from({ length: 3 }, (_, j) => `t${5 + s * 3 + j}`)] as [string, string[]]),
+    ]);
+    const plus = Float32Array.from({ length: 8 }, (_, i) => i + 1);
+    const withCancelling = new Map([...vectors, ['plus', plus], ['minus', plus.map((x) => -x)]]);
+    const centroids = serverCentroids(members, withCancelling);
+    expect(centroids.has('cancels')).toBe(false);
+    expect([...centroids.keys()]).toEqual([...members.keys()].filter((server) => server !== 'cancels'));
+    for (const [server, ids] of members) {
+      if (server === 'cancels') continue;
+      const sum = new Float32Array(8);
+      for (const id of ids) withCancelling.get(id)!.forEach((x, i) => (sum[i] = sum[i]! + x));
+      expect([...centroids.get(server)!]).toEqual([...Float32Array.from(l2Normalize(sum))]);
+    }
   });
 });
 
