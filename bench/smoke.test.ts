@@ -201,6 +201,7 @@ describe('benches, smoke runs', () => {
     expect(stdout).toMatch(/^2000 tools, \d+ servers, \d+ tags/m);
     expect(stdout.match(/serversCarrying median \d/g)).toHaveLength(2);
     expect(stdout.match(/a query's terms only: median \d[^\n]*, 3 queries/g)).toHaveLength(2);
+    expect(stdout.match(/servers' mean vectors: median \d/g)).toHaveLength(2);
   });
 
   it('npm run bench:new-queries: never-seen queries as written and with typos, each timed once', async () => {

@@ -10,7 +10,7 @@ import type { Bm25Index } from './bm25-index.js';
 import type { CatalogIndex } from './catalog-index.js';
 import { withDeadline } from '../deadline.js';
 import { isDatabaseUnavailable } from '../store/database.js';
-import { entriesFor } from './servers.js';
+import { entriesFor, type ServerMembers } from './servers.js';
 import { currentRecipe } from '../embed/embed-documents.js';
 
 /** The largest catalog whose server votes are computed in SQL while its index is read. */
@@ -83,13 +83,13 @@ export async function searchCatalog(
       : undefined;
   const vectorsNow = keepVectors && (catalog.toolCount > EXACT_SCAN_MAX ? keepVectors.cache.get(deps.db, catalog, keepVectors.recipe) : keepVectors.cache.held(catalog, keepVectors.recipe.model));
   const taggedNames = request.tags?.length ? index?.namesCarrying(request.tags) : undefined;
-  // A larger catalog under a tag filter, its index in hand: the tagged tools' vectors by their hashes
-  // (kept by content hash, so read once) when as few as a catalog scanned in process. In SQL the filter
-  // reads every tool's tags (the vector and server lists took ~600 ms each at 100,000 tools), and
-  // HNSW's filtered walk is approximate.
+  // A larger catalog under a tag filter, its index in hand: the tagged tools' vectors by their hashes,
+  // kept for the revision and tags (with their servers' means) when as few as a catalog scanned in
+  // process. In SQL the filter reads every tool's tags (the vector and server lists took ~600 ms each
+  // at 100,000 tools), and HNSW's filtered walk is approximate.
   const readTagged =
-    !keepVectors && taggedNames && deps.catalogVectors && taggedNames.size <= deps.catalogVectors.maxTools && request.mode !== 'bm25' && deps.embedder && deps.embeddingStatus && pending === undefined
-      ? deps.catalogVectors.named(deps.db, catalog.id, taggedNames, currentRecipe(deps.embedder.modelId))
+    !keepVectors && taggedNames && request.tags && deps.catalogVectors && taggedNames.size <= deps.catalogVectors.maxTools && request.mode !== 'bm25' && deps.embedder && deps.embeddingStatus && pending === undefined
+      ? deps.catalogVectors.tagged(deps.db, catalog, request.tags, taggedNames, currentRecipe(deps.embedder.modelId)).catch(() => undefined)
       : undefined;
   const inProcessVectors = vectorsNow
     ? Promise.all([
@@ -98,10 +98,10 @@ export async function searchCatalog(
       ])
         .then(([vectors, tagged]) => (vectors && tagged ? entriesFor(tagged, vectors) : vectors))
         .catch(() => undefined)
-    : readTagged?.catch(() => undefined);
+    : readTagged?.then((kept) => kept?.vectors);
   // Under a tag filter the tagged tools' servers come from the index in hand too (as from memory),
   // built for the query's terms (~3 ms for 3,740 tagged of 100,000, where SQL's filter took ~600 ms),
-  // their means from the tagged vectors when in process, else in SQL.
+  // their means from the tagged vectors when in process (kept with a larger catalog's), else in SQL.
   const tags = request.tags;
   const tagServers = request.mode === 'hybrid' && tags?.length && index ? (terms: readonly string[]) => index.serversCarrying(tags, terms) : undefined;
   const ranked = await rankCorpus(
@@ -117,7 +117,9 @@ export async function searchCatalog(
       ...(index ? { catalogIndex: index } : {}),
       ...(deps.serverStats && request.mode === 'hybrid' && !request.tags?.length
         ? { serverMeans: async () => deps.serverStats!.means(deps.db, catalog, deps.embedder!.modelId, index?.changedSince) }
-        : {}),
+        : readTagged && request.mode === 'hybrid'
+          ? { serverMeans: async (members: ServerMembers) => (await readTagged)?.means(members) }
+          : {}),
       // Without the index, server votes in SQL read every tool's terms and vector: seconds at
       // 100,000 tools, past the request's deadline. A large catalog ranks without them until its index is in.
       ...(!index && catalog.toolCount > SQL_SERVER_LISTS_MAX ? { withoutServers: true } : {}),

@@ -18,6 +18,7 @@ import type { VectorRecipe } from '../store/embedding-store.js';
 import { loadCatalogHashes, loadNamedHashes } from '../store/search-store.js';
 import type { Executor } from '../store/tool-store.js';
 import type { VectorCache } from '../store/vector-cache.js';
+import { serverCentroids, type ServerMembers } from './servers.js';
 
 /** The largest catalog whose vectors are scanned in process (10,000 x 512 floats: 20 MB, ~5 ms a scan on a 2-core machine). */
 export const VECTORS_IN_PROCESS_MAX = 10_000;
@@ -29,11 +30,26 @@ interface KeptVectors {
   model: string;
   vectors: ReadonlyMap<string, Float32Array>;
   bytes: number;
+  /** A tag filter's set: its servers' means, once a search asked for them. */
+  means?: ReadonlyMap<string, Float32Array>;
+}
+
+/** A tag filter's tools of a larger catalog, kept for its revision like a catalog's set. */
+export interface TaggedVectors {
+  vectors: ReadonlyMap<string, Float32Array>;
+  /**
+   * The unit-length means of the tagged tools' servers (search/servers.ts `serverCentroids`),
+   * computed at the first call and kept with the set. `members` are those servers' tagged tools
+   * (CatalogIndex.serversCarrying), the same for every query of a revision and tag set.
+   */
+  means(members: ServerMembers): ReadonlyMap<string, Float32Array>;
 }
 
 export class CatalogVectorCache {
-  private readonly entries: LruCache<number, KeptVectors>;
+  /** A catalog's set by its id; a tag filter's by its id and tags (`taggedKey`). */
+  private readonly entries: LruCache<string, KeptVectors>;
   private readonly loading = new Map<string, Promise<ReadonlyMap<string, Float32Array> | undefined>>();
+  private readonly loadingTagged = new Map<string, Promise<TaggedVectors | undefined>>();
 
   constructor(
     private readonly vectorCache: VectorCache,
@@ -69,20 +85,62 @@ export class CatalogVectorCache {
 
   /** The vectors kept for exactly this revision and model, without reading anything (the selector's answer from memory). */
   held(catalog: { id: number; revision: number }, model: string): ReadonlyMap<string, Float32Array> | undefined {
-    const kept = this.entries.get(catalog.id);
+    const kept = this.entries.get(String(catalog.id));
     return kept && kept.revision === catalog.revision && kept.model === model ? kept.vectors : undefined;
   }
 
   /**
-   * The current vectors of some of a catalog's tools (a tag filter's, named by the catalog's index),
-   * by name, read through the vectors kept by content hash (not kept as a set); undefined when one
-   * of them is gone or lacks a current vector.
+   * The current vectors of the tools of a catalog carrying one of `tags` (`names`, as the catalog's
+   * index at this revision names them), by name, read through the vectors kept by content hash and
+   * then kept for this revision and model in the same budget as catalogs' sets: a search under the
+   * same tags reads nothing, and its servers' means are computed once. Undefined when one of the
+   * names is gone or lacks a current vector.
    */
-  async named(db: Executor, catalogId: number, names: ReadonlySet<string>, recipe: VectorRecipe): Promise<ReadonlyMap<string, Float32Array> | undefined> {
-    const hashes = await loadNamedHashes(db, catalogId, names);
+  tagged(db: Executor, catalog: { id: number; revision: number }, tags: readonly string[], names: ReadonlySet<string>, recipe: VectorRecipe): Promise<TaggedVectors | undefined> {
+    const key = taggedKey(catalog.id, tags);
+    const kept = this.entries.get(key);
+    if (kept && kept.revision === catalog.revision && kept.model === recipe.model) return Promise.resolve(this.taggedView(key, kept));
+    const loadingKey = `${key}\u0000${catalog.revision}\u0000${recipe.model}`;
+    let pending = this.loadingTagged.get(loadingKey);
+    if (!pending) {
+      pending = this.loadTagged(db, key, catalog, names, recipe).finally(() => this.loadingTagged.delete(loadingKey));
+      this.loadingTagged.set(loadingKey, pending);
+    }
+    return pending;
+  }
+
+  private async loadTagged(db: Executor, key: string, catalog: { id: number; revision: number }, names: ReadonlySet<string>, recipe: VectorRecipe): Promise<TaggedVectors | undefined> {
+    const hashes = await loadNamedHashes(db, catalog.id, names);
     if (!hashes) return undefined;
     const { vectors, complete } = await this.vectorCache.load(db, recipe, [...hashes.values()]);
-    return complete ? new Map([...hashes].map(([name, hash]) => [name, vectors.get(hash)!])) : undefined;
+    if (!complete) return undefined;
+    const byName = new Map<string, Float32Array>();
+    let bytes = 0;
+    for (const [name, hash] of hashes) {
+      const vector = vectors.get(hash)!;
+      byName.set(name, vector);
+      bytes += vector.byteLength + 2 * name.length + 64;
+    }
+    const kept: KeptVectors = { revision: catalog.revision, model: recipe.model, vectors: byName, bytes };
+    const current = this.entries.get(key);
+    if (!current || current.revision <= catalog.revision) this.entries.set(key, kept);
+    return this.taggedView(key, kept);
+  }
+
+  private taggedView(key: string, kept: KeptVectors): TaggedVectors {
+    return {
+      vectors: kept.vectors,
+      means: (members) => {
+        const now = this.entries.get(key);
+        if (now?.means && now.vectors === kept.vectors) return now.means;
+        const means = serverCentroids(members, kept.vectors);
+        let bytes = 0;
+        for (const [server, mean] of means) bytes += mean.byteLength + 2 * server.length + 64;
+        // A new entry, not the old one changed: the cache weighs an entry again when it lets it go.
+        if (now?.vectors === kept.vectors) this.entries.set(key, { ...now, means, bytes: now.bytes + bytes });
+        return means;
+      },
+    };
   }
 
   private async load(db: Executor, catalog: { id: number; revision: number }, recipe: VectorRecipe): Promise<ReadonlyMap<string, Float32Array> | undefined> {
@@ -97,8 +155,13 @@ export class CatalogVectorCache {
       byName.set(name, vector);
       bytes += vector.byteLength + 2 * name.length + 64;
     }
-    const current = this.entries.get(catalog.id);
-    if (!current || current.revision <= catalog.revision) this.entries.set(catalog.id, { revision: catalog.revision, model: recipe.model, vectors: byName, bytes });
+    const current = this.entries.get(String(catalog.id));
+    if (!current || current.revision <= catalog.revision) this.entries.set(String(catalog.id), { revision: catalog.revision, model: recipe.model, vectors: byName, bytes });
     return byName;
   }
+}
+
+/** A tag filter's key: its catalog and its tags as matched (lower-cased, each once, sorted). */
+function taggedKey(catalogId: number, tags: readonly string[]): string {
+  return `${catalogId}\u0001${[...new Set(tags.map((tag) => tag.toLowerCase()))].sort().join('\u0000')}`;
 }

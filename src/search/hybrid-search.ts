@@ -168,8 +168,12 @@ export async function rankCorpus(
      * from the vectors in hand unless `serverMeans` gives them; without it, in SQL.
      */
     tagServers?: (terms: readonly string[]) => ServerIndex;
-    /** Those servers' unit-length mean vectors; without them, the means of the vectors in hand. */
-    serverMeans?: () => Promise<ReadonlyMap<string, Float32Array>>;
+    /**
+     * The servers' unit-length mean vectors, given the servers' members (a catalog's, kept; a tag
+     * filter's, kept with its vectors); without them, or when this gives none, the means of the
+     * vectors in hand, else in SQL.
+     */
+    serverMeans?: (members: ServerMembers) => Promise<ReadonlyMap<string, Float32Array> | undefined>;
     /**
      * The embedder's vectors of this corpus (under a tag filter: of the tools carrying one of its
      * tags, and no other), by id, being loaded by the caller (alongside BM25 and the query
@@ -297,8 +301,9 @@ export async function rankCorpus(
     if (serverIndex && !servers) return undefined;
     if (servers) {
       // The caller's means (a catalog's, kept), else the means of the request's vectors in hand.
-      const inHand = options.serverMeans ? undefined : await vectorsInHand;
-      const means = options.serverMeans ? await options.serverMeans() : inHand && serverCentroids(servers.members, inHand);
+      const given = options.serverMeans && (await options.serverMeans(servers.members));
+      const inHand = given ? undefined : await vectorsInHand;
+      const means = given ?? (inHand && serverCentroids(servers.members, inHand));
       if (means && means.size > SERVER_SCAN_MAX && servers.serverOf) {
         const [tools, bm25Servers] = await Promise.all([vectorPromise, serverBm25Promise]);
         const candidates = [...tools.map(([id]) => servers.serverOf!.get(id)), ...(bm25Servers?.ranked ?? []).map(([server]) => server)];

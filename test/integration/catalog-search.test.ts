@@ -191,6 +191,12 @@ describe('POST /v1/catalogs/{catalog}/search with the real model', () => {
     const untouchable = new Proxy({}, { get: (_, key) => { asked.push(String(key)); throw new Error('the store was asked'); } }) as typeof deps.db;
     let voted = 0;
     const statements: string[] = [];
+    // And as a catalog too large to scan in process (the most it scans: one tool fewer than it
+    // has): each tag filter's vectors read by name, kept with their servers' means.
+    const { CatalogVectorCache, CATALOG_VECTORS_MEMORY } = await import('../../src/search/catalog-vectors.js');
+    const { VectorCache } = await import('../../src/store/vector-cache.js');
+    const large = new CatalogVectorCache(new VectorCache(), CATALOG_VECTORS_MEMORY, served.length - 1);
+    const largeStatements: string[] = [];
     for (const embedder of [deps.embedder, null]) {
       for (const tags of [undefined, ['code'], ['web', 'files']]) {
         for (const query of ['search the code of a repository', 'take a picture of the web page', 'move a file']) {
@@ -204,6 +210,9 @@ describe('POST /v1/catalogs/{catalog}/search with the real model', () => {
           const healthy = await searchCatalog({ ...deps, db: observing(deps.db, (text) => statements.push(text)), embedder }, { tenant: 'default', name }, { query, topK: 8, mode: 'hybrid', ...(tags ? { tags } : {}) }, row);
           expect(healthy.tools.map(({ tool }) => tool.name), label).toEqual(store.tools.map(({ tool }) => tool.name));
           healthy.tools.forEach(({ score }, at) => expect(score, label).toBeCloseTo(store.tools[at]!.score, 6));
+          const asLarge = await searchCatalog({ ...deps, db: observing(deps.db, (text) => largeStatements.push(text)), embedder, catalogVectors: large }, { tenant: 'default', name }, { query, topK: 8, mode: 'hybrid', ...(tags ? { tags } : {}) }, row);
+          expect(asLarge.tools.map(({ tool }) => tool.name), `as large, ${label}`).toEqual(store.tools.map(({ tool }) => tool.name));
+          asLarge.tools.forEach(({ score }, at) => expect(score, `as large, ${label}`).toBeCloseTo(store.tools[at]!.score, 6));
         }
       }
     }
@@ -213,6 +222,11 @@ describe('POST /v1/catalogs/{catalog}/search with the real model', () => {
     // The store's server lists (search-store.ts) were read by no healthy search; the rows were.
     expect(statements.filter((text) => text.includes('server is not null'))).toEqual([]);
     expect(statements.some((text) => text.includes('catalog_tools'))).toBe(true);
+    // As large: each tag filter's tools were read by name once (its first search with the model),
+    // and kept: three queries each, one read.
+    expect(largeStatements.filter((text) => text.includes('as n(name)'))).toHaveLength(2);
+    expect(largeStatements.filter((text) => text.includes('server is not null') || text.includes('unnest(d.tags)'))).toEqual([]);
+    expect(large.bytes).toBeGreaterThan(0);
   });
 
   it("adds the server's vote to every tool of the query's top servers, in hybrid mode only", async () => {
@@ -435,8 +449,24 @@ describe('a tag filter over a mid-size catalog (more than EXACT_SCAN_MAX tools),
         asLarge.tools.forEach(({ score }, at) => expect(score, `${mode}: ${query}`).toBeCloseTo(asSmall.tools[at]!.score, 9));
       }
     }
-    // The tagged tools' hashes were read by name; no statement filtered the catalog by tag in SQL.
-    expect(statements.some((text) => text.includes('as n(name)'))).toBe(true);
+    // The tagged tools' hashes were read by name, once: the set is kept for the revision and tags.
+    // No statement filtered the catalog by tag in SQL.
+    const readByName = () => statements.filter((text) => text.includes('as n(name)')).length;
+    expect(readByName()).toBe(1);
     expect(statements.filter((text) => text.includes('unnest(d.tags)'))).toEqual([]);
+    // A write makes a new revision: its first search under the tag (in any case) reads the tagged
+    // tools again, and finds the changed one.
+    const changed = { ...tagged[0]!, description: 'storm siren for the weather office' };
+    expect((await app.request('POST', `/v1/catalogs/${big}/tools`, { tools: [changed] })).status).toBe(200);
+    await app.deps.queue?.whenIdle();
+    const next = (await getCatalog(deps.db, 'default', big))!;
+    expect(next.revision).toBeGreaterThan(row.revision);
+    await deps.catalogIndexes!.get(next);
+    const request = { query: 'storm siren for the weather office', topK: 50, mode: 'hybrid' as const, tags: ['OPS'] };
+    const [asLarge, asSmall] = [await searchCatalog(large, { tenant: 'default', name: big }, request, next), await searchCatalog(deps, { tenant: 'default', name: big }, request, next)];
+    expect(asLarge.degraded).toBeUndefined();
+    expect(asLarge.tools[0]!.tool.name).toBe(changed.name);
+    expect(asLarge.tools.map(({ tool }) => tool.name)).toEqual(asSmall.tools.map(({ tool }) => tool.name));
+    expect(readByName()).toBe(2);
   });
 });
