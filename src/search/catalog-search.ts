@@ -361,6 +361,8 @@ async function rankFromMemory(
   // Under a tag filter the servers of the tagged tools, and their means from the tagged vectors, as the store reads them.
   const tagServers = tags?.length ? (terms: readonly string[]) => index.serversCarrying(tags, terms) : undefined;
   const vectors = embedder && deps.catalogVectors?.held(revision, embedder.modelId);
+  // A catalog too large to keep whole: its tag filter's set, kept by a healthy search under the same tags.
+  const tagged = embedder && tags?.length && !vectors ? deps.catalogVectors?.heldTagged(revision, tags, embedder.modelId) : undefined;
   const means = embedder && !tagServers ? (index.servers.members.size === 0 ? new Map<string, Float32Array>() : deps.serverStats?.held(revision, embedder.modelId)) : undefined;
   // The store's ranking while the model is down, from the index alone: BM25 with typo matching and the servers' BM25 votes.
   const withoutModel = () =>
@@ -370,7 +372,7 @@ async function rankFromMemory(
       { query: pattern, topK: depth, mode: 'hybrid', exactIds, ...(tags?.length ? { tags } : {}) },
       { useVectorIndex: false, catalogIndex: index, ...(tagServers ? { tagServers } : {}) },
     );
-  if (!embedder || !vectors || (!tagServers && !means)) return withoutModel();
+  if (!embedder || !(vectors || tagged) || (!tagServers && !means)) return withoutModel();
   const ranking = rankCorpus(
     deps,
     { kind: 'catalog', catalogId: index.catalogId },
@@ -379,8 +381,8 @@ async function rankFromMemory(
       useVectorIndex: false,
       catalogIndex: index,
       // Under a tag filter, the vectors of the tools carrying a tag, as the store's path scans them.
-      corpusVectors: Promise.resolve(tags?.length ? entriesFor(index.namesCarrying(tags), vectors) : vectors),
-      ...(tagServers ? { tagServers } : { serverMeans: async () => means! }),
+      corpusVectors: Promise.resolve(tagged ? tagged.vectors : tags?.length ? entriesFor(index.namesCarrying(tags), vectors!) : vectors!),
+      ...(tagServers ? { tagServers, ...(tagged ? { serverMeans: async (members: ServerMembers) => tagged.means(members) } : {}) } : { serverMeans: async () => means! }),
       denseComplete: true,
     },
   );

@@ -98,8 +98,8 @@ export class CatalogVectorCache {
    */
   tagged(db: Executor, catalog: { id: number; revision: number }, tags: readonly string[], names: ReadonlySet<string>, recipe: VectorRecipe): Promise<TaggedVectors | undefined> {
     const key = taggedKey(catalog.id, tags);
-    const kept = this.entries.get(key);
-    if (kept && kept.revision === catalog.revision && kept.model === recipe.model) return Promise.resolve(this.taggedView(key, kept));
+    const kept = this.heldTagged(catalog, tags, recipe.model);
+    if (kept) return Promise.resolve(kept);
     const loadingKey = `${key}\u0000${catalog.revision}\u0000${recipe.model}`;
     let pending = this.loadingTagged.get(loadingKey);
     if (!pending) {
@@ -107,6 +107,13 @@ export class CatalogVectorCache {
       this.loadingTagged.set(loadingKey, pending);
     }
     return pending;
+  }
+
+  /** A tag filter's set kept for exactly this revision and model, without reading anything (an answer from memory). */
+  heldTagged(catalog: { id: number; revision: number }, tags: readonly string[], model: string): TaggedVectors | undefined {
+    const key = taggedKey(catalog.id, tags);
+    const kept = this.entries.get(key);
+    return kept && kept.revision === catalog.revision && kept.model === model ? this.taggedView(key, kept) : undefined;
   }
 
   private async loadTagged(db: Executor, key: string, catalog: { id: number; revision: number }, names: ReadonlySet<string>, recipe: VectorRecipe): Promise<TaggedVectors | undefined> {

@@ -213,6 +213,13 @@ describe('POST /v1/catalogs/{catalog}/search with the real model', () => {
           const asLarge = await searchCatalog({ ...deps, db: observing(deps.db, (text) => largeStatements.push(text)), embedder, catalogVectors: large }, { tenant: 'default', name }, { query, topK: 8, mode: 'hybrid', ...(tags ? { tags } : {}) }, row);
           expect(asLarge.tools.map(({ tool }) => tool.name), `as large, ${label}`).toEqual(store.tools.map(({ tool }) => tool.name));
           asLarge.tools.forEach(({ score }, at) => expect(score, `as large, ${label}`).toBeCloseTo(store.tools[at]!.score, 6));
+          // And from memory as large: under a tag, the set that search kept (untagged, a catalog this
+          // large has no vectors in process, so the model's ranking needs the store).
+          if (tags || !embedder) {
+            const remembered = await rankRemembered({ ...deps, db: untouchable, embedder, catalogVectors: large }, index, { pattern: query, depth: 8, ...(tags ? { tags } : {}) });
+            expect(remembered.found.map(([found]) => found), `from memory as large, ${label}`).toEqual(store.tools.map(({ tool }) => tool.name));
+            remembered.found.forEach(([, score], at) => expect(score, `from memory as large, ${label}`).toBeCloseTo(store.tools[at]!.score, 6));
+          }
         }
       }
     }
