@@ -491,6 +491,10 @@ describe('the selector\'s in-process vector scan', () => {
     const inMemory = rankByCosine(query, loaded.vectors, 20);
     expect(inMemory.map(([id]) => id)).toEqual(inSql.map(([id]) => id));
     inMemory.forEach(([, score], index) => expect(score).toBeCloseTo(inSql[index]![1], 5));
+    // Read in binary: the very float4s pgvector holds, as its text form (shortest round trip) gives them.
+    const textRows = await queryRows<{ hash: string; embedding: string }>(database.db, sql`select hash, embedding::text as embedding from tool_embeddings where model = ${model}`);
+    expect(textRows).toHaveLength(35);
+    for (const row of textRows) expect([...loaded.vectors.get(row.hash)!]).toEqual([...Float32Array.from(JSON.parse(row.embedding) as number[])]);
     // Served from the cache the second time, including after the rows are gone from the store.
     await database.db.execute(sql`delete from tool_embeddings where model = ${model}`);
     expect((await cache.load(database.db, { model, textVersion: EMBED_TEXT_VERSION }, corpus.hashes)).vectors.size).toBe(35);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { vectorBinary, vectorLiteral } from '../../src/store/vector-literal.js';
+import { vectorBinary, vectorFromBinary, vectorLiteral } from '../../src/store/vector-literal.js';
 
 const parse = (literal: string) => literal.slice(1, -1).split(',').map(Number);
 
@@ -32,5 +32,21 @@ describe('vectorBinary', () => {
   it('refuses more dimensions than pgvector holds', () => {
     expect(() => vectorBinary(new Float32Array(16_001))).toThrow(RangeError);
     expect(vectorBinary(new Float32Array(16_000))).toHaveLength(4 + 64_000);
+  });
+});
+
+describe('vectorFromBinary', () => {
+  it("reads pgvector's binary output (vector_send), from a Buffer or a view into a larger array", () => {
+    // What PostgreSQL answered for vector_send('[1,2,-0.5]'::vector).
+    const sent = Buffer.from('000300003f80000040000000bf000000', 'hex');
+    expect([...vectorFromBinary(sent)]).toEqual([1, 2, -0.5]);
+    const values = Float32Array.from([0.1, -0.2, 0.30000001, 1e-8]);
+    const inLarger = new Uint8Array(64);
+    inLarger.set(vectorBinary(values), 7);
+    expect([...vectorFromBinary(inLarger.subarray(7, 7 + 4 + 16))]).toEqual([...values]);
+  });
+
+  it('refuses bytes that do not match their dimension', () => {
+    expect(() => vectorFromBinary(Buffer.from('000300003f800000', 'hex'))).toThrow(RangeError);
   });
 });

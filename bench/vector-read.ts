@@ -1,0 +1,58 @@
+/**
+ * Reading stored vectors into process: pgvector's text form parsed with JSON.parse (what the
+ * service read before 2026-12-05) against its binary form (`vector_send`, decoded by
+ * `vectorFromBinary`, what VectorCache reads now), alternating, for the same hashes; checks both
+ * give the same float4s. Against any database with vectors of the model, e.g. one kept by
+ * `npm run bench:scale -- --keep`:
+ *
+ *   npx tsx bench/vector-read.ts --db postgres://postgres@127.0.0.1:5432/<kept> [--tools 3740] [--runs 5] [--model use-lite]
+ */
+import { parseArgs } from 'node:util';
+import { sql } from 'drizzle-orm';
+import { openPostgres, queryRows } from '../src/store/database.js';
+import { vectorFromBinary } from '../src/store/vector-literal.js';
+import { summarize } from './stats.js';
+
+const { values } = parseArgs({
+  options: {
+    db: { type: 'string' },
+    tools: { type: 'string', default: '3740' },
+    runs: { type: 'string', default: '5' },
+    model: { type: 'string', default: 'use-lite' },
+  },
+});
+if (!values.db) throw new Error('--db postgres://... is required');
+const database = await openPostgres(values.db);
+const model = values.model!;
+const hashes = (await queryRows<{ hash: string }>(database.db, sql`select hash from tool_embeddings where model = ${model} order by hash limit ${Number(values.tools)}`)).map((row) => row.hash);
+const times = { textRead: [] as number[], textParse: [] as number[], binaryRead: [] as number[], binaryDecode: [] as number[] };
+for (let run = 0; run < Number(values.runs); run++) {
+  let started = performance.now();
+  const text = await queryRows<{ hash: string; embedding: string }>(
+    database.db,
+    sql`select e.hash, e.embedding::text as embedding from unnest(${sql.param(hashes)}::text[]) as h(hash) join tool_embeddings e on e.hash = h.hash and e.model = ${model}`,
+  );
+  times.textRead.push(performance.now() - started);
+  started = performance.now();
+  const parsed = new Map(text.map((row) => [row.hash, Float32Array.from(JSON.parse(row.embedding) as number[])]));
+  times.textParse.push(performance.now() - started);
+  started = performance.now();
+  const binary = await queryRows<{ hash: string; embedding: Uint8Array }>(
+    database.db,
+    sql`select e.hash, vector_send(e.embedding) as embedding from unnest(${sql.param(hashes)}::text[]) as h(hash) join tool_embeddings e on e.hash = h.hash and e.model = ${model}`,
+  );
+  times.binaryRead.push(performance.now() - started);
+  started = performance.now();
+  const decoded = new Map(binary.map((row) => [row.hash, vectorFromBinary(row.embedding)]));
+  times.binaryDecode.push(performance.now() - started);
+  for (const [hash, vector] of parsed) {
+    const other = decoded.get(hash);
+    if (!other || other.length !== vector.length || vector.some((value, i) => value !== other[i])) throw new Error(`the binary read of ${hash} differs from the text read`);
+  }
+}
+await database.close();
+console.log(`${hashes.length} vectors of ${model}, ${values.runs} runs, median [min .. max] ms:`);
+for (const [name, ms] of Object.entries(times)) {
+  const s = summarize(ms);
+  console.log(`  ${name}: ${s.p50.toFixed(1)} [${s.min.toFixed(1)} .. ${s.max.toFixed(1)}]`);
+}
