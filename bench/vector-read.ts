@@ -1,7 +1,8 @@
 /**
  * Reading stored vectors into process: pgvector's text form parsed with JSON.parse (what the
  * service read before 2026-12-05) against its binary form (`vector_send`, decoded by
- * `vectorFromBinary`, what VectorCache reads now), alternating, for the same hashes; checks both
+ * `vectorFromBinary`, what VectorCache reads on PostgreSQL now; PGlite reads text, whose bytea
+ * parser is slower), alternating, for the same hashes; checks both
  * give the same float4s. Against any database with vectors of the model, e.g. one kept by
  * `npm run bench:scale -- --keep`:
  *

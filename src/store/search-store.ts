@@ -1,7 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { BM25_B, BM25_K1 } from '../search/bm25.js';
-import { queryRows, type Db } from './database.js';
-import { vectorFromBinary, vectorLiteral } from './vector-literal.js';
+import { queryRows, sendsBinaryParameters, type Db } from './database.js';
+import { vectorColumn, vectorLiteral, vectorRead } from './vector-literal.js';
 import { changesSince, changesTold, type CatalogToolRow } from './catalog-store.js';
 import type { VectorRecipe } from './embedding-store.js';
 import type { Executor } from './tool-store.js';
@@ -375,9 +375,9 @@ export async function loadCatalogServerMeans(
   recipe: VectorRecipe,
   servers?: readonly string[],
 ): Promise<{ means: Map<string, Float32Array>; incomplete: Set<string> }> {
-  const rows = await queryRows<{ server: string; mean: Uint8Array | null; tools: number; current: number }>(
+  const rows = await queryRows<{ server: string; mean: Uint8Array | string | null; tools: number; current: number }>(
     db,
-    sql`select d.server, vector_send(avg(e.embedding)) as mean, count(*)::int as tools,
+    sql`select d.server, ${vectorColumn(sql`avg(e.embedding)`, sendsBinaryParameters(db))} as mean, count(*)::int as tools,
                count(*) filter (where e.text_version = ${recipe.textVersion})::int as current
         from catalog_tools ct join tool_documents d on d.hash = ct.hash
           left join tool_embeddings e on e.hash = d.hash and e.model = ${recipe.model}
@@ -388,7 +388,7 @@ export async function loadCatalogServerMeans(
   const incomplete = new Set<string>();
   for (const row of rows) {
     if (Number(row.current) !== Number(row.tools)) incomplete.add(row.server);
-    if (row.mean !== null) means.set(row.server, vectorFromBinary(row.mean));
+    if (row.mean !== null) means.set(row.server, vectorRead(row.mean));
   }
   return { means, incomplete };
 }

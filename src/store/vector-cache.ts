@@ -1,9 +1,9 @@
 import { sql } from 'drizzle-orm';
 import { LruCache } from '../lru-cache.js';
-import { queryRows } from './database.js';
+import { queryRows, sendsBinaryParameters } from './database.js';
 import type { VectorRecipe } from './embedding-store.js';
 import type { Executor } from './tool-store.js';
-import { vectorFromBinary } from './vector-literal.js';
+import { vectorColumn, vectorRead } from './vector-literal.js';
 
 export interface LoadedVectors {
   /** Every stored vector of the model among the hashes asked for, current or from an older text recipe. */
@@ -35,14 +35,14 @@ export class VectorCache {
     }
     let complete = true;
     if (missing.length > 0) {
-      const rows = await queryRows<{ hash: string; embedding: Uint8Array; text_version: number }>(
+      const rows = await queryRows<{ hash: string; embedding: Uint8Array | string; text_version: number }>(
         db,
-        sql`select e.hash, vector_send(e.embedding) as embedding, e.text_version
+        sql`select e.hash, ${vectorColumn(sql`e.embedding`, sendsBinaryParameters(db))} as embedding, e.text_version
             from unnest(${sql.param(missing)}::text[]) as h(hash) join tool_embeddings e on e.hash = h.hash and e.model = ${recipe.model}`,
       );
       complete = rows.length === missing.length;
       for (const row of rows) {
-        const vector = vectorFromBinary(row.embedding);
+        const vector = vectorRead(row.embedding);
         if (Number(row.text_version) === recipe.textVersion) this.vectors.set(`${recipe.model}\u0000${row.hash}`, vector);
         else complete = false;
         vectors.set(row.hash, vector);

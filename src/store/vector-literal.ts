@@ -1,3 +1,5 @@
+import { sql, type SQL } from 'drizzle-orm';
+
 /**
  * A vector as pgvector's text input, `[x1,x2,...]`. Components below 1 in magnitude (every
  * component of a unit vector) are written as integers of 1e-9: three times faster to format than
@@ -31,11 +33,9 @@ export function vectorBinary(vector: ArrayLike<number>): Buffer {
 }
 
 /**
- * A vector from pgvector's binary output (`vector_send`: the layout `vectorBinary` writes). Reading
- * `vector_send(embedding)` instead of `embedding::text` gives the same float4 values (the text is
- * pgvector's shortest round-trip form) without parsing 512 numbers of text a vector: 3,740 vectors
- * read in ~140 ms plus ~9 ms to decode, against ~200 ms plus ~120 ms of JSON.parse on the main
- * thread (PostgreSQL, bench/vector-read.ts). node-postgres gives a Buffer, PGlite a Uint8Array.
+ * A vector from pgvector's binary output (`vector_send`: the layout `vectorBinary` writes): the same
+ * float4 values as its text form (pgvector writes the shortest round trip) without parsing 512
+ * numbers of text a vector.
  */
 export function vectorFromBinary(bytes: Uint8Array): Float32Array {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -44,4 +44,20 @@ export function vectorFromBinary(bytes: Uint8Array): Float32Array {
   const vector = new Float32Array(dimension);
   for (let i = 0; i < dimension; i++) vector[i] = view.getFloat32(4 + 4 * i);
   return vector;
+}
+
+/**
+ * A stored vector column as a driver reads it fastest, for `vectorRead`: binary from node-postgres
+ * (`binary`, database.ts `sendsBinaryParameters`), text from PGlite. For 3,740 vectors on
+ * PostgreSQL, binary took ~140 ms to read plus ~9 to decode against ~200 plus ~120 of JSON.parse on
+ * the main thread (bench/vector-read.ts); on PGlite, whose bytea parser is JavaScript, binary took
+ * 748-770 ms against 311-340 for text (docs/benchmarks.md, 2026-12-05).
+ */
+export function vectorColumn(column: SQL, binary: boolean): SQL {
+  return binary ? sql`vector_send(${column})` : sql`${column}::text`;
+}
+
+/** A vector read through `vectorColumn`. */
+export function vectorRead(value: Uint8Array | string): Float32Array {
+  return typeof value === 'string' ? Float32Array.from(JSON.parse(value) as number[]) : vectorFromBinary(value);
 }

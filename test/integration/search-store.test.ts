@@ -9,7 +9,7 @@ import { writeVectors } from '../../src/store/embedding-store.js';
 import { searchBm25, searchServersBm25, searchServersVector, searchVector, type Corpus } from '../../src/store/search-store.js';
 import { queryRows } from '../../src/store/database.js';
 import type { CountedDocument } from '../../src/store/tool-store.js';
-import { testDatabase, uniqueName } from '../helpers/database.js';
+import { observing, storeKind, testDatabase, uniqueName } from '../helpers/database.js';
 
 /** A document with hand-set term counts (the SQL must use exactly these, not re-tokenize). */
 function toyDocument(name: string, termFreqs: Record<string, number>): CountedDocument {
@@ -485,13 +485,16 @@ describe('the selector\'s in-process vector scan', () => {
     const corpus: Corpus = { kind: 'hashes', hashes: docs.map((doc) => doc.hash) };
     const inSql = await searchVector(database.db, corpus, { model, vector: query, useIndex: false }, 20);
     const cache = new VectorCache();
-    const loaded = await cache.load(database.db, { model, textVersion: EMBED_TEXT_VERSION }, corpus.hashes);
+    const statements: string[] = [];
+    const loaded = await cache.load(observing(database.db, (text) => statements.push(text)), { model, textVersion: EMBED_TEXT_VERSION }, corpus.hashes);
+    // node-postgres reads them in binary; PGlite as text (its bytea parser is slower than JSON.parse).
+    expect(statements.filter((text) => text.includes('vector_send(')).length).toBe(storeKind() === 'postgres' ? 1 : 0);
     expect(loaded.vectors.size).toBe(35);
     expect(loaded.complete).toBe(false); // 5 of the 40 have no vector yet
     const inMemory = rankByCosine(query, loaded.vectors, 20);
     expect(inMemory.map(([id]) => id)).toEqual(inSql.map(([id]) => id));
     inMemory.forEach(([, score], index) => expect(score).toBeCloseTo(inSql[index]![1], 5));
-    // Read in binary: the very float4s pgvector holds, as its text form (shortest round trip) gives them.
+    // The very float4s pgvector holds, as its text form (shortest round trip) gives them.
     const textRows = await queryRows<{ hash: string; embedding: string }>(database.db, sql`select hash, embedding::text as embedding from tool_embeddings where model = ${model}`);
     expect(textRows).toHaveLength(35);
     for (const row of textRows) expect([...loaded.vectors.get(row.hash)!]).toEqual([...Float32Array.from(JSON.parse(row.embedding) as number[])]);
