@@ -7,10 +7,16 @@
  * `npm run bench:scale -- --keep`:
  *
  *   npx tsx bench/vector-read.ts --db postgres://postgres@127.0.0.1:5432/<kept> [--tools 3740] [--runs 5] [--model use-lite]
+ *
+ * Or `--pglite`: a new embedded store in a temporary directory, with `--tools` documents and random
+ * 512-d vectors of the model (PGlite parses bytea in JavaScript; see vector-literal.ts `vectorColumn`).
  */
 import { parseArgs } from 'node:util';
 import { sql } from 'drizzle-orm';
-import { openPostgres, queryRows } from '../src/store/database.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openPglite, openPostgres, queryRows } from '../src/store/database.js';
 import { vectorFromBinary } from '../src/store/vector-literal.js';
 import { summarize } from './stats.js';
 
@@ -20,11 +26,25 @@ const { values } = parseArgs({
     tools: { type: 'string', default: '3740' },
     runs: { type: 'string', default: '5' },
     model: { type: 'string', default: 'use-lite' },
+    pglite: { type: 'boolean', default: false },
   },
 });
-if (!values.db) throw new Error('--db postgres://... is required');
-const database = await openPostgres(values.db);
+if (!values.db && !values.pglite) throw new Error('--db postgres://... or --pglite is required');
 const model = values.model!;
+const dataDir = values.pglite ? mkdtempSync(join(tmpdir(), 'toolsift-vector-read-')) : undefined;
+const database = dataDir ? await openPglite(dataDir) : await openPostgres(values.db!);
+if (dataDir) {
+  await database.migrate();
+  await database.db.execute(
+    sql`insert into tool_documents (hash, name, description, definition, doc_length)
+        select md5(i::text), 't' || i, 'd', '{}'::json, 1 from generate_series(1, ${Number(values.tools)}::int) as i`,
+  );
+  await database.db.execute(
+    sql`insert into tool_embeddings (hash, model, dimension, embedding)
+        select d.hash, ${model}, 512, (select array_agg(random() - 0.5) from generate_series(1, 512) where d.hash is not null)::vector
+        from tool_documents d`,
+  );
+}
 const hashes = (await queryRows<{ hash: string }>(database.db, sql`select hash from tool_embeddings where model = ${model} order by hash limit ${Number(values.tools)}`)).map((row) => row.hash);
 const times = { textRead: [] as number[], textParse: [] as number[], binaryRead: [] as number[], binaryDecode: [] as number[] };
 for (let run = 0; run < Number(values.runs); run++) {
@@ -52,7 +72,8 @@ for (let run = 0; run < Number(values.runs); run++) {
   }
 }
 await database.close();
-console.log(`${hashes.length} vectors of ${model}, ${values.runs} runs, median [min .. max] ms:`);
+if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+console.log(`${hashes.length} vectors of ${model} on ${values.pglite ? 'PGlite' : 'PostgreSQL'}, ${values.runs} runs, median [min .. max] ms:`);
 for (const [name, ms] of Object.entries(times)) {
   const s = summarize(ms);
   console.log(`  ${name}: ${s.p50.toFixed(1)} [${s.min.toFixed(1)} .. ${s.max.toFixed(1)}]`);
