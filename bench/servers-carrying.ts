@@ -8,13 +8,14 @@
  *
  *   npx tsx bench/servers-carrying.ts [--size 100000] [--runs 7]
  */
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { readFileSync } from 'node:fs';
 import { documentTerms, queryTerms } from '../src/catalog/search-text.js';
 import { normalizeTools } from '../src/catalog/tool-formats.js';
 import { CatalogIndex } from '../src/search/catalog-index.js';
 import { serverCentroids } from '../src/search/servers.js';
 import { l2Normalize } from '../src/embed/embedder.js';
+import { loadQueries } from '../src/eval/run-eval.js';
 import { seededRandom } from '../src/eval/seeded-random.js';
 import { tagCounts, toolAt } from './scale-catalog.js';
 import { summarize } from './stats.js';
@@ -28,11 +29,9 @@ const rows = tools.map((tool) => {
   return { name: tool.name, length, server: tool.server, tags: tool.tags, tokens: { anthropic: null, openai: null, as_sent: null }, terms: [...termFreqs].map(([t, tf]) => `${t} ${tf}`).join(' ') };
 });
 const index = await CatalogIndex.build(1, 1, rows);
-const queries = readFileSync(new URL('../../shared/eval/toolbench_stable/queries.dev.jsonl', import.meta.url), 'utf8')
-  .trim()
-  .split('\n')
+const queries = loadQueries(fileURLToPath(new URL('../../shared/eval/toolbench_stable/queries.dev.jsonl', import.meta.url)))
   .slice(0, Number(values.queries))
-  .map((line) => queryTerms((JSON.parse(line) as { query: string }).query));
+  .map((row) => queryTerms(row.query));
 const sorted = tagCounts(tools.map((tool) => tool.tags));
 console.log(`${size} tools, ${index.servers.members.size} servers, ${sorted.length} tags; commonest ${sorted.slice(0, 3).map(([t, n]) => `${t} ${n}`).join(', ')}`);
 for (const [tag, n] of [sorted[0]!, sorted[Math.floor(sorted.length / 2)]!]) {

@@ -7,8 +7,9 @@
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/<kept> PORT=8099 npm start
  *   npx tsx bench/tagged-search.ts --url http://localhost:8099 --catalog scale-100000 --tag tools [--queries 20] [--rounds 4]
  */
-import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { loadQueries } from '../src/eval/run-eval.js';
 import { summarize } from './stats.js';
 
 const { values } = parseArgs({
@@ -21,11 +22,9 @@ const { values } = parseArgs({
     'api-key': { type: 'string' },
   },
 });
-const queries = readFileSync(new URL('../../shared/eval/toolbench_stable/queries.dev.jsonl', import.meta.url), 'utf8')
-  .trim()
-  .split('\n')
+const queries = loadQueries(fileURLToPath(new URL('../../shared/eval/toolbench_stable/queries.dev.jsonl', import.meta.url)))
   .slice(0, Number(values.queries))
-  .map((line) => (JSON.parse(line) as { query: string }).query);
+  .map((row) => row.query);
 const headers = { 'content-type': 'application/json', ...(values['api-key'] ? { 'x-api-key': values['api-key'] } : {}) };
 
 async function search(query: string, tags?: string[]): Promise<number> {

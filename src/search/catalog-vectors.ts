@@ -98,7 +98,7 @@ export class CatalogVectorCache {
    */
   tagged(db: Executor, catalog: { id: number; revision: number }, tags: readonly string[], names: ReadonlySet<string>, recipe: VectorRecipe): Promise<TaggedVectors | undefined> {
     const key = taggedKey(catalog.id, tags);
-    const kept = this.heldTagged(catalog, tags, recipe.model);
+    const kept = this.heldTaggedAt(key, catalog.revision, recipe.model);
     if (kept) return Promise.resolve(kept);
     const loadingKey = `${key}\u0000${catalog.revision}\u0000${recipe.model}`;
     let pending = this.loadingTagged.get(loadingKey);
@@ -111,9 +111,12 @@ export class CatalogVectorCache {
 
   /** A tag filter's set kept for exactly this revision and model, without reading anything (an answer from memory). */
   heldTagged(catalog: { id: number; revision: number }, tags: readonly string[], model: string): TaggedVectors | undefined {
-    const key = taggedKey(catalog.id, tags);
+    return this.heldTaggedAt(taggedKey(catalog.id, tags), catalog.revision, model);
+  }
+
+  private heldTaggedAt(key: string, revision: number, model: string): TaggedVectors | undefined {
     const kept = this.entries.get(key);
-    return kept && kept.revision === catalog.revision && kept.model === model ? this.taggedView(key, kept) : undefined;
+    return kept && kept.revision === revision && kept.model === model ? this.taggedView(key, kept) : undefined;
   }
 
   private async loadTagged(db: Executor, key: string, catalog: { id: number; revision: number }, names: ReadonlySet<string>, recipe: VectorRecipe): Promise<TaggedVectors | undefined> {
