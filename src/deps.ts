@@ -21,6 +21,7 @@ import { BackgroundWork } from './background-work.js';
 import { LruCache } from './lru-cache.js';
 import { VectorCache } from './store/vector-cache.js';
 import { CatalogVectorCache } from './search/catalog-vectors.js';
+import { SeenTools } from './search/seen-tools.js';
 import { CatalogIndexCache } from './search/catalog-index.js';
 import { CatalogEmbeddingStatus } from './catalog/embedding-status.js';
 import { ServerStatsCache } from './search/server-stats.js';
@@ -233,7 +234,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     logger,
     metrics,
   };
-  const search = { db: database.db, embedder, serverStats: new ServerStatsCache(), catalogIndexes, embeddingStatus, catalogVectors: new CatalogVectorCache(vectorCache), storeBreaker: new StoreBreaker() };
+  const search = { db: database.db, embedder, serverStats: new ServerStatsCache(), catalogIndexes, embeddingStatus, catalogVectors: new CatalogVectorCache(vectorCache), storeBreaker: new StoreBreaker(), seenTools: new SeenTools() };
   // Catalogs read into process before the service says it is ready (not in a worker process, which answers no searches).
   let closing = false;
   const warmUp = newWarmUp();

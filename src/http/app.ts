@@ -20,7 +20,7 @@ import { rejectUnsafeInput } from './input-safety.js';
 import { bodyBudget } from './body-budget.js';
 import { jsonInSlices } from './json-body.js';
 import { TOOL_SEARCH_PATH, toolSearchRoutes } from './tool-search.js';
-import { catalogListCache, toolRowCache } from '../mcp/discovery.js';
+import { catalogListCache, toolRowCache, upstreamRowCache } from '../mcp/discovery.js';
 import { serviceVersion } from '../paths.js';
 import type { UpstreamService } from '../upstream/upstreams.js';
 import { upstreamRoutes } from './upstreams.js';
@@ -66,7 +66,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(toolSearchRoutes({ selector: deps.selector, search: deps.search, tokens: deps.selector.tokens }, deps.metrics));
   app.use(
     mcpRoutes(
-      { catalog: deps.catalog, search: deps.search, upstreams: deps.upstreams ?? null, toolRows: toolRowCache(), catalogLists: catalogListCache(), logger: deps.logger, metrics: deps.metrics, version: serviceVersion() },
+      { catalog: deps.catalog, search: deps.search, upstreams: deps.upstreams ?? null, toolRows: toolRowCache(), catalogLists: catalogListCache(), upstreamRows: upstreamRowCache(), logger: deps.logger, metrics: deps.metrics, version: serviceVersion() },
       { allowedOrigins: deps.config.MCP_ALLOWED_ORIGINS, allowedHosts: deps.config.MCP_ALLOWED_HOSTS },
     ),
   );

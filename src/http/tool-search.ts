@@ -90,7 +90,7 @@ export function openaiAnswer(results: FoundTool[], callId?: string): OpenAiToolS
     execution: 'client',
     status: 'completed',
     ...(callId ? { call_id: callId } : {}),
-    // Every result carries its definition here: an answer from memory has none, and is never asked for this format.
+    // Every result carries its definition here: an answer from memory keeps only tools whose definitions it has.
     tools: results.flatMap((found) => (found.tool ? [found.tool] : [])).map((tool) => {
       const wire = wireDefinition(tool, 'openai') as { name: string; description: string; parameters: Record<string, unknown> };
       return { type: 'function', name: wire.name, description: wire.description, parameters: wire.parameters, strict: false, defer_loading: true };

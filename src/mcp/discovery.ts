@@ -26,6 +26,8 @@ export interface DiscoveryDeps {
   toolRows: ToolRowCache;
   /** Each tenant's catalogs as last listed here (catalogListCache): what `/mcp` spans while the store does not answer. */
   catalogLists: CatalogListCache;
+  /** Upstreams' rows as read with a tool (upstreamRowCache): where call_tool sends any of their tools while the store does not answer. */
+  upstreamRows: UpstreamRowCache;
 }
 
 /** Who is asking, and over which catalogs: all of the tenant's (`/mcp`) or one (`/mcp/{catalog}`). */
@@ -65,8 +67,10 @@ const WEAK_COSINE = 0.35;
  * While the store does not answer (search/catalog-search.ts's `storeOrMemory`: unavailable, or its
  * breaker open after such a failure), the meta-tools work from what this process holds: the
  * catalogs' rows and each tenant's list as last read here, the catalogs' indexes for search_tools,
- * and the tools already resolved (toolRows) for get_tool_details and call_tool. What it does not
- * hold is the store's error, as before.
+ * the tools already resolved (toolRows) for get_tool_details and call_tool, the tools searches
+ * answered with (search/seen-tools.ts) for descriptions and get_tool_details, and the upstreams'
+ * rows read with a tool (upstreamRows), so call_tool reaches any tool the catalog's index names on
+ * such an upstream. What it does not hold is the store's error, as before.
  */
 
 export type CatalogListCache = LruCache<string, CatalogSummary[]>;
@@ -181,8 +185,8 @@ export async function searchTools(
     return {
       results,
       hint:
-        "toolsift's store is not answering: these are ranked from this server's memory of the catalog, with descriptions only of tools looked up here before. " +
-        'call_tool and get_tool_details work for tools called or looked up here before; try again shortly for the rest.',
+        "toolsift's store is not answering: these are ranked from this server's memory of the catalog, with descriptions only of tools found or looked up here before. " +
+        'get_tool_details works for tools found or looked up here before, call_tool for tools of upstreams called or looked up here before; try again shortly for the rest.',
       ...observed,
     };
   }
@@ -215,7 +219,8 @@ async function rankInStore(deps: DiscoveryDeps, scope: DiscoveryScope, catalog: 
  * The catalog as last seen here (`rankRemembered`: its index, and its vectors when held), while the
  * store does not answer. When this process holds no index of it: at `/mcp/{catalog}` undefined (the
  * store's error); at `/mcp` nothing from it, while the tenant's other catalogs answer. Descriptions
- * and parameters come only from tools resolved here before (toolRows): the index holds terms, not text.
+ * and parameters come from tools resolved here before (toolRows) or found by a search here before
+ * (search/seen-tools.ts): the index holds terms, not text.
  */
 async function rankInMemory(deps: DiscoveryDeps, scope: DiscoveryScope, catalog: CatalogSummary, input: { query: string; tags?: string[] }, depth: number): Promise<CatalogRanking | undefined> {
   const index = deps.search.catalogIndexes?.lastSeen(scope.tenant, catalog.name)?.index;
@@ -223,7 +228,7 @@ async function rankInMemory(deps: DiscoveryDeps, scope: DiscoveryScope, catalog:
   const ranked = await rankRemembered(deps.search, index, { pattern: input.query, depth, ...(input.tags?.length ? { tags: input.tags } : {}) });
   return {
     tools: rememberedTools(ranked, depth).map(({ name, score, confidence }) => {
-      const known = deps.toolRows.get(toolRowKey(catalog, name));
+      const known = deps.toolRows.get(toolRowKey(catalog, name)) ?? deps.search.seenTools?.get(catalog.id, name);
       return {
         catalog: catalog.name,
         name,
@@ -260,20 +265,32 @@ const toolRowKey = (catalog: CatalogSummary, name: string) => `${catalog.id}\0${
 export const toolRowCache = (): ToolRowCache =>
   new LruCache(TOOL_ROWS_MAX, { max: TOOL_ROW_BYTES_MAX, weigh: (row) => (row === null ? 64 : 2 * JSON.stringify(row).length) });
 
-export async function resolveTool(deps: DiscoveryDeps, scope: DiscoveryScope, name: string): Promise<Resolved> {
+/** An upstream's row by catalog id, upstream revision and server name; a few per catalog. */
+export type UpstreamRowCache = LruCache<string, UpstreamRow>;
+
+const UPSTREAM_ROWS_MAX = 4096;
+
+export const upstreamRowCache = (): UpstreamRowCache => new LruCache(UPSTREAM_ROWS_MAX);
+
+const upstreamRowKey = (catalog: CatalogSummary, server: string) => `${catalog.id}\0${catalog.upstreamRevision}\0${server}`;
+
+/** What a tool is resolved for: its text (get_tool_details), or its upstream (call_tool). */
+type Purpose = 'details' | 'call';
+
+export async function resolveTool(deps: DiscoveryDeps, scope: DiscoveryScope, name: string, purpose: Purpose): Promise<Resolved> {
   const inScope = await scopeCatalogs(deps, scope);
   const slash = name.indexOf('/');
   if (!scope.catalog && slash > 0) {
     const prefixed = inScope.find((catalog) => catalog.name === name.slice(0, slash));
     if (prefixed) {
-      const found = await findTool(deps, scope.tenant, prefixed, name.slice(slash + 1));
+      const found = await findTool(deps, scope.tenant, prefixed, name.slice(slash + 1), purpose);
       if (found) return { ok: true, catalog: prefixed.name, tool: found };
     }
   }
   const hits = (
     await Promise.all(
       inScope.map(async (catalog) => {
-        const found = await findTool(deps, scope.tenant, catalog, name);
+        const found = await findTool(deps, scope.tenant, catalog, name, purpose);
         return found ? [{ catalog: catalog.name, tool: found }] : [];
       }),
     )
@@ -286,14 +303,43 @@ export async function resolveTool(deps: DiscoveryDeps, scope: DiscoveryScope, na
 /**
  * At most one query: the catalog's row was read by the caller's scope. The upstream's row comes
  * with the tool, so call_tool forwards after one statement, not two, and none on a cache hit.
+ * While the store does not answer, what this process holds (`rememberedTool`), else the store's error.
  */
-async function findTool(deps: DiscoveryDeps, tenant: string, catalog: CatalogSummary, name: string): Promise<ToolWithUpstream | undefined> {
+async function findTool(deps: DiscoveryDeps, tenant: string, catalog: CatalogSummary, name: string, purpose: Purpose): Promise<ToolWithUpstream | undefined> {
   const key = toolRowKey(catalog, name);
   const cached = deps.toolRows.get(key);
   if (cached !== undefined) return cached ?? undefined;
-  const found = await getToolWithUpstream(deps.catalog.db, tenant, catalog.name, name);
-  deps.toolRows.set(key, found ?? null);
-  return found;
+  const { tool } = await storeOrMemory(
+    deps.search,
+    { tenant, name: catalog.name },
+    async () => {
+      const found = await getToolWithUpstream(deps.catalog.db, tenant, catalog.name, name);
+      deps.toolRows.set(key, found ?? null);
+      if (found?.upstream && found.server !== null) deps.upstreamRows.set(upstreamRowKey(catalog, found.server), found.upstream);
+      return { tool: found };
+    },
+    async () => rememberedTool(deps, tenant, catalog, name, purpose),
+  );
+  return tool;
+}
+
+/**
+ * A tool as this process last saw it, for `purpose`, while the store does not answer; undefined
+ * (the store's error) when it does not hold enough. get_tool_details needs the tool's row as a
+ * search here answered with it. call_tool needs its server, from that row or the catalog's index,
+ * and that server's upstream row as read with any of its tools (a tool without a server is
+ * answered as ever: no upstream to run it).
+ */
+function rememberedTool(deps: DiscoveryDeps, tenant: string, catalog: CatalogSummary, name: string, purpose: Purpose): { tool: ToolWithUpstream } | undefined {
+  const seen = deps.search.seenTools?.get(catalog.id, name);
+  if (purpose === 'details') return seen ? { tool: { ...seen, upstream: null } } : undefined;
+  const index = deps.search.catalogIndexes?.lastSeen(tenant, catalog.name)?.index;
+  if (!seen && index?.bm25.indexOf(name) === undefined) return undefined;
+  const server = seen ? seen.server : (index!.servers.serverOf.get(name) ?? null);
+  const row = seen ?? { name, hash: '', description: '', inputSchema: null, tags: [], server, definition: null, tokens: { anthropic: null, openai: null, as_sent: null } };
+  if (server === null) return { tool: { ...row, upstream: null } };
+  const upstream = deps.upstreamRows.get(upstreamRowKey(catalog, server));
+  return upstream ? { tool: { ...row, upstream } } : undefined;
 }
 
 export type ToolDetail =
@@ -303,7 +349,7 @@ export type ToolDetail =
 export async function toolDetails(deps: DiscoveryDeps, scope: DiscoveryScope, names: string[], detail: 'brief' | 'full'): Promise<ToolDetail[]> {
   return Promise.all(
     names.map(async (name): Promise<ToolDetail> => {
-      const resolved = await resolveTool(deps, scope, name);
+      const resolved = await resolveTool(deps, scope, name, 'details');
       if (!resolved.ok) return { name, found: false, error: resolved.error };
       const { tool, catalog } = resolved;
       return detail === 'brief'
@@ -363,7 +409,7 @@ export async function callTool(
   signal?: AbortSignal,
 ): Promise<UpstreamCallResult & { upstream?: string; split?: TimeSplit }> {
   const started = performance.now();
-  const resolved = await resolveTool(deps, scope, name);
+  const resolved = await resolveTool(deps, scope, name, 'call');
   const lookupMs = performance.now() - started;
   if (!resolved.ok) return errorResult(resolved.error);
   const { tool, catalog } = resolved;

@@ -254,7 +254,7 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
     async (uri, variables) => {
       const name = variable(uri, variables.name);
       const catalog = await scopedCatalog(uri, variables.catalog);
-      const resolved = await resolveTool(deps, { tenant: scope.tenant, catalog }, name);
+      const resolved = await resolveTool(deps, { tenant: scope.tenant, catalog }, name, 'details');
       if (!resolved.ok) throw new ResourceNotFoundError(uri.href, resolved.error);
       deps.metrics?.mcpRequests.inc({ method: 'resources/read', tool: 'tool-definition', outcome: 'ok' });
       return { contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify(resolved.tool.definition) }] };

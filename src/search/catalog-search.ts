@@ -127,6 +127,7 @@ export async function searchCatalog(
     },
   );
   const rows = await loadCatalogTools(deps.db, catalog.id, ranked.tools.map((tool) => tool.id));
+  deps.seenTools?.remember(catalog.id, rows.values());
   // A small catalog's vectors, read once per revision after the search that ranked without them.
   if (keepVectors && !vectorsNow) keepVectors.cache.get(deps.db, catalog, keepVectors.recipe).catch(() => {});
   return {

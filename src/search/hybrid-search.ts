@@ -16,6 +16,7 @@ import type { ServerIndex, ServerStatsCache } from './server-stats.js';
 import { addServerVotes, entriesFor, serverCentroids, SERVER_DEPTH, SERVER_SCAN_MAX, type ServerLists, type ServerMembers } from './servers.js';
 import { rankByCosine } from './vector-scan.js';
 import type { VectorCache } from '../store/vector-cache.js';
+import type { SeenTools } from './seen-tools.js';
 
 /** A query embedding that did not finish within the caller's latency budget (it still completes). */
 export class EmbedderBusy extends Error {
@@ -66,6 +67,8 @@ export interface RankDeps {
   catalogVectors?: CatalogVectorCache;
   /** When present, the gateway selector answers from memory without asking a store that just failed (selectFromCatalog). */
   storeBreaker?: StoreBreaker;
+  /** When present, the tools catalog searches answered with, for answers from memory that give text (search/seen-tools.ts). */
+  seenTools?: SeenTools;
 }
 
 export interface RankResult {

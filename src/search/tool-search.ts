@@ -37,13 +37,13 @@ export interface ToolSearchInput {
   minConfidence?: number;
   /** How definitions are counted: as the provider the answer is for receives them. */
   shape: WireShape;
-  /** The answer carries the tools' definitions (`openai`), so it cannot come from memory. */
+  /** The answer carries the tools' definitions (`openai`): from memory, only tools whose definitions a search here answered with. */
   definitions?: boolean;
 }
 
 export interface FoundTool {
   name: string;
-  /** Its definition; absent in an answer from memory while the store is down (only the store holds definitions). */
+  /** Its definition; in an answer from memory while the store is down, only a tool's a search here answered with before. */
   tool?: Pick<Tool, 'name' | 'description' | 'inputSchema' | 'definition' | 'server' | 'tags'>;
   score: number;
   /** Calibrated probability that the tool is relevant (search/confidence.ts); 1 for a tool named exactly. */
@@ -171,7 +171,7 @@ async function searchStoredCatalog(deps: ToolSearchDeps, input: ToolSearchInput,
 
 /** The index of the catalog as last seen here, when it can answer `input` (`searchRememberedCatalog`). */
 function rememberedIndex(deps: ToolSearchDeps, input: ToolSearchInput, ref: { tenant: string; name: string }): CatalogIndex | undefined {
-  if (input.definitions) return undefined;
+  if (input.definitions && !deps.search.seenTools) return undefined;
   const index = deps.search.catalogIndexes?.lastSeen(ref.tenant, ref.name)?.index;
   return index && index.totalTokens(input.shape) !== undefined ? index : undefined;
 }
@@ -179,16 +179,22 @@ function rememberedIndex(deps: ToolSearchDeps, input: ToolSearchInput, ref: { te
 /**
  * The answer while the store does not give one, from the catalog as last seen by this process
  * (`rankRemembered`: its index, and its vectors when held), with `degraded: "store_error"`.
- * Undefined, so the caller answers the store's 503, when this process holds no index of the
- * catalog, when the answer must carry definitions (`openai`: only the store holds them), or when
- * some row of the catalog has no count yet (an older release's, counted at the next start).
+ * An answer that carries definitions (`openai`) keeps the ranked tools whose definitions a search
+ * here answered with before (search/seen-tools.ts), in their order: a tool the model cannot be given
+ * is no use to it. Undefined, so the caller answers the store's 503, when this process holds no
+ * index of the catalog, or when some row of the catalog has no count yet (an older release's,
+ * counted at the next start).
  */
 async function searchRememberedCatalog(deps: ToolSearchDeps, input: ToolSearchInput, ref: { tenant: string; name: string }, terms: string[], depth: number): Promise<ToolSearchResult | undefined> {
   const index = rememberedIndex(deps, input, ref);
   if (!index) return undefined;
   const offered = index.totalTokens(input.shape)!;
   const ranked = await rankRemembered(deps.search, index, { pattern: input.query, depth, ...(input.tags?.length ? { tags: input.tags } : {}) });
-  const all = rememberedTools(ranked, depth).map((tool) => ({ ...tool, estimatedTokens: index.tokensOf(tool.name, input.shape)! }));
+  const all = rememberedTools(ranked, depth).flatMap((tool): FoundTool[] => {
+    const seen = deps.search.seenTools?.get(index.catalogId, tool.name);
+    if (input.definitions && !seen) return [];
+    return [{ ...tool, ...(seen ? { tool: seen } : {}), estimatedTokens: index.tokensOf(tool.name, input.shape)! }];
+  });
   const { results, confidence, selected } = answerFrom(all, input);
   return {
     results,

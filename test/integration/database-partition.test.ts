@@ -211,7 +211,7 @@ describe('PostgreSQL stops answering (blackholed by a proxy)', () => {
     expect(fromStore).toBe(true);
   }, 60_000);
 
-  it('tool-search over a catalog this process has searched answers from memory, in every format but openai', async () => {
+  it('tool-search over a catalog this process has searched answers from memory, in every format', async () => {
     const search = (body: Record<string, unknown>) =>
       timed('/v1/tool-search', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ catalog, ...body }) });
     for (let tries = 0; tries < 40 && !deps.search.catalogIndexes!.lastSeen('default', catalog); tries++) {
@@ -226,6 +226,8 @@ describe('PostgreSQL stops answering (blackholed by a proxy)', () => {
       { query: 'task number 7 with files zzqx', max_results: 4, budget_tokens: 60 },
       { query: 'task number 7 with files', max_results: 3, format: 'anthropic' },
       { query: 'task number 7 with files', max_results: 3, format: 'openrouter' },
+      // The definitions of the tools it answers with, as this search found them.
+      { query: 'task number 7 with files', max_results: 3, format: 'openai', call_id: 'call_1' },
     ];
     const healthy = await Promise.all(asked.map(async (body) => (await search(body)).body));
     expect(healthy[0]!.results[0].name).toBe('tool_7');
@@ -257,10 +259,17 @@ describe('PostgreSQL stops answering (blackholed by a proxy)', () => {
       expect(healthy[2]!.results[0]).toMatchObject({ name: 'tool_12', confidence: 1 });
       expect(healthy[3]!.unmatched_terms).toEqual(['zzqx']);
       expect(await degraded()).toBe(before + asked.length);
-      // openai's answer carries definitions, which only the store holds: the store's 503.
-      const openai = await search({ query: 'task number 7 with files', format: 'openai' });
-      expect(openai.status).toBe(503);
-      expect(openai.body.error.code).toBe('service_unavailable');
+      expect(healthy[6]!.tools.map((tool: { name: string }) => tool.name)).toEqual(healthy[0]!.results.map((found: { name: string }) => found.name));
+      expect(healthy[6]!.tools[0]).toMatchObject({ type: 'function', name: 'tool_7', description: 'Does task number 7 with files and folders', defer_loading: true });
+      // openai's answer carries definitions: from memory, only tools a search here answered with.
+      const catalogId = deps.search.catalogIndexes!.lastSeen('default', catalog)!.index.catalogId;
+      const unseen = Array.from({ length: 30 }, (_, index) => `tool_${index}`).find((name) => !deps.search.seenTools!.get(catalogId, name))!;
+      expect(unseen).toBeDefined();
+      const named = await search({ query: `${unseen} please`, max_results: 1 });
+      expect(named.body.results.map((found: { name: string }) => found.name)).toEqual([unseen]);
+      const withoutIt = await search({ query: `${unseen} please`, max_results: 1, format: 'openai' });
+      expect(withoutIt.status).toBe(200);
+      expect(withoutIt.body).toMatchObject({ type: 'tool_search_output', tools: [] });
       // A catalog this process never searched: the store's 503, as before.
       expect((await search({ catalog: 'never-searched', query: 'x' })).status).toBe(503);
     } finally {
@@ -417,10 +426,12 @@ describe('MCP meta-tools while PostgreSQL stops answering', () => {
         expect(remembered.isError, JSON.stringify(remembered.content)).toBeFalsy();
         const names = remembered.structuredContent.results.map((tool: { name: string }) => tool.name);
         expect(names).toEqual(healthy.structuredContent.results.map((tool: { name: string }) => tool.name));
-        // echo was looked up here: its description and parameters; the others' are the store's.
+        // echo was looked up here, and all of them were found here: their descriptions and parameters as the store gave them.
         const echo = remembered.structuredContent.results.find((tool: { name: string }) => tool.name === 'echo');
         expect(echo).toMatchObject({ server: 'everything', parameters: ['message'] });
         expect(echo.description).not.toBe('');
+        const text = (answer: Answer) => answer.structuredContent.results.map((tool: any) => [tool.name, tool.server, tool.description, tool.parameters]);
+        expect(text(remembered)).toEqual(text(healthy));
         expect(remembered.structuredContent.hint).toContain('store is not answering');
         const called = await call(client, 'call_tool', { name: 'echo', arguments: { message: 'during the outage' } });
         expect(called.isError, JSON.stringify(called.content)).toBeFalsy();
@@ -439,8 +450,23 @@ describe('MCP meta-tools while PostgreSQL stops answering', () => {
       expect(noLedger.structuredContent.hint).toContain('store is not answering');
       expect((await call(all, 'call_tool', { name: `${catalog}/echo`, arguments: { message: 'across' } })).isError).toBeFalsy();
       expect(await degraded()).toBe(before + 4);
+      // A tool a search here answered with, never looked up: described from that answer.
+      const found = healthy.structuredContent.results.find((tool: { name: string }) => tool.name !== 'echo');
+      const foundDetails = await call(one, 'get_tool_details', { names: [found.name] });
+      expect(foundDetails.isError, JSON.stringify(foundDetails.content)).toBeFalsy();
+      expect(JSON.stringify(foundDetails.structuredContent)).toContain(JSON.stringify(found.description).slice(1, -1));
+      // A tool never found nor looked up here, of an upstream whose row was read with echo: called.
+      const summed = await call(one, 'call_tool', { name: 'get-sum', arguments: { a: 2, b: 40 } });
+      expect(summed.isError, JSON.stringify(summed.content)).toBeFalsy();
+      expect(JSON.stringify(summed.content)).toContain('42');
+      // local_note has no server: no upstream runs it, as the store would say.
+      const local = await call(one, 'call_tool', { name: 'local_note', arguments: {} });
+      expect(local.isError).toBe(true);
+      expect(JSON.stringify(local.content)).toContain('has no upstream MCP server registered');
       // What this process never read is the store's to answer: an isError naming it, not a hang or a crash.
-      const unseen = await call(one, 'get_tool_details', { names: ['local_note'] });
+      const catalogId = deps.search.catalogIndexes!.lastSeen('default', catalog)!.index.catalogId;
+      expect(deps.search.seenTools!.get(catalogId, 'get-sum')).toBeUndefined();
+      const unseen = await call(one, 'get_tool_details', { names: ['get-sum'] });
       expect(unseen.isError).toBe(true);
       expect(JSON.stringify(unseen.content)).toContain('the database did not answer in time');
       const listed = await call(one, 'list_tools', {});
