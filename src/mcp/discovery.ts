@@ -12,7 +12,7 @@ import * as catalogs from '../catalog/catalog-service.js';
 import { LruCache } from '../lru-cache.js';
 import { confidences } from '../search/confidence.js';
 import { firstSentence, parameterNames } from '../catalog/describe.js';
-import { rankRemembered, rememberedTools, searchCatalog, storeOrMemory } from '../search/catalog-search.js';
+import { firstNames, rankRemembered, rememberedTools, searchCatalog, storeOrMemory } from '../search/catalog-search.js';
 import type { RankDeps } from '../search/hybrid-search.js';
 import type { CatalogSummary, CatalogToolRow } from '../store/catalog-store.js';
 import { getToolWithUpstream, type UpstreamRow } from '../store/upstream-store.js';
@@ -70,7 +70,8 @@ const WEAK_COSINE = 0.35;
  * the tools already resolved (toolRows) for get_tool_details and call_tool, the tools searches
  * answered with (search/seen-tools.ts) for descriptions and get_tool_details, and the upstreams'
  * rows read with a tool (upstreamRows), so call_tool reaches any tool the catalog's index names on
- * such an upstream. What it does not hold is the store's error, as before.
+ * such an upstream; list_tools pages through the indexes' names. What it does not hold is the
+ * store's error, as before.
  */
 
 export type CatalogListCache = LruCache<string, CatalogSummary[]>;
@@ -371,7 +372,13 @@ export async function listToolNames(
   for (const catalog of inScope.filter((name) => name >= position.catalog)) {
     let after = catalog === position.catalog ? position.after : undefined;
     for (;;) {
-      const page = await catalogs.listTools(deps.catalog, { tenant: scope.tenant, name: catalog }, { limit: LIST_PAGE_SIZE, after });
+      const ref = { tenant: scope.tenant, name: catalog };
+      const page = await storeOrMemory(
+        deps.search,
+        ref,
+        () => catalogs.listTools(deps.catalog, ref, { limit: LIST_PAGE_SIZE, after }),
+        async () => rememberedPage(deps, ref, { limit: LIST_PAGE_SIZE, after }),
+      );
       for (const tool of page.tools) {
         if (input.server && tool.server !== input.server) continue;
         names.push(address(scope, catalog, tool.name));
@@ -382,6 +389,19 @@ export async function listToolNames(
     }
   }
   return { names };
+}
+
+/**
+ * A page of a catalog's names as its index last seen here holds them (perhaps a revision behind the
+ * store's), in the store's order, while the store does not answer; undefined (the store's error)
+ * when this process holds no index of it: a list must not leave out a catalog.
+ */
+function rememberedPage(deps: DiscoveryDeps, ref: { tenant: string; name: string }, page: { limit: number; after?: string }): { tools: { name: string; server: string | null }[]; nextAfter?: string } | undefined {
+  const index = deps.search.catalogIndexes?.lastSeen(ref.tenant, ref.name)?.index;
+  if (!index) return undefined;
+  const names = firstNames(index.bm25, page.limit + 1, page.after);
+  const tools = names.slice(0, page.limit).map((name) => ({ name, server: index.servers.serverOf.get(name) ?? null }));
+  return names.length > page.limit ? { tools, nextAfter: tools[tools.length - 1]!.name } : { tools };
 }
 
 function encodeListCursor(catalog: string, after: string): string {

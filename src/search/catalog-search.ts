@@ -391,13 +391,14 @@ async function rankFromMemory(
   return (deadlineMs === undefined ? ranking : withDeadline(ranking, deadlineMs, () => new StoreLate())).catch(withoutModel);
 }
 
-/** The index's first `count` names in the catalog's order (code points, as the store's `collate "C"` over UTF-8): its padding. */
-export function firstNames(bm25: Bm25Index, count: number): string[] {
+/** The index's first `count` names (past `after`, when given) in the catalog's order (code points, as the store's `collate "C"` over UTF-8): its padding, or a page of its names. */
+export function firstNames(bm25: Bm25Index, count: number, after?: string): string[] {
   const first: string[] = [];
   for (let at = 0; at < bm25.size; at++) {
     const name = bm25.idAt(at);
     // A derived index's place of a removed tool may hold a name the lookup no longer knows there.
     if (name === undefined || bm25.indexOf(name) !== at) continue;
+    if (after !== undefined && byCodePoints(name, after) <= 0) continue;
     if (first.length === count && byCodePoints(name, first[count - 1]!) >= 0) continue;
     let place = first.length;
     while (place > 0 && byCodePoints(name, first[place - 1]!) < 0) place--;

@@ -410,6 +410,8 @@ describe('MCP meta-tools while PostgreSQL stops answering', () => {
     const ledger = await call(all, 'search_tools', { query: 'ledger entry 7', limit: 5 });
     expect(ledger.structuredContent.results[0].name).toBe(`${catalog}-large/ledger_7`);
     expect(deps.search.catalogIndexes!.lastSeen('default', `${catalog}-large`)).toBeUndefined();
+    const healthyList = await call(one, 'list_tools', {});
+    expect(healthyList.structuredContent.names).toContain('get-sum');
     const described = await call(one, 'get_tool_details', { names: ['echo'] });
     expect(JSON.stringify(described.structuredContent)).toContain('"message"');
     expect((await call(one, 'call_tool', { name: 'echo', arguments: { message: 'before' } })).isError).toBeFalsy();
@@ -469,9 +471,16 @@ describe('MCP meta-tools while PostgreSQL stops answering', () => {
       const unseen = await call(one, 'get_tool_details', { names: ['get-sum'] });
       expect(unseen.isError).toBe(true);
       expect(JSON.stringify(unseen.content)).toContain('the database did not answer in time');
+      // The catalog's names as its index holds them, in the store's order; at /mcp, the large catalog
+      // of which this process holds no index leaves the list to the store: a list must not leave it out.
       const listed = await call(one, 'list_tools', {});
-      expect(listed.isError).toBe(true);
-      expect(JSON.stringify(listed.content)).toContain('the database did not answer in time');
+      expect(listed.isError, JSON.stringify(listed.content)).toBeFalsy();
+      expect(listed.structuredContent).toEqual(healthyList.structuredContent);
+      const onEverything = await call(one, 'list_tools', { server: 'everything' });
+      expect(onEverything.structuredContent.names).toEqual(healthyList.structuredContent.names.filter((name: string) => name !== 'local_note'));
+      const listedAll = await call(all, 'list_tools', {});
+      expect(listedAll.isError).toBe(true);
+      expect(JSON.stringify(listedAll.content)).toContain('the database did not answer in time');
       // A catalog this process never read: the store's 503 for the session.
       await expect(connect('/mcp/never-read')).rejects.toThrow();
     } finally {

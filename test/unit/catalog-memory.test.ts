@@ -30,6 +30,22 @@ describe('firstNames: the padding from memory', () => {
     expect(byCodePoints(names).indexOf('\uff21wide')).toBeLessThan(byCodePoints(names).indexOf('\u{1d49c}script'));
   });
 
+  it('pages past a name as the store lists (list_tools from memory)', async () => {
+    const index = await CatalogIndex.build(1, 1, names.map(row));
+    const sorted = byCodePoints(names);
+    const paged: string[] = [];
+    for (let after: string | undefined; ; ) {
+      const page = firstNames(index.bm25, 3, after);
+      paged.push(...page);
+      if (page.length < 3) break;
+      after = page[page.length - 1];
+    }
+    expect(paged).toEqual(sorted);
+    expect(firstNames(index.bm25, 100, '\uff21wide')).toEqual(sorted.slice(sorted.indexOf('\uff21wide') + 1));
+    // A name the index does not hold: the page starts at the next one ('tool' < 'tool_0' < 'tool_1').
+    expect(firstNames(index.bm25, 100, 'tool_0')).toEqual(sorted.slice(sorted.indexOf('tool_1')));
+  });
+
   it('leaves out tools a derived index dropped, and includes the ones it added', async () => {
     const base = await CatalogIndex.build(1, 1, names.map(row));
     const derived = await CatalogIndex.derive(base, { revision: 2, rows: [row('tool_0'), row('Zeta')], removed: ['alpha', 'tool_1'] });
