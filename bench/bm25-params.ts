@@ -16,11 +16,11 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { documentTerms, queryTerms, schemaParameters, NAME_WEIGHT } from '../src/catalog/search-text.js';
+import { documentTerms, queryTerms, schemaParameters, NAME_WEIGHT, SCHEMA_WEIGHT } from '../src/catalog/search-text.js';
 import { normalizeTools } from '../src/catalog/tool-formats.js';
 import { meanMetrics, scoreQuery, type QueryMetrics } from '../src/eval/metrics.js';
 import { readJsonl, type EvalQuery } from '../src/eval/run-eval.js';
-import { BM25_B, BM25_K1, distinctTerms } from '../src/search/bm25.js';
+import { BM25_B, BM25_K1, BM25_TERM_UNIT, distinctTerms } from '../src/search/bm25.js';
 import { Bm25Index } from '../src/search/bm25-index.js';
 import { expandTerms, VocabularyIndex } from '../src/search/fuzzy-terms.js';
 import { denseWeight, fuseRrf, RRF_DEPTH, type Ranked } from '../src/search/rrf.js';
@@ -37,9 +37,10 @@ const { values } = parseArgs({
     b: { type: 'string', default: '0.3,0.5,0.75,0.9' },
     'name-weights': { type: 'string', default: String(NAME_WEIGHT) },
     // The parameters' text (names and descriptions) counted at this weight beside the name's and the
-    // description's (1 = as shipped). Term counts are integers in Bm25Index, so a weight w runs as
-    // every other field counted 4 times and the schema 4w times, with k1 x 4: the same BM25 at w = 1.
-    'schema-weights': { type: 'string', default: '1' },
+    // description's (SCHEMA_WEIGHT as shipped; 1 before 2026-12-05). Term counts are integers in
+    // Bm25Index, so a weight w runs as every other field counted 4 times and the schema 4w times,
+    // with k1 x 4 (BM25_TERM_UNIT's rule): the shipped figures exactly at w = SCHEMA_WEIGHT.
+    'schema-weights': { type: 'string', default: String(SCHEMA_WEIGHT) },
     // Pseudo-relevance feedback on BM25's terms (RM3), as "docs:terms:lambda,...": each setting adds
     // rows beside the no-feedback one (run it with one k1, b and name weight).
     feedback: { type: 'string', default: '' },
@@ -59,7 +60,7 @@ const nameWeights = numbers(values['name-weights']!);
 const schemaWeights = numbers(values['schema-weights']!);
 const SCHEMA_SCALE = 4;
 for (const w of schemaWeights) if (!Number.isInteger(w * SCHEMA_SCALE) || w < 0 || w > 1) throw new Error(`--schema-weights: ${w} is not a multiple of 1/${SCHEMA_SCALE} from 0 to 1`);
-if (schemaWeights.some((w) => w !== 1) && nameWeights.some((w) => w !== NAME_WEIGHT)) throw new Error('--schema-weights runs with the shipped name weight only');
+if (schemaWeights.some((w) => w !== SCHEMA_WEIGHT) && nameWeights.some((w) => w !== NAME_WEIGHT)) throw new Error('--schema-weights runs with the shipped name weight only');
 interface Feedback { docs: number; terms: number; lambda: number }
 const feedbacks: (Feedback | null)[] = [
   null,
@@ -108,15 +109,15 @@ interface CachedQuery { dense: Ranked; serverDense: Ranked }
 const cached = (set: string, variant: 'clean' | 'typos', i: number): CachedQuery => cache[set][variant][i];
 
 /** Hybrid and both single lists on one set at one setting, clean and with the eval's typos. */
-function run(set: string, k1: number, b: number, nameWeight: number, fb: Feedback | null, schemaWeight = 1): Record<'clean' | 'typos', Figures> {
+function run(set: string, k1: number, b: number, nameWeight: number, fb: Feedback | null, schemaWeight = SCHEMA_WEIGHT): Record<'clean' | 'typos', Figures> {
   const { tools, queries, texts } = prepared[set]!;
   const documents = tools.map((tool) => {
     const terms = documentTerms(tool);
-    if (schemaWeight !== 1) {
-      // Every term counted SCHEMA_SCALE times, then the parameters' terms taken back down to SCHEMA_SCALE x schemaWeight.
-      const tf = new Map([...terms.termFreqs].map(([term, count]) => [term, count * SCHEMA_SCALE]));
-      let length = terms.length * SCHEMA_SCALE;
-      const less = SCHEMA_SCALE * (1 - schemaWeight);
+    if (schemaWeight !== SCHEMA_WEIGHT) {
+      // The shipped counts (BM25_TERM_UNIT per unit of weight) in SCHEMA_SCALE units, then the parameters' terms moved to SCHEMA_SCALE x schemaWeight.
+      const tf = new Map([...terms.termFreqs].map(([term, count]) => [term, (count * SCHEMA_SCALE) / BM25_TERM_UNIT]));
+      let length = (terms.length * SCHEMA_SCALE) / BM25_TERM_UNIT;
+      const less = SCHEMA_SCALE * (SCHEMA_WEIGHT - schemaWeight);
       for (const parameter of schemaParameters(tool.inputSchema)) {
         for (const term of [...tokenize(parameter.name), ...tokenize(parameter.description)]) {
           tf.set(term, tf.get(term)! - less);
@@ -131,13 +132,13 @@ function run(set: string, k1: number, b: number, nameWeight: number, fb: Feedbac
     const tf = new Map(terms.termFreqs);
     let length = terms.length;
     for (const term of tokenize(tool.name)) {
-      tf.set(term, (tf.get(term) ?? 0) + (nameWeight - NAME_WEIGHT));
-      length += nameWeight - NAME_WEIGHT;
+      tf.set(term, (tf.get(term) ?? 0) + (nameWeight - NAME_WEIGHT) * BM25_TERM_UNIT);
+      length += (nameWeight - NAME_WEIGHT) * BM25_TERM_UNIT;
     }
     for (const [term, count] of tf) if (count <= 0) tf.delete(term);
     return { id: tool.name, termFreqs: tf, length };
   });
-  const params = { k1: schemaWeight === 1 ? k1 : k1 * SCHEMA_SCALE, b };
+  const params = { k1, b, unit: schemaWeight === SCHEMA_WEIGHT ? BM25_TERM_UNIT : SCHEMA_SCALE };
   const index = new Bm25Index(documents, params);
   const frequencies = new Map<string, number>();
   for (const doc of documents) for (const term of doc.termFreqs.keys()) frequencies.set(term, (frequencies.get(term) ?? 0) + 1);
@@ -182,7 +183,7 @@ const f = (x: number) => x.toFixed(3);
 const rows: { label: string; per: Record<string, Record<'clean' | 'typos', Figures>> }[] = [];
 for (const sw of schemaWeights) for (const nw of nameWeights) for (const k1 of k1s) for (const b of bs) for (const fb of feedbacks) {
   const per = Object.fromEntries(sets.map((set) => [set, run(set, k1, b, nw, fb, sw)]));
-  const label = `nw ${nw} k1 ${k1} b ${b}${sw === 1 ? '' : ` schema ${sw}`}${fb ? ` rm3 ${fb.docs}:${fb.terms}:${fb.lambda}` : ''}`;
+  const label = `nw ${nw} k1 ${k1} b ${b}${sw === SCHEMA_WEIGHT ? '' : ` schema ${sw}`}${fb ? ` rm3 ${fb.docs}:${fb.terms}:${fb.lambda}` : ''}`;
   rows.push({ label, per });
   const cell = (set: string) => {
     const { clean, typos } = per[set]!;

@@ -12,11 +12,13 @@ const BATCH = 500;
  */
 export async function refreshStaleTerms(db: Db, logger: Logger, version: number = TERMS_VERSION): Promise<number> {
   let refreshed = 0;
-  for (;;) {
-    const stale = await documentsWithStaleTerms(db, version, BATCH);
+  // In hash order, each page past the last: one pass over the documents.
+  for (let after: string | undefined; ; ) {
+    const stale = await documentsWithStaleTerms(db, version, BATCH, after);
     if (stale.length === 0) break;
     await replaceTerms(db, stale.map((doc) => ({ hash: doc.hash, ...documentTerms(doc) })), version);
     refreshed += stale.length;
+    after = stale[stale.length - 1]!.hash;
   }
   if (refreshed > 0) logger.info({ refreshed, termsVersion: version }, 'recomputed BM25 terms of documents from an older recipe');
   return refreshed;

@@ -4,14 +4,16 @@
  * changes.
  */
 import type { CanonicalTool, JsonSchema } from './tool.js';
+import { BM25_TERM_UNIT } from '../search/bm25.js';
 import { CJK_SCRIPTS, tokenize } from '../search/tokenizer.js';
 
 /**
  * Version of the BM25 document recipe (tokenizer, fields, weights). Bump it with any change that
  * alters documentTerms' output: stored terms of older versions are recomputed at start-up.
  * 2: plural acronyms (`IDs`, `URLs`) are one word.
+ * 3: fields weighted in units of 1/BM25_TERM_UNIT; the parameters' text at SCHEMA_WEIGHT.
  */
-export const TERMS_VERSION = 2;
+export const TERMS_VERSION = 3;
 
 /**
  * Version of the embedding text recipe (`embeddingText`). Bump it with any change to that text:
@@ -24,6 +26,12 @@ export const EMBED_TEXT_VERSION = 2;
 
 /** The name is the most precise evidence of what a tool does; the issue asks it to count twice. */
 export const NAME_WEIGHT = 2;
+/**
+ * A parameter's name and description say what a tool takes, not what it does: at half weight they
+ * still match a query's words, but pad a tool's length half as much (chosen leave-one-corpus-out
+ * among 0-1, docs/ranking.md 2026-12-05).
+ */
+export const SCHEMA_WEIGHT = 0.5;
 /** Nested schemas deeper than this are option bags, not what the tool is about. */
 export const MAX_SCHEMA_DEPTH = 3;
 /** Bounds the work and the document size for tools with huge generated schemas. */
@@ -47,19 +55,25 @@ export interface DocumentTerms {
   length: number;
 }
 
-/** The BM25 document: name tokens twice, then description, server, tags and parameter names. */
+/** The BM25 document: name tokens at NAME_WEIGHT, description, server and tags at 1, parameters' names and descriptions at SCHEMA_WEIGHT. */
 export function documentTerms(tool: CanonicalTool): DocumentTerms {
-  const nameTerms = tokenize(clip(tool.name));
-  const terms: string[] = [];
-  for (let i = 0; i < NAME_WEIGHT; i++) terms.push(...nameTerms);
-  terms.push(...tokenize(clip(tool.description)));
-  if (tool.server !== null) terms.push(...tokenize(clip(tool.server)));
-  for (const tag of tool.tags) terms.push(...tokenize(clip(tag)));
+  const counts = new Map<string, number>();
+  let length = 0;
+  // Each occurrence counts its field's weight in units of 1/BM25_TERM_UNIT (search/bm25.ts), so counts stay integers.
+  const count = (terms: readonly string[], weight: number) => {
+    const units = weight * BM25_TERM_UNIT;
+    for (const term of terms) counts.set(term, (counts.get(term) ?? 0) + units);
+    length += units * terms.length;
+  };
+  count(tokenize(clip(tool.name)), NAME_WEIGHT);
+  count(tokenize(clip(tool.description)), 1);
+  if (tool.server !== null) count(tokenize(clip(tool.server)), 1);
+  for (const tag of tool.tags) count(tokenize(clip(tag)), 1);
   for (const parameter of schemaParameters(tool.inputSchema)) {
-    terms.push(...tokenize(parameter.name));
-    terms.push(...tokenize(parameter.description));
+    count(tokenize(parameter.name), SCHEMA_WEIGHT);
+    count(tokenize(parameter.description), SCHEMA_WEIGHT);
   }
-  return countTerms(terms);
+  return { termFreqs: counts, length };
 }
 
 /** The query side of BM25: the same tokenizer as documents; duplicates are handled by scoreBm25. */
@@ -169,11 +183,6 @@ function propertiesOf(node: unknown): Record<string, unknown> {
   return found;
 }
 
-function countTerms(terms: readonly string[]): DocumentTerms {
-  const termFreqs = new Map<string, number>();
-  for (const term of terms) termFreqs.set(term, (termFreqs.get(term) ?? 0) + 1);
-  return { termFreqs, length: terms.length };
-}
 
 function stringField(node: unknown, key: string): string {
   if (!isRecord(node)) return '';

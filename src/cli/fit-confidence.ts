@@ -21,6 +21,7 @@ import { createDeps } from '../deps.js';
 import { runEval } from '../eval/run-eval.js';
 import { calibration, fitLogistic, type Example } from '../eval/calibration.js';
 import { CONFIDENCE_FEATURES, confidenceFeatures, type ConfidenceModel } from '../search/confidence.js';
+import { FITTED_CONFIDENCE } from '../search/confidence-model.js';
 import { openPglite } from '../store/database.js';
 
 const { values } = parseArgs({
@@ -74,6 +75,8 @@ for (const corpus of corpora) {
   held += table(`${corpus}, left out of the fit`, fitLogistic(others), examples.get(corpus)!);
 }
 console.log(`mean ECE left out ${(held / corpora.length).toFixed(3)}`);
+// The model in use (confidence-model.ts) on the same examples: whether a ranking change needs a new fit.
+for (const corpus of corpora) table(`${corpus}, the model in use`, FITTED_CONFIDENCE, examples.get(corpus)!);
 console.log(`weights: ${CONFIDENCE_FEATURES.map((name, i) => `${name} ${full.weights[i]!.toFixed(3)}`).join(', ')}, bias ${full.bias.toFixed(3)}`);
 if (values.write) {
   const path = fileURLToPath(new URL('../search/confidence-model.ts', import.meta.url));

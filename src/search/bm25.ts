@@ -13,6 +13,13 @@
 export const BM25_K1 = 1.2;
 /** Length normalisation: the usual 0.75, so a long parameter list does not drown its name. */
 export const BM25_B = 0.75;
+/**
+ * Term counts per unit of weight: a document's fields are weighted (catalog/search-text.ts), and
+ * its term counts stay integers (the store's and Bm25Index's) by counting each weight-1 occurrence
+ * BM25_TERM_UNIT times. Saturation then reads k1 x BM25_TERM_UNIT, so every score is the one of
+ * fractional counts with k1: a document without weighted fields scores as if counted once.
+ */
+export const BM25_TERM_UNIT = 2;
 
 export interface Bm25Document {
   id: string;
@@ -24,9 +31,11 @@ export interface Bm25Document {
 export interface Bm25Params {
   k1: number;
   b: number;
+  /** Term counts per unit of weight (BM25_TERM_UNIT). */
+  unit: number;
 }
 
-export const DEFAULT_BM25_PARAMS: Bm25Params = { k1: BM25_K1, b: BM25_B };
+export const DEFAULT_BM25_PARAMS: Bm25Params = { k1: BM25_K1, b: BM25_B, unit: BM25_TERM_UNIT };
 
 /** Lucene's IDF: never negative, so a term found in most documents still counts a little. */
 export function bm25Idf(n: number, df: number): number {
@@ -45,11 +54,11 @@ export function bm25TermScore(
   return (idf * tf * (params.k1 + 1)) / (tf + lengthNorm(docLength, avgDocLength, params));
 }
 
-/** The document-length part of a term's score: k1 (1 - b + b dl / avgdl). */
+/** The document-length part of a term's score: k1 x unit x (1 - b + b dl / avgdl). */
 export function lengthNorm(docLength: number, avgDocLength: number, params: Bm25Params = DEFAULT_BM25_PARAMS): number {
   // An all-empty corpus has avgdl 0; no document then holds a term, but keep the maths finite.
   const relativeLength = avgDocLength > 0 ? docLength / avgDocLength : 1;
-  return params.k1 * (1 - params.b + params.b * relativeLength);
+  return params.k1 * params.unit * (1 - params.b + params.b * relativeLength);
 }
 
 /**

@@ -1,5 +1,5 @@
 import { sql, type SQL } from 'drizzle-orm';
-import { BM25_B, BM25_K1 } from '../search/bm25.js';
+import { BM25_B, BM25_K1, BM25_TERM_UNIT } from '../search/bm25.js';
 import { queryRows, sendsBinaryParameters, type Db } from './database.js';
 import { vectorColumn, vectorLiteral, vectorRead } from './vector-literal.js';
 import { changesSince, changesTold, type CatalogToolRow } from './catalog-store.js';
@@ -70,7 +70,7 @@ export async function searchBm25(
         select m.id,
                sum(m.weight * ln(1 + (s.n - df.df + 0.5) / (df.df + 0.5))
                    * (m.tf * (${BM25_K1}::float8 + 1))
-                   / (m.tf + ${BM25_K1}::float8 * (1 - ${BM25_B}::float8 + ${BM25_B}::float8 * m.doc_length / s.avgdl)))::float8 as score
+                   / (m.tf + ${BM25_K1 * BM25_TERM_UNIT}::float8 * (1 - ${BM25_B}::float8 + ${BM25_B}::float8 * m.doc_length / s.avgdl)))::float8 as score
         from matches m join df on df.term = m.term cross join stats s
         group by m.id
         order by score desc, m.id collate "C"
@@ -205,7 +205,7 @@ export async function searchServersBm25(db: Executor, corpus: Corpus, query: { t
           select m.server as id,
                  sum(q.weight * ln(1 + (s.n - df.df + 0.5) / (df.df + 0.5))
                      * (m.tf * (${BM25_K1}::float8 + 1))
-                     / (m.tf + ${BM25_K1}::float8 * (1 - ${BM25_B}::float8 + ${BM25_B}::float8 * v.len / s.avgdl)))::float8 as score
+                     / (m.tf + ${BM25_K1 * BM25_TERM_UNIT}::float8 * (1 - ${BM25_B}::float8 + ${BM25_B}::float8 * v.len / s.avgdl)))::float8 as score
           from matches m join df on df.term = m.term join q on q.term = m.term join servers v on v.server = m.server cross join stats s
           group by m.server
         )`,

@@ -210,13 +210,17 @@ export async function loadDocuments(db: Executor, hashes: string[]): Promise<Map
  * includes but that were stored without terms (a catalog written by a release before NO_TERMS,
  * which does not complete them). Documents only selector requests sent keep having none.
  */
-export async function documentsWithStaleTerms(db: Executor, termsVersion: number, limit: number): Promise<StoredDocument[]> {
+export async function documentsWithStaleTerms(db: Executor, termsVersion: number, limit: number, after?: string): Promise<StoredDocument[]> {
+  // Past `after` (the last hash of the previous page): each page walks the key onward instead of
+  // scanning the table from its start (100,000 documents refreshed at 855 a second that way, each
+  // page slower than the last).
   return queryRows<StoredDocument>(
     db,
     sql`select hash, name, description, input_schema as "inputSchema", tags, server, definition
         from tool_documents d
-        where (d.terms_version <> ${termsVersion} and d.terms_version <> ${NO_TERMS})
-           or (d.terms_version = ${NO_TERMS} and exists (select 1 from catalog_tools ct where ct.hash = d.hash))
+        where ((d.terms_version <> ${termsVersion} and d.terms_version <> ${NO_TERMS})
+           or (d.terms_version = ${NO_TERMS} and exists (select 1 from catalog_tools ct where ct.hash = d.hash)))
+          ${after === undefined ? sql`` : sql`and d.hash > ${after}`}
         order by hash limit ${limit}`,
   );
 }

@@ -14,20 +14,20 @@ const run = promisify(execFile);
  * as the REST API and the search endpoint, with the real default model. Floors sit just under what
  * was measured (npm run eval -- --all ../shared/eval, see docs/ranking.md); hybrid must stay within
  * TOLERANCE of the better of its own inputs, and with the eval's seeded typos (rate 0.2, seed 1)
- * keep `typoShare` of its clean nDCG@10 (measured 98.1-99.9% with npm run eval, 2026-11-29).
+ * keep `typoShare` of its clean nDCG@10 (measured 95.4-99.0% with npm run eval, 2026-12-05).
  * sealtools' BM25 list has floors of its own as well (below).
  */
 const FLOORS: Record<string, { recall10: number; ndcg10: number; typoShare: number }> = {
-  // Were 0.46 / 0.355 before the per-query dense weight (docs/ranking.md: 0.453 / 0.346 then, one
-  // relevant tool of 24 queries moved from rank 10 to 11; 0.453 / 0.354 with the dense gap). Its typo
-  // share moves by one query's tool: 90.1% before the dense query read typos' likely words, 98.1% since.
-  livemcpbench: { recall10: 0.45, ndcg10: 0.35, typoShare: 0.95 },
-  // 0.780 / 0.692, typos 99.9%.
-  toolbench_stable: { recall10: 0.76, ndcg10: 0.675, typoShare: 0.95 },
-  // BFCL's 1,460 functions and 736 user requests: 0.908 / 0.777, typos 99.1%.
+  // Its floors from before issue 24 (0.46 / 0.355), met again since a parameter's words count half
+  // (docs/ranking.md, 2026-12-05): 0.467 / 0.356 (0.453 / 0.354 before). Its typo share moves by one
+  // query's tool: 90.1% before the dense query read typos' likely words, 95.4% now.
+  livemcpbench: { recall10: 0.46, ndcg10: 0.355, typoShare: 0.95 },
+  // 0.794 / 0.704 (0.780 / 0.693 before the parameters' half weight), typos 99.0%.
+  toolbench_stable: { recall10: 0.78, ndcg10: 0.69, typoShare: 0.95 },
+  // BFCL's 1,460 functions and 736 user requests: 0.905 / 0.778 (0.908 / 0.777 before), typos 98.2%.
   bfcl: { recall10: 0.9, ndcg10: 0.77, typoShare: 0.95 },
-  // sealtools' 4,076 tools: 0.932 / 0.902 (BM25 alone 0.930 / 0.900, locked below), typos 98.7%.
-  sealtools: { recall10: 0.925, ndcg10: 0.895, typoShare: 0.95 },
+  // sealtools' 4,076 tools: 0.942 / 0.912 (BM25 alone 0.937 / 0.910, locked below), typos 98.0%.
+  sealtools: { recall10: 0.935, ndcg10: 0.905, typoShare: 0.95 },
 };
 const TOLERANCE = 0.005;
 /**
@@ -151,6 +151,7 @@ describe('retrieval quality on small catalogs of one-line descriptions', () => {
 /**
  * sealtools' BM25 list on its own (from the run above): it locks down the tokenizer, the BM25
  * maths and the exact-name rule at a scale the other sets lack: before a plain prose word
- * ("optimize") stopped naming a tool, this set scored nDCG@10 0.891 and MRR@10 0.956.
+ * ("optimize") stopped naming a tool, this set scored nDCG@10 0.891 and MRR@10 0.956; 0.937 / 0.910 /
+ * 0.979 (R@10 / nDCG@10 / MRR@10) since a parameter's words count half (R@10 / nDCG@10 0.930 / 0.900 before).
  */
-const SEALTOOLS_BM25_FLOOR = { recall10: 0.925, ndcg10: 0.895, mrr10: 0.97 } as const;
+const SEALTOOLS_BM25_FLOOR = { recall10: 0.93, ndcg10: 0.905, mrr10: 0.97 } as const;

@@ -25,8 +25,8 @@ function toyDocument(name: string, termFreqs: Record<string, number>): CountedDo
   };
 }
 
-// The toy corpus of test/unit/bm25.test.ts, with the values worked out by hand there:
-// N = 3, avgdl = 2, k1 = 1.2, b = 0.75.
+// The toy corpus of test/unit/bm25.test.ts, with the values worked out by hand there, counted as
+// there in BM25_TERM_UNIT (2) units per occurrence: N = 3, avgdl = 2 occurrences, k1 = 1.2, b = 0.75.
 const CAT_D1 = 1.182369;
 const DOG_D1 = 0.390192;
 const DOG_D2 = 0.590862;
@@ -37,7 +37,7 @@ describe('BM25 and vector search in SQL', () => {
   let catalog: Corpus;
   beforeAll(async () => {
     database = await testDatabase();
-    docs = [toyDocument('d1', { cat: 2, dog: 1 }), toyDocument('d2', { dog: 1 }), toyDocument('d3', { fish: 2 })];
+    docs = [toyDocument('d1', { cat: 4, dog: 2 }), toyDocument('d2', { dog: 2 }), toyDocument('d3', { fish: 4 })];
     const write = await replaceCatalog(database.db, uniqueName('toy'), 'toy', docs);
     catalog = { kind: 'catalog', catalogId: write.catalog.id };
   });
@@ -434,6 +434,24 @@ describe('documents from an older tokenizer recipe', () => {
     expect(after.map(([id]) => id)).toEqual([doc.hash]);
     expect(await searchBm25(database.db, { kind: 'hashes', hashes: [doc.hash] }, { terms: ['obsolete'], weights: [1] }, 5)).toEqual([]);
     expect(await refreshStaleTerms(database.db, pino({ level: 'silent' }))).toBe(0);
+  });
+
+  it('are recomputed page after page, every one once, past the first page of 500', async () => {
+    const { refreshStaleTerms } = await import('../../src/catalog/refresh-terms.js');
+    const { toDocument } = await import('../helpers/queue.js');
+    const { normalizeTool } = await import('../../src/catalog/tool-formats.js');
+    const { documentsWithStaleTerms } = await import('../../src/store/tool-store.js');
+    const { TERMS_VERSION } = await import('../../src/catalog/search-text.js');
+    const { pino } = await import('pino');
+    const database = await testDatabase();
+    await refreshStaleTerms(database.db, pino({ level: 'silent' }));
+    const run = randomBytes(3).toString('hex');
+    const docs = Array.from({ length: 1_100 }, (_, i) => toDocument(normalizeTool({ name: `paged_${i}_${run}`, description: `Files ledger ${i} ${run}`, inputSchema: {} })));
+    await replaceCatalog(database.db, uniqueName('paged'), 'paged', docs.map((doc) => ({ ...doc, termFreqs: new Map([['obsolete', 2]]), length: 2, termsVersion: TERMS_VERSION - 1 })));
+    expect(await refreshStaleTerms(database.db, pino({ level: 'silent' }))).toBe(1_100);
+    expect(await documentsWithStaleTerms(database.db, TERMS_VERSION, 10)).toEqual([]);
+    const found = await searchBm25(database.db, { kind: 'hashes', hashes: docs.map((doc) => doc.hash) }, { terms: ['ledger'], weights: [1] }, 2_000);
+    expect(found).toHaveLength(1_100);
   });
 
   it('are written at start-up for documents a catalog holds without them (as a release before NO_TERMS leaves them)', async () => {

@@ -1,14 +1,15 @@
 import { describe, it, expect } from 'vitest';
-import { BM25_B, BM25_K1, bm25Idf, bm25TermScore, scoreBm25, type Bm25Document } from '../../src/search/bm25.js';
+import { BM25_B, BM25_K1, BM25_TERM_UNIT, bm25Idf, bm25TermScore, scoreBm25, type Bm25Document } from '../../src/search/bm25.js';
 import { Bm25Builder, Bm25Index, slotPlan } from '../../src/search/bm25-index.js';
 
-// Toy corpus: N = 3, lengths 3 + 1 + 2, so avgdl = 2.
+// Toy corpus: N = 3, lengths 3 + 1 + 2 occurrences, so avgdl = 2; counted, as documents are, in
+// BM25_TERM_UNIT (2) units per occurrence: the scores are those of the occurrences with k1.
 const corpus: Bm25Document[] = [
-  { id: 'd1', termFreqs: new Map([['cat', 2], ['dog', 1]]), length: 3 },
-  { id: 'd2', termFreqs: new Map([['dog', 1]]), length: 1 },
-  { id: 'd3', termFreqs: new Map([['fish', 2]]), length: 2 },
+  { id: 'd1', termFreqs: new Map([['cat', 4], ['dog', 2]]), length: 6 },
+  { id: 'd2', termFreqs: new Map([['dog', 2]]), length: 2 },
+  { id: 'd3', termFreqs: new Map([['fish', 4]]), length: 4 },
 ];
-// Worked by hand with k1 = 1.2, b = 0.75:
+// Worked by hand with k1 = 1.2, b = 0.75, on the occurrences:
 // idf(cat) = ln(1 + (3 - 1 + 0.5) / (1 + 0.5)) = ln(8/3)  = 0.980829
 // idf(dog) = ln(1 + (3 - 2 + 0.5) / (2 + 0.5)) = ln(1.6)  = 0.470004
 // d1 (dl 3): k1 * (1 - b + b * 3/2) = 1.65;  d2 (dl 1): k1 * (1 - b + b * 1/2) = 0.75
@@ -33,7 +34,14 @@ describe('bm25TermScore', () => {
   it('uses the named constants by default', () => {
     expect(BM25_K1).toBe(1.2);
     expect(BM25_B).toBe(0.75);
-    expect(bm25TermScore(2, Math.log(8 / 3), 3, 2)).toBeCloseTo(CAT_D1, 5);
+    expect(BM25_TERM_UNIT).toBe(2);
+    expect(bm25TermScore(4, Math.log(8 / 3), 6, 4)).toBeCloseTo(CAT_D1, 5);
+  });
+  it('scores a half-weight occurrence (one unit) as half an occurrence', () => {
+    // A parameter's word in d1 (3 occurrences' length, avgdl 2): tf 0.5 with k1 = 1.2.
+    const half = (Math.log(8 / 3) * 0.5 * 2.2) / (0.5 + 1.2 * (1 - 0.75 + (0.75 * 3) / 2));
+    expect(bm25TermScore(1, Math.log(8 / 3), 6, 4)).toBeCloseTo(half, 10);
+    expect(bm25TermScore(1, 1, 6, 4, { k1: 1.2, b: 0.75, unit: 1 })).toBeCloseTo((1 * 2.2) / (1 + 1.2 * (1 - 0.75 + (0.75 * 6) / 4)), 10);
   });
   it('is zero for an absent term and finite for an all-empty corpus', () => {
     expect(bm25TermScore(0, 1, 3, 2)).toBe(0);

@@ -1,5 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import type { CanonicalTool } from '../../src/catalog/tool.js';
+import { BM25_TERM_UNIT } from '../../src/search/bm25.js';
 import {
   MAX_EMBEDDED_PARAMETERS,
   MAX_EMBEDDING_CHARS,
@@ -27,14 +28,15 @@ const tool: CanonicalTool = {
 };
 
 describe('documentTerms', () => {
-  it('counts name terms twice, then description, server, tags and parameters', () => {
+  it('counts name terms twice, description, server and tags once, parameters half, in units of 1/BM25_TERM_UNIT', () => {
     const { termFreqs, length } = documentTerms(tool);
-    expect(termFreqs.get('get')).toBe(2);
-    expect(termFreqs.get('stock')).toBe(3); // twice from the name, once from the description
-    expect(termFreqs.get('price')).toBe(3);
-    expect(termFreqs.get('yahoo')).toBe(1);
-    expect(termFreqs.get('finance')).toBe(2); // server and tag
-    expect(termFreqs.get('ticker')).toBe(1);
+    expect(BM25_TERM_UNIT).toBe(2);
+    expect(termFreqs.get('get')).toBe(4);
+    expect(termFreqs.get('stock')).toBe(6); // twice from the name, once from the description
+    expect(termFreqs.get('price')).toBe(6);
+    expect(termFreqs.get('yahoo')).toBe(2);
+    expect(termFreqs.get('finance')).toBe(4); // server and tag
+    expect(termFreqs.get('ticker')).toBe(1); // a parameter's name
     expect(termFreqs.get('start')).toBe(1); // nested through anyOf
     expect(length).toBe([...termFreqs.values()].reduce((a, b) => a + b, 0));
   });
