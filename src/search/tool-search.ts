@@ -191,9 +191,11 @@ async function searchRememberedCatalog(deps: ToolSearchDeps, input: ToolSearchIn
   const offered = index.totalTokens(input.shape)!;
   const ranked = await rankRemembered(deps.search, index, { pattern: input.query, depth, ...(input.tags?.length ? { tags: input.tags } : {}) });
   const all = rememberedTools(ranked, depth).flatMap((tool): FoundTool[] => {
+    const estimatedTokens = index.tokensOf(tool.name, input.shape)!;
+    if (!input.definitions) return [{ ...tool, estimatedTokens }];
+    // Only an answer that carries definitions reads them (and touches their place in the cache).
     const seen = deps.search.seenTools?.get(index.catalogId, tool.name);
-    if (input.definitions && !seen) return [];
-    return [{ ...tool, ...(seen ? { tool: seen } : {}), estimatedTokens: index.tokensOf(tool.name, input.shape)! }];
+    return seen ? [{ ...tool, tool: seen, estimatedTokens }] : [];
   });
   const { results, confidence, selected } = answerFrom(all, input);
   return {
