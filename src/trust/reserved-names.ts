@@ -1,0 +1,5 @@
+/**
+ * The names of toolsift's own MCP meta-tools. A catalog tool of the same name would read, to an
+ * agent, as the meta-tool itself (issue 70's shadowing), so the definition scanner flags it.
+ */
+export const RESERVED_TOOL_NAMES = ['search_tools', 'get_tool_details', 'list_tools', 'call_tool'] as const;
