@@ -5,7 +5,7 @@
  */
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
-import { configSchema } from '../src/config.js';
+import { loadConfig } from '../src/config.js';
 import { createDeps, type Deps } from '../src/deps.js';
 import { createApp } from '../src/http/app.js';
 import { openPglite, type Database } from '../src/store/database.js';
@@ -18,9 +18,9 @@ export interface InProcessService {
   close: () => Promise<void>;
 }
 
-/** `env` is read as the service reads its environment (configSchema); logs are silent and the selector's budget is a minute unless `env` says otherwise. */
+/** `env` is read as the service reads its environment (loadConfig); logs are silent and the selector's budget is a minute unless `env` says otherwise. */
 export async function startInProcess(env: Record<string, string>, database?: Database): Promise<InProcessService> {
-  const config = configSchema.parse({ LOG_LEVEL: 'silent', SELECTOR_BUDGET_MS: '60000', ...env });
+  const config = loadConfig({ LOG_LEVEL: 'silent', SELECTOR_BUDGET_MS: '60000', ...env });
   if (!database) {
     database = await openPglite('memory://');
     await database.migrate();

@@ -55,7 +55,8 @@ const textOf = (result: { content?: unknown }) => ((result.content as Array<{ ty
 // embedded at start, and the bench would wait for them.
 const scratch = process.env.DATABASE_URL ? await scratchDatabase('postgres', 'toolsift_bench_mcp') : undefined;
 const database = scratch?.database;
-const service = await startInProcess({ EMBED_MODEL: 'use-lite' }, database);
+// server-everything listens on loopback, which the address policy refuses unless opened.
+const service = await startInProcess({ EMBED_MODEL: 'use-lite', UPSTREAM_ALLOW: '127.0.0.1/32' }, database);
 const { deps, base } = service;
 let everything: ChildProcess | undefined;
 const clients: Client[] = [];

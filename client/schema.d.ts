@@ -58,7 +58,10 @@ export interface paths {
          *     reason, blank patterns), search stage timings by endpoint, search answers not from the full
          *     hybrid ranking by endpoint and reason (`toolsift_search_degraded_total`), definition tokens
          *     offered and selected, MCP calls, embedding queue jobs by state, vectors
-         *     written (rate() gives embeddings per second), model load state, process metrics.
+         *     written (rate() gives embeddings per second), model load state, gateway audit events
+         *     (`toolsift_audit_events_total`), process metrics. With `API_KEYS` set it needs
+         *     `Authorization: Bearer <METRICS_TOKEN>` (the metrics name tenants and upstreams); without
+         *     `METRICS_TOKEN` it then answers 401.
          */
         get: operations["getMetrics"];
         put?: never;
@@ -125,6 +128,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @description 1-64 characters of A-Z a-z 0-9 . _ - (not `.` or `..`). */
                 catalog: components["parameters"]["CatalogName"];
             };
             cookie?: never;
@@ -134,7 +138,14 @@ export interface paths {
         /**
          * Replace the catalog's tools, atomically.
          * @description One transaction: every tool is stored, or (one bad tool, a duplicate name) none is and the
-         *     previous catalog stays as it was. Creates the catalog when missing. Tools whose content is
+         *     previous catalog stays as it was. Creates the catalog when missing. It replaces the tools
+         *     pushed over REST; the tools its upstream MCP servers synced stay theirs, and a pushed tool
+         *     may not take one of their names (409). Every tool is scanned for poisoned text (hidden
+         *     instructions, invisible characters, credential theft, names equal to a meta-tool or
+         *     confusable with another): under `SCAN_POLICY=refuse` (the default) a tool rated high is a
+         *     400 `unsafe_tool` naming it and each finding, and nothing is written; lower findings (and
+         *     high ones under `warn`) come back in `findings`. Invisible and control characters are taken
+         *     out of every stored string. Tools whose content is
          *     new are queued for embedding; the ids of those jobs are returned. A request of more than 512
          *     tools stores their content-addressed documents ahead of the catalog in slices (64, then
          *     128, 256, and 512 at a time), and queues each slice's embeddings as it commits, so
@@ -154,6 +165,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @description 1-64 characters of A-Z a-z 0-9 . _ - (not `.` or `..`). */
                 catalog: components["parameters"]["CatalogName"];
             };
             cookie?: never;
@@ -164,7 +176,10 @@ export interface paths {
          */
         get: operations["listCatalogTools"];
         put?: never;
-        /** Add tools, replacing same-named ones (creates the catalog when missing). */
+        /**
+         * Add tools, replacing same-named ones (creates the catalog when missing).
+         * @description Scanned as a PUT is; a name an upstream MCP server of the catalog holds is a 409.
+         */
         post: operations["upsertCatalogTools"];
         delete?: never;
         options?: never;
@@ -177,6 +192,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @description 1-64 characters of A-Z a-z 0-9 . _ - (not `.` or `..`). */
                 catalog: components["parameters"]["CatalogName"];
                 /** @description The tool name (URL-encoded). */
                 name: string;
@@ -199,6 +215,7 @@ export interface paths {
             query?: never;
             header?: never;
             path: {
+                /** @description 1-64 characters of A-Z a-z 0-9 . _ - (not `.` or `..`). */
                 catalog: components["parameters"]["CatalogName"];
             };
             cookie?: never;
@@ -245,15 +262,58 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** One upstream's state with the tools waiting for approval (findings and a diff each) and the rejected ones. */
+        get: operations["getUpstream"];
         /**
          * Register (or update) a remote MCP server as a source of the catalog's tools, and sync it now.
          * @description toolsift connects as an MCP client (Streamable HTTP, falling back to the legacy SSE transport), reads every page of tools/list and stores the tools with `server` = `name` through the same path as REST ingestion. It re-syncs on tools/list_changed and every `refresh_seconds`. A sync is all or nothing: a failure keeps the previous tools and is reported in `last_error` (the answer is still 200: the upstream is registered). Creates the catalog when missing. Local stdio servers are never accepted here.
+         *
+         *     The address policy: http(s) only, no credentials in the URL, and the host must resolve to public addresses only (loopback, private, link-local and metadata, CGNAT, multicast and unspecified addresses are refused however spelled, unless `UPSTREAM_ALLOW` opens them): a 400 before anything is stored or sent, and checked again at every connection. Each listed tool is scanned and pinned: this registration approves what it lists except what the scanner rates high; later new or changed tools wait for approval (`trust: "pin"`, the default) or are approved when the scanner passes them (`trust: "auto"`). A tool whose name another source of the catalog holds is left out (see `conflicts`). The same URL again keeps the pins; another URL is a new server and pins afresh.
          */
         put: operations["putUpstream"];
         post?: never;
         /** Remove the upstream and the tools it brought. */
         delete: operations["deleteUpstream"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/catalogs/{catalog}/upstreams/{name}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve an upstream's tools (all waiting ones, or those named).
+         * @description The current definitions become the approved ones and are served (searchable, listed, described, callable).
+         */
+        post: operations["approveUpstreamTools"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/catalogs/{catalog}/upstreams/{name}/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reject an upstream's tools (all waiting ones, or those named).
+         * @description The current definitions stay out until the upstream changes them again; an approved tool rejected leaves the catalog.
+         */
+        post: operations["rejectUpstreamTools"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -290,7 +350,7 @@ export interface paths {
         put?: never;
         /**
          * MCP over Streamable HTTP, across every catalog of the caller's tenant.
-         * @description Meta-tools search_tools, get_tool_details, list_tools and call_tool; resources toolsift://catalogs/{catalog}/index and toolsift://catalogs/{catalog}/tools/{name}; prompts discover and find_tool. Tools are addressed as catalog/name here. A browser Origin must be allowed by MCP_ALLOWED_ORIGINS. While the database does not answer, the meta-tools work from what this process holds (the tenant's catalogs as last listed here; search_tools from their in-process indexes, marked in its hint; call_tool and get_tool_details for tools resolved here before); the rest answers an isError result saying the database did not answer in time.
+         * @description Meta-tools search_tools, get_tool_details, list_tools and call_tool; resources toolsift://catalogs/{catalog}/index and toolsift://catalogs/{catalog}/tools/{name}; prompts discover and find_tool. Tools are addressed as catalog/name here. A browser Origin must be allowed by ALLOWED_ORIGINS (as on every route). call_tool checks the arguments against the tool's input schema before anything is sent, and reaches only the upstream that listed the tool. While the database does not answer, the meta-tools work from what this process holds (the tenant's catalogs as last listed here; search_tools from their in-process indexes, marked in its hint; call_tool and get_tool_details for tools resolved here before); the rest answers an isError result saying the database did not answer in time.
          */
         post: operations["mcpAllCatalogs"];
         delete?: never;
@@ -423,22 +483,66 @@ export interface components {
             /** @description Names of the stored headers; values are never returned. */
             header_names: string[];
             refresh_seconds: number;
+            /**
+             * @description `pin`: new and changed tools wait for approval; `auto`: those the scanner passes are approved at once.
+             * @enum {string}
+             */
+            trust: "pin" | "auto";
             /** Format: date-time */
             last_sync_at: string | null;
-            /** @description Tools from this upstream in the catalog. */
+            /** @description Tools from this upstream served in the catalog (approved, as listed now). */
             tool_count: number;
-            /** @description What the last successful sync changed, by tool name and content hash. */
+            /** @description Tools waiting for approval (GET .../upstreams/{name} shows them with a diff). */
+            pending: number;
+            /** @description What the last successful sync changed in the catalog, by tool name and content hash. */
             last_sync: {
                 added?: number;
                 changed?: number;
                 removed?: number;
             } | null;
+            /** @description The gateway's own words, never the upstream's: "refused by policy (loopback)", "connection failed", "HTTP 404", "not an MCP server", "malformed tool list: ...", or the tools a sync left out (names held by another source). */
             last_error: string | null;
+            /** @description Tools the last sync left out because another source of the catalog (a pushed tool, another upstream) holds their names. */
+            conflicts: {
+                name: string;
+                held_by: string;
+            }[];
+        };
+        /** @description A tool of an upstream not served as listed now. */
+        ReviewedTool: {
+            name: string;
+            /** @enum {string} */
+            status: "pending" | "rejected";
+            /**
+             * @description `changed`: an approved definition differs from what the upstream lists now (the tool is withheld until a decision).
+             * @enum {string}
+             */
+            change: "new" | "changed";
+            /** @description Pin hash of the definition listed now; give it to approve to approve exactly what was reviewed. */
+            hash: string;
+            /** Format: date-time */
+            since: string;
+            findings: components["schemas"]["Finding"][];
+            /** @description What the upstream lists now (name, title, description, inputSchema, outputSchema, annotations); invisible characters as \u escapes. */
+            definition: unknown;
+            /** @description For a changed tool, each difference from the approved definition. */
+            diff?: {
+                path: string;
+                before?: unknown;
+                after?: unknown;
+            }[];
+        };
+        Decision: {
+            /** @description Absent: every tool waiting for a decision. Each item a name, or `{name, hash}` to decide exactly the definition reviewed (409 when it changed since). */
+            tools?: (string | {
+                name: string;
+                hash: string;
+            })[];
         };
         Error: {
             error: {
                 /** @enum {string} */
-                code: "invalid_json" | "validation_failed" | "invalid_tool" | "unauthorized" | "forbidden" | "not_found" | "payload_too_large" | "unsupported_media_type" | "malformed_request" | "request_timeout" | "headers_too_large" | "service_unavailable" | "internal_error";
+                code: "invalid_json" | "validation_failed" | "invalid_tool" | "unsafe_tool" | "name_conflict" | "unauthorized" | "forbidden" | "not_found" | "payload_too_large" | "unsupported_media_type" | "malformed_request" | "request_timeout" | "headers_too_large" | "service_unavailable" | "internal_error";
                 message: string;
                 details?: unknown;
                 request_id: string;
@@ -568,6 +672,8 @@ export interface components {
                 key: string;
                 message: string;
             }[];
+            /** @description What the definition scanner found in the written tools, by index (absent when nothing). */
+            findings?: components["schemas"]["ToolFindings"][];
             tools_written: number;
             /** @description Tools whose content no catalog of this tenant held before this write (never whether another tenant stored it). */
             new_documents: number;
@@ -583,8 +689,25 @@ export interface components {
             description: string;
             /** @description Top-level argument names (brief). */
             parameters?: string[];
-            /** @description The tool exactly as pushed (full). */
+            /** @description The tool as pushed (full), with invisible and control characters taken out. */
             definition?: unknown;
+            /** @description What the definition scanner finds in the tool as stored (absent when nothing). */
+            findings?: components["schemas"]["Finding"][];
+        };
+        /** @description One thing the tool-definition scanner found (docs/security.md lists the codes). */
+        Finding: {
+            code: string;
+            /** @enum {string} */
+            severity: "high" | "medium" | "low";
+            /** @description Where: name, description, inputSchema.properties.x.description, ... */
+            path: string;
+            /** @description Up to 120 characters around it; invisible characters shown as \u escapes. */
+            excerpt: string;
+        };
+        ToolFindings: {
+            index: number;
+            name: string;
+            findings: components["schemas"]["Finding"][];
         };
         SearchRequest: {
             query: string;
@@ -713,7 +836,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The request comes from a browser origin (or to a host name) this instance does not serve (MCP_ALLOWED_ORIGINS, MCP_ALLOWED_HOSTS). */
+        /** @description The request names a Host this instance does not serve (ALLOWED_HOSTS; without API_KEYS only its loopback names) or comes from a browser origin it does not allow (ALLOWED_ORIGINS): the DNS-rebinding defence, on every route but /healthz and /readyz. */
         Forbidden: {
             headers: {
                 [name: string]: unknown;
@@ -724,6 +847,15 @@ export interface components {
         };
         /** @description No such catalog, tool, job or route (for this tenant). */
         NotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description The name belongs to another source of the catalog: a tool an upstream MCP server synced may not be replaced or deleted over REST (`details` lists each name and its upstream), and an approval named a tool at a hash it no longer has. */
+        NameConflict: {
             headers: {
                 [name: string]: unknown;
             };
@@ -777,6 +909,7 @@ export interface components {
         };
     };
     parameters: {
+        /** @description 1-64 characters of A-Z a-z 0-9 . _ - (not `.` or `..`). */
         CatalogName: string;
         /** @description `brief`: first sentence and parameter names. `full`: the definition as pushed. */
         Detail: "brief" | "full";
@@ -893,6 +1026,8 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
         };
     };
     getOpenapi: {
@@ -913,6 +1048,7 @@ export interface operations {
                     "application/yaml": string;
                 };
             };
+            403: components["responses"]["Forbidden"];
         };
     };
     getDocs: {
@@ -933,6 +1069,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
+            403: components["responses"]["Forbidden"];
         };
     };
     listCatalogs: {
@@ -956,6 +1093,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -964,6 +1102,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description 1-64 characters of A-Z a-z 0-9 . _ - (not `.` or `..`). */
                 catalog: components["parameters"]["CatalogName"];
             };
             cookie?: never;
@@ -981,6 +1120,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["Unavailable"];
         };
@@ -990,6 +1130,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description 1-64 characters of A-Z a-z 0-9 . _ - (not `.` or `..`). */
                 catalog: components["parameters"]["CatalogName"];
             };
             cookie?: never;
@@ -1035,6 +1176,8 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["NameConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             503: components["responses"]["Unavailable"];
@@ -1045,6 +1188,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description 1-64 characters of A-Z a-z 0-9 . _ - (not `.` or `..`). */
                 catalog: components["parameters"]["CatalogName"];
             };
             cookie?: never;
@@ -1060,6 +1204,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["Unavailable"];
         };
@@ -1074,6 +1219,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description 1-64 characters of A-Z a-z 0-9 . _ - (not `.` or `..`). */
                 catalog: components["parameters"]["CatalogName"];
             };
             cookie?: never;
@@ -1094,6 +1240,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["Unavailable"];
         };
@@ -1103,6 +1250,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description 1-64 characters of A-Z a-z 0-9 . _ - (not `.` or `..`). */
                 catalog: components["parameters"]["CatalogName"];
             };
             cookie?: never;
@@ -1124,6 +1272,8 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["NameConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             503: components["responses"]["Unavailable"];
@@ -1137,6 +1287,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description 1-64 characters of A-Z a-z 0-9 . _ - (not `.` or `..`). */
                 catalog: components["parameters"]["CatalogName"];
                 /** @description The tool name (URL-encoded). */
                 name: string;
@@ -1169,6 +1320,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["Unavailable"];
         };
@@ -1178,6 +1330,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description 1-64 characters of A-Z a-z 0-9 . _ - (not `.` or `..`). */
                 catalog: components["parameters"]["CatalogName"];
                 /** @description The tool name (URL-encoded). */
                 name: string;
@@ -1195,7 +1348,9 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["NameConflict"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1204,6 +1359,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description 1-64 characters of A-Z a-z 0-9 . _ - (not `.` or `..`). */
                 catalog: components["parameters"]["CatalogName"];
             };
             cookie?: never;
@@ -1259,6 +1415,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1289,6 +1446,38 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getUpstream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                catalog: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The upstream and its tools not served as listed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        upstream: components["schemas"]["Upstream"];
+                        tools: components["schemas"]["ReviewedTool"][];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["Unavailable"];
         };
@@ -1311,12 +1500,17 @@ export interface operations {
                      * @description http:// or https:// MCP endpoint.
                      */
                     url: string;
-                    /** @description Sent on every request to the upstream (e.g. Authorization); stored, never returned or logged. */
+                    /** @description Sent on every request to the upstream (e.g. Authorization); stored, never returned or logged. Transport headers (Host, Content-Length, Transfer-Encoding, Mcp-Session-Id, ...) may not be set. */
                     headers?: {
                         [key: string]: string;
                     };
                     /** @default 300 */
                     refresh_seconds?: number;
+                    /**
+                     * @default pin
+                     * @enum {string}
+                     */
+                    trust?: "pin" | "auto";
                 };
             };
         };
@@ -1334,6 +1528,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1361,7 +1556,84 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    approveUpstreamTools: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                catalog: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["Decision"];
+            };
+        };
+        responses: {
+            /** @description The upstream after the decision, and the tools decided. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        upstream: components["schemas"]["Upstream"];
+                        approved: string[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["NameConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    rejectUpstreamTools: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                catalog: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["Decision"];
+            };
+        };
+        responses: {
+            /** @description The upstream after the decision, and the tools decided. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        upstream: components["schemas"]["Upstream"];
+                        rejected: string[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["NameConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1446,6 +1718,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1554,6 +1827,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1584,6 +1858,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1612,6 +1887,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["Unavailable"];
         };

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_USE_LITE_NICE } from './embed/use-lite.js';
+import { parseAllowList } from './upstream/address-policy.js';
 
 const booleanFlag = z
   .enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'])
@@ -39,7 +40,8 @@ const dropEmpty = (env: unknown) =>
 
 export const configSchema = z.preprocess(dropEmpty, z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
-  HOST: z.string().default('0.0.0.0'),
+  /** Where to listen; unset: 127.0.0.1 without API_KEYS (an open service is not offered to the network), 0.0.0.0 with them. */
+  HOST: z.preprocess(emptyAsUndefined, z.string().optional()),
   DATABASE_URL: z.preprocess(emptyAsUndefined, z.string().url().optional()),
   DATA_DIR: z.string().min(1).default('./data'),
   REDIS_URL: z.preprocess(emptyAsUndefined, z.string().url().optional()),
@@ -53,13 +55,20 @@ export const configSchema = z.preprocess(dropEmpty, z.object({
   HEADERS_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(600_000).default(10_000),
   API_KEYS: z.preprocess(emptyAsUndefined, apiKeys.optional()),
   /**
-   * Browser origins allowed to call /mcp (DNS-rebinding defence, as the MCP spec's security
+   * Browser origins allowed to call any route (DNS-rebinding defence, as the MCP spec's security
    * section asks): a comma list of origins or hostnames, or `*`. Requests without an Origin header
-   * (every non-browser MCP client) are not affected. Default: localhost origins only.
+   * (every non-browser client) are not affected; a page served by this instance (same origin as an
+   * allowed Host) always is. MCP_ALLOWED_ORIGINS is the older name.
    */
-  MCP_ALLOWED_ORIGINS: z.preprocess(emptyAsUndefined, z.string().default('localhost,127.0.0.1,[::1]')),
-  /** Host header names /mcp answers to, comma separated, or `*` (default): set it to the names a deployment is reached by. */
-  MCP_ALLOWED_HOSTS: z.preprocess(emptyAsUndefined, z.string().default('*')),
+  ALLOWED_ORIGINS: z.preprocess(emptyAsUndefined, z.string().default('localhost,127.0.0.1,[::1]')),
+  /**
+   * Host header names every route answers to, comma separated, or `*`. Unset: the loopback names
+   * without API_KEYS (a page on another name cannot rebind to an open service), any with them.
+   * MCP_ALLOWED_HOSTS is the older name.
+   */
+  ALLOWED_HOSTS: z.preprocess(emptyAsUndefined, z.string().optional()),
+  /** Bearer token /metrics requires when API_KEYS is set (Prometheus' `authorization` setting); unset then: /metrics answers 401. */
+  METRICS_TOKEN: z.preprocess(emptyAsUndefined, z.string().min(16, 'METRICS_TOKEN must be at least 16 characters').optional()),
   /** Deadline of every PostgreSQL call on the request path (connection and query), ms; past it: 503. */
   DB_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5_000),
   /**
@@ -77,6 +86,37 @@ export const configSchema = z.preprocess(dropEmpty, z.object({
   UPSTREAMS_FILE: z.preprocess(emptyAsUndefined, z.string().optional()),
   /** How long call_tool waits for an upstream MCP server before answering isError, ms. */
   UPSTREAM_CALL_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+  /**
+   * Addresses upstream MCP servers may be reached at besides public ones: CIDRs (10.0.0.0/8,
+   * fd00::/8, 127.0.0.1/32) and host names (mcp.internal, *.corp.example), comma separated.
+   * Loopback, private, link-local (cloud metadata), CGNAT, multicast and unspecified addresses are
+   * refused otherwise, however spelled. Stdio servers from UPSTREAMS_FILE are not affected.
+   */
+  UPSTREAM_ALLOW: z.preprocess(
+    emptyAsUndefined,
+    z
+      .string()
+      .default('')
+      .superRefine((value, context) => {
+        try {
+          parseAllowList(value);
+        } catch (error) {
+          context.addIssue({ code: 'custom', message: (error as Error).message });
+        }
+      }),
+  ),
+  /** Deadline of connecting to an upstream and listing its tools (registration, sync, refresh), ms. */
+  UPSTREAM_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
+  /** Largest upstream answer (a call's result, a page of tools/list), counted as it streams in; past it the call ends isError. */
+  UPSTREAM_MAX_RESULT_BYTES: z.preprocess(emptyAsUndefined, byteSize.prefault('4mb')),
+  /**
+   * What a REST push does with a tool the definition scanner rates high (hidden instructions,
+   * invisible characters, credential theft): refuse (400 naming the tool and finding), warn
+   * (stored, findings in the answer) or off. Upstream syncs always quarantine such tools.
+   */
+  SCAN_POLICY: z.enum(['refuse', 'warn', 'off']).default('refuse'),
+  /** Documents no catalog holds and no request used for this long are removed in the background, hours. */
+  DOCUMENT_RETENTION_HOURS: z.coerce.number().min(0.01).max(87_600).default(24),
   EMBED_MODEL: z.string().min(1).default('use-lite'),
   MODEL_DIR: z.preprocess(emptyAsUndefined, z.string().optional()),
   ALLOW_REMOTE_MODELS: z.preprocess(emptyAsUndefined, booleanFlag.prefault('false')),
@@ -103,7 +143,22 @@ export const configSchema = z.preprocess(dropEmpty, z.object({
   EMBED_STALLED_MS: z.coerce.number().int().min(500).max(600_000).default(30_000),
 }));
 
-export type Config = z.infer<typeof configSchema>;
+/** The environment as parsed, with the defaults that depend on other variables (HOST, ALLOWED_HOSTS) resolved. */
+export type Config = Omit<z.infer<typeof configSchema>, 'HOST' | 'ALLOWED_HOSTS'> & { HOST: string; ALLOWED_HOSTS: string };
+
+const LOOPBACK_HOSTS = 'localhost,127.0.0.1,[::1]';
+
+/** Fills the defaults that depend on other variables, and takes the older MCP_ALLOWED_* names. */
+export function resolveConfig(parsed: z.infer<typeof configSchema>, env: Record<string, unknown> = {}): Config {
+  const keyed = (parsed.API_KEYS?.size ?? 0) > 0;
+  const older = (name: string) => (typeof env[name] === 'string' && env[name] !== '' ? (env[name] as string) : undefined);
+  return {
+    ...parsed,
+    HOST: parsed.HOST ?? (keyed ? '0.0.0.0' : '127.0.0.1'),
+    ALLOWED_HOSTS: parsed.ALLOWED_HOSTS ?? older('MCP_ALLOWED_HOSTS') ?? (keyed ? '*' : LOOPBACK_HOSTS),
+    ALLOWED_ORIGINS: env.ALLOWED_ORIGINS === undefined || env.ALLOWED_ORIGINS === '' ? (older('MCP_ALLOWED_ORIGINS') ?? parsed.ALLOWED_ORIGINS) : parsed.ALLOWED_ORIGINS,
+  };
+}
 
 export class ConfigError extends Error {}
 
@@ -114,7 +169,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
   }
-  return parsed.data;
+  return resolveConfig(parsed.data, env);
 }
 
 /** For entry points: the config, or the process ends (exit code 2) with what is wrong. */

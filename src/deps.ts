@@ -25,10 +25,14 @@ import { SeenTools } from './search/seen-tools.js';
 import { CatalogIndexCache } from './search/catalog-index.js';
 import { CatalogEmbeddingStatus } from './catalog/embedding-status.js';
 import { ServerStatsCache } from './search/server-stats.js';
+import { DocumentSweeper, documentUseIntervalMs, retentionMs, SWEEP_PAGE } from './store/document-gc.js';
+import { DocumentUse } from './store/document-use.js';
 import { openDatabase, type Database } from './store/database.js';
 import { ensureVectorIndex } from './store/search-store.js';
 import { SELECTOR_STORE_SLICE, STORE_CONCURRENCY, STORE_SLICE } from './store/tool-store.js';
 import { readUpstreamsFile, UpstreamService } from './upstream/upstreams.js';
+import { parseAllowList } from './upstream/address-policy.js';
+import { auditLog, type AuditLog } from './audit.js';
 import { serviceVersion } from './paths.js';
 import { RegexSandbox } from './search/patterns.js';
 import { loadEnglishWords } from './search/dictionary.js';
@@ -53,8 +57,12 @@ export interface Deps {
   selector: SelectorDeps;
   /** Upstream MCP servers synced into catalogs; call_tool reaches tools through it. */
   upstreams: UpstreamService;
+  /** The gateway's audit trail: proxied calls, pins, quarantines, decisions, refused addresses. */
+  audit: AuditLog;
   readiness: ReadinessCheck[];
   metrics: Metrics;
+  /** Removes stored documents nothing uses any more (store/document-gc.ts); started by `npm start` only. */
+  documentSweeper: DocumentSweeper;
   close(): Promise<void>;
 }
 
@@ -205,18 +213,36 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     onDocumentsWritten: queue ? (hashes: string[]) => queue!.enqueue(hashes) : undefined,
     embedding: queue ? { model: embedder?.modelId ?? config.EMBED_MODEL, failedHashes: () => queue!.failedHashes(), status: embeddingStatus } : undefined,
     tokenCounter,
+    scanPolicy: config.SCAN_POLICY,
   };
+  const audit = auditLog(logger, metrics);
   const upstreams = new UpstreamService({
     db: database.db,
     catalog: catalogDeps,
     stdioServers: config.UPSTREAMS_FILE ? readUpstreamsFile(config.UPSTREAMS_FILE) : undefined,
     logger,
     metrics,
+    audit,
     callTimeoutMs: config.UPSTREAM_CALL_TIMEOUT_MS,
+    connectTimeoutMs: config.UPSTREAM_CONNECT_TIMEOUT_MS,
+    maxResultBytes: config.UPSTREAM_MAX_RESULT_BYTES,
+    allow: parseAllowList(config.UPSTREAM_ALLOW),
     version: serviceVersion(),
   });
   upstreams.start();
   await upstreams.startStdioServers();
+
+  // Documents no catalog holds and no request used within DOCUMENT_RETENTION_HOURS are swept;
+  // requests mark the documents they use (at most once an interval each).
+  const retention = retentionMs(config.DOCUMENT_RETENTION_HOURS);
+  const documentUse = new DocumentUse(database.db, { everyMs: documentUseIntervalMs(retention), logger });
+  const documentSweeper = new DocumentSweeper(database.db, {
+    retentionMs: retention,
+    everyMs: documentUseIntervalMs(retention),
+    pageSize: SWEEP_PAGE[database.kind],
+    logger,
+    onRemoved: (count) => metrics.documentsRemoved.inc(count),
+  });
 
   const selector: SelectorDeps = {
     db: database.db,
@@ -231,6 +257,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     writeSlice: SELECTOR_STORE_SLICE[database.kind],
     tokens: new TokenCounter(tokenCounter),
     tokenCounter,
+    documentUse,
     logger,
     metrics,
   };
@@ -272,12 +299,17 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     search,
     selector,
     upstreams,
+    audit,
     readiness,
     metrics,
+    documentSweeper,
     async close() {
       closing = true;
+      await documentSweeper.stop();
       await upstreams.close();
-      // Answered selector requests may still be storing their new tools (and queueing their embeddings).
+      // Marks of documents used are written, then answered selector requests may still be storing
+      // their new tools (and queueing their embeddings).
+      await documentUse.flush();
       await selector.background.settled();
       await tokenCounter.close();
       await embedWorker?.close();

@@ -6,6 +6,8 @@ export const ERROR_CODES = [
   'invalid_json',
   'validation_failed',
   'invalid_tool',
+  'unsafe_tool',
+  'name_conflict',
   'unauthorized',
   'forbidden',
   'not_found',

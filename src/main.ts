@@ -29,6 +29,9 @@ async function main(): Promise<void> {
   if (!config.API_KEYS || config.API_KEYS.size === 0) {
     deps.logger.warn('API_KEYS is not set: every endpoint is open and all callers share the "default" tenant');
   }
+  // Only the serving process sweeps (not `npm run worker`, nor tests and CLIs built on the same
+  // deps); replicas sweeping side by side are safe (store/document-gc.ts). deps.close() stops it.
+  deps.documentSweeper.start();
   const app = createApp(deps);
   // A failure to listen (EADDRINUSE, EACCES) goes to the 'error' handler below, never the callback.
   const server: Server = createHttpServer(config, app);

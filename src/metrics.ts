@@ -16,8 +16,10 @@ export interface Metrics {
   stageDuration: Histogram<'endpoint' | 'stage'>;
   searchDegraded: Counter<'endpoint' | 'reason'>;
   embeddingsWritten: Counter<'model'>;
+  documentsRemoved: Counter;
   mcpRequests: Counter<'method' | 'tool' | 'outcome'>;
   mcpUpstreamCalls: Histogram<'upstream' | 'outcome'>;
+  auditEvents: Counter<'event' | 'outcome'>;
   toolTokens: Counter<'endpoint' | 'tenant' | 'kind'>;
 }
 
@@ -75,6 +77,11 @@ export function createMetrics(sources: { queue: () => EmbedQueue | null; embedde
       labelNames: ['model'],
       registers: [registry],
     }),
+    documentsRemoved: new Counter({
+      name: 'toolsift_documents_removed_total',
+      help: 'Stored tool documents (with their terms and vectors) removed by this process\'s sweep: no catalog held them and no request used them within DOCUMENT_RETENTION_HOURS.',
+      registers: [registry],
+    }),
     mcpRequests: new Counter({
       name: 'toolsift_mcp_requests_total',
       help: 'MCP meta-tool calls and resource reads by method, tool and outcome (ok, tool_error, error).',
@@ -92,6 +99,12 @@ export function createMetrics(sources: { queue: () => EmbedQueue | null; embedde
       help: 'call_tool calls proxied to upstream MCP servers, by upstream and outcome.',
       labelNames: ['upstream', 'outcome'],
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry],
+    }),
+    auditEvents: new Counter({
+      name: 'toolsift_audit_events_total',
+      help: 'Gateway audit events (src/audit.ts): proxied calls, pins, quarantines, approvals, rejections, name conflicts and refused addresses, by outcome.',
+      labelNames: ['event', 'outcome'],
       registers: [registry],
     }),
   };

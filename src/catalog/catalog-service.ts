@@ -7,6 +7,9 @@ import type { Db } from '../store/database.js';
 import { STORE_SLICE, storeDocuments, type CountedDocument, type ToolDocument } from '../store/tool-store.js';
 import { listUpstreams, type UpstreamRow } from '../store/upstream-store.js';
 import { TimeSlice } from '../time-slice.js';
+import { RESERVED_TOOL_NAMES } from '../trust/reserved-names.js';
+import { isFlagged, scanTool, type Finding } from '../trust/scan-tool.js';
+import { visibleDeep } from '../trust/visible-text.js';
 import { contentHash } from './content-hash.js';
 import type { CatalogEmbeddingStatus } from './embedding-status.js';
 import { documentTerms, TERMS_VERSION } from './search-text.js';
@@ -34,7 +37,11 @@ export interface CatalogDeps {
   };
   /** Where definition tokens are counted (the service's counting thread); absent = on this thread. */
   tokenCounter?: TextCounter;
+  /** What a push does with a tool the definition scanner rates high (SCAN_POLICY); absent = refuse. */
+  scanPolicy?: ScanPolicy;
 }
+
+export type ScanPolicy = 'refuse' | 'warn' | 'off';
 
 export interface CatalogRef {
   tenant: string;
@@ -100,6 +107,61 @@ export interface CatalogWriteResult {
   jobIds: string[];
   /** Keys a tool carries that its shape does not define (accepted, but maybe not what was meant). */
   warnings: ToolWarning[];
+  /** What the definition scanner found in the written tools (pushes only). */
+  findings: ToolFindings[];
+}
+
+/** A pushed tool's scanner findings, by its index in the request. */
+export interface ToolFindings {
+  index: number;
+  name: string;
+  findings: Finding[];
+}
+
+/** The fields of a tool the scanner reads: its text, schemas and annotations as the source gave them. */
+export function scannedTool(tool: Pick<Tool, 'name' | 'description' | 'inputSchema' | 'definition'>) {
+  const definition = (typeof tool.definition === 'object' && tool.definition !== null ? tool.definition : {}) as Record<string, unknown>;
+  return {
+    name: tool.name,
+    description: tool.description,
+    inputSchema: tool.inputSchema,
+    outputSchema: definition.outputSchema,
+    annotations: definition.annotations,
+    ...(typeof definition.title === 'string' ? { title: definition.title } : {}),
+  };
+}
+
+/**
+ * Pushed tools as they may be stored: scanned (SCAN_POLICY), then with every invisible and control
+ * character taken out of their text, so what agents receive never carries them. `refuse` turns a
+ * high finding into a 400 naming each such tool and finding, before anything is written. A name is
+ * compared with the request's other names (confusables) and the meta-tools' names.
+ */
+export async function screenPushedTools(policy: ScanPolicy, raws: unknown[]): Promise<{ tools: Tool[]; findings: ToolFindings[] }> {
+  const tools = parseToolList(raws);
+  if (policy === 'off') return { tools, findings: [] };
+  const context = { otherNames: tools.map((tool) => tool.name), reservedNames: RESERVED_TOOL_NAMES };
+  const scanned = await mapYielding(tools, (tool) => scanTool(scannedTool(tool), context));
+  const findings = scanned.flatMap((found, index) => (found.length > 0 ? [{ index, name: tools[index]!.name, findings: found }] : []));
+  const unsafe = findings.filter((tool) => isFlagged(tool.findings));
+  if (policy === 'refuse' && unsafe.length > 0) {
+    const first = unsafe[0]!;
+    const finding = first.findings.find((item) => item.severity === 'high')!;
+    throw new AppError(
+      'unsafe_tool',
+      `tools[${first.index}] ("${visibleDeep(first.name)}"): ${finding.code} at ${finding.path}: ${finding.excerpt}` +
+        (unsafe.length > 1 ? ` (and ${unsafe.length - 1} more unsafe tool${unsafe.length > 2 ? 's' : ''})` : '') +
+        '; SCAN_POLICY=warn stores such tools with their findings',
+      unsafe.map((tool) => ({ ...tool, findings: tool.findings.filter((item) => item.severity === 'high') })),
+    );
+  }
+  let changed = false;
+  const visible = raws.map((raw) => {
+    const clean = visibleDeep(raw);
+    changed ||= clean !== raw;
+    return clean;
+  });
+  return { tools: changed ? parseToolList(visible) : tools, findings };
 }
 
 /**
@@ -200,34 +262,59 @@ async function storeAhead(deps: CatalogDeps, tools: Tool[]): Promise<WrittenAhea
 
 async function afterWrite(deps: CatalogDeps, write: catalogStore.CatalogWrite, ahead: WrittenAhead) {
   deps.onCatalogChanged?.(write.catalog);
-  const rest = ahead.documents.map((doc) => doc.hash).filter((hash) => !ahead.queued.has(hash));
+  // A document queued ahead that a sweep then removed was stored again by the write: queued again.
+  const again = new Set(write.newHashes);
+  const rest = ahead.documents.map((doc) => doc.hash).filter((hash) => !ahead.queued.has(hash) || again.has(hash));
   const jobIds = deps.onDocumentsWritten && rest.length > 0 ? await deps.onDocumentsWritten(rest) : [];
   return { catalog: write.catalog, newDocuments: ahead.newHashes.length + write.newHashes.length, jobIds: [...ahead.jobIds, ...jobIds], warnings: [] as ToolWarning[] };
 }
 
 export async function replaceCatalog(deps: CatalogDeps, ref: CatalogRef, raws: unknown[]): Promise<CatalogWriteResult> {
-  const tools = parseToolList(raws);
+  const { tools, findings } = await screenPushedTools(deps.scanPolicy ?? 'refuse', raws);
   const ahead = await writeAhead(deps, tools);
   const known = await catalogStore.tenantHashes(deps.db, ref.tenant, ahead.documents.map((doc) => doc.hash));
-  const write = await catalogStore.replaceCatalog(deps.db, ref.tenant, ref.name, ahead.documents, ahead.unstored);
-  return { ...(await afterWrite(deps, write, ahead)), newDocuments: newToTenant(ahead.documents, known), warnings: raws.flatMap((raw, index) => toolWarnings(raw, index)) };
+  const write = await heldAsConflict(catalogStore.replaceCatalog(deps.db, ref.tenant, ref.name, ahead.documents, ahead.unstored));
+  return { ...(await afterWrite(deps, write, ahead)), newDocuments: newToTenant(ahead.documents, known), warnings: raws.flatMap((raw, index) => toolWarnings(raw, index)), findings };
 }
 
 export async function upsertTools(deps: CatalogDeps, ref: CatalogRef, raws: unknown[]): Promise<CatalogWriteResult> {
-  const ahead = await writeAhead(deps, parseToolList(raws));
+  const { tools, findings } = await screenPushedTools(deps.scanPolicy ?? 'refuse', raws);
+  const ahead = await writeAhead(deps, tools);
   const known = await catalogStore.tenantHashes(deps.db, ref.tenant, ahead.documents.map((doc) => doc.hash));
-  const write = await catalogStore.upsertCatalogTools(deps.db, ref.tenant, ref.name, ahead.documents, ahead.unstored);
-  return { ...(await afterWrite(deps, write, ahead)), newDocuments: newToTenant(ahead.documents, known), warnings: raws.flatMap((raw, index) => toolWarnings(raw, index)) };
+  const write = await heldAsConflict(catalogStore.upsertCatalogTools(deps.db, ref.tenant, ref.name, ahead.documents, ahead.unstored));
+  return { ...(await afterWrite(deps, write, ahead)), newDocuments: newToTenant(ahead.documents, known), warnings: raws.flatMap((raw, index) => toolWarnings(raw, index)), findings };
+}
+
+/** A push or deletion of an upstream's tool: a 409 naming each such tool and its upstream, nothing written. */
+async function heldAsConflict<T>(write: Promise<T>): Promise<T> {
+  try {
+    return await write;
+  } catch (error) {
+    if (!(error instanceof catalogStore.NamesHeldError)) throw error;
+    const names = error.held.map((row) => `"${row.name}" (upstream ${row.upstream ?? 'none'})`).join(', ');
+    throw new AppError(
+      'name_conflict',
+      `${names}: synced from an upstream MCP server of this catalog, which holds the name (push under another name; reject the tool at POST /v1/catalogs/{catalog}/upstreams/{name}/reject, or remove the upstream)`,
+      error.held,
+    );
+  }
 }
 
 /**
- * Replaces the catalog's tools of one server (an upstream MCP server's sync) and keeps the rest, in
- * one write under the catalog's lock. Returns what the server's tools were before, by name and hash.
+ * Replaces the catalog's tools of one upstream MCP server (its approved tools, already screened by
+ * the upstream's sync) and keeps the rest, in one write under the catalog's lock. Returns what the
+ * upstream's tools were before (by name and hash) and the names it could not take (`held`).
  */
-export async function replaceServerTools(deps: CatalogDeps, ref: CatalogRef, server: string, raws: unknown[]): Promise<CatalogWriteResult & { before: Map<string, string> }> {
-  const ahead = await writeAhead(deps, parseToolList(raws));
-  const write = await catalogStore.replaceServerTools(deps.db, ref.tenant, ref.name, server, ahead.documents, ahead.unstored);
-  return { ...(await afterWrite(deps, write, ahead)), before: write.before };
+export async function replaceServerTools(
+  deps: CatalogDeps,
+  ref: CatalogRef,
+  upstream: string,
+  tools: Tool[],
+): Promise<Omit<CatalogWriteResult, 'findings'> & { before: Map<string, string>; hashes: Map<string, string>; held: { name: string; upstream: string | null }[] }> {
+  const ahead = await writeAhead(deps, tools);
+  const write = await catalogStore.replaceServerTools(deps.db, ref.tenant, ref.name, upstream, ahead.documents, ahead.unstored);
+  const hashes = new Map(ahead.documents.map((doc) => [doc.tool.name, doc.hash]));
+  return { ...(await afterWrite(deps, write, ahead)), before: write.before, hashes, held: write.held };
 }
 
 /**
@@ -238,9 +325,14 @@ function newToTenant(documents: ToolDocument[], known: Set<string>): number {
   return new Set(documents.map((doc) => doc.hash).filter((hash) => !known.has(hash))).size;
 }
 
+/** The scanner's findings on a stored tool as it is now (its text was cleaned on the way in, so instructions, not characters). */
+export function storedFindings(tool: catalogStore.CatalogToolRow): Finding[] {
+  return scanTool(scannedTool(tool), { reservedNames: RESERVED_TOOL_NAMES });
+}
+
 export async function deleteTool(deps: CatalogDeps, ref: CatalogRef, toolName: string): Promise<void> {
   if (!(await catalogStore.getCatalog(deps.db, ref.tenant, ref.name))) throw notFound(`catalog "${ref.name}"`);
-  if (!(await catalogStore.deleteCatalogTool(deps.db, ref.tenant, ref.name, toolName))) {
+  if (!(await heldAsConflict(catalogStore.deleteCatalogTool(deps.db, ref.tenant, ref.name, toolName)))) {
     throw notFound(`tool "${toolName}" in catalog "${ref.name}"`);
   }
 }

@@ -11,7 +11,7 @@ import type { SelectorDeps } from '../search/selector.js';
 import { healthRoutes, type ReadinessCheck } from './health.js';
 import { jobRoutes } from './jobs.js';
 import type { EmbedQueue } from '../jobs/embed-queue.js';
-import { authenticate, forBodies, requestId, requireJsonBody } from './middleware.js';
+import { authenticate, forBodies, hostAndOriginGuard, metricsAuth, requestId, requireJsonBody } from './middleware.js';
 import { metricsRoutes, observeRequests } from './observability.js';
 import { docsRoutes } from './docs.js';
 import { uiRoutes } from './ui.js';
@@ -21,13 +21,15 @@ import { bodyBudget } from './body-budget.js';
 import { jsonInSlices } from './json-body.js';
 import { TOOL_SEARCH_PATH, toolSearchRoutes } from './tool-search.js';
 import { catalogListCache, toolRowCache, upstreamRowCache } from '../mcp/discovery.js';
+import { argumentChecks } from '../catalog/tool-arguments.js';
+import type { AuditLog } from '../audit.js';
 import { serviceVersion } from '../paths.js';
 import type { UpstreamService } from '../upstream/upstreams.js';
 import { upstreamRoutes } from './upstreams.js';
 import type { Metrics } from '../metrics.js';
 
 export interface AppDeps {
-  config: Pick<Config, 'BODY_LIMIT' | 'BODY_MEMORY' | 'API_KEYS' | 'MCP_ALLOWED_ORIGINS' | 'MCP_ALLOWED_HOSTS'>;
+  config: Pick<Config, 'BODY_LIMIT' | 'BODY_MEMORY' | 'API_KEYS' | 'ALLOWED_ORIGINS' | 'ALLOWED_HOSTS' | 'METRICS_TOKEN'>;
   logger: Logger;
   catalog: CatalogDeps;
   search: RankDeps;
@@ -38,6 +40,8 @@ export interface AppDeps {
   queue?: EmbedQueue | null;
   /** Upstream MCP servers: their REST routes and call_tool's route to them; absent in some tests. */
   upstreams?: UpstreamService | null;
+  /** The gateway's audit trail (proxied calls); absent in some tests. */
+  audit?: AuditLog;
 }
 
 export function createApp(deps: AppDeps): Express {
@@ -46,7 +50,9 @@ export function createApp(deps: AppDeps): Express {
   app.set('query parser', 'simple');
   app.use(requestId);
   app.use(observeRequests(deps.logger, deps.metrics));
+  app.use(hostAndOriginGuard({ allowedHosts: deps.config.ALLOWED_HOSTS, allowedOrigins: deps.config.ALLOWED_ORIGINS }));
   app.use(healthRoutes(deps.readiness));
+  app.use('/metrics', metricsAuth(deps.config.API_KEYS, deps.config.METRICS_TOKEN));
   app.use(metricsRoutes(deps.metrics));
   app.use(docsRoutes());
   app.use(uiRoutes());
@@ -66,8 +72,19 @@ export function createApp(deps: AppDeps): Express {
   app.use(toolSearchRoutes({ selector: deps.selector, search: deps.search, tokens: deps.selector.tokens }, deps.metrics));
   app.use(
     mcpRoutes(
-      { catalog: deps.catalog, search: deps.search, upstreams: deps.upstreams ?? null, toolRows: toolRowCache(), catalogLists: catalogListCache(), upstreamRows: upstreamRowCache(), logger: deps.logger, metrics: deps.metrics, version: serviceVersion() },
-      { allowedOrigins: deps.config.MCP_ALLOWED_ORIGINS, allowedHosts: deps.config.MCP_ALLOWED_HOSTS },
+      {
+        catalog: deps.catalog,
+        search: deps.search,
+        upstreams: deps.upstreams ?? null,
+        toolRows: toolRowCache(),
+        catalogLists: catalogListCache(),
+        upstreamRows: upstreamRowCache(),
+        argumentChecks: argumentChecks(),
+        audit: deps.audit,
+        logger: deps.logger,
+        metrics: deps.metrics,
+        version: serviceVersion(),
+      },
     ),
   );
   app.use(jobRoutes(deps.queue ?? null, deps.catalog.db));

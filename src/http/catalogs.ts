@@ -8,10 +8,17 @@ import type { CatalogSummary, CatalogToolRow } from '../store/catalog-store.js';
 import { upstreamState } from '../upstream/upstreams.js';
 import { parseInput } from './errors.js';
 
-export const CATALOG_NAME = /^[A-Za-z0-9._-]{1,64}$/;
+export const NAME_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
+export const CATALOG_NAME = NAME_PATTERN;
+
+/** `.` and `..` are path segments, not names: in a URL they would address another resource. */
+export const notDots = (name: string) => name !== '.' && name !== '..';
 
 export const catalogParams = z.object({
-  catalog: z.string().regex(CATALOG_NAME, 'catalog names are 1-64 characters of A-Z, a-z, 0-9, ".", "_" and "-"'),
+  catalog: z
+    .string()
+    .regex(CATALOG_NAME, 'catalog names are 1-64 characters of A-Z, a-z, 0-9, ".", "_" and "-"')
+    .refine(notDots, 'catalog names may not be . or ..'),
 });
 const toolParams = catalogParams.extend({ name: z.string().min(1).max(128) });
 const detailQuery = z.object({ detail: z.enum(['brief', 'full']).default('brief') });
@@ -70,6 +77,7 @@ function writeJson(result: catalogs.CatalogWriteResult, written: number) {
     new_documents: result.newDocuments,
     job_ids: result.jobIds,
     ...(result.warnings.length > 0 ? { warnings: result.warnings } : {}),
+    ...(result.findings.length > 0 ? { findings: result.findings } : {}),
   };
 }
 
@@ -123,7 +131,9 @@ export function catalogRoutes(deps: catalogs.CatalogDeps): Router {
     const ref = catalogRef(req, res);
     const { name } = parseInput(toolParams, req.params, 'path');
     const { detail } = parseInput(detailQuery, req.query, 'query');
-    res.json(toolJson(await catalogs.getTool(deps, ref, name), detail));
+    const tool = await catalogs.getTool(deps, ref, name);
+    const findings = catalogs.storedFindings(tool);
+    res.json({ ...toolJson(tool, detail), ...(findings.length > 0 ? { findings } : {}) });
   });
 
   router.delete('/v1/catalogs/:catalog/tools/:name', async (req, res) => {

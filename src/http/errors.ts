@@ -8,6 +8,10 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   invalid_json: 400,
   validation_failed: 400,
   invalid_tool: 400,
+  // The definition scanner found something that must not reach an agent (SCAN_POLICY=refuse).
+  unsafe_tool: 400,
+  // The name is held by another source of the catalog (an upstream's tool, or for a sync a pushed one).
+  name_conflict: 409,
   unauthorized: 401,
   forbidden: 403,
   not_found: 404,

@@ -1,7 +1,6 @@
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { createMcpHandler } from '@modelcontextprotocol/server';
 import { Router, type Request, type Response } from 'express';
-import { AppError } from '../errors.js';
 import { readScopeCatalog, type DiscoveryScope } from '../mcp/discovery.js';
 import { createToolsiftMcpServer, type McpDeps } from '../mcp/server.js';
 import { catalogParams } from './catalogs.js';
@@ -10,35 +9,14 @@ import { declaresJson, notJson } from './middleware.js';
 
 export const MCP_PATHS = ['/mcp', '/mcp/:catalog'];
 
-/** Whether a browser origin may call /mcp: a listed origin or hostname, or `*`. */
-export function originAllowed(origin: string, allowed: string): boolean {
-  const entries = allowed.split(',').map((entry) => entry.trim()).filter(Boolean);
-  if (entries.includes('*')) return true;
-  let url: URL;
-  try {
-    url = new URL(origin);
-  } catch {
-    return false;
-  }
-  return entries.some((entry) => (entry.includes('://') ? entry.replace(/\/$/, '') === url.origin : entry === url.hostname));
-}
-
-/** Whether the Host header names a host /mcp answers to. */
-export function hostAllowed(host: string | undefined, allowed: string): boolean {
-  const entries = allowed.split(',').map((entry) => entry.trim()).filter(Boolean);
-  if (entries.includes('*')) return true;
-  if (!host) return false;
-  const hostname = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0]!;
-  return entries.includes(hostname);
-}
-
 /**
  * `/mcp` (every catalog of the caller's tenant) and `/mcp/{catalog}` (one), Streamable HTTP through
  * the official SDK's `createMcpHandler`: stateless, serving 2026-07-28 clients and legacy clients
- * that open with `initialize` from one endpoint. Runs behind the same API-key authentication as the
- * REST API; the tenant and catalog scope reach the per-request server through `authInfo`.
+ * that open with `initialize` from one endpoint. Runs behind the same API-key authentication and
+ * Host / Origin checks (middleware.ts) as the REST API; the tenant and catalog scope reach the
+ * per-request server through `authInfo`.
  */
-export function mcpRoutes(deps: McpDeps, options: { allowedOrigins: string; allowedHosts: string }): Router {
+export function mcpRoutes(deps: McpDeps): Router {
   const handler = createMcpHandler(
     ({ authInfo }) => {
       const scope = authInfo?.extra as DiscoveryScope | undefined;
@@ -50,12 +28,6 @@ export function mcpRoutes(deps: McpDeps, options: { allowedOrigins: string; allo
   const serve = toNodeHandler(handler, { onerror: (error) => deps.logger.error({ err: error }, 'mcp: handler failed') });
   const router = Router();
   const route = async (req: Request, res: Response) => {
-    // DNS rebinding: a web page must not reach a local toolsift through a name it controls.
-    const origin = req.get('origin');
-    if (origin !== undefined && !originAllowed(origin, options.allowedOrigins)) {
-      throw new AppError('forbidden', `origin ${origin} may not call /mcp (MCP_ALLOWED_ORIGINS)`);
-    }
-    if (!hostAllowed(req.get('host'), options.allowedHosts)) throw new AppError('forbidden', `host ${req.get('host') ?? '(none)'} is not served (MCP_ALLOWED_HOSTS)`);
     // A message without a JSON Content-Type, empty or not: the 415 openapi.yaml documents, not the transport's own.
     if (req.method === 'POST' && !declaresJson(req)) throw notJson(req);
     const tenant = String(res.locals.tenant);

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Request, RequestHandler } from 'express';
 import { AppError } from '../errors.js';
 
@@ -72,4 +72,80 @@ export function authenticate(keys: Map<string, string> | undefined): RequestHand
     res.locals.tenant = tenant;
     next();
   };
+}
+
+/** Whether a browser origin is listed: an origin (`https://app.example`) or a hostname, or `*`. */
+export function originAllowed(origin: string, allowed: string): boolean {
+  const entries = allowed.split(',').map((entry) => entry.trim()).filter(Boolean);
+  if (entries.includes('*')) return true;
+  let url: URL;
+  try {
+    url = new URL(origin);
+  } catch {
+    return false;
+  }
+  return entries.some((entry) => (entry.includes('://') ? entry.replace(/\/$/, '') === url.origin : entry === url.hostname));
+}
+
+/** Whether the Host header names a host this instance answers to (`*`: any). */
+export function hostAllowed(host: string | undefined, allowed: string): boolean {
+  const entries = allowed.split(',').map((entry) => entry.trim()).filter(Boolean);
+  if (entries.includes('*')) return true;
+  if (!host) return false;
+  const hostname = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0]!;
+  return entries.includes(hostname.toLowerCase());
+}
+
+/** Routes a load balancer or orchestrator probes by address (Host: a pod IP): they hold no tenant's data. */
+const PROBES = new Set(['/healthz', '/readyz']);
+
+/**
+ * DNS rebinding (issue 70): a web page on a name its author controls can point that name at
+ * 127.0.0.1 and then call an open toolsift as same-origin. So every route answers only Host names
+ * it serves (ALLOWED_HOSTS: the loopback names when no API key is set), and a browser's Origin must
+ * be listed (ALLOWED_ORIGINS) or be the page's own origin under an allowed Host (the playground at
+ * /ui). Requests without an Origin (every non-browser client) are checked by Host only.
+ */
+export function hostAndOriginGuard(options: { allowedHosts: string; allowedOrigins: string }): RequestHandler {
+  return (req, _res, next) => {
+    if (PROBES.has(req.path)) return next();
+    const host = req.get('host');
+    if (!hostAllowed(host, options.allowedHosts)) {
+      throw new AppError('forbidden', `host ${host ?? '(none)'} is not served here (ALLOWED_HOSTS; an instance without API_KEYS answers only its loopback names)`);
+    }
+    const origin = req.get('origin');
+    if (origin !== undefined && !originAllowed(origin, options.allowedOrigins) && !sameOrigin(origin, host, req.protocol)) {
+      throw new AppError('forbidden', `origin ${origin} may not call this service (ALLOWED_ORIGINS)`);
+    }
+    next();
+  };
+}
+
+function sameOrigin(origin: string, host: string | undefined, protocol: string): boolean {
+  if (!host) return false;
+  try {
+    return new URL(origin).origin === new URL(`${protocol}://${host}`).origin;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * /metrics names tenants and upstreams: with API keys set it takes `Authorization: Bearer
+ * <METRICS_TOKEN>` (Prometheus' `authorization` scrape setting), and answers 401 without one.
+ */
+export function metricsAuth(keys: Map<string, string> | undefined, token: string | undefined): RequestHandler {
+  return (req, _res, next) => {
+    if (!keys || keys.size === 0) return next();
+    if (!token) throw new AppError('unauthorized', 'with API_KEYS set, /metrics needs METRICS_TOKEN set and sent as Authorization: Bearer <token>');
+    const presented = /^Bearer\s+(.+)$/i.exec(req.get('authorization') ?? '')?.[1]?.trim();
+    if (!presented || !timingSafeEqualText(presented, token)) throw new AppError('unauthorized', 'missing or wrong metrics token: send Authorization: Bearer <METRICS_TOKEN>');
+    next();
+  };
+}
+
+function timingSafeEqualText(a: string, b: string): boolean {
+  const left = Buffer.from(a);
+  const right = Buffer.from(b);
+  return left.length === right.length && timingSafeEqual(left, right);
 }

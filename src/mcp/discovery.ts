@@ -8,14 +8,16 @@
  * tenant, results carry `catalog/name` (catalog names cannot contain '/'); a bare name is accepted
  * too when exactly one catalog has it.
  */
+import { argumentShape, type AuditLog } from '../audit.js';
 import * as catalogs from '../catalog/catalog-service.js';
+import { checkArguments, type ArgumentChecks } from '../catalog/tool-arguments.js';
 import { LruCache } from '../lru-cache.js';
 import { confidences } from '../search/confidence.js';
 import { firstSentence, parameterNames } from '../catalog/describe.js';
 import { firstNames, rankRemembered, rememberedTools, searchCatalog, storeOrMemory } from '../search/catalog-search.js';
 import type { RankDeps } from '../search/hybrid-search.js';
 import type { CatalogSummary, CatalogToolRow } from '../store/catalog-store.js';
-import { getToolWithUpstream, type UpstreamRow } from '../store/upstream-store.js';
+import { getToolWithUpstream, upstreamToolNames, type UpstreamRow } from '../store/upstream-store.js';
 import type { UpstreamCallResult, UpstreamCaller } from '../upstream/upstream-caller.js';
 
 export interface DiscoveryDeps {
@@ -28,6 +30,10 @@ export interface DiscoveryDeps {
   catalogLists: CatalogListCache;
   /** Upstreams' rows as read with a tool (upstreamRowCache): where call_tool sends any of their tools while the store does not answer. */
   upstreamRows: UpstreamRowCache;
+  /** Compiled input-schema checks by tool hash (catalog/tool-arguments.ts): a call's arguments are checked before they are sent. */
+  argumentChecks: ArgumentChecks;
+  /** Where each proxied call is recorded (src/audit.ts); absent in some tests. */
+  audit?: AuditLog;
 }
 
 /** Who is asking, and over which catalogs: all of the tenant's (`/mcp`) or one (`/mcp/{catalog}`). */
@@ -248,7 +254,8 @@ async function rankInMemory(deps: DiscoveryDeps, scope: DiscoveryScope, catalog:
 
 /** A tool found by its address at this endpoint (with its upstream's row), or why not. */
 type Resolved = { ok: true; catalog: string; tool: ToolWithUpstream } | { ok: false; error: string };
-type ToolWithUpstream = CatalogToolRow & { upstream: UpstreamRow | null };
+/** A tool's row with the row of the upstream that synced it (null: pushed over REST). */
+type ToolWithUpstream = Omit<CatalogToolRow, 'upstream'> & { upstream: UpstreamRow | null };
 
 /**
  * A catalog's tools with their upstream's row, by catalog id, revision, upstream revision and name
@@ -266,12 +273,19 @@ const toolRowKey = (catalog: CatalogSummary, name: string) => `${catalog.id}\0${
 export const toolRowCache = (): ToolRowCache =>
   new LruCache(TOOL_ROWS_MAX, { max: TOOL_ROW_BYTES_MAX, weigh: (row) => (row === null ? 64 : 2 * JSON.stringify(row).length) });
 
-/** An upstream's row by catalog id, upstream revision and server name; a few per catalog. */
-export type UpstreamRowCache = LruCache<string, UpstreamRow>;
+/**
+ * An upstream's row by catalog id, upstream revision and name, with the names of the tools it
+ * synced into the catalog (as of `revision`): while the store does not answer, call_tool reaches a
+ * tool the catalog's index names only when that upstream listed it (a pushed tool may claim any server).
+ */
+export type UpstreamRowCache = LruCache<string, { row: UpstreamRow; revision: number; names: ReadonlySet<string> }>;
 
 const UPSTREAM_ROWS_MAX = 4096;
 
-export const upstreamRowCache = (): UpstreamRowCache => new LruCache(UPSTREAM_ROWS_MAX);
+export const upstreamRowCache = (): UpstreamRowCache =>
+  new LruCache(UPSTREAM_ROWS_MAX, { max: UPSTREAM_ROW_BYTES_MAX, weigh: (entry) => 512 + [...entry.names].reduce((bytes, name) => bytes + 2 * name.length + 16, 0) });
+
+const UPSTREAM_ROW_BYTES_MAX = 16 * 1024 * 1024;
 
 const upstreamRowKey = (catalog: CatalogSummary, server: string) => `${catalog.id}\0${catalog.upstreamRevision}\0${server}`;
 
@@ -316,7 +330,13 @@ async function findTool(deps: DiscoveryDeps, tenant: string, catalog: CatalogSum
     async () => {
       const found = await getToolWithUpstream(deps.catalog.db, tenant, catalog.name, name);
       deps.toolRows.set(key, found ?? null);
-      if (found?.upstream && found.server !== null) deps.upstreamRows.set(upstreamRowKey(catalog, found.server), found.upstream);
+      if (found?.upstream) {
+        const key = upstreamRowKey(catalog, found.upstream.name);
+        if (deps.upstreamRows.get(key)?.revision !== catalog.revision) {
+          const names = new Set(await upstreamToolNames(deps.catalog.db, catalog.id, found.upstream.name));
+          deps.upstreamRows.set(key, { row: found.upstream, revision: catalog.revision, names });
+        }
+      }
       return { tool: found };
     },
     async () => rememberedTool(deps, tenant, catalog, name, purpose),
@@ -327,21 +347,34 @@ async function findTool(deps: DiscoveryDeps, tenant: string, catalog: CatalogSum
 /**
  * A tool as this process last saw it, for `purpose`, while the store does not answer; undefined
  * (the store's error) when it does not hold enough. get_tool_details needs the tool's row as a
- * search here answered with it. call_tool needs its server, from that row or the catalog's index,
- * and that server's upstream row as read with any of its tools (a tool without a server is
- * answered as ever: no upstream to run it).
+ * search here answered with it. call_tool needs its upstream, from that row or the catalog's index,
+ * and that upstream's row as read here with any of its tools, whose names must include this one (a
+ * pushed tool is answered as ever: no upstream to run it).
  */
 function rememberedTool(deps: DiscoveryDeps, tenant: string, catalog: CatalogSummary, name: string, purpose: Purpose): { tool: ToolWithUpstream } | undefined {
   const seen = deps.search.seenTools?.get(catalog.id, name);
   if (purpose === 'details') return seen ? { tool: { ...seen, upstream: null } } : undefined;
+  if (seen && seen.upstream === null) return { tool: { ...seen, upstream: null } };
   const index = deps.search.catalogIndexes?.lastSeen(tenant, catalog.name)?.index;
-  if (!seen && index?.bm25.indexOf(name) === undefined) return undefined;
-  const server = seen ? seen.server : (index!.servers.serverOf.get(name) ?? null);
-  const row = seen ?? { name, hash: '', description: '', inputSchema: null, tags: [], server, definition: null, tokens: { anthropic: null, openai: null, as_sent: null } };
-  if (server === null) return { tool: { ...row, upstream: null } };
+  const server = seen ? seen.upstream : index?.bm25.indexOf(name) === undefined ? undefined : index.servers.serverOf.get(name);
+  if (!server) return seen || index?.bm25.indexOf(name) !== undefined ? { tool: { ...(seen ?? placeholderRow(name, null)), upstream: null } } : undefined;
   const upstream = deps.upstreamRows.get(upstreamRowKey(catalog, server));
-  return upstream ? { tool: { ...row, upstream } } : undefined;
+  // Only a tool the upstream itself synced goes to it: a pushed tool may name any server.
+  if (!upstream || !upstream.names.has(name)) return undefined;
+  return { tool: { ...(seen ?? placeholderRow(name, server)), upstream: upstream.row } };
 }
+
+/** A tool known only by its name and server (from the catalog's index): enough to route a call. */
+const placeholderRow = (name: string, server: string | null): Omit<CatalogToolRow, 'upstream'> => ({
+  name,
+  hash: '',
+  description: '',
+  inputSchema: null,
+  tags: [],
+  server,
+  definition: null,
+  tokens: { anthropic: null, openai: null, as_sent: null },
+});
 
 export type ToolDetail =
   | { name: string; found: true; catalog: string; server: string | null; description: string; parameters?: string[]; inputSchema?: Record<string, unknown> | null }
@@ -436,15 +469,25 @@ export async function callTool(
   const noUpstream = () =>
     errorResult(
       `"${name}" has no upstream MCP server registered in catalog "${catalog}"${tool.server ? ` (its server is "${tool.server}")` : ''}: ` +
-        'toolsift knows its definition but cannot run it. Register the server with PUT /v1/catalogs/{catalog}/upstreams/{name}, or call the tool where it lives.',
+        'toolsift knows its definition but cannot run it (a call goes only to the upstream that listed the tool; a pushed tool is never forwarded). ' +
+        'Register the server with PUT /v1/catalogs/{catalog}/upstreams/{name}, or call the tool where it lives.',
     );
-  if (!tool.server || !deps.upstreams) return noUpstream();
-  if (!tool.upstream) return noUpstream();
+  if (!tool.upstream || !deps.upstreams) return noUpstream();
+  const upstream = tool.upstream.name;
+  const audited = (outcome: string, reason?: string) =>
+    deps.audit?.record({ event: 'call', tenant: scope.tenant, catalog, upstream, tool: tool.name, hash: tool.hash, outcome, ms: performance.now() - started, args: argumentShape(args), ...(reason ? { reason } : {}) });
+  // Nothing is sent for arguments the tool's schema refuses: the agent hears which field and why.
+  const verdict = checkArguments(deps.argumentChecks, tool.hash, tool.inputSchema, args);
+  if (!verdict.ok) {
+    audited('refused', 'arguments do not match the input schema');
+    return { ...errorResult(`"${name}": ${verdict.message}; nothing was sent to the upstream (get_tool_details shows the input schema)`), upstream };
+  }
   const called = performance.now();
-  const result = await deps.upstreams.callTool({ tenant: scope.tenant, catalog, server: tool.server, tool: tool.name, arguments: args, signal, upstream: tool.upstream });
+  const result = await deps.upstreams.callTool({ tenant: scope.tenant, catalog, server: upstream, tool: tool.name, arguments: args, signal, upstream: tool.upstream });
   if (result.isError && result.unknownUpstream) return noUpstream();
-  const { unknownUpstream: _unknown, ...answer } = result;
-  return { ...answer, upstream: tool.server, split: { lookup_ms: lookupMs, upstream_ms: performance.now() - called } };
+  const { unknownUpstream: _unknown, failure, ...answer } = result;
+  audited(failure ? 'failed' : answer.isError ? 'tool_error' : 'ok', failure);
+  return { ...answer, upstream, split: { lookup_ms: lookupMs, upstream_ms: performance.now() - called } };
 }
 
 export function errorResult(message: string): UpstreamCallResult {

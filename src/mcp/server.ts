@@ -9,6 +9,7 @@ import { McpServer, ProtocolError, ProtocolErrorCode, ResourceNotFoundError, Res
 import { z } from 'zod';
 import { listCatalogs } from '../catalog/catalog-service.js';
 import { textProblem } from '../safe-text.js';
+import { RESERVED_TOOL_NAMES } from '../trust/reserved-names.js';
 import type { Logger } from '../logger.js';
 import { recordSearch, type Metrics } from '../metrics.js';
 import { DATABASE_UNAVAILABLE_MESSAGE, isDatabaseUnavailable } from '../store/database.js';
@@ -34,7 +35,7 @@ export interface McpDeps extends DiscoveryDeps {
   version: string;
 }
 
-export const META_TOOLS = ['search_tools', 'get_tool_details', 'list_tools', 'call_tool'] as const;
+export const META_TOOLS = RESERVED_TOOL_NAMES;
 
 const INSTRUCTIONS = `toolsift finds tools among many MCP servers' tools without loading them all.
 Workflow: 1) search_tools with what you want to do, in plain words (it ranks by meaning and keywords);

@@ -12,6 +12,7 @@ import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { LruCache } from '../lru-cache.js';
 import { storeDocuments, type ToolDocument } from '../store/tool-store.js';
+import type { DocumentUse } from '../store/document-use.js';
 import { TimeSlice } from '../time-slice.js';
 import { Bm25Builder, Bm25Index } from './bm25-index.js';
 import { bm25Confidences, confidences } from './confidence.js';
@@ -70,6 +71,8 @@ export interface SelectorDeps extends RankDeps {
   tokens: TokenCounter;
   /** Where never-seen tools' definition tokens are counted (the service's counting thread); absent = on this thread. */
   tokenCounter?: TextCounter;
+  /** Marks the documents of the request's tools as used, so the sweep keeps them (absent: nothing marked). */
+  documentUse?: DocumentUse;
   logger: Logger;
   metrics?: Metrics;
 }
@@ -111,6 +114,8 @@ export interface CachedToolList {
   serverMeans?: { of: ReadonlyMap<string, Float32Array>; means: ReadonlyMap<string, Float32Array> };
   /** Until then, the last read's vectors and whether a read is under way (see `listVectors`). */
   partialVectors?: { model: string; byHash: ReadonlyMap<string, Float32Array>; reading: boolean };
+  /** When its documents were last marked as used (`markUsed`, DocumentUse's clock): a turn within the interval skips even the per-tool lookups. */
+  usedAt?: number;
   /** Its tag-filtered sub-lists already indexed (`taggedTools`), by tag set; made on first use. */
   tagged?: LruCache<string, TaggedList>;
 }
@@ -269,6 +274,41 @@ async function storeNewTools(deps: SelectorDeps, selection: Selection, fresh: Fr
   }
 }
 
+/**
+ * Marks the request's tools' documents as used (store/document-use.ts: at most once an interval
+ * each), after the answer. The caches above outlive a quiet spell longer than the retention, so a
+ * tool they hold as stored may have been swept meanwhile: it is stored again (and embedded again),
+ * as if never seen; the turn ranks from what it holds in memory either way.
+ */
+function markUsed(deps: SelectorDeps, tools: RequestTool[], fresh: FreshTool[], cachedList?: CachedToolList): void {
+  const use = deps.documentUse;
+  if (!use || tools.length === 0) return;
+  const now = use.now();
+  if (cachedList) {
+    if (cachedList.usedAt !== undefined && now - cachedList.usedAt < use.everyMs) return;
+    cachedList.usedAt = now;
+  }
+  void use.touch(tools.map(({ hash }) => hash)).then((missing) => {
+    if (missing.size === 0) return;
+    // Never-seen tools are being stored by `storeNewTools` already.
+    const storing = new Set(fresh.map(({ entry }) => entry.hash));
+    const lost = tools.filter(({ hash }) => missing.has(hash) && !storing.has(hash));
+    if (lost.length > 0) void deps.background.run(inBackground(() => storeAgain(deps, lost)));
+  });
+}
+
+/** Stores again the documents of tools the sweep removed while this process held them as stored, and queues their embeddings. */
+async function storeAgain(deps: SelectorDeps, tools: RequestTool[]): Promise<void> {
+  try {
+    const documents = await countedDocuments(deps.tokenCounter ?? countHere, tools.map(({ tool, hash }) => termsDocument(tool, hash)));
+    const stored = await storeDocuments(deps.db, documents, deps.writeSlice, 1, { withTerms: false });
+    if (stored.length > 0) deps.logger.info({ tools: stored.length }, 'selector: stored again tools whose documents the sweep had removed');
+    if (deps.queue && stored.length > 0) await deps.queue.enqueue(stored);
+  } catch (error) {
+    deps.logger.warn({ err: error }, 'selector: could not store again tools the sweep had removed; their next marking tries again');
+  }
+}
+
 /** Queues embeddings for tools just stored for the first time (same threads as the query model). */
 function queueEmbeddings(deps: SelectorDeps, fresh: FreshTool[]): void {
   if (!deps.queue) return;
@@ -385,6 +425,7 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
   const queryVector = deps.embedder && input.pattern.trim() !== '' && toolCount > 0 ? embedWithinBudget(queryText) : undefined;
   queryVector?.catch(() => {});
   const { tools, fresh } = cachedList ? { tools: cachedList.tools, fresh: [] } : await parseRequestTools(deps, input.tools);
+  markUsed(deps, tools, fresh, cachedList);
   const names = tools.map(({ tool }) => tool.name);
   const present = new Set(names);
   const timings = { parse_ms: performance.now() - started, store_ms: 0, query_embedding_ms: 0, ranking_ms: 0, total_ms: 0 };

@@ -3,6 +3,7 @@ import { queryRows, retryOnConflict, type Db } from './database.js';
 import type { DefinitionTokens } from '../catalog/tokens.js';
 import { yieldToOtherRequests } from '../time-slice.js';
 import { insertDocuments, type CountedDocument, type Executor } from './tool-store.js';
+import { holdDocuments } from './document-gc.js';
 
 export interface CatalogSummary {
   id: number;
@@ -24,6 +25,8 @@ export interface CatalogToolRow {
   inputSchema: Record<string, unknown> | null;
   tags: string[];
   server: string | null;
+  /** The upstream MCP server that synced it (calls go there only); null: pushed over REST. */
+  upstream: string | null;
   definition: unknown;
   /** Its definition's estimated tokens as stored (null for rows of an older release until start-up counts them). */
   tokens: { anthropic: number | null; openai: number | null; as_sent: number | null };
@@ -86,24 +89,47 @@ async function storedTokens(tx: Executor, id: number): Promise<DefinitionTokens>
  */
 const MAPPINGS_PER_STATEMENT = 500;
 
-async function upsertMappings(db: Executor, id: number, documents: CountedDocument[]) {
+/** `upstream`: the upstream MCP server the rows come from (null: pushed over REST). */
+async function upsertMappings(db: Executor, id: number, documents: CountedDocument[], upstream: string | null = null) {
   for (let start = 0; start < documents.length; start += MAPPINGS_PER_STATEMENT) {
     if (start > 0) await yieldToOtherRequests();
-    await upsertMappingStatement(db, id, documents.slice(start, start + MAPPINGS_PER_STATEMENT));
+    await upsertMappingStatement(db, id, documents.slice(start, start + MAPPINGS_PER_STATEMENT), upstream);
   }
 }
 
-async function upsertMappingStatement(db: Executor, id: number, documents: CountedDocument[]) {
+async function upsertMappingStatement(db: Executor, id: number, documents: CountedDocument[], upstream: string | null) {
   await db.execute(
-    sql`insert into catalog_tools (catalog_id, name, hash, definition, tokens_as_sent)
-        select ${id}, t.name, t.hash, t.definition::json, t.tokens_as_sent
+    sql`insert into catalog_tools (catalog_id, name, hash, definition, tokens_as_sent, upstream)
+        select ${id}, t.name, t.hash, t.definition::json, t.tokens_as_sent, ${upstream}::text
         from unnest(
           ${sql.param(documents.map((doc) => doc.tool.name))}::text[],
           ${sql.param(documents.map((doc) => doc.hash))}::text[],
           ${sql.param(documents.map((doc) => JSON.stringify(doc.tool.definition)))}::text[],
           ${sql.param(documents.map((doc) => doc.tokens.as_sent))}::int[]
         ) as t(name, hash, definition, tokens_as_sent)
-        on conflict (catalog_id, name) do update set hash = excluded.hash, definition = excluded.definition, tokens_as_sent = excluded.tokens_as_sent`,
+        on conflict (catalog_id, name) do update set hash = excluded.hash, definition = excluded.definition, tokens_as_sent = excluded.tokens_as_sent,
+          upstream = excluded.upstream`,
+  );
+}
+
+/** A write would take over names another source of the catalog holds (an upstream's tools; for an upstream, pushed tools too). */
+export class NamesHeldError extends Error {
+  constructor(readonly held: { name: string; upstream: string | null }[]) {
+    super(`names held by another source of the catalog: ${held.map((row) => `${row.name} (${row.upstream === null ? 'pushed' : `upstream ${row.upstream}`})`).join(', ')}`);
+  }
+}
+
+/**
+ * Of `names`, those the catalog holds from another source than `source` (null: pushed over REST),
+ * with their holder: a name stays with whoever holds it (issue 70's shadowing).
+ */
+async function namesHeldByOthers(tx: Executor, id: number, names: string[], source: string | null): Promise<{ name: string; upstream: string | null }[]> {
+  if (names.length === 0) return [];
+  return queryRows<{ name: string; upstream: string | null }>(
+    tx,
+    sql`select name, upstream from catalog_tools
+        where catalog_id = ${id} and name = any(${sql.param(names)}::text[]) and upstream is distinct from ${source}::text
+        order by name`,
   );
 }
 
@@ -145,18 +171,21 @@ export function changesTold(row: { revision: number; logged: number; unknown: nu
 
 export interface CatalogWrite {
   catalog: CatalogSummary;
-  /** Hashes written for the first time (their embeddings are still to be computed). */
+  /** Hashes this write stored, for the first time or again after a sweep removed them: their embeddings are still to be computed. */
   newHashes: string[];
 }
 
 /**
- * The transaction both catalog writes share: store the new documents, create or bump the catalog,
- * let `mapTools` point its names at hashes, and read the summary back. All of it lands, or none.
+ * The transaction both catalog writes share: store the new documents, hold every document the write
+ * references against the sweep, create or bump the catalog, let `mapTools` point its names at
+ * hashes, and read the summary back. All of it lands, or none.
  */
 async function writeCatalog(
   db: Db,
   tenant: string,
   name: string,
+  /** Every document `mapTools` may reference; `unstored`: those not stored ahead. */
+  documents: CountedDocument[],
   unstored: CountedDocument[],
   /**
    * `changed`: the names that now point at other content or at nothing (null: possibly any);
@@ -167,6 +196,9 @@ async function writeCatalog(
   // Locks in one order everywhere: documents (by hash), then the catalog row, then its tools.
   return retryOnConflict(() => db.transaction(async (tx) => {
     const newHashes = await insertDocuments(tx, unstored);
+    // Reused documents (stored ahead, or found stored just now) are removable until held: a sweep
+    // between would fail the rows' foreign key (store/document-gc.ts); those it removed are stored again.
+    newHashes.push(...(await holdDocuments(tx, documents, newHashes)));
     const locked = await lockOrCreateCatalog(tx, tenant, name);
     const { id, created } = locked;
     const { changed, toolCount, tokens } = await mapTools(tx, locked);
@@ -217,16 +249,20 @@ export async function replaceCatalog(
   documents: CountedDocument[],
   unstored: CountedDocument[] = documents,
 ): Promise<CatalogWrite> {
-  return writeCatalog(db, tenant, name, unstored, async (tx, { id, created }) => {
+  return writeCatalog(db, tenant, name, documents, unstored, async (tx, { id, created }) => {
+    // Upstreams' tools are theirs: a replace changes the pushed tools and never takes an upstream's name.
+    const held = created ? [] : await namesHeldByOthers(tx, id, [...new Set(documents.map((doc) => doc.tool.name))], null);
+    if (held.length > 0) throw new NamesHeldError(held);
     // The names this replace changes, logged like an upsert's: a replica holding the old revision's
     // index derives the new one from them (a re-sent catalog with a few tools changed costs those
     // tools, not a whole read while searches rank in SQL). Past REPLACE_LOGGED_NAMES_MAX: "every tool".
     const changed = created ? [] : await replacedNames(tx, id, documents);
     // A whole replace sets the sums from its rows (whatever they held before).
     const tokensBefore = await storedTokens(tx, id);
-    await tx.execute(sql`delete from catalog_tools where catalog_id = ${id}`);
+    await tx.execute(sql`delete from catalog_tools where catalog_id = ${id} and upstream is null`);
     await upsertMappings(tx, id, documents);
-    return { changed, toolCount: new Set(documents.map((doc) => doc.tool.name)).size, tokens: tokenChange(tokensBefore, await tokenTotals(tx, id, null)) };
+    const synced = created ? 0 : Number((await queryRows<{ n: number }>(tx, sql`select count(*)::int as n from catalog_tools where catalog_id = ${id} and upstream is not null`))[0]!.n);
+    return { changed, toolCount: new Set(documents.map((doc) => doc.tool.name)).size + synced, tokens: tokenChange(tokensBefore, await tokenTotals(tx, id, null)) };
   });
 }
 
@@ -244,7 +280,7 @@ async function replacedNames(tx: Executor, id: number, documents: CountedDocumen
   const rows = await queryRows<{ name: string }>(
     tx,
     sql`select coalesce(o.name, n.name) as name
-        from (select name, hash from catalog_tools where catalog_id = ${id}) o
+        from (select name, hash from catalog_tools where catalog_id = ${id} and upstream is null) o
         full join unnest(${sql.param(documents.map((doc) => doc.tool.name))}::text[], ${sql.param(documents.map((doc) => doc.hash))}::text[]) as n(name, hash) on n.name = o.name
         where o.hash is distinct from n.hash
         limit ${REPLACE_LOGGED_NAMES_MAX + 1}`,
@@ -260,9 +296,11 @@ export async function upsertCatalogTools(
   documents: CountedDocument[],
   unstored: CountedDocument[] = documents,
 ): Promise<CatalogWrite> {
-  return writeCatalog(db, tenant, name, unstored, async (tx, { id, toolCount: count }) => {
+  return writeCatalog(db, tenant, name, documents, unstored, async (tx, { id, toolCount: count }) => {
     // What the written names point at now: the change and the new count cost the slice, not the catalog.
     const names = [...new Map(documents.map((doc) => [doc.tool.name, doc.hash]))];
+    const held = await namesHeldByOthers(tx, id, names.map(([toolName]) => toolName), null);
+    if (held.length > 0) throw new NamesHeldError(held);
     const existing = new Map(
       (
         await queryRows<{ name: string; hash: string }>(
@@ -280,52 +318,51 @@ export async function upsertCatalogTools(
   });
 }
 
-/** What a server's tools were before `replaceServerTools`, by name (content hash). */
+/** What an upstream's tools were before `replaceServerTools`, by name (content hash). */
 export type ServerToolsBefore = Map<string, string>;
 
 /**
- * Replaces the catalog's tools of one `server` (an upstream MCP server) with `documents`, keeping
- * every other tool, in one transaction under the catalog's lock: a write of other tools that
- * lands meanwhile is never undone (reading the catalog first and replacing it whole would).
- * Names of other servers' tools are left alone; a document may take over a name it now claims.
+ * Replaces the catalog's tools of one upstream MCP server with `documents`, keeping every other
+ * tool, in one transaction under the catalog's lock: a write of other tools that lands meanwhile is
+ * never undone (reading the catalog first and replacing it whole would). A name another source of
+ * the catalog holds (a pushed tool, another upstream's) stays with it: that document is left out and
+ * returned in `held`, decided under the lock so a push racing the sync cannot lose its name.
  */
 export async function replaceServerTools(
   db: Db,
   tenant: string,
   name: string,
-  server: string,
+  upstream: string,
   documents: CountedDocument[],
   unstored: CountedDocument[] = documents,
-): Promise<CatalogWrite & { before: ServerToolsBefore }> {
+): Promise<CatalogWrite & { before: ServerToolsBefore; held: { name: string; upstream: string | null }[] }> {
   let before: ServerToolsBefore = new Map();
-  const write = await writeCatalog(db, tenant, name, unstored, async (tx, { id, toolCount: count }) => {
-    const rows = await queryRows<{ name: string; hash: string }>(
-      tx,
-      sql`select ct.name, ct.hash from catalog_tools ct join tool_documents d on d.hash = ct.hash
-          where ct.catalog_id = ${id} and d.server = ${server}`,
-    );
+  let held: { name: string; upstream: string | null }[] = [];
+  const write = await writeCatalog(db, tenant, name, documents, unstored, async (tx, { id, toolCount: count }) => {
+    const rows = await queryRows<{ name: string; hash: string }>(tx, sql`select name, hash from catalog_tools where catalog_id = ${id} and upstream = ${upstream}`);
     before = new Map(rows.map((row) => [row.name, row.hash]));
-    const names = new Set(documents.map((doc) => doc.tool.name));
+    held = await namesHeldByOthers(tx, id, [...new Set(documents.map((doc) => doc.tool.name))], upstream);
+    const taken = new Set(held.map((row) => row.name));
+    const kept = documents.filter((doc) => !taken.has(doc.tool.name));
+    const names = new Set(kept.map((doc) => doc.tool.name));
     const gone = [...before.keys()].filter((toolName) => !names.has(toolName));
     const touched = [...new Set([...before.keys(), ...names])];
     const tokensBefore = await tokenTotals(tx, id, touched);
     if (gone.length > 0) {
-      await tx.execute(sql`delete from catalog_tools where catalog_id = ${id} and name = any(${sql.param(gone)}::text[])`);
+      await tx.execute(sql`delete from catalog_tools where catalog_id = ${id} and upstream = ${upstream} and name = any(${sql.param(gone)}::text[])`);
     }
-    const existing = new Map(
-      (
-        await queryRows<{ name: string; hash: string }>(
-          tx,
-          sql`select name, hash from catalog_tools where catalog_id = ${id} and name = any(${sql.param([...names])}::text[])`,
-        )
-      ).map((row) => [row.name, row.hash]),
-    );
-    const added = documents.filter((doc) => !existing.has(doc.tool.name)).length;
-    const changed = [...gone, ...documents.filter((doc) => existing.get(doc.tool.name) !== doc.hash).map((doc) => doc.tool.name)];
-    await upsertMappings(tx, id, documents);
+    const added = kept.filter((doc) => !before.has(doc.tool.name)).length;
+    const changed = [...gone, ...kept.filter((doc) => before.get(doc.tool.name) !== doc.hash).map((doc) => doc.tool.name)];
+    await upsertMappings(tx, id, kept, upstream);
     return { changed, toolCount: count - gone.length + added, tokens: tokenChange(tokensBefore, await tokenTotals(tx, id, touched)) };
   });
-  return { ...write, before };
+  return { ...write, before, held };
+}
+
+/** The names of a catalog's tools that are not `upstream`'s: what a sync's names are compared with (confusables). */
+export async function catalogToolNames(db: Executor, catalogId: number, upstream: string): Promise<string[]> {
+  const rows = await queryRows<{ name: string }>(db, sql`select name from catalog_tools where catalog_id = ${catalogId} and upstream is distinct from ${upstream}::text`);
+  return rows.map((row) => row.name);
 }
 
 export async function deleteCatalogTool(db: Db, tenant: string, catalog: string, toolName: string): Promise<boolean> {
@@ -335,6 +372,8 @@ export async function deleteCatalogTool(db: Db, tenant: string, catalog: string,
     const rows = await queryRows<{ id: number }>(tx, sql`select id from catalogs where tenant = ${tenant} and name = ${catalog} for update`);
     const id = rows[0]?.id;
     if (id === undefined) return false;
+    const owner = await queryRows<{ upstream: string | null }>(tx, sql`select upstream from catalog_tools where catalog_id = ${id} and name = ${toolName}`);
+    if (owner[0]?.upstream) throw new NamesHeldError([{ name: toolName, upstream: owner[0].upstream }]);
     const tokens = await tokenTotals(tx, id, [toolName]);
     const deleted = await queryRows<{ name: string }>(
       tx,
@@ -382,7 +421,7 @@ export async function getCatalog(db: Executor, tenant: string, name: string): Pr
 }
 
 /** A catalog tool's columns (CatalogToolRow) over `catalog_tools ct join tool_documents d`. */
-export const toolColumns = sql`ct.name, ct.hash, d.description, d.input_schema as "inputSchema", d.tags, d.server, ct.definition,
+export const toolColumns = sql`ct.name, ct.hash, d.description, d.input_schema as "inputSchema", d.tags, d.server, ct.upstream, ct.definition,
   json_build_object('anthropic', d.tokens_anthropic, 'openai', d.tokens_openai, 'as_sent', ct.tokens_as_sent) as tokens`;
 
 /** One page of a catalog's tools in name order; `after` is the last name of the previous page. */

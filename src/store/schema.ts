@@ -50,13 +50,19 @@ export const toolDocuments = pgTable('tool_documents', {
   tokensAnthropic: integer('tokens_anthropic'),
   tokensOpenai: integer('tokens_openai'),
   createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
-}, (table) => [index('tool_documents_server_idx').on(table.server)]);
+  /**
+   * When a request last used the document, or it was stored (kept fresh at most once an interval:
+   * store/document-use.ts). Past DOCUMENT_RETENTION_HOURS, a document no catalog holds is removed
+   * (store/document-gc.ts); a catalog's documents are kept by its rows, whatever this says.
+   */
+  lastUsedAt: timestamp('last_used_at', { withTimezone: true }).notNull().defaultNow(),
+}, (table) => [index('tool_documents_server_idx').on(table.server), index('tool_documents_last_used_idx').on(table.lastUsedAt)]);
 
 /**
  * Exact BM25 term frequencies per document (a tsvector would cap them at 255). `hash` is a
- * document's, without a foreign key: terms are written only after their document (tool-store.ts)
- * and documents are never deleted, and the key's per-row check cost ~40% of a push's largest
- * statement (migrations/0011). Whatever deletes documents one day deletes their terms too.
+ * document's, without a foreign key: terms are written only after their document (tool-store.ts),
+ * the sweep that removes documents removes their terms in the same statement (document-gc.ts), and
+ * the key's per-row check cost ~40% of a push's largest statement (migrations/0011).
  */
 export const toolTerms = pgTable(
   'tool_terms',
@@ -136,6 +142,8 @@ export const catalogTools = pgTable(
     tokensAsSent: integer('tokens_as_sent'),
     /** Unused and no longer written (migration 0012); a release before it writes it. */
     position: integer('position'),
+    /** The upstream MCP server that synced this row; null: pushed over REST. Calls go only to it. */
+    upstream: text('upstream'),
   },
   (table) => [primaryKey({ columns: [table.catalogId, table.name] }), index('catalog_tools_hash_idx').on(table.hash)],
 );
@@ -177,6 +185,35 @@ export const mcpUpstreams = pgTable(
     /** One replica syncs an upstream at a time: it holds the lease until this time. */
     syncLeaseUntil: timestamp('sync_lease_until', { withTimezone: true }),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    /** `pin`: new and changed tools wait for approval; `auto`: the ones the scanner passes are approved. */
+    trust: text('trust').notNull().default('pin'),
+    /** When its tools were first pinned; null: the next sync pins what it lists, as a registration. */
+    pinnedAt: timestamp('pinned_at', { withTimezone: true }),
+    /** Tools the last sync left out because another source of the catalog holds their names. */
+    conflicts: json('conflicts').notNull().default(sql`'[]'::json`),
   },
   (table) => [primaryKey({ name: 'mcp_upstreams_pk', columns: [table.catalogId, table.name] })],
+);
+
+/**
+ * Each upstream's tools as last listed, with what was approved and rejected (by pin hash: name,
+ * title, description, input and output schema, annotations). A tool is served (in catalog_tools)
+ * only while its current hash is its approved hash.
+ */
+export const upstreamTools = pgTable(
+  'upstream_tools',
+  {
+    catalogId: integer('catalog_id').notNull(),
+    upstream: text('upstream').notNull(),
+    name: text('name').notNull(),
+    currentHash: text('current_hash').notNull(),
+    currentDefinition: json('current_definition').notNull(),
+    /** The scanner's findings on the current definition. */
+    findings: json('findings').notNull().default(sql`'[]'::json`),
+    approvedHash: text('approved_hash'),
+    approvedDefinition: json('approved_definition'),
+    rejectedHash: text('rejected_hash'),
+    changedAt: timestamp('changed_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (table) => [primaryKey({ name: 'upstream_tools_pk', columns: [table.catalogId, table.upstream, table.name] })],
 );

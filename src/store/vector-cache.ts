@@ -14,7 +14,9 @@ export interface LoadedVectors {
 
 /**
  * Vectors of recently ranked request tools, read from pgvector once and then kept in process.
- * A current vector never changes for a (hash, model), so the cache needs no invalidation. Tools
+ * A current vector never changes for a (hash, model), so the cache needs no invalidation, not even
+ * when the sweep removes its document (document-gc.ts): that content stored again is embedded to
+ * the same vector, and meanwhile the one held here is the right one to rank it by. Tools
  * without a vector yet, or with one from an older embedding text recipe (about to be replaced),
  * are not cached: they are asked for again next time.
  */

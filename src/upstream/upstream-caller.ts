@@ -12,6 +12,8 @@ export interface UpstreamCallResult {
   isError?: boolean;
   /** Set (with isError) when the catalog has no upstream of that name: nothing was called. */
   unknownUpstream?: boolean;
+  /** Set (with isError) when the call did not complete: the gateway's own words for why (audit), never the upstream's text. */
+  failure?: string;
   [key: string]: unknown;
 }
 

@@ -1,55 +1,63 @@
 /**
- * Upstream MCP servers as catalog sources: toolsift connects to each as an MCP client (the SDK's
- * client package; Streamable HTTP, falling back to the legacy SSE transport), syncs every page of
- * its `tools/list` into the catalog through the same normalize / content-hash / queue path as REST
- * ingestion (`server` = the upstream's name), re-syncs on `notifications/tools/list_changed` and
- * every `refresh_seconds`, and forwards `call_tool` to it. A sync is all or nothing: a failure or a
- * malformed list leaves the previous tools and records the error.
+ * Upstream MCP servers as catalog sources: toolsift connects to each as an MCP client (connections.ts),
+ * lists its tools on registration, on `notifications/tools/list_changed` and every
+ * `refresh_seconds`, and forwards `call_tool` to it. It is a gateway between agents and those
+ * servers, so what an upstream lists is not served as it comes (issue 70):
+ * - every listed definition is scanned (trust/scan-tool.ts) and pinned (trust/pins.ts): only a tool
+ *   whose current definition is the approved one is in the catalog; a new or changed one waits in
+ *   quarantine for `approve` / `reject` (or is approved at once under `trust: "auto"` when the
+ *   scanner passes it), and the registration's own listing is approved except what the scanner
+ *   rates high;
+ * - a name another source of the catalog holds stays with it (catalog-store.ts replaceServerTools);
+ * - `last_error` carries the gateway's own words for a failure, never an upstream's text.
+ * A sync is all or nothing: a failure or a malformed list leaves the previous tools.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { readFileSync } from 'node:fs';
-import { Client, SSEClientTransport, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { z } from 'zod';
+import { auditLog, type AuditLog } from '../audit.js';
 import * as catalogs from '../catalog/catalog-service.js';
-import { contentHash } from '../catalog/content-hash.js';
 import { normalizeTool } from '../catalog/tool-formats.js';
+import type { Tool } from '../catalog/tool.js';
 import { AppError, notFound } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import type { Db } from '../store/database.js';
+import { catalogToolNames } from '../store/catalog-store.js';
 import * as store from '../store/upstream-store.js';
+import { diffDefinitions, listedDefinition, pinHash, pinStatus, planPins, type ListedTool, type PinRow } from '../trust/pins.js';
+import { RESERVED_TOOL_NAMES } from '../trust/reserved-names.js';
+import { scanTool } from '../trust/scan-tool.js';
+import { revealInvisible } from '../trust/reveal.js';
+import { stripInvisible, visibleDeep } from '../trust/visible-text.js';
+import { checkUpstreamUrl, type AllowList } from './address-policy.js';
+import { STDIO_URL_PREFIX, UpstreamConnections, type StdioServer } from './connections.js';
+import { createGuardedFetch, describeUpstreamFailure, resolveChecked, UpstreamRefused, UpstreamTooLarge, type GuardedFetch } from './guarded-fetch.js';
 import type { UpstreamCallInput, UpstreamCallResult, UpstreamCaller } from './upstream-caller.js';
 
-/**
- * A local MCP server run as a child process over stdio, from the operator's UPSTREAMS_FILE only
- * (never through the API: no remote command execution).
- */
-export interface StdioServer {
-  command: string;
-  args: string[];
-  env: Record<string, string>;
-  tenant: string;
-  catalog: string;
-  refresh_seconds: number;
-}
+export { STDIO_URL_PREFIX, type StdioServer };
+
+const NAME = /^[A-Za-z0-9._-]{1,64}$/;
 
 const upstreamsFile = z.object({
   mcpServers: z.record(
-    z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'server names are 1-64 characters of A-Z a-z 0-9 . _ -'),
+    z.string().regex(NAME, 'server names are 1-64 characters of A-Z a-z 0-9 . _ -').refine((name) => name !== '.' && name !== '..', 'server names may not be . or ..'),
     z.object({
       command: z.string().min(1),
       args: z.array(z.string()).default([]),
       env: z.record(z.string(), z.string()).default({}),
       /** toolsift's additions to the shape MCP hosts use: where the server's tools go. */
-      catalog: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/).default('local'),
+      catalog: z.string().regex(NAME).default('local'),
       tenant: z.string().min(1).default('default'),
       /** How often to re-list its tools besides on its list_changed notifications, seconds. */
       refresh_seconds: z.number().int().min(10).max(86_400).default(300),
+      /** `pin` (default): new and changed tools wait for approval; `auto`: those the scanner passes are approved. */
+      trust: z.enum(['pin', 'auto']).default('pin'),
     }),
   ),
 });
 
-/** Reads UPSTREAMS_FILE: `{"mcpServers": {"<name>": {command, args?, env?, catalog? ("local"), tenant? ("default"), refresh_seconds? (300)}}}`. */
+/** Reads UPSTREAMS_FILE: `{"mcpServers": {"<name>": {command, args?, env?, catalog? ("local"), tenant? ("default"), refresh_seconds? (300), trust? ("pin")}}}`. */
 export function readUpstreamsFile(path: string): Map<string, StdioServer> {
   let parsed: z.infer<typeof upstreamsFile>;
   try {
@@ -60,8 +68,6 @@ export function readUpstreamsFile(path: string): Map<string, StdioServer> {
   return new Map(Object.entries(parsed.mcpServers));
 }
 
-export const STDIO_URL_PREFIX = 'stdio:';
-
 export interface UpstreamDeps {
   db: Db;
   /** Local servers from UPSTREAMS_FILE, by name. */
@@ -71,6 +77,23 @@ export interface UpstreamDeps {
   metrics?: Metrics;
   callTimeoutMs: number;
   version: string;
+  /** UPSTREAM_ALLOW: the internal addresses and names an operator opened to upstreams. */
+  allow: AllowList;
+  /** Deadline of connecting to an upstream and listing its tools, ms (UPSTREAM_CONNECT_TIMEOUT_MS). */
+  connectTimeoutMs: number;
+  /** Largest answer read from an upstream, bytes (UPSTREAM_MAX_RESULT_BYTES). */
+  maxResultBytes: number;
+  audit?: AuditLog;
+  /** How remote upstreams are reached; built from `allow` and `maxResultBytes` when absent (tests pass one with their own DNS). */
+  fetch?: GuardedFetch;
+}
+
+export interface UpstreamRegistration {
+  name: string;
+  url: string;
+  headers: Record<string, string>;
+  refreshSeconds: number;
+  trust: store.UpstreamTrust;
 }
 
 export interface UpstreamState {
@@ -79,10 +102,16 @@ export interface UpstreamState {
   /** Header names only: values are credentials and never leave the store. */
   header_names: string[];
   refresh_seconds: number;
+  trust: store.UpstreamTrust;
   last_sync_at: string | null;
+  /** Tools served (approved and in the catalog). */
   tool_count: number;
+  /** Tools waiting for approval. */
+  pending: number;
   last_sync: { added: number; changed: number; removed: number } | null;
   last_error: string | null;
+  /** Tools left out because another source of the catalog holds their names. */
+  conflicts: { name: string; held_by: string }[];
 }
 
 export function upstreamState(row: store.UpstreamRow): UpstreamState {
@@ -91,46 +120,79 @@ export function upstreamState(row: store.UpstreamRow): UpstreamState {
     url: row.url,
     header_names: Object.keys(row.headers ?? {}).sort(),
     refresh_seconds: row.refreshSeconds,
+    trust: row.trust,
     last_sync_at: row.lastSyncAt ? new Date(row.lastSyncAt).toISOString() : null,
     tool_count: row.toolCount,
+    pending: Number(row.pending ?? 0),
     last_sync: row.lastAdded === null ? null : { added: row.lastAdded, changed: row.lastChanged ?? 0, removed: row.lastRemoved ?? 0 },
     last_error: row.lastError,
+    conflicts: row.conflicts ?? [],
   };
 }
 
-/** How long one sync may take before it counts as failed. */
-const SYNC_TIMEOUT_MS = 30_000;
+/** A tool of an upstream that is not served as listed: waiting for a decision, or rejected. */
+export interface ReviewedTool {
+  name: string;
+  status: 'pending' | 'rejected';
+  /** new: never approved; changed: an approved definition differs from what the upstream lists now. */
+  change: 'new' | 'changed';
+  /** The pin hash of what the upstream lists now: pass it to approve to approve exactly this. */
+  hash: string;
+  since: string;
+  findings: PinRow['findings'];
+  /** What the upstream lists now (invisible characters shown as \u escapes). */
+  definition: unknown;
+  /** For a changed tool: each difference from the approved definition. */
+  diff?: ReturnType<typeof diffDefinitions>;
+}
+
 /** How often this process looks for upstreams due for a refresh. */
 const REFRESH_TICK_MS = 15_000;
 
-interface Connection {
-  client: Client;
-  /** The registration it was opened for (url and headers): another replica may have changed it since. */
-  registration: string;
-}
-
-/** Backoff of a stdio child's restarts: the first after this, doubling up to RESTART_MAX_MS. */
-const RESTART_FIRST_MS = 1_000;
-const RESTART_MAX_MS = 60_000;
-
 export class UpstreamService implements UpstreamCaller {
   readonly #deps: UpstreamDeps;
-  /** Open client connections by upstream key; dropped on failure, reopened on demand. */
-  readonly #connections = new Map<string, Promise<Connection>>();
+  readonly #audit: AuditLog;
+  readonly #fetch: GuardedFetch;
+  /**
+   * The call a fetch runs for: an answer over the size cap on an SSE stream is reported to the SDK
+   * as a plain disconnect that leaves the request waiting, so the cap's hook ends that call here.
+   */
+  readonly #callScope = new AsyncLocalStorage<AbortController>();
+  readonly #connections: UpstreamConnections;
   readonly #syncing = new Map<string, Promise<UpstreamState>>();
-  /** Stdio children that exited on their own, by upstream key: restarts so far, and the pending one. */
-  readonly #restarts = new Map<string, { count: number; timer?: NodeJS.Timeout }>();
+  /** One pin-changing operation (sync, approve, reject) at a time per upstream in this process. */
+  readonly #exclusive = new Map<string, Promise<unknown>>();
   #timer: NodeJS.Timeout | null = null;
-  #closed = false;
 
   constructor(deps: UpstreamDeps) {
     this.#deps = deps;
+    this.#audit = deps.audit ?? auditLog(deps.logger, deps.metrics);
+    this.#fetch =
+      deps.fetch ??
+      createGuardedFetch({ allow: deps.allow, maxResponseBytes: deps.maxResultBytes, onTooLarge: (error) => this.#callScope.getStore()?.abort(error) });
+    this.#connections = new UpstreamConnections({
+      stdioServers: deps.stdioServers,
+      logger: deps.logger,
+      version: deps.version,
+      fetch: this.#fetch,
+      connectTimeoutMs: deps.connectTimeoutMs,
+      onListChanged: (row) => void this.sync(row.tenant, row.catalog, row.name).catch(() => {}),
+      onChildExited: async (row) => {
+        try {
+          return (await this.sync(row.tenant, row.catalog, row.name)).last_error === null;
+        } catch (error) {
+          // The upstream was removed meanwhile: nothing to restart.
+          if (error instanceof AppError && error.code === 'not_found') throw error;
+          return false;
+        }
+      },
+    });
   }
 
   /** Registers the UPSTREAMS_FILE servers (each syncs in the background) and starts refreshing. */
   async startStdioServers(): Promise<void> {
     for (const [name, server] of this.#deps.stdioServers ?? []) {
-      void this.register(server.tenant, server.catalog, { name, url: `${STDIO_URL_PREFIX}${name}`, headers: {}, refreshSeconds: server.refresh_seconds }).catch((error: Error) =>
+      void this.register(server.tenant, server.catalog, { name, url: `${STDIO_URL_PREFIX}${name}`, headers: {}, refreshSeconds: server.refresh_seconds, trust: server.trust }).catch((error: Error) =>
         this.#deps.logger.warn({ upstream: name, reason: error.message }, 'stdio upstream could not be registered'),
       );
     }
@@ -143,35 +205,107 @@ export class UpstreamService implements UpstreamCaller {
   }
 
   async close(): Promise<void> {
-    this.#closed = true;
     if (this.#timer) clearInterval(this.#timer);
-    for (const restart of this.#restarts.values()) clearTimeout(restart.timer);
-    const open = [...this.#connections.values()];
-    this.#connections.clear();
-    await Promise.all(open.map((connection) => connection.then((c) => ((c.client.onclose = undefined), c.client.close())).catch(() => {})));
+    await this.#connections.close();
+    if (!this.#deps.fetch) await this.#fetch.close();
   }
 
-  async register(tenant: string, catalog: string, input: { name: string; url: string; headers: Record<string, string>; refreshSeconds: number }): Promise<UpstreamState> {
+  /**
+   * Registers (or changes) an upstream and syncs it now. A URL the address policy refuses is a 400
+   * before anything is stored or sent: the host is resolved here, and again at every connection.
+   */
+  async register(tenant: string, catalog: string, input: UpstreamRegistration): Promise<UpstreamState> {
+    if (!input.url.startsWith(STDIO_URL_PREFIX)) await this.#admit(tenant, catalog, input);
     const ref = { tenant, name: catalog };
     let summary = await catalogs.getCatalog(this.#deps.catalog, ref).catch((error: AppError) => (error.code === 'not_found' ? undefined : Promise.reject(error)));
     if (!summary) summary = (await catalogs.replaceCatalog(this.#deps.catalog, ref, [])).catalog;
     // The catalog may be deleted between the read above and this write: then it is not found.
     if (!(await store.putUpstream(this.#deps.db, summary.id, input))) throw notFound(`catalog "${catalog}"`);
-    await this.#dropConnection(summary.id, input.name);
+    await this.#connections.drop(summary.id, input.name);
     return this.sync(tenant, catalog, input.name);
+  }
+
+  /** The URL's form, then where its host resolves: every address must be one the policy allows. */
+  async #admit(tenant: string, catalog: string, input: UpstreamRegistration): Promise<void> {
+    const checked = checkUpstreamUrl(input.url);
+    if ('error' in checked) throw new AppError('validation_failed', `url: ${checked.error}`);
+    try {
+      await resolveChecked(checked.url.hostname, this.#deps.allow);
+    } catch (error) {
+      if (!(error instanceof UpstreamRefused)) return; // a name that does not resolve yet: the sync says "connection failed"
+      this.#audit.record({ event: 'refused_address', tenant, catalog, upstream: input.name, outcome: 'refused', reason: error.reason });
+      throw new AppError(
+        'validation_failed',
+        `url: ${checked.url.hostname} is refused by the address policy (${error.reason}): upstreams may be public addresses only unless UPSTREAM_ALLOW opens this one`,
+      );
+    }
   }
 
   async remove(tenant: string, catalog: string, name: string): Promise<void> {
     const row = await store.getUpstream(this.#deps.db, tenant, catalog, name);
     if (!row) throw notFound(`upstream "${name}" in catalog "${catalog}"`);
-    await this.#writeTools(row, []);
-    await store.deleteUpstream(this.#deps.db, row.catalogId, name);
-    await this.#dropConnection(row.catalogId, name);
+    await this.#serialized(row, async () => {
+      await catalogs.replaceServerTools(this.#deps.catalog, { tenant, name: catalog }, name, []);
+      await store.deleteUpstream(this.#deps.db, row.catalogId, name);
+    });
+    await this.#connections.drop(row.catalogId, name);
   }
 
   async list(tenant: string, catalog: string): Promise<UpstreamState[]> {
     await catalogs.getCatalog(this.#deps.catalog, { tenant, name: catalog });
     return (await store.listUpstreams(this.#deps.db, tenant, catalog)).map(upstreamState);
+  }
+
+  /** One upstream's state with the tools waiting for a decision (each with its findings and diff) and the rejected ones. */
+  async review(tenant: string, catalog: string, name: string): Promise<{ upstream: UpstreamState; tools: ReviewedTool[] }> {
+    const row = await this.#row(tenant, catalog, name);
+    const pins = await store.listPins(this.#deps.db, row.catalogId, name);
+    const tools = pins.flatMap((pin): ReviewedTool[] => {
+      const status = pinStatus(pin);
+      if (status === 'approved') return [];
+      const change = pin.approvedDefinition === null ? 'new' : 'changed';
+      return [
+        {
+          name: revealInvisible(pin.name),
+          status,
+          change,
+          hash: pin.currentHash,
+          since: pin.changedAt.toISOString(),
+          findings: pin.findings,
+          definition: revealInvisible(pin.currentDefinition),
+          ...(change === 'changed' ? { diff: revealInvisible(diffDefinitions(pin.approvedDefinition, pin.currentDefinition)) } : {}),
+        },
+      ];
+    });
+    return { upstream: upstreamState(row), tools };
+  }
+
+  /**
+   * Approves or rejects an upstream's tools (all waiting ones, or those named, each optionally at
+   * the hash its caller reviewed), then serves what is approved. A named tool that is unknown, or
+   * changed since the hash given, is a 404 / 409 and nothing is decided.
+   */
+  async decide(tenant: string, catalog: string, name: string, decision: 'approve' | 'reject', selection: store.PinSelection): Promise<{ upstream: UpstreamState; decided: string[] }> {
+    const row = await this.#row(tenant, catalog, name);
+    const decided = await this.#serialized(row, async () => {
+      if (selection !== null) {
+        const pins = new Map((await store.listPins(this.#deps.db, row.catalogId, name)).map((pin) => [pin.name, pin]));
+        const unknown = selection.filter((item) => !pins.has(item.name)).map((item) => item.name);
+        if (unknown.length > 0) throw notFound(`tool${unknown.length > 1 ? 's' : ''} ${unknown.map((tool) => `"${tool}"`).join(', ')} of upstream "${name}"`);
+        const stale = selection.filter((item) => item.hash !== undefined && pins.get(item.name)!.currentHash !== item.hash).map((item) => item.name);
+        if (stale.length > 0) throw staleDecision(stale);
+      }
+      const result = await store.decidePins(this.#deps.db, row.catalogId, name, decision, selection);
+      // Changed between the check above and the update (a sync landed): decided only what was seen.
+      if (result.stale.length > 0) throw staleDecision(result.stale);
+      const served = await this.#serve(row);
+      await store.recordServed(this.#deps.db, row.catalogId, name, served.toolCount, served.conflicts);
+      for (const tool of result.decided) {
+        this.#audit.record({ event: decision === 'approve' ? 'approved' : 'rejected', tenant, catalog, upstream: name, tool: tool.name, hash: tool.hash, outcome: 'ok' });
+      }
+      return result.decided.map((tool) => tool.name);
+    });
+    return { upstream: upstreamState(await this.#row(tenant, catalog, name)), decided };
   }
 
   /** Syncs one upstream now (concurrent calls share one run) and returns its state. */
@@ -192,173 +326,204 @@ export class UpstreamService implements UpstreamCaller {
   async callTool(input: UpstreamCallInput): Promise<UpstreamCallResult> {
     const row = input.upstream !== undefined ? input.upstream : await store.getUpstream(this.#deps.db, input.tenant, input.catalog, input.server);
     if (!row) return { ...errorResult(`no upstream "${input.server}" in catalog "${input.catalog}"`), unknownUpstream: true };
+    const call = new AbortController();
+    const stop = () => call.abort(input.signal?.reason);
+    input.signal?.addEventListener('abort', stop, { once: true });
     try {
-      const { client } = await this.#connection(row);
-      const result = await client.callTool({ name: input.tool, arguments: input.arguments }, { timeout: this.#deps.callTimeoutMs, signal: input.signal });
+      const client = await this.#connections.client(row);
+      const result = await this.#callScope.run(call, () =>
+        client.callTool({ name: input.tool, arguments: input.arguments }, { timeout: this.#deps.callTimeoutMs, signal: call.signal }),
+      );
       return result as UpstreamCallResult;
     } catch (error) {
-      await this.#dropConnection(row.catalogId, row.name);
-      const reason = (error as Error).message;
-      this.#deps.logger.warn({ upstream: row.name, catalog: row.catalog, tool: input.tool, reason }, 'upstream call failed');
-      return errorResult(`upstream "${row.name}" failed to run "${input.tool}": ${reason}`);
+      await this.#connections.drop(row.catalogId, row.name);
+      const cause = call.signal.reason instanceof UpstreamTooLarge ? call.signal.reason : error;
+      const failure = describeUpstreamFailure(cause);
+      this.#noteRefusal(row, cause);
+      this.#deps.logger.warn({ upstream: row.name, catalog: row.catalog, tool: input.tool, failure, error: errorName(cause) }, 'upstream call failed');
+      const limit = cause instanceof UpstreamTooLarge ? ` (over UPSTREAM_MAX_RESULT_BYTES, ${cause.limit} bytes; nothing of it is kept)` : '';
+      return { ...errorResult(`upstream "${row.name}" failed to run "${input.tool}": ${failure}${limit}`), failure };
+    } finally {
+      input.signal?.removeEventListener('abort', stop);
     }
+  }
+
+  async #row(tenant: string, catalog: string, name: string): Promise<store.UpstreamRow> {
+    const row = await store.getUpstream(this.#deps.db, tenant, catalog, name);
+    if (!row) throw notFound(`upstream "${name}" in catalog "${catalog}"`);
+    return row;
+  }
+
+  /** Runs `work` after every earlier pin-changing operation of the same upstream in this process. */
+  async #serialized<T>(row: store.UpstreamRow, work: () => Promise<T>): Promise<T> {
+    const key = `${row.catalogId}\0${row.name}`;
+    const before = this.#exclusive.get(key) ?? Promise.resolve();
+    const run = before.catch(() => {}).then(work);
+    const settled = run.catch(() => {});
+    this.#exclusive.set(key, settled);
+    void settled.then(() => {
+      if (this.#exclusive.get(key) === settled) this.#exclusive.delete(key);
+    });
+    return run;
   }
 
   async #sync(tenant: string, catalog: string, name: string): Promise<UpstreamState> {
-    const row = await store.getUpstream(this.#deps.db, tenant, catalog, name);
-    if (!row) throw notFound(`upstream "${name}" in catalog "${catalog}"`);
+    const row = await this.#row(tenant, catalog, name);
     const started = performance.now();
     try {
-      const { client } = await this.#connection(row);
-      const listed = await client.listTools(undefined, { timeout: SYNC_TIMEOUT_MS });
-      const tools = listed.tools.map((tool, index) => {
-        if (!tool || typeof tool.name !== 'string' || tool.name === '') throw new Error(`tools/list entry ${index} has no name`);
-        return { name: tool.name, description: tool.description ?? '', inputSchema: tool.inputSchema ?? { type: 'object' }, server: row.name };
-      });
-      const outcome = await this.#writeTools(row, tools);
-      await store.recordSync(this.#deps.db, row.catalogId, row.name, outcome);
+      const listed = await this.#listTools(row);
+      const outcome = await this.#serialized(row, () => this.#applyListing(row, listed));
       this.#deps.metrics?.mcpRequests.inc({ method: 'upstream/sync', tool: '', outcome: 'ok' });
       this.#deps.logger.info({ upstream: row.name, catalog, tenant, ...outcome, ms: Math.round(performance.now() - started) }, 'upstream synced');
     } catch (error) {
-      const reason = error instanceof AppError ? error.message : (error as Error).message;
-      await this.#dropConnection(row.catalogId, row.name);
-      await store.recordSync(this.#deps.db, row.catalogId, row.name, { error: reason });
+      if (error instanceof AppError && error.code === 'not_found') throw error;
+      const failure = error instanceof MalformedList ? error.message : describeUpstreamFailure(error);
+      await this.#connections.drop(row.catalogId, row.name);
+      this.#noteRefusal(row, error);
+      await store.recordSync(this.#deps.db, row.catalogId, row.name, { error: failure });
       this.#deps.metrics?.mcpRequests.inc({ method: 'upstream/sync', tool: '', outcome: 'error' });
-      this.#deps.logger.warn({ upstream: row.name, catalog, tenant, reason }, 'upstream sync failed; previous tools kept');
+      // The class only: an upstream's error text (or a header value it echoes) never reaches a log or an answer.
+      this.#deps.logger.warn({ upstream: row.name, catalog, tenant, failure, error: errorName(error) }, 'upstream sync failed; previous tools kept');
     }
     // Removed while it synced (the upstream, or its whole catalog): a 404, as if asked a moment later.
-    const after = await store.getUpstream(this.#deps.db, tenant, catalog, name);
-    if (!after) throw notFound(`upstream "${name}" in catalog "${catalog}"`);
-    return upstreamState(after);
+    return upstreamState(await this.#row(tenant, catalog, name));
   }
 
-  /**
-   * Replaces the catalog's tools of this upstream with `tools`, keeping every other tool, in one
-   * catalog write under the catalog's lock (all or nothing; a concurrent write of other tools is
-   * kept). Returns what changed, by name and content hash.
-   */
-  async #writeTools(row: store.UpstreamRow, tools: Array<Record<string, unknown>>) {
-    const ref = { tenant: row.tenant, name: row.catalog };
-    const { before } = await catalogs.replaceServerTools(this.#deps.catalog, ref, row.name, tools);
-    let added = 0;
-    let changed = 0;
-    for (const tool of tools) {
-      const hash = contentHash(normalizeTool(tool));
-      const previous = before.get(tool.name as string);
-      if (previous === undefined) added += 1;
-      else if (previous !== hash) {
-        changed += 1;
-        // Kept for a later quarantine of silently changed tools: both hashes.
-        this.#deps.logger.info({ upstream: row.name, catalog: row.catalog, tool: tool.name, previous_hash: previous, hash }, 'upstream tool definition changed');
-      }
-    }
-    const names = new Set(tools.map((tool) => tool.name as string));
-    const removed = [...before.keys()].filter((name) => !names.has(name)).length;
-    return { toolCount: tools.length, added, changed, removed };
+  /** Every page of the upstream's tools/list, within one deadline for connecting and listing. */
+  async #listTools(row: store.UpstreamRow): Promise<ListedTool[]> {
+    const deadline = AbortSignal.timeout(this.#deps.connectTimeoutMs);
+    const listing = (async () => {
+      const client = await this.#connections.client(row);
+      return client.listTools(undefined, { timeout: this.#deps.connectTimeoutMs, signal: deadline });
+    })();
+    const timedOut = new Promise<never>((_, reject) => deadline.addEventListener('abort', () => reject(deadline.reason), { once: true }));
+    const listed = await Promise.race([listing, timedOut]);
+    listing.catch(() => {});
+    const seen = new Set<string>();
+    const definitions = listed.tools.map((tool, index) => {
+      if (!tool || typeof tool.name !== 'string' || tool.name === '') throw new MalformedList(`entry ${index} has no name`);
+      if (seen.has(tool.name)) throw new MalformedList(`entry ${index} repeats an earlier tool's name`);
+      seen.add(tool.name);
+      return listedDefinition(tool as unknown as Record<string, unknown>);
+    });
+    const others = await catalogToolNames(this.#deps.db, row.catalogId, row.name);
+    const context = { otherNames: [...others, ...seen], reservedNames: RESERVED_TOOL_NAMES };
+    return catalogs.mapYielding(definitions, (definition) => ({ definition, hash: pinHash(definition), findings: scanTool(definition, context) }));
   }
 
-  async #connection(row: store.UpstreamRow): Promise<Connection> {
-    const key = `${row.catalogId}\0${row.name}`;
-    const open = this.#connections.get(key);
-    if (open) {
-      // A PUT on another replica changes the row, not this replica's connection: reopen for the new one.
-      const connection = await open.catch(() => undefined);
-      if (connection?.registration === registration(row)) return connection;
-      if (this.#connections.get(key) === open) await this.#dropConnection(row.catalogId, row.name);
-    }
-    let connection = this.#connections.get(key);
-    if (!connection) {
-      connection = this.#connect(row);
-      connection.catch(() => this.#connections.delete(key));
-      this.#connections.set(key, connection);
-    }
-    return connection;
-  }
-
-  async #connect(row: store.UpstreamRow): Promise<Connection> {
-    const opened = registration(row);
-    const onChanged = () => void this.sync(row.tenant, row.catalog, row.name).catch(() => {});
-    const make = () =>
-      new Client({ name: 'toolsift', version: this.#deps.version }, { listChanged: { tools: { onChanged: (error) => (error ? undefined : onChanged()) } } });
-    if (row.url.startsWith(STDIO_URL_PREFIX)) {
-      const server = this.#deps.stdioServers?.get(row.url.slice(STDIO_URL_PREFIX.length));
-      if (!server) throw new Error(`${row.url} is not in UPSTREAMS_FILE`);
-      const client = make();
-      await client.connect(new StdioClientTransport({ command: server.command, args: server.args, env: { ...getDefaultEnvironment(), ...server.env }, stderr: 'ignore' }), {
-        timeout: SYNC_TIMEOUT_MS,
+  /** Pins what was listed, serves what is approved, records the outcome and audits each decision. */
+  async #applyListing(row: store.UpstreamRow, listed: ListedTool[]) {
+    const before = new Map((await store.listPins(this.#deps.db, row.catalogId, row.name)).map((pin) => [pin.name, pin]));
+    const plan = planPins(listed, before, { registering: row.pinnedAt === null, trust: row.trust }, new Date());
+    await store.writePins(this.#deps.db, row.catalogId, row.name, plan);
+    const served = await this.#serve(row);
+    const outcome = {
+      toolCount: served.toolCount,
+      added: served.added,
+      changed: served.changed,
+      removed: served.removed,
+      conflicts: served.conflicts,
+      error: conflictsError(served.conflicts, served.unservable),
+    };
+    await store.recordSync(this.#deps.db, row.catalogId, row.name, outcome);
+    for (const event of plan.events) {
+      this.#audit.record({
+        event: event.event,
+        tenant: row.tenant,
+        catalog: row.catalog,
+        upstream: row.name,
+        tool: stripInvisible(event.tool),
+        hash: event.hash,
+        outcome: event.event === 'quarantined' ? 'quarantined' : 'ok',
+        reason: event.change,
+        ...(event.findings.length > 0 ? { findings: event.findings.map((finding) => finding.code) } : {}),
       });
-      // Supervised: a child that exits on its own is started again (and re-synced) after a backoff.
-      client.onclose = () => this.#restartLater(row);
-      return { client, registration: opened };
     }
-    const requestInit = { headers: row.headers ?? {} };
-    const url = new URL(row.url);
-    const client = make();
-    try {
-      await client.connect(new StreamableHTTPClientTransport(url, { requestInit }), { timeout: SYNC_TIMEOUT_MS });
-      return { client, registration: opened };
-    } catch (streamable) {
-      // Servers that only speak the legacy HTTP+SSE transport.
-      const legacy = make();
-      try {
-        await legacy.connect(new SSEClientTransport(url, { requestInit }), { timeout: SYNC_TIMEOUT_MS });
-        return { client: legacy, registration: opened };
-      } catch {
-        throw new Error(`cannot connect to ${row.url}: ${(streamable as Error).message}`);
-      }
+    for (const conflict of served.conflicts) {
+      this.#audit.record({ event: 'name_conflict', tenant: row.tenant, catalog: row.catalog, upstream: row.name, tool: conflict.name, outcome: 'refused', reason: `held by ${conflict.held_by}` });
     }
+    return { ...outcome, pending: plan.rows.filter((pin) => pinStatus(pin) === 'pending').length };
   }
 
   /**
-   * A stdio child exited: drop its connection and sync it again (which starts it) after 1 s, 2 s,
-   * 4 s ... up to a minute between attempts; a sync that works resets the backoff.
+   * Writes the upstream's approved tools (current = approved) into its catalog, then reads the pins
+   * again: a decision that landed meanwhile on another replica makes it write once more, so the
+   * last writer always serves what the pins say.
    */
-  #restartLater(row: store.UpstreamRow): void {
-    const key = `${row.catalogId}\0${row.name}`;
-    this.#connections.delete(key);
-    if (this.#closed || this.#restarts.get(key)?.timer) return;
-    const restart = this.#restarts.get(key) ?? { count: 0 };
-    const delay = Math.min(RESTART_MAX_MS, RESTART_FIRST_MS * 2 ** restart.count);
-    restart.count += 1;
-    this.#deps.logger.warn({ upstream: row.name, catalog: row.catalog, restart_in_ms: delay, restarts: restart.count }, 'stdio upstream exited; restarting');
-    restart.timer = setTimeout(() => {
-      restart.timer = undefined;
-      if (this.#closed) return;
-      void this.sync(row.tenant, row.catalog, row.name)
-        .then((state) => {
-          if (state.last_error === null) this.#restarts.get(key)!.count = 0;
-          else this.#restartLater(row);
-        })
-        .catch((error) => {
-          // The upstream was removed meanwhile: nothing to restart.
-          if (error instanceof AppError && error.code === 'not_found') this.#restarts.delete(key);
-          else this.#restartLater(row);
-        });
-    }, delay);
-    restart.timer.unref();
-    this.#restarts.set(key, restart);
+  async #serve(row: store.UpstreamRow) {
+    const ref = { tenant: row.tenant, name: row.catalog };
+    for (let attempt = 0; ; attempt++) {
+      const pins = await store.listPins(this.#deps.db, row.catalogId, row.name);
+      const approved = pins.filter((pin) => pinStatus(pin) === 'approved');
+      // What agents receive carries no invisible or control characters; a name that needs them to
+      // mean what it says cannot be called under another, so it is not served at all.
+      const unservable = approved.filter((pin) => stripInvisible(pin.name) !== pin.name).map((pin) => stripInvisible(pin.name));
+      const tools: Tool[] = approved.filter((pin) => stripInvisible(pin.name) === pin.name).map((pin) => servedTool(pin, row.name));
+      const write = await catalogs.replaceServerTools(this.#deps.catalog, ref, row.name, tools);
+      const again = await store.listPins(this.#deps.db, row.catalogId, row.name);
+      if (attempt < 2 && approvedKey(again) !== approvedKey(pins)) continue;
+      const heldNames = new Set(write.held.map((held) => held.name));
+      const names = new Set(tools.map((tool) => tool.name).filter((name) => !heldNames.has(name)));
+      return {
+        toolCount: names.size,
+        added: [...names].filter((name) => !write.before.has(name)).length,
+        changed: [...names].filter((name) => write.before.has(name) && write.before.get(name) !== write.hashes.get(name)).length,
+        removed: [...write.before.keys()].filter((name) => !names.has(name)).length,
+        conflicts: write.held.map((held) => ({ name: held.name, held_by: held.upstream === null ? 'a pushed tool' : `upstream "${held.upstream}"` })),
+        unservable,
+      };
+    }
   }
 
-  async #dropConnection(catalogId: number, name: string): Promise<void> {
-    const key = `${catalogId}\0${name}`;
-    const connection = this.#connections.get(key);
-    this.#connections.delete(key);
-    // Closed on purpose: not a child that exited on its own, so no restart.
-    await connection?.then((c) => ((c.client.onclose = undefined), c.client.close())).catch(() => {});
+  #noteRefusal(row: store.UpstreamRow, error: unknown): void {
+    if (error instanceof UpstreamRefused) this.#audit.record({ event: 'refused_address', tenant: row.tenant, catalog: row.catalog, upstream: row.name, outcome: 'refused', reason: error.reason });
   }
 
   async #refreshDue(): Promise<void> {
     try {
-      const due = await store.claimDueUpstreams(this.#deps.db, Math.ceil(SYNC_TIMEOUT_MS / 1000) * 2);
-      for (const row of due) await this.sync(row.tenant, row.catalog, row.name);
+      const due = await store.claimDueUpstreams(this.#deps.db, Math.ceil(this.#deps.connectTimeoutMs / 1000) * 4);
+      for (const row of due) await this.sync(row.tenant, row.catalog, row.name).catch(() => {});
     } catch (error) {
       this.#deps.logger.warn({ err: error }, 'upstream refresh failed; next tick retries');
     }
   }
 }
 
-/** What a connection is opened for: the upstream's url and headers. */
-const registration = (row: Pick<store.UpstreamRow, 'url' | 'headers'>) => JSON.stringify([row.url, row.headers ?? {}]);
+/** A tools/list answer toolsift cannot take as it is: the sync fails whole, saying which entry (in its own words). */
+class MalformedList extends Error {
+  constructor(detail: string) {
+    super(`malformed tool list: ${detail}`);
+  }
+}
+
+/** A pinned tool as its catalog holds it: the upstream's definition with every string made visible, its server the upstream. */
+function servedTool(pin: PinRow, upstream: string): Tool {
+  const definition = visibleDeep(pin.currentDefinition);
+  return normalizeTool({ ...definition, inputSchema: isRecord(definition.inputSchema) ? definition.inputSchema : { type: 'object' }, server: upstream });
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+const approvedKey = (pins: PinRow[]) =>
+  pins
+    .filter((pin) => pinStatus(pin) === 'approved')
+    .map((pin) => `${pin.name}\0${pin.currentHash}`)
+    .join('\n');
+
+function conflictsError(conflicts: { name: string; held_by: string }[], unservable: string[]): string | null {
+  const parts = [
+    ...(conflicts.length > 0 ? [`${conflicts.length} tool${conflicts.length > 1 ? 's' : ''} not synced, the name held by another source of the catalog: ${conflicts.map((c) => `${c.name} (${c.held_by})`).join(', ')}`] : []),
+    ...(unservable.length > 0 ? [`not served, the name carries invisible characters: ${unservable.join(', ')}`] : []),
+  ];
+  return parts.length > 0 ? parts.join('; ') : null;
+}
+
+function staleDecision(names: string[]): AppError {
+  return new AppError('name_conflict', `changed since reviewed: ${names.map((name) => `"${name}"`).join(', ')}; read GET .../upstreams/{name} again and decide on the new hash`);
+}
+
+/** An error's class name, for logs: never its message, which may carry an upstream's text. */
+const errorName = (error: unknown) => (error instanceof Error ? error.constructor.name : typeof error);
 
 function errorResult(message: string): UpstreamCallResult {
   return { content: [{ type: 'text', text: message }], isError: true };

@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { createHttpServer } from '../../src/http/server.js';
 import { pino, type Logger } from 'pino';
-import { configSchema, type Config } from '../../src/config.js';
+import { loadConfig, type Config } from '../../src/config.js';
 import { createDeps, type Deps, type DepsOverrides } from '../../src/deps.js';
 import { createApp } from '../../src/http/app.js';
 import { testDatabase } from './database.js';
@@ -28,7 +28,7 @@ export async function startTestApp(env: Record<string, string> = {}, overrides: 
   // that check hybrid answers must not fall back to BM25 by chance. The budget's own test sets it.
   // Test apps share one database with every other test of the run: reading all of its catalogs at
   // start (CATALOG_WARMUP) is left to the tests of that reading, over databases of their own.
-  const config: Config = configSchema.parse({ EMBED_MODEL: 'none', SELECTOR_BUDGET_MS: '60000', CATALOG_WARMUP: 'false', ...env });
+  const config: Config = loadConfig({ EMBED_MODEL: 'none', SELECTOR_BUDGET_MS: '60000', CATALOG_WARMUP: 'false', ...env });
   const deps = await createDeps(config, { database: await testDatabase(), logger: pino({ level: 'silent' }), ...overrides });
   const app = createApp(deps);
   // The server as main.ts builds it (request and header timeouts), on a free port.

@@ -47,20 +47,20 @@ describe('requests Node rejects before express sees them', () => {
   afterAll(() => app?.close());
 
   it('bad chunked encoding: 400 in the error shape, naming the fault', async () => {
-    const answer = await rawRequest(app.url, 'POST /v1/tool-search HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n');
+    const answer = await rawRequest(app.url, 'POST /v1/tool-search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n');
     expect(answer.status).toBe(400);
     expect(answer.headers).toMatch(/content-type: application\/json/i);
     expect(answer.body.error).toMatchObject({ code: 'malformed_request', message: expect.stringContaining('chunked encoding') });
   });
 
   it('both Content-Length and Transfer-Encoding: 400 saying to send one', async () => {
-    const answer = await rawRequest(app.url, 'POST /v1/tool-search HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n');
+    const answer = await rawRequest(app.url, 'POST /v1/tool-search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n');
     expect(answer.status).toBe(400);
     expect(answer.body.error).toMatchObject({ code: 'malformed_request', message: expect.stringContaining('not both') });
   });
 
   it('headers past Node\'s limit: 431 in the error shape', async () => {
-    const answer = await rawRequest(app.url, `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Padding: ${'a'.repeat(20_000)}\r\n\r\n`);
+    const answer = await rawRequest(app.url, `GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: ${'a'.repeat(20_000)}\r\n\r\n`);
     expect(answer.status).toBe(431);
     expect(answer.body.error).toMatchObject({ code: 'headers_too_large', request_id: '' });
   });

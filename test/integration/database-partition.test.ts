@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { configSchema } from '../../src/config.js';
+import { loadConfig } from '../../src/config.js';
 import { createDeps, type Deps } from '../../src/deps.js';
 import { createApp } from '../../src/http/app.js';
 import { getCatalog, upsertCatalogTools } from '../../src/store/catalog-store.js';
@@ -26,7 +26,7 @@ async function startBehindProxy(label: string, env: Record<string, string>) {
   const target = new URL(scratch.url!);
   const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) });
   const proxied = Object.assign(new URL(scratch.url!), { port: String(proxy.port) }).toString();
-  const config = configSchema.parse({ DB_TIMEOUT_MS: '1500', SELECTOR_BUDGET_MS: '100', DATABASE_URL: proxied, ...env });
+  const config = loadConfig({ DB_TIMEOUT_MS: '1500', SELECTOR_BUDGET_MS: '100', DATABASE_URL: proxied, ...env });
   const deps = await createDeps(config, { database: openPostgres(proxied, 4, config.DB_TIMEOUT_MS), logger: pino({ level: 'silent' }) });
   const server = createApp(deps).listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
@@ -366,7 +366,7 @@ describe('MCP meta-tools while PostgreSQL stops answering', () => {
     const port = await freePort();
     everything = await startEverything(port);
     // 1 MiB of indexes: the catalog's fits, the large one's never does (this process holds no memory of it).
-    ({ scratch, proxy, deps, server, base } = await startBehindProxy('partition-mcp', { EMBED_MODEL: 'none', UPSTREAM_CALL_TIMEOUT_MS: '5000', CATALOG_INDEX_MEMORY: '1' }));
+    ({ scratch, proxy, deps, server, base } = await startBehindProxy('partition-mcp', { EMBED_MODEL: 'none', UPSTREAM_CALL_TIMEOUT_MS: '5000', CATALOG_INDEX_MEMORY: '1', UPSTREAM_ALLOW: '127.0.0.1/32' }));
     const put = await fetch(`${base}/v1/catalogs/${catalog}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ tools: [{ name: 'local_note', description: 'Write a local note.' }] }) });
     expect(put.status).toBe(200);
     const large = Array.from({ length: 4_000 }, (_, index) => ({ name: `ledger_${index}`, description: `Echo back ledger entry ${index} as a message.` }));

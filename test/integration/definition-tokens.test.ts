@@ -10,6 +10,7 @@ import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { replaceServerTools } from '../../src/catalog/catalog-service.js';
+import { normalizeTool } from '../../src/catalog/tool-formats.js';
 import { refreshDefinitionTokens } from '../../src/catalog/refresh-tokens.js';
 import { countHere } from '../../src/catalog/tokens.js';
 import { queryRows } from '../../src/store/database.js';
@@ -95,7 +96,7 @@ describe('definition tokens', () => {
     expect((await tokensOf()).definition_tokens).toEqual(expected(now));
     const upstream: Sent = { name: 'notes__add', description: 'Add a note.', schema: schema('text'), raw: {} };
     upstream.raw = { name: upstream.name, description: upstream.description, inputSchema: upstream.schema, server: 'notes' };
-    await replaceServerTools({ db: scratch.database.db }, { tenant: 'default', name: catalog }, 'notes', [upstream.raw]);
+    await replaceServerTools({ db: scratch.database.db }, { tenant: 'default', name: catalog }, 'notes', [normalizeTool(upstream.raw)]);
     expect((await tokensOf()).definition_tokens).toEqual(expected([...now, upstream]));
     await replaceServerTools({ db: scratch.database.db }, { tenant: 'default', name: catalog }, 'notes', []);
     expect((await tokensOf()).definition_tokens).toEqual(expected(now));

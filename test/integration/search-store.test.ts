@@ -349,7 +349,8 @@ describe('a newer revision\'s index derived from the older one and the change lo
     await expectSame('delete');
     for (const doc of docs.filter((doc) => doc.tool.server === 's5')) await deleteCatalogTool(database.db, tenant, name, doc.tool.name);
     await expectSame('server emptied');
-    // An upstream's sync: its tools replaced (some gone, one changed, one new), two revisions at once.
+    // An upstream's sync, two revisions at once: its new tool u1 lands; t03, a pushed tool's name,
+    // stays the pushed tool's (a sync never takes a name another source holds).
     const synced = [tool('t03', 's3'), tool('u1', 's3')];
     await replaceServerTools(database.db, tenant, name, 's3', synced);
     await writeVectors(database.db, recipe, vectorsOf(synced));
@@ -389,11 +390,14 @@ describe('a newer revision\'s index derived from the older one and the change lo
     const before = await mapped();
     const asSent = (row: CatalogToolRow) => ({ hash: row.hash, tool: { name: row.name, definition: row.definition }, tokens: { as_sent: row.tokens.as_sent ?? 0 } }) as unknown as CountedDocument;
     const fresh = [tool('t12', 's1'), tool('r1', 's2')];
-    await replaceCatalog(database.db, tenant, name, [...[...before.values()].filter((row) => row.name !== 't04' && row.name !== 't12').map(asSent), ...fresh], fresh);
+    // A replace is of the pushed tools: the upstream's u1 stays its own.
+    const pushed = [...before.values()].filter((row) => row.upstream === null);
+    await replaceCatalog(database.db, tenant, name, [...pushed.filter((row) => row.name !== 't04' && row.name !== 't12').map(asSent), ...fresh], fresh);
     catalog = (await getCatalog(database.db, tenant, name))!;
     expect(await loggedNames()).toEqual(['r1', 't04', 't12']);
     await expectSame('whole-catalog replace', false);
-    const beforeCut = await mapped();
+    // The pushed tools it replaces; u1 stays the upstream's and is no change.
+    const beforeCut = new Map([...(await mapped())].filter(([, row]) => row.upstream === null));
     const cut = docs.slice(0, 20);
     await replaceCatalog(database.db, tenant, name, cut);
     catalog = (await getCatalog(database.db, tenant, name))!;
@@ -401,7 +405,8 @@ describe('a newer revision\'s index derived from the older one and the change lo
     expect(differing.length).toBeGreaterThan(20);
     expect(await loggedNames()).toEqual(differing.sort());
     await expectSame('whole-catalog replace, cut to 20', false);
-    expect((await indexes.forSearch(catalog, database.db))!.size).toBe(20);
+    // The 20 pushed tools and the upstream's u1.
+    expect((await indexes.forSearch(catalog, database.db))!.size).toBe(21);
     // Sent again unchanged: no new revision.
     await replaceCatalog(database.db, tenant, name, cut);
     expect((await getCatalog(database.db, tenant, name))!.revision).toBe(catalog.revision);

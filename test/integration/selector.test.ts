@@ -88,6 +88,9 @@ async function select(app: TestApp, body: unknown, headers: Record<string, strin
   return app.request('POST', path, body, headers);
 }
 
+
+/** With API keys set, /metrics takes this token (it names tenants and upstreams). */
+const METRICS_TOKEN = 'tests-metrics-token-0001';
 describe('tool selection for the Context Gateway', () => {
   let app: TestApp;
   beforeAll(async () => {
@@ -252,7 +255,7 @@ describe('selector keys, tenants and the content-hash cache', () => {
   const t1 = { authorization: 'Bearer k1' };
   const t2 = { 'x-api-key': 'k2' };
   beforeAll(async () => {
-    app = await startTestApp({ API_KEYS: 'k1:t1,k2:t2', EMBED_MODEL: 'use-lite' });
+    app = await startTestApp({ API_KEYS: 'k1:t1,k2:t2', EMBED_MODEL: 'use-lite', METRICS_TOKEN });
     // At start the queue resumes every stored document of the shared database still lacking a
     // vector (earlier test files, earlier runs): let that finish so the counts below are ours.
     await app.deps.queue!.whenIdle();
@@ -357,7 +360,7 @@ describe('selector keys, tenants and the content-hash cache', () => {
     // Another tenant's catalog does not exist for this key; a bad name or both sources is a 400.
     // Each answer's time per stage is in /metrics (endpoint selector_catalog), every stage once per answer.
     const stages = Object.fromEntries(
-      (await (await fetch(`${app.url}/metrics`)).text())
+      (await (await fetch(`${app.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text())
         .split('\n')
         .filter((row) => row.startsWith('toolsift_search_stage_duration_seconds_count{endpoint="selector_catalog"'))
         .map((row) => [/stage="([a-z_]+)"/.exec(row)![1], Number(row.split(' ').at(-1))]),

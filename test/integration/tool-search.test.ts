@@ -15,12 +15,15 @@ const anthropicTools = [
   { name: 'read_file', description: 'Read a file from disk.', input_schema: { type: 'object', properties: { path: { type: 'string' } } } },
 ];
 
+
+/** With API keys set, /metrics takes this token (it names tenants and upstreams). */
+const METRICS_TOKEN = 'tests-metrics-token-0001';
 describe('POST /v1/tool-search', () => {
   let app: TestApp;
   const catalog = uniqueName('toolsearch');
   const auth = { authorization: 'Bearer ts1' };
   beforeAll(async () => {
-    app = await startTestApp({ API_KEYS: 'ts1:ts-tenant,ts2:ts-other', EMBED_MODEL: 'use-lite' });
+    app = await startTestApp({ API_KEYS: 'ts1:ts-tenant,ts2:ts-other', EMBED_MODEL: 'use-lite', METRICS_TOKEN });
     expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools: anthropicTools }, auth)).status).toBe(200);
     // Queries below that share no word with their tool need the vectors (a loaded CI machine took
     // over 60 s once: the model's threads run at a lower priority than the other test files').
@@ -139,7 +142,7 @@ describe('POST /v1/tool-search', () => {
 
   it('counts the tokens offered and selected in /metrics', async () => {
     const read = async () => {
-      const text = await (await fetch(`${app.url}/metrics`)).text();
+      const text = await (await fetch(`${app.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
       const value = (kind: string) => Number(text.split('\n').find((line) => line.startsWith(`toolsift_tool_definition_tokens_total{endpoint="tool_search",tenant="ts-tenant",kind="${kind}"}`))?.split(' ').at(-1) ?? 0);
       return { offered: value('offered'), selected: value('selected') };
     };

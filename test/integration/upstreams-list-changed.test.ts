@@ -42,15 +42,21 @@ describe('an upstream that announces a changed tool list', () => {
     rmSync(folder, { recursive: true, force: true });
   });
 
-  it('re-syncs on list_changed: the added tool is found and called through toolsift', async () => {
+  it('re-syncs on list_changed: the added tool waits for approval, then is found and called through toolsift', async () => {
     expect((await state()).tool_count).toBe(2);
     const added = await client.callTool({ name: 'call_tool', arguments: { name: 'add_tool', arguments: { name: 'tide_forecast' } } });
     expect(added.isError, JSON.stringify(added)).toBeFalsy();
-    for (let tries = 0; (await state()).tool_count !== 3; tries++) {
+    for (let tries = 0; (await state()).pending !== 1; tries++) {
       if (tries > 100) throw new Error(`no re-sync after list_changed: ${JSON.stringify(await state())}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    expect((await state()).last_sync).toMatchObject({ added: 1, changed: 0, removed: 0 });
+    // Pinned (the default): a tool that appears after the registration is not served until approved.
+    expect((await state()).tool_count).toBe(2);
+    const waiting = await client.callTool({ name: 'call_tool', arguments: { name: 'tide_forecast', arguments: {} } });
+    expect(waiting.isError).toBe(true);
+    const approved = await app.request('POST', `/v1/catalogs/${catalog}/upstreams/changing/approve`, { tools: ['tide_forecast'] }, auth);
+    expect(approved.status, approved.text).toBe(200);
+    expect(approved.body).toMatchObject({ approved: ['tide_forecast'], upstream: { tool_count: 3, pending: 0 } });
     const search = await client.callTool({ name: 'search_tools', arguments: { query: 'forecast the tides of a harbour' } });
     expect((search.structuredContent as { results: Array<{ name: string }> }).results[0]!.name).toBe('tide_forecast');
     const called = await client.callTool({ name: 'call_tool', arguments: { name: 'tide_forecast', arguments: {} } });

@@ -23,6 +23,8 @@ describe('upstreams seen across replicas', () => {
   let client: Client;
   const catalog = uniqueName('replicas');
   const tenant = uniqueName('replica-tenant');
+  /** With API keys set, /metrics takes this token (it names tenants and upstreams). */
+  const METRICS_TOKEN = 'replicas-metrics-token-0001';
   const auth = { authorization: 'Bearer rep1' };
   /** The reader's log lines. */
   const lines: Array<Record<string, unknown>> = [];
@@ -32,7 +34,7 @@ describe('upstreams seen across replicas', () => {
     [first, second] = await Promise.all([startEverything(firstPort), startEverything(secondPort)]);
     firstUrl = `http://127.0.0.1:${firstPort}/mcp`;
     secondUrl = `http://127.0.0.1:${secondPort}/mcp`;
-    const env = { API_KEYS: `rep1:${tenant}`, UPSTREAM_CALL_TIMEOUT_MS: '5000' };
+    const env = { API_KEYS: `rep1:${tenant}`, UPSTREAM_CALL_TIMEOUT_MS: '5000', UPSTREAM_ALLOW: '127.0.0.1/32', METRICS_TOKEN };
     const sink = new Writable({
       write(chunk, _encoding, done) {
         for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
@@ -87,7 +89,7 @@ describe('upstreams seen across replicas', () => {
     expect(Object.keys(search)).toEqual(expect.arrayContaining(['query_embedding_ms', 'retrieval_ms', 'fusion_ms']));
     expect(search.retrieval_ms).toBeGreaterThan(0);
     // The proxied-call histogram holds the upstream's time.
-    const metrics = await (await fetch(`${reader.url}/metrics`)).text();
+    const metrics = await (await fetch(`${reader.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
     expect(metrics).toMatch(/toolsift_mcp_upstream_call_duration_seconds_count\{upstream="everything",outcome="ok"\} [1-9]/);
   });
 
@@ -104,6 +106,8 @@ describe('upstreams seen across replicas', () => {
 
   it('registering an upstream bumps the catalog row the cache keys on, and a bad registration changes nothing', async () => {
     const row = async () => (await writer.deps.catalog.db.execute(sqlRevision(tenant, catalog))) as unknown as { rows: Array<{ revision: number; upstream_revision: number }> };
+    // The REST tool the last test pushed holds the name echo: a sync would leave the upstream's out.
+    expect((await writer.request('DELETE', `/v1/catalogs/${catalog}/tools/echo`, undefined, auth)).status).toBe(204);
     const start = (await row()).rows[0]!;
     expect((await writer.request('PUT', `/v1/catalogs/${catalog}/upstreams/everything`, { url: secondUrl, headers: { 'X-Token': 'a' } }, auth)).status).toBe(200);
     const registered = (await row()).rows[0]!;

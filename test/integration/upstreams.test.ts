@@ -23,7 +23,8 @@ describe('upstream MCP servers', () => {
     const port = await freePort();
     everything = await startEverything(port);
     url = `http://127.0.0.1:${port}/mcp`;
-    app = await startTestApp({ API_KEYS: `up1:${uniqueName('up-tenant')},up2:${uniqueName('up-other')}`, UPSTREAM_CALL_TIMEOUT_MS: '5000' });
+    // server-everything listens on loopback, which the address policy refuses unless opened.
+    app = await startTestApp({ API_KEYS: `up1:${uniqueName('up-tenant')},up2:${uniqueName('up-other')}`, UPSTREAM_CALL_TIMEOUT_MS: '5000', UPSTREAM_ALLOW: '127.0.0.1/32' });
     // A tool pushed over REST lives beside the synced ones and survives every sync.
     expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools: [{ name: 'local_note', description: 'Write a local note.' }] }, auth)).status).toBe(200);
     client = new Client({ name: 'upstream-test', version: '1.0.0' });

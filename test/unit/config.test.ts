@@ -16,12 +16,30 @@ describe('loadConfig', () => {
   it('has working defaults for an empty environment', () => {
     const config = loadConfig({});
     expect(config.PORT).toBe(8080);
-    expect(config.HOST).toBe('0.0.0.0');
+    // Open (no API_KEYS): loopback only, and only the loopback names in Host (DNS rebinding).
+    expect(config.HOST).toBe('127.0.0.1');
+    expect(config.ALLOWED_HOSTS).toBe('localhost,127.0.0.1,[::1]');
     expect(config.DATA_DIR).toBe('./data');
     expect(config.BODY_LIMIT).toBe(26_214_400);
     expect(config.LOG_LEVEL).toBe('info');
     expect(config.DATABASE_URL).toBeUndefined();
     expect(config.API_KEYS).toBeUndefined();
+  });
+
+  it('with API keys listens on every interface and answers any Host; HOST and ALLOWED_HOSTS (or the older MCP_ALLOWED_HOSTS) decide when set', () => {
+    expect(loadConfig({ API_KEYS: 'k:t' })).toMatchObject({ HOST: '0.0.0.0', ALLOWED_HOSTS: '*' });
+    expect(loadConfig({ HOST: '0.0.0.0' })).toMatchObject({ HOST: '0.0.0.0', ALLOWED_HOSTS: 'localhost,127.0.0.1,[::1]' });
+    expect(loadConfig({ API_KEYS: 'k:t', HOST: '10.0.0.5', ALLOWED_HOSTS: 'toolsift.internal' })).toMatchObject({ HOST: '10.0.0.5', ALLOWED_HOSTS: 'toolsift.internal' });
+    expect(loadConfig({ MCP_ALLOWED_HOSTS: 'a.example', MCP_ALLOWED_ORIGINS: 'https://b.example' })).toMatchObject({ ALLOWED_HOSTS: 'a.example', ALLOWED_ORIGINS: 'https://b.example' });
+    expect(loadConfig({ ALLOWED_ORIGINS: 'c.example', MCP_ALLOWED_ORIGINS: 'b.example' }).ALLOWED_ORIGINS).toBe('c.example');
+  });
+
+  it('reads the gateway limits: UPSTREAM_MAX_RESULT_BYTES as a size, SCAN_POLICY as one of three, METRICS_TOKEN long enough', () => {
+    expect(loadConfig({}).UPSTREAM_MAX_RESULT_BYTES).toBe(4 * 1024 * 1024);
+    expect(loadConfig({ UPSTREAM_MAX_RESULT_BYTES: '512kb' }).UPSTREAM_MAX_RESULT_BYTES).toBe(524_288);
+    expect(loadConfig({}).SCAN_POLICY).toBe('refuse');
+    expect(configError({ SCAN_POLICY: 'maybe' }).message).toContain('SCAN_POLICY');
+    expect(configError({ METRICS_TOKEN: 'short' }).message).toContain('METRICS_TOKEN');
   });
 
   it('reads explicit values', () => {

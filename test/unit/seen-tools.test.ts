@@ -9,6 +9,7 @@ const row = (name: string, hash: string, description = `Does ${name}.`): Catalog
   inputSchema: { type: 'object', properties: { path: { type: 'string' } } },
   tags: [],
   server: null,
+  upstream: null,
   definition: { name, description },
   tokens: { anthropic: 10, openai: 12, as_sent: 11 },
 });
