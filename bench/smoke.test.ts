@@ -244,4 +244,17 @@ describe('benches, smoke runs', () => {
       expect(report.rss_mb).toBeGreaterThan(0);
     }
   });
+
+  it('bench:gateway: /healthz idle and under huge upstream results, refused and relayed, at a tiny size', async () => {
+    const { code, stdout, stderr } = await runBench(['bench/upstream-results.ts', '--mb', '2', '--clients', '1', '--seconds', '1', '--caps', '1mb,4mb']);
+    expect(code, stderr.slice(-3000)).toBe(0);
+    expect(stdout).toMatch(/\| 1mb \| [\d.]+ \/ [\d.]+ \/ [\d.]+ \(\d+\) \| [\d.]+ \/ [\d.]+ \/ [\d.]+ \(\d+\) \| [1-9]\d* refused, 0 relayed/);
+    expect(stdout).toMatch(/\| 4mb \| .* \| 0 refused, [1-9]\d* relayed/);
+  });
+
+  it('bench:scan: the scanner report over the poison set and the four corpora', async () => {
+    const { code, stdout, stderr } = await runBench(['bench/scan-tools.ts']);
+    expect(code, stderr.slice(-3000)).toBe(0);
+    for (const heading of ['Poisoned definitions by kind', 'Benign definitions', 'Leave one source out', 'Real tools', 'Cost per tool']) expect(stdout).toContain(heading);
+  });
 });
