@@ -319,6 +319,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tools/scan": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Scan tool definitions for poisoning, on demand (nothing is stored).
+         * @description The definition scanner that catalog pushes and upstream syncs run, over tools the caller holds (a gateway's inline tools, a server's tools/list before registering it): hidden instructions, invisible characters, credential theft and exfiltration, shadowing of other tools, preference manipulation, encoded payloads, names equal to a meta-tool or confusable with another of the list. `flagged`: a high finding (what a push under SCAN_POLICY=refuse refuses, and an upstream sync quarantines).
+         */
+        post: operations["scanTools"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tool-search": {
         parameters: {
             query?: never;
@@ -1635,6 +1655,44 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             503: components["responses"]["Unavailable"];
+        };
+    };
+    scanTools: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ToolList"];
+            };
+        };
+        responses: {
+            /** @description Each tool's findings, in request order. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        tools: {
+                            index: number;
+                            name: string;
+                            flagged: boolean;
+                            findings: components["schemas"]["Finding"][];
+                        }[];
+                        /** @description Tools with at least one high finding. */
+                        flagged: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
         };
     };
     searchTools: {

@@ -26,6 +26,7 @@ import type { AuditLog } from '../audit.js';
 import { serviceVersion } from '../paths.js';
 import type { UpstreamService } from '../upstream/upstreams.js';
 import { upstreamRoutes } from './upstreams.js';
+import { scanRoutes } from './scan.js';
 import type { Metrics } from '../metrics.js';
 
 export interface AppDeps {
@@ -67,6 +68,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(forBodies(express.json({ limit: deps.config.BODY_LIMIT })));
   app.use(rejectUnsafeInput);
   app.use(catalogRoutes(deps.catalog));
+  app.use(scanRoutes());
   app.use(searchRoutes(deps.search, deps.metrics));
   app.use(selectorRoutes(deps.selector, deps.search));
   app.use(toolSearchRoutes({ selector: deps.selector, search: deps.search, tokens: deps.selector.tokens }, deps.metrics));

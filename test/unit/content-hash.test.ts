@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, contentHash } from '../../src/catalog/content-hash.js';
+import { canonicalJson } from '../../src/canonical-json.js';
+import { contentHash } from '../../src/catalog/content-hash.js';
 import { normalizeTool } from '../../src/catalog/tool-formats.js';
 
 const hashOf = (raw: unknown) => contentHash(normalizeTool(raw));
