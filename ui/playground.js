@@ -246,6 +246,7 @@ async function loadUpstreams() {
         const change = upstream.last_sync;
         cell(row, change ? `+${change.added} ~${change.changed} -${change.removed}` : null);
         cell(row, upstream.last_error, upstream.last_error ? 'error' : '');
+        cell(row, upstream.pending, upstream.pending ? 'error' : '');
         return row;
       }),
     );

@@ -1,6 +1,5 @@
 import { sql } from 'drizzle-orm';
-import type { Finding } from '../trust/scan-tool.js';
-import type { ListedDefinition, PinPlan, PinRow } from '../trust/pins.js';
+import type { PinPlan, PinRow } from '../trust/pins.js';
 import { toolColumns, type CatalogToolRow } from './catalog-store.js';
 import { queryRows, retryOnConflict, type Db } from './database.js';
 import type { Executor } from './tool-store.js';
@@ -110,16 +109,8 @@ export async function recordServed(db: Executor, catalogId: number, name: string
   await db.execute(sql`update mcp_upstreams set tool_count = ${toolCount}, conflicts = ${JSON.stringify(conflicts)}::json where catalog_id = ${catalogId} and name = ${name}`);
 }
 
-interface PinRowText {
-  name: string;
-  currentHash: string;
-  currentDefinition: ListedDefinition;
-  findings: Finding[];
-  approvedHash: string | null;
-  approvedDefinition: ListedDefinition | null;
-  rejectedHash: string | null;
-  changedAt: string | Date;
-}
+/** A pin as the driver returns it: `changed_at` as text or a Date, by driver. */
+type PinRowText = Omit<PinRow, 'changedAt'> & { changedAt: string | Date };
 
 /** An upstream's pins, by name. */
 export async function listPins(db: Executor, catalogId: number, upstream: string): Promise<PinRow[]> {

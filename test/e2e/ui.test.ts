@@ -36,7 +36,8 @@ describe('the /ui playground in Chromium', () => {
 
   beforeAll(async () => {
     if (!existsSync(executablePath)) throw new Error(`Chromium not found at ${executablePath}: run scripts/install-chromium.sh (or set CHROMIUM_PATH)`);
-    app = await startTestApp({ API_KEYS: `ui-key:ui-tenant,fresh-key:${freshTenant}`, EMBED_MODEL: 'use-lite' });
+    // server-everything listens on loopback, which the address policy refuses unless opened.
+    app = await startTestApp({ API_KEYS: `ui-key:ui-tenant,fresh-key:${freshTenant}`, EMBED_MODEL: 'use-lite', UPSTREAM_ALLOW: '127.0.0.1/32' });
     const put = await app.request('PUT', `/v1/catalogs/${catalog}`, { tools }, { authorization: 'Bearer ui-key' });
     expect(put.status).toBe(200);
     for (let tries = 0; ; tries++) {
@@ -146,6 +147,7 @@ describe('the /ui playground in Chromium', () => {
       expect(cells[3]).not.toBe('never');
       expect(cells[4]).toBe(`+${count} ~0 -0`);
       expect(cells[5]).toBe('–'); // no error (the page's mark for an empty cell)
+      expect(cells[6]).toBe('0'); // every tool approved by the registration
       await page.screenshot({ path: join(screenshots, 'upstreams.png'), fullPage: true });
 
       // The search catalog has no upstreams: the view says so.
