@@ -16,16 +16,16 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { documentTerms, queryTerms, schemaParameters, NAME_WEIGHT, SCHEMA_WEIGHT } from '../src/catalog/search-text.js';
+import { documentTerms, queryTerms, schemaParameters, NAME_WEIGHT, SCHEMA_WEIGHT } from '../src/ranking/search-text.js';
 import { normalizeTools } from '../src/catalog/tool-formats.js';
 import { meanMetrics, scoreQuery, type QueryMetrics } from '../src/eval/metrics.js';
 import { readJsonl, type EvalQuery } from '../src/eval/run-eval.js';
-import { BM25_B, BM25_K1, BM25_TERM_UNIT, distinctTerms } from '../src/search/bm25.js';
-import { Bm25Index } from '../src/search/bm25-index.js';
-import { expandTerms, VocabularyIndex } from '../src/search/fuzzy-terms.js';
-import { denseWeight, fuseRrf, RRF_DEPTH, type Ranked } from '../src/search/rrf.js';
-import { addServerVotes, serverDocuments, SERVER_BM25_WEIGHT, SERVER_DEPTH, SERVER_VECTOR_WEIGHT } from '../src/search/servers.js';
-import { tokenize } from '../src/search/tokenizer.js';
+import { BM25_B, BM25_K1, BM25_TERM_UNIT, distinctTerms } from '../src/ranking/bm25.js';
+import { Bm25Index } from '../src/ranking/bm25-index.js';
+import { expandTerms, VocabularyIndex } from '../src/ranking/fuzzy-terms.js';
+import { denseWeight, fuseRrf, RRF_DEPTH, type Ranked } from '../src/ranking/rrf.js';
+import { addServerVotes, serverDocuments, SERVER_BM25_WEIGHT, SERVER_DEPTH, SERVER_VECTOR_WEIGHT } from '../src/ranking/servers.js';
+import { tokenize } from '../src/ranking/tokenizer.js';
 import { chooseSetting, evalQueries, source } from './loco.js';
 
 const { values } = parseArgs({

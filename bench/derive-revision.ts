@@ -12,7 +12,7 @@
  */
 import { parseArgs } from 'node:util';
 import { seededRandom } from '../src/eval/seeded-random.js';
-import { Bm25Index, slotPlan } from '../src/search/bm25-index.js';
+import { Bm25Index, slotPlan } from '../src/ranking/bm25-index.js';
 
 const { values } = parseArgs({ options: { tools: { type: 'string', default: '100000' }, changed: { type: 'string', default: '5000' }, rounds: { type: 'string', default: '4' } } });
 const size = Number(values.tools);

@@ -38,7 +38,7 @@ import pg from 'pg';
 import { Redis } from 'ioredis';
 import { Queue } from 'bullmq';
 import { EMBED_QUEUE_NAME } from '../src/jobs/embed-queue.js';
-import { embeddingText } from '../src/catalog/search-text.js';
+import { embeddingText } from '../src/ranking/search-text.js';
 import { normalizeTools } from '../src/catalog/tool-formats.js';
 import { createUseLiteEmbedder } from '../src/embed/use-lite.js';
 import { openPostgres } from '../src/store/database.js';

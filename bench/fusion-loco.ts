@@ -25,17 +25,17 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { documentTerms, embeddingText, queryTerms } from '../src/catalog/search-text.js';
+import { documentTerms, embeddingText, queryTerms } from '../src/ranking/search-text.js';
 import { normalizeTools } from '../src/catalog/tool-formats.js';
 import { createUseLiteEmbedder } from '../src/embed/use-lite.js';
 import { meanMetrics, scoreQuery, type QueryMetrics } from '../src/eval/metrics.js';
 import { readJsonl } from '../src/eval/run-eval.js';
-import { distinctTerms } from '../src/search/bm25.js';
-import { Bm25Index } from '../src/search/bm25-index.js';
-import { denseQueryText, expandTerms, VocabularyIndex } from '../src/search/fuzzy-terms.js';
-import { bm25Peak, denseGap, denseWeight, fuseRrf, RRF_DEPTH, type Ranked } from '../src/search/rrf.js';
-import { addServerVotes, serverCentroids, serverDocuments, SERVER_BM25_WEIGHT, SERVER_DEPTH, SERVER_VECTOR_WEIGHT } from '../src/search/servers.js';
-import { rankByCosine } from '../src/search/vector-scan.js';
+import { distinctTerms } from '../src/ranking/bm25.js';
+import { Bm25Index } from '../src/ranking/bm25-index.js';
+import { denseQueryText, expandTerms, VocabularyIndex } from '../src/ranking/fuzzy-terms.js';
+import { bm25Peak, denseGap, denseWeight, fuseRrf, RRF_DEPTH, type Ranked } from '../src/ranking/rrf.js';
+import { addServerVotes, serverCentroids, serverDocuments, SERVER_BM25_WEIGHT, SERVER_DEPTH, SERVER_VECTOR_WEIGHT } from '../src/ranking/servers.js';
+import { rankByCosine } from '../src/ranking/vector-scan.js';
 import { chooseSetting, evalQueries, source } from './loco.js';
 
 const { values } = parseArgs({
@@ -65,7 +65,7 @@ interface QueryLists {
   known: number;
   /** The query's IDF mass: the sum of its distinct terms' IDF (unknown words at the largest). */
   idfMass: number;
-  /** `known`, counting the words typo matching corrected (search/fuzzy-terms.ts expandTerms). */
+  /** `known`, counting the words typo matching corrected (ranking/fuzzy-terms.ts expandTerms). */
   knownCorrected: number;
   /** The query's distinct BM25 terms (set after loading, so caches written before it still serve). */
   termCount: number;
@@ -302,7 +302,7 @@ const families: { label: string; settings: [string, Rule][] }[] = [
     settings: [['no gap', (q, m, t) => fused(q, m, t, { bm25: 1, dense: withoutGap(q, t), fixedServers: true })]],
   },
   {
-    label: 'shipped: denseWeight (src/search/rrf.ts)',
+    label: 'shipped: denseWeight (src/ranking/rrf.ts)',
     settings: [['shipped', (q, m, t) => fused(q, m, t, { bm25: 1, dense: shipped(q, t), fixedServers: true })]],
   },
   {

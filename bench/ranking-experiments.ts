@@ -22,20 +22,20 @@
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { stemmer } from 'stemmer';
-import { documentTerms, embeddingText, humanize, openingSentence, queryTerms, schemaParameters, type DocumentTerms } from '../src/catalog/search-text.js';
-import type { CanonicalTool } from '../src/catalog/tool.js';
+import { documentTerms, embeddingText, humanize, openingSentence, queryTerms, schemaParameters, type DocumentTerms } from '../src/ranking/search-text.js';
+import type { CanonicalTool } from '../src/lib/tool.js';
 import { normalizeTools } from '../src/catalog/tool-formats.js';
 import { l2Normalize } from '../src/embed/embedder.js';
 import { createUseLiteEmbedder } from '../src/embed/use-lite.js';
 import { meanMetrics, scoreQuery, type QueryMetrics } from '../src/eval/metrics.js';
 import { loadQueries, readJsonl } from '../src/eval/run-eval.js';
-import { byScoreThenId, distinctTerms } from '../src/search/bm25.js';
-import { Bm25Index } from '../src/search/bm25-index.js';
-import { denseWeight, fuseHybrid, fuseRrf, RRF_DEPTH, RRF_K, VECTOR_WEIGHT, type FusionInput, type Ranked } from '../src/search/rrf.js';
-import { denseQueryText, expandTerms } from '../src/search/fuzzy-terms.js';
-import { addServerVotes, serverCentroids, serverDocuments, SERVER_DEPTH } from '../src/search/servers.js';
-import { tokenize } from '../src/search/tokenizer.js';
-import { rankByCosine } from '../src/search/vector-scan.js';
+import { byScoreThenId, distinctTerms } from '../src/ranking/bm25.js';
+import { Bm25Index } from '../src/ranking/bm25-index.js';
+import { denseWeight, fuseHybrid, fuseRrf, RRF_DEPTH, RRF_K, VECTOR_WEIGHT, type FusionInput, type Ranked } from '../src/ranking/rrf.js';
+import { denseQueryText, expandTerms } from '../src/ranking/fuzzy-terms.js';
+import { addServerVotes, serverCentroids, serverDocuments, SERVER_DEPTH } from '../src/ranking/servers.js';
+import { tokenize } from '../src/ranking/tokenizer.js';
+import { rankByCosine } from '../src/ranking/vector-scan.js';
 import { leaveOneOutChoices } from './stats.js';
 
 const { values } = parseArgs({
@@ -230,14 +230,14 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
     return found.slice(0, k);
   };
 
-  // The service's server statistics (search/servers.ts) over the whole catalog.
+  // The service's server statistics (ranking/servers.ts) over the whole catalog.
   const servers = serverDocuments(tools.map((tool, i) => ({ ...documents[i]!, server: tool.server })));
   const serverIndex = new Bm25Index(servers.documents);
   const centroids = serverCentroids(servers.members, vectorOf);
   /** The shipped fusion plus server votes at the given setting (the shipped one by default). */
   const withServerVotes = async (q: string, options?: Parameters<typeof addServerVotes>[2]) => {
     const depth = options?.depth ?? SERVER_DEPTH;
-    // As the service ranks: typo matching (the dense query with its typos' likely words), then the query's own dense weight (src/search/rrf.ts).
+    // As the service ranks: typo matching (the dense query with its typos' likely words), then the query's own dense weight (src/ranking/rrf.ts).
     const expanded = expandTerms(distinctTerms(queryTerms(q)), index.vocabulary());
     const vector = await embed(denseQueryText(q, expanded));
     const lexical = index.searchWeighted(expanded.weights, RRF_DEPTH);

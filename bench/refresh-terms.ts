@@ -13,7 +13,7 @@ import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { replaceCatalog } from '../src/catalog/catalog-service.js';
 import { refreshStaleTerms } from '../src/catalog/refresh-terms.js';
-import { TERMS_VERSION } from '../src/catalog/search-text.js';
+import { TERMS_VERSION } from '../src/ranking/search-text.js';
 import { loadConfigOrExit } from '../src/config.js';
 import { createDeps } from '../src/deps.js';
 import { openPglite, openPostgres } from '../src/store/database.js';

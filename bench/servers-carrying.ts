@@ -10,10 +10,10 @@
  */
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { documentTerms, queryTerms } from '../src/catalog/search-text.js';
+import { documentTerms, queryTerms } from '../src/ranking/search-text.js';
 import { normalizeTools } from '../src/catalog/tool-formats.js';
 import { CatalogIndex } from '../src/search/catalog-index.js';
-import { serverCentroids } from '../src/search/servers.js';
+import { serverCentroids } from '../src/ranking/servers.js';
 import { l2Normalize } from '../src/embed/embedder.js';
 import { loadQueries } from '../src/eval/run-eval.js';
 import { seededRandom } from '../src/eval/seeded-random.js';

@@ -1,6 +1,4 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { EmbedderStatus } from './embed/embedder.js';
-import type { EmbedQueue } from './jobs/embed-queue.js';
 
 /**
  * The service's Prometheus metrics, on a registry of its own (no prom-client global), built once
@@ -23,7 +21,16 @@ export interface Metrics {
   toolTokens: Counter<'endpoint' | 'tenant' | 'kind'>;
 }
 
-export function createMetrics(sources: { queue: () => EmbedQueue | null; embedder: () => EmbedderStatus }): Metrics {
+/**
+ * What the gauges read when scraped: the queue's job counts and the model's state. Structural, so
+ * metrics (a leaf every layer records into) knows nothing of the queue or the embedder.
+ */
+export interface MetricSources {
+  queue: () => { status(): Promise<Record<'waiting' | 'active' | 'completed' | 'failed', number>> } | null;
+  embedder: () => { modelId: string; state: string };
+}
+
+export function createMetrics(sources: MetricSources): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'toolsift_' });
   const metrics: Metrics = {

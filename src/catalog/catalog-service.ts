@@ -1,21 +1,21 @@
 import { currentRecipe } from '../embed/embed-documents.js';
 import { AppError, notFound } from '../errors.js';
-import { Slots } from '../slots.js';
+import { Slots } from '../lib/slots.js';
 import * as catalogStore from '../store/catalog-store.js';
 import { catalogHashesWithoutVector } from '../store/embedding-store.js';
 import type { Db } from '../store/database.js';
 import { STORE_SLICE, storeDocuments, type CountedDocument, type ToolDocument } from '../store/tool-store.js';
 import { listUpstreams, type UpstreamRow } from '../store/upstream-store.js';
-import { TimeSlice } from '../time-slice.js';
+import { mapYielding } from '../lib/time-slice.js';
 import { RESERVED_TOOL_NAMES } from '../trust/reserved-names.js';
 import { isFlagged, scanTool, type Finding } from '../trust/scan-tool.js';
 import { visibleDeep } from '../trust/visible-text.js';
 import { contentHash } from './content-hash.js';
 import type { CatalogEmbeddingStatus } from './embedding-status.js';
-import { documentTerms, TERMS_VERSION } from './search-text.js';
+import { documentTerms, TERMS_VERSION } from '../ranking/search-text.js';
 import { countDefinitions, countHere, type TextCounter } from './tokens.js';
 import { normalizeTools, toolWarnings, type ToolWarning } from './tool-formats.js';
-import type { Tool } from './tool.js';
+import type { Tool } from '../lib/tool.js';
 
 /** What the catalog operations need; built once in deps.ts. */
 export interface CatalogDeps {
@@ -66,21 +66,6 @@ export async function countedDocuments(counter: TextCounter, documents: readonly
 async function toDocuments(deps: CatalogDeps, tools: Tool[]): Promise<CountedDocument[]> {
   const [documents, tokens] = await Promise.all([mapYielding(tools, (tool) => termsDocument(tool)), countDefinitions(deps.tokenCounter ?? countHere, tools)]);
   return documents.map((document, index) => ({ ...document, tokens: tokens[index]! }));
-}
-
-/**
- * `map` over many items in SLICE_MS slices, letting other requests run between them: 10,000 tools'
- * terms and token counts at once held every other request for over a second (`npm run bench --
- * --stalls`).
- */
-export async function mapYielding<T, R>(items: readonly T[], map: (item: T) => R): Promise<R[]> {
-  const out: R[] = [];
-  const slice = new TimeSlice();
-  for (const item of items) {
-    if (slice.due()) await slice.yield();
-    out.push(map(item));
-  }
-  return out;
 }
 
 /** Normalizes every tool or rejects the whole request, naming each bad tool by index. */

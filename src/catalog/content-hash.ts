@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { canonicalJson } from '../canonical-json.js';
-import type { CanonicalTool } from './tool.js';
+import { canonicalJson } from '../lib/canonical-json.js';
+import type { CanonicalTool } from '../lib/tool.js';
 
 /** Bump when the canonical form changes meaning, so old and new documents never share a hash. */
 const HASH_VERSION = 'toolsift/v1';

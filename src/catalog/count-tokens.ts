@@ -4,7 +4,7 @@
  * `countHere`); the service's main thread otherwise never imports it.
  */
 import { countText } from './count-text.js';
-import { mapYielding } from './catalog-service.js';
+import { mapYielding } from '../lib/time-slice.js';
 import { definitionTexts, fromTextCounts, type Countable, type DefinitionTokens } from './tokens.js';
 
 /** One tool's counts, here and now: one tokenizer pass, and the differing pieces of a definition sent in another shape. */

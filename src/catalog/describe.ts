@@ -1,4 +1,4 @@
-import type { JsonSchema } from './tool.js';
+import type { JsonSchema } from '../lib/tool.js';
 
 const BRIEF_MAX = 200;
 

@@ -16,7 +16,7 @@
  * not cost its next hybrid search a pass over the catalog.
  */
 import { currentRecipe } from '../embed/embed-documents.js';
-import { LruCache } from '../lru-cache.js';
+import { LruCache } from '../lib/lru-cache.js';
 import { catalogEmbeddingProgress, catalogEmbeddingProgressSince } from '../store/embedding-store.js';
 import type { Executor } from '../store/tool-store.js';
 

@@ -1,7 +1,7 @@
 import type { Logger } from '../logger.js';
 import type { Db } from '../store/database.js';
 import { documentsWithStaleTerms, replaceTerms } from '../store/tool-store.js';
-import { documentTerms, TERMS_VERSION } from './search-text.js';
+import { documentTerms, TERMS_VERSION } from '../ranking/search-text.js';
 
 const BATCH = 500;
 

@@ -10,7 +10,7 @@
  */
 import { WorkerPool } from '../embed/worker-pool.js';
 import type { Logger } from '../logger.js';
-import { spawnWorkerModule } from '../worker-module.js';
+import { spawnWorkerModule } from '../lib/worker-module.js';
 import { countHere, type TextCounter } from './tokens.js';
 
 /** How long the counting thread stays after its last count. Starting it again takes ~0.2-0.4 s. */

@@ -11,14 +11,11 @@
  * ~40-80 us a tool, and its tables take ~66 MB, so this module (what the main thread imports) only
  * makes the texts and combines the counts.
  */
-import { LruCache } from '../lru-cache.js';
-import { yieldToOtherRequests } from '../time-slice.js';
-import type { Tool } from './tool.js';
+import { LruCache } from '../lib/lru-cache.js';
+import { yieldToOtherRequests } from '../lib/time-slice.js';
+import type { DefinitionTokens, Tool, WireShape } from '../lib/tool.js';
 
-export type WireShape = 'anthropic' | 'openai' | 'as_sent';
-
-/** One tool's definition tokens in each shape. */
-export type DefinitionTokens = Record<WireShape, number>;
+export type { DefinitionTokens, WireShape };
 
 export type Countable = Pick<Tool, 'name' | 'description' | 'inputSchema' | 'definition'>;
 

@@ -15,7 +15,7 @@ import { Ajv2019 } from 'ajv/dist/2019.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { RE2JS } from 're2js';
-import { LruCache } from '../lru-cache.js';
+import { LruCache } from '../lib/lru-cache.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 

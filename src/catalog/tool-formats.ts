@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { JsonSchema, Tool, ToolFormat } from './tool.js';
+import type { JsonSchema, Tool, ToolFormat } from '../lib/tool.js';
 
 export const TOOL_NAME_MAX = 128;
 

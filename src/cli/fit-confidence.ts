@@ -1,9 +1,9 @@
 /**
- * `npm run fit:confidence`: fits the confidence model (search/confidence.ts) on the dev splits of
+ * `npm run fit:confidence`: fits the confidence model (ranking/confidence.ts) on the dev splits of
  * every corpus under ../shared/eval and reports its calibration: in sample, and for each corpus
  * fitted on the others only (leave-one-corpus-out), as expected calibration error (ECE, 10 equal-
  * width bins, weighted by count) and a reliability table. `--write` stores the all-corpora fit in
- * src/search/confidence-model.ts.
+ * src/ranking/confidence-model.ts.
  *
  *   npm run fit:confidence -- [--root ../shared/eval] [--depth 10] [--write]
  *
@@ -20,8 +20,8 @@ import { loadConfigOrExit } from '../config.js';
 import { createDeps } from '../deps.js';
 import { runEval } from '../eval/run-eval.js';
 import { calibration, fitLogistic, type Example } from '../eval/calibration.js';
-import { CONFIDENCE_FEATURES, confidenceFeatures, type ConfidenceModel } from '../search/confidence.js';
-import { FITTED_CONFIDENCE } from '../search/confidence-model.js';
+import { CONFIDENCE_FEATURES, confidenceFeatures, type ConfidenceModel } from '../ranking/confidence.js';
+import { FITTED_CONFIDENCE } from '../ranking/confidence-model.js';
 import { openPglite } from '../store/database.js';
 
 const { values } = parseArgs({
@@ -79,7 +79,7 @@ console.log(`mean ECE left out ${(held / corpora.length).toFixed(3)}`);
 for (const corpus of corpora) table(`${corpus}, the model in use`, FITTED_CONFIDENCE, examples.get(corpus)!);
 console.log(`weights: ${CONFIDENCE_FEATURES.map((name, i) => `${name} ${full.weights[i]!.toFixed(3)}`).join(', ')}, bias ${full.bias.toFixed(3)}`);
 if (values.write) {
-  const path = fileURLToPath(new URL('../search/confidence-model.ts', import.meta.url));
+  const path = fileURLToPath(new URL('../ranking/confidence-model.ts', import.meta.url));
   const round = (list: number[]) => list.map((value) => Number(value.toPrecision(6)));
   writeFileSync(
     path,

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { EMBED_TEXT_VERSION, embeddingText } from '../catalog/search-text.js';
+import { EMBED_TEXT_VERSION, embeddingText } from '../ranking/search-text.js';
 import type { Db } from '../store/database.js';
 import { documentsForEmbedding, hashesWithoutVector, relabelUnchangedVectors, writeVectors, type VectorRecipe } from '../store/embedding-store.js';
 import { inBackground } from '../store/priority.js';

@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os';
-import { spawnWorkerModule, workerModuleSourceTs } from '../worker-module.js';
+import { spawnWorkerModule, workerModuleSourceTs } from '../lib/worker-module.js';
 import { chunk, type Embedder } from './embedder.js';
 import { WorkerPool } from './worker-pool.js';
 

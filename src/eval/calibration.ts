@@ -2,7 +2,7 @@
  * The confidence model's fit and its calibration report (npm run fit:confidence): plain logistic
  * regression and expected calibration error, no dependencies.
  */
-import { CONFIDENCE_FEATURES, predictConfidence, type ConfidenceModel } from '../search/confidence.js';
+import { CONFIDENCE_FEATURES, predictConfidence, type ConfidenceModel } from '../ranking/confidence.js';
 
 export interface Example {
   x: number[];

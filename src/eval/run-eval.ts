@@ -3,9 +3,9 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import * as catalogService from '../catalog/catalog-service.js';
-import type { Deps } from '../deps.js';
+import type { EmbedQueue } from '../jobs/embed-queue.js';
 import { searchCatalog, type CatalogSearchResult } from '../search/catalog-search.js';
-import type { SearchMode } from '../search/hybrid-search.js';
+import type { RankDeps, SearchMode } from '../search/hybrid-search.js';
 import { meanMetrics, scoreQuery, type QueryMetrics } from './metrics.js';
 
 const queryLine = z.object({
@@ -52,7 +52,7 @@ export interface EvalReport {
  * endpoint's function, per mode. The scratch catalog is deleted afterwards.
  */
 export async function runEval(
-  deps: Pick<Deps, 'catalog' | 'search' | 'queue'>,
+  deps: { catalog: catalogService.CatalogDeps; search: RankDeps; queue: EmbedQueue | null },
   options: {
     dataset: string;
     queries?: string;

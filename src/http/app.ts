@@ -1,5 +1,4 @@
 import express, { type Express } from 'express';
-import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import type { CatalogDeps } from '../catalog/catalog-service.js';
 import type { RankDeps } from '../search/hybrid-search.js';
@@ -23,14 +22,22 @@ import { TOOL_SEARCH_PATH, toolSearchRoutes } from './tool-search.js';
 import { catalogListCache, toolRowCache, upstreamRowCache } from '../mcp/discovery.js';
 import { argumentChecks } from '../catalog/tool-arguments.js';
 import type { AuditLog } from '../audit.js';
-import { serviceVersion } from '../paths.js';
+import { serviceVersion } from '../lib/paths.js';
 import type { UpstreamService } from '../upstream/upstreams.js';
 import { upstreamRoutes } from './upstreams.js';
 import { scanRoutes } from './scan.js';
 import type { Metrics } from '../metrics.js';
 
 export interface AppDeps {
-  config: Pick<Config, 'BODY_LIMIT' | 'BODY_MEMORY' | 'API_KEYS' | 'ALLOWED_ORIGINS' | 'ALLOWED_HOSTS' | 'METRICS_TOKEN'>;
+  /** The settings the HTTP layer reads (config.ts has their meaning). */
+  config: {
+    BODY_LIMIT: number;
+    BODY_MEMORY: number;
+    API_KEYS?: Map<string, string>;
+    ALLOWED_ORIGINS: string;
+    ALLOWED_HOSTS: string;
+    METRICS_TOKEN?: string;
+  };
   logger: Logger;
   catalog: CatalogDeps;
   search: RankDeps;

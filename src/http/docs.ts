@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import express, { Router } from 'express';
-import { projectRoot } from '../paths.js';
+import { projectRoot } from '../lib/paths.js';
 
 /** The page loads only local assets: the machines toolsift runs on often have no internet. */
 const DOCS_PAGE = `<!doctype html>

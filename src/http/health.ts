@@ -1,4 +1,4 @@
-import { withDeadline } from '../deadline.js';
+import { withDeadline } from '../lib/deadline.js';
 import { Router } from 'express';
 
 export interface ReadinessCheck {

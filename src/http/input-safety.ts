@@ -1,6 +1,6 @@
 import type { RequestHandler } from 'express';
 import { AppError } from '../errors.js';
-import { textProblem } from '../safe-text.js';
+import { textProblem } from '../lib/safe-text.js';
 
 /**
  * Bodies are JSON of any shape the tool formats allow, so one walk checks what no schema can:

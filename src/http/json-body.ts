@@ -7,7 +7,7 @@
  */
 import express, { type RequestHandler } from 'express';
 import { AppError } from '../errors.js';
-import { TimeSlice } from '../time-slice.js';
+import { TimeSlice } from '../lib/time-slice.js';
 import { arrayElementSpansInSlices, skipWhitespace, topLevelArraySpanInSlices, type ByteSpan } from './json-span.js';
 import { assertSafeJson } from './input-safety.js';
 

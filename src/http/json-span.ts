@@ -4,7 +4,7 @@
  * of a selector request after the model. A structural scan (strings skipped with indexOf) is several
  * times cheaper than building the objects.
  */
-import type { TimeSlice } from '../time-slice.js';
+import type { TimeSlice } from '../lib/time-slice.js';
 
 export interface ByteSpan {
   start: number;

@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import { z } from 'zod';
-import { mapYielding, parseToolList, scannedTool } from '../catalog/catalog-service.js';
+import { parseToolList, scannedTool } from '../catalog/catalog-service.js';
+import { mapYielding } from '../lib/time-slice.js';
 import { extractToolList } from '../catalog/tool-formats.js';
 import { RESERVED_TOOL_NAMES } from '../trust/reserved-names.js';
 import { isFlagged, scanTool } from '../trust/scan-tool.js';

@@ -5,9 +5,9 @@
  */
 import { createHash } from 'node:crypto';
 import { AppError } from '../errors.js';
-import type { LruCache } from '../lru-cache.js';
+import type { LruCache } from '../lib/lru-cache.js';
 import type { CachedToolList } from '../search/selector.js';
-import { TimeSlice } from '../time-slice.js';
+import { TimeSlice } from '../lib/time-slice.js';
 import { assertSafeJson } from './input-safety.js';
 import { declaredCharset, parseStub, parseToolsInSlices, SLICED_PARSE_BYTES, withoutBom } from './json-body.js';
 import { topLevelArraySpan, topLevelArraySpanInSlices, type ByteSpan } from './json-span.js';

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import express, { Router } from 'express';
-import { projectRoot } from '../paths.js';
+import { projectRoot } from '../lib/paths.js';
 
 /**
  * GET /ui: a playground page served by the service itself (plain HTML, CSS and one script from

@@ -1,6 +1,6 @@
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Embedder } from '../embed/embedder.js';
-import { EMBED_TEXT_VERSION } from '../catalog/search-text.js';
+import { EMBED_TEXT_VERSION } from '../ranking/search-text.js';
 import { embedDocuments } from '../embed/embed-documents.js';
 import type { Logger } from '../logger.js';
 import type { Db } from '../store/database.js';

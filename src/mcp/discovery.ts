@@ -11,8 +11,8 @@
 import { argumentShape, type AuditLog } from '../audit.js';
 import * as catalogs from '../catalog/catalog-service.js';
 import { checkArguments, type ArgumentChecks } from '../catalog/tool-arguments.js';
-import { LruCache } from '../lru-cache.js';
-import { confidences } from '../search/confidence.js';
+import { LruCache } from '../lib/lru-cache.js';
+import { confidences } from '../ranking/confidence.js';
 import { firstSentence, parameterNames } from '../catalog/describe.js';
 import { firstNames, rankRemembered, rememberedTools, searchCatalog, storeOrMemory } from '../search/catalog-search.js';
 import type { RankDeps } from '../search/hybrid-search.js';
@@ -131,7 +131,7 @@ interface RankedTool {
   description: string;
   parameters: string[];
   score: number;
-  /** Calibrated (search/confidence.ts): comparable across catalogs, unlike the fused score. */
+  /** Calibrated (ranking/confidence.ts): comparable across catalogs, unlike the fused score. */
   confidence: number;
   /** BM25 found the query's words in it, it was named exactly, or the model finds it close. */
   strong: boolean;

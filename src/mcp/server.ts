@@ -8,7 +8,7 @@
 import { McpServer, ProtocolError, ProtocolErrorCode, ResourceNotFoundError, ResourceTemplate } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { listCatalogs } from '../catalog/catalog-service.js';
-import { textProblem } from '../safe-text.js';
+import { textProblem } from '../lib/safe-text.js';
 import { RESERVED_TOOL_NAMES } from '../trust/reserved-names.js';
 import type { Logger } from '../logger.js';
 import { recordSearch, type Metrics } from '../metrics.js';

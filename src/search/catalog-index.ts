@@ -9,17 +9,17 @@
  * content) and kept. Postgres stays the source of truth: every search reads the catalog's revision
  * first, and while the index of a newer revision is being read (seconds at 100,000 tools) that
  * search ranks in SQL, so a write on any replica is seen by the next search anywhere. Scores are
- * the BM25 of search/bm25.ts over the same corpus (tag filter first), tested equal to the SQL.
+ * the BM25 of ranking/bm25.ts over the same corpus (tag filter first), tested equal to the SQL.
  * Memory is bounded in bytes across catalogs (CATALOG_INDEX_MEMORY), least recently used first.
  */
-import { LruCache } from '../lru-cache.js';
+import { LruCache } from '../lib/lru-cache.js';
 import { forEachTerm, loadCatalogChanges, loadCatalogIndexRows, type CatalogChanges, type CatalogIndexRow } from '../store/search-store.js';
 import type { WireShape } from '../catalog/tokens.js';
 import { REPLACE_LOGGED_NAMES_MAX, type CatalogSummary } from '../store/catalog-store.js';
 import type { Executor } from '../store/tool-store.js';
-import { TimeSlice } from '../time-slice.js';
-import { Bm25Builder, Bm25Index, patchLists, pushTo, slotPlan, TwoPassPostings, type SlotPlan } from './bm25-index.js';
-import { serverPostings, ServerDocumentsBuilder } from './servers.js';
+import { TimeSlice } from '../lib/time-slice.js';
+import { Bm25Builder, Bm25Index, patchLists, pushTo, slotPlan, TwoPassPostings, type SlotPlan } from '../ranking/bm25-index.js';
+import { serverPostings, ServerDocumentsBuilder } from '../ranking/servers.js';
 import { REREAD_MAX, type ChangedServers, type ServerIndex, type ToolServers } from './server-stats.js';
 
 /** Older revisions a derived index remembers the changed servers since. */
@@ -267,7 +267,7 @@ export class CatalogIndex {
    * tools' terms only: the server lists of a tag-filtered search, which the store builds in SQL
    * from the filtered tools. With `terms` (a query's), the documents hold only those terms, each
    * server at its full length: the same BM25 scores for that query, from those terms' postings
-   * alone instead of one pass over every posting (search/bm25-index.ts `termsOf`).
+   * alone instead of one pass over every posting (ranking/bm25-index.ts `termsOf`).
    */
   serversCarrying(tags: readonly string[], terms?: Iterable<string>): ServerIndex & { serverOf: ToolServers } {
     const docs = new Set<number>();

@@ -1,16 +1,16 @@
 import { AppError, notFound } from '../errors.js';
 import { getCatalog, listCatalogTools, loadCatalogTools } from '../store/catalog-store.js';
 import { corpusIds, EXACT_SCAN_MAX, existingNames } from '../store/search-store.js';
-import { confidences } from './confidence.js';
+import { confidences } from '../ranking/confidence.js';
 import type { CatalogSummary, CatalogToolRow } from '../store/catalog-store.js';
 import { expandQuery, rankCorpus, type RankDeps, type RankQuery, type RankedTool, type RankResult } from './hybrid-search.js';
 import type { PendingEmbeddings } from '../catalog/embedding-status.js';
 import { nameCandidates } from './patterns.js';
-import type { Bm25Index } from './bm25-index.js';
+import type { Bm25Index } from '../ranking/bm25-index.js';
 import type { CatalogIndex } from './catalog-index.js';
-import { withDeadline } from '../deadline.js';
+import { withDeadline } from '../lib/deadline.js';
 import { isDatabaseUnavailable } from '../store/database.js';
-import { entriesFor, type ServerMembers } from './servers.js';
+import { entriesFor, type ServerMembers } from '../ranking/servers.js';
 import { currentRecipe } from '../embed/embed-documents.js';
 
 /** The largest catalog whose server votes are computed in SQL while its index is read. */
@@ -303,7 +303,7 @@ export interface RememberedRanking {
   exact: string[];
   /** The ranking, best first, with scores (the exact names among them). */
   found: (readonly [string, number])[];
-  /** Each of `found`'s calibrated confidence (search/confidence.ts). */
+  /** Each of `found`'s calibrated confidence (ranking/confidence.ts). */
   confidences: number[];
   timings: Partial<CatalogSelectionTimings>;
 }

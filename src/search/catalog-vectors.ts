@@ -13,12 +13,12 @@
  * (search/catalog-search.ts). Held sets also let the gateway selector answer from memory with the
  * hybrid ranking while the store is down.
  */
-import { LruCache } from '../lru-cache.js';
+import { LruCache } from '../lib/lru-cache.js';
 import type { VectorRecipe } from '../store/embedding-store.js';
 import { loadCatalogHashes, loadNamedHashes } from '../store/search-store.js';
 import type { Executor } from '../store/tool-store.js';
 import type { VectorCache } from '../store/vector-cache.js';
-import { serverCentroids, type ServerMembers } from './servers.js';
+import { serverCentroids, type ServerMembers } from '../ranking/servers.js';
 
 /** The largest catalog whose vectors are scanned in process (10,000 x 512 floats: 20 MB, ~5 ms a scan on a 2-core machine). */
 export const VECTORS_IN_PROCESS_MAX = 10_000;
@@ -38,7 +38,7 @@ interface KeptVectors {
 export interface TaggedVectors {
   vectors: ReadonlyMap<string, Float32Array>;
   /**
-   * The unit-length means of the tagged tools' servers (search/servers.ts `serverCentroids`),
+   * The unit-length means of the tagged tools' servers (ranking/servers.ts `serverCentroids`),
    * computed at the first call and kept with the set. `members` are those servers' tagged tools
    * (CatalogIndex.serversCarrying), the same for every query of a revision and tag set.
    */

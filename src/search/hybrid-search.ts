@@ -1,20 +1,20 @@
-import { queryTerms } from '../catalog/search-text.js';
+import { queryTerms } from '../ranking/search-text.js';
 import { currentRecipe } from '../embed/embed-documents.js';
 import type { Embedder } from '../embed/embedder.js';
 import type { Db } from '../store/database.js';
 import { loadTermFrequencies, searchBm25, searchServersBm25, searchServersVector, searchVector, tagsOf, type Corpus, type Ranked } from '../store/search-store.js';
-import { byScoreThenKey, distinctTerms } from './bm25.js';
-import { denseQueryText, expandTerms, expandTermsLoaded, type ExpandedTerms, type Vocabulary } from './fuzzy-terms.js';
-import type { Bm25Index } from './bm25-index.js';
-import { denseWeight, fuseHybrid, RRF_DEPTH } from './rrf.js';
-import { boostByTags, carriesTag } from './tags.js';
+import { byScoreThenKey, distinctTerms } from '../ranking/bm25.js';
+import { denseQueryText, expandTerms, expandTermsLoaded, type ExpandedTerms, type Vocabulary } from '../ranking/fuzzy-terms.js';
+import type { Bm25Index } from '../ranking/bm25-index.js';
+import { denseWeight, fuseHybrid, RRF_DEPTH } from '../ranking/rrf.js';
+import { boostByTags, carriesTag } from '../ranking/tags.js';
 import type { CatalogIndex, CatalogIndexCache } from './catalog-index.js';
 import type { CatalogVectorCache } from './catalog-vectors.js';
 import type { StoreBreaker } from './store-breaker.js';
 import type { CatalogEmbeddingStatus } from '../catalog/embedding-status.js';
 import type { ServerIndex, ServerStatsCache } from './server-stats.js';
-import { addServerVotes, entriesFor, serverCentroids, SERVER_DEPTH, SERVER_SCAN_MAX, type ServerLists, type ServerMembers } from './servers.js';
-import { rankByCosine } from './vector-scan.js';
+import { addServerVotes, entriesFor, serverCentroids, SERVER_DEPTH, SERVER_SCAN_MAX, type ServerLists, type ServerMembers } from '../ranking/servers.js';
+import { rankByCosine } from '../ranking/vector-scan.js';
 import type { VectorCache } from '../store/vector-cache.js';
 import type { SeenTools } from './seen-tools.js';
 
@@ -45,7 +45,7 @@ export interface RankedTool {
     bm25: { rank: number; score: number } | null;
     vector: { rank: number; score: number } | null;
     tag_boost: number;
-    /** What the tool's server added (search/servers.ts): 0 without a server or in a single mode. */
+    /** What the tool's server added (ranking/servers.ts): 0 without a server or in a single mode. */
     server_vote: number;
     exact_name: boolean;
   };
@@ -220,7 +220,7 @@ export async function rankCorpus(
   const started = performance.now();
   const depth = Math.max(RRF_DEPTH, request.topK);
   // BM25 needs no vector: it runs while the model embeds the query.
-  // Typo matching: words the corpus lacks also count through its nearest words (search/fuzzy-terms.ts),
+  // Typo matching: words the corpus lacks also count through its nearest words (ranking/fuzzy-terms.ts),
   // read from the whole corpus's vocabulary, in process when an index is in hand, else the store's.
   const vocabulary = options.vocabulary ?? options.catalogIndex?.bm25.vocabulary() ?? options.bm25Index?.vocabulary();
   // The dense list reads the same corrections, for the typos among them (fuzzy-terms.ts denseQueryText).

@@ -5,7 +5,7 @@
  * terms, not text. The latest row seen for a name is kept, whatever the revision it was read at:
  * an answer from memory is the catalog as last seen here. Bounded by entries and by bytes.
  */
-import { LruCache } from '../lru-cache.js';
+import { LruCache } from '../lib/lru-cache.js';
 import type { CatalogToolRow } from '../store/catalog-store.js';
 
 /** The most tools kept, and the bytes of their JSON (as UTF-16) they may hold together. */

@@ -1,27 +1,27 @@
-import type { BackgroundWork } from '../background-work.js';
+import type { BackgroundWork } from '../lib/background-work.js';
 import { contentHash } from '../catalog/content-hash.js';
-import { documentTerms, queryTerms } from '../catalog/search-text.js';
+import { documentTerms, queryTerms } from '../ranking/search-text.js';
 import { countedDocuments, termsDocument } from '../catalog/catalog-service.js';
 import { countHere, type TextCounter, type TokenCounter } from '../catalog/tokens.js';
 import { normalizeTool, ToolFormatError, TOOL_NAME_MAX } from '../catalog/tool-formats.js';
-import type { Tool } from '../catalog/tool.js';
+import type { Tool } from '../lib/tool.js';
 import { AppError } from '../errors.js';
 import { currentRecipe } from '../embed/embed-documents.js';
 import type { EmbedQueue } from '../jobs/embed-queue.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
-import { LruCache } from '../lru-cache.js';
+import { LruCache } from '../lib/lru-cache.js';
 import { storeDocuments, type ToolDocument } from '../store/tool-store.js';
 import type { DocumentUse } from '../store/document-use.js';
-import { TimeSlice } from '../time-slice.js';
-import { Bm25Builder, Bm25Index } from './bm25-index.js';
-import { bm25Confidences, confidences } from './confidence.js';
+import { TimeSlice } from '../lib/time-slice.js';
+import { Bm25Builder, Bm25Index } from '../ranking/bm25-index.js';
+import { bm25Confidences, confidences } from '../ranking/confidence.js';
 import { EmbedderBusy, expandQuery, rankCorpus, type RankDeps } from './hybrid-search.js';
-import { withDeadline } from '../deadline.js';
+import { withDeadline } from '../lib/deadline.js';
 import type { ServerIndex } from './server-stats.js';
 import { exactNameMatches, matchNamesByRegex, RegexSandbox, REGEX_BUDGET_MS } from './patterns.js';
-import { entriesFor, serverCentroids, ServerDocumentsBuilder } from './servers.js';
-import { carriesTag } from './tags.js';
+import { entriesFor, serverCentroids, ServerDocumentsBuilder } from '../ranking/servers.js';
+import { carriesTag } from '../ranking/tags.js';
 import { inBackground } from '../store/priority.js';
 
 export const DEFAULT_TOP_K = 5;
@@ -106,7 +106,7 @@ export interface CachedToolList {
    * the store keeps, the same maths as the SQL): every turn scores without asking the database.
    */
   bm25: Bm25Index;
-  /** The same for the tools' servers, when they name one (search/servers.ts). */
+  /** The same for the tools' servers, when they name one (ranking/servers.ts). */
   servers: ServerIndex;
   /** Every tool's vector, once all exist (until then they are looked up per request). */
   vectors?: { model: string; byHash: ReadonlyMap<string, Float32Array> };
@@ -145,7 +145,7 @@ export interface Selection {
   tools: RequestTool[];
   /** Ranking scores by name (tools the ranking found; exact and regex matches may have none). */
   scores: Map<string, number>;
-  /** Calibrated confidence by name (search/confidence.ts), for the tools the ranking found. */
+  /** Calibrated confidence by name (ranking/confidence.ts), for the tools the ranking found. */
   confidence: Map<string, number>;
   /** Whether a query term occurs in any of the request's tools (BM25 vocabulary). */
   knowsTerm: (term: string) => boolean;

@@ -8,11 +8,11 @@
  */
 import { currentRecipe } from '../embed/embed-documents.js';
 import { l2Normalize } from '../embed/embedder.js';
-import { LruCache } from '../lru-cache.js';
+import { LruCache } from '../lib/lru-cache.js';
 import { loadCatalogServerMeans } from '../store/search-store.js';
 import type { Executor } from '../store/tool-store.js';
-import type { Bm25Index } from './bm25-index.js';
-import type { ServerMembers } from './servers.js';
+import type { Bm25Index } from '../ranking/bm25-index.js';
+import type { ServerMembers } from '../ranking/servers.js';
 
 /** What server votes read for one corpus: its servers as BM25 documents, and each one's tools. */
 export interface ServerIndex {

@@ -4,16 +4,16 @@
  * search) for a query, cut by count and token budget, and report what it costs. The answer formats
  * live in http/tool-search.ts; this returns the one ranked list they are all made from.
  */
-import { queryTerms } from '../catalog/search-text.js';
+import { queryTerms } from '../ranking/search-text.js';
 import type { TokenCounter, WireShape } from '../catalog/tokens.js';
-import type { Tool } from '../catalog/tool.js';
+import type { Tool } from '../lib/tool.js';
 import { AppError } from '../errors.js';
 import { catalogKnownTerms } from '../store/search-store.js';
 import { rankRemembered, readCatalogRow, rememberedTools, searchCatalog, storeOrMemory } from './catalog-search.js';
 import type { RankDeps } from './hybrid-search.js';
 import type { CatalogIndex } from './catalog-index.js';
-import { confidences } from './confidence.js';
-import { carriesTag } from './tags.js';
+import { confidences } from '../ranking/confidence.js';
+import { carriesTag } from '../ranking/tags.js';
 import { selectTools, storeDeadlineMs, type CachedToolList, type SelectorDeps } from './selector.js';
 
 export interface ToolSearchDeps {
@@ -46,7 +46,7 @@ export interface FoundTool {
   /** Its definition; in an answer from memory while the store is down, only a tool's a search here answered with before. */
   tool?: Pick<Tool, 'name' | 'description' | 'inputSchema' | 'definition' | 'server' | 'tags'>;
   score: number;
-  /** Calibrated probability that the tool is relevant (search/confidence.ts); 1 for a tool named exactly. */
+  /** Calibrated probability that the tool is relevant (ranking/confidence.ts); 1 for a tool named exactly. */
   confidence: number;
   estimatedTokens: number;
 }

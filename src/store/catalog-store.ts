@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { queryRows, retryOnConflict, type Db } from './database.js';
-import type { DefinitionTokens } from '../catalog/tokens.js';
-import { yieldToOtherRequests } from '../time-slice.js';
+import type { DefinitionTokens } from '../lib/tool.js';
+import { yieldToOtherRequests } from '../lib/time-slice.js';
 import { insertDocuments, type CountedDocument, type Executor } from './tool-store.js';
 import { holdDocuments } from './document-gc.js';
 

@@ -8,7 +8,7 @@ import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import pg from 'pg';
-import { projectRoot } from '../paths.js';
+import { projectRoot } from '../lib/paths.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { PgliteThread } from './pglite-thread.js';
 import * as schema from './schema.js';

@@ -1,5 +1,5 @@
 import type { Logger } from '../logger.js';
-import { LruCache } from '../lru-cache.js';
+import { LruCache } from '../lib/lru-cache.js';
 import type { Db } from './database.js';
 import { touchDocuments } from './document-gc.js';
 import { inBackground } from './priority.js';

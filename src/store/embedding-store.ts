@@ -2,7 +2,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import { changesSince, changesTold } from './catalog-store.js';
 import { queryRows, sendsBinaryParameters } from './database.js';
 import { vectorBinary, vectorLiteral } from './vector-literal.js';
-import { yieldToOtherRequests } from '../time-slice.js';
+import { yieldToOtherRequests } from '../lib/time-slice.js';
 import type { Executor, StoredDocument } from './tool-store.js';
 
 /**

@@ -12,7 +12,7 @@
  * (priority.ts; the worker's scheduler).
  */
 import type { Worker } from 'node:worker_threads';
-import { spawnWorkerModule } from '../worker-module.js';
+import { spawnWorkerModule } from '../lib/worker-module.js';
 import { isBackground } from './priority.js';
 
 /** `background`: nobody waits for it (priority.ts), so it yields to work a request waits for. */

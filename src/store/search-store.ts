@@ -1,5 +1,5 @@
 import { sql, type SQL } from 'drizzle-orm';
-import { BM25_B, BM25_K1, BM25_TERM_UNIT } from '../search/bm25.js';
+import { BM25_B, BM25_K1, BM25_TERM_UNIT } from '../ranking/bm25.js';
 import { queryRows, sendsBinaryParameters, type Db } from './database.js';
 import { vectorColumn, vectorLiteral, vectorRead } from './vector-literal.js';
 import { changesSince, changesTold, type CatalogToolRow } from './catalog-store.js';
@@ -46,7 +46,7 @@ function corpusRows(corpus: Corpus): SQL {
 }
 
 /**
- * Okapi BM25 in SQL, the same maths as search/bm25.ts: idf = ln(1 + (N - df + 0.5)/(df + 0.5)),
+ * Okapi BM25 in SQL, the same maths as ranking/bm25.ts: idf = ln(1 + (N - df + 0.5)/(df + 0.5)),
  * tf saturation with k1 and length normalisation with b against the corpus's average length.
  * `weights` multiply each query term's contribution (its count in the query).
  */
@@ -81,7 +81,7 @@ export async function searchBm25(
 
 /**
  * Document frequencies of `terms` over the whole corpus (tag filter aside): typo matching's
- * vocabulary lookups (search/fuzzy-terms.ts). Driven from the terms through `tool_terms`' term
+ * vocabulary lookups (ranking/fuzzy-terms.ts). Driven from the terms through `tool_terms`' term
  * index, so it reads their postings, not the corpus. Words no document holds are absent.
  */
 export async function loadTermFrequencies(db: Executor, corpus: Corpus, terms: readonly string[]): Promise<Map<string, number>> {
@@ -180,7 +180,7 @@ async function topServers(db: Executor, corpus: Corpus, ctes: SQL, limit: number
 
 /**
  * Okapi BM25 over the corpus's servers, each server one document holding all its tools' terms
- * (search/servers.ts `serverDocuments`): tf and length are sums over its tools, and N, avgdl and df
+ * (ranking/servers.ts `serverDocuments`): tf and length are sums over its tools, and N, avgdl and df
  * count servers. The same maths as `searchBm25`.
  */
 export async function searchServersBm25(db: Executor, corpus: Corpus, query: { terms: string[]; weights: number[] }, limit: number): Promise<RankedServers> {
@@ -215,7 +215,7 @@ export async function searchServersBm25(db: Executor, corpus: Corpus, query: { t
 
 /**
  * The corpus's servers by cosine similarity to the query of the mean of their tools' vectors
- * (cosine ignores the mean's length, so it equals search/servers.ts `serverCentroids`).
+ * (cosine ignores the mean's length, so it equals ranking/servers.ts `serverCentroids`).
  */
 export async function searchServersVector(
   db: Executor,

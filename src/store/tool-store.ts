@@ -1,8 +1,7 @@
 import { sql } from 'drizzle-orm';
-import type { DefinitionTokens } from '../catalog/tokens.js';
-import type { Tool } from '../catalog/tool.js';
-import { Slots } from '../slots.js';
-import { yieldToOtherRequests } from '../time-slice.js';
+import type { DefinitionTokens, Tool } from '../lib/tool.js';
+import { Slots } from '../lib/slots.js';
+import { yieldToOtherRequests } from '../lib/time-slice.js';
 import { queryRows, type Db } from './database.js';
 
 export type Executor = Pick<Db, 'execute'>;

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { LruCache } from '../lru-cache.js';
+import { LruCache } from '../lib/lru-cache.js';
 import { queryRows, sendsBinaryParameters } from './database.js';
 import type { VectorRecipe } from './embedding-store.js';
 import type { Executor } from './tool-store.js';

@@ -6,7 +6,7 @@
  * passes it). A tool the upstream no longer lists leaves at once.
  */
 import { createHash } from 'node:crypto';
-import { canonicalJson } from '../canonical-json.js';
+import { canonicalJson } from '../lib/canonical-json.js';
 import { isFlagged, type Finding } from './scan-tool.js';
 
 /** The parts of an MCP tool an agent reads or a call depends on: what a pin covers. */

@@ -9,7 +9,7 @@ import { Client, SSEClientTransport, StreamableHTTPClientTransport } from '@mode
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import type { Logger } from '../logger.js';
 import type { UpstreamRow } from '../store/upstream-store.js';
-import { withDeadline } from '../deadline.js';
+import { withDeadline } from '../lib/deadline.js';
 import { UpstreamRefused, UpstreamTooLarge, type GuardedFetch } from './guarded-fetch.js';
 
 /**

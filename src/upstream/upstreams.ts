@@ -18,7 +18,8 @@ import { z } from 'zod';
 import { auditLog, type AuditLog } from '../audit.js';
 import * as catalogs from '../catalog/catalog-service.js';
 import { normalizeTool } from '../catalog/tool-formats.js';
-import type { Tool } from '../catalog/tool.js';
+import { mapYielding } from '../lib/time-slice.js';
+import type { Tool } from '../lib/tool.js';
 import { AppError, notFound } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
@@ -408,7 +409,7 @@ export class UpstreamService implements UpstreamCaller {
     });
     const others = await catalogToolNames(this.#deps.db, row.catalogId, row.name);
     const context = { otherNames: [...others, ...seen], reservedNames: RESERVED_TOOL_NAMES };
-    return catalogs.mapYielding(definitions, (definition) => ({ definition, hash: pinHash(definition), findings: scanTool(definition, context) }));
+    return mapYielding(definitions, (definition) => ({ definition, hash: pinHash(definition), findings: scanTool(definition, context) }));
   }
 
   /** Pins what was listed, serves what is approved, records the outcome and audits each decision. */

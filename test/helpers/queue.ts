@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import { termsDocument } from '../../src/catalog/catalog-service.js';
 import { definitionTokens } from '../../src/catalog/count-tokens.js';
-import type { Tool } from '../../src/catalog/tool.js';
+import type { Tool } from '../../src/lib/tool.js';
 import { normalizeTools } from '../../src/catalog/tool-formats.js';
 import type { Embedder } from '../../src/embed/embedder.js';
 import type { CountedDocument } from '../../src/store/tool-store.js';

@@ -1,5 +1,5 @@
 import { vi } from 'vitest';
-import { SLICE_MS } from '../../src/time-slice.js';
+import { SLICE_MS } from '../../src/lib/time-slice.js';
 
 /**
  * Runs `work` with a clock that moves `step` ms at every read (default SLICE_MS: each time slice

@@ -237,8 +237,8 @@ describe('POST /v1/catalogs/{catalog}/search with the real model', () => {
   });
 
   it("adds the server's vote to every tool of the query's top servers, in hybrid mode only", async () => {
-    const { SERVER_BM25_WEIGHT, SERVER_VECTOR_WEIGHT } = await import('../../src/search/servers.js');
-    const { RRF_K } = await import('../../src/search/rrf.js');
+    const { SERVER_BM25_WEIGHT, SERVER_VECTOR_WEIGHT } = await import('../../src/ranking/servers.js');
+    const { RRF_K } = await import('../../src/ranking/rrf.js');
     type Row = { name: string; explain: { server_vote: number } };
     const voteOf = (rows: Row[]) => new Map(rows.map((row) => [row.name, row.explain.server_vote]));
     const hybrid = voteOf((await search({ query: 'open an issue in a github repository', top_k: 20, explain: true })).body.results);
@@ -357,7 +357,7 @@ describe('server votes in a catalog of more than SERVER_SCAN_MAX servers', () =>
   beforeAll(async () => {
     // Above SERVER_SCAN_MAX servers the dense server list scores only candidate servers (those of
     // the dense tool list and of the BM25 server list), not every server's mean.
-    const { SERVER_SCAN_MAX } = await import('../../src/search/servers.js');
+    const { SERVER_SCAN_MAX } = await import('../../src/ranking/servers.js');
     app = await startTestApp({ EMBED_MODEL: 'use-lite' });
     await testEmbedder();
     const fillers = Array.from({ length: SERVER_SCAN_MAX + 50 }, (_, index) => ({
@@ -379,8 +379,8 @@ describe('server votes in a catalog of more than SERVER_SCAN_MAX servers', () =>
   afterAll(() => app.close());
 
   it("gives the query's top server its whole vote from both server lists, as below the threshold", async () => {
-    const { SERVER_BM25_WEIGHT, SERVER_VECTOR_WEIGHT } = await import('../../src/search/servers.js');
-    const { RRF_K } = await import('../../src/search/rrf.js');
+    const { SERVER_BM25_WEIGHT, SERVER_VECTOR_WEIGHT } = await import('../../src/ranking/servers.js');
+    const { RRF_K } = await import('../../src/ranking/rrf.js');
     type Row = { name: string; explain: { server_vote: number } };
     const response = await app.request('POST', `/v1/catalogs/${catalog}/search`, { query: 'open an issue in a github repository', top_k: 10, explain: true });
     expect(response.status).toBe(200);

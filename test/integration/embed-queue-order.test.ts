@@ -8,7 +8,7 @@
 import { Queue } from 'bullmq';
 import { pino } from 'pino';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { embeddingText } from '../../src/catalog/search-text.js';
+import { embeddingText } from '../../src/ranking/search-text.js';
 import { currentRecipe } from '../../src/embed/embed-documents.js';
 import type { Embedder } from '../../src/embed/embedder.js';
 import { BullmqEmbedQueue, connectRedis } from '../../src/jobs/bullmq-queue.js';

@@ -32,7 +32,7 @@ const FLOORS: Record<string, { recall10: number; ndcg10: number; typoShare: numb
 const TOLERANCE = 0.005;
 /**
  * The dense list alone keeps this share of its clean nDCG@10 under typos: it reads each typo's
- * likely word (search/fuzzy-terms.ts denseQueryText). 94.5-113.9% on the four corpora (2026-11-29);
+ * likely word (ranking/fuzzy-terms.ts denseQueryText). 94.5-113.9% on the four corpora (2026-11-29);
  * 86-90% when it read typos as typed.
  */
 const DENSE_TYPO_SHARE = 0.92;

@@ -7,7 +7,7 @@ import { createUseLiteEmbedder } from '../../src/embed/use-lite.js';
 import { BullmqEmbedQueue, connectRedis } from '../../src/jobs/bullmq-queue.js';
 import { startEmbedWorker, type EmbedWorker } from '../../src/jobs/bullmq-worker.js';
 import { WRITE_AHEAD_SLICE } from '../../src/catalog/catalog-service.js';
-import { EMBED_TEXT_VERSION } from '../../src/catalog/search-text.js';
+import { EMBED_TEXT_VERSION } from '../../src/ranking/search-text.js';
 import { EMBED_QUEUE_NAME, embedJobPayload } from '../../src/jobs/embed-queue.js';
 import { upsertCatalogTools } from '../../src/store/catalog-store.js';
 import { queryRows, type Db } from '../../src/store/database.js';

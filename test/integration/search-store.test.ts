@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { sql, type SQL } from 'drizzle-orm';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { scoreBm25 } from '../../src/search/bm25.js';
+import { scoreBm25 } from '../../src/ranking/bm25.js';
 import { replaceCatalog, type CatalogToolRow } from '../../src/store/catalog-store.js';
 import type { Database } from '../../src/store/database.js';
-import { EMBED_TEXT_VERSION } from '../../src/catalog/search-text.js';
+import { EMBED_TEXT_VERSION } from '../../src/ranking/search-text.js';
 import { writeVectors } from '../../src/store/embedding-store.js';
 import { searchBm25, searchServersBm25, searchServersVector, searchVector, type Corpus } from '../../src/store/search-store.js';
 import { queryRows } from '../../src/store/database.js';
@@ -92,7 +92,7 @@ describe('BM25 and vector search in SQL', () => {
     for (let q = 0; q < 20; q++) {
       const terms = [...new Set(Array.from({ length: 1 + (q % 4) }, () => words[Math.floor(random() * words.length)]!))];
       for (const tags of [undefined, ['files'], ['WEB', 'extra']]) {
-        // Weights below 1 are typo matching's corrected words (search/fuzzy-terms.ts).
+        // Weights below 1 are typo matching's corrected words (ranking/fuzzy-terms.ts).
         const weights = terms.map((_, i) => (i % 2 === 1 ? 0.6 : 1));
         const inSql = await searchBm25(database.db, { kind: 'catalog', catalogId: write.catalog.id, ...(tags ? { tags } : {}) }, { terms, weights }, 25);
         const inProcess = index.search(new Map(terms.map((term, i) => [term, weights[i]!])), 25, tags);
@@ -104,9 +104,9 @@ describe('BM25 and vector search in SQL', () => {
 
   it('gives typo matching the same vocabulary from the store as from the in-process index, tag filter aside', async () => {
     const { CatalogIndexCache } = await import('../../src/search/catalog-index.js');
-    const { expandTerms, expandTermsLoaded } = await import('../../src/search/fuzzy-terms.js');
+    const { expandTerms, expandTermsLoaded } = await import('../../src/ranking/fuzzy-terms.js');
     const { loadTermFrequencies } = await import('../../src/store/search-store.js');
-    const { Bm25Index } = await import('../../src/search/bm25-index.js');
+    const { Bm25Index } = await import('../../src/ranking/bm25-index.js');
     const docs = [
       toyDocument('get_weather', { weather: 2, forecast: 1, city: 1 }),
       toyDocument('whether_flag', { whether: 1, flag: 1 }),
@@ -156,9 +156,9 @@ describe('BM25 and vector search in SQL', () => {
 
 describe('server lists in SQL', () => {
   it('rank servers exactly as the in-process statistics do: BM25 over their tools together, cosine to their mean vector', async () => {
-    const { Bm25Index } = await import('../../src/search/bm25-index.js');
-    const { rankByCosine } = await import('../../src/search/vector-scan.js');
-    const { serverCentroids, serverDocuments } = await import('../../src/search/servers.js');
+    const { Bm25Index } = await import('../../src/ranking/bm25-index.js');
+    const { rankByCosine } = await import('../../src/ranking/vector-scan.js');
+    const { serverCentroids, serverDocuments } = await import('../../src/ranking/servers.js');
     const database = await testDatabase();
     const model = `server-model-${randomBytes(3).toString('hex')}`;
     const words = ['paper', 'search', 'read', 'file', 'stock', 'price', 'chart', 'news'];
@@ -446,7 +446,7 @@ describe('documents from an older tokenizer recipe', () => {
     const { toDocument } = await import('../helpers/queue.js');
     const { normalizeTool } = await import('../../src/catalog/tool-formats.js');
     const { documentsWithStaleTerms } = await import('../../src/store/tool-store.js');
-    const { TERMS_VERSION } = await import('../../src/catalog/search-text.js');
+    const { TERMS_VERSION } = await import('../../src/ranking/search-text.js');
     const { pino } = await import('pino');
     const database = await testDatabase();
     await refreshStaleTerms(database.db, pino({ level: 'silent' }));
@@ -490,7 +490,7 @@ describe('documents from an older tokenizer recipe', () => {
 describe('the selector\'s in-process vector scan', () => {
   it('ranks a request\'s hashes exactly as the pgvector scan does, from vectors read out of pgvector', async () => {
     const { VectorCache } = await import('../../src/store/vector-cache.js');
-    const { rankByCosine } = await import('../../src/search/vector-scan.js');
+    const { rankByCosine } = await import('../../src/ranking/vector-scan.js');
     const database = await testDatabase();
     const model = `cache-model-${randomBytes(3).toString('hex')}`;
     const docs = Array.from({ length: 40 }, (_, index) => toyDocument(`v${index}`, { word: 1 }));
@@ -531,7 +531,7 @@ describe('a mid-size catalog\'s vectors in process', () => {
   it('are the catalog\'s current vectors by name, kept per revision once every tool has one, and rank as the exact scan in SQL', async () => {
     const { VectorCache } = await import('../../src/store/vector-cache.js');
     const { CatalogVectorCache } = await import('../../src/search/catalog-vectors.js');
-    const { rankByCosine } = await import('../../src/search/vector-scan.js');
+    const { rankByCosine } = await import('../../src/ranking/vector-scan.js');
     const { upsertCatalogTools, getCatalog } = await import('../../src/store/catalog-store.js');
     const database = await testDatabase();
     const recipe = { model: `catalog-vectors-${randomBytes(3).toString('hex')}`, textVersion: EMBED_TEXT_VERSION };
@@ -667,7 +667,7 @@ describe('the HNSW index of the default model', () => {
 describe('a new text recipe that leaves a tool text unchanged', () => {
   it('relabels that vector instead of embedding it again, and embeds the tools whose text changed', { timeout: 120_000 }, async () => {
     const { embedDocuments, embeddingTextHash } = await import('../../src/embed/embed-documents.js');
-    const { embeddingText } = await import('../../src/catalog/search-text.js');
+    const { embeddingText } = await import('../../src/ranking/search-text.js');
     const { hashesWithoutVector } = await import('../../src/store/embedding-store.js');
     const { database, real, model, current } = await realEmbedderUnderOwnModel('relabel');
     const embedded: string[] = [];

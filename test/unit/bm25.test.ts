@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
-import { BM25_B, BM25_K1, BM25_TERM_UNIT, bm25Idf, bm25TermScore, scoreBm25, type Bm25Document } from '../../src/search/bm25.js';
-import { Bm25Builder, Bm25Index, slotPlan } from '../../src/search/bm25-index.js';
+import { BM25_B, BM25_K1, BM25_TERM_UNIT, bm25Idf, bm25TermScore, scoreBm25, type Bm25Document } from '../../src/ranking/bm25.js';
+import { Bm25Builder, Bm25Index, slotPlan } from '../../src/ranking/bm25-index.js';
 
 // Toy corpus: N = 3, lengths 3 + 1 + 2 occurrences, so avgdl = 2; counted, as documents are, in
 // BM25_TERM_UNIT (2) units per occurrence: the scores are those of the occurrences with k1.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { calibration, fitLogistic, type Example } from '../../src/eval/calibration.js';
-import { CONFIDENCE_FEATURES, confidences, predictConfidence } from '../../src/search/confidence.js';
+import { CONFIDENCE_FEATURES, confidences, predictConfidence } from '../../src/ranking/confidence.js';
 import { seededRandom } from '../../src/eval/seeded-random.js';
 
 describe('the confidence model', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalJson } from '../../src/canonical-json.js';
+import { canonicalJson } from '../../src/lib/canonical-json.js';
 import { contentHash } from '../../src/catalog/content-hash.js';
 import { normalizeTool } from '../../src/catalog/tool-formats.js';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { Bm25Index } from '../../src/search/bm25-index.js';
-import type { Bm25Document } from '../../src/search/bm25.js';
-import { expandTerms } from '../../src/search/fuzzy-terms.js';
+import { Bm25Index } from '../../src/ranking/bm25-index.js';
+import type { Bm25Document } from '../../src/ranking/bm25.js';
+import { expandTerms } from '../../src/ranking/fuzzy-terms.js';
 import { expandQuery, rankCorpus, type RankDeps } from '../../src/search/hybrid-search.js';
 
 const documents: Bm25Document[] = [

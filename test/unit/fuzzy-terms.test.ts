@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { isEnglishWord } from '../../src/search/dictionary.js';
-import { corrections, denseQueryText, editDistance, expandTerms, expandTermsLoaded, FUZZY_WEIGHT, isFuzzyWord, MAX_FUZZY_LETTERS, MIN_FUZZY_LETTERS, oneEditVariants, VocabularyIndex, type TermFrequencyLoader } from '../../src/search/fuzzy-terms.js';
+import { isEnglishWord } from '../../src/ranking/dictionary.js';
+import { corrections, denseQueryText, editDistance, expandTerms, expandTermsLoaded, FUZZY_WEIGHT, isFuzzyWord, MAX_FUZZY_LETTERS, MIN_FUZZY_LETTERS, oneEditVariants, VocabularyIndex, type TermFrequencyLoader } from '../../src/ranking/fuzzy-terms.js';
 
 const frequencies = new Map([
   ['weather', 12],

@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { termsDocument } from '../../src/catalog/catalog-service.js';
 import { contentHash } from '../../src/catalog/content-hash.js';
-import { documentTerms } from '../../src/catalog/search-text.js';
-import { byScoreThenKey, scoreBm25 } from '../../src/search/bm25.js';
-import { Bm25Builder, Bm25Index } from '../../src/search/bm25-index.js';
+import { documentTerms } from '../../src/ranking/search-text.js';
+import { byScoreThenKey, scoreBm25 } from '../../src/ranking/bm25.js';
+import { Bm25Builder, Bm25Index } from '../../src/ranking/bm25-index.js';
 import { CatalogIndex } from '../../src/search/catalog-index.js';
 import { indexTools, normalizeRequestTool, type FreshTool } from '../../src/search/selector.js';
-import { serverDocuments } from '../../src/search/servers.js';
-import { TimeSlice } from '../../src/time-slice.js';
+import { serverDocuments } from '../../src/ranking/servers.js';
+import { TimeSlice } from '../../src/lib/time-slice.js';
 import { withRunningClock } from '../helpers/running-clock.js';
 import { seededRandom } from '../helpers/seeded-random.js';
 

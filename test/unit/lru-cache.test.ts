@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { LruCache } from '../../src/lru-cache.js';
+import { LruCache } from '../../src/lib/lru-cache.js';
 
 describe('LruCache', () => {
   it('forgets the least recently used entry beyond its capacity', () => {

@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
-import { BM25_PEAK_EXPONENT, BM25_PEAK_REFERENCE, BM25_WEIGHT, DENSE_GAP_EXPONENT, DENSE_GAP_REFERENCE, DENSE_WEIGHT_FLOOR, DENSE_WEIGHT_MAX, DENSE_WEIGHT_PER_UNKNOWN, RRF_DEPTH, RRF_K, VECTOR_WEIGHT, denseWeight, fuseHybrid, fuseRrf } from '../../src/search/rrf.js';
-import { TAG_BOOST, boostByTags } from '../../src/search/tags.js';
+import { BM25_PEAK_EXPONENT, BM25_PEAK_REFERENCE, BM25_WEIGHT, DENSE_GAP_EXPONENT, DENSE_GAP_REFERENCE, DENSE_WEIGHT_FLOOR, DENSE_WEIGHT_MAX, DENSE_WEIGHT_PER_UNKNOWN, RRF_DEPTH, RRF_K, VECTOR_WEIGHT, denseWeight, fuseHybrid, fuseRrf } from '../../src/ranking/rrf.js';
+import { TAG_BOOST, boostByTags } from '../../src/ranking/tags.js';
 
 describe('fuseRrf', () => {
   it('is plain RRF with weight 1 and no score scaling', () => {

@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
-import type { CanonicalTool } from '../../src/catalog/tool.js';
-import { BM25_TERM_UNIT } from '../../src/search/bm25.js';
+import type { CanonicalTool } from '../../src/lib/tool.js';
+import { BM25_TERM_UNIT } from '../../src/ranking/bm25.js';
 import {
   MAX_EMBEDDED_PARAMETERS,
   MAX_EMBEDDING_CHARS,
@@ -11,7 +11,7 @@ import {
   isReadableText,
   queryTerms,
   schemaParameters,
-} from '../../src/catalog/search-text.js';
+} from '../../src/ranking/search-text.js';
 
 const tool: CanonicalTool = {
   name: 'get_stock_price',

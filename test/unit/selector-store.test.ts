@@ -1,9 +1,9 @@
 import { countHere, TokenCounter } from '../../src/catalog/tokens.js';
 import { Writable } from 'node:stream';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { BackgroundWork } from '../../src/background-work.js';
+import { BackgroundWork } from '../../src/lib/background-work.js';
 import { createLogger } from '../../src/logger.js';
-import { LruCache } from '../../src/lru-cache.js';
+import { LruCache } from '../../src/lib/lru-cache.js';
 import { MAX_WRITES_IN_FLIGHT, selectTools, type CachedToolList, type RequestTool, type SelectorDeps } from '../../src/search/selector.js';
 import type { Db } from '../../src/store/database.js';
 import type { LoadedVectors, VectorCache } from '../../src/store/vector-cache.js';

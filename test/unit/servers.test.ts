@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { Bm25Index } from '../../src/search/bm25-index.js';
-import { scoreBm25 } from '../../src/search/bm25.js';
-import { RRF_K } from '../../src/search/rrf.js';
+import { Bm25Index } from '../../src/ranking/bm25-index.js';
+import { scoreBm25 } from '../../src/ranking/bm25.js';
+import { RRF_K } from '../../src/ranking/rrf.js';
 import {
   addServerVotes,
   entriesFor,
@@ -10,7 +10,7 @@ import {
   SERVER_BM25_WEIGHT,
   SERVER_DEPTH,
   SERVER_VECTOR_WEIGHT,
-} from '../../src/search/servers.js';
+} from '../../src/ranking/servers.js';
 import { l2Normalize } from '../../src/embed/embedder.js';
 import { seededRandom } from '../../src/eval/seeded-random.js';
 

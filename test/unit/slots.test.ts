@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Slots } from '../../src/slots.js';
+import { Slots } from '../../src/lib/slots.js';
 
 /** A task that ends when `end` is called, recording when it started. */
 function gate(log: string[], name: string) {

@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
-import { mapYielding } from '../../src/catalog/catalog-service.js';
+import { mapYielding } from '../../src/lib/time-slice.js';
 import { parseArrayInSlices } from '../../src/http/json-body.js';
-import { SLICE_MS, TimeSlice } from '../../src/time-slice.js';
+import { SLICE_MS, TimeSlice } from '../../src/lib/time-slice.js';
 import { holdThread } from '../helpers/hold-thread.js';
 import { withRunningClock } from '../helpers/running-clock.js';
 

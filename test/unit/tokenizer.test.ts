@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { STOP_WORDS, tokenize } from '../../src/search/tokenizer.js';
+import { STOP_WORDS, tokenize } from '../../src/ranking/tokenizer.js';
 
 describe('tokenize', () => {
   it('splits camelCase, snake_case and kebab-case identifiers', () => {

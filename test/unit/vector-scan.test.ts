@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { byScoreThenKey } from '../../src/search/bm25.js';
-import { rankByCosine } from '../../src/search/vector-scan.js';
+import { byScoreThenKey } from '../../src/ranking/bm25.js';
+import { rankByCosine } from '../../src/ranking/vector-scan.js';
 import { seededRandom } from '../helpers/seeded-random.js';
 
 /** The plain definition: score everything, sort everything (ties by key), cut. */

@@ -8,7 +8,7 @@
  * arithmetic differently, so against SQL only near-ties can order differently.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import type { TimeSlice } from '../time-slice.js';
+import type { TimeSlice } from '../lib/time-slice.js';
 import { VocabularyIndex, type Vocabulary } from './fuzzy-terms.js';
 import { bm25Idf, distinctTerms, DEFAULT_BM25_PARAMS, lengthNorm, type Bm25Document, type Bm25Params } from './bm25.js';
 
@@ -415,7 +415,7 @@ export class Bm25Index {
     return this.postings.has(term);
   }
 
-  /** Documents holding `term` (the Vocabulary of search/fuzzy-terms.ts). */
+  /** Documents holding `term` (the Vocabulary of ranking/fuzzy-terms.ts). */
   df(term: string): number {
     return (this.postings.get(term)?.length ?? 0) / 2;
   }

@@ -12,7 +12,7 @@
  * 0.1-0.2, dense 0.25-0.35, 3-5 servers) passes every target, and the weights below are its middle.
  * Tools without a server (sealtools, most gateway requests) get no vote.
  */
-import type { TimeSlice } from '../time-slice.js';
+import type { TimeSlice } from '../lib/time-slice.js';
 import { byScoreThenId, type Bm25Document } from './bm25.js';
 import { Bm25Builder, Bm25Index } from './bm25-index.js';
 import { fuseRrf, RRF_K, type Ranked } from './rrf.js';

@@ -3,9 +3,9 @@
  * Both are derived from the canonical fields only, so they change exactly when the content hash
  * changes.
  */
-import type { CanonicalTool, JsonSchema } from './tool.js';
-import { BM25_TERM_UNIT } from '../search/bm25.js';
-import { CJK_SCRIPTS, tokenize } from '../search/tokenizer.js';
+import type { CanonicalTool, JsonSchema } from '../lib/tool.js';
+import { BM25_TERM_UNIT } from './bm25.js';
+import { CJK_SCRIPTS, tokenize } from './tokenizer.js';
 
 /**
  * Version of the BM25 document recipe (tokenizer, fields, weights). Bump it with any change that
@@ -59,7 +59,7 @@ export interface DocumentTerms {
 export function documentTerms(tool: CanonicalTool): DocumentTerms {
   const counts = new Map<string, number>();
   let length = 0;
-  // Each occurrence counts its field's weight in units of 1/BM25_TERM_UNIT (search/bm25.ts), so counts stay integers.
+  // Each occurrence counts its field's weight in units of 1/BM25_TERM_UNIT (ranking/bm25.ts), so counts stay integers.
   const count = (terms: readonly string[], weight: number) => {
     const units = weight * BM25_TERM_UNIT;
     for (const term of terms) counts.set(term, (counts.get(term) ?? 0) + units);

@@ -27,3 +27,10 @@ export interface Tool {
 
 /** The fields that identify a tool's content: what the content hash covers. */
 export type CanonicalTool = Pick<Tool, 'name' | 'description' | 'inputSchema' | 'tags' | 'server'>;
+
+/** The shapes a tool's definition is sent in: Anthropic's, OpenAI's Responses, and as its client sent it. */
+export type WireShape = 'anthropic' | 'openai' | 'as_sent';
+
+/** One tool's definition tokens in each shape (catalog/tokens.ts counts them; the store keeps them). */
+export type DefinitionTokens = Record<WireShape, number>;
+

@@ -128,7 +128,7 @@ export function expandTerms(terms: readonly string[], vocabulary: Vocabulary): E
  * The text the dense list embeds: the query as written, then the corpus word each of its typos
  * most likely means. Reason: the model reads "forcast" as noise, and appending (not replacing)
  * keeps the query's own words should the guess be wrong. Only typos (corrections that are no
- * English word either, search/dictionary.ts), not every correction: an English word the corpus
+ * English word either, ranking/dictionary.ts), not every correction: an English word the corpus
  * lacks ("root") is meant as written, and the dense list is the one that reads such words.
  * Measured in docs/ranking.md (typos at 0.2: the dense list's nDCG@10 +0.03-0.06 on the four
  * corpora; clean queries unchanged within 0.001).
