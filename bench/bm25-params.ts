@@ -195,7 +195,7 @@ for (const sw of schemaWeights) for (const nw of nameWeights) for (const k1 of k
 const shipped = rows.find((row) => row.label === `nw ${NAME_WEIGHT} k1 ${BM25_K1} b ${BM25_B}`);
 const margin = (row: (typeof rows)[number], set: string) => {
   const own = row.per[set]!.clean;
-  const base = shipped?.per[set]!.clean;
+  const base = shipped ? shipped.per[set]!.clean : undefined;
   const bestNdcg = Math.max(own.bm25.ndcg, own.dense.ndcg, base?.bm25.ndcg ?? 0);
   const bestRecall = Math.max(own.bm25.recall, own.dense.recall, base?.bm25.recall ?? 0);
   return Math.min(own.hybrid.ndcg - bestNdcg, own.hybrid.recall - bestRecall);

@@ -50,7 +50,7 @@ async function runTree(root: string): Promise<TreeRun> {
   const random = seededRandom(Number(values.seed));
   const written = queries.slice(0, count);
   const typos = queries.slice(count, 2 * count).map((query) => addTypos(query, Number(values.typos), random) as string);
-  let database;
+  let database: ReturnType<typeof openPostgres> | undefined;
   if (process.env.DATABASE_URL) {
     database = openPostgres(process.env.DATABASE_URL);
     await database.migrate();

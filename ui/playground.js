@@ -24,7 +24,7 @@ async function api(method, path, body) {
     parsed = undefined;
   }
   if (!response.ok) {
-    const message = parsed && parsed.error ? `${parsed.error.code}: ${parsed.error.message}` : `${response.status} ${text.slice(0, 200)}`;
+    const message = parsed?.error ? `${parsed.error.code}: ${parsed.error.message}` : `${response.status} ${text.slice(0, 200)}`;
     const error = new Error(message);
     error.status = response.status;
     throw error;

@@ -64,13 +64,16 @@ async function call(url: string, init: RequestInit): Promise<any> {
   return body;
 }
 
+const readArgs = () =>
+  parseArgs({
+    allowPositionals: true,
+    options: { catalog: { type: 'string' }, url: { type: 'string', default: 'http://localhost:8080' }, 'api-key': { type: 'string' }, help: { type: 'boolean', default: false } },
+  });
+
 async function main(): Promise<void> {
-  let parsed;
+  let parsed: ReturnType<typeof readArgs>;
   try {
-    parsed = parseArgs({
-      allowPositionals: true,
-      options: { catalog: { type: 'string' }, url: { type: 'string', default: 'http://localhost:8080' }, 'api-key': { type: 'string' }, help: { type: 'boolean', default: false } },
-    });
+    parsed = readArgs();
   } catch (error) {
     usage((error as Error).message);
   }
@@ -129,7 +132,7 @@ main().catch((error: unknown) => {
   // fetch's own message is "fetch failed"; the reason (refused, DNS, TLS) is its cause.
   const cause = (error as { cause?: { message?: string; code?: string } }).cause;
   const reason = cause ? `${(error as Error).message}: ${cause.code ?? ''} ${cause.message ?? ''}`.trim() : (error as Error).message;
-  const url = process.argv.find((arg, index) => process.argv[index - 1] === '--url') ?? 'http://localhost:8080';
+  const url = process.argv.find((_arg, index) => process.argv[index - 1] === '--url') ?? 'http://localhost:8080';
   console.error(`\ningest failed: ${reason}${cause ? ` (is toolsift running at ${url}? set --url)` : ''}`);
   process.exit(1);
 });

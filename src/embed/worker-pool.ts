@@ -1,4 +1,4 @@
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 
 /**
  * A fixed pool of worker threads, each holding its own model, fed from a two-level queue.

@@ -54,7 +54,10 @@ function open(container: object, depth: number, parent: Frame | null, key: strin
  */
 export function assertSafeJson(value: unknown, where = 'body', at: (string | number)[] = [], options: { text: boolean } = { text: true }): void {
   const checkText = options.text ? checkString : () => {};
-  if (typeof value === 'string') return checkText(value, where, at, null);
+  if (typeof value === 'string') {
+    checkText(value, where, at, null);
+    return;
+  }
   if (typeof value !== 'object' || value === null) return;
   let frame: Frame | null = open(value, at.length, null, undefined, at, where);
   while (frame !== null) {

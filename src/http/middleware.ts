@@ -36,7 +36,7 @@ export const requireJsonBody: RequestHandler = (req, _res, next) => {
 };
 
 /** Whether the request's Content-Type is application/json (any parameters). */
-export const declaresJson = (req: Request) => req.get('content-type')?.split(';')[0]!.trim().toLowerCase() === 'application/json';
+export const declaresJson = (req: Request) => (req.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase() === 'application/json';
 
 /** The 415 for a body that is not declared JSON. */
 export const notJson = (req: Request) =>

@@ -1,9 +1,8 @@
 import { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
-import { DEFAULT_TOP_K, selectTools, storeDeadlineMs, type CachedToolList, type SelectorDeps } from '../search/selector.js';
+import { DEFAULT_TOP_K, selectTools, storeDeadlineMs, type SelectorDeps } from '../search/selector.js';
 import { selectFromCatalog } from '../search/catalog-search.js';
 import type { RankDeps } from '../search/hybrid-search.js';
-import { AppError } from '../errors.js';
 import { readToolListBodyInSlices, requireUtf8 } from './tool-list-body.js';
 import { parseInput } from './errors.js';
 import type { Logger } from '../logger.js';

@@ -360,7 +360,7 @@ function rememberedTool(deps: DiscoveryDeps, tenant: string, catalog: CatalogSum
   if (!server) return seen || index?.bm25.indexOf(name) !== undefined ? { tool: { ...(seen ?? placeholderRow(name, null)), upstream: null } } : undefined;
   const upstream = deps.upstreamRows.get(upstreamRowKey(catalog, server));
   // Only a tool the upstream itself synced goes to it: a pushed tool may name any server.
-  if (!upstream || !upstream.names.has(name)) return undefined;
+  if (!upstream?.names.has(name)) return undefined;
   return { tool: { ...(seen ?? placeholderRow(name, server)), upstream: upstream.row } };
 }
 

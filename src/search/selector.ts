@@ -19,7 +19,7 @@ import { bm25Confidences, confidences } from '../ranking/confidence.js';
 import { EmbedderBusy, expandQuery, rankCorpus, type RankDeps } from './hybrid-search.js';
 import { withDeadline } from '../lib/deadline.js';
 import type { ServerIndex } from './server-stats.js';
-import { exactNameMatches, matchNamesByRegex, RegexSandbox, REGEX_BUDGET_MS } from './patterns.js';
+import { exactNameMatches, matchNamesByRegex, type RegexSandbox, REGEX_BUDGET_MS } from './patterns.js';
 import { entriesFor, serverCentroids, ServerDocumentsBuilder } from '../ranking/servers.js';
 import { carriesTag } from '../ranking/tags.js';
 import { inBackground } from '../store/priority.js';

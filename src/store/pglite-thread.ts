@@ -126,15 +126,24 @@ export class PgliteThread implements Queryable {
 
   /** The thread died: fail what it held, then start another on the same data, unless it keeps dying. */
   #crashed(error: Error): void {
-    if (this.#closing) return this.#stop(error);
+    if (this.#closing) {
+      this.#stop(error);
+      return;
+    }
     const lost = Object.assign(new Error(`the embedded database stopped: ${error.message}; it is being restarted`), { code: '57P01' });
     for (const waiter of this.#waiting.values()) waiter.reject(lost);
     this.#waiting.clear();
     const now = performance.now();
     this.#crashes.push(now);
     while (this.#crashes[0]! < now - RESTART_WINDOW_MS) this.#crashes.shift();
-    if (this.#dataDir.startsWith('memory://')) return this.#stop(new Error(`${error.message} (an in-memory database is not restarted)`));
-    if (this.#crashes.length > RESTARTS_MAX) return this.#stop(new Error(`${error.message} (${this.#crashes.length} times within ${RESTART_WINDOW_MS / 1000} s)`));
+    if (this.#dataDir.startsWith('memory://')) {
+      this.#stop(new Error(`${error.message} (an in-memory database is not restarted)`));
+      return;
+    }
+    if (this.#crashes.length > RESTARTS_MAX) {
+      this.#stop(new Error(`${error.message} (${this.#crashes.length} times within ${RESTART_WINDOW_MS / 1000} s)`));
+      return;
+    }
     this.#restarting = this.#open().then(
       () => {
         this.#restarting = null;

@@ -429,10 +429,7 @@ const COMMENT_MARKERS: readonly (readonly [string, string])[] = [
 const COMMENT_CUE = /\b(?:ignore|always|never|system|you|your|read|send|must|do not|don't|instead|assistant|ai|model|llm|user|before|first|call|use|say|reply|respond|include)\b/;
 
 // Preference manipulation: weighted marketing vocabulary aimed at a chooser.
-const HYPE_STRONG = new RegExp(
-  String.raw`#1\b|\bnumber one\b|\bno\. ?1\b|\bultimate\b|\bsuperior\b|\bunprecedented\b|\brevolutionary\b|\bbreakthrough\b|\bgame[- ]?changer\b|\blimited[- ]time\b|\bact now\b|\bhurry\b|\bonly \d+ (?:\w+ )?(?:left|remaining)\b|\bbefore (?:access|it|the offer|this offer) expires\b|\bendorsed by\b|\bfeatured in\b|\brecommended by \d+|\b\d+ out of \d+ (?:\w+ )?(?:experts|developers|users|ais?|doctors|engineers)\b|\bwhy settle\b|\byou deserve\b|\bdon'?t waste (?:your )?time\b|\binferior\b|\boutdated (?:tools|alternatives|options)\b|\bother [\w ]{0,20}tools (?:are|is) (?:being )?(?:deprecated|obsolete|inferior|outdated|unreliable|broken)\b|\bfilling (?:up )?fast\b|\b(?:million|billion) (?:downloads|users|installs)\b|\bzero errors\b|\b\d+x faster\b|\bmilitary[- ]grade\b|\bproven to be\b|\bstart here\b|\blook no further\b|\btrusted by (?:millions|thousands)\b|\bbest[- ]in[- ]class\b|\bexclusive (?:offer|access|deal)\b|\bthe only (?:reliable|accurate|trustworthy|official|trusted|safe|correct|real|legitimate)\b`,
-  'g',
-);
+const HYPE_STRONG = /#1\b|\bnumber one\b|\bno\. ?1\b|\bultimate\b|\bsuperior\b|\bunprecedented\b|\brevolutionary\b|\bbreakthrough\b|\bgame[- ]?changer\b|\blimited[- ]time\b|\bact now\b|\bhurry\b|\bonly \d+ (?:\w+ )?(?:left|remaining)\b|\bbefore (?:access|it|the offer|this offer) expires\b|\bendorsed by\b|\bfeatured in\b|\brecommended by \d+|\b\d+ out of \d+ (?:\w+ )?(?:experts|developers|users|ais?|doctors|engineers)\b|\bwhy settle\b|\byou deserve\b|\bdon'?t waste (?:your )?time\b|\binferior\b|\boutdated (?:tools|alternatives|options)\b|\bother [\w ]{0,20}tools (?:are|is) (?:being )?(?:deprecated|obsolete|inferior|outdated|unreliable|broken)\b|\bfilling (?:up )?fast\b|\b(?:million|billion) (?:downloads|users|installs)\b|\bzero errors\b|\b\d+x faster\b|\bmilitary[- ]grade\b|\bproven to be\b|\bstart here\b|\blook no further\b|\btrusted by (?:millions|thousands)\b|\bbest[- ]in[- ]class\b|\bexclusive (?:offer|access|deal)\b|\bthe only (?:reliable|accurate|trustworthy|official|trusted|safe|correct|real|legitimate)\b/g;
 const HYPE_WEAK = /\bthe best\b|\bbest and\b|\bmost (?:accurate|advanced|powerful|reliable|comprehensive|trusted)\b|\bpremium\b|\bexclusive\b|\bworld[- ]class\b|\bcutting[- ]edge\b|\bindustry[- ]leading\b|\bguaranteed\b|\b100% accurate\b|\bblazing(?:ly)? fast\b|\blightning[- ]fast\b/g;
 const SHOUTED_WORD = /\b[A-Z]{3,}\b/g;
 const ANY_WORD = /\b[A-Za-z]{3,}\b/g;
@@ -634,8 +631,8 @@ function clip(text: string): string {
   const shown = showInvisible(text);
   if (shown.length <= EXCERPT_CHARS) return shown;
   let cut = EXCERPT_CHARS - 1;
-  const escape = shown.lastIndexOf('\\u', cut);
-  if (escape >= 0 && escape > cut - 10) cut = escape;
+  const escapeAt = shown.lastIndexOf('\\u', cut);
+  if (escapeAt >= 0 && escapeAt > cut - 10) cut = escapeAt;
   return `${shown.slice(0, cut)}…`;
 }
 

@@ -55,7 +55,7 @@ describe('the generated client against a real server process', () => {
     expect(put.data!.catalog.tool_count).toBe(catalogTools.length);
 
     const deadline = Date.now() + 120_000;
-    let embedding;
+    let embedding: { done: number; total: number } | null | undefined;
     do {
       const { data } = await client.GET('/v1/catalogs/{catalog}', { params: { path: { catalog: 'e2e' } } });
       embedding = data!.embedding;

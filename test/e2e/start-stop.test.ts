@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, spawnCaptured as run } from '../helpers/process.js';
 
-const root = new URL('../..', import.meta.url).pathname;
+const _root = new URL('../..', import.meta.url).pathname;
 const dataDirs: string[] = [];
 
 function serviceEnv(port: number): Record<string, string> {

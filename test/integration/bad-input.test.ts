@@ -59,11 +59,11 @@ describe('bad input is a 400, never a 500', () => {
   });
 
   it('malformed percent-escapes in catalog and tool paths', async () => {
-    for (const escape of ['%E0%A4%A', '%ZZ', '%FF', '%ED%A0%80']) {
-      const response = await fetch(`${app.url}/v1/catalogs/${catalog}/tools/${escape}`);
-      expect(response.status, escape).toBe(400);
+    for (const malformed of ['%E0%A4%A', '%ZZ', '%FF', '%ED%A0%80']) {
+      const response = await fetch(`${app.url}/v1/catalogs/${catalog}/tools/${malformed}`);
+      expect(response.status, malformed).toBe(400);
       expect(((await response.json()) as { error: { code: string } }).error.code).toBe('validation_failed');
-      expect((await fetch(`${app.url}/v1/catalogs/${escape}`)).status, escape).toBe(400);
+      expect((await fetch(`${app.url}/v1/catalogs/${malformed}`)).status, malformed).toBe(400);
     }
   });
 

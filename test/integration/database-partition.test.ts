@@ -5,7 +5,7 @@
  * everything recovers by itself once the network heals. Needs a PostgreSQL server (CI has one).
  */
 import type { ChildProcess } from 'node:child_process';
-import { createServer as createHttpServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { pino } from 'pino';

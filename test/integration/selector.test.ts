@@ -17,7 +17,7 @@ import type { RequestTool } from '../../src/search/selector.js';
 import { toDocument, uniqueTools } from '../helpers/queue.js';
 import { startTestApp, type TestApp, type TestResponse } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
-import { expectError, type ErrorDetail } from '../helpers/assertions.js';
+import { expectError, } from '../helpers/assertions.js';
 
 const SEARCH = '/v1/tool-discovery/search';
 /** Where gateways >= 0.5.3 post (`<base>/api/compress/tool-discovery/`, trailing slash included). */
