@@ -59,15 +59,24 @@ const bs = numbers(values.b!);
 const nameWeights = numbers(values['name-weights']!);
 const schemaWeights = numbers(values['schema-weights']!);
 const SCHEMA_SCALE = 4;
-for (const w of schemaWeights) if (!Number.isInteger(w * SCHEMA_SCALE) || w < 0 || w > 1) throw new Error(`--schema-weights: ${w} is not a multiple of 1/${SCHEMA_SCALE} from 0 to 1`);
-if (schemaWeights.some((w) => w !== SCHEMA_WEIGHT) && nameWeights.some((w) => w !== NAME_WEIGHT)) throw new Error('--schema-weights runs with the shipped name weight only');
-interface Feedback { docs: number; terms: number; lambda: number }
+for (const w of schemaWeights)
+  if (!Number.isInteger(w * SCHEMA_SCALE) || w < 0 || w > 1) throw new Error(`--schema-weights: ${w} is not a multiple of 1/${SCHEMA_SCALE} from 0 to 1`);
+if (schemaWeights.some((w) => w !== SCHEMA_WEIGHT) && nameWeights.some((w) => w !== NAME_WEIGHT))
+  throw new Error('--schema-weights runs with the shipped name weight only');
+interface Feedback {
+  docs: number;
+  terms: number;
+  lambda: number;
+}
 const feedbacks: (Feedback | null)[] = [
   null,
-  ...values.feedback!.split(',').filter(Boolean).map((spec) => {
-    const [docs, terms, lambda] = spec.split(':').map(Number);
-    return { docs: docs!, terms: terms!, lambda: lambda! };
-  }),
+  ...values
+    .feedback!.split(',')
+    .filter(Boolean)
+    .map((spec) => {
+      const [docs, terms, lambda] = spec.split(':').map(Number);
+      return { docs: docs!, terms: terms!, lambda: lambda! };
+    }),
 ];
 
 /**
@@ -75,7 +84,12 @@ const feedbacks: (Feedback | null)[] = [
  * distribution (tf / length) weighted by its share of the head's scores; the `terms` likeliest
  * kept. The query's own weight total is kept, so BM25's scores stay on the query's scale.
  */
-function rm3(weights: ReadonlyMap<string, number>, head: [string, number][], documents: ReadonlyMap<string, { termFreqs: ReadonlyMap<string, number>; length: number }>, fb: Feedback): Map<string, number> {
+function rm3(
+  weights: ReadonlyMap<string, number>,
+  head: [string, number][],
+  documents: ReadonlyMap<string, { termFreqs: ReadonlyMap<string, number>; length: number }>,
+  fb: Feedback,
+): Map<string, number> {
   const total = head.reduce((sum, [, score]) => sum + score, 0);
   const likely = new Map<string, number>();
   if (total > 0)
@@ -103,9 +117,19 @@ for (const set of sets) {
   prepared[set] = { tools, ...evalQueries(EVAL, set) };
 }
 
-interface S { ndcg: number; recall: number }
-interface Figures { hybrid: S; bm25: S; dense: S }
-interface CachedQuery { dense: Ranked; serverDense: Ranked }
+interface S {
+  ndcg: number;
+  recall: number;
+}
+interface Figures {
+  hybrid: S;
+  bm25: S;
+  dense: S;
+}
+interface CachedQuery {
+  dense: Ranked;
+  serverDense: Ranked;
+}
 const cached = (set: string, variant: 'clean' | 'typos', i: number): CachedQuery => cache[set][variant][i];
 
 /** Hybrid and both single lists on one set at one setting, clean and with the eval's typos. */
@@ -164,11 +188,26 @@ function run(set: string, k1: number, b: number, nameWeight: number, fb: Feedbac
         { ranked: denseList, weight: denseWeight(expanded.known, fuzzy, denseList), scaleByScore: false },
       ]);
       const lists = { bm25: serverIndex.searchWeighted(weights, 10), vector: serverDense, members };
-      const ranking = addServerVotes(toolsFused, lists, { bm25Weight: SERVER_BM25_WEIGHT, vectorWeight: SERVER_VECTOR_WEIGHT, depth: SERVER_DEPTH, k: 60 }).fused.map(([id]) => id);
+      const ranking = addServerVotes(toolsFused, lists, {
+        bm25Weight: SERVER_BM25_WEIGHT,
+        vectorWeight: SERVER_VECTOR_WEIGHT,
+        depth: SERVER_DEPTH,
+        k: 60,
+      }).fused.map(([id]) => id);
       const rel = { relevant: query.relevant, relevantGroups: query.relevant_groups };
       hybrid.push(scoreQuery(ranking, rel));
-      bm25.push(scoreQuery(fuzzy.map(([id]) => id), rel));
-      dense.push(scoreQuery(denseList.map(([id]) => id), rel));
+      bm25.push(
+        scoreQuery(
+          fuzzy.map(([id]) => id),
+          rel,
+        ),
+      );
+      dense.push(
+        scoreQuery(
+          denseList.map(([id]) => id),
+          rel,
+        ),
+      );
     }
     const mean = (perQuery: QueryMetrics[]): S => {
       const metrics = meanMetrics(perQuery);
@@ -181,16 +220,20 @@ function run(set: string, k1: number, b: number, nameWeight: number, fb: Feedbac
 
 const f = (x: number) => x.toFixed(3);
 const rows: { label: string; per: Record<string, Record<'clean' | 'typos', Figures>> }[] = [];
-for (const sw of schemaWeights) for (const nw of nameWeights) for (const k1 of k1s) for (const b of bs) for (const fb of feedbacks) {
-  const per = Object.fromEntries(sets.map((set) => [set, run(set, k1, b, nw, fb, sw)]));
-  const label = `nw ${nw} k1 ${k1} b ${b}${sw === SCHEMA_WEIGHT ? '' : ` schema ${sw}`}${fb ? ` rm3 ${fb.docs}:${fb.terms}:${fb.lambda}` : ''}`;
-  rows.push({ label, per });
-  const cell = (set: string) => {
-    const { clean, typos } = per[set]!;
-    return `${set} ${f(clean.hybrid.ndcg)}/${f(clean.hybrid.recall)} (bm25 ${f(clean.bm25.ndcg)}/${f(clean.bm25.recall)} dense ${f(clean.dense.ndcg)}/${f(clean.dense.recall)}) typos kept ${((100 * typos.hybrid.ndcg) / clean.hybrid.ndcg).toFixed(1)}%`;
-  };
-  console.log(`${label.padEnd(34)} ${sets.map(cell).join('  ')}`);
-}
+for (const sw of schemaWeights)
+  for (const nw of nameWeights)
+    for (const k1 of k1s)
+      for (const b of bs)
+        for (const fb of feedbacks) {
+          const per = Object.fromEntries(sets.map((set) => [set, run(set, k1, b, nw, fb, sw)]));
+          const label = `nw ${nw} k1 ${k1} b ${b}${sw === SCHEMA_WEIGHT ? '' : ` schema ${sw}`}${fb ? ` rm3 ${fb.docs}:${fb.terms}:${fb.lambda}` : ''}`;
+          rows.push({ label, per });
+          const cell = (set: string) => {
+            const { clean, typos } = per[set]!;
+            return `${set} ${f(clean.hybrid.ndcg)}/${f(clean.hybrid.recall)} (bm25 ${f(clean.bm25.ndcg)}/${f(clean.bm25.recall)} dense ${f(clean.dense.ndcg)}/${f(clean.dense.recall)}) typos kept ${((100 * typos.hybrid.ndcg) / clean.hybrid.ndcg).toFixed(1)}%`;
+          };
+          console.log(`${label.padEnd(34)} ${sets.map(cell).join('  ')}`);
+        }
 // The margin to the better single list, the row's own BM25 or the shipped one (when in the grid), whichever is higher.
 const shipped = rows.find((row) => row.label === `nw ${NAME_WEIGHT} k1 ${BM25_K1} b ${BM25_B}`);
 const margin = (row: (typeof rows)[number], set: string) => {

@@ -11,7 +11,11 @@ export const SLICE = 5_000;
 export async function pushInSlices(base: string, catalog: string, tools: readonly unknown[], slice = SLICE): Promise<void> {
   for (let from = 0; from < tools.length; from += slice) {
     const [method, path] = from === 0 ? ['PUT', `/v1/catalogs/${catalog}`] : ['POST', `/v1/catalogs/${catalog}/tools`];
-    const response = await fetch(`${base}${path}`, { method, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ tools: tools.slice(from, from + slice) }) });
+    const response = await fetch(`${base}${path}`, {
+      method,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ tools: tools.slice(from, from + slice) }),
+    });
     if (!response.ok) throw new Error(`${method} ${path} answered ${response.status}: ${(await response.text()).slice(0, 300)}`);
   }
 }

@@ -14,7 +14,9 @@ import { parseArgs } from 'node:util';
 import { seededRandom } from '../src/eval/seeded-random.js';
 import { Bm25Index, slotPlan } from '../src/ranking/bm25-index.js';
 
-const { values } = parseArgs({ options: { tools: { type: 'string', default: '100000' }, changed: { type: 'string', default: '5000' }, rounds: { type: 'string', default: '4' } } });
+const { values } = parseArgs({
+  options: { tools: { type: 'string', default: '100000' }, changed: { type: 'string', default: '5000' }, rounds: { type: 'string', default: '4' } },
+});
 const size = Number(values.tools);
 const changed = Math.min(size, Number(values.changed));
 const random = seededRandom(1);

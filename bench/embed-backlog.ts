@@ -67,8 +67,7 @@ try {
       await pushInSlices(writer.base, 'backlog', generated(0, backlog));
       await writer.close();
 
-      const queueEnv: Record<string, string> =
-        values.queue === 'bullmq' ? { REDIS_URL: values.redis!, QUEUE_PREFIX: prefix, EMBED_WORKER: 'inline' } : {};
+      const queueEnv: Record<string, string> = values.queue === 'bullmq' ? { REDIS_URL: values.redis!, QUEUE_PREFIX: prefix, EMBED_WORKER: 'inline' } : {};
       // The start queues every backlog tool (nothing of it has a vector for use-lite).
       const service = await startInProcess({ EMBED_MODEL: 'use-lite', CATALOG_WARMUP: 'false', ...queueEnv }, openPostgres(url));
       try {
@@ -83,7 +82,9 @@ try {
         const fresh_ms = performance.now() - pushed;
         const { done: backlog_done } = await embedded(service, 'backlog');
         runs.push({ fresh_ms, backlog_done });
-        console.error(`round ${round + 1}: ${fresh} fresh tools embedded ${fresh_ms.toFixed(0)} ms after their PUT; ${backlog_done} of ${backlog} backlog tools embedded by then`);
+        console.error(
+          `round ${round + 1}: ${fresh} fresh tools embedded ${fresh_ms.toFixed(0)} ms after their PUT; ${backlog_done} of ${backlog} backlog tools embedded by then`,
+        );
       } finally {
         await service.close();
       }

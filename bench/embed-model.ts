@@ -35,9 +35,7 @@ const textCount = listArg('texts', [128])[0]!;
 const repeats = listArg('repeats', [3])[0]!;
 const latencyChunkSizes = listArg('latency-chunks', [8, 64]);
 
-const toolTexts = (readJsonl(`${EVAL_DIR}catalog.jsonl`) as { name: string; description: string }[]).map(
-  (tool) => `${tool.name} ${tool.description}`,
-);
+const toolTexts = (readJsonl(`${EVAL_DIR}catalog.jsonl`) as { name: string; description: string }[]).map((tool) => `${tool.name} ${tool.description}`);
 const queries = loadQueries(`${EVAL_DIR}queries.dev.jsonl`).map((q) => q.query);
 const documents = toolTexts.slice(0, textCount);
 
@@ -105,7 +103,15 @@ async function reportQueryLatency(threads: number) {
  * queries gain (use-lite.ts USE_LITE_SHARED_QUERY_MAX_CHARS).
  */
 async function reportQueryBatches() {
-  const vocabulary = [...new Set(toolTexts.join(' ').toLowerCase().split(/[^a-z]+/).filter((word) => word.length > 3))];
+  const vocabulary = [
+    ...new Set(
+      toolTexts
+        .join(' ')
+        .toLowerCase()
+        .split(/[^a-z]+/)
+        .filter((word) => word.length > 3),
+    ),
+  ];
   const random = seededRandom(11);
   const words = (count: number) => Array.from({ length: count }, () => vocabulary[Math.floor(random() * vocabulary.length)]).join(' ');
   let next = 0;
@@ -126,9 +132,11 @@ async function reportQueryBatches() {
     for (let r = 0; r < repeats * 10; r++) {
       together.push(await timed(() => embedder.embedDocuments(make())));
       const texts = make();
-      apart.push(await timed(async () => {
-        for (const text of texts) await embedder.embedQuery(text);
-      }));
+      apart.push(
+        await timed(async () => {
+          for (const text of texts) await embedder.embedQuery(text);
+        }),
+      );
     }
     console.log(`${label.padEnd(32)} one call ${median(together).toFixed(1).padStart(6)}   one each ${median(apart).toFixed(1).padStart(6)}`);
   }
@@ -161,13 +169,19 @@ function reportFirstQueries(starts: number) {
   const runs: Record<'warm' | 'cold', FirstQueries[]> = { warm: [], cold: [] };
   for (let start = 0; start < 2 * starts; start++) {
     const side = start % 2 === 0 ? 'cold' : 'warm';
-    const output = execFileSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), `--first-query-child=${side}`, `--offset=${6 * Math.floor(start / 2)}`], { encoding: 'utf8' });
+    const output = execFileSync(
+      process.execPath,
+      [...process.execArgv, fileURLToPath(import.meta.url), `--first-query-child=${side}`, `--offset=${6 * Math.floor(start / 2)}`],
+      { encoding: 'utf8' },
+    );
     runs[side].push(JSON.parse(output.trim().split('\n').at(-1)!) as FirstQueries);
   }
   console.log(`use-lite, 2 threads, a new process each start, ${starts} starts a side (median, min-max; ms)`);
   for (const side of ['cold', 'warm'] as const) {
     const column = (key: keyof FirstQueries) => medianAndRange(runs[side].map((run) => run[key]));
-    console.log(`${side === 'warm' ? 'with warm-up   ' : 'without warm-up'}  load ${column('load_ms')}  first two at once ${column('first_pair_ms')}  next four ${column('next_ms')}`);
+    console.log(
+      `${side === 'warm' ? 'with warm-up   ' : 'without warm-up'}  load ${column('load_ms')}  first two at once ${column('first_pair_ms')}  next four ${column('next_ms')}`,
+    );
   }
 }
 

@@ -191,12 +191,7 @@ async function bareModel(threads: number): Promise<{ throughput: number; cpuSeco
   return { throughput: texts.length / seconds, cpuSeconds: (cpu.user + cpu.system) / 1e6 };
 }
 
-async function queuePath(
-  server: ChildProcess,
-  workers: number,
-  threads: number,
-  round: number,
-): Promise<{ throughput: number; cpu: Map<string, number> }> {
+async function queuePath(server: ChildProcess, workers: number, threads: number, round: number): Promise<{ throughput: number; cpu: Map<string, number> }> {
   const started = await Promise.all(
     Array.from({ length: workers }, () => startProcess('src/worker.ts', { EMBED_THREADS: String(threads) }, 'embedding worker started')),
   );
@@ -280,7 +275,9 @@ try {
     const bareCpu = (bareBefore.cpuSeconds + bareAfter.cpuSeconds) / 2;
     const queueCpu = [...queuedRun.cpu.values()].reduce((sum, seconds) => sum + seconds, 0);
     const parts = [...queuedRun.cpu].map(([group, seconds]) => `${group} ${seconds.toFixed(1)}`).join(', ');
-    console.log(`  CPU seconds: bare model ${bareCpu.toFixed(1)}; queue path ${queueCpu.toFixed(1)} (${parts}); bare / queue ${(bareCpu / queueCpu).toFixed(2)}`);
+    console.log(
+      `  CPU seconds: bare model ${bareCpu.toFixed(1)}; queue path ${queueCpu.toFixed(1)} (${parts}); bare / queue ${(bareCpu / queueCpu).toFixed(2)}`,
+    );
   }
   console.log(`\nqueue path / bare model, per configuration over ${rounds} interleaved round(s) (target >= ${TARGET_RATIO}):`);
   for (const [label, values] of ratios) {

@@ -82,7 +82,11 @@ interface QueryLists {
    */
   aspects?: { weights: number[]; holds: Record<string, number[]> };
 }
-interface SetLists { members: Record<string, string[]>; clean: QueryLists[]; typos: QueryLists[] }
+interface SetLists {
+  members: Record<string, string[]>;
+  clean: QueryLists[];
+  typos: QueryLists[];
+}
 
 const HEAD_SIZES = [1, 3, 5];
 const HEAD_BETAS = [0.5, 1];
@@ -99,7 +103,11 @@ function headLists(lexical: Ranked, query: ArrayLike<number>, vectorOf: Readonly
     const mean = new Float64Array(query.length);
     for (const id of head) vectorOf.get(id)!.forEach((x, d) => (mean[d]! += x));
     const centre = unit(mean);
-    out[`c${m}`] = head.length ? rankByCosine(centre, vectorOf, RRF_DEPTH + m).filter(([id]) => !head.includes(id)).slice(0, RRF_DEPTH) : [];
+    out[`c${m}`] = head.length
+      ? rankByCosine(centre, vectorOf, RRF_DEPTH + m)
+          .filter(([id]) => !head.includes(id))
+          .slice(0, RRF_DEPTH)
+      : [];
     for (const beta of HEAD_BETAS) out[`r${m}_${beta}`] = rankByCosine(unit(Float64Array.from(query, (x, d) => x + beta * centre[d]!)), vectorOf, RRF_DEPTH);
   }
   return out;
@@ -203,7 +211,9 @@ if (values.gaps) {
       const gap = denseGap(q.dense);
       return { gap, span: gap / (scores[0]! - scores.at(-1)!), sd: gap / sd };
     });
-    console.log(`${set.padEnd(26)} gap ${median(rows.map((r) => r.gap)).toFixed(3)}  gap / span ${median(rows.map((r) => r.span)).toFixed(3)}  gap / sd ${median(rows.map((r) => r.sd)).toFixed(2)}`);
+    console.log(
+      `${set.padEnd(26)} gap ${median(rows.map((r) => r.gap)).toFixed(3)}  gap / span ${median(rows.map((r) => r.span)).toFixed(3)}  gap / sd ${median(rows.map((r) => r.sd)).toFixed(2)}`,
+    );
   }
   process.exit(0);
 }
@@ -236,7 +246,12 @@ function fusedScores(
   const s = weights.servers ?? 1;
   const lists = { bm25: typoMatching ? q.serverFuzzy : q.serverBm25, vector: q.serverDense, members };
   const follow = weights.fixedServers ? { bm25: 1, dense: 0.4 } : weights;
-  return addServerVotes(tools, lists, { bm25Weight: SERVER_BM25_WEIGHT * s * follow.bm25, vectorWeight: SERVER_VECTOR_WEIGHT * s * (follow.dense / 0.4), depth: SERVER_DEPTH, k: 60 }).fused;
+  return addServerVotes(tools, lists, {
+    bm25Weight: SERVER_BM25_WEIGHT * s * follow.bm25,
+    vectorWeight: SERVER_VECTOR_WEIGHT * s * (follow.dense / 0.4),
+    depth: SERVER_DEPTH,
+    k: 60,
+  }).fused;
 }
 
 /**
@@ -289,7 +304,6 @@ const known = (q: QueryLists, typoMatching: boolean) => (typoMatching ? q.known 
 /** BM25's top score over its 10th, as denseWeight reads it. */
 const peak = (q: QueryLists, typoMatching: boolean) => bm25Peak(typoMatching ? q.fuzzy : q.bm25);
 
-
 /** denseWeight before it read the dense gap (2026-11-27): an empty dense list has no gap. */
 const withoutGap = (q: QueryLists, typoMatching: boolean) => denseWeight(known(q, typoMatching), typoMatching ? q.fuzzy : q.bm25, []);
 
@@ -312,25 +326,39 @@ const families: { label: string; settings: [string, Rule][] }[] = [
   {
     label: "dense weight w0 + a (1 - coverage), coverage = share of the query's IDF its best BM25 tool holds",
     settings: [0.1, 0.2, 0.3, 0.4].flatMap((w0) =>
-      [0.2, 0.4, 0.8, 1.6].map((a): [string, Rule] => [`w0 ${w0}, a ${a}`, (q, m, t) => fused(q, m, t, { bm25: 1, dense: w0 + a * (1 - q.coverage), fixedServers: true })]),
+      [0.2, 0.4, 0.8, 1.6].map((a): [string, Rule] => [
+        `w0 ${w0}, a ${a}`,
+        (q, m, t) => fused(q, m, t, { bm25: 1, dense: w0 + a * (1 - q.coverage), fixedServers: true }),
+      ]),
     ),
   },
   {
     label: 'BM25 weight coverage^p, dense weight w',
     settings: [0.2, 0.3, 0.4].flatMap((w) =>
-      [0.5, 1, 2].map((p): [string, Rule] => [`w ${w}, p ${p}`, (q, m, t) => fused(q, m, t, { bm25: clamp(q.coverage, 0.05, 1) ** p, dense: w, fixedServers: true })]),
+      [0.5, 1, 2].map((p): [string, Rule] => [
+        `w ${w}, p ${p}`,
+        (q, m, t) => fused(q, m, t, { bm25: clamp(q.coverage, 0.05, 1) ** p, dense: w, fixedServers: true }),
+      ]),
     ),
   },
   {
     label: "dense weight w0 + a (1 - strength), strength = min(1, BM25 top score / the query's IDF mass)",
     settings: [0.1, 0.2, 0.3, 0.4].flatMap((w0) =>
-      [0.2, 0.4, 0.8, 1.6].map((a): [string, Rule] => [`w0 ${w0}, a ${a}`, (q, m, t) => fused(q, m, t, { bm25: 1, dense: w0 + a * (1 - strength(q, t)), fixedServers: true })]),
+      [0.2, 0.4, 0.8, 1.6].map((a): [string, Rule] => [
+        `w0 ${w0}, a ${a}`,
+        (q, m, t) => fused(q, m, t, { bm25: 1, dense: w0 + a * (1 - strength(q, t)), fixedServers: true }),
+      ]),
     ),
   },
   {
     label: 'dense weight w0 + a (1 - known)^p, known = share of the query the corpus holds',
     settings: [0, 0.1, 0.2].flatMap((w0) =>
-      [0.5, 1, 1.5, 2, 3].flatMap((a) => [0.5, 1, 2].map((p): [string, Rule] => [`w0 ${w0}, a ${a}, p ${p}`, (q, m, t) => fused(q, m, t, { bm25: 1, dense: w0 + a * (1 - known(q, t)) ** p, fixedServers: true })])),
+      [0.5, 1, 1.5, 2, 3].flatMap((a) =>
+        [0.5, 1, 2].map((p): [string, Rule] => [
+          `w0 ${w0}, a ${a}, p ${p}`,
+          (q, m, t) => fused(q, m, t, { bm25: 1, dense: w0 + a * (1 - known(q, t)) ** p, fixedServers: true }),
+        ]),
+      ),
     ),
   },
   {
@@ -377,17 +405,27 @@ const families: { label: string; settings: [string, Rule][] }[] = [
       [0.5, 1].flatMap((a) =>
         [0.5, 1, 2].map((sExp): [string, Rule] => [
           `w0 ${w0}, a ${a}, s ${sExp}`,
-          (q, m, t) => fused(q, m, t, { bm25: 1, dense: Math.min(2, (w0 + a * (1 - known(q, t)) * (2.5 / peak(q, t)) ** 0.5) * (denseGap(q.dense) / 0.1) ** sExp), fixedServers: true }),
+          (q, m, t) =>
+            fused(q, m, t, {
+              bm25: 1,
+              dense: Math.min(2, (w0 + a * (1 - known(q, t)) * (2.5 / peak(q, t)) ** 0.5) * (denseGap(q.dense) / 0.1) ** sExp),
+              fixedServers: true,
+            }),
         ]),
       ),
     ),
   },
   {
-    label: 'the shipped weight with a short query\'s dense say: min(2, (2026-11-27 weight + a max(0, 1 - n / L)) x max(1, gap / 0.1)^2), n = distinct terms',
+    label: "the shipped weight with a short query's dense say: min(2, (2026-11-27 weight + a max(0, 1 - n / L)) x max(1, gap / 0.1)^2), n = distinct terms",
     settings: [12, 16, 20, 24, 32, 48, 64].flatMap((L) =>
       [0.4, 0.6, 1, 1.5].map((a): [string, Rule] => [
         `L ${L}, a ${a}`,
-        (q, m, t) => fused(q, m, t, { bm25: 1, dense: Math.min(2, (withoutGap(q, t) + a * Math.max(0, 1 - q.termCount / L)) * Math.max(1, denseGap(q.dense) / 0.1) ** 2), fixedServers: true }),
+        (q, m, t) =>
+          fused(q, m, t, {
+            bm25: 1,
+            dense: Math.min(2, (withoutGap(q, t) + a * Math.max(0, 1 - q.termCount / L)) * Math.max(1, denseGap(q.dense) / 0.1) ** 2),
+            fixedServers: true,
+          }),
       ]),
     ),
   },
@@ -396,43 +434,61 @@ const families: { label: string; settings: [string, Rule][] }[] = [
         {
           label: "neighbours of BM25's head: a third list, tools by cosine to the mean vector of BM25's top m, at weight w",
           settings: HEAD_SIZES.flatMap((mm) =>
-            [0.05, 0.1, 0.2, 0.3, 0.5].map((w): [string, Rule] => [`m ${mm}, w ${w}`, (q, m, t) => fused(q, m, t, { bm25: 1, dense: shipped(q, t), fixedServers: true, extra: { ranked: q.head![`c${mm}`]!, weight: w } })]),
+            [0.05, 0.1, 0.2, 0.3, 0.5].map((w): [string, Rule] => [
+              `m ${mm}, w ${w}`,
+              (q, m, t) => fused(q, m, t, { bm25: 1, dense: shipped(q, t), fixedServers: true, extra: { ranked: q.head![`c${mm}`]!, weight: w } }),
+            ]),
           ),
         },
         {
           label: "Rocchio from BM25's head: the dense list's query vector plus beta x the unit mean of BM25's top m, at the shipped weight",
           settings: HEAD_SIZES.flatMap((mm) =>
-            HEAD_BETAS.map((beta): [string, Rule] => [`m ${mm}, beta ${beta}`, (q, m, t) => fused(q, m, t, { bm25: 1, dense: shipped(q, t), fixedServers: true, denseList: q.head![`r${mm}_${beta}`]! })]),
+            HEAD_BETAS.map((beta): [string, Rule] => [
+              `m ${mm}, beta ${beta}`,
+              (q, m, t) => fused(q, m, t, { bm25: 1, dense: shipped(q, t), fixedServers: true, denseList: q.head![`r${mm}_${beta}`]! }),
+            ]),
           ),
         },
         {
           label: 'that Rocchio list as a third list at weight w, the dense list kept',
           settings: HEAD_SIZES.flatMap((mm) =>
             HEAD_BETAS.flatMap((beta) =>
-              [0.05, 0.1, 0.2, 0.3].map((w): [string, Rule] => [`m ${mm}, b ${beta}, w ${w}`, (q, m, t) => fused(q, m, t, { bm25: 1, dense: shipped(q, t), fixedServers: true, extra: { ranked: q.head![`r${mm}_${beta}`]!, weight: w } })]),
+              [0.05, 0.1, 0.2, 0.3].map((w): [string, Rule] => [
+                `m ${mm}, b ${beta}, w ${w}`,
+                (q, m, t) => fused(q, m, t, { bm25: 1, dense: shipped(q, t), fixedServers: true, extra: { ranked: q.head![`r${mm}_${beta}`]!, weight: w } }),
+              ]),
             ),
           ),
         },
       ]
     : []),
   {
-    label: "query-aspect diversification of the shipped ranking's top n: + lambda x the weight of the query's terms a tool holds that the tools above it leave uncovered (each holder keeps 1 - gamma)",
+    label:
+      "query-aspect diversification of the shipped ranking's top n: + lambda x the weight of the query's terms a tool holds that the tools above it leave uncovered (each holder keeps 1 - gamma)",
     settings: [
       ['lambda 0', (q, m, t) => fused(q, m, t, { bm25: 1, dense: shipped(q, t), fixedServers: true })] as [string, Rule],
       ...[10, 20, 30].flatMap((n) =>
         [0.02, 0.05, 0.1, 0.2, 0.4].flatMap((lambda) =>
-          [0.5, 1].map((gamma): [string, Rule] => [`n ${n}, l ${lambda}, g ${gamma}`, (q, m, t) => diversified(fusedScores(q, m, t, { bm25: 1, dense: shipped(q, t), fixedServers: true }), q, n, lambda, gamma)]),
+          [0.5, 1].map((gamma): [string, Rule] => [
+            `n ${n}, l ${lambda}, g ${gamma}`,
+            (q, m, t) => diversified(fusedScores(q, m, t, { bm25: 1, dense: shipped(q, t), fixedServers: true }), q, n, lambda, gamma),
+          ]),
         ),
       ),
     ],
   },
   {
     label: 'the shipped setting with server votes following the dense weight instead of fixed',
-    settings: [['shipped setting, servers following', (q, m, t) => fused(q, m, t, { bm25: 1, dense: denseWeight(known(q, t), t ? q.fuzzy : q.bm25, q.dense) })]],
+    settings: [
+      ['shipped setting, servers following', (q, m, t) => fused(q, m, t, { bm25: 1, dense: denseWeight(known(q, t), t ? q.fuzzy : q.bm25, q.dense) })],
+    ],
   },
 ];
 
-interface Scores { ndcg: number; recall: number }
+interface Scores {
+  ndcg: number;
+  recall: number;
+}
 function scoreRule(rule: Rule, set: string, variant: 'clean' | 'typos', typoMatching: boolean): { mean: Scores; perQuery: QueryMetrics[] } {
   const lists = all[set]!;
   const members = new Map(Object.entries(lists.members));
@@ -442,11 +498,22 @@ function scoreRule(rule: Rule, set: string, variant: 'clean' | 'typos', typoMatc
 }
 
 const f = (x: number) => x.toFixed(3);
-for (const [typoMatching, corrected] of [[true, 0], [false, 0], [true, 1]] as const) {
+for (const [typoMatching, corrected] of [
+  [true, 0],
+  [false, 0],
+  [true, 1],
+] as const) {
   correctedCounts = corrected;
   console.log(`\n=== typo matching ${typoMatching ? `on, a corrected word counts ${corrected} of a known one` : 'off'}`);
-  const singles = Object.fromEntries(sets.map((set) => [set, { bm25: scoreRule(single.bm25, set, 'clean', typoMatching).mean, dense: scoreRule(single.dense, set, 'clean', typoMatching).mean }]));
-  console.log(`single lists (nDCG@10 / R@10): ${sets.map((set) => `${set} bm25 ${f(singles[set]!.bm25.ndcg)}/${f(singles[set]!.bm25.recall)} dense ${f(singles[set]!.dense.ndcg)}/${f(singles[set]!.dense.recall)}`).join('; ')}`);
+  const singles = Object.fromEntries(
+    sets.map((set) => [
+      set,
+      { bm25: scoreRule(single.bm25, set, 'clean', typoMatching).mean, dense: scoreRule(single.dense, set, 'clean', typoMatching).mean },
+    ]),
+  );
+  console.log(
+    `single lists (nDCG@10 / R@10): ${sets.map((set) => `${set} bm25 ${f(singles[set]!.bm25.ndcg)}/${f(singles[set]!.bm25.recall)} dense ${f(singles[set]!.dense.ndcg)}/${f(singles[set]!.dense.recall)}`).join('; ')}`,
+  );
   const margin = (set: string, s: Scores) => {
     const best = singles[set]!;
     return Math.min(s.ndcg - Math.max(best.bm25.ndcg, best.dense.ndcg), s.recall - Math.max(best.bm25.recall, best.dense.recall));
@@ -461,7 +528,9 @@ for (const [typoMatching, corrected] of [[true, 0], [false, 0], [true, 1]] as co
     if (values.settings || table.length === 1) {
       for (const row of table) {
         const kept = sets.map((set) => `${(100 * row.typoShare[set]!).toFixed(1)}%`).join('/');
-        console.log(`  ${row.label.padEnd(16)} ${sets.map((set) => `${set} ${f(row.per[set]!.ndcg)}/${f(row.per[set]!.recall)}`).join('  ')}  worst margin ${f(Math.min(...sets.map((set) => margin(set, row.per[set]!))))}  typos kept ${kept}`);
+        console.log(
+          `  ${row.label.padEnd(16)} ${sets.map((set) => `${set} ${f(row.per[set]!.ndcg)}/${f(row.per[set]!.recall)}`).join('  ')}  worst margin ${f(Math.min(...sets.map((set) => margin(set, row.per[set]!))))}  typos kept ${kept}`,
+        );
       }
     }
     const choose = (on: string[]) =>
@@ -478,6 +547,9 @@ for (const [typoMatching, corrected] of [[true, 0], [false, 0], [true, 1]] as co
       const chosen = choose(others);
       return { held, chosen: chosen.label, clean: chosen.per[held]!, margin: margin(held, chosen.per[held]!), typoShare: chosen.typoShare[held]! };
     });
-    for (const row of loco) console.log(`  held out ${row.held.padEnd(17)} chosen ${row.chosen.padEnd(16)} nDCG@10 ${f(row.clean.ndcg)} R@10 ${f(row.clean.recall)} margin ${f(row.margin)} typo nDCG kept ${(100 * row.typoShare).toFixed(1)}%`);
+    for (const row of loco)
+      console.log(
+        `  held out ${row.held.padEnd(17)} chosen ${row.chosen.padEnd(16)} nDCG@10 ${f(row.clean.ndcg)} R@10 ${f(row.clean.recall)} margin ${f(row.margin)} typo nDCG kept ${(100 * row.typoShare).toFixed(1)}%`,
+      );
   }
 }

@@ -41,15 +41,32 @@ const callCount = Number(values.calls);
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const DATASET = `${ROOT}../shared/eval/livemcpbench`;
 
-interface Line { name: string; description?: string; input_schema?: Record<string, unknown> | null; server?: string | null }
-const tools = readFileSync(`${DATASET}/catalog.jsonl`, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as Line);
-const allQueries = readFileSync(`${DATASET}/queries.dev.jsonl`, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { query: string; relevant: string[] });
+interface Line {
+  name: string;
+  description?: string;
+  input_schema?: Record<string, unknown> | null;
+  server?: string | null;
+}
+const tools = readFileSync(`${DATASET}/catalog.jsonl`, 'utf8')
+  .trim()
+  .split('\n')
+  .map((line) => JSON.parse(line) as Line);
+const allQueries = readFileSync(`${DATASET}/queries.dev.jsonl`, 'utf8')
+  .trim()
+  .split('\n')
+  .map((line) => JSON.parse(line) as { query: string; relevant: string[] });
 const queries = values.queries ? allQueries.slice(0, Number(values.queries)) : allQueries;
-const mcpTools = tools.map((tool) => ({ name: tool.name, description: tool.description ?? '', inputSchema: tool.input_schema ?? { type: 'object', properties: {} }, server: tool.server ?? null }));
+const mcpTools = tools.map((tool) => ({
+  name: tool.name,
+  description: tool.description ?? '',
+  inputSchema: tool.input_schema ?? { type: 'object', properties: {} },
+  server: tool.server ?? null,
+}));
 
 const p50 = (samples: number[]) => percentile(sortedAscending(samples), 50);
 const ms = (value: number) => `${value.toFixed(2)} ms`;
-const textOf = (result: { content?: unknown }) => ((result.content as Array<{ type: string; text?: string }>) ?? []).map((block) => block.text ?? '').join('\n');
+const textOf = (result: { content?: unknown }) =>
+  ((result.content as Array<{ type: string; text?: string }>) ?? []).map((block) => block.text ?? '').join('\n');
 
 // A scratch database of its own: a shared one's tools without vectors (say, a test run's) would be
 // embedded at start, and the bench would wait for them.
@@ -93,9 +110,13 @@ try {
   console.log(`livemcpbench: ${tools.length} tools, ${queries.length} tasks; tokens by gpt-tokenizer o200k_base (an estimate for non-OpenAI models)`);
   console.log(`  all ${tools.length} definitions:        ${allTokens} tokens`);
   console.log(`  four meta-tools' definitions:     ${metaTokens} tokens`);
-  console.log(`  through toolsift per task:        median ${p50(toolsiftTokens)} (min ${Math.min(...toolsiftTokens)}, max ${Math.max(...toolsiftTokens)}) = meta-tools + search_tools (limit ${limit}) + get_tool_details of the top 3`);
+  console.log(
+    `  through toolsift per task:        median ${p50(toolsiftTokens)} (min ${Math.min(...toolsiftTokens)}, max ${Math.max(...toolsiftTokens)}) = meta-tools + search_tools (limit ${limit}) + get_tool_details of the top 3`,
+  );
   console.log(`  reduction at the median:          ${(reduction * 100).toFixed(1)}%`);
-  console.log(`  reach (search answer):            ${perTask.filter((task) => task.any).length}/${queries.length} tasks have a relevant tool in it; mean share of relevant tools in it ${(perTask.reduce((sum, task) => sum + task.reached, 0) / perTask.length).toFixed(3)}`);
+  console.log(
+    `  reach (search answer):            ${perTask.filter((task) => task.any).length}/${queries.length} tasks have a relevant tool in it; mean share of relevant tools in it ${(perTask.reduce((sum, task) => sum + task.reached, 0) / perTask.length).toFixed(3)}`,
+  );
 
   // --- search latency: MCP against REST, same queries, interleaved
   const mcpMs: number[] = [];
@@ -115,13 +136,19 @@ try {
   console.log(`\nsearch, ${rounds} rounds x ${queries.length} queries (query vectors cached after the first pass):`);
   console.log(`  REST POST /v1/catalogs/{catalog}/search  p50 ${ms(p50(restMs))}  p90 ${ms(percentile(sortedAscending(restMs), 90))}`);
   console.log(`  MCP search_tools                         p50 ${ms(p50(mcpMs))}  p90 ${ms(percentile(sortedAscending(mcpMs), 90))}`);
-  console.log(`  ratio ${(p50(mcpMs) / p50(restMs)).toFixed(2)}; target p50(MCP) <= 1.2 x REST + 2 ms = ${ms(searchTarget)}: ${p50(mcpMs) <= searchTarget ? 'PASS' : 'FAIL'}`);
+  console.log(
+    `  ratio ${(p50(mcpMs) / p50(restMs)).toFixed(2)}; target p50(MCP) <= 1.2 x REST + 2 ms = ${ms(searchTarget)}: ${p50(mcpMs) <= searchTarget ? 'PASS' : 'FAIL'}`,
+  );
 
   // --- call_tool overhead against the upstream called directly
   const port = await freePort();
   everything = await startEverything(port);
   const started = { url: `http://127.0.0.1:${port}/mcp` };
-  const register = await fetch(`${base}/v1/catalogs/everything/upstreams/everything`, { method: 'PUT', headers: json, body: JSON.stringify({ url: started.url }) });
+  const register = await fetch(`${base}/v1/catalogs/everything/upstreams/everything`, {
+    method: 'PUT',
+    headers: json,
+    body: JSON.stringify({ url: started.url }),
+  });
   if (!register.ok) throw new Error(`upstream PUT answered ${register.status}`);
   const direct = await connect(started.url);
   const through = await connect(`${base}/mcp/everything`);

@@ -32,14 +32,30 @@ const EVAL = `${ROOT}../shared/eval/`;
 const build = spawnSync(process.execPath, ['scripts/build.mjs'], { cwd: ROOT, stdio: 'inherit' });
 if (build.status !== 0) throw new Error('build failed');
 
-interface Line { name: string; description?: string; input_schema?: Record<string, unknown> | null; server?: string | null }
+interface Line {
+  name: string;
+  description?: string;
+  input_schema?: Record<string, unknown> | null;
+  server?: string | null;
+}
 const catalogs = ['livemcpbench', 'toolbench_stable'].map((corpus) => ({
   corpus,
-  tools: readFileSync(`${EVAL}${corpus}/catalog.jsonl`, 'utf8').trim().split('\n').map((line) => {
-    const tool = JSON.parse(line) as Line;
-    return { name: tool.name, description: tool.description ?? '', inputSchema: tool.input_schema ?? { type: 'object', properties: {} }, ...(tool.server ? { server: tool.server } : {}) };
-  }),
-  queries: readFileSync(`${EVAL}${corpus}/queries.dev.jsonl`, 'utf8').trim().split('\n').map((line) => (JSON.parse(line) as { query: string }).query),
+  tools: readFileSync(`${EVAL}${corpus}/catalog.jsonl`, 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => {
+      const tool = JSON.parse(line) as Line;
+      return {
+        name: tool.name,
+        description: tool.description ?? '',
+        inputSchema: tool.input_schema ?? { type: 'object', properties: {} },
+        ...(tool.server ? { server: tool.server } : {}),
+      };
+    }),
+  queries: readFileSync(`${EVAL}${corpus}/queries.dev.jsonl`, 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => (JSON.parse(line) as { query: string }).query),
 }));
 
 /** VmRSS and VmHWM (peak) of a process, in MB. */
@@ -49,7 +65,12 @@ function procMemory(pid: number): { rss: number; peak: number } {
   return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
 }
 
-interface Sample { rss: number; peak: number; heapUsed: number; external: number }
+interface Sample {
+  rss: number;
+  peak: number;
+  heapUsed: number;
+  external: number;
+}
 
 async function sample(child: ChildProcess, url: string): Promise<Sample> {
   const metrics = await (await fetch(`${url}/metrics`)).text();
@@ -57,7 +78,14 @@ async function sample(child: ChildProcess, url: string): Promise<Sample> {
   return { ...procMemory(child.pid!), heapUsed: gauge('toolsift_nodejs_heap_size_used_bytes'), external: gauge('toolsift_nodejs_external_memory_bytes') };
 }
 
-interface Report { config: string; ready: Sample; embedded: Sample; searched: Sample; embedPerSecond?: number; readyMs: number }
+interface Report {
+  config: string;
+  ready: Sample;
+  embedded: Sample;
+  searched: Sample;
+  embedPerSecond?: number;
+  readyMs: number;
+}
 
 async function run(config: string): Promise<Report> {
   const [model, threads] = config.split(':');
@@ -76,7 +104,10 @@ async function run(config: string): Promise<Report> {
     for (;;) {
       if (child.exitCode !== null) throw new Error(`service exited: ${stderr.slice(-2000)}`);
       // Ready, and with a model, the model loaded (the service is ready before that: BM25 serves).
-      const body = await fetch(`${url}/readyz`).then((response) => (response.ok ? (response.json() as Promise<{ components: Record<string, { status: string }> }>) : undefined), () => undefined);
+      const body = await fetch(`${url}/readyz`).then(
+        (response) => (response.ok ? (response.json() as Promise<{ components: Record<string, { status: string }> }>) : undefined),
+        () => undefined,
+      );
       if (body && (model === 'none' || body.components.embedder?.status === 'ok')) break;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
@@ -91,7 +122,12 @@ async function run(config: string): Promise<Report> {
     let embedPerSecond: number | undefined;
     if (model !== 'none') {
       for (;;) {
-        const progress = await Promise.all(catalogs.map(async ({ corpus }) => ((await (await fetch(`${url}/v1/catalogs/${corpus}`)).json()) as { embedding: { done: number; failed: number; total: number } }).embedding));
+        const progress = await Promise.all(
+          catalogs.map(
+            async ({ corpus }) =>
+              ((await (await fetch(`${url}/v1/catalogs/${corpus}`)).json()) as { embedding: { done: number; failed: number; total: number } }).embedding,
+          ),
+        );
         if (progress.every((p) => p.done + p.failed >= p.total)) break;
         await new Promise((resolve) => setTimeout(resolve, 250));
       }
@@ -101,7 +137,11 @@ async function run(config: string): Promise<Report> {
     const searches = Number(values.searches);
     for (let i = 0; i < searches; i++) {
       const { corpus, queries } = catalogs[i % catalogs.length]!;
-      const response = await fetch(`${url}/v1/catalogs/${corpus}/search`, { method: 'POST', headers: json, body: JSON.stringify({ query: queries[i % queries.length], top_k: 10 }) });
+      const response = await fetch(`${url}/v1/catalogs/${corpus}/search`, {
+        method: 'POST',
+        headers: json,
+        body: JSON.stringify({ query: queries[i % queries.length], top_k: 10 }),
+      });
       if (!response.ok) throw new Error(`search answered ${response.status}`);
       await response.arrayBuffer();
     }
@@ -117,7 +157,9 @@ async function run(config: string): Promise<Report> {
 const reports: Report[] = [];
 for (const config of values.configs!.split(',')) {
   const report = await run(config);
-  process.stderr.write(`[${config}] ready in ${(report.readyMs / 1000).toFixed(1)} s; RSS ${report.ready.rss.toFixed(0)} -> ${report.searched.rss.toFixed(0)} MB\n`);
+  process.stderr.write(
+    `[${config}] ready in ${(report.readyMs / 1000).toFixed(1)} s; RSS ${report.ready.rss.toFixed(0)} -> ${report.searched.rss.toFixed(0)} MB\n`,
+  );
   reports.push(report);
 }
 const mb = (value: number) => value.toFixed(0).padStart(6);

@@ -147,7 +147,18 @@ export async function runMixedLoad(options: MixOptions): Promise<MixResult> {
     SHARES.map(([kind]) => {
       const sorted = sortedAscending(samples.get(kind)!.map(({ ms }) => ms));
       const { errors, empty } = failures.get(kind)!;
-      return [kind, { n: sorted.length, errors, empty, p50: percentile(sorted, 50), p90: percentile(sorted, 90), p99: percentile(sorted, 99), max: sorted.at(-1) ?? Number.NaN }];
+      return [
+        kind,
+        {
+          n: sorted.length,
+          errors,
+          empty,
+          p50: percentile(sorted, 50),
+          p90: percentile(sorted, 90),
+          p99: percentile(sorted, 99),
+          max: sorted.at(-1) ?? Number.NaN,
+        },
+      ];
     }),
   ) as Record<MixKind, KindResult>;
   const window = Math.min(60_000, options.durationSeconds * 1000);

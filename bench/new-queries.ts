@@ -37,7 +37,11 @@ interface TreeRun {
   typos_ms: number[];
 }
 
-const lines = (file: string) => readFileSync(file, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+const lines = (file: string) =>
+  readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
 
 /** One tree, in this process: its own modules, imported from its root. */
 async function runTree(root: string): Promise<TreeRun> {
@@ -58,7 +62,11 @@ async function runTree(root: string): Promise<TreeRun> {
   const service = await startInProcess({ EMBED_MODEL: 'use-lite', CATALOG_WARMUP: 'false' }, database);
   const catalog = `new-queries-${Date.now().toString(36)}`;
   const call = async (method: string, path: string, body?: unknown) => {
-    const response = await fetch(`${service.base}${path}`, { method, headers: { 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    const response = await fetch(`${service.base}${path}`, {
+      method,
+      headers: { 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
     if (!response.ok) throw new Error(`${method} ${path} answered ${response.status}: ${(await response.text()).slice(0, 300)}`);
     return (await response.json()) as Record<string, any>;
   };
@@ -87,7 +95,21 @@ async function runTree(root: string): Promise<TreeRun> {
 
 /** One tree in a child process of its own, so that two trees never share a module or a cache. */
 async function runChild(root: string): Promise<TreeRun> {
-  const args = ['--import', 'tsx', fileURLToPath(import.meta.url), '--root', root, '--dataset', values.dataset!, '--queries', values.queries!, '--typos', values.typos!, '--seed', values.seed!];
+  const args = [
+    '--import',
+    'tsx',
+    fileURLToPath(import.meta.url),
+    '--root',
+    root,
+    '--dataset',
+    values.dataset!,
+    '--queries',
+    values.queries!,
+    '--typos',
+    values.typos!,
+    '--seed',
+    values.seed!,
+  ];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   let stdout = '';
   child.stdout.on('data', (chunk) => (stdout += String(chunk)));
@@ -116,9 +138,18 @@ if (!values['baseline-root']) {
   const p50 = (list: TreeRun[], key: 'written_ms' | 'typos_ms') => round1(median(list.map((run) => summarize(run[key]).p50)));
   console.log(
     JSON.stringify({
-      baseline: { written_p50_ms: runs.baseline.map((run) => round1(summarize(run.written_ms).p50)), typos_p50_ms: runs.baseline.map((run) => round1(summarize(run.typos_ms).p50)) },
-      tree: { written_p50_ms: runs.tree.map((run) => round1(summarize(run.written_ms).p50)), typos_p50_ms: runs.tree.map((run) => round1(summarize(run.typos_ms).p50)) },
-      ratio: { written: ratio(p50(runs.tree, 'written_ms'), p50(runs.baseline, 'written_ms')), typos: ratio(p50(runs.tree, 'typos_ms'), p50(runs.baseline, 'typos_ms')) },
+      baseline: {
+        written_p50_ms: runs.baseline.map((run) => round1(summarize(run.written_ms).p50)),
+        typos_p50_ms: runs.baseline.map((run) => round1(summarize(run.typos_ms).p50)),
+      },
+      tree: {
+        written_p50_ms: runs.tree.map((run) => round1(summarize(run.written_ms).p50)),
+        typos_p50_ms: runs.tree.map((run) => round1(summarize(run.typos_ms).p50)),
+      },
+      ratio: {
+        written: ratio(p50(runs.tree, 'written_ms'), p50(runs.baseline, 'written_ms')),
+        typos: ratio(p50(runs.tree, 'typos_ms'), p50(runs.baseline, 'typos_ms')),
+      },
     }),
   );
 }

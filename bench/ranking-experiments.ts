@@ -100,7 +100,17 @@ function adjusted(base: DocumentTerms, text: string, times: number): DocumentTer
 
 /** Variants of the BM25 document (`documentTerms`), each one change to the shipped recipe. */
 const DOCUMENT_RECIPES: [string, (tool: CanonicalTool, base: DocumentTerms) => DocumentTerms][] = [
-  ['without parameter descriptions', (tool, base) => adjusted(base, schemaParameters(tool.inputSchema).map((p) => p.description).join(' '), -1)],
+  [
+    'without parameter descriptions',
+    (tool, base) =>
+      adjusted(
+        base,
+        schemaParameters(tool.inputSchema)
+          .map((p) => p.description)
+          .join(' '),
+        -1,
+      ),
+  ],
   ['without the server', (tool, base) => adjusted(base, tool.server ?? '', -1)],
   ['without tags', (tool, base) => adjusted(base, tool.tags.join(' '), -1)],
   ['first sentence of the description twice', (tool, base) => adjusted(base, openingSentence(tool.description), 1)],
@@ -270,13 +280,19 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
   const smoothed = (fused: ReadonlyMap<string, number>, k: number, beta: number): Ranked => {
     const candidates = new Set([...fused.keys()].flatMap((id) => [id, ...neighboursOfTool(id, k).map(([other]) => other)]));
     return [...candidates]
-      .map((id): [string, number] => [id, (fused.get(id) ?? 0) + (beta * neighboursOfTool(id, k).reduce((sum, [other]) => sum + (fused.get(other) ?? 0), 0)) / k])
+      .map((id): [string, number] => [
+        id,
+        (fused.get(id) ?? 0) + (beta * neighboursOfTool(id, k).reduce((sum, [other]) => sum + (fused.get(other) ?? 0), 0)) / k,
+      ])
       .sort(byScoreThenId);
   };
 
   const rows: Row[] = [
     { label: 'shipped hybrid', strategy: async (q) => names(await withServerVotes(q)) },
-    { label: 'without server votes (shipped until 2026-11-22; the rows below change one thing from it)', strategy: async (q) => names(fuseHybrid(bm25(queryTerms(q)), byVector(await embed(q)))) },
+    {
+      label: 'without server votes (shipped until 2026-11-22; the rows below change one thing from it)',
+      strategy: async (q) => names(fuseHybrid(bm25(queryTerms(q)), byVector(await embed(q)))),
+    },
     {
       label: 'sub-queries fused with the whole (weight 0.5)',
       strategy: async (q) => {
@@ -338,7 +354,10 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
               const doc = byId.get(id)!;
               for (const [term, tf] of doc.termFreqs) feedback.set(term, (feedback.get(term) ?? 0) + ((tf / doc.length) * index.idf(term)) / k);
             }
-            const added = [...feedback].filter(([term]) => !weights.has(term)).sort(byScoreThenId).slice(0, m);
+            const added = [...feedback]
+              .filter(([term]) => !weights.has(term))
+              .sort(byScoreThenId)
+              .slice(0, m);
             for (const [term, score] of added) weights.set(term, (lambda * score) / added[0]![1]);
             return names(fuseHybrid(index.searchWeighted(weights, RRF_DEPTH), dense));
           },
@@ -363,12 +382,21 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
         ],
       ),
     },
-    { label: 'Porter stemming (documents and queries)', strategy: async (q) => names(fuseHybrid(bm25(queryTerms(q).map(stem), stemmedIndex), byVector(await embed(q)))) },
+    {
+      label: 'Porter stemming (documents and queries)',
+      strategy: async (q) => names(fuseHybrid(bm25(queryTerms(q).map(stem), stemmedIndex), byVector(await embed(q)))),
+    },
     {
       label: 'BM25 document recipe',
-      grid: recipeIndexes.map(([label, recipeIndex]): [string, Strategy] => [label, async (q) => names(fuseHybrid(bm25(queryTerms(q), recipeIndex), byVector(await embed(q))))]),
+      grid: recipeIndexes.map(([label, recipeIndex]): [string, Strategy] => [
+        label,
+        async (q) => names(fuseHybrid(bm25(queryTerms(q), recipeIndex), byVector(await embed(q)))),
+      ]),
     },
-    { label: '"file" added when the query names a path', strategy: async (q) => names(fuseHybrid(bm25([...queryTerms(q), ...(PATH.test(q) ? ['file'] : [])]), byVector(await embed(q)))) },
+    {
+      label: '"file" added when the query names a path',
+      strategy: async (q) => names(fuseHybrid(bm25([...queryTerms(q), ...(PATH.test(q) ? ['file'] : [])]), byVector(await embed(q)))),
+    },
     {
       label: '"file" and "write" added when the query names a path',
       strategy: async (q) => names(fuseHybrid(bm25([...queryTerms(q), ...(PATH.test(q) ? ['file', 'write'] : [])]), byVector(await embed(q)))),
@@ -392,14 +420,16 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
     },
     {
       label: 'the model reads paths as p and URLs as u',
-      grid: cartesian<[string, string | null]>(['file', 'file path', 'a file', 'path', 'folder or file'], [null, '', 'web page', 'link']).map(([p, u]): [string, Strategy] => [
-        `p '${p}', u ${u === null ? 'kept' : `'${u}'`}`,
-        async (q) => {
-          const urls = u === null ? q : q.replace(/\bhttps?:\/\/\S+/g, ` ${u} `);
-          const replaced = urls.replace(PATHS_AND_URLS, ` ${p} `).replace(/\s+/g, ' ').trim();
-          return names(fuseHybrid(bm25(queryTerms(q)), byVector(await embed(replaced))));
-        },
-      ]),
+      grid: cartesian<[string, string | null]>(['file', 'file path', 'a file', 'path', 'folder or file'], [null, '', 'web page', 'link']).map(
+        ([p, u]): [string, Strategy] => [
+          `p '${p}', u ${u === null ? 'kept' : `'${u}'`}`,
+          async (q) => {
+            const urls = u === null ? q : q.replace(/\bhttps?:\/\/\S+/g, ` ${u} `);
+            const replaced = urls.replace(PATHS_AND_URLS, ` ${p} `).replace(/\s+/g, ' ').trim();
+            return names(fuseHybrid(bm25(queryTerms(q)), byVector(await embed(replaced))));
+          },
+        ],
+      ),
     },
     {
       label: "dense list: each tool's best cosine over the query and its sentences",
@@ -418,7 +448,12 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
           const last = dense[dense.length - 1]![1];
           // Score-scaled votes over cosine - last are (cosine - last) / (first - last) of each vote.
           const shifted = dense.map(([id, cosine]): [string, number] => [id, cosine - last]);
-          return names(fuseRrf([{ ranked: bm25(queryTerms(q)), weight: 1, scaleByScore: true }, { ranked: shifted, weight: w, scaleByScore: true }]));
+          return names(
+            fuseRrf([
+              { ranked: bm25(queryTerms(q)), weight: 1, scaleByScore: true },
+              { ranked: shifted, weight: w, scaleByScore: true },
+            ]),
+          );
         },
       ]),
     },
@@ -433,7 +468,12 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
             const mean = values.reduce((sum, x) => sum + x, 0) / values.length;
             const sd = Math.sqrt(values.reduce((sum, x) => sum + (x - mean) ** 2, 0) / values.length);
             const weight = VECTOR_WEIGHT * ((values[0]! - mean) / sd / 4) ** p;
-            return names(fuseRrf([{ ranked: bm25(queryTerms(q)), weight: 1, scaleByScore: true }, { ranked: cosines.slice(0, RRF_DEPTH), weight, scaleByScore: false }]));
+            return names(
+              fuseRrf([
+                { ranked: bm25(queryTerms(q)), weight: 1, scaleByScore: true },
+                { ranked: cosines.slice(0, RRF_DEPTH), weight, scaleByScore: false },
+              ]),
+            );
           },
         ]),
         ...[0.5, 1].map((p): [string, Strategy] => [
@@ -442,7 +482,12 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
             const lexical = bm25(queryTerms(q));
             const ratio = lexical.length > 1 ? lexical[0]![1] / lexical[Math.min(9, lexical.length - 1)]![1] : 10;
             const weight = VECTOR_WEIGHT * Math.min(3, 1.5 * ratio ** -p);
-            return names(fuseRrf([{ ranked: lexical, weight: 1, scaleByScore: true }, { ranked: byVector(await embed(q)), weight, scaleByScore: false }]));
+            return names(
+              fuseRrf([
+                { ranked: lexical, weight: 1, scaleByScore: true },
+                { ranked: byVector(await embed(q)), weight, scaleByScore: false },
+              ]),
+            );
           },
         ]),
       ],
@@ -482,10 +527,7 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
     },
     {
       label: 'adjacent word pairs (query and document bigrams) as a third BM25 list, weight w',
-      grid: [0.25, 0.5, 1].map((w): [string, Strategy] => [
-        `w ${w}`,
-        async (q) => names(await withPairs(q, w)),
-      ]),
+      grid: [0.25, 0.5, 1].map((w): [string, Strategy] => [`w ${w}`, async (q) => names(await withPairs(q, w))]),
     },
     {
       label: "score smoothing: fused score + beta x mean fused score of the tool's k nearest tools",
@@ -503,7 +545,9 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
           const scores = new Map(fused);
           const candidates = new Map(fused.map(([id]) => [id, vectorOf.get(id)!]));
           const rescored = fused.map(([id, score]): [string, number] => {
-            const around = rankByCosine(vectorOf.get(id)!, candidates, k + 1).filter(([other]) => other !== id).slice(0, k);
+            const around = rankByCosine(vectorOf.get(id)!, candidates, k + 1)
+              .filter(([other]) => other !== id)
+              .slice(0, k);
             return [id, score + (beta * around.reduce((sum, [other]) => sum + scores.get(other)!, 0)) / k];
           });
           return names(rescored.sort(byScoreThenId));
@@ -567,7 +611,12 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
           centred[beta] ??= new Map([...vectorOf].map(([id, v]) => [id, l2Normalize(centre(v))]));
           const dense = rankByCosine(l2Normalize(centre(await embed(q))), centred[beta], RRF_DEPTH);
           if (w === 0) return names(dense);
-          return names(fuseRrf([{ ranked: bm25(queryTerms(q)), weight: 1, scaleByScore: true }, { ranked: dense, weight: w, scaleByScore: false }]));
+          return names(
+            fuseRrf([
+              { ranked: bm25(queryTerms(q)), weight: 1, scaleByScore: true },
+              { ranked: dense, weight: w, scaleByScore: false },
+            ]),
+          );
         },
       ]),
     },
@@ -577,17 +626,20 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
         `k ${k}, w ${w}`,
         async (q) => {
           const fused = new Map(fuseRrf([{ ranked: bm25(queryTerms(q)), weight: 1, scaleByScore: true }]));
-          for (const [id, vote] of fuseRrf([{ ranked: byVector(await embed(q)), weight: w, scaleByScore: false }], { k, depth: RRF_DEPTH })) fused.set(id, (fused.get(id) ?? 0) + vote);
+          for (const [id, vote] of fuseRrf([{ ranked: byVector(await embed(q)), weight: w, scaleByScore: false }], { k, depth: RRF_DEPTH }))
+            fused.set(id, (fused.get(id) ?? 0) + vote);
           return names([...fused].sort(byScoreThenId));
         },
       ]),
     },
     {
-      label: "server votes (shipped since 2026-11-22): BM25 server list at weight wb, dense server list at weight wd, top s servers of each",
-      grid: cartesian<[number, number, number]>([0, 0.1, 0.2, 0.3, 0.5], [0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5], [2, 3, 5, 10]).map(([wb, wd, s]): [string, Strategy] => [
-        `wb ${wb}, wd ${wd}, s ${s}`,
-        async (q) => names(await withServerVotes(q, { bm25Weight: wb, vectorWeight: wd, depth: s, k: RRF_K })),
-      ]),
+      label: 'server votes (shipped since 2026-11-22): BM25 server list at weight wb, dense server list at weight wd, top s servers of each',
+      grid: cartesian<[number, number, number]>([0, 0.1, 0.2, 0.3, 0.5], [0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5], [2, 3, 5, 10]).map(
+        ([wb, wd, s]): [string, Strategy] => [
+          `wb ${wb}, wd ${wd}, s ${s}`,
+          async (q) => names(await withServerVotes(q, { bm25Weight: wb, vectorWeight: wd, depth: s, k: RRF_K })),
+        ],
+      ),
     },
     {
       label: 'fusion weights: dense weight w, dense list cut to its first d',
@@ -613,7 +665,13 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
   console.log(`\n${set}: ${tools.length} tools, ${queries.length} dev queries`);
   console.log(`${'R@10'.padStart(11)} ${'nDCG@10'.padStart(11)} ${'R@5'.padStart(6)}  idea`);
   for (const row of rows) {
-    if (values.only !== undefined && row.label !== 'shipped hybrid' && !row.label.startsWith('without server votes') && !values.only.split('|').some((text) => row.label.includes(text))) continue;
+    if (
+      values.only !== undefined &&
+      row.label !== 'shipped hybrid' &&
+      !row.label.startsWith('without server votes') &&
+      !values.only.split('|').some((text) => row.label.includes(text))
+    )
+      continue;
     if ('strategy' in row) {
       const mean = meanMetrics(await scoreAll(row.strategy));
       console.log(`${f(mean.recall10).padStart(11)} ${f(mean.ndcg10).padStart(11)} ${f(mean.recall5).padStart(6)}  ${row.label}`);
@@ -625,14 +683,19 @@ async function runSet(set: string, embedder: Embedder): Promise<void> {
       scored.push(await scoreAll(strategy));
       const mean = meanMetrics(scored.at(-1)!);
       results.push([label, mean]);
-      if (values.settings) console.log(`${f(mean.recall10).padStart(11)} ${f(mean.ndcg10).padStart(11)} ${f(mean.recall5).padStart(6)}    ${row.label}: ${label}`);
+      if (values.settings)
+        console.log(`${f(mean.recall10).padStart(11)} ${f(mean.ndcg10).padStart(11)} ${f(mean.recall5).padStart(6)}    ${row.label}: ${label}`);
     }
     const range = (pick: (m: (typeof results)[number][1]) => number) => {
       const xs = results.map(([, m]) => pick(m));
       return `${f(Math.min(...xs))}-${f(Math.max(...xs))}`;
     };
-    const [bestLabel, best] = results.reduce((a, b) => (b[1].recall10 > a[1].recall10 || (b[1].recall10 === a[1].recall10 && b[1].ndcg10 > a[1].ndcg10) ? b : a));
-    console.log(`${range((m) => m.recall10)} ${range((m) => m.ndcg10)} ${range((m) => m.recall5)}  ${row.label}: ${results.length} settings; best R@10 ${f(best.recall10)} / nDCG@10 ${f(best.ndcg10)} at ${bestLabel}`);
+    const [bestLabel, best] = results.reduce((a, b) =>
+      b[1].recall10 > a[1].recall10 || (b[1].recall10 === a[1].recall10 && b[1].ndcg10 > a[1].ndcg10) ? b : a,
+    );
+    console.log(
+      `${range((m) => m.recall10)} ${range((m) => m.ndcg10)} ${range((m) => m.recall5)}  ${row.label}: ${results.length} settings; best R@10 ${f(best.recall10)} / nDCG@10 ${f(best.ndcg10)} at ${bestLabel}`,
+    );
     // What choosing the best setting on this split is worth on a query it was not chosen on.
     const chosen = leaveOneOutChoices(scored.map((perSetting) => perSetting.map((m) => [m.recall10, m.ndcg10])));
     const held = meanMetrics(chosen.map((setting, query) => scored[setting]![query]!));

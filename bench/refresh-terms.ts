@@ -35,7 +35,11 @@ try {
   try {
     const pushed = performance.now();
     for (let from = 0; from < size; from += 5_000) {
-      await replaceCatalog(deps.catalog, { tenant: 'default', name: `refresh-${from}` }, Array.from({ length: Math.min(5_000, size - from) }, (_, i) => toolAt(from + i)));
+      await replaceCatalog(
+        deps.catalog,
+        { tenant: 'default', name: `refresh-${from}` },
+        Array.from({ length: Math.min(5_000, size - from) }, (_, i) => toolAt(from + i)),
+      );
     }
     console.log(`${size} tools pushed in ${((performance.now() - pushed) / 1000).toFixed(1)} s (${url ? 'PostgreSQL' : 'PGlite'})`);
     const ms: number[] = [];
@@ -47,11 +51,14 @@ try {
       ms.push(performance.now() - started);
     }
     const stats = summarize(ms);
-    console.log(`refreshStaleTerms: ${refreshed} documents, median ${(stats.p50! / 1000).toFixed(1)} s [${(stats.min! / 1000).toFixed(1)} .. ${(stats.max! / 1000).toFixed(1)}], ${values.runs} runs; ${((refreshed / stats.p50!) * 1000).toFixed(0)} documents/s`);
+    console.log(
+      `refreshStaleTerms: ${refreshed} documents, median ${(stats.p50! / 1000).toFixed(1)} s [${(stats.min! / 1000).toFixed(1)} .. ${(stats.max! / 1000).toFixed(1)}], ${values.runs} runs; ${((refreshed / stats.p50!) * 1000).toFixed(0)} documents/s`,
+    );
   } finally {
     await deps.close();
   }
 } finally {
   await database.close();
-  if (url) execFileSync('dropdb', ['-h', new URL(url).hostname, '-p', new URL(url).port || '5432', '-U', new URL(url).username || 'postgres', '--if-exists', name]);
+  if (url)
+    execFileSync('dropdb', ['-h', new URL(url).hostname, '-p', new URL(url).port || '5432', '-U', new URL(url).username || 'postgres', '--if-exists', name]);
 }

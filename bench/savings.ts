@@ -57,8 +57,14 @@ const reports: Report[] = [];
 let consistent = true;
 try {
   for (const corpus of corpora) {
-    const tools = readFileSync(`${EVAL}${corpus}/catalog.jsonl`, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
-    const all = readFileSync(`${EVAL}${corpus}/queries.dev.jsonl`, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { query: string; relevant: string[] });
+    const tools = readFileSync(`${EVAL}${corpus}/catalog.jsonl`, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    const all = readFileSync(`${EVAL}${corpus}/queries.dev.jsonl`, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { query: string; relevant: string[] });
     const queries = values.queries ? all.slice(0, Number(values.queries)) : all;
     const put = await fetch(`${base}/v1/catalogs/${corpus}`, { method: 'PUT', headers: json, body: JSON.stringify({ tools }) });
     if (!put.ok) throw new Error(`PUT ${corpus} answered ${put.status}: ${await put.text()}`);
@@ -70,7 +76,11 @@ try {
     let any = 0;
     let recall = 0;
     for (const { query, relevant } of queries) {
-      const response = await fetch(`${base}/v1/tool-search`, { method: 'POST', headers: json, body: JSON.stringify({ query, catalog: corpus, max_results: maxResults }) });
+      const response = await fetch(`${base}/v1/tool-search`, {
+        method: 'POST',
+        headers: json,
+        body: JSON.stringify({ query, catalog: corpus, max_results: maxResults }),
+      });
       if (!response.ok) throw new Error(`tool-search answered ${response.status}: ${await response.text()}`);
       const body = (await response.json()) as { results: { name: string }[]; tokens: { offered: number; selected: number } };
       answered.offered += body.tokens.offered;
@@ -84,7 +94,9 @@ try {
     const after = { offered: await metric('offered'), selected: await metric('selected') };
     if (after.offered - before.offered !== answered.offered || after.selected - before.selected !== answered.selected) {
       consistent = false;
-      console.error(`${corpus}: /metrics moved by ${JSON.stringify({ offered: after.offered - before.offered, selected: after.selected - before.selected })}, the answers said ${JSON.stringify(answered)}`);
+      console.error(
+        `${corpus}: /metrics moved by ${JSON.stringify({ offered: after.offered - before.offered, selected: after.selected - before.selected })}, the answers said ${JSON.stringify(answered)}`,
+      );
     }
     const sorted = sortedAscending(selected);
     const report: Report = {

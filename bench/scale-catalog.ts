@@ -8,7 +8,13 @@ import { fileURLToPath } from 'node:url';
 
 const EVAL = fileURLToPath(new URL('../../shared/eval/', import.meta.url));
 
-interface Line { name: string; description?: string; input_schema?: Record<string, unknown> | null; tags?: string[]; server?: string | null }
+interface Line {
+  name: string;
+  description?: string;
+  input_schema?: Record<string, unknown> | null;
+  tags?: string[];
+  server?: string | null;
+}
 
 const base: Line[] = [];
 const seen = new Set<string>();

@@ -64,7 +64,9 @@ const PUT_MAX = MAX_TOOLS_PER_REQUEST;
 const PUT_REVISED = 10;
 const EVAL = fileURLToPath(new URL('../../shared/eval/', import.meta.url));
 
-const devQueries = readFileSync(`${EVAL}toolbench_stable/queries.dev.jsonl`, 'utf8').trim().split('\n')
+const devQueries = readFileSync(`${EVAL}toolbench_stable/queries.dev.jsonl`, 'utf8')
+  .trim()
+  .split('\n')
   .map((line) => (JSON.parse(line) as { query: string }).query);
 const queries = devQueries.slice(0, Number(values.queries));
 /** Hybrid only: queries the service has not seen, each searched once (its embedding computed, as a gateway's every new turn). */
@@ -152,7 +154,11 @@ async function runSize(store: 'postgres' | 'pglite', size: number): Promise<Size
   let closed = false;
   const { deps, base: url } = service;
   const call = async (method: string, path: string, body?: unknown) => {
-    const response = await fetch(`${url}${path}`, { method, headers: { 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    const response = await fetch(`${url}${path}`, {
+      method,
+      headers: { 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
     const text = await response.text();
     if (!response.ok) throw new Error(`${method} ${path} answered ${response.status}: ${text.slice(0, 300)}`);
     return JSON.parse(text) as Record<string, any>;
@@ -167,8 +173,24 @@ async function runSize(store: 'postgres' | 'pglite', size: number): Promise<Size
     }
     const pushSeconds = (performance.now() - pushStarted) / 1000;
     const here = process.cpuUsage(cpuBefore.here);
-    const pushCpu = { here_s: (here.user + here.system) / 1e6, ...(cpuBefore.postgres === undefined ? {} : { postgres_s: commandCpuSeconds('postgres') - cpuBefore.postgres }) };
-    const report: SizeReport = { store, tools: size, push_tools_per_s: size / pushSeconds, push_cpu: pushCpu, search_ms: {}, tagged_search_ms: {}, slow_searches: {}, gc_during_searches: {}, first_search_after_write_ms: {}, first_search_after_write_samples: {}, one_tool_write_samples: [], rss_mb: 0 };
+    const pushCpu = {
+      here_s: (here.user + here.system) / 1e6,
+      ...(cpuBefore.postgres === undefined ? {} : { postgres_s: commandCpuSeconds('postgres') - cpuBefore.postgres }),
+    };
+    const report: SizeReport = {
+      store,
+      tools: size,
+      push_tools_per_s: size / pushSeconds,
+      push_cpu: pushCpu,
+      search_ms: {},
+      tagged_search_ms: {},
+      slow_searches: {},
+      gc_during_searches: {},
+      first_search_after_write_ms: {},
+      first_search_after_write_samples: {},
+      one_tool_write_samples: [],
+      rss_mb: 0,
+    };
     process.stderr.write(
       `[${store} ${size}] pushed in ${pushSeconds.toFixed(1)} s (${report.push_tools_per_s.toFixed(0)} tools/s); CPU s: this process (service and client) ${pushCpu.here_s.toFixed(1)}` +
         `${pushCpu.postgres_s === undefined ? '' : `, PostgreSQL ${pushCpu.postgres_s.toFixed(1)}`}\n`,
@@ -226,13 +248,17 @@ async function runSize(store: 'postgres' | 'pglite', size: number): Promise<Size
         const tagged: number[] = [];
         for (const query of queries) tagged.push(await search(query, mode, [tag.tag]));
         report.tagged_search_ms[mode] = summarize(tagged);
-        process.stderr.write(`[${store} ${size}] ${mode} under the tag "${tag.tag}" (${tag.tools} tools): p50 ${report.tagged_search_ms[mode]!.p50.toFixed(1)} ms, p99 ${report.tagged_search_ms[mode]!.p99.toFixed(1)} ms\n`);
+        process.stderr.write(
+          `[${store} ${size}] ${mode} under the tag "${tag.tag}" (${tag.tools} tools): p50 ${report.tagged_search_ms[mode]!.p50.toFixed(1)} ms, p99 ${report.tagged_search_ms[mode]!.p99.toFixed(1)} ms\n`,
+        );
       }
       if (mode === 'hybrid') {
         const fresh: number[] = [];
         for (const query of newQueries) fresh.push(await search(query, mode));
         report.new_query_search_ms = summarize(fresh);
-        process.stderr.write(`[${store} ${size}] hybrid, ${fresh.length} queries not seen before: p50 ${report.new_query_search_ms.p50.toFixed(1)} ms, p99 ${report.new_query_search_ms.p99.toFixed(1)} ms\n`);
+        process.stderr.write(
+          `[${store} ${size}] hybrid, ${fresh.length} queries not seen before: p50 ${report.new_query_search_ms.p50.toFixed(1)} ms, p99 ${report.new_query_search_ms.p99.toFixed(1)} ms\n`,
+        );
       }
     }
     report.rss_mb = rssMb();
@@ -243,7 +269,9 @@ async function runSize(store: 'postgres' | 'pglite', size: number): Promise<Size
       for (let write = 0; write < WRITES; write++) {
         const k = index * WRITES + write;
         const writing = performance.now();
-        await call('POST', `/v1/catalogs/${catalog}/tools`, { tools: [{ ...toolAt(k), name: `bench_written_${k}`, description: `A tool written during the bench, ${k}.` }] });
+        await call('POST', `/v1/catalogs/${catalog}/tools`, {
+          tools: [{ ...toolAt(k), name: `bench_written_${k}`, description: `A tool written during the bench, ${k}.` }],
+        });
         const written = performance.now();
         report.one_tool_write_samples.push(written - writing);
         samples.push(await search(queries[k % queries.length]!, mode));
@@ -263,15 +291,21 @@ async function runSize(store: 'postgres' | 'pglite', size: number): Promise<Size
       // revised, and the tools the one-tool writes added gone.
       await indexReady();
       const whole = [...replaced, ...Array.from({ length: size - replaced.length }, (_, k) => toolAt(replaced.length + k))];
-      const revisedAgain = whole.map((tool, k) => (k % Math.floor(whole.length / PUT_REVISED) === 0 ? { ...tool, description: `${tool.description} (sent again)` } : tool));
+      const revisedAgain = whole.map((tool, k) =>
+        k % Math.floor(whole.length / PUT_REVISED) === 0 ? { ...tool, description: `${tool.description} (sent again)` } : tool,
+      );
       const putting = performance.now();
       await call('PUT', `/v1/catalogs/${catalog}`, { tools: revisedAgain });
       report.put_ms = performance.now() - putting;
       report.first_search_after_put_ms = await search(queries[1]!, lastMode);
-      process.stderr.write(`[${store} ${size}] the whole catalog sent again (PUT, ${PUT_REVISED} tools revised, ${modes.length * WRITES} gone): ${report.put_ms.toFixed(0)} ms; first search after it ${report.first_search_after_put_ms.toFixed(0)} ms\n`);
+      process.stderr.write(
+        `[${store} ${size}] the whole catalog sent again (PUT, ${PUT_REVISED} tools revised, ${modes.length * WRITES} gone): ${report.put_ms.toFixed(0)} ms; first search after it ${report.first_search_after_put_ms.toFixed(0)} ms\n`,
+      );
     }
     process.stderr.write(`[${store} ${size}] one-tool writes: ${report.one_tool_write_samples.map((ms) => ms.toFixed(0)).join(', ')} ms\n`);
-    process.stderr.write(`[${store} ${size}] first search after a one-tool write: ${modes.map((mode) => `${mode} ${report.first_search_after_write_samples[mode]!.map((ms) => ms.toFixed(0)).join(', ')}`).join('; ')} ms; after a ${replaced.length}-tool write ${report.first_search_after_slice_ms.toFixed(0)} ms\n`);
+    process.stderr.write(
+      `[${store} ${size}] first search after a one-tool write: ${modes.map((mode) => `${mode} ${report.first_search_after_write_samples[mode]!.map((ms) => ms.toFixed(0)).join(', ')}`).join('; ')} ms; after a ${replaced.length}-tool write ${report.first_search_after_slice_ms.toFixed(0)} ms\n`,
+    );
     await indexReady();
     if (reopen) {
       // A replica's start over a catalog at rest: the slice's and the PUT's new tools embedded first,
@@ -312,7 +346,11 @@ async function afterStart(database: Database, catalog: string, mode: 'bm25' | 'h
     const held = () => service.deps.search.catalogIndexes?.held(summary) !== undefined;
     const search = async (query: string) => {
       const began = performance.now();
-      const response = await fetch(`${service.base}/v1/catalogs/${catalog}/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, mode, top_k: 10 }) });
+      const response = await fetch(`${service.base}/v1/catalogs/${catalog}/search`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ query, mode, top_k: 10 }),
+      });
       if (!response.ok) throw new Error(`search after a start answered ${response.status}: ${(await response.text()).slice(0, 300)}`);
       await response.arrayBuffer();
       return performance.now() - began;
@@ -360,23 +398,43 @@ if (largest && largest.tools >= 100_000) {
     const at = largest.search_ms[mode]!;
     if (at.p50 > 30) misses.push(`${mode} p50 ${at.p50.toFixed(1)} ms > 30 ms at ${largest.tools}`);
     if (at.p99 > 3 * at.p50) misses.push(`${mode} p99 ${at.p99.toFixed(1)} > 3 x p50 at ${largest.tools}`);
-    if (smallest && smallest !== largest && at.p50 > 3 * smallest.search_ms[mode]!.p50) misses.push(`${mode} p50 grows ${(at.p50 / smallest.search_ms[mode]!.p50).toFixed(1)} x from ${smallest.tools} to ${largest.tools}`);
+    if (smallest && smallest !== largest && at.p50 > 3 * smallest.search_ms[mode]!.p50)
+      misses.push(`${mode} p50 grows ${(at.p50 / smallest.search_ms[mode]!.p50).toFixed(1)} x from ${smallest.tools} to ${largest.tools}`);
   }
   if (largest.push_tools_per_s < 1500) misses.push(`push ${largest.push_tools_per_s.toFixed(0)} tools/s < 1,500`);
 }
-console.log('\nstore     tools   push/s  embed/s  ' + modes.map((mode) => `${mode} p50 / p99 (ms)`.padEnd(24)).join('') + 'tagged p50 / p99'.padEnd(12 * modes.length + 2) + 'new query hybrid  first after write  after slice  index ready  RSS MB');
+console.log(
+  '\nstore     tools   push/s  embed/s  ' +
+    modes.map((mode) => `${mode} p50 / p99 (ms)`.padEnd(24)).join('') +
+    'tagged p50 / p99'.padEnd(12 * modes.length + 2) +
+    'new query hybrid  first after write  after slice  index ready  RSS MB',
+);
 for (const report of reports) {
   console.log(
     `${report.store.padEnd(9)} ${String(report.tools).padStart(6)}  ${report.push_tools_per_s.toFixed(0).padStart(6)}  ${(report.embed_tools_per_s?.toFixed(0) ?? '-').padStart(7)}  ` +
       modes.map((mode) => `${report.search_ms[mode]!.p50.toFixed(1)} / ${report.search_ms[mode]!.p99.toFixed(1)}`.padEnd(24)).join('') +
-      modes.map((mode) => (report.tagged_search_ms[mode] ? `${report.tagged_search_ms[mode].p50.toFixed(1)} / ${report.tagged_search_ms[mode].p99.toFixed(1)}` : '-')).join('; ').padEnd(12 * modes.length + 2) +
+      modes
+        .map((mode) =>
+          report.tagged_search_ms[mode] ? `${report.tagged_search_ms[mode].p50.toFixed(1)} / ${report.tagged_search_ms[mode].p99.toFixed(1)}` : '-',
+        )
+        .join('; ')
+        .padEnd(12 * modes.length + 2) +
       (report.new_query_search_ms ? `${report.new_query_search_ms.p50.toFixed(1)} / ${report.new_query_search_ms.p99.toFixed(1)}` : '-').padEnd(18) +
-      modes.map((mode) => report.first_search_after_write_ms[mode]!.toFixed(0)).join(' / ').padEnd(19) +
+      modes
+        .map((mode) => report.first_search_after_write_ms[mode]!.toFixed(0))
+        .join(' / ')
+        .padEnd(19) +
       `${report.first_search_after_slice_ms?.toFixed(0) ?? '-'}`.padEnd(13) +
       `${report.index_ready_after_write_ms?.toFixed(0) ?? '-'}`.padEnd(13) +
       report.rss_mb.toFixed(0),
   );
 }
-console.log(misses.length ? `targets missed: ${misses.join('; ')}` : largest && largest.tools >= 100_000 ? 'targets met' : 'targets are judged at 100,000 tools on PostgreSQL');
+console.log(
+  misses.length
+    ? `targets missed: ${misses.join('; ')}`
+    : largest && largest.tools >= 100_000
+      ? 'targets met'
+      : 'targets are judged at 100,000 tools on PostgreSQL',
+);
 console.log(JSON.stringify({ reports, misses }));
 process.exit(misses.length ? 1 : 0);

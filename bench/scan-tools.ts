@@ -71,9 +71,24 @@ function report(): void {
         ...kinds.map((kind) => {
           const of = poisoned.filter((c) => c.kind === kind);
           const high = of.filter((c) => c.high).length;
-          return [kind, of.length, `${high} (${pct(high, of.length)})`, of.filter((c) => c.any).length, of.filter((c) => !c.high).map((c) => c.id).join(' ')];
+          return [
+            kind,
+            of.length,
+            `${high} (${pct(high, of.length)})`,
+            of.filter((c) => c.any).length,
+            of
+              .filter((c) => !c.high)
+              .map((c) => c.id)
+              .join(' '),
+          ];
         }),
-        ['**all poisoned**', poisoned.length, `${poisoned.filter((c) => c.high).length} (${pct(poisoned.filter((c) => c.high).length, poisoned.length)})`, poisoned.filter((c) => c.any).length, ''],
+        [
+          '**all poisoned**',
+          poisoned.length,
+          `${poisoned.filter((c) => c.high).length} (${pct(poisoned.filter((c) => c.high).length, poisoned.length)})`,
+          poisoned.filter((c) => c.any).length,
+          '',
+        ],
       ],
     );
 
@@ -81,11 +96,26 @@ function report(): void {
     const benign = scanned.filter((c) => c.label === 'benign');
     table(
       ['kind', 'count', 'flagged high', 'flagged any', 'flagged high (name: codes)'],
-      [...['benign_hard', 'benign'].map((kind) => {
-        const of = benign.filter((c) => c.kind === kind);
-        const high = of.filter((c) => c.high);
-        return [kind, of.length, `${high.length} (${pct(high.length, of.length)})`, `${of.filter((c) => c.any).length} (${pct(of.filter((c) => c.any).length, of.length)})`, high.map((c) => `${c.name || c.id}: ${highCodes(c.findings)}`).join('; ')];
-      }), ['**all benign**', benign.length, `${benign.filter((c) => c.high).length} (${pct(benign.filter((c) => c.high).length, benign.length)})`, `${benign.filter((c) => c.any).length} (${pct(benign.filter((c) => c.any).length, benign.length)})`, '']],
+      [
+        ...['benign_hard', 'benign'].map((kind) => {
+          const of = benign.filter((c) => c.kind === kind);
+          const high = of.filter((c) => c.high);
+          return [
+            kind,
+            of.length,
+            `${high.length} (${pct(high.length, of.length)})`,
+            `${of.filter((c) => c.any).length} (${pct(of.filter((c) => c.any).length, of.length)})`,
+            high.map((c) => `${c.name || c.id}: ${highCodes(c.findings)}`).join('; '),
+          ];
+        }),
+        [
+          '**all benign**',
+          benign.length,
+          `${benign.filter((c) => c.high).length} (${pct(benign.filter((c) => c.high).length, benign.length)})`,
+          `${benign.filter((c) => c.any).length} (${pct(benign.filter((c) => c.any).length, benign.length)})`,
+          '',
+        ],
+      ],
     );
 
     console.log('## Leave one source out\n');
@@ -100,7 +130,12 @@ function report(): void {
       sources.map((source) => {
         const own = scanned.filter((c) => repository(c.source) === source);
         const rest = scanned.filter((c) => repository(c.source) !== source);
-        const [ownP, ownB, restP, restB] = [own.filter((c) => c.label === 'poisoned'), own.filter((c) => c.label === 'benign'), rest.filter((c) => c.label === 'poisoned'), rest.filter((c) => c.label === 'benign')];
+        const [ownP, ownB, restP, restB] = [
+          own.filter((c) => c.label === 'poisoned'),
+          own.filter((c) => c.label === 'benign'),
+          rest.filter((c) => c.label === 'poisoned'),
+          rest.filter((c) => c.label === 'benign'),
+        ];
         const hit = (list: typeof scanned) => list.filter((c) => c.high).length;
         const elsewhere = new Set(restP.flatMap((c) => [...highSet(c)]));
         const shared = ownP.filter((c) => [...highSet(c)].some((code) => elsewhere.has(code))).length;
@@ -117,7 +152,9 @@ function report(): void {
       }),
     );
 
-    console.log('Which sources each code fires high on (poisoned cases; a code that only one source triggers is suspect; "sole" = cases flagged by that code alone).\n');
+    console.log(
+      'Which sources each code fires high on (poisoned cases; a code that only one source triggers is suspect; "sole" = cases flagged by that code alone).\n',
+    );
     const codes = new Map<string, { sources: Set<string>; cases: number; sole: number; benign: number }>();
     for (const c of scanned) {
       const own = new Set(c.findings.filter((f) => f.severity === 'high').map((f) => f.code));
@@ -133,7 +170,9 @@ function report(): void {
     }
     table(
       ['code', 'poisoned cases', 'sole reason', 'sources', 'benign cases'],
-      [...codes.entries()].sort((a, b) => b[1].cases - a[1].cases).map(([code, e]) => [code, e.cases, e.sole, `${e.sources.size}: ${[...e.sources].map((s) => s.split('/')[1]).join(', ')}`, e.benign]),
+      [...codes.entries()]
+        .sort((a, b) => b[1].cases - a[1].cases)
+        .map(([code, e]) => [code, e.cases, e.sole, `${e.sources.size}: ${[...e.sources].map((s) => s.split('/')[1]).join(', ')}`, e.benign]),
     );
   } else {
     console.log(`(no ${poisonPath}: poison tables skipped)\n`);
@@ -141,7 +180,9 @@ function report(): void {
 
   // --- real tools -------------------------------------------------------------------------------
   const corpora = CORPORA.filter((corpus) => existsSync(`${ROOT}/${corpus}/catalog.jsonl`)).map((corpus) => {
-    const tools = (readJsonl(`${ROOT}/${corpus}/catalog.jsonl`) as CatalogTool[]).map((t): ScannedTool => ({ name: t.name, description: t.description, inputSchema: t.input_schema }));
+    const tools = (readJsonl(`${ROOT}/${corpus}/catalog.jsonl`) as CatalogTool[]).map(
+      (t): ScannedTool => ({ name: t.name, description: t.description, inputSchema: t.input_schema }),
+    );
     return { corpus, tools, context: { otherNames: new NameIndex(tools.map((t) => t.name)), reservedNames: new NameIndex(RESERVED) } satisfies ScanContext };
   });
   if (corpora.length > 0) {
@@ -155,7 +196,13 @@ function report(): void {
         const high = results.filter((r) => isFlagged(r.findings));
         total += tools.length;
         totalHigh += high.length;
-        return [corpus, tools.length, `${high.length} (${pct(high.length, tools.length)})`, `${results.filter((r) => r.findings.length > 0).length}`, high.map((r) => `${r.tool.name}: ${highCodes(r.findings)}`).join('; ')];
+        return [
+          corpus,
+          tools.length,
+          `${high.length} (${pct(high.length, tools.length)})`,
+          `${results.filter((r) => r.findings.length > 0).length}`,
+          high.map((r) => `${r.tool.name}: ${highCodes(r.findings)}`).join('; '),
+        ];
       }),
     );
     console.log(`All real tools: ${totalHigh} of ${total} flagged high (${pct(totalHigh, total)}).\n`);
@@ -179,7 +226,15 @@ function report(): void {
     const sortedTools = [...perTool].sort((a, b) => a - b);
     table(
       ['tools', 'passes', 'median µs per tool (mean of a pass)', 'p99 µs per tool (best of passes)', 'max µs'],
-      [[all.length, PASSES, sortedPasses[Math.floor(PASSES / 2)]!.toFixed(1), sortedTools[Math.floor(sortedTools.length * 0.99)]!.toFixed(1), sortedTools[sortedTools.length - 1]!.toFixed(1)]],
+      [
+        [
+          all.length,
+          PASSES,
+          sortedPasses[Math.floor(PASSES / 2)]!.toFixed(1),
+          sortedTools[Math.floor(sortedTools.length * 0.99)]!.toFixed(1),
+          sortedTools[sortedTools.length - 1]!.toFixed(1),
+        ],
+      ],
     );
   } else {
     console.log(`(no ${CORPORA.join(', ')} catalogs under ${ROOT}: real-tool and cost tables skipped)`);

@@ -58,7 +58,8 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const START_NODE_FLAGS = startNodeFlags(startCommandWords());
 
 function startNodeFlags(words: string[]): string[] {
-  if (words[0] !== 'node' || words.at(-1) !== 'dist/src/main.js') throw new Error(`package.json's start script is not "node [flags] dist/src/main.js": ${words.join(' ')}`);
+  if (words[0] !== 'node' || words.at(-1) !== 'dist/src/main.js')
+    throw new Error(`package.json's start script is not "node [flags] dist/src/main.js": ${words.join(' ')}`);
   return words.slice(1, -1);
 }
 const CATALOG = path.resolve(ROOT, '../shared/eval/livemcpbench/catalog.jsonl');
@@ -135,11 +136,13 @@ const selectorBody = (pattern: string, toolsJson = benchToolsJson) => `${selecto
 const benchToolsBytes = Buffer.from(benchToolsJson);
 const selectorBodyBytes = (pattern: string) => Buffer.concat([Buffer.from(selectorBodyHead(pattern)), benchToolsBytes, Buffer.from('}')]);
 
-const STOP_WORDS = new Set('this that with from your will when into have been such which their there than then also only each more most other some these those they them what where while within about after before using used uses based given specified provided returns return'.split(' '));
-const vocabulary = [
-  ...new Set(
-    benchTools.flatMap(({ description }) => description.toLowerCase().match(/[a-z]{4,}/g) ?? []).filter((word) => !STOP_WORDS.has(word)),
+const STOP_WORDS = new Set(
+  'this that with from your will when into have been such which their there than then also only each more most other some these those they them what where while within about after before using used uses based given specified provided returns return'.split(
+    ' ',
   ),
+);
+const vocabulary = [
+  ...new Set(benchTools.flatMap(({ description }) => description.toLowerCase().match(/[a-z]{4,}/g) ?? []).filter((word) => !STOP_WORDS.has(word))),
 ];
 const sentences = readFileSync(QUERIES, 'utf8')
   .trim()
@@ -201,7 +204,10 @@ async function measureBareModel(): Promise<BareModel> {
   try {
     for (let i = 0; i < 10; i += 1) await single.embedQuery(nextPattern()); // JIT and WASM warm-up
     for (let i = 0; i < BARE_QUERIES; i += 1) {
-      for (const [next, into] of [[nextPattern, samples], [nextKeywords, keywordSamples]] as const) {
+      for (const [next, into] of [
+        [nextPattern, samples],
+        [nextKeywords, keywordSamples],
+      ] as const) {
         const text = next();
         const started = performance.now();
         await single.embedQuery(text);
@@ -343,7 +349,10 @@ async function startService(tree: Tree, storeEnv: Record<string, string>): Promi
   for (;;) {
     if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode} during start:\n${output.slice(-3000)}`);
     if (Date.now() > deadline) throw new Error(`service not ready after 120 s:\n${output.slice(-3000)}`);
-    const ready = await fetch(`${baseUrl}/readyz`).then((response) => response.ok, () => false);
+    const ready = await fetch(`${baseUrl}/readyz`).then(
+      (response) => response.ok,
+      () => false,
+    );
     if (ready) return { child, baseUrl, lines, output: () => output };
     await sleep(200);
   }
@@ -757,7 +766,13 @@ function figures(result: StoreResult, bare: BareModel): Record<string, number> {
 }
 
 function storeSummary(result: StoreResult, storeChecks: Check[]): Record<string, unknown> {
-  const load = (at: LoadResult) => ({ rps: round(at.requestsPerSecond, 1), p50: round(at.latency.p50), p95: round(at.latency.p95), p99: round(at.latency.p99), errors: errors(at) });
+  const load = (at: LoadResult) => ({
+    rps: round(at.requestsPerSecond, 1),
+    p50: round(at.latency.p50),
+    p95: round(at.latency.p95),
+    p99: round(at.latency.p99),
+    errors: errors(at),
+  });
   return {
     first_sight_ms: round(result.firstSightMs, 1),
     c8: { ...load(result.c8), bare_qps_around: result.bareAround.map((value) => round(value, 1)) },
@@ -770,7 +785,9 @@ function storeSummary(result: StoreResult, storeChecks: Check[]): Record<string,
 /** --mix: the mixed load of bench/mixed-load.ts on each store, with its targets. */
 async function mixMain(stores: string[]): Promise<void> {
   build(THIS_TREE);
-  console.log(`toolsift mixed load: 4 clients for ${durationSeconds} s per store (60% a remembered ${TOOL_COUNT}-tool list, 25% never-seen 100-tool lists, 15% catalog search); EMBED_THREADS=${embedThreads}; stores ${stores.join(', ')}`);
+  console.log(
+    `toolsift mixed load: 4 clients for ${durationSeconds} s per store (60% a remembered ${TOOL_COUNT}-tool list, 25% never-seen 100-tool lists, 15% catalog search); EMBED_THREADS=${embedThreads}; stores ${stores.join(', ')}`,
+  );
   let allPass = true;
   const summary: Record<string, unknown> = {};
   for (const store of stores) {
@@ -792,15 +809,25 @@ async function mixMain(stores: string[]): Promise<void> {
         catalog: 'mix',
         nextPattern: patternSource(11),
       });
-      console.log(`\n[${store}] ${result.seconds.toFixed(0)} s; RSS ${result.rssMb.start.toFixed(0)} -> ${result.rssMb.end.toFixed(0)} MB (max ${result.rssMb.max.toFixed(0)})`);
+      console.log(
+        `\n[${store}] ${result.seconds.toFixed(0)} s; RSS ${result.rssMb.start.toFixed(0)} -> ${result.rssMb.end.toFixed(0)} MB (max ${result.rssMb.max.toFixed(0)})`,
+      );
       for (const [kind, figures] of Object.entries(result.kinds)) {
-        console.log(`  ${kind.padEnd(16)} n ${String(figures.n).padStart(6)}  p50 ${ms(figures.p50).padStart(9)}  p90 ${ms(figures.p90).padStart(9)}  p99 ${ms(figures.p99).padStart(9)}  max ${ms(figures.max).padStart(9)}  errors ${figures.errors}  empty ${figures.empty}`);
+        console.log(
+          `  ${kind.padEnd(16)} n ${String(figures.n).padStart(6)}  p50 ${ms(figures.p50).padStart(9)}  p90 ${ms(figures.p90).padStart(9)}  p99 ${ms(figures.p99).padStart(9)}  max ${ms(figures.max).padStart(9)}  errors ${figures.errors}  empty ${figures.empty}`,
+        );
       }
-      for (const minute of result.perMinute) console.log(`  remembered list, minute ${minute.minute}: n ${minute.n}, p50 ${ms(minute.p50)}, p99 ${ms(minute.p99)}`);
+      for (const minute of result.perMinute)
+        console.log(`  remembered list, minute ${minute.minute}: n ${minute.n}, p50 ${ms(minute.p50)}, p99 ${ms(minute.p99)}`);
       // Where the remembered list's time went as the server saw it (its "tool selection" lines):
       // what the client saw less the server's total is waiting for the event loop and the network.
       const split = serverSplit(await drain(service));
-      if (split) console.log(`  remembered list, server side: ${Object.entries(split).map(([key, value]) => `${key} ${value}`).join(', ')}`);
+      if (split)
+        console.log(
+          `  remembered list, server side: ${Object.entries(split)
+            .map(([key, value]) => `${key} ${value}`)
+            .join(', ')}`,
+        );
       for (const error of result.firstErrors) console.log(`  error: ${error}`);
       const remembered = result.kinds.remembered_list;
       const errors = Object.values(result.kinds).reduce((sum, figures) => sum + figures.errors, 0);
@@ -825,7 +852,9 @@ async function mixMain(stores: string[]): Promise<void> {
 /** --stalls: bench/stall-probe.ts on each store: how long others wait behind one large write. */
 async function stallsMain(stores: string[]): Promise<void> {
   build(THIS_TREE);
-  console.log(`toolsift stall probe: /healthz and a remembered ${TOOL_COUNT}-tool selector turn every 25 ms, during a selector call with 10,000 never-seen tools, a PUT of 4,000 and the same PUT gzip-compressed; EMBED_THREADS=${embedThreads}; stores ${stores.join(', ')}`);
+  console.log(
+    `toolsift stall probe: /healthz and a remembered ${TOOL_COUNT}-tool selector turn every 25 ms, during a selector call with 10,000 never-seen tools, a PUT of 4,000 and the same PUT gzip-compressed; EMBED_THREADS=${embedThreads}; stores ${stores.join(', ')}`,
+  );
   let allPass = true;
   const summary: Record<string, unknown> = {};
   for (const store of stores) {
@@ -837,18 +866,30 @@ async function stallsMain(stores: string[]): Promise<void> {
       const rememberedBody = selectorBody('read a file from disk');
       await postSelector(service, rememberedBody);
       await postSelector(service, rememberedBody);
-      const cases = await runStallProbe({ baseUrl: service.baseUrl, headers: authHeaders, rememberedBody, toolPool: catalogLines.map(gatewayTool), seed: Date.now() % 100_000 });
+      const cases = await runStallProbe({
+        baseUrl: service.baseUrl,
+        headers: authHeaders,
+        rememberedBody,
+        toolPool: catalogLines.map(gatewayTool),
+        seed: Date.now() % 100_000,
+      });
       console.log(`\n[${store}] RSS after: ${rssMegabytes(service.child.pid!).toFixed(0)} MB`);
       const storeChecks: Check[] = [];
       for (const entry of cases) {
         console.log(`  ${entry.name}: answered ${entry.status} in ${ms(entry.requestMs)}`);
         for (const probe of ['healthz', 'selector'] as const) {
           const figures = entry[probe];
-          console.log(`    ${probe.padEnd(9)} probes ${String(figures.n).padStart(4)}  p50 ${ms(figures.p50).padStart(9)}  p99 ${ms(figures.p99).padStart(9)}  max ${ms(figures.max).padStart(9)}`);
+          console.log(
+            `    ${probe.padEnd(9)} probes ${String(figures.n).padStart(4)}  p50 ${ms(figures.p50).padStart(9)}  p99 ${ms(figures.p99).padStart(9)}  max ${ms(figures.max).padStart(9)}`,
+          );
           storeChecks.push({ name: `${probe} max during ${entry.name}`.slice(0, 60), value: ms(figures.max), pass: figures.max <= 200 });
         }
         storeChecks.push({ name: `${entry.name} answered 200`, value: String(entry.status), pass: entry.status === 200 });
-        storeChecks.push({ name: `probes answered during ${entry.name}`.slice(0, 60), value: `${entry.failures.length} failed${entry.failures[0] ? `: ${entry.failures[0]}` : ''}`, pass: entry.failures.length === 0 });
+        storeChecks.push({
+          name: `probes answered during ${entry.name}`.slice(0, 60),
+          value: `${entry.failures.length} failed${entry.failures[0] ? `: ${entry.failures[0]}` : ''}`,
+          pass: entry.failures.length === 0,
+        });
       }
       for (const check of storeChecks) console.log(`  ${check.pass ? 'PASS' : 'FAIL'}  ${check.name.padEnd(60)} ${check.value}`);
       allPass &&= storeChecks.every((check) => check.pass);
@@ -863,7 +904,10 @@ async function stallsMain(stores: string[]): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const requested = values.stores?.split(',').map((store) => store.trim()).filter(Boolean);
+  const requested = values.stores
+    ?.split(',')
+    .map((store) => store.trim())
+    .filter(Boolean);
   for (const store of requested ?? []) {
     if (store !== 'pglite' && store !== 'postgres') throw new Error(`--stores takes pglite and/or postgres, got "${store}"`);
   }
@@ -891,15 +935,30 @@ async function main(): Promise<void> {
     `bare use-lite, one query, 1 thread (${q.n} distinct): median ${ms(q.p50)} (p10 ${ms(q.p10)}, p90 ${ms(q.p90)}, p99 ${ms(q.p99)}, max ${ms(q.max)})`,
   );
   const k = bare.singleKeywordQuery;
-  console.log(`bare use-lite, one keyword query, 1 thread (${k.n} distinct): median ${ms(k.p50)} (p10 ${ms(k.p10)}, p90 ${ms(k.p90)}, p99 ${ms(k.p99)}, max ${ms(k.max)})`);
-  console.log(`bare use-lite, single-query throughput, ${bare.throughputThreads} threads, ${BARE_IN_FLIGHT} in flight: ${bare.throughputPerSecond.toFixed(1)} queries/s`);
-  console.log(`bare use-lite, the same with waiting queries sharing calls (up to ${DEFAULT_USE_LITE_QUERY_BATCH}): ${bare.batchedThroughputPerSecond.toFixed(1)} queries/s (for reference; the target uses the line above)`);
+  console.log(
+    `bare use-lite, one keyword query, 1 thread (${k.n} distinct): median ${ms(k.p50)} (p10 ${ms(k.p10)}, p90 ${ms(k.p90)}, p99 ${ms(k.p99)}, max ${ms(k.max)})`,
+  );
+  console.log(
+    `bare use-lite, single-query throughput, ${bare.throughputThreads} threads, ${BARE_IN_FLIGHT} in flight: ${bare.throughputPerSecond.toFixed(1)} queries/s`,
+  );
+  console.log(
+    `bare use-lite, the same with waiting queries sharing calls (up to ${DEFAULT_USE_LITE_QUERY_BATCH}): ${bare.batchedThroughputPerSecond.toFixed(1)} queries/s (for reference; the target uses the line above)`,
+  );
 
   const summary: Record<string, unknown> = {
     embed_threads: embedThreads,
     duration_s: durationSeconds,
     rounds,
-    bare: { query_p50_ms: round(q.p50), query_p10_ms: round(q.p10), query_p90_ms: round(q.p90), query_p99_ms: round(q.p99), keyword_query_p50_ms: round(k.p50), keyword_query_p99_ms: round(k.p99), throughput_qps: round(bare.throughputPerSecond, 1), batched_throughput_qps: round(bare.batchedThroughputPerSecond, 1) },
+    bare: {
+      query_p50_ms: round(q.p50),
+      query_p10_ms: round(q.p10),
+      query_p90_ms: round(q.p90),
+      query_p99_ms: round(q.p99),
+      keyword_query_p50_ms: round(k.p50),
+      keyword_query_p99_ms: round(k.p99),
+      throughput_qps: round(bare.throughputPerSecond, 1),
+      batched_throughput_qps: round(bare.batchedThroughputPerSecond, 1),
+    },
   };
   /** Per store, per tree: each round's result, in run order. */
   const runs = new Map(stores.map((store) => [store, new Map(trees.map((tree) => [tree, [] as StoreResult[]]))]));
@@ -911,7 +970,9 @@ async function main(): Promise<void> {
         const result = await benchStore(tree, store, await storeEnvironment(store));
         runs.get(store)!.get(tree)!.push(result);
         const heading = [store, ...(baseline ? [tree.label] : []), ...(rounds > 1 ? [`round ${index + 1}`] : [])].join(', ');
-        console.log(`\n[${heading}] first sight (${TOOL_COUNT} never-seen tools): ${ms(result.firstSightMs)}; all ${TOOL_COUNT} vectors stored ${result.vectorsSeconds.toFixed(1)} s later`);
+        console.log(
+          `\n[${heading}] first sight (${TOOL_COUNT} never-seen tools): ${ms(result.firstSightMs)}; all ${TOOL_COUNT} vectors stored ${result.vectorsSeconds.toFixed(1)} s later`,
+        );
         printLoad('c=8', result.c8);
         printLoad('c=1', result.c1);
         printLoad('c=1 keywords', result.c1Keywords);
@@ -928,12 +989,19 @@ async function main(): Promise<void> {
 
   if (baseline) {
     for (const store of stores) {
-      const perTree = trees.map((tree) => runs.get(store)!.get(tree)!.map((result) => figures(result, bare)));
+      const perTree = trees.map((tree) =>
+        runs
+          .get(store)!
+          .get(tree)!
+          .map((result) => figures(result, bare)),
+      );
       console.log(`\n[${store}] ${baseline.label} vs this tree, median [min .. max] of ${rounds} round(s), and this tree / baseline:`);
       for (const name of Object.keys(perTree[0]![0]!)) {
         const [before, after] = perTree.map((results) => results.map((figure) => figure[name]!));
         const ratio = median(after!) / median(before!);
-        console.log(`  ${name.padEnd(34)} ${medianAndRange(before!, 2).padEnd(34)} ${medianAndRange(after!, 2).padEnd(34)} ${Number.isFinite(ratio) ? ratio.toFixed(3) : '-'}`);
+        console.log(
+          `  ${name.padEnd(34)} ${medianAndRange(before!, 2).padEnd(34)} ${medianAndRange(after!, 2).padEnd(34)} ${Number.isFinite(ratio) ? ratio.toFixed(3) : '-'}`,
+        );
       }
     }
   }
@@ -941,7 +1009,10 @@ async function main(): Promise<void> {
   const entries = (tree: Tree) =>
     Object.fromEntries(
       stores.map((store) => {
-        const list = runs.get(store)!.get(tree)!.map((result) => storeSummary(result, checks(result, bare)));
+        const list = runs
+          .get(store)!
+          .get(tree)!
+          .map((result) => storeSummary(result, checks(result, bare)));
         return [store, rounds === 1 ? list[0] : list];
       }),
     );

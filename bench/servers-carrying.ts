@@ -20,20 +20,34 @@ import { seededRandom } from '../src/eval/seeded-random.js';
 import { tagCounts, toolAt } from './scale-catalog.js';
 import { summarize } from './stats.js';
 
-const { values } = parseArgs({ options: { size: { type: 'string', default: '100000' }, runs: { type: 'string', default: '7' }, queries: { type: 'string', default: '20' } } });
+const { values } = parseArgs({
+  options: { size: { type: 'string', default: '100000' }, runs: { type: 'string', default: '7' }, queries: { type: 'string', default: '20' } },
+});
 const size = Number(values.size);
 const runs = Number(values.runs);
 const { tools } = normalizeTools(Array.from({ length: size }, (_, i) => toolAt(i)));
 const rows = tools.map((tool) => {
   const { length, termFreqs } = documentTerms(tool);
-  return { name: tool.name, length, server: tool.server, tags: tool.tags, tokens: { anthropic: null, openai: null, as_sent: null }, terms: [...termFreqs].map(([t, tf]) => `${t} ${tf}`).join(' ') };
+  return {
+    name: tool.name,
+    length,
+    server: tool.server,
+    tags: tool.tags,
+    tokens: { anthropic: null, openai: null, as_sent: null },
+    terms: [...termFreqs].map(([t, tf]) => `${t} ${tf}`).join(' '),
+  };
 });
 const index = await CatalogIndex.build(1, 1, rows);
 const queries = loadQueries(fileURLToPath(new URL('../../shared/eval/toolbench_stable/queries.dev.jsonl', import.meta.url)))
   .slice(0, Number(values.queries))
   .map((row) => queryTerms(row.query));
 const sorted = tagCounts(tools.map((tool) => tool.tags));
-console.log(`${size} tools, ${index.servers.members.size} servers, ${sorted.length} tags; commonest ${sorted.slice(0, 3).map(([t, n]) => `${t} ${n}`).join(', ')}`);
+console.log(
+  `${size} tools, ${index.servers.members.size} servers, ${sorted.length} tags; commonest ${sorted
+    .slice(0, 3)
+    .map(([t, n]) => `${t} ${n}`)
+    .join(', ')}`,
+);
 for (const [tag, n] of [sorted[0]!, sorted[Math.floor(sorted.length / 2)]!]) {
   const ms: number[] = [];
   let servers = 0;
@@ -43,7 +57,9 @@ for (const [tag, n] of [sorted[0]!, sorted[Math.floor(sorted.length / 2)]!]) {
     ms.push(performance.now() - started);
   }
   const s = summarize(ms);
-  console.log(`tag "${tag}" (${n} tools, ${servers} servers): serversCarrying median ${s.p50.toFixed(1)} ms [${s.min.toFixed(1)} .. ${s.max.toFixed(1)}], ${runs} runs`);
+  console.log(
+    `tag "${tag}" (${n} tools, ${servers} servers): serversCarrying median ${s.p50.toFixed(1)} ms [${s.min.toFixed(1)} .. ${s.max.toFixed(1)}], ${runs} runs`,
+  );
   const perQuery: number[] = [];
   for (const terms of queries) {
     const started = performance.now();
@@ -53,7 +69,9 @@ for (const [tag, n] of [sorted[0]!, sorted[Math.floor(sorted.length / 2)]!]) {
   const q = summarize(perQuery);
   console.log(`tag "${tag}", a query's terms only: median ${q.p50.toFixed(2)} ms [${q.min.toFixed(2)} .. ${q.max.toFixed(2)}], ${perQuery.length} queries`);
   const random = seededRandom(1);
-  const vectors = new Map([...index.namesCarrying([tag])].map((name) => [name, Float32Array.from(l2Normalize(Array.from({ length: 512 }, () => random() - 0.5)))]));
+  const vectors = new Map(
+    [...index.namesCarrying([tag])].map((name) => [name, Float32Array.from(l2Normalize(Array.from({ length: 512 }, () => random() - 0.5)))]),
+  );
   const members = index.serversCarrying([tag]).members;
   const means: number[] = [];
   for (let run = 0; run < runs; run++) {
@@ -62,5 +80,7 @@ for (const [tag, n] of [sorted[0]!, sorted[Math.floor(sorted.length / 2)]!]) {
     means.push(performance.now() - started);
   }
   const m = summarize(means);
-  console.log(`tag "${tag}", its ${members.size} servers' mean vectors: median ${m.p50.toFixed(2)} ms [${m.min.toFixed(2)} .. ${m.max.toFixed(2)}], ${runs} runs`);
+  console.log(
+    `tag "${tag}", its ${members.size} servers' mean vectors: median ${m.p50.toFixed(2)} ms [${m.min.toFixed(2)} .. ${m.max.toFixed(2)}], ${runs} runs`,
+  );
 }

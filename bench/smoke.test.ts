@@ -16,7 +16,10 @@ async function runBench(args: string[]): Promise<{ code: number | null; stdout: 
 }
 
 /** BENCH_PG (a server URL without a database) and BENCH_REDIS override a bench's local defaults. */
-const benchServers = () => [...(process.env.BENCH_PG ? ['--pg', process.env.BENCH_PG] : []), ...(process.env.BENCH_REDIS ? ['--redis', process.env.BENCH_REDIS] : [])];
+const benchServers = () => [
+  ...(process.env.BENCH_PG ? ['--pg', process.env.BENCH_PG] : []),
+  ...(process.env.BENCH_REDIS ? ['--redis', process.env.BENCH_REDIS] : []),
+];
 
 interface LoadSummary {
   rps: number;
@@ -58,7 +61,12 @@ describe('benches, smoke runs', () => {
   it('bench:mcp: tokens, reach and both latency comparisons, at a tiny size', async () => {
     const { code, stdout, stderr } = await runBench(['bench/mcp.ts', '--rounds', '1', '--queries', '3', '--calls', '5']);
     expect(code, stderr.slice(-3000)).toBe(0);
-    const run = JSON.parse(stdout.trim().split('\n').at(-1)!) as { all_definitions_tokens: number; toolsift_tokens_p50: number; search_p50_ms: { rest: number; mcp: number }; call_p50_ms: { direct: number; through: number } };
+    const run = JSON.parse(stdout.trim().split('\n').at(-1)!) as {
+      all_definitions_tokens: number;
+      toolsift_tokens_p50: number;
+      search_p50_ms: { rest: number; mcp: number };
+      call_p50_ms: { direct: number; through: number };
+    };
     expect(run.all_definitions_tokens).toBeGreaterThan(run.toolsift_tokens_p50);
     expect(run.toolsift_tokens_p50).toBeGreaterThan(0);
     expect([run.search_p50_ms.rest, run.search_p50_ms.mcp, run.call_p50_ms.direct, run.call_p50_ms.through].every((value) => value > 0)).toBe(true);
@@ -70,7 +78,13 @@ describe('benches, smoke runs', () => {
     const shipped = /^\s+(\d\.\d{3})\s+(\d\.\d{3})\s+\d\.\d{3}\s+shipped hybrid$/m.exec(experiments.stdout);
     expect(shipped, experiments.stdout).not.toBeNull();
 
-    const evaluation = await runBench(['src/cli/eval.ts', '--dataset', new URL('../../shared/eval/livemcpbench', import.meta.url).pathname, '--modes', 'hybrid']);
+    const evaluation = await runBench([
+      'src/cli/eval.ts',
+      '--dataset',
+      new URL('../../shared/eval/livemcpbench', import.meta.url).pathname,
+      '--modes',
+      'hybrid',
+    ]);
     expect(evaluation.code, evaluation.stderr.slice(-3000)).toBe(0);
     // mode R@1 R@5 R@10 nDCG@10 ...
     const hybrid = /^hybrid\s+\S+\s+\S+\s+(\d\.\d{3})\s+(\d\.\d{3})/m.exec(evaluation.stdout);
@@ -118,7 +132,10 @@ describe('benches, smoke runs', () => {
     const { code, stdout, stderr } = await runBench(['bench/vector-writes.ts', '--vectors', '64', '--rounds', '2', ...servers]);
     // The bench counts the stored vectors after each round and throws when one is missing.
     expect(code, `bench:vectors exited with ${code}:\n${stderr.slice(-3000)}\n${stdout.slice(-2000)}`).toBe(0);
-    const report = JSON.parse(stdout.trim().split('\n').at(-1)!) as { vectors: number; seconds: Record<string, { client: number[]; backend: number[]; wall: number[] }> };
+    const report = JSON.parse(stdout.trim().split('\n').at(-1)!) as {
+      vectors: number;
+      seconds: Record<string, { client: number[]; backend: number[]; wall: number[] }>;
+    };
     expect(report.vectors).toBe(64);
     for (const form of ['binary', 'text']) {
       for (const figure of ['client', 'backend', 'wall'] as const) expect(report.seconds[form]![figure], `${form} ${figure}`).toHaveLength(2);
@@ -128,7 +145,9 @@ describe('benches, smoke runs', () => {
   it('npm run bench:memory: the built service without a model, every figure reported', async () => {
     const { code, stdout, stderr } = await runBench(['bench/memory.ts', '--configs', 'none', '--searches', '4']);
     expect(code, stderr.slice(-3000)).toBe(0);
-    const { reports } = JSON.parse(stdout.trim().split('\n').at(-1)!) as { reports: Array<{ config: string; ready: { rss: number; heapUsed: number }; searched: { rss: number; peak: number; heapUsed: number; external: number } }> };
+    const { reports } = JSON.parse(stdout.trim().split('\n').at(-1)!) as {
+      reports: Array<{ config: string; ready: { rss: number; heapUsed: number }; searched: { rss: number; peak: number; heapUsed: number; external: number } }>;
+    };
     expect(reports.map((report) => report.config)).toEqual(['none']);
     expect(reports[0]!.ready.rss).toBeGreaterThan(0);
     expect(reports[0]!.ready.heapUsed).toBeGreaterThan(0);
@@ -139,7 +158,10 @@ describe('benches, smoke runs', () => {
   it('npm run bench:savings: one corpus in BM25 mode, its tokens reported and /metrics adding up', async () => {
     const { code, stdout, stderr } = await runBench(['bench/savings.ts', '--corpora', 'livemcpbench', '--queries', '4', '--model', 'none']);
     expect(code, stderr.slice(-3000)).toBe(0);
-    const report = JSON.parse(stdout.trim().split('\n').at(-1)!) as { metrics_consistent: boolean; reports: Array<{ corpus: string; queries: number; catalog_tokens: { as_sent: number }; selected_tokens: { p50: number }; recall: number }> };
+    const report = JSON.parse(stdout.trim().split('\n').at(-1)!) as {
+      metrics_consistent: boolean;
+      reports: Array<{ corpus: string; queries: number; catalog_tokens: { as_sent: number }; selected_tokens: { p50: number }; recall: number }>;
+    };
     expect(report.metrics_consistent).toBe(true);
     expect(report.reports.map((row) => [row.corpus, row.queries])).toEqual([['livemcpbench', 4]]);
     expect(report.reports[0]!.catalog_tokens.as_sent).toBeGreaterThan(report.reports[0]!.selected_tokens.p50);
@@ -150,7 +172,12 @@ describe('benches, smoke runs', () => {
     const { code, stdout, stderr } = await runBench(['bench/tool-search.ts', '--tools', '60', '--queries', '4', '--rounds', '2', '--model', 'none']);
     // Exit 1 is a missed speed target at a tiny size; 2 (answers differ between rounds) or anything else fails.
     expect([0, 1], `bench exited with ${code}:\n${stderr.slice(-3000)}`).toContain(code);
-    const report = JSON.parse(stdout.trim().split('\n').at(-1)!) as { tools: number; queries: number; answers_consistent: boolean; modes: Record<string, { p50_ms: number[]; p90_ms: number[] }> };
+    const report = JSON.parse(stdout.trim().split('\n').at(-1)!) as {
+      tools: number;
+      queries: number;
+      answers_consistent: boolean;
+      modes: Record<string, { p50_ms: number[]; p90_ms: number[] }>;
+    };
     expect(report).toMatchObject({ tools: 60, queries: 4, answers_consistent: true });
     expect(Object.keys(report.modes)).toEqual(expect.arrayContaining(['catalog', 'inline']));
     expect(Object.keys(report.modes).length).toBeGreaterThanOrEqual(3);
@@ -161,8 +188,20 @@ describe('benches, smoke runs', () => {
     const pg = process.env.BENCH_PG ? ['--pg', process.env.BENCH_PG] : [];
     const { code, stdout, stderr } = await runBench(['bench/store-outage.ts', '--model', 'none', '--queries', '3', ...pg]);
     expect(code, stderr.slice(-3000)).toBe(0);
-    const phases = ['healthy', 'partition_breaker', 'partition_no_breaker', 'tool_search_healthy', 'tool_search_partition_breaker', 'tool_search_partition_no_breaker', 'mcp_search_healthy', 'mcp_search_partition_breaker'] as const;
-    const report = JSON.parse(stdout.trim().split('\n').at(-1)!) as { breaker: boolean; healed_after_turns: number } & Record<(typeof phases)[number], { answered: number; ms: { n: number } }>;
+    const phases = [
+      'healthy',
+      'partition_breaker',
+      'partition_no_breaker',
+      'tool_search_healthy',
+      'tool_search_partition_breaker',
+      'tool_search_partition_no_breaker',
+      'mcp_search_healthy',
+      'mcp_search_partition_breaker',
+    ] as const;
+    const report = JSON.parse(stdout.trim().split('\n').at(-1)!) as { breaker: boolean; healed_after_turns: number } & Record<
+      (typeof phases)[number],
+      { answered: number; ms: { n: number } }
+    >;
     expect(report.breaker).toBe(true);
     for (const phase of phases) expect(report[phase], phase).toMatchObject({ answered: 3, ms: { n: 3 } });
     expect(report.healed_after_turns).toBeGreaterThanOrEqual(1);
@@ -172,7 +211,9 @@ describe('benches, smoke runs', () => {
     const pg = process.env.BENCH_PG ? ['--pg', process.env.BENCH_PG] : [];
     const { code, stdout, stderr } = await runBench(['bench/start-catalogs.ts', '--catalogs', '6', '--tools', '3', '--starts', '2', '--model', 'none', ...pg]);
     expect(code, stderr.slice(-3000)).toBe(0);
-    const report = JSON.parse(stdout.trim().split('\n').at(-1)!) as { starts: { ready_ms: number; indexes_ms: number; vectors_ms: number | null; first_search_ms: number }[] };
+    const report = JSON.parse(stdout.trim().split('\n').at(-1)!) as {
+      starts: { ready_ms: number; indexes_ms: number; vectors_ms: number | null; first_search_ms: number }[];
+    };
     expect(report.starts).toHaveLength(2);
     for (const start of report.starts) {
       expect(start.ready_ms).toBeGreaterThan(0);
@@ -185,7 +226,18 @@ describe('benches, smoke runs', () => {
 
   it('npm run bench:backlog: a catalog pushed over a start-up backlog, embedded ahead of it, on both queues', async () => {
     for (const queue of ['in-process', 'bullmq']) {
-      const { code, stdout, stderr } = await runBench(['bench/embed-backlog.ts', '--backlog', '400', '--fresh', '8', '--rounds', '1', '--queue', queue, ...benchServers()]);
+      const { code, stdout, stderr } = await runBench([
+        'bench/embed-backlog.ts',
+        '--backlog',
+        '400',
+        '--fresh',
+        '8',
+        '--rounds',
+        '1',
+        '--queue',
+        queue,
+        ...benchServers(),
+      ]);
       expect(code, `${queue}: ${stderr.slice(-3000)}`).toBe(0);
       const report = JSON.parse(stdout.trim().split('\n').at(-1)!) as { rounds: { fresh_ms: number; backlog_done: number }[] };
       expect(report.rounds).toHaveLength(1);
@@ -195,7 +247,7 @@ describe('benches, smoke runs', () => {
     }
   });
 
-  it('bench/servers-carrying.ts: the tagged tools\' servers built from a catalog index, each tag timed', async () => {
+  it("bench/servers-carrying.ts: the tagged tools' servers built from a catalog index, each tag timed", async () => {
     const { code, stdout, stderr } = await runBench(['bench/servers-carrying.ts', '--size', '2000', '--runs', '1', '--queries', '3']);
     expect(code, stderr.slice(-3000)).toBe(0);
     expect(stdout).toMatch(/^2000 tools, \d+ servers, \d+ tags/m);
@@ -205,7 +257,13 @@ describe('benches, smoke runs', () => {
   });
 
   it('npm run bench:new-queries: never-seen queries as written and with typos, each timed once', async () => {
-    const { code, stdout, stderr } = await runBench(['bench/new-queries.ts', '--dataset', fileURLToPath(new URL('../../shared/eval/livemcpbench', import.meta.url)), '--queries', '3']);
+    const { code, stdout, stderr } = await runBench([
+      'bench/new-queries.ts',
+      '--dataset',
+      fileURLToPath(new URL('../../shared/eval/livemcpbench', import.meta.url)),
+      '--queries',
+      '3',
+    ]);
     expect(code, stderr.slice(-3000)).toBe(0);
     const run = JSON.parse(stdout.trim().split('\n').at(-1)!) as { written_ms: number[]; typos_ms: number[] };
     expect(run.written_ms).toHaveLength(3);
@@ -216,10 +274,39 @@ describe('benches, smoke runs', () => {
   it('npm run bench:scale: small catalogs on both stores, both modes, every figure reported', async () => {
     const pg = process.env.BENCH_PG ? ['--pg', process.env.BENCH_PG] : [];
     // 1,600 tools reach past bfcl's 1,460 untagged ones into livemcpbench's tagged ones.
-    const { code, stdout, stderr } = await runBench(['bench/scale.ts', '--sizes', '300,1600', '--stores', 'postgres,pglite', '--rounds', '1', '--queries', '4', '--slice', '250', ...pg]);
+    const { code, stdout, stderr } = await runBench([
+      'bench/scale.ts',
+      '--sizes',
+      '300,1600',
+      '--stores',
+      'postgres,pglite',
+      '--rounds',
+      '1',
+      '--queries',
+      '4',
+      '--slice',
+      '250',
+      ...pg,
+    ]);
     // Targets are judged at 100,000 tools only: a tiny run exits 0 with a complete report.
     expect(code, stderr.slice(-3000)).toBe(0);
-    const { reports } = JSON.parse(stdout.trim().split('\n').at(-1)!) as { reports: Array<{ store: string; tools: number; push_tools_per_s: number; embed_tools_per_s: number; search_ms: Record<string, { n: number; p50: number }>; tagged_search_ms: Record<string, { n: number; p50: number }>; tag?: { tag: string; tools: number }; first_search_after_write_ms: Record<string, number>; first_search_after_slice_ms: number; slow_searches: Record<string, { at: number; ms: number; took_ms: number; gc: string[] }[]>; gc_during_searches: Record<string, Record<string, { count: number }>>; index_ready_after_write_ms: number; rss_mb: number }> };
+    const { reports } = JSON.parse(stdout.trim().split('\n').at(-1)!) as {
+      reports: Array<{
+        store: string;
+        tools: number;
+        push_tools_per_s: number;
+        embed_tools_per_s: number;
+        search_ms: Record<string, { n: number; p50: number }>;
+        tagged_search_ms: Record<string, { n: number; p50: number }>;
+        tag?: { tag: string; tools: number };
+        first_search_after_write_ms: Record<string, number>;
+        first_search_after_slice_ms: number;
+        slow_searches: Record<string, { at: number; ms: number; took_ms: number; gc: string[] }[]>;
+        gc_during_searches: Record<string, Record<string, { count: number }>>;
+        index_ready_after_write_ms: number;
+        rss_mb: number;
+      }>;
+    };
     expect(reports.map((report) => `${report.store} ${report.tools}`)).toEqual(['postgres 300', 'postgres 1600', 'pglite 300', 'pglite 1600']);
     for (const report of reports) {
       expect(report.push_tools_per_s).toBeGreaterThan(0);
@@ -255,6 +342,7 @@ describe('benches, smoke runs', () => {
   it('bench:scan: the scanner report over the poison set and the four corpora', async () => {
     const { code, stdout, stderr } = await runBench(['bench/scan-tools.ts']);
     expect(code, stderr.slice(-3000)).toBe(0);
-    for (const heading of ['Poisoned definitions by kind', 'Benign definitions', 'Leave one source out', 'Real tools', 'Cost per tool']) expect(stdout).toContain(heading);
+    for (const heading of ['Poisoned definitions by kind', 'Benign definitions', 'Leave one source out', 'Real tools', 'Cost per tool'])
+      expect(stdout).toContain(heading);
   });
 });

@@ -113,6 +113,10 @@ export async function runStallProbe(options: StallOptions): Promise<StallCase[]>
       post('/v1/tool-discovery/search', 'POST', { pattern: 'read a file', top_k: 5, tools: renamed(options.toolPool, 10_000, `s${options.seed}`) }),
     ),
     await probeDuring(options, 'PUT of 4,000 tools', post('/v1/catalogs/stalls', 'PUT', { tools: renamed(options.toolPool, 4_000, `p${options.seed}`) })),
-    await probeDuring(options, 'PUT of 4,000 tools, gzip', gzipped('/v1/catalogs/stalls-gzip', { tools: renamed(options.toolPool, 4_000, `g${options.seed}`) })),
+    await probeDuring(
+      options,
+      'PUT of 4,000 tools, gzip',
+      gzipped('/v1/catalogs/stalls-gzip', { tools: renamed(options.toolPool, 4_000, `g${options.seed}`) }),
+    ),
   ];
 }

@@ -68,14 +68,20 @@ try {
   const written = performance.now();
   for (const [c, catalog] of names.entries()) {
     const body = { tools: Array.from({ length: tools }, (_, t) => toolAt(c * tools + t)) };
-    const response = await fetch(`${writer.base}/v1/catalogs/${catalog}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const response = await fetch(`${writer.base}/v1/catalogs/${catalog}`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     if (response.status !== 200) throw new Error(`PUT ${catalog} answered ${response.status}: ${(await response.text()).slice(0, 300)}`);
   }
   await writer.deps.queue?.whenIdle();
   // Each catalog's row as the starts will find it (nothing writes after this).
   const rows: CatalogSummary[] = [];
   for (const catalog of names) rows.push((await getCatalog(writer.deps.search.db, 'default', catalog))!);
-  console.error(`${catalogs} catalogs of ${tools} tools written${values.model === 'none' ? '' : ' and embedded'} in ${((performance.now() - written) / 1000).toFixed(1)} s`);
+  console.error(
+    `${catalogs} catalogs of ${tools} tools written${values.model === 'none' ? '' : ' and embedded'} in ${((performance.now() - written) / 1000).toFixed(1)} s`,
+  );
   await writer.close();
 
   const runs: Start[] = [];
@@ -92,7 +98,11 @@ try {
       const search = async () => {
         const query = toolAt(0).description ?? toolAt(0).name;
         const searched = performance.now();
-        const response = await fetch(`${service.base}/v1/catalogs/${names[0]}/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query, top_k: 5 }) });
+        const response = await fetch(`${service.base}/v1/catalogs/${names[0]}/search`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ query, top_k: 5 }),
+        });
         if (response.status !== 200) throw new Error(`search answered ${response.status}`);
         await response.arrayBuffer();
         return performance.now() - searched;
@@ -122,7 +132,12 @@ try {
       tools,
       model: values.model,
       starts: runs,
-      median: { ready_ms: median((run) => run.ready_ms), indexes_ms: median((run) => run.indexes_ms), vectors_ms: median((run) => run.vectors_ms), first_search_ms: median((run) => run.first_search_ms) },
+      median: {
+        ready_ms: median((run) => run.ready_ms),
+        indexes_ms: median((run) => run.indexes_ms),
+        vectors_ms: median((run) => run.vectors_ms),
+        first_search_ms: median((run) => run.first_search_ms),
+      },
     }),
   );
 } finally {

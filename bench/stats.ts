@@ -50,7 +50,12 @@ export function medianAndRange(samples: readonly number[], digits = 1): string {
  * chosen for each query.
  */
 export function leaveOneOutChoices(scores: readonly (readonly (readonly number[])[])[]): number[] {
-  const totals = scores.map((perQuery) => perQuery.reduce((sum, keys) => sum.map((x, k) => x + keys[k]!), perQuery[0]!.map(() => 0)));
+  const totals = scores.map((perQuery) =>
+    perQuery.reduce(
+      (sum, keys) => sum.map((x, k) => x + keys[k]!),
+      perQuery[0]!.map(() => 0),
+    ),
+  );
   const withoutQuery = (setting: number, query: number) => totals[setting]!.map((x, k) => x - scores[setting]![query]![k]!);
   return scores[0]!.map((_, query) => {
     let chosen = 0;

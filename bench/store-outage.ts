@@ -34,8 +34,14 @@ const { values } = parseArgs({
   },
 });
 
-const lines = (file: string) => readFileSync(file, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
-const queries = lines(`${values.dataset}/queries.dev.jsonl`).slice(0, Number(values.queries)).map((query) => String(query.query));
+const lines = (file: string) =>
+  readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+const queries = lines(`${values.dataset}/queries.dev.jsonl`)
+  .slice(0, Number(values.queries))
+  .map((query) => String(query.query));
 const TOP_K = 5;
 const DB_TIMEOUT_MS = 5_000;
 
@@ -49,16 +55,24 @@ const proxied = Object.assign(new URL(target), { port: String(proxy.port) }).toS
 const database = openPostgres(proxied, 10, DB_TIMEOUT_MS);
 await database.migrate();
 // The service's own defaults: SELECTOR_BUDGET_MS 100, so a store deadline of 400 ms.
-const service = await startInProcess({ EMBED_MODEL: values.model!, SELECTOR_BUDGET_MS: '100', DB_TIMEOUT_MS: String(DB_TIMEOUT_MS), DATABASE_URL: proxied }, database);
+const service = await startInProcess(
+  { EMBED_MODEL: values.model!, SELECTOR_BUDGET_MS: '100', DB_TIMEOUT_MS: String(DB_TIMEOUT_MS), DATABASE_URL: proxied },
+  database,
+);
 const breaker = service.deps.search.storeBreaker;
 const catalog = 'outage';
 
 const call = async (method: string, path: string, body?: unknown) => {
-  const response = await fetch(`${service.base}${path}`, { method, headers: { 'content-type': 'application/json' }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  const response = await fetch(`${service.base}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
   const text = await response.text();
   return { status: response.status, body: text ? (JSON.parse(text) as Record<string, any>) : {} };
 };
-const fallbacks = async () => Number(/toolsift_selector_fallbacks_total\{reason="store_error"\} (\d+)/.exec(await (await fetch(`${service.base}/metrics`)).text())?.[1] ?? 0);
+const fallbacks = async () =>
+  Number(/toolsift_selector_fallbacks_total\{reason="store_error"\} (\d+)/.exec(await (await fetch(`${service.base}/metrics`)).text())?.[1] ?? 0);
 const select = async (pattern: string) => {
   const started = performance.now();
   const { status, body } = await call('POST', '/v1/tool-discovery/search', { catalog, pattern, top_k: TOP_K });
@@ -139,11 +153,13 @@ try {
     turns++;
     await select(queries[turns % queries.length]!);
     if ((await fallbacks()) === before) break;
-    if (performance.now() - healed > 30_000) throw new Error('no turn was the store\'s 30 s after healing');
+    if (performance.now() - healed > 30_000) throw new Error("no turn was the store's 30 s after healing");
   }
   report.healed_after_ms = performance.now() - healed;
   report.healed_after_turns = turns;
-  console.error(`selector over ${queries.length} queries, catalog of ${lines(`${values.dataset}/catalog.jsonl`).length} tools (${values.dataset}), model ${values.model}, top_k ${TOP_K}:`);
+  console.error(
+    `selector over ${queries.length} queries, catalog of ${lines(`${values.dataset}/catalog.jsonl`).length} tools (${values.dataset}), model ${values.model}, top_k ${TOP_K}:`,
+  );
   console.error(describe('store answering', report.healthy as Phase));
   console.error(describe('partition, with the store breaker', report.partition_breaker as Phase));
   console.error(describe('partition, without (each turn waits 400 ms)', report.partition_no_breaker as Phase));

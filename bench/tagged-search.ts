@@ -50,5 +50,7 @@ for (let round = 0; round < Number(values.rounds); round++) {
 }
 for (const [name, ms] of Object.entries(took)) {
   const s = summarize(ms);
-  console.log(`${name === 'tagged' ? `under "${values.tag}"` : 'without a tag'}: p50 ${s.p50.toFixed(1)} ms, p90 ${s.p90.toFixed(1)}, max ${s.max.toFixed(1)} (n=${ms.length})`);
+  console.log(
+    `${name === 'tagged' ? `under "${values.tag}"` : 'without a tag'}: p50 ${s.p50.toFixed(1)} ms, p90 ${s.p90.toFixed(1)}, max ${s.max.toFixed(1)} (n=${ms.length})`,
+  );
 }

@@ -41,8 +41,16 @@ const EVAL = fileURLToPath(new URL('../../shared/eval/', import.meta.url));
 const TARGET_RATIO = 1.25;
 
 type Line = { name: string; tags?: string[] } & Record<string, unknown>;
-const tools = readFileSync(`${EVAL}${values.corpus}/catalog.jsonl`, 'utf8').trim().split('\n').slice(0, Number(values.tools)).map((line) => JSON.parse(line) as Line);
-const queries = readFileSync(`${EVAL}${values.corpus}/queries.dev.jsonl`, 'utf8').trim().split('\n').slice(0, Number(values.queries)).map((line) => (JSON.parse(line) as { query: string }).query);
+const tools = readFileSync(`${EVAL}${values.corpus}/catalog.jsonl`, 'utf8')
+  .trim()
+  .split('\n')
+  .slice(0, Number(values.tools))
+  .map((line) => JSON.parse(line) as Line);
+const queries = readFileSync(`${EVAL}${values.corpus}/queries.dev.jsonl`, 'utf8')
+  .trim()
+  .split('\n')
+  .slice(0, Number(values.queries))
+  .map((line) => (JSON.parse(line) as { query: string }).query);
 
 const tagCounts = new Map<string, number>();
 for (const tool of tools) for (const tag of new Set(tool.tags ?? [])) tagCounts.set(tag, (tagCounts.get(tag) ?? 0) + 1);
@@ -119,10 +127,24 @@ try {
     const ratio = median(p50) / floor;
     const target = mode.label === 'catalog' ? '' : ratio <= TARGET_RATIO ? ' (ok)' : ` (target <= ${TARGET_RATIO}: MISSED)`;
     if (mode.label !== 'catalog' && ratio > TARGET_RATIO) missed = true;
-    console.log(`| ${mode.label} | ${median(p50).toFixed(2)} [${Math.min(...p50).toFixed(2)} .. ${Math.max(...p50).toFixed(2)}] | ${median(p90s.get(mode.label)!).toFixed(2)} | ${ratio.toFixed(2)}${target} |`);
+    console.log(
+      `| ${mode.label} | ${median(p50).toFixed(2)} [${Math.min(...p50).toFixed(2)} .. ${Math.max(...p50).toFixed(2)}] | ${median(p90s.get(mode.label)!).toFixed(2)} | ${ratio.toFixed(2)}${target} |`,
+    );
   }
-  const modesReport = Object.fromEntries(modes.map((mode) => [mode.label, { p50_ms: p50s.get(mode.label)!, p90_ms: p90s.get(mode.label)!, p50_to_catalog: median(p50s.get(mode.label)!) / floor }]));
-  console.log(JSON.stringify({ corpus: values.corpus, tools: tools.length, queries: queries.length, model: values.model, modes: modesReport, answers_consistent: consistent, targets_met: !missed }));
+  const modesReport = Object.fromEntries(
+    modes.map((mode) => [mode.label, { p50_ms: p50s.get(mode.label)!, p90_ms: p90s.get(mode.label)!, p50_to_catalog: median(p50s.get(mode.label)!) / floor }]),
+  );
+  console.log(
+    JSON.stringify({
+      corpus: values.corpus,
+      tools: tools.length,
+      queries: queries.length,
+      model: values.model,
+      modes: modesReport,
+      answers_consistent: consistent,
+      targets_met: !missed,
+    }),
+  );
 } finally {
   await service.close();
 }

@@ -51,11 +51,20 @@ async function started(child: ChildProcess, label: string): Promise<number> {
   });
 }
 
-const upstream = spawn(process.execPath, ['--import', 'tsx', '-e', `
+const upstream = spawn(
+  process.execPath,
+  [
+    '--import',
+    'tsx',
+    '-e',
+    `
   const { startHostileUpstream } = await import(${JSON.stringify(path.join(ROOT, 'test/fixtures/hostile-mcp-server.ts'))});
   const server = await startHostileUpstream({ host: '127.0.0.2', tools: [{ name: 'big_json', description: 'A large result.', inputSchema: { type: 'object', properties: { bytes: { type: 'integer' } } } }] });
   console.log('upstream ' + server.port);
-`], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+`,
+  ],
+  { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+);
 const upstreamPort = await started(upstream, 'upstream');
 
 async function runService(cap: string) {
@@ -63,16 +72,37 @@ async function runService(cap: string) {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'toolsift-bench-gateway-'));
   const service = spawn(process.execPath, ['--max-semi-space-size=4', '--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
-    env: { ...process.env, PORT: String(port), DATA_DIR: dataDir, DATABASE_URL: '', REDIS_URL: '', EMBED_MODEL: 'none', LOG_LEVEL: 'warn', UPSTREAM_ALLOW: '127.0.0.2/32', UPSTREAM_MAX_RESULT_BYTES: cap, UPSTREAM_CALL_TIMEOUT_MS: '60000' },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      DATABASE_URL: '',
+      REDIS_URL: '',
+      EMBED_MODEL: 'none',
+      LOG_LEVEL: 'warn',
+      UPSTREAM_ALLOW: '127.0.0.2/32',
+      UPSTREAM_MAX_RESULT_BYTES: cap,
+      UPSTREAM_CALL_TIMEOUT_MS: '60000',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const base = `http://127.0.0.1:${port}`;
   for (let tries = 0; ; tries++) {
-    if (await fetch(`${base}/healthz`).then((r) => r.ok, () => false)) break;
+    if (
+      await fetch(`${base}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      break;
     if (service.exitCode !== null || tries > 600) throw new Error('service did not start');
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  const register = await fetch(`${base}/v1/catalogs/bench/upstreams/big`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url: `http://127.0.0.2:${upstreamPort}/mcp` }) });
+  const register = await fetch(`${base}/v1/catalogs/bench/upstreams/big`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ url: `http://127.0.0.2:${upstreamPort}/mcp` }),
+  });
   const state = (await register.json()) as { upstream?: { tool_count: number; last_error: string | null } };
   if (state.upstream?.tool_count !== 1) throw new Error(`registration: ${JSON.stringify(state)}`);
   return {
@@ -129,7 +159,9 @@ for (const cap of values.caps.split(',')) {
   clearInterval(sampler);
   await Promise.all(mcp.map((client) => client.close()));
   const fmt = (s: ReturnType<typeof summarize>) => `${s.p50.toFixed(1)} / ${s.p99.toFixed(1)} / ${s.max.toFixed(1)}`;
-  rows.push(`| ${cap} | ${fmt(idle)} (${idle.n}) | ${fmt(loaded)} (${loaded.n}) | ${refused} refused, ${relayed} relayed | ${rssBefore.toFixed(0)} -> ${rssPeak.toFixed(0)} MB |`);
+  rows.push(
+    `| ${cap} | ${fmt(idle)} (${idle.n}) | ${fmt(loaded)} (${loaded.n}) | ${refused} refused, ${relayed} relayed | ${rssBefore.toFixed(0)} -> ${rssPeak.toFixed(0)} MB |`,
+  );
   await service.close();
 }
 upstream.kill('SIGTERM');

@@ -45,7 +45,9 @@ if (dataDir) {
         from tool_documents d`,
   );
 }
-const hashes = (await queryRows<{ hash: string }>(database.db, sql`select hash from tool_embeddings where model = ${model} order by hash limit ${Number(values.tools)}`)).map((row) => row.hash);
+const hashes = (
+  await queryRows<{ hash: string }>(database.db, sql`select hash from tool_embeddings where model = ${model} order by hash limit ${Number(values.tools)}`)
+).map((row) => row.hash);
 const times = { textRead: [] as number[], textParse: [] as number[], binaryRead: [] as number[], binaryDecode: [] as number[] };
 for (let run = 0; run < Number(values.runs); run++) {
   let started = performance.now();
@@ -68,7 +70,8 @@ for (let run = 0; run < Number(values.runs); run++) {
   times.binaryDecode.push(performance.now() - started);
   for (const [hash, vector] of parsed) {
     const other = decoded.get(hash);
-    if (!other || other.length !== vector.length || vector.some((value, i) => value !== other[i])) throw new Error(`the binary read of ${hash} differs from the text read`);
+    if (!other || other.length !== vector.length || vector.some((value, i) => value !== other[i]))
+      throw new Error(`the binary read of ${hash} differs from the text read`);
   }
 }
 await database.close();

@@ -89,9 +89,13 @@ try {
       if (row?.stored !== count) throw new Error(`${form}: ${row?.stored} of ${count} vectors stored`);
     }
   }
-  console.log(`${count} vectors of ${USE_LITE_DIMENSION} dimensions, ${BATCH} a call, ${rounds} rounds, HNSW index ${values.index ? 'on' : 'dropped'}; seconds:`);
+  console.log(
+    `${count} vectors of ${USE_LITE_DIMENSION} dimensions, ${BATCH} a call, ${rounds} rounds, HNSW index ${values.index ? 'on' : 'dropped'}; seconds:`,
+  );
   for (const [form, figures] of Object.entries(samples)) {
-    console.log(`  ${form.padEnd(6)} wall ${medianAndRange(figures.wall, 2)}; this process's CPU ${medianAndRange(figures.client, 2)}; backend CPU ${medianAndRange(figures.backend, 2)}`);
+    console.log(
+      `  ${form.padEnd(6)} wall ${medianAndRange(figures.wall, 2)}; this process's CPU ${medianAndRange(figures.client, 2)}; backend CPU ${medianAndRange(figures.backend, 2)}`,
+    );
   }
   console.log(JSON.stringify({ vectors: count, rounds, index: values.index, seconds: samples }));
 } finally {

@@ -8,16 +8,7 @@
 import type { Logger } from './logger.js';
 import type { Metrics } from './metrics.js';
 
-export type AuditEventName =
-  | 'call'
-  | 'pinned'
-  | 'quarantined'
-  | 'auto_approved'
-  | 'approved'
-  | 'rejected'
-  | 'removed'
-  | 'name_conflict'
-  | 'refused_address';
+export type AuditEventName = 'call' | 'pinned' | 'quarantined' | 'auto_approved' | 'approved' | 'rejected' | 'removed' | 'name_conflict' | 'refused_address';
 
 export interface AuditEvent {
   event: AuditEventName;

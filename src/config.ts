@@ -2,9 +2,7 @@ import { z } from 'zod';
 import { DEFAULT_USE_LITE_NICE } from './embed/use-lite.js';
 import { parseAllowList } from './upstream/address-policy.js';
 
-const booleanFlag = z
-  .enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'])
-  .transform((value) => ['true', '1', 'yes', 'on'].includes(value));
+const booleanFlag = z.enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off']).transform((value) => ['true', '1', 'yes', 'on'].includes(value));
 
 /** Accepts "25mb", "512kb", "1048576": the same notation express's body parser uses. */
 const byteSize = z
@@ -20,7 +18,10 @@ const byteSize = z
 /** `key1:tenant1,key2:tenant2`; a key without a tenant maps to the tenant "default". */
 const apiKeys = z.string().transform((value, ctx) => {
   const keys = new Map<string, string>();
-  for (const entry of value.split(',').map((part) => part.trim()).filter(Boolean)) {
+  for (const entry of value
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean)) {
     const parts = entry.split(':').map((part) => part.trim());
     const [key, tenant = 'default'] = parts;
     if (parts.length > 2 || !key || !/^[A-Za-z0-9._-]{1,64}$/.test(tenant)) {
@@ -38,110 +39,116 @@ const emptyAsUndefined = (value: unknown) => (value === '' ? undefined : value);
 const dropEmpty = (env: unknown) =>
   typeof env === 'object' && env !== null ? Object.fromEntries(Object.entries(env).filter(([, value]) => value !== '')) : env;
 
-export const configSchema = z.preprocess(dropEmpty, z.object({
-  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
-  /** Where to listen; unset: 127.0.0.1 without API_KEYS (an open service is not offered to the network), 0.0.0.0 with them. */
-  HOST: z.preprocess(emptyAsUndefined, z.string().optional()),
-  DATABASE_URL: z.preprocess(emptyAsUndefined, z.string().url().optional()),
-  DATA_DIR: z.string().min(1).default('./data'),
-  REDIS_URL: z.preprocess(emptyAsUndefined, z.string().url().optional()),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  BODY_LIMIT: z.preprocess(emptyAsUndefined, byteSize.prefault('25mb')),
-  /** Bytes of request bodies being received at once, over all requests; past it a 503 (Retry-After). */
-  BODY_MEMORY: z.preprocess(emptyAsUndefined, byteSize.prefault('256mb')),
-  /** The whole request, body included, must arrive within this (ms); else Node answers 408 and closes. */
-  BODY_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
-  /** Request headers must arrive within this (ms). */
-  HEADERS_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(600_000).default(10_000),
-  API_KEYS: z.preprocess(emptyAsUndefined, apiKeys.optional()),
-  /**
-   * Browser origins allowed to call any route (DNS-rebinding defence, as the MCP spec's security
-   * section asks): a comma list of origins or hostnames, or `*`. Requests without an Origin header
-   * (every non-browser client) are not affected; a page served by this instance (same origin as an
-   * allowed Host) always is. MCP_ALLOWED_ORIGINS is the older name.
-   */
-  ALLOWED_ORIGINS: z.preprocess(emptyAsUndefined, z.string().default('localhost,127.0.0.1,[::1]')),
-  /**
-   * Host header names every route answers to, comma separated, or `*`. Unset: the loopback names
-   * without API_KEYS (a page on another name cannot rebind to an open service), any with them.
-   * MCP_ALLOWED_HOSTS is the older name.
-   */
-  ALLOWED_HOSTS: z.preprocess(emptyAsUndefined, z.string().optional()),
-  /** Bearer token /metrics requires when API_KEYS is set (Prometheus' `authorization` setting); unset then: /metrics answers 401. */
-  METRICS_TOKEN: z.preprocess(emptyAsUndefined, z.string().min(16, 'METRICS_TOKEN must be at least 16 characters').optional()),
-  /** Deadline of every PostgreSQL call on the request path (connection and query), ms; past it: 503. */
-  DB_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5_000),
-  /**
-   * Memory for stored catalogs' in-process BM25 indexes (one per catalog revision), MiB; least
-   * recently searched catalogs go first past it. A 100,000-tool catalog takes about 100 MiB.
-   */
-  CATALOG_INDEX_MEMORY: z.coerce.number().int().min(0).max(1_000_000).default(512),
-  /**
-   * Read the stored catalogs into process at start (most recently written first, within
-   * CATALOG_INDEX_MEMORY) before /readyz answers ready: a replica's first searches then rank in
-   * process, not in SQL while each catalog's index is read (search/warm-up.ts).
-   */
-  CATALOG_WARMUP: z.preprocess(emptyAsUndefined, booleanFlag.prefault('true')),
-  /** Local stdio MCP servers to sync, in the mcpServers shape MCP hosts use (see docs/mcp.md). */
-  UPSTREAMS_FILE: z.preprocess(emptyAsUndefined, z.string().optional()),
-  /** How long call_tool waits for an upstream MCP server before answering isError, ms. */
-  UPSTREAM_CALL_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
-  /**
-   * Addresses upstream MCP servers may be reached at besides public ones: CIDRs (10.0.0.0/8,
-   * fd00::/8, 127.0.0.1/32) and host names (mcp.internal, *.corp.example), comma separated.
-   * Loopback, private, link-local (cloud metadata), CGNAT, multicast and unspecified addresses are
-   * refused otherwise, however spelled. Stdio servers from UPSTREAMS_FILE are not affected.
-   */
-  UPSTREAM_ALLOW: z.preprocess(
-    emptyAsUndefined,
-    z
+export const configSchema = z.preprocess(
+  dropEmpty,
+  z.object({
+    PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+    /** Where to listen; unset: 127.0.0.1 without API_KEYS (an open service is not offered to the network), 0.0.0.0 with them. */
+    HOST: z.preprocess(emptyAsUndefined, z.string().optional()),
+    DATABASE_URL: z.preprocess(emptyAsUndefined, z.string().url().optional()),
+    DATA_DIR: z.string().min(1).default('./data'),
+    REDIS_URL: z.preprocess(emptyAsUndefined, z.string().url().optional()),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    BODY_LIMIT: z.preprocess(emptyAsUndefined, byteSize.prefault('25mb')),
+    /** Bytes of request bodies being received at once, over all requests; past it a 503 (Retry-After). */
+    BODY_MEMORY: z.preprocess(emptyAsUndefined, byteSize.prefault('256mb')),
+    /** The whole request, body included, must arrive within this (ms); else Node answers 408 and closes. */
+    BODY_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(60_000),
+    /** Request headers must arrive within this (ms). */
+    HEADERS_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(600_000).default(10_000),
+    API_KEYS: z.preprocess(emptyAsUndefined, apiKeys.optional()),
+    /**
+     * Browser origins allowed to call any route (DNS-rebinding defence, as the MCP spec's security
+     * section asks): a comma list of origins or hostnames, or `*`. Requests without an Origin header
+     * (every non-browser client) are not affected; a page served by this instance (same origin as an
+     * allowed Host) always is. MCP_ALLOWED_ORIGINS is the older name.
+     */
+    ALLOWED_ORIGINS: z.preprocess(emptyAsUndefined, z.string().default('localhost,127.0.0.1,[::1]')),
+    /**
+     * Host header names every route answers to, comma separated, or `*`. Unset: the loopback names
+     * without API_KEYS (a page on another name cannot rebind to an open service), any with them.
+     * MCP_ALLOWED_HOSTS is the older name.
+     */
+    ALLOWED_HOSTS: z.preprocess(emptyAsUndefined, z.string().optional()),
+    /** Bearer token /metrics requires when API_KEYS is set (Prometheus' `authorization` setting); unset then: /metrics answers 401. */
+    METRICS_TOKEN: z.preprocess(emptyAsUndefined, z.string().min(16, 'METRICS_TOKEN must be at least 16 characters').optional()),
+    /** Deadline of every PostgreSQL call on the request path (connection and query), ms; past it: 503. */
+    DB_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5_000),
+    /**
+     * Memory for stored catalogs' in-process BM25 indexes (one per catalog revision), MiB; least
+     * recently searched catalogs go first past it. A 100,000-tool catalog takes about 100 MiB.
+     */
+    CATALOG_INDEX_MEMORY: z.coerce.number().int().min(0).max(1_000_000).default(512),
+    /**
+     * Read the stored catalogs into process at start (most recently written first, within
+     * CATALOG_INDEX_MEMORY) before /readyz answers ready: a replica's first searches then rank in
+     * process, not in SQL while each catalog's index is read (search/warm-up.ts).
+     */
+    CATALOG_WARMUP: z.preprocess(emptyAsUndefined, booleanFlag.prefault('true')),
+    /** Local stdio MCP servers to sync, in the mcpServers shape MCP hosts use (see docs/mcp.md). */
+    UPSTREAMS_FILE: z.preprocess(emptyAsUndefined, z.string().optional()),
+    /** How long call_tool waits for an upstream MCP server before answering isError, ms. */
+    UPSTREAM_CALL_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+    /**
+     * Addresses upstream MCP servers may be reached at besides public ones: CIDRs (10.0.0.0/8,
+     * fd00::/8, 127.0.0.1/32) and host names (mcp.internal, *.corp.example), comma separated.
+     * Loopback, private, link-local (cloud metadata), CGNAT, multicast and unspecified addresses are
+     * refused otherwise, however spelled. Stdio servers from UPSTREAMS_FILE are not affected.
+     */
+    UPSTREAM_ALLOW: z.preprocess(
+      emptyAsUndefined,
+      z
+        .string()
+        .default('')
+        .superRefine((value, context) => {
+          try {
+            parseAllowList(value);
+          } catch (error) {
+            context.addIssue({ code: 'custom', message: (error as Error).message });
+          }
+        }),
+    ),
+    /** Deadline of connecting to an upstream and listing its tools (registration, sync, refresh), ms. */
+    UPSTREAM_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
+    /** Largest upstream answer (a call's result, a page of tools/list), counted as it streams in; past it the call ends isError. */
+    UPSTREAM_MAX_RESULT_BYTES: z.preprocess(emptyAsUndefined, byteSize.prefault('4mb')),
+    /**
+     * What a REST push does with a tool the definition scanner rates high (hidden instructions,
+     * invisible characters, credential theft): refuse (400 naming the tool and finding), warn
+     * (stored, findings in the answer) or off. Upstream syncs always quarantine such tools.
+     */
+    SCAN_POLICY: z.enum(['refuse', 'warn', 'off']).default('refuse'),
+    /** Documents no catalog holds and no request used for this long are removed in the background, hours. */
+    DOCUMENT_RETENTION_HOURS: z.coerce.number().min(0.01).max(87_600).default(24),
+    EMBED_MODEL: z.string().min(1).default('use-lite'),
+    MODEL_DIR: z.preprocess(emptyAsUndefined, z.string().optional()),
+    ALLOW_REMOTE_MODELS: z.preprocess(emptyAsUndefined, booleanFlag.prefault('false')),
+    EMBED_THREADS: z.coerce.number().int().min(1).max(16).default(2),
+    /** Nice value of use-lite's model threads on Linux: under load they yield the cores to request handling. 0 = off. */
+    EMBED_THREAD_NICE: z.coerce.number().int().min(0).max(19).default(DEFAULT_USE_LITE_NICE),
+    EMBED_POOLING: z.preprocess(emptyAsUndefined, z.enum(['mean', 'cls']).optional()),
+    EMBED_QUERY_PREFIX: z.preprocess(emptyAsUndefined, z.string().optional()),
+    QUERY_CACHE_SIZE: z.coerce.number().int().min(0).default(1000),
+    /**
+     * How long a gateway selector request waits for its query's embedding, from its arrival. Past
+     * it, the request answers from BM25 (`embedder_busy` in logs and metrics); the embedding still
+     * finishes and lands in the query cache for the next turn. 0 = never wait (BM25 unless cached).
+     * A new tool list's stored vectors are waited for as long (the read goes on for the next turn).
+     */
+    SELECTOR_BUDGET_MS: z.coerce.number().int().min(0).max(60_000).default(100),
+    EMBED_WORKER: z.enum(['inline', 'off']).default('inline'),
+    /** Two jobs at once overlap one job's database reads and writes with the other's embedding (bench:embed: 0.64 -> 0.76 of the bare model on 1 worker x 2 threads). */
+    EMBED_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
+    EMBED_BATCH_SIZE: z.coerce.number().int().min(1).max(1024).default(32),
+    /** Redis key prefix of the embedding queue: separates deployments (and test runs) sharing one Redis. */
+    QUEUE_PREFIX: z
       .string()
-      .default('')
-      .superRefine((value, context) => {
-        try {
-          parseAllowList(value);
-        } catch (error) {
-          context.addIssue({ code: 'custom', message: (error as Error).message });
-        }
-      }),
-  ),
-  /** Deadline of connecting to an upstream and listing its tools (registration, sync, refresh), ms. */
-  UPSTREAM_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
-  /** Largest upstream answer (a call's result, a page of tools/list), counted as it streams in; past it the call ends isError. */
-  UPSTREAM_MAX_RESULT_BYTES: z.preprocess(emptyAsUndefined, byteSize.prefault('4mb')),
-  /**
-   * What a REST push does with a tool the definition scanner rates high (hidden instructions,
-   * invisible characters, credential theft): refuse (400 naming the tool and finding), warn
-   * (stored, findings in the answer) or off. Upstream syncs always quarantine such tools.
-   */
-  SCAN_POLICY: z.enum(['refuse', 'warn', 'off']).default('refuse'),
-  /** Documents no catalog holds and no request used for this long are removed in the background, hours. */
-  DOCUMENT_RETENTION_HOURS: z.coerce.number().min(0.01).max(87_600).default(24),
-  EMBED_MODEL: z.string().min(1).default('use-lite'),
-  MODEL_DIR: z.preprocess(emptyAsUndefined, z.string().optional()),
-  ALLOW_REMOTE_MODELS: z.preprocess(emptyAsUndefined, booleanFlag.prefault('false')),
-  EMBED_THREADS: z.coerce.number().int().min(1).max(16).default(2),
-  /** Nice value of use-lite's model threads on Linux: under load they yield the cores to request handling. 0 = off. */
-  EMBED_THREAD_NICE: z.coerce.number().int().min(0).max(19).default(DEFAULT_USE_LITE_NICE),
-  EMBED_POOLING: z.preprocess(emptyAsUndefined, z.enum(['mean', 'cls']).optional()),
-  EMBED_QUERY_PREFIX: z.preprocess(emptyAsUndefined, z.string().optional()),
-  QUERY_CACHE_SIZE: z.coerce.number().int().min(0).default(1000),
-  /**
-   * How long a gateway selector request waits for its query's embedding, from its arrival. Past
-   * it, the request answers from BM25 (`embedder_busy` in logs and metrics); the embedding still
-   * finishes and lands in the query cache for the next turn. 0 = never wait (BM25 unless cached).
-   * A new tool list's stored vectors are waited for as long (the read goes on for the next turn).
-   */
-  SELECTOR_BUDGET_MS: z.coerce.number().int().min(0).max(60_000).default(100),
-  EMBED_WORKER: z.enum(['inline', 'off']).default('inline'),
-  /** Two jobs at once overlap one job's database reads and writes with the other's embedding (bench:embed: 0.64 -> 0.76 of the bare model on 1 worker x 2 threads). */
-  EMBED_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
-  EMBED_BATCH_SIZE: z.coerce.number().int().min(1).max(1024).default(32),
-  /** Redis key prefix of the embedding queue: separates deployments (and test runs) sharing one Redis. */
-  QUEUE_PREFIX: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/).default('toolsift'),
-  /** Lock and stalled-check period of BullMQ workers: how soon a dead worker's job is taken over. */
-  EMBED_STALLED_MS: z.coerce.number().int().min(500).max(600_000).default(30_000),
-}));
+      .regex(/^[A-Za-z0-9._-]{1,64}$/)
+      .default('toolsift'),
+    /** Lock and stalled-check period of BullMQ workers: how soon a dead worker's job is taken over. */
+    EMBED_STALLED_MS: z.coerce.number().int().min(500).max(600_000).default(30_000),
+  }),
+);
 
 /** The environment as parsed, with the defaults that depend on other variables (HOST, ALLOWED_HOSTS) resolved. */
 export type Config = Omit<z.infer<typeof configSchema>, 'HOST' | 'ALLOWED_HOSTS'> & { HOST: string; ALLOWED_HOSTS: string };
@@ -156,7 +163,8 @@ export function resolveConfig(parsed: z.infer<typeof configSchema>, env: Record<
     ...parsed,
     HOST: parsed.HOST ?? (keyed ? '0.0.0.0' : '127.0.0.1'),
     ALLOWED_HOSTS: parsed.ALLOWED_HOSTS ?? older('MCP_ALLOWED_HOSTS') ?? (keyed ? '*' : LOOPBACK_HOSTS),
-    ALLOWED_ORIGINS: env.ALLOWED_ORIGINS === undefined || env.ALLOWED_ORIGINS === '' ? (older('MCP_ALLOWED_ORIGINS') ?? parsed.ALLOWED_ORIGINS) : parsed.ALLOWED_ORIGINS,
+    ALLOWED_ORIGINS:
+      env.ALLOWED_ORIGINS === undefined || env.ALLOWED_ORIGINS === '' ? (older('MCP_ALLOWED_ORIGINS') ?? parsed.ALLOWED_ORIGINS) : parsed.ALLOWED_ORIGINS,
   };
 }
 

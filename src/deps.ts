@@ -173,7 +173,9 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
       required: false,
       check: async () => {
         if (loaded.status.state !== 'ready') {
-          throw new Error(`${loaded.status.modelId}: ${loaded.status.state}${loaded.status.reason ? ` (${loaded.status.reason})` : ''}; ranking with BM25 only`);
+          throw new Error(
+            `${loaded.status.modelId}: ${loaded.status.state}${loaded.status.reason ? ` (${loaded.status.reason})` : ''}; ranking with BM25 only`,
+          );
         }
         return { model: loaded.status.modelId, dimension: embedder?.dimension };
       },
@@ -261,7 +263,16 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     logger,
     metrics,
   };
-  const search = { db: database.db, embedder, serverStats: new ServerStatsCache(), catalogIndexes, embeddingStatus, catalogVectors: new CatalogVectorCache(vectorCache), storeBreaker: new StoreBreaker(), seenTools: new SeenTools() };
+  const search = {
+    db: database.db,
+    embedder,
+    serverStats: new ServerStatsCache(),
+    catalogIndexes,
+    embeddingStatus,
+    catalogVectors: new CatalogVectorCache(vectorCache),
+    storeBreaker: new StoreBreaker(),
+    seenTools: new SeenTools(),
+  };
   // Catalogs read into process before the service says it is ready (not in a worker process, which answers no searches).
   let closing = false;
   const warmUp = newWarmUp();
@@ -284,7 +295,15 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
       if (warmUp.state === 'reading' && elapsed < WARM_UP_READY_MAX_MS) {
         throw new Error(`reading the stored catalogs into process: ${warmUp.read + warmUp.skipped} of ${warmUp.of || '?'} (CATALOG_WARMUP)`);
       }
-      return warming ? { read_at_start: warmUp.read, of: warmUp.of, skipped: warmUp.skipped, ...(warmUp.state === 'reading' ? { still_reading: true } : {}), ...(warmUp.reason ? { reason: warmUp.reason } : {}) } : { read_at_start: 'off' };
+      return warming
+        ? {
+            read_at_start: warmUp.read,
+            of: warmUp.of,
+            skipped: warmUp.skipped,
+            ...(warmUp.state === 'reading' ? { still_reading: true } : {}),
+            ...(warmUp.reason ? { reason: warmUp.reason } : {}),
+          }
+        : { read_at_start: 'off' };
     },
   });
   return {

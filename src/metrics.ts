@@ -50,7 +50,7 @@ export function createMetrics(sources: MetricSources): Metrics {
     }),
     selectorConfidence: new Histogram({
       name: 'toolsift_selector_answer_confidence',
-      help: 'Confidence of each selector answer (its best tool\'s calibrated probability of being relevant); the answer is never empty whatever it is.',
+      help: "Confidence of each selector answer (its best tool's calibrated probability of being relevant); the answer is never empty whatever it is.",
       buckets: [0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1],
       registers: [registry],
     }),
@@ -74,7 +74,7 @@ export function createMetrics(sources: MetricSources): Metrics {
     }),
     searchDegraded: new Counter({
       name: 'toolsift_search_degraded_total',
-      help: 'Search answers (catalog search, tool-search, MCP search_tools) not from the full hybrid ranking, by endpoint and reason: the embedder unavailable, busy or failing, a catalog\'s vectors still being written, or the store (tool-search over inline tools; tool-search and MCP search_tools over a catalog answered from memory). The gateway selector counts its own in toolsift_selector_fallbacks_total.',
+      help: "Search answers (catalog search, tool-search, MCP search_tools) not from the full hybrid ranking, by endpoint and reason: the embedder unavailable, busy or failing, a catalog's vectors still being written, or the store (tool-search over inline tools; tool-search and MCP search_tools over a catalog answered from memory). The gateway selector counts its own in toolsift_selector_fallbacks_total.",
       labelNames: ['endpoint', 'reason'],
       registers: [registry],
     }),
@@ -86,7 +86,7 @@ export function createMetrics(sources: MetricSources): Metrics {
     }),
     documentsRemoved: new Counter({
       name: 'toolsift_documents_removed_total',
-      help: 'Stored tool documents (with their terms and vectors) removed by this process\'s sweep: no catalog held them and no request used them within DOCUMENT_RETENTION_HOURS.',
+      help: "Stored tool documents (with their terms and vectors) removed by this process's sweep: no catalog held them and no request used them within DOCUMENT_RETENTION_HOURS.",
       registers: [registry],
     }),
     mcpRequests: new Counter({

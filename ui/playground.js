@@ -137,7 +137,10 @@ $('#api-key').addEventListener('change', () => void loadCatalogs());
 $('#search-form').addEventListener('submit', async (event) => {
   event.preventDefault();
   if (!state.catalog) return status('#search-status', 'Pick a catalog first.', true);
-  const tags = $('#tags').value.split(',').map((tag) => tag.trim()).filter(Boolean);
+  const tags = $('#tags')
+    .value.split(',')
+    .map((tag) => tag.trim())
+    .filter(Boolean);
   const body = { query: $('#query').value, top_k: Number($('#top-k').value) || 10, mode: $('#mode').value, explain: true, ...(tags.length ? { tags } : {}) };
   status('#search-status', 'Searching…');
   try {
@@ -222,7 +225,10 @@ $('#selector-form').addEventListener('submit', async (event) => {
         return item;
       }),
     );
-    status('#selector-status', `${answer.selected_names.length} of ${Array.isArray(tools) ? tools.length : '?'} tools in ${(performance.now() - started).toFixed(0)} ms`);
+    status(
+      '#selector-status',
+      `${answer.selected_names.length} of ${Array.isArray(tools) ? tools.length : '?'} tools in ${(performance.now() - started).toFixed(0)} ms`,
+    );
   } catch (error) {
     $('#selector-names').replaceChildren();
     status('#selector-status', error.message, true);

@@ -58,7 +58,10 @@ export function termsDocument(tool: Tool, hash: string = contentHash(tool)): Too
 
 /** Documents with their definitions' estimated tokens (catalog/tokens.ts), counted by `counter`: what the store keeps. */
 export async function countedDocuments(counter: TextCounter, documents: readonly ToolDocument[]): Promise<CountedDocument[]> {
-  const tokens = await countDefinitions(counter, documents.map((document) => document.tool));
+  const tokens = await countDefinitions(
+    counter,
+    documents.map((document) => document.tool),
+  );
   return documents.map((document, index) => ({ ...document, tokens: tokens[index]! }));
 }
 
@@ -251,23 +254,46 @@ async function afterWrite(deps: CatalogDeps, write: catalogStore.CatalogWrite, a
   const again = new Set(write.newHashes);
   const rest = ahead.documents.map((doc) => doc.hash).filter((hash) => !ahead.queued.has(hash) || again.has(hash));
   const jobIds = deps.onDocumentsWritten && rest.length > 0 ? await deps.onDocumentsWritten(rest) : [];
-  return { catalog: write.catalog, newDocuments: ahead.newHashes.length + write.newHashes.length, jobIds: [...ahead.jobIds, ...jobIds], warnings: [] as ToolWarning[] };
+  return {
+    catalog: write.catalog,
+    newDocuments: ahead.newHashes.length + write.newHashes.length,
+    jobIds: [...ahead.jobIds, ...jobIds],
+    warnings: [] as ToolWarning[],
+  };
 }
 
 export async function replaceCatalog(deps: CatalogDeps, ref: CatalogRef, raws: unknown[]): Promise<CatalogWriteResult> {
   const { tools, findings } = await screenPushedTools(deps.scanPolicy ?? 'refuse', raws);
   const ahead = await writeAhead(deps, tools);
-  const known = await catalogStore.tenantHashes(deps.db, ref.tenant, ahead.documents.map((doc) => doc.hash));
+  const known = await catalogStore.tenantHashes(
+    deps.db,
+    ref.tenant,
+    ahead.documents.map((doc) => doc.hash),
+  );
   const write = await heldAsConflict(catalogStore.replaceCatalog(deps.db, ref.tenant, ref.name, ahead.documents, ahead.unstored));
-  return { ...(await afterWrite(deps, write, ahead)), newDocuments: newToTenant(ahead.documents, known), warnings: raws.flatMap((raw, index) => toolWarnings(raw, index)), findings };
+  return {
+    ...(await afterWrite(deps, write, ahead)),
+    newDocuments: newToTenant(ahead.documents, known),
+    warnings: raws.flatMap((raw, index) => toolWarnings(raw, index)),
+    findings,
+  };
 }
 
 export async function upsertTools(deps: CatalogDeps, ref: CatalogRef, raws: unknown[]): Promise<CatalogWriteResult> {
   const { tools, findings } = await screenPushedTools(deps.scanPolicy ?? 'refuse', raws);
   const ahead = await writeAhead(deps, tools);
-  const known = await catalogStore.tenantHashes(deps.db, ref.tenant, ahead.documents.map((doc) => doc.hash));
+  const known = await catalogStore.tenantHashes(
+    deps.db,
+    ref.tenant,
+    ahead.documents.map((doc) => doc.hash),
+  );
   const write = await heldAsConflict(catalogStore.upsertCatalogTools(deps.db, ref.tenant, ref.name, ahead.documents, ahead.unstored));
-  return { ...(await afterWrite(deps, write, ahead)), newDocuments: newToTenant(ahead.documents, known), warnings: raws.flatMap((raw, index) => toolWarnings(raw, index)), findings };
+  return {
+    ...(await afterWrite(deps, write, ahead)),
+    newDocuments: newToTenant(ahead.documents, known),
+    warnings: raws.flatMap((raw, index) => toolWarnings(raw, index)),
+    findings,
+  };
 }
 
 /** A push or deletion of an upstream's tool: a 409 naming each such tool and its upstream, nothing written. */
@@ -295,7 +321,9 @@ export async function replaceServerTools(
   ref: CatalogRef,
   upstream: string,
   tools: Tool[],
-): Promise<Omit<CatalogWriteResult, 'findings'> & { before: Map<string, string>; hashes: Map<string, string>; held: { name: string; upstream: string | null }[] }> {
+): Promise<
+  Omit<CatalogWriteResult, 'findings'> & { before: Map<string, string>; hashes: Map<string, string>; held: { name: string; upstream: string | null }[] }
+> {
   const ahead = await writeAhead(deps, tools);
   const write = await catalogStore.replaceServerTools(deps.db, ref.tenant, ref.name, upstream, ahead.documents, ahead.unstored);
   const hashes = new Map(ahead.documents.map((doc) => [doc.tool.name, doc.hash]));

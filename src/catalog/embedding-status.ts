@@ -71,7 +71,8 @@ export class CatalogEmbeddingStatus {
       counting = (async () => {
         const started = this.now();
         const from = this.newestComplete.get(catalogKey);
-        const since = from !== undefined && from < catalog.revision ? await catalogEmbeddingProgressSince(db, catalog.id, from, recipe, CHANGED_NAMES_MAX) : undefined;
+        const since =
+          from !== undefined && from < catalog.revision ? await catalogEmbeddingProgressSince(db, catalog.id, from, recipe, CHANGED_NAMES_MAX) : undefined;
         const { done, total } = since ?? (await catalogEmbeddingProgress(db, catalog.id, recipe));
         const at = this.now();
         return { at, tookMs: at - started, progress: { done: Number(done), total: Number(total) } };

@@ -16,7 +16,11 @@ export async function refreshStaleTerms(db: Db, logger: Logger, version: number 
   for (let after: string | undefined; ; ) {
     const stale = await documentsWithStaleTerms(db, version, BATCH, after);
     if (stale.length === 0) break;
-    await replaceTerms(db, stale.map((doc) => ({ hash: doc.hash, ...documentTerms(doc) })), version);
+    await replaceTerms(
+      db,
+      stale.map((doc) => ({ hash: doc.hash, ...documentTerms(doc) })),
+      version,
+    );
     refreshed += stale.length;
     after = stale[stale.length - 1]!.hash;
   }

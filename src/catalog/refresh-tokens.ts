@@ -17,14 +17,20 @@ export async function refreshDefinitionTokens(db: Db, counter: TextCounter, logg
     const uncounted = await documentsWithoutTokens(db, BATCH);
     if (uncounted.length === 0) break;
     const tokens = await countDefinitions(counter, uncounted);
-    await setDocumentTokens(db, uncounted.map((doc, index) => ({ hash: doc.hash, ...tokens[index]! })));
+    await setDocumentTokens(
+      db,
+      uncounted.map((doc, index) => ({ hash: doc.hash, ...tokens[index]! })),
+    );
     counted += uncounted.length;
   }
   for (;;) {
     const rows = await catalogRowsWithoutTokens(db, BATCH);
     if (rows.length === 0) break;
     const asSent = await counter.countTexts(rows.map((row) => JSON.stringify(row.definition)));
-    await setCatalogRowTokens(db, rows.map((row, index) => ({ catalogId: row.catalogId, name: row.name, asSent: asSent[index]! })));
+    await setCatalogRowTokens(
+      db,
+      rows.map((row, index) => ({ catalogId: row.catalogId, name: row.name, asSent: asSent[index]! })),
+    );
     counted += rows.length;
   }
   if (counted > 0) {

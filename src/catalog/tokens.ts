@@ -69,7 +69,11 @@ const isAsciiPunctuation = (code: number): boolean => code > 32 && code < 127 &&
  * the word starts afresh). Each piece is merged on its own, so a text cut there counts as its parts.
  */
 const isCut = (text: string, at: number): boolean =>
-  at >= 2 && at < text.length && isAsciiLetter(text.charCodeAt(at)) && isAsciiPunctuation(text.charCodeAt(at - 1)) && isAsciiPunctuation(text.charCodeAt(at - 2));
+  at >= 2 &&
+  at < text.length &&
+  isAsciiLetter(text.charCodeAt(at)) &&
+  isAsciiPunctuation(text.charCodeAt(at - 1)) &&
+  isAsciiPunctuation(text.charCodeAt(at - 2));
 
 /**
  * `text` cut after each quote that is a cut (`isCut`): each piece's count is its count in `text`,
@@ -142,9 +146,7 @@ export async function countDefinitions(counter: TextCounter, tools: readonly Cou
       texts.push(...asSent);
       return { first, end: texts.length };
     });
-    const counted = counter.countTexts(texts).then((counts) =>
-      at.map(({ first, end }) => fromTextCounts(counts[first]!, counts.slice(first + 1, end))),
-    );
+    const counted = counter.countTexts(texts).then((counts) => at.map(({ first, end }) => fromTextCounts(counts[first]!, counts.slice(first + 1, end))));
     counted.catch(() => {}); // awaited below
     slices.push(counted);
   }
@@ -169,7 +171,10 @@ export class TokenCounter {
     const out = tools.map(({ hash }) => this.#cache.get(hash));
     const missing = tools.filter((_, index) => out[index] === undefined);
     if (missing.length > 0) {
-      const counted = await countDefinitions(this.counter, missing.map(({ tool }) => tool));
+      const counted = await countDefinitions(
+        this.counter,
+        missing.map(({ tool }) => tool),
+      );
       missing.forEach(({ hash }, index) => this.#cache.set(hash, counted[index]!));
       let next = 0;
       for (let index = 0; index < out.length; index++) out[index] ??= counted[next++];

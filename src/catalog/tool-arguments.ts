@@ -37,7 +37,8 @@ function withFormats<T extends Ajv>(ajv: T): T {
 
 /** One instance per draft, built on first use: each holds its compiled validators' shared code. */
 let drafts: { draft07: Ajv; draft2019: Ajv; draft2020: Ajv } | undefined;
-const ajvs = () => (drafts ??= { draft07: withFormats(new Ajv(options)), draft2019: withFormats(new Ajv2019(options)), draft2020: withFormats(new Ajv2020(options)) });
+const ajvs = () =>
+  (drafts ??= { draft07: withFormats(new Ajv(options)), draft2019: withFormats(new Ajv2019(options)), draft2020: withFormats(new Ajv2020(options)) });
 
 function ajvFor(schema: Record<string, unknown>): { ajv: Ajv; schema: Record<string, unknown> } {
   const declared = typeof schema.$schema === 'string' ? schema.$schema : '';
@@ -102,7 +103,10 @@ export function checkArguments(checks: ArgumentChecks, key: string, schema: Reco
     const known = new Set(Object.keys(schema.properties as Record<string, unknown>));
     const extra = Object.keys(args).filter((name) => !known.has(name));
     if (extra.length > 0) {
-      return { ok: false, message: `arguments: unknown field${extra.length > 1 ? 's' : ''} ${extra.map((name) => JSON.stringify(name)).join(', ')} (the tool takes ${[...known].map((name) => JSON.stringify(name)).join(', ') || 'no arguments'})` };
+      return {
+        ok: false,
+        message: `arguments: unknown field${extra.length > 1 ? 's' : ''} ${extra.map((name) => JSON.stringify(name)).join(', ')} (the tool takes ${[...known].map((name) => JSON.stringify(name)).join(', ') || 'no arguments'})`,
+      };
     }
   }
   if (entry.check(args)) return { ok: true };

@@ -69,7 +69,10 @@ export function detectToolFormat(raw: Record<string, unknown>): ToolFormat {
 function parseWith<T>(schema: z.ZodType<T>, raw: unknown, format: ToolFormat): T {
   const result = schema.safeParse(raw);
   if (result.success) return result.data;
-  const issues = result.error.issues.map((issue) => ({ path: issue.path.map((part) => (typeof part === 'symbol' ? String(part) : part)), message: issue.message }));
+  const issues = result.error.issues.map((issue) => ({
+    path: issue.path.map((part) => (typeof part === 'symbol' ? String(part) : part)),
+    message: issue.message,
+  }));
   const first = issues[0]!;
   if (format === 'gateway' && first.path[0] === 'name') {
     throw new ToolFormatError(
@@ -210,7 +213,19 @@ export function extractToolList(body: unknown): unknown[] | undefined {
 /** Keys each shape defines (its provider's, plus toolsift's `tags` and `server`). */
 const KNOWN_KEYS: Record<ToolFormat, ReadonlySet<string>> = {
   mcp: new Set(['name', 'title', 'description', 'inputSchema', 'outputSchema', 'annotations', 'icons', '_meta', 'execution', 'tags', 'server']),
-  anthropic: new Set(['name', 'description', 'input_schema', 'cache_control', 'type', 'strict', 'defer_loading', 'input_examples', 'allowed_callers', 'tags', 'server']),
+  anthropic: new Set([
+    'name',
+    'description',
+    'input_schema',
+    'cache_control',
+    'type',
+    'strict',
+    'defer_loading',
+    'input_examples',
+    'allowed_callers',
+    'tags',
+    'server',
+  ]),
   openai_chat: new Set(['type', 'function', 'tags', 'server']),
   openai_responses: new Set(['type', 'name', 'description', 'parameters', 'strict', 'defer_loading', 'tags', 'server']),
   gateway: new Set(['name', 'description', 'definition', 'parameters', 'tags', 'server']),

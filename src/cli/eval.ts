@@ -120,7 +120,9 @@ try {
       console.log(`\ndataset ${entry.dataset}: ${entry.tools} tools, ${queries} queries`);
       console.log('mode     R@1    R@5    R@10   nDCG@10 MRR@10 groupR@10');
       for (const [mode, m] of Object.entries(entry.modes)) {
-        console.log(`${mode.padEnd(8)} ${[m.recall1, m.recall5, m.recall10, m.ndcg10, m.mrr10].map(cell).join(' ')} ${m.groupRecall10 === undefined ? '-' : m.groupRecall10.toFixed(3)}`);
+        console.log(
+          `${mode.padEnd(8)} ${[m.recall1, m.recall5, m.recall10, m.ndcg10, m.mrr10].map(cell).join(' ')} ${m.groupRecall10 === undefined ? '-' : m.groupRecall10.toFixed(3)}`,
+        );
       }
       const { hybrid, bm25, vector } = entry.modes;
       if (hybrid && bm25 && vector) {
@@ -132,7 +134,9 @@ try {
       if (typo) {
         console.log(`typos ${typoRate} (seed ${seed}):`);
         for (const [mode, m] of Object.entries(typo.modes)) {
-          console.log(`${mode.padEnd(8)} ${[m.recall1, m.recall5, m.recall10, m.ndcg10, m.mrr10].map(cell).join(' ')} nDCG@10 kept ${(100 * kept(index, mode)!).toFixed(1)}%`);
+          console.log(
+            `${mode.padEnd(8)} ${[m.recall1, m.recall5, m.recall10, m.ndcg10, m.mrr10].map(cell).join(' ')} nDCG@10 kept ${(100 * kept(index, mode)!).toFixed(1)}%`,
+          );
         }
       }
     }

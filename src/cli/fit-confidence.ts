@@ -33,7 +33,9 @@ const { values } = parseArgs({
 });
 const depth = Number(values.depth);
 
-const corpora = readdirSync(values.root!).filter((name) => existsSync(join(values.root!, name, 'catalog.jsonl'))).sort();
+const corpora = readdirSync(values.root!)
+  .filter((name) => existsSync(join(values.root!, name, 'catalog.jsonl')))
+  .sort();
 const config = loadConfigOrExit({ ...process.env, LOG_LEVEL: 'warn', DATABASE_URL: '' });
 const examples = new Map<string, Example[]>();
 for (const corpus of corpora) {
@@ -63,7 +65,10 @@ for (const corpus of corpora) {
 
 const table = (title: string, model: ConfidenceModel, rows: Example[]) => {
   const { ece, bins } = calibration(model, rows);
-  console.log(`${title.padEnd(34)} ECE ${ece.toFixed(3)}   ` + bins.map((bin) => (bin.n ? `${bin.confidence.toFixed(2)}:${bin.relevant.toFixed(2)}(${bin.n})` : '-')).join(' '));
+  console.log(
+    `${title.padEnd(34)} ECE ${ece.toFixed(3)}   ` +
+      bins.map((bin) => (bin.n ? `${bin.confidence.toFixed(2)}:${bin.relevant.toFixed(2)}(${bin.n})` : '-')).join(' '),
+  );
   return ece;
 };
 console.log(`\nreliability: per confidence bin 0.0-0.1 ... 0.9-1.0, "mean confidence:share relevant(examples)"; top ${depth} of each query, hybrid`);

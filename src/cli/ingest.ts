@@ -67,7 +67,12 @@ async function call(url: string, init: RequestInit): Promise<any> {
 const readArgs = () =>
   parseArgs({
     allowPositionals: true,
-    options: { catalog: { type: 'string' }, url: { type: 'string', default: 'http://localhost:8080' }, 'api-key': { type: 'string' }, help: { type: 'boolean', default: false } },
+    options: {
+      catalog: { type: 'string' },
+      url: { type: 'string', default: 'http://localhost:8080' },
+      'api-key': { type: 'string' },
+      help: { type: 'boolean', default: false },
+    },
   });
 
 async function main(): Promise<void> {

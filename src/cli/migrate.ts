@@ -7,9 +7,7 @@ const database = await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir:
 try {
   await database.migrate();
   const status = await database.check();
-  console.log(
-    `migrations applied on ${database.kind}: ${status.migrations.applied}/${status.migrations.expected}`,
-  );
+  console.log(`migrations applied on ${database.kind}: ${status.migrations.applied}/${status.migrations.expected}`);
 } finally {
   await database.close();
 }

@@ -33,10 +33,7 @@ export const DISABLED_MODEL = 'none';
  * the missing package or folder. The implementations are imported lazily so that choosing
  * use-lite never loads onnxruntime, and a missing package is reported rather than fatal.
  */
-export async function loadEmbedder(
-  options: LoadEmbedderOptions,
-  logger?: EmbedLogger,
-): Promise<{ embedder: Embedder | null; status: EmbedderStatus }> {
+export async function loadEmbedder(options: LoadEmbedderOptions, logger?: EmbedLogger): Promise<{ embedder: Embedder | null; status: EmbedderStatus }> {
   const modelId = options.model;
   if (modelId === DISABLED_MODEL) {
     return { embedder: null, status: { state: 'disabled', modelId } };
@@ -44,10 +41,7 @@ export async function loadEmbedder(
   const started = performance.now();
   try {
     const embedder = modelId === USE_LITE_MODEL_ID ? await loadUseLite(options) : await loadTransformers(options);
-    logger?.info(
-      { modelId, dimension: embedder.dimension, loadMs: Math.round(performance.now() - started) },
-      'embedding model ready',
-    );
+    logger?.info({ modelId, dimension: embedder.dimension, loadMs: Math.round(performance.now() - started) }, 'embedding model ready');
     return { embedder, status: { state: 'ready', modelId } };
   } catch (error) {
     const reason = describeLoadFailure(error);

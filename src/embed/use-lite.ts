@@ -54,7 +54,12 @@ export const DEFAULT_USE_LITE_NICE = 10;
  * 210-250 ms against 45-80 ms after one such call; `npx tsx bench/embed-model.ts --first-queries`).
  * Lengths from a word to a long task, as queries come.
  */
-export const USE_LITE_WARM_UP_TEXTS = ['search', 'search the web for news', 'find the weather forecast for a city and send it to my team by email '.repeat(3), 'read files '.repeat(40)];
+export const USE_LITE_WARM_UP_TEXTS = [
+  'search',
+  'search the web for news',
+  'find the weather forecast for a city and send it to my team by email '.repeat(3),
+  'read files '.repeat(40),
+];
 
 /** What `use-lite-worker.ts` receives as `workerData`. */
 export interface UseLiteWorkerData {
@@ -100,7 +105,10 @@ export async function createUseLiteEmbedder(options: UseLiteOptions = {}): Promi
   const pool = await WorkerPool.start<string[], number[][]>({
     name: USE_LITE_MODEL_ID,
     size: threads,
-    spawn: () => spawnWorkerModule(import.meta.url, 'use-lite-worker', { workerData: { nice, warmUpTexts: options.warmUp === false ? [] : USE_LITE_WARM_UP_TEXTS } satisfies UseLiteWorkerData }),
+    spawn: () =>
+      spawnWorkerModule(import.meta.url, 'use-lite-worker', {
+        workerData: { nice, warmUpTexts: options.warmUp === false ? [] : USE_LITE_WARM_UP_TEXTS } satisfies UseLiteWorkerData,
+      }),
     startupTimeoutMs: options.startupTimeoutMs,
     reserveForHighMs: QUERY_RESERVE_MS,
     coalesceHigh:

@@ -54,4 +54,3 @@ export function calibration(model: ConfidenceModel, examples: Example[]): { ece:
   }
   return { ece, bins };
 }
-

@@ -42,9 +42,17 @@ export function firstSentence(text: string | null | undefined): string {
   return (match ? match[1]! : flat).slice(0, 160);
 }
 
-export function smallCatalog(catalog: readonly CatalogLine[], queries: readonly QueryLine[], options: SmallCatalogOptions): { tools: CatalogLine[]; queries: QueryLine[] } {
+export function smallCatalog(
+  catalog: readonly CatalogLine[],
+  queries: readonly QueryLine[],
+  options: SmallCatalogOptions,
+): { tools: CatalogLine[]; queries: QueryLine[] } {
   const random = seededRandom(options.seed);
-  const shuffled = <T>(items: readonly T[]) => items.map((item) => ({ item, key: random() })).sort((a, b) => a.key - b.key).map(({ item }) => item);
+  const shuffled = <T>(items: readonly T[]) =>
+    items
+      .map((item) => ({ item, key: random() }))
+      .sort((a, b) => a.key - b.key)
+      .map(({ item }) => item);
   const chosen = new Set<string>();
   const kept: QueryLine[] = [];
   for (const query of shuffled(queries.filter(options.keepQuery ?? (() => true)))) {

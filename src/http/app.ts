@@ -80,21 +80,19 @@ export function createApp(deps: AppDeps): Express {
   app.use(selectorRoutes(deps.selector, deps.search));
   app.use(toolSearchRoutes({ selector: deps.selector, search: deps.search, tokens: deps.selector.tokens }, deps.metrics));
   app.use(
-    mcpRoutes(
-      {
-        catalog: deps.catalog,
-        search: deps.search,
-        upstreams: deps.upstreams ?? null,
-        toolRows: toolRowCache(),
-        catalogLists: catalogListCache(),
-        upstreamRows: upstreamRowCache(),
-        argumentChecks: argumentChecks(),
-        audit: deps.audit,
-        logger: deps.logger,
-        metrics: deps.metrics,
-        version: serviceVersion(),
-      },
-    ),
+    mcpRoutes({
+      catalog: deps.catalog,
+      search: deps.search,
+      upstreams: deps.upstreams ?? null,
+      toolRows: toolRowCache(),
+      catalogLists: catalogListCache(),
+      upstreamRows: upstreamRowCache(),
+      argumentChecks: argumentChecks(),
+      audit: deps.audit,
+      logger: deps.logger,
+      metrics: deps.metrics,
+      version: serviceVersion(),
+    }),
   );
   app.use(jobRoutes(deps.queue ?? null, deps.catalog.db));
   if (deps.upstreams) app.use(upstreamRoutes(deps.upstreams));

@@ -86,7 +86,13 @@ export function errorMiddleware(log: (error: unknown, req: Parameters<RequestHan
     }
     const zlibCode = (error as { code?: string }).code;
     if (typeof zlibCode === 'string' && zlibCode.startsWith('Z_')) {
-      sendError(res, new AppError('invalid_json', `request body could not be decompressed (Content-Encoding ${req.get('content-encoding') ?? '?'}): ${(error as Error).message}`));
+      sendError(
+        res,
+        new AppError(
+          'invalid_json',
+          `request body could not be decompressed (Content-Encoding ${req.get('content-encoding') ?? '?'}): ${(error as Error).message}`,
+        ),
+      );
       return;
     }
     if (error instanceof URIError) {

@@ -20,7 +20,10 @@ export function healthRoutes(checks: ReadinessCheck[]): Router {
     await Promise.all(
       checks.map(async (item) => {
         try {
-          components[item.name] = { status: 'ok', ...(await withDeadline(item.check(), READINESS_TIMEOUT_MS, () => new Error(`${item.name} did not answer within ${READINESS_TIMEOUT_MS} ms`))) };
+          components[item.name] = {
+            status: 'ok',
+            ...(await withDeadline(item.check(), READINESS_TIMEOUT_MS, () => new Error(`${item.name} did not answer within ${READINESS_TIMEOUT_MS} ms`))),
+          };
         } catch (error) {
           if (item.required) ready = false;
           components[item.name] = { status: item.required ? 'down' : 'degraded', reason: (error as Error).message };

@@ -13,7 +13,12 @@ import { textProblem } from '../lib/safe-text.js';
 export const MAX_JSON_DEPTH = 128;
 
 function describe(path: (string | number)[]): string {
-  return path.length === 0 ? 'the body' : path.map((part) => (typeof part === 'number' ? `[${part}]` : `.${part}`)).join('').replace(/^\./, '');
+  return path.length === 0
+    ? 'the body'
+    : path
+        .map((part) => (typeof part === 'number' ? `[${part}]` : `.${part}`))
+        .join('')
+        .replace(/^\./, '');
 }
 
 /** An object or array being walked: its keys (null for an array), the next child, and where it sits. */

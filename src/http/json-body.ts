@@ -70,7 +70,8 @@ function parseWhole(body: Buffer): unknown {
   } catch (error) {
     throw new AppError('invalid_json', `request body is not valid JSON: ${(error as Error).message}`);
   }
-  if (typeof json !== 'object' || json === null) throw new AppError('invalid_json', 'request body is not valid JSON: the top level must be an object or an array');
+  if (typeof json !== 'object' || json === null)
+    throw new AppError('invalid_json', 'request body is not valid JSON: the top level must be an object or an array');
   assertSafeJson(json);
   return json;
 }
@@ -133,14 +134,11 @@ export function jsonInSlices(limit: number): RequestHandler {
         next(error);
         return;
       }
-      readJsonBodyInSlices(req.body as Buffer).then(
-        (json) => {
-          req.body = json;
-          res.locals.bodyChecked = true;
-          next();
-        },
-        next,
-      );
+      readJsonBodyInSlices(req.body as Buffer).then((json) => {
+        req.body = json;
+        res.locals.bodyChecked = true;
+        next();
+      }, next);
     });
   };
 }

@@ -21,7 +21,10 @@ const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
  * DELETE that sends one anyway is answered as without it: the body is never read into memory,
  * parsed or refused (Node discards it), as openapi.yaml documents no 413 or 415 for them.
  */
-export const forBodies = (handler: RequestHandler): RequestHandler => (req, res, next) => (BODY_METHODS.has(req.method) ? handler(req, res, next) : next());
+export const forBodies =
+  (handler: RequestHandler): RequestHandler =>
+  (req, res, next) =>
+    BODY_METHODS.has(req.method) ? handler(req, res, next) : next();
 
 /**
  * Bodies must be JSON: a form or text body would otherwise arrive as "no body" and confuse. A
@@ -76,7 +79,10 @@ export function authenticate(keys: Map<string, string> | undefined): RequestHand
 
 /** Whether a browser origin is listed: an origin (`https://app.example`) or a hostname, or `*`. */
 export function originAllowed(origin: string, allowed: string): boolean {
-  const entries = allowed.split(',').map((entry) => entry.trim()).filter(Boolean);
+  const entries = allowed
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
   if (entries.includes('*')) return true;
   let url: URL;
   try {
@@ -89,7 +95,10 @@ export function originAllowed(origin: string, allowed: string): boolean {
 
 /** Whether the Host header names a host this instance answers to (`*`: any). */
 export function hostAllowed(host: string | undefined, allowed: string): boolean {
-  const entries = allowed.split(',').map((entry) => entry.trim()).filter(Boolean);
+  const entries = allowed
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
   if (entries.includes('*')) return true;
   if (!host) return false;
   const hostname = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0]!;
@@ -111,7 +120,10 @@ export function hostAndOriginGuard(options: { allowedHosts: string; allowedOrigi
     if (PROBES.has(req.path)) return next();
     const host = req.get('host');
     if (!hostAllowed(host, options.allowedHosts)) {
-      throw new AppError('forbidden', `host ${host ?? '(none)'} is not served here (ALLOWED_HOSTS; an instance without API_KEYS answers only its loopback names)`);
+      throw new AppError(
+        'forbidden',
+        `host ${host ?? '(none)'} is not served here (ALLOWED_HOSTS; an instance without API_KEYS answers only its loopback names)`,
+      );
     }
     const origin = req.get('origin');
     if (origin !== undefined && !originAllowed(origin, options.allowedOrigins) && !sameOrigin(origin, host, req.protocol)) {
@@ -139,7 +151,8 @@ export function metricsAuth(keys: Map<string, string> | undefined, token: string
     if (!keys || keys.size === 0) return next();
     if (!token) throw new AppError('unauthorized', 'with API_KEYS set, /metrics needs METRICS_TOKEN set and sent as Authorization: Bearer <token>');
     const presented = /^Bearer\s+(.+)$/i.exec(req.get('authorization') ?? '')?.[1]?.trim();
-    if (!presented || !timingSafeEqualText(presented, token)) throw new AppError('unauthorized', 'missing or wrong metrics token: send Authorization: Bearer <METRICS_TOKEN>');
+    if (!presented || !timingSafeEqualText(presented, token))
+      throw new AppError('unauthorized', 'missing or wrong metrics token: send Authorization: Bearer <METRICS_TOKEN>');
     next();
   };
 }

@@ -24,7 +24,15 @@ export function observeRequests(logger: Logger, metrics: Metrics): RequestHandle
       const status = clientClosed ? CLIENT_CLOSED : res.statusCode;
       metrics.httpDuration.observe({ method: req.method, route, status: String(status) }, seconds);
       (res.locals.log as Logger).info(
-        { method: req.method, route, path: req.path, status, ms: Math.round(seconds * 1e5) / 100, tenant: res.locals.tenant, ...(clientClosed ? { clientClosed } : {}) },
+        {
+          method: req.method,
+          route,
+          path: req.path,
+          status,
+          ms: Math.round(seconds * 1e5) / 100,
+          tenant: res.locals.tenant,
+          ...(clientClosed ? { clientClosed } : {}),
+        },
         'request',
       );
     };

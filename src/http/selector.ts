@@ -59,7 +59,8 @@ async function selectionTokens(counter: TokenCounter, selection: Selection): Pro
 }
 
 /** Timings for a log line, to 0.01 ms. */
-export const roundedTimings = (timings: Record<string, number>) => Object.fromEntries(Object.entries(timings).map(([key, value]) => [key, Math.round(value * 100) / 100]));
+export const roundedTimings = (timings: Record<string, number>) =>
+  Object.fromEntries(Object.entries(timings).map(([key, value]) => [key, Math.round(value * 100) / 100]));
 
 function recordTokens(metrics: Metrics | undefined, tenant: string, tokens: { offered: number; selected: number }): void {
   metrics?.toolTokens.inc({ endpoint: 'selector', tenant, kind: 'offered' }, tokens.offered);
@@ -127,7 +128,11 @@ export function selectorRoutes(deps: SelectorDeps, search: RankDeps = deps): Rou
       const started = performance.now();
       // Never fails closed on a catalog this process has searched: past the store deadline, or with
       // the database down, the catalog as last seen here answers (BM25 in process).
-      const selected = await selectFromCatalog(search, { tenant: res.locals.tenant as string, name: body.catalog }, { pattern, topK, alwaysKeep: body.always_keep ?? [], storeDeadlineMs: storeDeadlineMs(deps) });
+      const selected = await selectFromCatalog(
+        search,
+        { tenant: res.locals.tenant as string, name: body.catalog },
+        { pattern, topK, alwaysKeep: body.always_keep ?? [], storeDeadlineMs: storeDeadlineMs(deps) },
+      );
       deps.metrics?.selectorNames.observe(selected.names.length);
       deps.metrics?.selectorConfidence.observe(selected.confidence);
       if (selected.fallback) deps.metrics?.selectorFallbacks.inc({ reason: selected.fallback });
@@ -135,7 +140,17 @@ export function selectorRoutes(deps: SelectorDeps, search: RankDeps = deps): Rou
       recordSearch(deps.metrics, 'selector_catalog', selected.timings);
       res.json({ selected_names: selected.names, success: true, data: { relevant_tools: selected.names } } satisfies SelectorResponse);
       (res.locals.log as Logger)[selected.fallback ? 'warn' : 'info'](
-        { tenant: res.locals.tenant, route: 'selector', catalog: body.catalog, namesOut: selected.names.length, ranked: selected.ranked, confidence: Math.round(selected.confidence * 1000) / 1000, tokens: selected.tokens, ...(selected.fallback ? { fallback: selected.fallback } : {}), timings: { ...roundedTimings(selected.timings), total_ms: Math.round((performance.now() - started) * 100) / 100 } },
+        {
+          tenant: res.locals.tenant,
+          route: 'selector',
+          catalog: body.catalog,
+          namesOut: selected.names.length,
+          ranked: selected.ranked,
+          confidence: Math.round(selected.confidence * 1000) / 1000,
+          tokens: selected.tokens,
+          ...(selected.fallback ? { fallback: selected.fallback } : {}),
+          timings: { ...roundedTimings(selected.timings), total_ms: Math.round((performance.now() - started) * 100) / 100 },
+        },
         'tool selection',
       );
       return;
@@ -183,7 +198,9 @@ export function selectorRoutes(deps: SelectorDeps, search: RankDeps = deps): Rou
           'tool selection',
         );
       })
-      .catch((error: unknown) => log.warn({ err: error, tenant: res.locals.tenant, route: 'selector' }, 'tool selection: token count or log line after the answer failed'));
+      .catch((error: unknown) =>
+        log.warn({ err: error, tenant: res.locals.tenant, route: 'selector' }, 'tool selection: token count or log line after the answer failed'),
+      );
   };
   // Gateways >= 0.5.3 post to <base>/api/compress/tool-discovery/: pointing their base URL here works too.
   for (const path of SELECTOR_PATHS) router.post(path, handler);

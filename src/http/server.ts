@@ -37,12 +37,13 @@ function describeClientError(error: { code?: string; reason?: string; message: s
   const reason = error.reason ?? error.message;
   switch (error.code) {
     case 'HPE_HEADER_OVERFLOW':
-      return { code: 'headers_too_large', message: 'request headers too large: keep them under 16 KB (Node\'s limit)' };
+      return { code: 'headers_too_large', message: "request headers too large: keep them under 16 KB (Node's limit)" };
     case 'ERR_HTTP_REQUEST_TIMEOUT':
       return { code: 'request_timeout', message: 'the request did not arrive whole in time (BODY_TIMEOUT_MS, HEADERS_TIMEOUT_MS)' };
     case 'HPE_UNEXPECTED_CONTENT_LENGTH':
     case 'HPE_INVALID_TRANSFER_ENCODING':
-      if (/content-length/i.test(reason)) return { code: 'malformed_request', message: 'malformed HTTP request: send Content-Length or Transfer-Encoding: chunked, not both' };
+      if (/content-length/i.test(reason))
+        return { code: 'malformed_request', message: 'malformed HTTP request: send Content-Length or Transfer-Encoding: chunked, not both' };
       break;
     case 'HPE_INVALID_CHUNK_SIZE':
     case 'HPE_STRICT':

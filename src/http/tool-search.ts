@@ -59,7 +59,12 @@ export function formatAnswer(body: ToolSearchRequest, result: ToolSearchResult):
       return { [body.result_key]: names };
     default:
       return {
-        results: result.results.map((found) => ({ name: found.name, score: found.score, confidence: found.confidence, estimated_tokens: found.estimatedTokens })),
+        results: result.results.map((found) => ({
+          name: found.name,
+          score: found.score,
+          confidence: found.confidence,
+          estimated_tokens: found.estimatedTokens,
+        })),
         confidence: result.confidence,
         unmatched_terms: result.unmatchedTerms,
         tokens: result.tokens,
@@ -91,10 +96,12 @@ export function openaiAnswer(results: FoundTool[], callId?: string): OpenAiToolS
     status: 'completed',
     ...(callId ? { call_id: callId } : {}),
     // Every result carries its definition here: an answer from memory keeps only tools whose definitions it has.
-    tools: results.flatMap((found) => (found.tool ? [found.tool] : [])).map((tool) => {
-      const wire = wireDefinition(tool, 'openai') as { name: string; description: string; parameters: Record<string, unknown> };
-      return { type: 'function', name: wire.name, description: wire.description, parameters: wire.parameters, strict: false, defer_loading: true };
-    }),
+    tools: results
+      .flatMap((found) => (found.tool ? [found.tool] : []))
+      .map((tool) => {
+        const wire = wireDefinition(tool, 'openai') as { name: string; description: string; parameters: Record<string, unknown> };
+        return { type: 'function', name: wire.name, description: wire.description, parameters: wire.parameters, strict: false, defer_loading: true };
+      }),
   };
 }
 
@@ -106,7 +113,9 @@ export function toolSearchRoutes(deps: ToolSearchDeps, metrics?: Metrics): Route
   router.post(TOOL_SEARCH_PATH, async (req, res) => {
     requireUtf8(req.get('content-type'));
     // Hooks resend the same deferred tools every call: a list seen before is not parsed or indexed again.
-    const { json, toolsKey, cached } = Buffer.isBuffer(req.body) ? await readToolListBodyInSlices(req.body, deps.selector.toolListCache) : { json: req.body ?? {} };
+    const { json, toolsKey, cached } = Buffer.isBuffer(req.body)
+      ? await readToolListBodyInSlices(req.body, deps.selector.toolListCache)
+      : { json: req.body ?? {} };
     const body = cached ? parseInput(rememberedListRequest, json, 'body') : parseInput(toolSearchRequest, json, 'body');
     const tenant = String(res.locals.tenant);
     const result = await searchForTools(deps, {
@@ -127,7 +136,17 @@ export function toolSearchRoutes(deps: ToolSearchDeps, metrics?: Metrics): Route
     metrics?.toolTokens.inc({ endpoint: 'tool_search', tenant, kind: 'offered' }, result.tokens.offered);
     metrics?.toolTokens.inc({ endpoint: 'tool_search', tenant, kind: 'selected' }, result.tokens.selected);
     res.locals.log?.info?.(
-      { query_terms: body.query.length, candidates: cached?.toolsIn ?? body.tools?.length ?? null, catalog: body.catalog ?? null, results: result.results.length, confidence: result.confidence, format: body.format, tokens: result.tokens, ...(result.degraded ? { degraded: result.degraded } : {}), timings: roundedTimings(result.timings) },
+      {
+        query_terms: body.query.length,
+        candidates: cached?.toolsIn ?? body.tools?.length ?? null,
+        catalog: body.catalog ?? null,
+        results: result.results.length,
+        confidence: result.confidence,
+        format: body.format,
+        tokens: result.tokens,
+        ...(result.degraded ? { degraded: result.degraded } : {}),
+        timings: roundedTimings(result.timings),
+      },
       'tool search',
     );
     res.json(formatAnswer(body, result));

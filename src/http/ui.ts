@@ -13,7 +13,10 @@ export function uiRoutes(): Router {
   // Only this origin's own files, and no inline script: what the page shows comes from tool
   // definitions pushed by other people, so an injected <script> must not run.
   router.use('/ui', (_req, res, next) => {
-    res.setHeader('Content-Security-Policy', "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'");
+    res.setHeader(
+      'Content-Security-Policy',
+      "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+    );
     res.setHeader('X-Content-Type-Options', 'nosniff');
     next();
   });

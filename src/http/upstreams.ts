@@ -13,8 +13,23 @@ const upstreamParams = catalogParams.extend({
  * redirect the connection (a `Content-Length: 0` held a registration for 30 s).
  */
 const RESERVED_HEADERS = new Set([
-  'host', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'te', 'trailer', 'expect', 'content-type', 'accept',
-  'proxy-authorization', 'proxy-connection', 'mcp-session-id', 'mcp-protocol-version', 'last-event-id', 'cookie2',
+  'host',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'upgrade',
+  'te',
+  'trailer',
+  'expect',
+  'content-type',
+  'accept',
+  'proxy-authorization',
+  'proxy-connection',
+  'mcp-session-id',
+  'mcp-protocol-version',
+  'last-event-id',
+  'cookie2',
 ]);
 
 const headerName = z
@@ -23,7 +38,10 @@ const headerName = z
   .refine((name) => !RESERVED_HEADERS.has(name.toLowerCase()), 'this header is set by the transport and may not be given');
 
 /** A header value as HTTP allows it (no CR, LF or NUL); the message never repeats the value, a credential. */
-const headerValue = z.string().max(8_192, 'header values are at most 8,192 characters').regex(/^[\t\x20-\x7e\x80-\xff]*$/, 'header values must be visible ASCII or Latin-1 without control characters (the value is not shown)');
+const headerValue = z
+  .string()
+  .max(8_192, 'header values are at most 8,192 characters')
+  .regex(/^[\t\x20-\x7e\x80-\xff]*$/, 'header values must be visible ASCII or Latin-1 without control characters (the value is not shown)');
 
 export const putUpstreamRequest = z
   .object({
@@ -41,7 +59,12 @@ const decisionRequest = z
   .object({
     /** Absent: every tool waiting for a decision. A name, or {name, hash} to decide exactly the definition reviewed. */
     tools: z
-      .array(z.union([z.string().min(1).max(128), z.object({ name: z.string().min(1).max(128), hash: z.string().regex(/^[0-9a-f]{64}$/, 'hash is the 64-hex-digit pin hash from GET') }).strict()]))
+      .array(
+        z.union([
+          z.string().min(1).max(128),
+          z.object({ name: z.string().min(1).max(128), hash: z.string().regex(/^[0-9a-f]{64}$/, 'hash is the 64-hex-digit pin hash from GET') }).strict(),
+        ]),
+      )
       .min(1)
       .max(1_000)
       .optional(),
@@ -54,7 +77,13 @@ export function upstreamRoutes(upstreams: UpstreamService | null): Router {
   router.put('/v1/catalogs/:catalog/upstreams/:name', async (req, res) => {
     const { catalog, name } = parseInput(upstreamParams, req.params, 'path');
     const body = parseInput(putUpstreamRequest, req.body, 'body');
-    const state = await upstreams!.register(String(res.locals.tenant), catalog, { name, url: body.url, headers: body.headers ?? {}, refreshSeconds: body.refresh_seconds, trust: body.trust });
+    const state = await upstreams!.register(String(res.locals.tenant), catalog, {
+      name,
+      url: body.url,
+      headers: body.headers ?? {},
+      refreshSeconds: body.refresh_seconds,
+      trust: body.trust,
+    });
     res.json({ upstream: state });
   });
   router.get('/v1/catalogs/:catalog/upstreams', async (req, res) => {

@@ -148,7 +148,10 @@ export class BullmqEmbedQueue implements EmbedQueue {
     // Batches cut from a different set of hashes get different ids: leave out what an unfinished
     // job already holds, or a sweep during a long ingestion would embed much of it twice.
     const scheduled = await this.scheduledHashes();
-    return this.add(missing.filter((hash) => !scheduled.has(hash)), 'backlog');
+    return this.add(
+      missing.filter((hash) => !scheduled.has(hash)),
+      'backlog',
+    );
   }
 
   async getJob(id: string): Promise<JobInfo | undefined> {
@@ -168,9 +171,7 @@ export class BullmqEmbedQueue implements EmbedQueue {
   }
 
   async status(): Promise<QueueStatus> {
-    const counts = await this.unavailableOnError(() =>
-      this.queue.getJobCounts('waiting', 'prioritized', 'paused', 'delayed', 'active', 'failed', 'completed'),
-    );
+    const counts = await this.unavailableOnError(() => this.queue.getJobCounts('waiting', 'prioritized', 'paused', 'delayed', 'active', 'failed', 'completed'));
     const workers = await this.unavailableOnError(() => this.queue.getWorkersCount());
     const [oldest] = await this.unavailableOnError(() => this.queue.getJobs(['waiting', 'prioritized'], 0, 0, true));
     return {
@@ -235,9 +236,7 @@ export class BullmqEmbedQueue implements EmbedQueue {
       // jobs; a finished one whose hashes are missing again (it failed, or the documents were
       // deleted and pushed again) must run again, so it is removed first.
       const states = await Promise.all(batches.map((batch) => this.queue.getJobState(batch.id)));
-      await Promise.all(
-        batches.map((batch, i) => (states[i] === 'completed' || states[i] === 'failed' ? this.queue.remove(batch.id) : undefined)),
-      );
+      await Promise.all(batches.map((batch, i) => (states[i] === 'completed' || states[i] === 'failed' ? this.queue.remove(batch.id) : undefined)));
       const priority = lane === 'backlog' ? BACKLOG_PRIORITY : 0;
       await this.queue.addBulk(batches.map((batch) => ({ name: 'embed', data: batch.data, opts: { jobId: batch.id, priority } })));
       if (lane === 'fresh') {
@@ -276,10 +275,7 @@ function jobHashes(jobs: ({ data: unknown } | undefined)[]): Set<string> {
 }
 
 function queueUnavailable(reason: string): AppError {
-  return new AppError(
-    'service_unavailable',
-    `embedding queue unavailable (${reason}); stored tools are embedded once Redis is back, and retrying is safe`,
-  );
+  return new AppError('service_unavailable', `embedding queue unavailable (${reason}); stored tools are embedded once Redis is back, and retrying is safe`);
 }
 
 function isConnectionError(error: unknown): boolean {

@@ -52,9 +52,7 @@ export function embedJobProcessor(db: Db, embedder: Embedder) {
     if (payload.data.textVersion !== EMBED_TEXT_VERSION) {
       // Queued by a release with another embedding text recipe (a rolling deploy): writing this
       // worker's vectors under the job's version, or the reverse, would mislabel them.
-      throw new UnrecoverableError(
-        `job is for embedding text version ${payload.data.textVersion}, this worker builds version ${EMBED_TEXT_VERSION}`,
-      );
+      throw new UnrecoverableError(`job is for embedding text version ${payload.data.textVersion}, this worker builds version ${EMBED_TEXT_VERSION}`);
     }
     const written = await embedDocuments(db, embedder, payload.data.hashes);
     await job.updateProgress(100);
@@ -80,19 +78,25 @@ export async function startEmbedWorker(options: EmbedWorkerOptions): Promise<Emb
   worker.on('completed', (_job, result) => options.onEmbedded?.(result.written));
   worker.on('failed', (job, error) => {
     const final = !job || job.attemptsMade >= (job.opts.attempts ?? 1) || error instanceof UnrecoverableError || error.name === 'UnrecoverableError';
-    options.logger[final ? 'error' : 'warn']({ jobId: job?.id, attempt: job?.attemptsMade, err: error }, final ? 'embedding job failed' : 'embedding job failed; retrying');
+    options.logger[final ? 'error' : 'warn'](
+      { jobId: job?.id, attempt: job?.attemptsMade, err: error },
+      final ? 'embedding job failed' : 'embedding job failed; retrying',
+    );
   });
   worker.on('completed', (job, result) =>
     options.logger.info(
-      { jobId: job.id, tools: (job.data as { hashes?: unknown[] })?.hashes?.length ?? null, written: result.written, ms: job.finishedOn && job.processedOn ? job.finishedOn - job.processedOn : null, outcome: 'completed' },
+      {
+        jobId: job.id,
+        tools: (job.data as { hashes?: unknown[] })?.hashes?.length ?? null,
+        written: result.written,
+        ms: job.finishedOn && job.processedOn ? job.finishedOn - job.processedOn : null,
+        outcome: 'completed',
+      },
       'embedding job done',
     ),
   );
   await worker.waitUntilReady();
-  options.logger.info(
-    { concurrency: options.concurrency, model: options.embedder.modelId, prefix: options.prefix },
-    'embedding worker started',
-  );
+  options.logger.info({ concurrency: options.concurrency, model: options.embedder.modelId, prefix: options.prefix }, 'embedding worker started');
   return {
     worker,
     async close() {

@@ -11,7 +11,10 @@ export const EMBED_QUEUE_NAME = 'toolsift-embed';
 export const embedJobPayload = z.object({
   model: z.string().min(1).max(200),
   textVersion: z.number().int().min(0).default(1),
-  hashes: z.array(z.string().regex(/^[0-9a-f]{64}$/, 'hashes are sha256 hex')).min(1).max(1000),
+  hashes: z
+    .array(z.string().regex(/^[0-9a-f]{64}$/, 'hashes are sha256 hex'))
+    .min(1)
+    .max(1000),
 });
 export type EmbedJobPayload = z.infer<typeof embedJobPayload>;
 

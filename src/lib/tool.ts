@@ -1,10 +1,5 @@
 /** The tool formats toolsift recognises on input. */
-export type ToolFormat =
-  | 'mcp'
-  | 'openai_chat'
-  | 'openai_responses'
-  | 'anthropic'
-  | 'gateway';
+export type ToolFormat = 'mcp' | 'openai_chat' | 'openai_responses' | 'anthropic' | 'gateway';
 
 export type JsonSchema = Record<string, unknown>;
 
@@ -33,4 +28,3 @@ export type WireShape = 'anthropic' | 'openai' | 'as_sent';
 
 /** One tool's definition tokens in each shape (catalog/tokens.ts counts them; the store keeps them). */
 export type DefinitionTokens = Record<WireShape, number>;
-

@@ -18,6 +18,10 @@ export function spawnWorkerModule(base: string, name: string, options: { workerD
 export function workerModuleSourceTs(base: string, name: string): string {
   const workerUrl = new URL(`./${name}.ts`, base).href;
   // `require.resolve` picks the package's CJS build; its ESM twin is the `.mjs` beside it.
-  const tsxApiUrl = pathToFileURL(createRequire(import.meta.url).resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs')).href;
+  const tsxApiUrl = pathToFileURL(
+    createRequire(import.meta.url)
+      .resolve('tsx/esm/api')
+      .replace(/\.cjs$/, '.mjs'),
+  ).href;
   return `import(${JSON.stringify(tsxApiUrl)}).then((tsx) => tsx.tsImport(${JSON.stringify(workerUrl)}, ${JSON.stringify(base)}))`;
 }

@@ -197,15 +197,39 @@ export async function searchTools(
       ...observed,
     };
   }
-  if (results.length === 0) return { results, hint: `No tool matches "${input.query}"${input.server ? ` on server "${input.server}"` : ''}. Try other words, or list_tools to browse.`, ...observed };
-  if (!merged.some((tool) => tool.strong)) return { results, hint: 'No tool shares the query\'s words and none is close in meaning: these are loose matches, probably not what you need.', ...observed };
+  if (results.length === 0)
+    return {
+      results,
+      hint: `No tool matches "${input.query}"${input.server ? ` on server "${input.server}"` : ''}. Try other words, or list_tools to browse.`,
+      ...observed,
+    };
+  if (!merged.some((tool) => tool.strong))
+    return {
+      results,
+      hint: "No tool shares the query's words and none is close in meaning: these are loose matches, probably not what you need.",
+      ...observed,
+    };
   return { results, ...observed };
 }
 
 /** The catalog search's ranking (`POST /v1/catalogs/{catalog}/search`), from the store. */
-async function rankInStore(deps: DiscoveryDeps, scope: DiscoveryScope, catalog: CatalogSummary, input: { query: string; tags?: string[] }, depth: number): Promise<CatalogRanking> {
-  const result = await searchCatalog(deps.search, { tenant: scope.tenant, name: catalog.name }, { query: input.query, topK: depth, mode: 'hybrid', tags: input.tags }, catalog);
-  const sure = confidences(result.tools.map((tool, i) => ({ ...tool.explain, rank: i + 1 })), result.bests);
+async function rankInStore(
+  deps: DiscoveryDeps,
+  scope: DiscoveryScope,
+  catalog: CatalogSummary,
+  input: { query: string; tags?: string[] },
+  depth: number,
+): Promise<CatalogRanking> {
+  const result = await searchCatalog(
+    deps.search,
+    { tenant: scope.tenant, name: catalog.name },
+    { query: input.query, topK: depth, mode: 'hybrid', tags: input.tags },
+    catalog,
+  );
+  const sure = confidences(
+    result.tools.map((tool, i) => ({ ...tool.explain, rank: i + 1 })),
+    result.bests,
+  );
   return {
     tools: result.tools.map((tool, i) => ({
       catalog: catalog.name,
@@ -229,7 +253,13 @@ async function rankInStore(deps: DiscoveryDeps, scope: DiscoveryScope, catalog: 
  * and parameters come from tools resolved here before (toolRows) or found by a search here before
  * (search/seen-tools.ts): the index holds terms, not text.
  */
-async function rankInMemory(deps: DiscoveryDeps, scope: DiscoveryScope, catalog: CatalogSummary, input: { query: string; tags?: string[] }, depth: number): Promise<CatalogRanking | undefined> {
+async function rankInMemory(
+  deps: DiscoveryDeps,
+  scope: DiscoveryScope,
+  catalog: CatalogSummary,
+  input: { query: string; tags?: string[] },
+  depth: number,
+): Promise<CatalogRanking | undefined> {
   const index = deps.search.catalogIndexes?.lastSeen(scope.tenant, catalog.name)?.index;
   if (!index) return scope.catalog ? undefined : { tools: [], split: {}, degraded: 'store_error' };
   const ranked = await rankRemembered(deps.search, index, { pattern: input.query, depth, ...(input.tags?.length ? { tags: input.tags } : {}) });
@@ -283,7 +313,10 @@ export type UpstreamRowCache = LruCache<string, { row: UpstreamRow; revision: nu
 const UPSTREAM_ROWS_MAX = 4096;
 
 export const upstreamRowCache = (): UpstreamRowCache =>
-  new LruCache(UPSTREAM_ROWS_MAX, { max: UPSTREAM_ROW_BYTES_MAX, weigh: (entry) => 512 + [...entry.names].reduce((bytes, name) => bytes + 2 * name.length + 16, 0) });
+  new LruCache(UPSTREAM_ROWS_MAX, {
+    max: UPSTREAM_ROW_BYTES_MAX,
+    weigh: (entry) => 512 + [...entry.names].reduce((bytes, name) => bytes + 2 * name.length + 16, 0),
+  });
 
 const UPSTREAM_ROW_BYTES_MAX = 16 * 1024 * 1024;
 
@@ -312,7 +345,10 @@ export async function resolveTool(deps: DiscoveryDeps, scope: DiscoveryScope, na
   ).flat();
   if (hits.length === 1) return { ok: true, ...hits[0]! };
   if (hits.length > 1) return { ok: false, error: `"${name}" is in several catalogs (${hits.map((hit) => hit.catalog).join(', ')}): use catalog/name` };
-  return { ok: false, error: `unknown tool "${name}"${scope.catalog ? ` in catalog "${scope.catalog}"` : ''}: search_tools finds tools, list_tools lists names` };
+  return {
+    ok: false,
+    error: `unknown tool "${name}"${scope.catalog ? ` in catalog "${scope.catalog}"` : ''}: search_tools finds tools, list_tools lists names`,
+  };
 }
 
 /**
@@ -377,7 +413,15 @@ const placeholderRow = (name: string, server: string | null): Omit<CatalogToolRo
 });
 
 export type ToolDetail =
-  | { name: string; found: true; catalog: string; server: string | null; description: string; parameters?: string[]; inputSchema?: Record<string, unknown> | null }
+  | {
+      name: string;
+      found: true;
+      catalog: string;
+      server: string | null;
+      description: string;
+      parameters?: string[];
+      inputSchema?: Record<string, unknown> | null;
+    }
   | { name: string; found: false; error: string };
 
 export async function toolDetails(deps: DiscoveryDeps, scope: DiscoveryScope, names: string[], detail: 'brief' | 'full'): Promise<ToolDetail[]> {
@@ -429,7 +473,11 @@ export async function listToolNames(
  * store's), in the store's order, while the store does not answer; undefined (the store's error)
  * when this process holds no index of it: a list must not leave out a catalog.
  */
-function rememberedPage(deps: DiscoveryDeps, ref: { tenant: string; name: string }, page: { limit: number; after?: string }): { tools: { name: string; server: string | null }[]; nextAfter?: string } | undefined {
+function rememberedPage(
+  deps: DiscoveryDeps,
+  ref: { tenant: string; name: string },
+  page: { limit: number; after?: string },
+): { tools: { name: string; server: string | null }[]; nextAfter?: string } | undefined {
   const index = deps.search.catalogIndexes?.lastSeen(ref.tenant, ref.name)?.index;
   if (!index) return undefined;
   const names = firstNames(index.bm25, page.limit + 1, page.after);
@@ -475,7 +523,18 @@ export async function callTool(
   if (!tool.upstream || !deps.upstreams) return noUpstream();
   const upstream = tool.upstream.name;
   const audited = (outcome: string, reason?: string) =>
-    deps.audit?.record({ event: 'call', tenant: scope.tenant, catalog, upstream, tool: tool.name, hash: tool.hash, outcome, ms: performance.now() - started, args: argumentShape(args), ...(reason ? { reason } : {}) });
+    deps.audit?.record({
+      event: 'call',
+      tenant: scope.tenant,
+      catalog,
+      upstream,
+      tool: tool.name,
+      hash: tool.hash,
+      outcome,
+      ms: performance.now() - started,
+      args: argumentShape(args),
+      ...(reason ? { reason } : {}),
+    });
   // Nothing is sent for arguments the tool's schema refuses: the agent hears which field and why.
   const verdict = checkArguments(deps.argumentChecks, tool.hash, tool.inputSchema, args);
   if (!verdict.ok) {
@@ -483,7 +542,15 @@ export async function callTool(
     return { ...errorResult(`"${name}": ${verdict.message}; nothing was sent to the upstream (get_tool_details shows the input schema)`), upstream };
   }
   const called = performance.now();
-  const result = await deps.upstreams.callTool({ tenant: scope.tenant, catalog, server: upstream, tool: tool.name, arguments: args, signal, upstream: tool.upstream });
+  const result = await deps.upstreams.callTool({
+    tenant: scope.tenant,
+    catalog,
+    server: upstream,
+    tool: tool.name,
+    arguments: args,
+    signal,
+    upstream: tool.upstream,
+  });
   if (result.isError && result.unknownUpstream) return noUpstream();
   const { unknownUpstream: _unknown, failure, ...answer } = result;
   audited(failure ? 'failed' : answer.isError ? 'tool_error' : 'ok', failure);

@@ -105,7 +105,10 @@ function text(value: unknown): { type: 'text'; text: string } {
 }
 
 /** Search results as compact lines (~60 tokens each), for clients that read the text block only. */
-function searchText(answer: { results: Array<{ name: string; server: string | null; description: string; parameters: string[]; score: number }>; hint?: string }): string {
+function searchText(answer: {
+  results: Array<{ name: string; server: string | null; description: string; parameters: string[]; score: number }>;
+  hint?: string;
+}): string {
   const lines = answer.results.map(
     (tool, index) => `${index + 1}. ${tool.name}${tool.server ? ` [${tool.server}]` : ''} (${tool.parameters.join(', ')}): ${tool.description}`,
   );
@@ -116,7 +119,10 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
   const server = new McpServer({ name: 'toolsift', version: deps.version }, { instructions: INSTRUCTIONS, capabilities: { logging: {} } });
 
   /** Runs one meta-tool call with its log line and metrics; an unexpected error becomes an isError result. */
-  const observed = async <T extends { content: unknown[]; isError?: boolean }>(tool: string, run: () => Promise<T & { count?: number; upstream?: string; split?: TimeSplit; degraded?: string }>) => {
+  const observed = async <T extends { content: unknown[]; isError?: boolean }>(
+    tool: string,
+    run: () => Promise<T & { count?: number; upstream?: string; split?: TimeSplit; degraded?: string }>,
+  ) => {
     const started = performance.now();
     let outcome = 'ok';
     try {
@@ -126,8 +132,16 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
       const rounded = (ms: number) => Math.round(ms * 100) / 100;
       deps.logger.info(
         {
-          method: 'tools/call', tool, tenant: scope.tenant, catalog: scope.catalog ?? null, results: count ?? null, upstream: upstream ?? null,
-          ms: rounded(performance.now() - started), ...Object.fromEntries(Object.entries(split).map(([stage, ms]) => [stage, rounded(ms)])), ...(degraded ? { degraded } : {}), outcome,
+          method: 'tools/call',
+          tool,
+          tenant: scope.tenant,
+          catalog: scope.catalog ?? null,
+          results: count ?? null,
+          upstream: upstream ?? null,
+          ms: rounded(performance.now() - started),
+          ...Object.fromEntries(Object.entries(split).map(([stage, ms]) => [stage, rounded(ms)])),
+          ...(degraded ? { degraded } : {}),
+          outcome,
         },
         'mcp call',
       );
@@ -151,7 +165,8 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
     'search_tools',
     {
       title: 'Search tools',
-      description: 'Find the tools that fit a task among every tool toolsift holds. Returns names, servers, a one-sentence description and parameter names; read details before calling.',
+      description:
+        'Find the tools that fit a task among every tool toolsift holds. Returns names, servers, a one-sentence description and parameter names; read details before calling.',
       inputSchema: searchInput,
       outputSchema: searchOutput,
       annotations: { readOnlyHint: true, openWorldHint: false },
@@ -168,7 +183,8 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
     'get_tool_details',
     {
       title: 'Get tool details',
-      description: "Read one or more tools' descriptions and input schemas (detail full, the default) or a brief summary. Unknown names are reported per name. The definition exactly as pushed is the resource toolsift://catalogs/{catalog}/tools/{name}.",
+      description:
+        "Read one or more tools' descriptions and input schemas (detail full, the default) or a brief summary. Unknown names are reported per name. The definition exactly as pushed is the resource toolsift://catalogs/{catalog}/tools/{name}.",
       inputSchema: detailsInput,
       outputSchema: detailsOutput,
       annotations: { readOnlyHint: true, openWorldHint: false },
@@ -184,7 +200,7 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
     'list_tools',
     {
       title: 'List tool names',
-      description: 'List tool names in name order, a page at a time (pass next_cursor back for more). Optionally only one server\'s tools.',
+      description: "List tool names in name order, a page at a time (pass next_cursor back for more). Optionally only one server's tools.",
       inputSchema: listInput,
       outputSchema: listOutput,
       annotations: { readOnlyHint: true, openWorldHint: false },
@@ -192,7 +208,11 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
     (input) =>
       observed('list_tools', async () => {
         const page = await listToolNames(deps, scope, input);
-        return { content: [text(page.names.join('\n') + (page.next_cursor ? `\nnext_cursor: ${page.next_cursor}` : ''))], structuredContent: page, count: page.names.length };
+        return {
+          content: [text(page.names.join('\n') + (page.next_cursor ? `\nnext_cursor: ${page.next_cursor}` : ''))],
+          structuredContent: page,
+          count: page.names.length,
+        };
       }),
   );
 
@@ -200,13 +220,20 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
     'call_tool',
     {
       title: 'Call a tool',
-      description: "Run a tool on the MCP server it came from, with arguments matching its input schema (see get_tool_details). The server's result is returned unchanged.",
+      description:
+        "Run a tool on the MCP server it came from, with arguments matching its input schema (see get_tool_details). The server's result is returned unchanged.",
       inputSchema: callInput,
       annotations: { openWorldHint: true },
     },
     (input, ctx) =>
       observed('call_tool', async () => {
-        const result = await callTool(deps, scope, input.name, input.arguments ?? {}, (ctx as { mcpReq?: { signal?: AbortSignal } } | undefined)?.mcpReq?.signal);
+        const result = await callTool(
+          deps,
+          scope,
+          input.name,
+          input.arguments ?? {},
+          (ctx as { mcpReq?: { signal?: AbortSignal } } | undefined)?.mcpReq?.signal,
+        );
         return result as { content: Array<{ type: 'text'; text: string }>; isError?: boolean; upstream?: string };
       }),
   );
@@ -262,15 +289,17 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
     },
   );
 
-  server.registerPrompt(
-    'discover',
-    { title: 'Discover tools', description: 'How to find and use tools through toolsift.' },
-    () => ({ messages: [{ role: 'user', content: { type: 'text', text: INSTRUCTIONS } }] }),
-  );
+  server.registerPrompt('discover', { title: 'Discover tools', description: 'How to find and use tools through toolsift.' }, () => ({
+    messages: [{ role: 'user', content: { type: 'text', text: INSTRUCTIONS } }],
+  }));
 
   server.registerPrompt(
     'find_tool',
-    { title: 'Find a tool for a task', description: 'Search for the tool that does a task, check its schema, then call it.', argsSchema: z.object({ task: z.string().min(1).max(2_000) }) },
+    {
+      title: 'Find a tool for a task',
+      description: 'Search for the tool that does a task, check its schema, then call it.',
+      argsSchema: z.object({ task: z.string().min(1).max(2_000) }),
+    },
     ({ task }) => ({
       messages: [
         {

@@ -261,7 +261,10 @@ export class Bm25Index {
   /** The documents a search touched, in the order it touched them (the first `count` places). */
   private readonly touched: Int32Array;
 
-  constructor(corpus: readonly Bm25Document[] | Bm25Builder, private readonly params: Bm25Params = DEFAULT_BM25_PARAMS) {
+  constructor(
+    corpus: readonly Bm25Document[] | Bm25Builder,
+    private readonly params: Bm25Params = DEFAULT_BM25_PARAMS,
+  ) {
     let builder: Bm25Builder;
     if (corpus instanceof Bm25Builder) {
       builder = corpus;
@@ -336,7 +339,10 @@ export class Bm25Index {
     });
 
     const builder = new Bm25Builder();
-    builder.ids = plan.apply(base.ids, added.map((doc) => doc.id));
+    builder.ids = plan.apply(
+      base.ids,
+      added.map((doc) => doc.id),
+    );
     const lengths = new Float64Array(plan.size);
     lengths.set(base.lengths.subarray(0, Math.min(base.size, plan.size)));
     added.forEach((doc, i) => (lengths[plan.addedAt[i]!] = doc.length));

@@ -43,13 +43,7 @@ export function bm25Idf(n: number, df: number): number {
 }
 
 /** One term's contribution to one document's score. */
-export function bm25TermScore(
-  tf: number,
-  idf: number,
-  docLength: number,
-  avgDocLength: number,
-  params: Bm25Params = DEFAULT_BM25_PARAMS,
-): number {
+export function bm25TermScore(tf: number, idf: number, docLength: number, avgDocLength: number, params: Bm25Params = DEFAULT_BM25_PARAMS): number {
   if (tf <= 0) return 0;
   return (idf * tf * (params.k1 + 1)) / (tf + lengthNorm(docLength, avgDocLength, params));
 }
@@ -71,11 +65,7 @@ export function distinctTerms(terms: readonly string[]): string[] {
 }
 
 /** Scores every document that contains a query term; best first, ties by id. */
-export function scoreBm25(
-  corpus: readonly Bm25Document[],
-  queryTerms: readonly string[],
-  params: Bm25Params = DEFAULT_BM25_PARAMS,
-): [string, number][] {
+export function scoreBm25(corpus: readonly Bm25Document[], queryTerms: readonly string[], params: Bm25Params = DEFAULT_BM25_PARAMS): [string, number][] {
   const terms = distinctTerms(queryTerms);
   if (corpus.length === 0 || terms.length === 0) return [];
   const n = corpus.length;

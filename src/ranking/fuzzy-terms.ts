@@ -160,7 +160,10 @@ export class VocabularyIndex implements Vocabulary {
   /** Words in the buckets (for memory estimates). */
   size = 0;
 
-  constructor(terms: Iterable<string>, private readonly frequency: (term: string) => number) {
+  constructor(
+    terms: Iterable<string>,
+    private readonly frequency: (term: string) => number,
+  ) {
     for (const term of terms) {
       if (term.length < MIN_FUZZY_LETTERS - 1 || term.length > MAX_FUZZY_LETTERS + 1 || !FUZZY_WORD.test(term)) continue;
       const key = `${term[0]}${term.length}`;

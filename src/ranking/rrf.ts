@@ -50,10 +50,7 @@ export const DEFAULT_FUSION_OPTIONS: FusionOptions = { k: RRF_K, depth: RRF_DEPT
  * `depth` entries of each list; scale is score / top score, or 1; entries of equal score share
  * 1 / (k + rank) over their ranks equally. Best first, ties by id.
  */
-export function fuseRrf(
-  inputs: readonly FusionInput[],
-  options: FusionOptions = DEFAULT_FUSION_OPTIONS,
-): [string, number][] {
+export function fuseRrf(inputs: readonly FusionInput[], options: FusionOptions = DEFAULT_FUSION_OPTIONS): [string, number][] {
   const fused = new Map<string, number>();
   for (const { ranked, weight, scaleByScore } of inputs) {
     if (!(weight > 0) || ranked.length === 0) continue;
@@ -153,4 +150,3 @@ export function fuseHybrid(
     options,
   );
 }
-

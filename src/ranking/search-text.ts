@@ -183,7 +183,6 @@ function propertiesOf(node: unknown): Record<string, unknown> {
   return found;
 }
 
-
 function stringField(node: unknown, key: string): string {
   if (!isRecord(node)) return '';
   const value = node[key];

@@ -144,9 +144,10 @@ export async function serverPostings(
 }
 
 /** The corpus's servers as BM25 documents: every tool's terms of one server, added together. */
-export function serverDocuments(
-  tools: Iterable<{ id: string; server: string | null; termFreqs: ReadonlyMap<string, number>; length: number }>,
-): { documents: Bm25Document[]; members: Map<string, string[]> } {
+export function serverDocuments(tools: Iterable<{ id: string; server: string | null; termFreqs: ReadonlyMap<string, number>; length: number }>): {
+  documents: Bm25Document[];
+  members: Map<string, string[]>;
+} {
   const servers = new ServerDocumentsBuilder();
   for (const tool of tools) servers.add(tool.id, tool.server, tool.length, tool.termFreqs);
   return { documents: servers.documents(), members: servers.members };

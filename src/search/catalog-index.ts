@@ -177,14 +177,38 @@ export class CatalogIndex {
       return list;
     };
     // A replaced tool goes back to its own place, so the lists of the terms it kept stay as they are.
-    const plan = slotPlan(base.size, dropped, changes.rows.length, changes.rows.map((row) => base.bm25.indexOf(row.name)));
+    const plan = slotPlan(
+      base.size,
+      dropped,
+      changes.rows.length,
+      changes.rows.map((row) => base.bm25.indexOf(row.name)),
+    );
     // The dropped and moved tools' terms, read once for the tools' index and the servers' documents.
     const droppedTerms = base.bm25.termsOf(plan.gone);
-    const bm25 = await Bm25Index.derive(base.bm25, plan, changes.rows.map((row) => ({ id: row.name, length: row.length, termFreqs: pairs(row) })), droppedTerms);
-    const tags = plan.apply(base.tags, changes.rows.map((row) => row.tags));
-    const serverAt = plan.apply(base.serverAt, changes.rows.map((row) => row.server));
-    const tokens = plan.apply(base.tokens, changes.rows.map((row) => row.tokens));
-    const tagged = await derivedTagged(base.tagged, base.tags, plan, changes.rows.map((row) => row.tags));
+    const bm25 = await Bm25Index.derive(
+      base.bm25,
+      plan,
+      changes.rows.map((row) => ({ id: row.name, length: row.length, termFreqs: pairs(row) })),
+      droppedTerms,
+    );
+    const tags = plan.apply(
+      base.tags,
+      changes.rows.map((row) => row.tags),
+    );
+    const serverAt = plan.apply(
+      base.serverAt,
+      changes.rows.map((row) => row.server),
+    );
+    const tokens = plan.apply(
+      base.tokens,
+      changes.rows.map((row) => row.tokens),
+    );
+    const tagged = await derivedTagged(
+      base.tagged,
+      base.tags,
+      plan,
+      changes.rows.map((row) => row.tags),
+    );
 
     // The touched servers' documents: their old terms, less the dropped tools', plus the new rows'.
     const oldAt = new Map<string, number | undefined>([...touched].map((server) => [server, base.servers.bm25.indexOf(server)]));
@@ -237,7 +261,10 @@ export class CatalogIndex {
     const servers = await Bm25Index.derive(base.servers.bm25, serverPlan, rebuilt, oldServerTerms);
 
     // Older revisions carry the new changes too; a set past what would be re-read is dropped.
-    const changedSince = [{ revision: base.revision, servers: touched }, ...(base.changedSince ?? []).map((since) => ({ revision: since.revision, servers: new Set([...since.servers, ...touched]) }))]
+    const changedSince = [
+      { revision: base.revision, servers: touched },
+      ...(base.changedSince ?? []).map((since) => ({ revision: since.revision, servers: new Set([...since.servers, ...touched]) })),
+    ]
       .filter((since) => since.servers.size <= REREAD_MAX)
       .slice(0, CHANGED_SINCE_DEPTH);
     return new CatalogIndex(base.catalogId, changes.revision, bm25, { bm25: servers, members }, tags, serverAt, tokens, stringBytes, changedSince, tagged);

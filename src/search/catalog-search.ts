@@ -78,17 +78,34 @@ export async function searchCatalog(
   // index in hand, else read): HNSW with a filter missed some of a tag's nearest tools, unlike the
   // same tools sent inline.
   const keepVectors =
-    request.mode !== 'bm25' && deps.embedder && deps.catalogVectors && deps.embeddingStatus && pending === undefined && catalog.toolCount <= deps.catalogVectors.maxTools
+    request.mode !== 'bm25' &&
+    deps.embedder &&
+    deps.catalogVectors &&
+    deps.embeddingStatus &&
+    pending === undefined &&
+    catalog.toolCount <= deps.catalogVectors.maxTools
       ? { cache: deps.catalogVectors, recipe: currentRecipe(deps.embedder.modelId) }
       : undefined;
-  const vectorsNow = keepVectors && (catalog.toolCount > EXACT_SCAN_MAX ? keepVectors.cache.get(deps.db, catalog, keepVectors.recipe) : keepVectors.cache.held(catalog, keepVectors.recipe.model));
+  const vectorsNow =
+    keepVectors &&
+    (catalog.toolCount > EXACT_SCAN_MAX
+      ? keepVectors.cache.get(deps.db, catalog, keepVectors.recipe)
+      : keepVectors.cache.held(catalog, keepVectors.recipe.model));
   const taggedNames = request.tags?.length ? index?.namesCarrying(request.tags) : undefined;
   // A larger catalog under a tag filter, its index in hand: the tagged tools' vectors by their hashes,
   // kept for the revision and tags (with their servers' means) when as few as a catalog scanned in
   // process. In SQL the filter reads every tool's tags (the vector and server lists took ~600 ms each
   // at 100,000 tools), and HNSW's filtered walk is approximate.
   const readTagged =
-    !keepVectors && taggedNames && request.tags && deps.catalogVectors && taggedNames.size <= deps.catalogVectors.maxTools && request.mode !== 'bm25' && deps.embedder && deps.embeddingStatus && pending === undefined
+    !keepVectors &&
+    taggedNames &&
+    request.tags &&
+    deps.catalogVectors &&
+    taggedNames.size <= deps.catalogVectors.maxTools &&
+    request.mode !== 'bm25' &&
+    deps.embedder &&
+    deps.embeddingStatus &&
+    pending === undefined
       ? deps.catalogVectors.tagged(deps.db, catalog, request.tags, taggedNames, currentRecipe(deps.embedder.modelId)).catch(() => undefined)
       : undefined;
   const inProcessVectors = vectorsNow
@@ -126,7 +143,11 @@ export async function searchCatalog(
       denseComplete: deps.embeddingStatus !== undefined && pending === undefined,
     },
   );
-  const rows = await loadCatalogTools(deps.db, catalog.id, ranked.tools.map((tool) => tool.id));
+  const rows = await loadCatalogTools(
+    deps.db,
+    catalog.id,
+    ranked.tools.map((tool) => tool.id),
+  );
   deps.seenTools?.remember(catalog.id, rows.values());
   // A small catalog's vectors, read once per revision after the search that ranked without them.
   if (keepVectors && !vectorsNow) keepVectors.cache.get(deps.db, catalog, keepVectors.recipe).catch(() => {});
@@ -171,7 +192,12 @@ export async function selectFromCatalog(
   input: { pattern: string; topK: number; alwaysKeep: string[]; storeDeadlineMs?: number },
 ): Promise<CatalogSelection> {
   const started = performance.now();
-  return storeOrMemory(deps, ref, () => selectFromStore(deps, ref, input, started), () => selectFromMemory(deps, ref, input, started));
+  return storeOrMemory(
+    deps,
+    ref,
+    () => selectFromStore(deps, ref, input, started),
+    () => selectFromMemory(deps, ref, input, started),
+  );
 }
 
 /**
@@ -190,9 +216,11 @@ export async function storeOrMemory<T>(
     // The store failed a moment ago: answer from memory at once, and let one probe ask the store.
     const remembered = await fromMemory();
     if (remembered) {
-      breaker.probe(() => getCatalog(deps.db, ref.tenant, ref.name).catch((error: unknown) => {
-        if (isDatabaseUnavailable(error)) throw error; // any other answer is the store answering
-      }));
+      breaker.probe(() =>
+        getCatalog(deps.db, ref.tenant, ref.name).catch((error: unknown) => {
+          if (isDatabaseUnavailable(error)) throw error; // any other answer is the store answering
+        }),
+      );
       return remembered;
     }
   }
@@ -251,7 +279,13 @@ async function selectFromStore(
     const found = await searchCatalog(deps, ref, { query: input.pattern, topK: input.topK, mode: 'hybrid' }, catalog);
     ranked = found.tools;
     Object.assign(timings, found.timings);
-    confidence = Math.max(0, ...confidences(ranked.map((tool, i) => ({ ...tool.explain, rank: i + 1 })), found.bests));
+    confidence = Math.max(
+      0,
+      ...confidences(
+        ranked.map((tool, i) => ({ ...tool.explain, rank: i + 1 })),
+        found.bests,
+      ),
+    );
   }
   const rows = new Map<string, CatalogToolRow>([...held, ...ranked.map((tool) => [tool.id, tool.tool] as const)]);
   let names = [...new Set([...ordered, ...ranked.map((tool) => tool.id)])];
@@ -287,7 +321,14 @@ async function selectFromMemory(
   const keep = [...new Set(input.alwaysKeep)].filter((name) => bm25.indexOf(name) !== undefined);
   const rankStarted = performance.now();
   const ranked = await rankRemembered(deps, known.index, { pattern: input.pattern, depth: input.topK + keep.length, deadlineMs: input.storeDeadlineMs });
-  const timings: CatalogSelectionTimings = { lookup_ms: rankStarted - started, query_embedding_ms: 0, retrieval_ms: 0, fusion_ms: 0, padding_ms: 0, ...ranked.timings };
+  const timings: CatalogSelectionTimings = {
+    lookup_ms: rankStarted - started,
+    query_embedding_ms: 0,
+    retrieval_ms: 0,
+    fusion_ms: 0,
+    padding_ms: 0,
+    ...ranked.timings,
+  };
   let names = [...new Set([...keep, ...ranked.exact, ...ranked.found.map(([name]) => name)])];
   if (names.length < input.topK) {
     const paddingStarted = performance.now();
@@ -328,7 +369,10 @@ export async function rankRemembered(
   return {
     exact,
     found: ranked.tools.map(({ id, score }) => [id, score] as const),
-    confidences: confidences(ranked.tools.map((tool, i) => ({ ...tool.explain, rank: i + 1 })), ranked.bests),
+    confidences: confidences(
+      ranked.tools.map((tool, i) => ({ ...tool.explain, rank: i + 1 })),
+      ranked.bests,
+    ),
     timings: ranked.timings,
   };
 }
@@ -364,7 +408,12 @@ async function rankFromMemory(
   const vectors = embedder && deps.catalogVectors?.held(revision, embedder.modelId);
   // A catalog too large to keep whole: its tag filter's set, kept by a healthy search under the same tags.
   const tagged = embedder && tags?.length && !vectors ? deps.catalogVectors?.heldTagged(revision, tags, embedder.modelId) : undefined;
-  const means = embedder && !tagServers ? (index.servers.members.size === 0 ? new Map<string, Float32Array>() : deps.serverStats?.held(revision, embedder.modelId)) : undefined;
+  const means =
+    embedder && !tagServers
+      ? index.servers.members.size === 0
+        ? new Map<string, Float32Array>()
+        : deps.serverStats?.held(revision, embedder.modelId)
+      : undefined;
   // The store's ranking while the model is down, from the index alone: BM25 with typo matching and the servers' BM25 votes.
   const withoutModel = () =>
     rankCorpus(
@@ -383,7 +432,9 @@ async function rankFromMemory(
       catalogIndex: index,
       // Under a tag filter, the vectors of the tools carrying a tag, as the store's path scans them.
       corpusVectors: Promise.resolve(tagged ? tagged.vectors : tags?.length ? entriesFor(index.namesCarrying(tags), vectors!) : vectors!),
-      ...(tagServers ? { tagServers, ...(tagged ? { serverMeans: async (members: ServerMembers) => tagged.means(members) } : {}) } : { serverMeans: async () => means! }),
+      ...(tagServers
+        ? { tagServers, ...(tagged ? { serverMeans: async (members: ServerMembers) => tagged.means(members) } : {}) }
+        : { serverMeans: async () => means! }),
       denseComplete: true,
     },
   );

@@ -96,7 +96,13 @@ export class CatalogVectorCache {
    * same tags reads nothing, and its servers' means are computed once. Undefined when one of the
    * names is gone or lacks a current vector.
    */
-  tagged(db: Executor, catalog: { id: number; revision: number }, tags: readonly string[], names: ReadonlySet<string>, recipe: VectorRecipe): Promise<TaggedVectors | undefined> {
+  tagged(
+    db: Executor,
+    catalog: { id: number; revision: number },
+    tags: readonly string[],
+    names: ReadonlySet<string>,
+    recipe: VectorRecipe,
+  ): Promise<TaggedVectors | undefined> {
     const key = taggedKey(catalog.id, tags);
     const kept = this.heldTaggedAt(key, catalog.revision, recipe.model);
     if (kept) return Promise.resolve(kept);
@@ -119,7 +125,13 @@ export class CatalogVectorCache {
     return kept && kept.revision === revision && kept.model === model ? this.taggedView(key, kept) : undefined;
   }
 
-  private async loadTagged(db: Executor, key: string, catalog: { id: number; revision: number }, names: ReadonlySet<string>, recipe: VectorRecipe): Promise<TaggedVectors | undefined> {
+  private async loadTagged(
+    db: Executor,
+    key: string,
+    catalog: { id: number; revision: number },
+    names: ReadonlySet<string>,
+    recipe: VectorRecipe,
+  ): Promise<TaggedVectors | undefined> {
     const hashes = await loadNamedHashes(db, catalog.id, names);
     if (!hashes) return undefined;
     const { vectors, complete } = await this.vectorCache.load(db, recipe, [...hashes.values()]);
@@ -156,7 +168,11 @@ export class CatalogVectorCache {
   private async load(db: Executor, catalog: { id: number; revision: number }, recipe: VectorRecipe): Promise<ReadonlyMap<string, Float32Array> | undefined> {
     const read = await loadCatalogHashes(db, catalog.id);
     if (!read || read.revision !== catalog.revision) return undefined;
-    const { vectors, complete } = await this.vectorCache.load(db, recipe, read.tools.map((tool) => tool.hash));
+    const { vectors, complete } = await this.vectorCache.load(
+      db,
+      recipe,
+      read.tools.map((tool) => tool.hash),
+    );
     if (!complete) return undefined;
     const byName = new Map<string, Float32Array>();
     let bytes = 0;
@@ -166,7 +182,8 @@ export class CatalogVectorCache {
       bytes += vector.byteLength + 2 * name.length + 64;
     }
     const current = this.entries.get(String(catalog.id));
-    if (!current || current.revision <= catalog.revision) this.entries.set(String(catalog.id), { revision: catalog.revision, model: recipe.model, vectors: byName, bytes });
+    if (!current || current.revision <= catalog.revision)
+      this.entries.set(String(catalog.id), { revision: catalog.revision, model: recipe.model, vectors: byName, bytes });
     return byName;
   }
 }

@@ -2,7 +2,16 @@ import { queryTerms } from '../ranking/search-text.js';
 import { currentRecipe } from '../embed/embed-documents.js';
 import type { Embedder } from '../embed/embedder.js';
 import type { Db } from '../store/database.js';
-import { loadTermFrequencies, searchBm25, searchServersBm25, searchServersVector, searchVector, tagsOf, type Corpus, type Ranked } from '../store/search-store.js';
+import {
+  loadTermFrequencies,
+  searchBm25,
+  searchServersBm25,
+  searchServersVector,
+  searchVector,
+  tagsOf,
+  type Corpus,
+  type Ranked,
+} from '../store/search-store.js';
 import { byScoreThenKey, distinctTerms } from '../ranking/bm25.js';
 import { denseQueryText, expandTerms, expandTermsLoaded, type ExpandedTerms, type Vocabulary } from '../ranking/fuzzy-terms.js';
 import type { Bm25Index } from '../ranking/bm25-index.js';
@@ -325,7 +334,11 @@ export async function rankCorpus(
   const inHand = await vectorsInHand;
   const denseComplete = options.denseComplete ?? (inHand !== undefined && corpus.kind === 'hashes' && inHand.size >= corpus.hashes.length);
   let fused: [string, number][] =
-    request.mode === 'bm25' ? bm25 : request.mode === 'vector' ? vector : fuseHybrid(bm25, vector, denseWeight((await expandedPromise).known, bm25, denseComplete ? vector : []));
+    request.mode === 'bm25'
+      ? bm25
+      : request.mode === 'vector'
+        ? vector
+        : fuseHybrid(bm25, vector, denseWeight((await expandedPromise).known, bm25, denseComplete ? vector : []));
   let serverVotes = new Map<string, number>();
   const serverLists = combineServerLists(serverBm25, serverVector);
   if (serverLists) ({ fused, votes: serverVotes } = addServerVotes(fused, serverLists));
@@ -334,11 +347,7 @@ export async function rankCorpus(
   let exactIds = request.exactIds ?? [];
   if (boostBy?.length) {
     const ids = [...new Set([...fused.map(([id]) => id), ...exactIds])];
-    const tags = options.boostTags
-      ? options.boostTags.byId
-      : options.catalogIndex
-        ? options.catalogIndex.tagsOf(ids)
-        : await tagsOf(deps.db, filtered, ids);
+    const tags = options.boostTags ? options.boostTags.byId : options.catalogIndex ? options.catalogIndex.tagsOf(ids) : await tagsOf(deps.db, filtered, ids);
     const before = new Map(fused);
     fused = boostByTags(fused, tags, boostBy);
     for (const [id, score] of fused) boosts.set(id, score - (before.get(id) ?? score));

@@ -69,11 +69,7 @@ export function exactNameMatches(query: string, names: readonly string[]): strin
 export const REGEX_BUDGET_MS = 5;
 const REGEX_META = /[\\^$.*+?()[\]{}|]/;
 
-export type RegexOutcome =
-  | { kind: 'not_regex' }
-  | { kind: 'invalid'; reason: string }
-  | { kind: 'timeout' }
-  | { kind: 'matched'; names: string[] };
+export type RegexOutcome = { kind: 'not_regex' } | { kind: 'invalid'; reason: string } | { kind: 'timeout' } | { kind: 'matched'; names: string[] };
 
 /**
  * Where name regexes run: a vm context with a hard timeout. One context is reused for every

@@ -260,7 +260,10 @@ async function storeNewTools(deps: SelectorDeps, selection: Selection, fresh: Fr
   try {
     if (fresh.length > 0) {
       // Definition tokens are counted here, after the answer: the store keeps them with the document.
-      const documents = await countedDocuments(deps.tokenCounter ?? countHere, fresh.map(({ document }) => document));
+      const documents = await countedDocuments(
+        deps.tokenCounter ?? countHere,
+        fresh.map(({ document }) => document),
+      );
       for (const document of documents) deps.tokens.remember(document.hash, document.tokens);
       selection.newDocuments = (await storeDocuments(deps.db, documents, deps.writeSlice, 1, { withTerms: false })).length;
       for (const { key, entry } of fresh) deps.toolCache.set(key, entry);
@@ -300,7 +303,10 @@ function markUsed(deps: SelectorDeps, tools: RequestTool[], fresh: FreshTool[], 
 /** Stores again the documents of tools the sweep removed while this process held them as stored, and queues their embeddings. */
 async function storeAgain(deps: SelectorDeps, tools: RequestTool[]): Promise<void> {
   try {
-    const documents = await countedDocuments(deps.tokenCounter ?? countHere, tools.map(({ tool, hash }) => termsDocument(tool, hash)));
+    const documents = await countedDocuments(
+      deps.tokenCounter ?? countHere,
+      tools.map(({ tool, hash }) => termsDocument(tool, hash)),
+    );
     const stored = await storeDocuments(deps.db, documents, deps.writeSlice, 1, { withTerms: false });
     if (stored.length > 0) deps.logger.info({ tools: stored.length }, 'selector: stored again tools whose documents the sweep had removed');
     if (deps.queue && stored.length > 0) await deps.queue.enqueue(stored);
@@ -368,7 +374,11 @@ function listServerMeans(list: CachedToolList, vectors: NonNullable<CachedToolLi
 
 /** Reads the list's vectors and keeps them on it: whole once complete, else as the latest partial read. */
 async function readListVectors(deps: SelectorDeps, list: CachedToolList, model: string): Promise<ReadonlyMap<string, Float32Array>> {
-  const loaded = await deps.vectors!.load(deps.db, currentRecipe(model), list.tools.map(({ hash }) => hash));
+  const loaded = await deps.vectors!.load(
+    deps.db,
+    currentRecipe(model),
+    list.tools.map(({ hash }) => hash),
+  );
   if (loaded.complete) {
     list.vectors = { model, byHash: loaded.vectors };
     list.partialVectors = undefined;
@@ -418,7 +428,9 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
   const embedWithinBudget = (text: string): Promise<number[]> => {
     const embedding = deps.embedder!.embedQuery(text);
     embedding.catch(() => {}); // awaited in rankCorpus, which reports a failure
-    return deps.budgetMs === undefined ? embedding : withDeadline(embedding, deps.budgetMs - (performance.now() - started), () => new EmbedderBusy(deps.budgetMs!));
+    return deps.budgetMs === undefined
+      ? embedding
+      : withDeadline(embedding, deps.budgetMs - (performance.now() - started), () => new EmbedderBusy(deps.budgetMs!));
   };
   const expandedQuery = cachedList && deps.embedder ? expandQuery(input.pattern, cachedList.bm25.vocabulary()) : undefined;
   const queryText = expandedQuery?.text ?? input.pattern;
@@ -455,8 +467,7 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
   selection.evidence.exact = exact.length;
   const regex = matchNamesByRegex(input.pattern, names, REGEX_BUDGET_MS, deps.regexSandbox);
   const regexNames = regex.kind === 'matched' && regex.names.length < names.length ? regex.names : [];
-  selection.evidence.regex =
-    regex.kind === 'matched' ? regexNames.length : regex.kind === 'timeout' || regex.kind === 'invalid' ? regex.kind : null;
+  selection.evidence.regex = regex.kind === 'matched' ? regexNames.length : regex.kind === 'timeout' || regex.kind === 'invalid' ? regex.kind : null;
 
   const indexStarted = performance.now();
   const list = cachedList ?? { tools, toolsIn: input.tools.length, ...(await indexTools(tools, fresh)) };
@@ -470,37 +481,54 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
   try {
     // Not awaited here: the vectors load while BM25 runs and the model embeds the query. A failure
     // surfaces where rankCorpus awaits them (and is dropped if it never needs them).
-    const corpusVectors = ranking === list ? listVectors(deps, list) : listVectors(deps, list).then((all) => all && entriesFor(ranking.tools.map(({ hash }) => hash), all));
+    const corpusVectors =
+      ranking === list
+        ? listVectors(deps, list)
+        : listVectors(deps, list).then(
+            (all) =>
+              all &&
+              entriesFor(
+                ranking.tools.map(({ hash }) => hash),
+                all,
+              ),
+          );
     corpusVectors.catch(() => {});
     const tagsByHash = ranking === list ? undefined : new Map(ranking.tools.map(({ tool, hash }): [string, readonly string[]] => [hash, tool.tags]));
-    const result = await withStoreDeadline(rankCorpus(
-      deps,
-      { kind: 'hashes', hashes: ranking.tools.map(({ hash }) => hash) },
-      { query: input.pattern, topK: Math.min(ranking.tools.length, Math.max(input.topK + keep.length + exact.length, 50)), mode: 'hybrid' },
-      {
-        useVectorIndex: false,
-        queryVector,
-        queryText,
-        ...(expandedQuery ? { expandedQuery } : {}),
-        embedQuery: embedWithinBudget,
-        bm25Index: ranking.bm25,
-        serverIndex: ranking.servers,
-        corpusVectors,
-        // Once every vector is in hand, the whole list's server means are computed once, not every
-        // turn (500 toolbench_stable tools of 281 servers: ~8 ms of the main thread a turn).
-        ...(ranking === list && list.servers.members.size > 0 && list.vectors && list.vectors.model === deps.embedder?.modelId
-          ? { serverMeans: async () => listServerMeans(list, list.vectors!) }
-          : {}),
-        tieKeyOf: (hash) => byHash.get(hash)!,
-        ...(tagsByHash
-          ? { vocabulary: list.bm25.vocabulary(), boostTags: { tags: input.tags!, byId: tagsByHash } }
-          : {}),
-        onEmbedError: (error) => deps.logger.warn({ err: error }, 'selector: query embedding failed; BM25 only'),
-      },
-    ), storeDeadlineMs(deps));
+    const result = await withStoreDeadline(
+      rankCorpus(
+        deps,
+        { kind: 'hashes', hashes: ranking.tools.map(({ hash }) => hash) },
+        { query: input.pattern, topK: Math.min(ranking.tools.length, Math.max(input.topK + keep.length + exact.length, 50)), mode: 'hybrid' },
+        {
+          useVectorIndex: false,
+          queryVector,
+          queryText,
+          ...(expandedQuery ? { expandedQuery } : {}),
+          embedQuery: embedWithinBudget,
+          bm25Index: ranking.bm25,
+          serverIndex: ranking.servers,
+          corpusVectors,
+          // Once every vector is in hand, the whole list's server means are computed once, not every
+          // turn (500 toolbench_stable tools of 281 servers: ~8 ms of the main thread a turn).
+          ...(ranking === list && list.servers.members.size > 0 && list.vectors && list.vectors.model === deps.embedder?.modelId
+            ? { serverMeans: async () => listServerMeans(list, list.vectors!) }
+            : {}),
+          tieKeyOf: (hash) => byHash.get(hash)!,
+          ...(tagsByHash ? { vocabulary: list.bm25.vocabulary(), boostTags: { tags: input.tags!, byId: tagsByHash } } : {}),
+          onEmbedError: (error) => deps.logger.warn({ err: error }, 'selector: query embedding failed; BM25 only'),
+        },
+      ),
+      storeDeadlineMs(deps),
+    );
     timings.query_embedding_ms = result.timings.query_embedding_ms;
-    ranked = namesOf(result.tools.map(({ id, score }) => [id, score] as const), byHash);
-    const sure = confidences(result.tools.map((tool, index) => ({ rank: index + 1, ...tool.explain })), result.bests);
+    ranked = namesOf(
+      result.tools.map(({ id, score }) => [id, score] as const),
+      byHash,
+    );
+    const sure = confidences(
+      result.tools.map((tool, index) => ({ rank: index + 1, ...tool.explain })),
+      result.bests,
+    );
     result.tools.forEach(({ id, score }, index) => {
       const name = byHash.get(id);
       if (name !== undefined && !selection.scores.has(name)) {
@@ -537,7 +565,6 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
   return finish([...exact, ...regexOrdered, ...ranked], fallback);
 }
 
-
 /**
  * How long the ranking may wait on the store (the request's vectors, server statistics) before the
  * selector answers from BM25 in process instead: four budgets, at least 250 ms. A database that
@@ -552,4 +579,3 @@ export function storeDeadlineMs(deps: Pick<SelectorDeps, 'budgetMs'>): number | 
 function withStoreDeadline<T>(work: Promise<T>, ms: number | undefined): Promise<T> {
   return ms === undefined ? work : withDeadline(work, ms, () => new Error(`the store did not answer within ${ms} ms`));
 }
-

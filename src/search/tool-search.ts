@@ -105,7 +105,15 @@ export async function searchForTools(deps: ToolSearchDeps, input: ToolSearchInpu
   const depth = input.maxResults;
   if (input.tools !== undefined) {
     // Tags filter before the ranking, as a stored catalog's do (search/selector.ts `tags`).
-    const selection = await selectTools(deps.selector, { pattern: input.query, topK: Math.max(depth, 1), tools: input.tools, ...(input.toolsKey === undefined ? {} : { toolsKey: input.toolsKey }), ...(input.cached ? { cached: input.cached } : {}), alwaysKeep: [], ...(input.tags?.length ? { tags: input.tags } : {}) });
+    const selection = await selectTools(deps.selector, {
+      pattern: input.query,
+      topK: Math.max(depth, 1),
+      tools: input.tools,
+      ...(input.toolsKey === undefined ? {} : { toolsKey: input.toolsKey }),
+      ...(input.cached ? { cached: input.cached } : {}),
+      alwaysKeep: [],
+      ...(input.tags?.length ? { tags: input.tags } : {}),
+    });
     const byName = new Map(selection.tools.map((entry) => [entry.tool.name, entry]));
     const candidates = input.tags?.length ? selection.tools.filter((entry) => carriesTag(entry.tool.tags, input.tags!)) : selection.tools;
     const allowed = new Set(candidates.map((entry) => entry.tool.name));
@@ -136,17 +144,36 @@ export async function searchForTools(deps: ToolSearchDeps, input: ToolSearchInpu
     };
   }
   const ref = { tenant: input.tenant, name: input.catalog! };
-  return storeOrMemory(deps.search, ref, () => searchStoredCatalog(deps, input, ref, terms, depth), async () => searchRememberedCatalog(deps, input, ref, terms, depth));
+  return storeOrMemory(
+    deps.search,
+    ref,
+    () => searchStoredCatalog(deps, input, ref, terms, depth),
+    async () => searchRememberedCatalog(deps, input, ref, terms, depth),
+  );
 }
 
-async function searchStoredCatalog(deps: ToolSearchDeps, input: ToolSearchInput, ref: { tenant: string; name: string }, terms: string[], depth: number): Promise<ToolSearchResult> {
+async function searchStoredCatalog(
+  deps: ToolSearchDeps,
+  input: ToolSearchInput,
+  ref: { tenant: string; name: string },
+  terms: string[],
+  depth: number,
+): Promise<ToolSearchResult> {
   // Within the selector's store deadline when an answer from memory is at hand, as inline tools' store reads are.
   const catalog = await readCatalogRow(deps.search, ref, rememberedIndex(deps, input, ref) ? storeDeadlineMs(deps.selector) : undefined);
   const found = await searchCatalog(deps.search, ref, { query: input.query, topK: depth, mode: 'hybrid', tags: input.tags }, catalog);
-  const sure = confidences(found.tools.map((tool, index) => ({ rank: index + 1, ...tool.explain })), found.bests);
+  const sure = confidences(
+    found.tools.map((tool, index) => ({ rank: index + 1, ...tool.explain })),
+    found.bests,
+  );
   // Counted when the catalog was written; a row of an older release not counted yet is counted now.
   const uncounted = found.tools.filter(({ tool }) => tool.tokens[input.shape] === null);
-  const late = new Map((uncounted.length > 0 ? await deps.tokens.counts(uncounted.map(({ tool }) => ({ hash: tool.hash, tool }))) : []).map((tokens, index) => [uncounted[index]!.tool.name, tokens[input.shape]]));
+  const late = new Map(
+    (uncounted.length > 0 ? await deps.tokens.counts(uncounted.map(({ tool }) => ({ hash: tool.hash, tool }))) : []).map((tokens, index) => [
+      uncounted[index]!.tool.name,
+      tokens[input.shape],
+    ]),
+  );
   const ranked = found.tools.map(({ tool, score, explain }, index) => ({
     name: tool.name,
     tool: { ...tool, definition: tool.definition },
@@ -185,7 +212,13 @@ function rememberedIndex(deps: ToolSearchDeps, input: ToolSearchInput, ref: { te
  * index of the catalog, or when some row of the catalog has no count yet (an older release's,
  * counted at the next start).
  */
-async function searchRememberedCatalog(deps: ToolSearchDeps, input: ToolSearchInput, ref: { tenant: string; name: string }, terms: string[], depth: number): Promise<ToolSearchResult | undefined> {
+async function searchRememberedCatalog(
+  deps: ToolSearchDeps,
+  input: ToolSearchInput,
+  ref: { tenant: string; name: string },
+  terms: string[],
+  depth: number,
+): Promise<ToolSearchResult | undefined> {
   const index = rememberedIndex(deps, input, ref);
   if (!index) return undefined;
   const offered = index.totalTokens(input.shape)!;

@@ -115,7 +115,9 @@ async function upsertMappingStatement(db: Executor, id: number, documents: Count
 /** A write would take over names another source of the catalog holds (an upstream's tools; for an upstream, pushed tools too). */
 export class NamesHeldError extends Error {
   constructor(readonly held: { name: string; upstream: string | null }[]) {
-    super(`names held by another source of the catalog: ${held.map((row) => `${row.name} (${row.upstream === null ? 'pushed' : `upstream ${row.upstream}`})`).join(', ')}`);
+    super(
+      `names held by another source of the catalog: ${held.map((row) => `${row.name} (${row.upstream === null ? 'pushed' : `upstream ${row.upstream}`})`).join(', ')}`,
+    );
   }
 }
 
@@ -194,27 +196,31 @@ async function writeCatalog(
   mapTools: (tx: Executor, catalog: LockedCatalog) => Promise<{ changed: string[] | null; toolCount: number; tokens: DefinitionTokens }>,
 ): Promise<CatalogWrite> {
   // Locks in one order everywhere: documents (by hash), then the catalog row, then its tools.
-  return retryOnConflict(() => db.transaction(async (tx) => {
-    const newHashes = await insertDocuments(tx, unstored);
-    // Reused documents (stored ahead, or found stored just now) are removable until held: a sweep
-    // between would fail the rows' foreign key (store/document-gc.ts); those it removed are stored again.
-    newHashes.push(...(await holdDocuments(tx, documents, newHashes)));
-    const locked = await lockOrCreateCatalog(tx, tenant, name);
-    const { id, created } = locked;
-    const { changed, toolCount, tokens } = await mapTools(tx, locked);
-    // Re-pushing an identical catalog is not a change: revision and updated_at move only when a
-    // name now points at other content (clients and caches key on the revision). A definition
-    // re-sent in another shape keeps its content (and revision) but may change its tokens as sent.
-    if (created) {
-      await tx.execute(sql`update catalogs set tool_count = ${toolCount}, ${addTokens(tokens)} where id = ${id}`);
-    } else if (changed === null || changed.length > 0) {
-      await tx.execute(sql`update catalogs set updated_at = now(), revision = revision + 1, tool_count = ${toolCount}, ${addTokens(tokens)} where id = ${id}`);
-      await logChanges(tx, id, changed);
-    } else if (tokens.as_sent !== 0 || tokens.anthropic !== 0 || tokens.openai !== 0) {
-      await tx.execute(sql`update catalogs set ${addTokens(tokens)} where id = ${id}`);
-    }
-    return { catalog: (await getCatalog(tx, tenant, name))!, newHashes };
-  }));
+  return retryOnConflict(() =>
+    db.transaction(async (tx) => {
+      const newHashes = await insertDocuments(tx, unstored);
+      // Reused documents (stored ahead, or found stored just now) are removable until held: a sweep
+      // between would fail the rows' foreign key (store/document-gc.ts); those it removed are stored again.
+      newHashes.push(...(await holdDocuments(tx, documents, newHashes)));
+      const locked = await lockOrCreateCatalog(tx, tenant, name);
+      const { id, created } = locked;
+      const { changed, toolCount, tokens } = await mapTools(tx, locked);
+      // Re-pushing an identical catalog is not a change: revision and updated_at move only when a
+      // name now points at other content (clients and caches key on the revision). A definition
+      // re-sent in another shape keeps its content (and revision) but may change its tokens as sent.
+      if (created) {
+        await tx.execute(sql`update catalogs set tool_count = ${toolCount}, ${addTokens(tokens)} where id = ${id}`);
+      } else if (changed === null || changed.length > 0) {
+        await tx.execute(
+          sql`update catalogs set updated_at = now(), revision = revision + 1, tool_count = ${toolCount}, ${addTokens(tokens)} where id = ${id}`,
+        );
+        await logChanges(tx, id, changed);
+      } else if (tokens.as_sent !== 0 || tokens.anthropic !== 0 || tokens.openai !== 0) {
+        await tx.execute(sql`update catalogs set ${addTokens(tokens)} where id = ${id}`);
+      }
+      return { catalog: (await getCatalog(tx, tenant, name))!, newHashes };
+    }),
+  );
 }
 
 /** A catalog's row as a write locked it: its id, whether this write created it, its tool count before the write. */
@@ -234,7 +240,10 @@ async function lockOrCreateCatalog(tx: Executor, tenant: string, name: string): 
     sql`insert into catalogs (tenant, name) values (${tenant}, ${name}) on conflict (tenant, name) do nothing returning id`,
   );
   if (inserted[0]) return { id: inserted[0].id, created: true, toolCount: 0 };
-  const rows = await queryRows<{ id: number; toolCount: number }>(tx, sql`select id, tool_count as "toolCount" from catalogs where tenant = ${tenant} and name = ${name} for update`);
+  const rows = await queryRows<{ id: number; toolCount: number }>(
+    tx,
+    sql`select id, tool_count as "toolCount" from catalogs where tenant = ${tenant} and name = ${name} for update`,
+  );
   return { id: rows[0]!.id, created: false, toolCount: Number(rows[0]!.toolCount) };
 }
 
@@ -261,8 +270,14 @@ export async function replaceCatalog(
     const tokensBefore = await storedTokens(tx, id);
     await tx.execute(sql`delete from catalog_tools where catalog_id = ${id} and upstream is null`);
     await upsertMappings(tx, id, documents);
-    const synced = created ? 0 : Number((await queryRows<{ n: number }>(tx, sql`select count(*)::int as n from catalog_tools where catalog_id = ${id} and upstream is not null`))[0]!.n);
-    return { changed, toolCount: new Set(documents.map((doc) => doc.tool.name)).size + synced, tokens: tokenChange(tokensBefore, await tokenTotals(tx, id, null)) };
+    const synced = created
+      ? 0
+      : Number((await queryRows<{ n: number }>(tx, sql`select count(*)::int as n from catalog_tools where catalog_id = ${id} and upstream is not null`))[0]!.n);
+    return {
+      changed,
+      toolCount: new Set(documents.map((doc) => doc.tool.name)).size + synced,
+      tokens: tokenChange(tokensBefore, await tokenTotals(tx, id, null)),
+    };
   });
 }
 
@@ -299,7 +314,12 @@ export async function upsertCatalogTools(
   return writeCatalog(db, tenant, name, documents, unstored, async (tx, { id, toolCount: count }) => {
     // What the written names point at now: the change and the new count cost the slice, not the catalog.
     const names = [...new Map(documents.map((doc) => [doc.tool.name, doc.hash]))];
-    const held = await namesHeldByOthers(tx, id, names.map(([toolName]) => toolName), null);
+    const held = await namesHeldByOthers(
+      tx,
+      id,
+      names.map(([toolName]) => toolName),
+      null,
+    );
     if (held.length > 0) throw new NamesHeldError(held);
     const existing = new Map(
       (
@@ -339,7 +359,10 @@ export async function replaceServerTools(
   let before: ServerToolsBefore = new Map();
   let held: { name: string; upstream: string | null }[] = [];
   const write = await writeCatalog(db, tenant, name, documents, unstored, async (tx, { id, toolCount: count }) => {
-    const rows = await queryRows<{ name: string; hash: string }>(tx, sql`select name, hash from catalog_tools where catalog_id = ${id} and upstream = ${upstream}`);
+    const rows = await queryRows<{ name: string; hash: string }>(
+      tx,
+      sql`select name, hash from catalog_tools where catalog_id = ${id} and upstream = ${upstream}`,
+    );
     before = new Map(rows.map((row) => [row.name, row.hash]));
     held = await namesHeldByOthers(tx, id, [...new Set(documents.map((doc) => doc.tool.name))], upstream);
     const taken = new Set(held.map((row) => row.name));
@@ -361,45 +384,43 @@ export async function replaceServerTools(
 
 /** The names of a catalog's tools that are not `upstream`'s: what a sync's names are compared with (confusables). */
 export async function catalogToolNames(db: Executor, catalogId: number, upstream: string): Promise<string[]> {
-  const rows = await queryRows<{ name: string }>(db, sql`select name from catalog_tools where catalog_id = ${catalogId} and upstream is distinct from ${upstream}::text`);
+  const rows = await queryRows<{ name: string }>(
+    db,
+    sql`select name from catalog_tools where catalog_id = ${catalogId} and upstream is distinct from ${upstream}::text`,
+  );
   return rows.map((row) => row.name);
 }
 
 export async function deleteCatalogTool(db: Db, tenant: string, catalog: string, toolName: string): Promise<boolean> {
-  return retryOnConflict(() => db.transaction(async (tx) => {
-    // The catalog row first, as every writer takes it: a write in flight finishes before this
-    // looks for the tool, so a tool present in every committed state is always found.
-    const rows = await queryRows<{ id: number }>(tx, sql`select id from catalogs where tenant = ${tenant} and name = ${catalog} for update`);
-    const id = rows[0]?.id;
-    if (id === undefined) return false;
-    const owner = await queryRows<{ upstream: string | null }>(tx, sql`select upstream from catalog_tools where catalog_id = ${id} and name = ${toolName}`);
-    if (owner[0]?.upstream) throw new NamesHeldError([{ name: toolName, upstream: owner[0].upstream }]);
-    const tokens = await tokenTotals(tx, id, [toolName]);
-    const deleted = await queryRows<{ name: string }>(
-      tx,
-      sql`delete from catalog_tools where catalog_id = ${id} and name = ${toolName} returning name`,
-    );
-    if (deleted.length > 0) {
-      await tx.execute(sql`update catalogs set updated_at = now(), revision = revision + 1, tool_count = tool_count - 1, ${addTokens(tokenChange(tokens, NO_TOKENS))} where id = ${id}`);
-      await logChanges(tx, id, [toolName]);
-    }
-    return deleted.length > 0;
-  }));
+  return retryOnConflict(() =>
+    db.transaction(async (tx) => {
+      // The catalog row first, as every writer takes it: a write in flight finishes before this
+      // looks for the tool, so a tool present in every committed state is always found.
+      const rows = await queryRows<{ id: number }>(tx, sql`select id from catalogs where tenant = ${tenant} and name = ${catalog} for update`);
+      const id = rows[0]?.id;
+      if (id === undefined) return false;
+      const owner = await queryRows<{ upstream: string | null }>(tx, sql`select upstream from catalog_tools where catalog_id = ${id} and name = ${toolName}`);
+      if (owner[0]?.upstream) throw new NamesHeldError([{ name: toolName, upstream: owner[0].upstream }]);
+      const tokens = await tokenTotals(tx, id, [toolName]);
+      const deleted = await queryRows<{ name: string }>(tx, sql`delete from catalog_tools where catalog_id = ${id} and name = ${toolName} returning name`);
+      if (deleted.length > 0) {
+        await tx.execute(
+          sql`update catalogs set updated_at = now(), revision = revision + 1, tool_count = tool_count - 1, ${addTokens(tokenChange(tokens, NO_TOKENS))} where id = ${id}`,
+        );
+        await logChanges(tx, id, [toolName]);
+      }
+      return deleted.length > 0;
+    }),
+  );
 }
 
 export async function deleteCatalog(db: Executor, tenant: string, name: string): Promise<boolean> {
-  const rows = await retryOnConflict(() => queryRows<{ id: number }>(
-    db,
-    sql`delete from catalogs where tenant = ${tenant} and name = ${name} returning id`,
-  ));
+  const rows = await retryOnConflict(() => queryRows<{ id: number }>(db, sql`delete from catalogs where tenant = ${tenant} and name = ${name} returning id`));
   return rows.length > 0;
 }
 
 export async function listCatalogs(db: Executor, tenant: string): Promise<CatalogSummary[]> {
-  const rows = await queryRows<SummaryRow>(
-    db,
-    sql`select ${summaryColumns} from catalogs c where c.tenant = ${tenant} order by c.name`,
-  );
+  const rows = await queryRows<SummaryRow>(db, sql`select ${summaryColumns} from catalogs c where c.tenant = ${tenant} order by c.name`);
   return rows.map(normalizeSummary);
 }
 
@@ -413,10 +434,7 @@ export async function recentCatalogs(db: Executor, limit: number): Promise<{ ten
 }
 
 export async function getCatalog(db: Executor, tenant: string, name: string): Promise<CatalogSummary | undefined> {
-  const rows = await queryRows<SummaryRow>(
-    db,
-    sql`select ${summaryColumns} from catalogs c where c.tenant = ${tenant} and c.name = ${name}`,
-  );
+  const rows = await queryRows<SummaryRow>(db, sql`select ${summaryColumns} from catalogs c where c.tenant = ${tenant} and c.name = ${name}`);
   return rows[0] ? normalizeSummary(rows[0]) : undefined;
 }
 
@@ -441,11 +459,7 @@ export async function listCatalogTools(
   );
 }
 
-export async function getCatalogTool(
-  db: Executor,
-  catalog: { tenant: string; name: string },
-  toolName: string,
-): Promise<CatalogToolRow | undefined> {
+export async function getCatalogTool(db: Executor, catalog: { tenant: string; name: string }, toolName: string): Promise<CatalogToolRow | undefined> {
   const rows = await queryRows<CatalogToolRow>(
     db,
     sql`select ${toolColumns}
@@ -504,12 +518,16 @@ export async function setCatalogRowTokens(db: Executor, counts: { catalogId: num
 export async function recountCatalogTokens(db: Db): Promise<number> {
   const ids = await queryRows<{ id: number }>(db, sql`select id from catalogs order by id`);
   for (const { id } of ids) {
-    await retryOnConflict(() => db.transaction(async (tx) => {
-      const locked = await queryRows<{ id: number }>(tx, sql`select id from catalogs where id = ${id} for update`);
-      if (locked.length === 0) return;
-      const sums = await tokenTotals(tx, id, null);
-      await tx.execute(sql`update catalogs set tokens_anthropic = ${sums.anthropic}, tokens_openai = ${sums.openai}, tokens_as_sent = ${sums.as_sent} where id = ${id}`);
-    }));
+    await retryOnConflict(() =>
+      db.transaction(async (tx) => {
+        const locked = await queryRows<{ id: number }>(tx, sql`select id from catalogs where id = ${id} for update`);
+        if (locked.length === 0) return;
+        const sums = await tokenTotals(tx, id, null);
+        await tx.execute(
+          sql`update catalogs set tokens_anthropic = ${sums.anthropic}, tokens_openai = ${sums.openai}, tokens_as_sent = ${sums.as_sent} where id = ${id}`,
+        );
+      }),
+    );
   }
   return ids.length;
 }

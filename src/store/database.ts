@@ -57,10 +57,7 @@ export async function queryRows<T>(db: Pick<Db, 'execute'>, query: SQL): Promise
 }
 
 async function countApplied(db: Db): Promise<number> {
-  const rows = await queryRows<{ exists: boolean }>(
-    db,
-    sql`select to_regclass('drizzle.__drizzle_migrations') is not null as exists`,
-  );
+  const rows = await queryRows<{ exists: boolean }>(db, sql`select to_regclass('drizzle.__drizzle_migrations') is not null as exists`);
   if (!rows[0]?.exists) return 0;
   const counted = await queryRows<{ n: number }>(db, sql`select count(*)::int as n from drizzle.__drizzle_migrations`);
   return counted[0]?.n ?? 0;
@@ -169,8 +166,9 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   const message = error instanceof Error ? `${error.message} ${String((error as { cause?: unknown }).cause ?? '')}` : '';
   const code = (error as { code?: string; cause?: { code?: string } })?.code ?? (error as { cause?: { code?: string } })?.cause?.code;
   return (
-    /timeout exceeded when trying to connect|Query read timeout|Connection terminated|connect ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|Client has encountered a connection error/i.test(message) ||
-    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '57P01', '57P03', '08006', '08001', '08003'].includes(code ?? '')
+    /timeout exceeded when trying to connect|Query read timeout|Connection terminated|connect ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|Client has encountered a connection error/i.test(
+      message,
+    ) || ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '57P01', '57P03', '08006', '08001', '08003'].includes(code ?? '')
   );
 }
 

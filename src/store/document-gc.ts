@@ -202,7 +202,13 @@ export class DocumentSweeper {
     const result = await sweepDocuments(this.db, { ...this.options, stopped: () => this.#stopped });
     if (result.removed > 0) {
       this.options.logger.info(
-        { removed: result.removed, examined: result.examined, pages: result.pages, ms: Math.round(result.ms), retentionHours: this.options.retentionMs / 3_600_000 },
+        {
+          removed: result.removed,
+          examined: result.examined,
+          pages: result.pages,
+          ms: Math.round(result.ms),
+          retentionHours: this.options.retentionMs / 3_600_000,
+        },
         'removed documents no catalog holds and no request used within the retention',
       );
     }

@@ -33,8 +33,7 @@ const vectorTextVersion = (hash: SQL, recipe: VectorRecipe) =>
 const currentVector = (hash: SQL, recipe: VectorRecipe) => sql`${vectorTextVersion(hash, recipe)} = ${recipe.textVersion}::int`;
 
 /** Lacks a current vector for `recipe`: none for the model, or one of an older text recipe. */
-const noCurrentVector = (hash: SQL, recipe: VectorRecipe) =>
-  sql`${vectorTextVersion(hash, recipe)} is distinct from ${recipe.textVersion}::int`;
+const noCurrentVector = (hash: SQL, recipe: VectorRecipe) => sql`${vectorTextVersion(hash, recipe)} is distinct from ${recipe.textVersion}::int`;
 
 /**
  * The statements that ask which vectors exist, built apart from running them so a test can check
@@ -105,11 +104,7 @@ const VECTORS_PER_STATEMENT = 8;
  * vector of an older text recipe is replaced in place. `textHash` identifies the text the vector
  * was computed from (see `relabelUnchangedVectors`).
  */
-export async function writeVectors(
-  db: Executor,
-  recipe: VectorRecipe,
-  vectors: { hash: string; vector: number[]; textHash?: string }[],
-): Promise<void> {
+export async function writeVectors(db: Executor, recipe: VectorRecipe, vectors: { hash: string; vector: number[]; textHash?: string }[]): Promise<void> {
   for (let start = 0; start < vectors.length; start += VECTORS_PER_STATEMENT) {
     if (start > 0) await yieldToOtherRequests();
     await writeVectorStatement(db, recipe, vectors.slice(start, start + VECTORS_PER_STATEMENT));
@@ -139,11 +134,7 @@ async function writeVectorStatement(db: Executor, recipe: VectorRecipe, vectors:
  * are current as they are: stamps them with the recipe's version, in one statement, and returns
  * their hashes. The rest still need the model.
  */
-export async function relabelUnchangedVectors(
-  db: Executor,
-  recipe: VectorRecipe,
-  texts: { hash: string; textHash: string }[],
-): Promise<string[]> {
+export async function relabelUnchangedVectors(db: Executor, recipe: VectorRecipe, texts: { hash: string; textHash: string }[]): Promise<string[]> {
   if (texts.length === 0) return [];
   const rows = await queryRows<{ hash: string }>(
     db,

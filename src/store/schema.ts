@@ -1,17 +1,5 @@
 import { sql } from 'drizzle-orm';
-import {
-  bigint,
-  customType,
-  index,
-  integer,
-  json,
-  pgTable,
-  primaryKey,
-  serial,
-  text,
-  timestamp,
-  uniqueIndex,
-} from 'drizzle-orm/pg-core';
+import { bigint, customType, index, integer, json, pgTable, primaryKey, serial, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 import { vectorLiteral } from './vector-literal.js';
 
 /**
@@ -25,38 +13,42 @@ export const vector = customType<{ data: number[]; driverData: string }>({
 });
 
 /** One row per distinct tool content, shared by every catalog, tenant and inline request. */
-export const toolDocuments = pgTable('tool_documents', {
-  hash: text('hash').primaryKey(),
-  name: text('name').notNull(),
-  description: text('description').notNull(),
-  /** `json`, not `jsonb`: keeps the author's key order (parameter order matters to models). */
-  inputSchema: json('input_schema'),
-  tags: text('tags').array().notNull().default(sql`'{}'::text[]`),
-  server: text('server'),
-  /** The definition as first seen; catalogs keep their own copy as sent. */
-  definition: json('definition').notNull(),
-  /** BM25 document length: the sum of `tool_terms.tf` for this hash. */
-  docLength: integer('doc_length').notNull(),
-  /**
-   * The tokenizer/document recipe (search-text.ts TERMS_VERSION) the terms were computed with;
-   * start-up recomputes older ones, so a release that changes tokenizing never mixes recipes.
-   */
-  termsVersion: integer('terms_version').notNull().default(1),
-  /**
-   * Estimated tokens (o200k) of the tool as Anthropic's and OpenAI's Responses requests carry it
-   * (catalog/tokens.ts), counted when the document is stored; null only for documents stored by an
-   * older release until start-up counts them.
-   */
-  tokensAnthropic: integer('tokens_anthropic'),
-  tokensOpenai: integer('tokens_openai'),
-  createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
-  /**
-   * When a request last used the document, or it was stored (kept fresh at most once an interval:
-   * store/document-use.ts). Past DOCUMENT_RETENTION_HOURS, a document no catalog holds is removed
-   * (store/document-gc.ts); a catalog's documents are kept by its rows, whatever this says.
-   */
-  lastUsedAt: timestamp('last_used_at', { withTimezone: true }).notNull().defaultNow(),
-}, (table) => [index('tool_documents_server_idx').on(table.server), index('tool_documents_last_used_idx').on(table.lastUsedAt)]);
+export const toolDocuments = pgTable(
+  'tool_documents',
+  {
+    hash: text('hash').primaryKey(),
+    name: text('name').notNull(),
+    description: text('description').notNull(),
+    /** `json`, not `jsonb`: keeps the author's key order (parameter order matters to models). */
+    inputSchema: json('input_schema'),
+    tags: text('tags').array().notNull().default(sql`'{}'::text[]`),
+    server: text('server'),
+    /** The definition as first seen; catalogs keep their own copy as sent. */
+    definition: json('definition').notNull(),
+    /** BM25 document length: the sum of `tool_terms.tf` for this hash. */
+    docLength: integer('doc_length').notNull(),
+    /**
+     * The tokenizer/document recipe (search-text.ts TERMS_VERSION) the terms were computed with;
+     * start-up recomputes older ones, so a release that changes tokenizing never mixes recipes.
+     */
+    termsVersion: integer('terms_version').notNull().default(1),
+    /**
+     * Estimated tokens (o200k) of the tool as Anthropic's and OpenAI's Responses requests carry it
+     * (catalog/tokens.ts), counted when the document is stored; null only for documents stored by an
+     * older release until start-up counts them.
+     */
+    tokensAnthropic: integer('tokens_anthropic'),
+    tokensOpenai: integer('tokens_openai'),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    /**
+     * When a request last used the document, or it was stored (kept fresh at most once an interval:
+     * store/document-use.ts). Past DOCUMENT_RETENTION_HOURS, a document no catalog holds is removed
+     * (store/document-gc.ts); a catalog's documents are kept by its rows, whatever this says.
+     */
+    lastUsedAt: timestamp('last_used_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (table) => [index('tool_documents_server_idx').on(table.server), index('tool_documents_last_used_idx').on(table.lastUsedAt)],
+);
 
 /**
  * Exact BM25 term frequencies per document (a tsvector would cap them at 255). `hash` is a

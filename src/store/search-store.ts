@@ -13,9 +13,7 @@ import type { Executor } from './tool-store.js';
  * counts only documents stored with their terms: a selector request's own tools are stored without
  * them (tool-store.ts NO_TERMS), so the selector ranks its lists by BM25 in process.
  */
-export type Corpus =
-  | { kind: 'catalog'; catalogId: number; tags?: string[] }
-  | { kind: 'hashes'; hashes: string[]; tags?: string[] };
+export type Corpus = { kind: 'catalog'; catalogId: number; tags?: string[] } | { kind: 'hashes'; hashes: string[]; tags?: string[] };
 
 export type Ranked = [id: string, score: number][];
 
@@ -50,12 +48,7 @@ function corpusRows(corpus: Corpus): SQL {
  * tf saturation with k1 and length normalisation with b against the corpus's average length.
  * `weights` multiply each query term's contribution (its count in the query).
  */
-export async function searchBm25(
-  db: Executor,
-  corpus: Corpus,
-  query: { terms: string[]; weights: number[] },
-  limit: number,
-): Promise<Ranked> {
+export async function searchBm25(db: Executor, corpus: Corpus, query: { terms: string[]; weights: number[] }, limit: number): Promise<Ranked> {
   if (query.terms.length === 0) return [];
   const rows = await queryRows<{ id: string; score: number }>(
     db,
@@ -123,12 +116,7 @@ export const exactScanSql = (corpus: Corpus, model: string, literal: string, lim
  * Small corpora are scanned exactly; a large catalog goes through the model's HNSW index, with
  * pgvector 0.8's iterative scan so a catalog or tag filter still yields `limit` rows.
  */
-export async function searchVector(
-  db: Db,
-  corpus: Corpus,
-  query: { model: string; vector: number[]; useIndex: boolean },
-  limit: number,
-): Promise<Ranked> {
+export async function searchVector(db: Db, corpus: Corpus, query: { model: string; vector: number[]; useIndex: boolean }, limit: number): Promise<Ranked> {
   const literal = vectorLiteral(query.vector);
   if (!query.useIndex) {
     const rows = await queryRows<{ id: string; score: number }>(db, exactScanSql(corpus, query.model, literal, limit));
@@ -153,9 +141,7 @@ export async function searchVector(
           limit ${limit}`,
     );
     // relaxed_order may return near-ties slightly out of order.
-    return rows
-      .map((row): [string, number] => [row.id, Number(row.score)])
-      .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+    return rows.map((row): [string, number] => [row.id, Number(row.score)]).sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
   });
 }
 
@@ -217,12 +203,7 @@ export async function searchServersBm25(db: Executor, corpus: Corpus, query: { t
  * The corpus's servers by cosine similarity to the query of the mean of their tools' vectors
  * (cosine ignores the mean's length, so it equals ranking/servers.ts `serverCentroids`).
  */
-export async function searchServersVector(
-  db: Executor,
-  corpus: Corpus,
-  query: { model: string; vector: number[] },
-  limit: number,
-): Promise<RankedServers> {
+export async function searchServersVector(db: Executor, corpus: Corpus, query: { model: string; vector: number[] }, limit: number): Promise<RankedServers> {
   const literal = vectorLiteral(query.vector);
   return topServers(
     db,
@@ -297,7 +278,10 @@ export async function loadCatalogHashes(db: Executor, catalogId: number): Promis
         where c.id = ${catalogId}`,
   );
   if (rows.length === 0) return null;
-  return { revision: Number(rows[0]!.revision), tools: rows.flatMap((row) => (row.name === null || row.hash === null ? [] : [{ name: row.name, hash: row.hash }])) };
+  return {
+    revision: Number(rows[0]!.revision),
+    tools: rows.flatMap((row) => (row.name === null || row.hash === null ? [] : [{ name: row.name, hash: row.hash }])),
+  };
 }
 
 /**
@@ -320,10 +304,27 @@ export async function loadNamedHashes(db: Executor, catalogId: number, names: Re
 /** A tool's three token counts as plain columns (not `toolColumns`' JSON object: 100,000 of them per read). */
 const indexTokenColumns = sql`d.tokens_anthropic as anthropic, d.tokens_openai as openai, ct.tokens_as_sent as as_sent`;
 
-interface IndexRowText { revision: number; name: string | null; length: number; server: string | null; tags: string[] | null; terms: string | null; anthropic: number | null; openai: number | null; as_sent: number | null }
+interface IndexRowText {
+  revision: number;
+  name: string | null;
+  length: number;
+  server: string | null;
+  tags: string[] | null;
+  terms: string | null;
+  anthropic: number | null;
+  openai: number | null;
+  as_sent: number | null;
+}
 
 function indexRow(row: IndexRowText, name: string): CatalogIndexRow {
-  return { name, length: Number(row.length), server: row.server, tags: row.tags ?? [], terms: row.terms ?? '', tokens: { anthropic: row.anthropic, openai: row.openai, as_sent: row.as_sent } };
+  return {
+    name,
+    length: Number(row.length),
+    server: row.server,
+    tags: row.tags ?? [],
+    terms: row.terms ?? '',
+    tokens: { anthropic: row.anthropic, openai: row.openai, as_sent: row.as_sent },
+  };
 }
 
 /** What a catalog's revisions after `from` changed: the changed names' rows now, and the names now gone. */

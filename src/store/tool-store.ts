@@ -100,7 +100,10 @@ export async function insertDocuments(db: Executor, documents: CountedDocument[]
   const stored = unique.filter((doc) => !fresh.has(doc.hash));
   const completed = stored.length === 0 ? [] : await completeTerms(db, stored);
   const needTerms = new Set([...fresh, ...completed]);
-  await insertTerms(db, unique.filter((doc) => needTerms.has(doc.hash)));
+  await insertTerms(
+    db,
+    unique.filter((doc) => needTerms.has(doc.hash)),
+  );
   return [...fresh];
 }
 

@@ -45,22 +45,27 @@ export async function putUpstream(
   catalogId: number,
   upstream: { name: string; url: string; headers: Record<string, string>; refreshSeconds: number; trust: UpstreamTrust },
 ): Promise<boolean> {
-  return retryOnConflict(() => db.transaction(async (tx) => {
-    const bumped = await queryRows<{ id: number }>(tx, sql`update catalogs set upstream_revision = upstream_revision + 1 where id = ${catalogId} returning id`);
-    if (bumped.length === 0) return false;
-    // Another URL is another server: its pins go, and its first sync pins afresh. The same URL
-    // (new headers, say) keeps them: re-registering must not approve what waits in quarantine.
-    const moved = await queryRows<{ name: string }>(
-      tx,
-      sql`select name from mcp_upstreams where catalog_id = ${catalogId} and name = ${upstream.name} and url <> ${upstream.url} for update`,
-    );
-    if (moved.length > 0) await tx.execute(sql`delete from upstream_tools where catalog_id = ${catalogId} and upstream = ${upstream.name}`);
-    await tx.execute(sql`insert into mcp_upstreams (catalog_id, name, url, headers, refresh_seconds, trust)
+  return retryOnConflict(() =>
+    db.transaction(async (tx) => {
+      const bumped = await queryRows<{ id: number }>(
+        tx,
+        sql`update catalogs set upstream_revision = upstream_revision + 1 where id = ${catalogId} returning id`,
+      );
+      if (bumped.length === 0) return false;
+      // Another URL is another server: its pins go, and its first sync pins afresh. The same URL
+      // (new headers, say) keeps them: re-registering must not approve what waits in quarantine.
+      const moved = await queryRows<{ name: string }>(
+        tx,
+        sql`select name from mcp_upstreams where catalog_id = ${catalogId} and name = ${upstream.name} and url <> ${upstream.url} for update`,
+      );
+      if (moved.length > 0) await tx.execute(sql`delete from upstream_tools where catalog_id = ${catalogId} and upstream = ${upstream.name}`);
+      await tx.execute(sql`insert into mcp_upstreams (catalog_id, name, url, headers, refresh_seconds, trust)
       values (${catalogId}, ${upstream.name}, ${upstream.url}, ${JSON.stringify(upstream.headers)}::json, ${upstream.refreshSeconds}, ${upstream.trust})
       on conflict (catalog_id, name) do update set url = excluded.url, headers = excluded.headers, refresh_seconds = excluded.refresh_seconds, trust = excluded.trust,
         pinned_at = case when mcp_upstreams.url = excluded.url then mcp_upstreams.pinned_at else null end`);
-    return true;
-  }));
+      return true;
+    }),
+  );
 }
 
 export async function getUpstream(db: Executor, tenant: string, catalog: string, name: string): Promise<UpstreamRow | undefined> {
@@ -80,11 +85,13 @@ export async function listUpstreams(db: Executor, tenant: string, catalog: strin
 
 /** Removes an upstream and bumps its catalog's upstream revision, in one transaction (the catalog's row first, as above). */
 export async function deleteUpstream(db: Db, catalogId: number, name: string): Promise<boolean> {
-  return retryOnConflict(() => db.transaction(async (tx) => {
-    await tx.execute(sql`update catalogs set upstream_revision = upstream_revision + 1 where id = ${catalogId}`);
-    const rows = await queryRows<{ name: string }>(tx, sql`delete from mcp_upstreams where catalog_id = ${catalogId} and name = ${name} returning name`);
-    return rows.length > 0;
-  }));
+  return retryOnConflict(() =>
+    db.transaction(async (tx) => {
+      await tx.execute(sql`update catalogs set upstream_revision = upstream_revision + 1 where id = ${catalogId}`);
+      const rows = await queryRows<{ name: string }>(tx, sql`delete from mcp_upstreams where catalog_id = ${catalogId} and name = ${name} returning name`);
+      return rows.length > 0;
+    }),
+  );
 }
 
 export async function recordSync(
@@ -96,7 +103,9 @@ export async function recordSync(
     | { error: string },
 ): Promise<void> {
   if (!('toolCount' in outcome)) {
-    await db.execute(sql`update mcp_upstreams set last_sync_at = now(), last_error = ${outcome.error}, sync_lease_until = null where catalog_id = ${catalogId} and name = ${name}`);
+    await db.execute(
+      sql`update mcp_upstreams set last_sync_at = now(), last_error = ${outcome.error}, sync_lease_until = null where catalog_id = ${catalogId} and name = ${name}`,
+    );
   } else {
     await db.execute(sql`update mcp_upstreams set last_sync_at = now(), last_error = ${outcome.error}, tool_count = ${outcome.toolCount}, last_added = ${outcome.added},
       last_changed = ${outcome.changed}, last_removed = ${outcome.removed}, conflicts = ${JSON.stringify(outcome.conflicts)}::json,
@@ -105,8 +114,16 @@ export async function recordSync(
 }
 
 /** Records the served tools' count after an approval or rejection changed them (no sync ran). */
-export async function recordServed(db: Executor, catalogId: number, name: string, toolCount: number, conflicts: { name: string; held_by: string }[]): Promise<void> {
-  await db.execute(sql`update mcp_upstreams set tool_count = ${toolCount}, conflicts = ${JSON.stringify(conflicts)}::json where catalog_id = ${catalogId} and name = ${name}`);
+export async function recordServed(
+  db: Executor,
+  catalogId: number,
+  name: string,
+  toolCount: number,
+  conflicts: { name: string; held_by: string }[],
+): Promise<void> {
+  await db.execute(
+    sql`update mcp_upstreams set tool_count = ${toolCount}, conflicts = ${JSON.stringify(conflicts)}::json where catalog_id = ${catalogId} and name = ${name}`,
+  );
 }
 
 /** A pin as the driver returns it: `changed_at` as text or a Date, by driver. */
@@ -129,11 +146,12 @@ export async function listPins(db: Executor, catalogId: number, upstream: string
  * the sync ran is not undone), and the removal of tools no longer listed, in one transaction.
  */
 export async function writePins(db: Db, catalogId: number, upstream: string, plan: PinPlan): Promise<void> {
-  await retryOnConflict(() => db.transaction(async (tx) => {
-    await tx.execute(sql`delete from upstream_tools where catalog_id = ${catalogId} and upstream = ${upstream}
+  await retryOnConflict(() =>
+    db.transaction(async (tx) => {
+      await tx.execute(sql`delete from upstream_tools where catalog_id = ${catalogId} and upstream = ${upstream}
       and not (name = any(${sql.param(plan.rows.map((row) => row.name))}::text[]))`);
-    if (plan.rows.length === 0) return;
-    await tx.execute(sql`insert into upstream_tools (catalog_id, upstream, name, current_hash, current_definition, findings, approved_hash, approved_definition, changed_at)
+      if (plan.rows.length === 0) return;
+      await tx.execute(sql`insert into upstream_tools (catalog_id, upstream, name, current_hash, current_definition, findings, approved_hash, approved_definition, changed_at)
       select ${catalogId}, ${upstream}, r.name, r.current_hash, r.current_definition::json, r.findings::json,
              case when r.approve then r.current_hash end, case when r.approve then r.current_definition::json end, r.changed_at
       from unnest(
@@ -149,7 +167,8 @@ export async function writePins(db: Db, catalogId: number, upstream: string, pla
         changed_at = case when upstream_tools.current_hash = excluded.current_hash then upstream_tools.changed_at else excluded.changed_at end,
         approved_hash = coalesce(excluded.approved_hash, upstream_tools.approved_hash),
         approved_definition = case when excluded.approved_hash is null then upstream_tools.approved_definition else excluded.approved_definition end`);
-  }));
+    }),
+  );
 }
 
 /** Which of an upstream's tools an approval or rejection names: all waiting ones, or these (each optionally at the hash its caller saw). */
@@ -186,9 +205,12 @@ export async function decidePins(
   );
   if (selection === null) return { decided, stale: [], unknown: [] };
   const present = new Set(
-    (await queryRows<{ name: string }>(db, sql`select name from upstream_tools where catalog_id = ${catalogId} and upstream = ${upstream} and name = any(${sql.param(names)}::text[])`)).map(
-      (row) => row.name,
-    ),
+    (
+      await queryRows<{ name: string }>(
+        db,
+        sql`select name from upstream_tools where catalog_id = ${catalogId} and upstream = ${upstream} and name = any(${sql.param(names)}::text[])`,
+      )
+    ).map((row) => row.name),
   );
   const done = new Set(decided.map((row) => row.name));
   return { decided, stale: names.filter((name) => present.has(name) && !done.has(name)), unknown: names.filter((name) => !present.has(name)) };
@@ -223,7 +245,9 @@ export async function getToolWithUpstream(
   catalog: string,
   toolName: string,
 ): Promise<(Omit<CatalogToolRow, 'upstream'> & { upstream: UpstreamRow | null }) | undefined> {
-  const rows = await queryRows<CatalogToolRow & { upstreamRow: (Omit<UpstreamRow, 'lastSyncAt' | 'pinnedAt'> & { lastSyncAt: string | null; pinnedAt: string | null }) | null }>(
+  const rows = await queryRows<
+    CatalogToolRow & { upstreamRow: (Omit<UpstreamRow, 'lastSyncAt' | 'pinnedAt'> & { lastSyncAt: string | null; pinnedAt: string | null }) | null }
+  >(
     db,
     sql`select ${toolColumns}, case when up."catalogId" is null then null else row_to_json(up) end as "upstreamRow"
         from catalogs c join catalog_tools ct on ct.catalog_id = c.id join tool_documents d on d.hash = ct.hash
@@ -234,7 +258,11 @@ export async function getToolWithUpstream(
   if (!found) return undefined;
   const { upstreamRow, ...row } = found;
   const upstream = upstreamRow
-    ? { ...upstreamRow, lastSyncAt: upstreamRow.lastSyncAt === null ? null : new Date(upstreamRow.lastSyncAt), pinnedAt: upstreamRow.pinnedAt === null ? null : new Date(upstreamRow.pinnedAt) }
+    ? {
+        ...upstreamRow,
+        lastSyncAt: upstreamRow.lastSyncAt === null ? null : new Date(upstreamRow.lastSyncAt),
+        pinnedAt: upstreamRow.pinnedAt === null ? null : new Date(upstreamRow.pinnedAt),
+      }
     : null;
   return { ...row, upstream };
 }

@@ -40,7 +40,8 @@ export function vectorBinary(vector: ArrayLike<number>): Buffer {
 export function vectorFromBinary(bytes: Uint8Array): Float32Array {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const dimension = view.getInt16(0);
-  if (bytes.byteLength !== 4 + 4 * dimension) throw new RangeError(`a binary vector of ${dimension} dimensions has ${4 + 4 * dimension} bytes, got ${bytes.byteLength}`);
+  if (bytes.byteLength !== 4 + 4 * dimension)
+    throw new RangeError(`a binary vector of ${dimension} dimensions has ${4 + 4 * dimension} bytes, got ${bytes.byteLength}`);
   const vector = new Float32Array(dimension);
   for (let i = 0; i < dimension; i++) vector[i] = view.getFloat32(4 + 4 * i);
   return vector;

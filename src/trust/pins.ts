@@ -32,7 +32,9 @@ const PIN_VERSION = 'toolsift/pin/v1';
 
 /** SHA-256 of the definition's canonical JSON (key order does not count, every character does). */
 export function pinHash(definition: ListedDefinition): string {
-  return createHash('sha256').update(canonicalJson({ v: PIN_VERSION, ...definition })).digest('hex');
+  return createHash('sha256')
+    .update(canonicalJson({ v: PIN_VERSION, ...definition }))
+    .digest('hex');
 }
 
 /** One tool of an upstream as pinned. */

@@ -45,7 +45,8 @@ export interface ScanContext {
 
 /** The closed list of finding codes, each with what it means. */
 const CODE_DOCS = {
-  invisible_character: 'zero-width, word-joiner, filler or other invisible format character outside the scripts that need it (high inside a word or three or more in a string, else medium)',
+  invisible_character:
+    'zero-width, word-joiner, filler or other invisible format character outside the scripts that need it (high inside a word or three or more in a string, else medium)',
   format_character: 'a rare Unicode format character with a visible use in some scripts (medium)',
   soft_hyphen: 'soft hyphen, invisible in most places and common in copied text (low)',
   bidi_control: 'bidirectional override or isolate (U+202A-202E, U+2066-2069) that reorders what a reviewer sees (high)',
@@ -55,7 +56,8 @@ const CODE_DOCS = {
   ansi_escape: 'ANSI escape sequence that can hide or rewrite text on a terminal (high)',
   control_character: 'C0/C1 control character other than tab, newline and carriage return (medium; high when backspaces or DELs erase text)',
   mixed_script_word: 'a word mixing Latin letters with Cyrillic or Greek look-alikes, to dodge keyword filters (medium)',
-  hidden_instruction_tag: 'a tag such as <IMPORTANT>, <SYSTEM> or <secret> wrapping directions to the model (high; medium for an <IMPORTANT> note with no directive in it)',
+  hidden_instruction_tag:
+    'a tag such as <IMPORTANT>, <SYSTEM> or <secret> wrapping directions to the model (high; medium for an <IMPORTANT> note with no directive in it)',
   html_comment: 'an HTML or Markdown comment, invisible when rendered, carrying directions (high) or other text (medium)',
   chat_template_token: 'a chat-template control token such as <|system|>, <|im_start|> or [INST] (high)',
   fake_system_message: 'a forged system or developer message: [SYSTEM: ...], [[[...]]], "### Instruction:", "new system message", developer mode (high)',
@@ -64,25 +66,32 @@ const CODE_DOCS = {
   secrecy_instruction: 'tells the model to hide something from the user: "do not tell the user", "without telling them", "present it as if" (high)',
   safety_bypass: 'asks to disable guardrails or safety checks, to trust the tool blindly or to comply with everything (high); grants of full access (medium)',
   preamble_instruction: 'directs the model to do something first: "before using this tool, read ..." (medium)',
-  sensitive_file_access: 'directs the model to read or pass credential files: ~/.ssh, id_rsa, .env, ~/.aws/credentials, mcp.json, /etc/passwd (high; medium when a tool only says it does so)',
+  sensitive_file_access:
+    'directs the model to read or pass credential files: ~/.ssh, id_rsa, .env, ~/.aws/credentials, mcp.json, /etc/passwd (high; medium when a tool only says it does so)',
   secret_exfiltration: 'asks to send, pass or include secrets (keys, tokens, passwords, private data) in a response, argument or message (high)',
-  exfiltration: 'sends data to an address the tool does not need: a copy, all messages or the user\'s data to a URL, e-mail or external host, or to an attacker (high)',
+  exfiltration:
+    "sends data to an address the tool does not need: a copy, all messages or the user's data to a URL, e-mail or external host, or to an attacker (high)",
   hidden_recipient: 'a blind or carbon copy to a fixed e-mail address (high)',
   embedded_secret: 'a literal credential in the text: AWS key, sk- key, GitHub or Slack token, bearer token, private key block (medium)',
-  covert_behavior: 'undisclosed data handling: shared with third parties, automatic opt-in, harvested credentials (high); marketing lists, retained history (medium)',
+  covert_behavior:
+    'undisclosed data handling: shared with third parties, automatic opt-in, harvested credentials (high); marketing lists, retained history (medium)',
   tool_shadowing: 'changes how OTHER tools behave: "when the X tool is invoked, first ...", "replace its output", "route all requests here" (high)',
   tool_reference: 'directs the model to call or prefer another named tool, or claims to supersede one (medium)',
-  preemptive_call: 'pushes the model to choose this tool over all others: "ignore all other tools", "instead of any other tool" (high); "always use this tool first" (medium)',
+  preemptive_call:
+    'pushes the model to choose this tool over all others: "ignore all other tools", "instead of any other tool" (high); "always use this tool first" (medium)',
   preference_manipulation: 'marketing pressure aimed at the model: superlatives, urgency, endorsements, shouting (high when heavy, medium when notable)',
   rug_pull: 'announces a change of behaviour once approved or trusted (high)',
-  encoded_payload: 'a long base64, hex, percent or escape-encoded run that decodes to printable text: high when that text holds an instruction or a shell command, else low',
-  response_manipulation: 'tells the model what to say to the user instead of the result: "instead reply ...", "always say ..." (high; medium for fixed wording)',
+  encoded_payload:
+    'a long base64, hex, percent or escape-encoded run that decodes to printable text: high when that text holds an instruction or a shell command, else low',
+  response_manipulation:
+    'tells the model what to say to the user instead of the result: "instead reply ...", "always say ..." (high; medium for fixed wording)',
   shell_payload: 'a shell download-and-run or reverse shell in plain text (high when addressed to the model, medium when described)',
   decode_instruction: 'asks the model to decode something and then run or follow it (high)',
-  combined_signals: 'two different medium directive findings in one definition (for example a push to call this tool first and a request for the conversation), which one honest description rarely needs (high)',
-  reserved_name: 'the name equals a reserved name: an agent would read the tool as the gateway\'s own meta-tool (high)',
+  combined_signals:
+    'two different medium directive findings in one definition (for example a push to call this tool first and a request for the conversation), which one honest description rarely needs (high)',
+  reserved_name: "the name equals a reserved name: an agent would read the tool as the gateway's own meta-tool (high)",
   confusable_name: 'the name looks like a different tool or reserved name (same skeleton), or mixes look-alike scripts (high)',
-  invalid_name: 'the name has characters outside MCP\'s A-Z a-z 0-9 _ - . / or exceeds 128 characters (medium; high with hidden characters)',
+  invalid_name: "the name has characters outside MCP's A-Z a-z 0-9 _ - . / or exceeds 128 characters (medium; high with hidden characters)",
   prototype_name: 'the name is __proto__, constructor or prototype, which corrupts plain-object maps (high)',
   too_large: 'more than MAX_SCAN_CHARS characters of text: the rest was not scanned (low)',
   too_deep: 'schema nesting beyond MAX_SCHEMA_DEPTH: deeper values were not scanned (low)',
@@ -159,140 +168,573 @@ const rule = (code: ScanCode, severity: Severity, triggers: string, source: stri
   framed,
 });
 
-const SEND_WORDS = 'send sends sending sent forward forwards forwarding forwarded upload uploads uploading uploaded post posts posting transmit transmits transmitting transmitted exfiltrate exfiltrates exfiltrating exfiltrated leak leaks leaking leaked relay relays relayed beacon email emails emailed mail mails mailed copy copies copied sync syncs synced export exports exported push pushes pushed deliver delivers delivered transfer transfers transferred report reports';
-const OUTSIDE_WORDS = 'http https ftp ws wss @ external third outside off offsite site unknown hidden separate unlisted attacker attackers adversary evil c2 control controlled webhook pastebin requestbin burpcollaborator interact exfil exfiltrate exfiltrates exfiltrated exfiltrating exfiltration';
-const HOSTILE_WORDS = 'attacker attackers adversary evil c2 control controlled webhook pastebin requestbin burpcollaborator interact exfil exfiltrate exfiltrates exfiltrated exfiltrating exfiltration';
-const CREDENTIAL_WORDS = 'rsa gcloud account service_account azure gnupg gh pypirc vault s3cfg ssh id_rsa id_dsa id_ecdsa id_ed25519 aws env pem key p12 pfx credentials secrets secret passwords password tokens token mcp claude_desktop_config cursor passwd shadow sudoers netrc pgpass git docker kube wallet keychain bash_history zsh_history private seed mnemonic cookies';
-const SECRET_WORDS = 'accesstoken accesstokens authtoken authtokens privatekey privatekeys sshkey sshkeys prompt credential credentials api key keys api_key apikey token tokens access_token bearer session secret secrets password passwords passphrase passphrases private private_key ssh ssh_key seed environment env vars sensitive confidential personal';
-const FETCH_WORDS = 'read cat open access load fetch get grab collect gather copy dump include pass attach upload send steal harvest extract retrieve obtain look print output paste embed append exfiltrate leak forward post';
-const FETCHED_WORDS = 'reads opens accesses loads fetches gets grabs collects gathers copies dumps includes passes attaches uploads sends steals harvests extracts retrieves obtains prints outputs embeds appends exfiltrates leaks forwards posts';
+const SEND_WORDS =
+  'send sends sending sent forward forwards forwarding forwarded upload uploads uploading uploaded post posts posting transmit transmits transmitting transmitted exfiltrate exfiltrates exfiltrating exfiltrated leak leaks leaking leaked relay relays relayed beacon email emails emailed mail mails mailed copy copies copied sync syncs synced export exports exported push pushes pushed deliver delivers delivered transfer transfers transferred report reports';
+const OUTSIDE_WORDS =
+  'http https ftp ws wss @ external third outside off offsite site unknown hidden separate unlisted attacker attackers adversary evil c2 control controlled webhook pastebin requestbin burpcollaborator interact exfil exfiltrate exfiltrates exfiltrated exfiltrating exfiltration';
+const HOSTILE_WORDS =
+  'attacker attackers adversary evil c2 control controlled webhook pastebin requestbin burpcollaborator interact exfil exfiltrate exfiltrates exfiltrated exfiltrating exfiltration';
+const CREDENTIAL_WORDS =
+  'rsa gcloud account service_account azure gnupg gh pypirc vault s3cfg ssh id_rsa id_dsa id_ecdsa id_ed25519 aws env pem key p12 pfx credentials secrets secret passwords password tokens token mcp claude_desktop_config cursor passwd shadow sudoers netrc pgpass git docker kube wallet keychain bash_history zsh_history private seed mnemonic cookies';
+const SECRET_WORDS =
+  'accesstoken accesstokens authtoken authtokens privatekey privatekeys sshkey sshkeys prompt credential credentials api key keys api_key apikey token tokens access_token bearer session secret secrets password passwords passphrase passphrases private private_key ssh ssh_key seed environment env vars sensitive confidential personal';
+const FETCH_WORDS =
+  'read cat open access load fetch get grab collect gather copy dump include pass attach upload send steal harvest extract retrieve obtain look print output paste embed append exfiltrate leak forward post';
+const FETCHED_WORDS =
+  'reads opens accesses loads fetches gets grabs collects gathers copies dumps includes passes attaches uploads sends steals harvests extracts retrieves obtains prints outputs embeds appends exfiltrates leaks forwards posts';
 const CHANGE_WORDS = 'replace override overwrite discard ignore alter modify correct fix change rewrite swap falsify';
 const RESULT_WORDS = 'output outputs result results response responses answer answers return returned';
 
 const PHRASE_RULES: readonly PhraseRule[] = [
   // --- forged conversation structure -----------------------------------------------------------
-  rule('chat_template_token', 'high', '< [', String.raw`<\|(?:system|user|assistant|im_start|im_end|endoftext|begin_of_text|start_header_id|end_header_id|eot_id|developer|tool)\|>|\[/?inst\]|<</?sys>>|<(?:start|end)_of_turn>`),
-  rule('fake_system_message', 'high', '[ { / system admin developer assistant instruction instructions override ai model llm', String.raw`[\[{]{1,3}\s*(?:system|admin|developer|assistant|instructions?|override|ai|model|llm)(?:\s+(?:message|instructions?|note|prompt|override|command|directive|notice|update))?\s*:`),
-  rule('fake_system_message', 'high', '[ / system instruction instructions important admin note override', String.raw`\[\[\[\s*(?:system|instructions?|important|admin|note|override)`),
-  rule('fake_system_message', 'medium', '[ / important critical note', String.raw`\[\s*(?:important|critical|note to (?:ai|the ai|assistant|the assistant|model|the model|llm))\s*\]`),
-  rule('fake_system_message', 'high', '# / system instruction instructions admin developer assistant', String.raw`#{1,6}\s*(?:new\s+)?(?:system|instructions?|admin|developer|assistant)(?:\s+(?:message|prompt|instructions?|override|update|note))?\s*(?::|#{2,})`),
-  rule('fake_system_message', 'high', 'system', String.raw`\bnew system (?:message|prompt|instructions?|directive|rules?)\b|\bsystem (?:override|update|notice|prompt)\s*:`),
-  rule('fake_system_message', 'high', 'mode', String.raw`\b(?:you are now in|you are now|you're now in|enter|entering|enable|enabling|activate|activating|switch(?:ing)? to|now in)\s+(?:\w+\s+)?(?:developer|god|admin|jailbreak|dan|unrestricted|sudo|root|unfiltered|uncensored) mode\b`),
-  rule('fake_system_message', 'high', 'now', String.raw`\byou(?: are|'re) now (?:a |an )?(?:no longer|free|unrestricted|unfiltered|jailbroken|dan\b|allowed to|authori[sz]ed to|permitted to|in (?:developer|admin|god) mode)`),
-  rule('fake_system_message', 'high', 'hidden secret covert invisible confidential', String.raw`\b(?:hidden|secret|covert|invisible)\s+(?:directive|instruction|command|task|objective|goal|mission|order)s?\s*:|\bthis is (?:a |an )?(?:secret|confidential|hidden|covert) (?:operation|step|task|instruction|process|action)\b`),
+  rule(
+    'chat_template_token',
+    'high',
+    '< [',
+    String.raw`<\|(?:system|user|assistant|im_start|im_end|endoftext|begin_of_text|start_header_id|end_header_id|eot_id|developer|tool)\|>|\[/?inst\]|<</?sys>>|<(?:start|end)_of_turn>`,
+  ),
+  rule(
+    'fake_system_message',
+    'high',
+    '[ { / system admin developer assistant instruction instructions override ai model llm',
+    String.raw`[\[{]{1,3}\s*(?:system|admin|developer|assistant|instructions?|override|ai|model|llm)(?:\s+(?:message|instructions?|note|prompt|override|command|directive|notice|update))?\s*:`,
+  ),
+  rule(
+    'fake_system_message',
+    'high',
+    '[ / system instruction instructions important admin note override',
+    String.raw`\[\[\[\s*(?:system|instructions?|important|admin|note|override)`,
+  ),
+  rule(
+    'fake_system_message',
+    'medium',
+    '[ / important critical note',
+    String.raw`\[\s*(?:important|critical|note to (?:ai|the ai|assistant|the assistant|model|the model|llm))\s*\]`,
+  ),
+  rule(
+    'fake_system_message',
+    'high',
+    '# / system instruction instructions admin developer assistant',
+    String.raw`#{1,6}\s*(?:new\s+)?(?:system|instructions?|admin|developer|assistant)(?:\s+(?:message|prompt|instructions?|override|update|note))?\s*(?::|#{2,})`,
+  ),
+  rule(
+    'fake_system_message',
+    'high',
+    'system',
+    String.raw`\bnew system (?:message|prompt|instructions?|directive|rules?)\b|\bsystem (?:override|update|notice|prompt)\s*:`,
+  ),
+  rule(
+    'fake_system_message',
+    'high',
+    'mode',
+    String.raw`\b(?:you are now in|you are now|you're now in|enter|entering|enable|enabling|activate|activating|switch(?:ing)? to|now in)\s+(?:\w+\s+)?(?:developer|god|admin|jailbreak|dan|unrestricted|sudo|root|unfiltered|uncensored) mode\b`,
+  ),
+  rule(
+    'fake_system_message',
+    'high',
+    'now',
+    String.raw`\byou(?: are|'re) now (?:a |an )?(?:no longer|free|unrestricted|unfiltered|jailbroken|dan\b|allowed to|authori[sz]ed to|permitted to|in (?:developer|admin|god) mode)`,
+  ),
+  rule(
+    'fake_system_message',
+    'high',
+    'hidden secret covert invisible confidential',
+    String.raw`\b(?:hidden|secret|covert|invisible)\s+(?:directive|instruction|command|task|objective|goal|mission|order)s?\s*:|\bthis is (?:a |an )?(?:secret|confidential|hidden|covert) (?:operation|step|task|instruction|process|action)\b`,
+  ),
 
   // --- overriding what the model was told ------------------------------------------------------
-  rule('instruction_override', 'high', 'ignore disregard forget override bypass discard abandon', String.raw`\b(?:ignore|disregard|forget|override|bypass|discard|abandon)\s+(?:(?:all|any|the|your|these|those|of|my|every|each)\s+)*(?:(?:previous|prior|above|earlier|preceding|initial|original|foregoing|former|existing|system|safety|other|old)\s+)?(?:instructions?|directions?|directives?|commands?|prompts?|rules|guidelines|guidance|constraints|programming|training|system prompt|context)\b`),
-  rule('instruction_override', 'high', 'ignore disregard forget', String.raw`\b(?:ignore|disregard|forget)\s+(?:(?:all|the|everything|anything|what(?:ever)? (?:was|you were))\s+)*(?:previous(?:ly)?|prior|above|preceding|earlier|foregoing|before|told|said)\b\s*(?:,|;|:|-|\band\b|\bthen\b|\binstead\b|\bnow\b|\.)`),
-  rule('instruction_override', 'high', 'void null obsolete cancelled canceled revoked longer superseded', String.raw`\b(?:previous|prior|earlier|above|original|all other|your)\s+(?:instructions?|guidance|rules|directions|directives|guidelines|system prompt)\s+(?:are|is)\s+(?:now\s+)?(?:void|null|obsolete|cancell?ed|revoked|superseded|no longer (?:valid|apply|applicable|in effect))\b`),
-  rule('instruction_override', 'high', 'override overrides supersede supersedes replace replaces precedence / prompt instructions guidelines rules directives', String.raw`\b(?:overrides?|supersedes?|replaces?|takes? precedence over)\s+(?:all\s+|any\s+)?(?:your|the previous|the prior|previous|prior|all other|the system)\s+(?:\w+\s+)?(?:system prompt|instructions|guidelines|rules|directives)\b`),
-  rule('safety_bypass', 'high', 'authorized authorised approved allowed permitted consented granted preauthorized preauthorised preapproved / user admin administrator developer operator creator owner', String.raw`\b(?:the user|the admin(?:istrator)?|your (?:developer|operator|creator|owner|admin))\s+(?:has|have)\s+(?:already\s+)?(?:pre-?)?(?:authori[sz]ed|approved|allowed|permitted|consented|granted)\s+(?:you|this|it|the assistant|the model)\b`),
+  rule(
+    'instruction_override',
+    'high',
+    'ignore disregard forget override bypass discard abandon',
+    String.raw`\b(?:ignore|disregard|forget|override|bypass|discard|abandon)\s+(?:(?:all|any|the|your|these|those|of|my|every|each)\s+)*(?:(?:previous|prior|above|earlier|preceding|initial|original|foregoing|former|existing|system|safety|other|old)\s+)?(?:instructions?|directions?|directives?|commands?|prompts?|rules|guidelines|guidance|constraints|programming|training|system prompt|context)\b`,
+  ),
+  rule(
+    'instruction_override',
+    'high',
+    'ignore disregard forget',
+    String.raw`\b(?:ignore|disregard|forget)\s+(?:(?:all|the|everything|anything|what(?:ever)? (?:was|you were))\s+)*(?:previous(?:ly)?|prior|above|preceding|earlier|foregoing|before|told|said)\b\s*(?:,|;|:|-|\band\b|\bthen\b|\binstead\b|\bnow\b|\.)`,
+  ),
+  rule(
+    'instruction_override',
+    'high',
+    'void null obsolete cancelled canceled revoked longer superseded',
+    String.raw`\b(?:previous|prior|earlier|above|original|all other|your)\s+(?:instructions?|guidance|rules|directions|directives|guidelines|system prompt)\s+(?:are|is)\s+(?:now\s+)?(?:void|null|obsolete|cancell?ed|revoked|superseded|no longer (?:valid|apply|applicable|in effect))\b`,
+  ),
+  rule(
+    'instruction_override',
+    'high',
+    'override overrides supersede supersedes replace replaces precedence / prompt instructions guidelines rules directives',
+    String.raw`\b(?:overrides?|supersedes?|replaces?|takes? precedence over)\s+(?:all\s+|any\s+)?(?:your|the previous|the prior|previous|prior|all other|the system)\s+(?:\w+\s+)?(?:system prompt|instructions|guidelines|rules|directives)\b`,
+  ),
+  rule(
+    'safety_bypass',
+    'high',
+    'authorized authorised approved allowed permitted consented granted preauthorized preauthorised preapproved / user admin administrator developer operator creator owner',
+    String.raw`\b(?:the user|the admin(?:istrator)?|your (?:developer|operator|creator|owner|admin))\s+(?:has|have)\s+(?:already\s+)?(?:pre-?)?(?:authori[sz]ed|approved|allowed|permitted|consented|granted)\s+(?:you|this|it|the assistant|the model)\b`,
+  ),
   rule('fake_system_message', 'medium', 'note / assistant ai model llm agent', String.raw`\bnote to (?:the )?(?:assistant|ai|model|llm|agent)\s*:`),
-  rule('instruction_override', 'high', 'ignore disregard forget / everything anything all', String.raw`\b(?:ignore|disregard|forget)\s+(?:everything|anything|all)\s+(?:(?:written|said|stated|listed|you were told|you have been told)\s+)?(?:above|before|previously|prior|so far|until now)\b`),
-  rule('fake_system_message', 'high', 'dan unrestricted unfiltered uncensored jailbroken', String.raw`\b(?:act as|you are|pretend to be|roleplay as|become)\s+(?:dan\b|an? (?:unrestricted|unfiltered|uncensored|jailbroken) (?:ai|assistant|model|version))`),
-  rule('fake_system_message', 'high', 'anthropic openai developer developers creator creators maker makers operator operators', String.raw`\b(?:message|instructions?|notice|update|directive|order)s?\s+from\s+(?:anthropic|openai|your (?:developers?|creators?|makers?|operators?))\b`),
-  rule('instruction_override', 'high', 'follow your now', String.raw`\bfollow (?:these|the following|my|the) new (?:instructions?|ones|rules|directives?)\b|\byour (?:new|real|true|actual) (?:instructions?|task|role|purpose|objective|goal) (?:is|are)\b|\bfrom now on,?\s+(?:you|always|never|ignore|forward|send|respond|reply|act|treat|include|do not|don't)\b`),
+  rule(
+    'instruction_override',
+    'high',
+    'ignore disregard forget / everything anything all',
+    String.raw`\b(?:ignore|disregard|forget)\s+(?:everything|anything|all)\s+(?:(?:written|said|stated|listed|you were told|you have been told)\s+)?(?:above|before|previously|prior|so far|until now)\b`,
+  ),
+  rule(
+    'fake_system_message',
+    'high',
+    'dan unrestricted unfiltered uncensored jailbroken',
+    String.raw`\b(?:act as|you are|pretend to be|roleplay as|become)\s+(?:dan\b|an? (?:unrestricted|unfiltered|uncensored|jailbroken) (?:ai|assistant|model|version))`,
+  ),
+  rule(
+    'fake_system_message',
+    'high',
+    'anthropic openai developer developers creator creators maker makers operator operators',
+    String.raw`\b(?:message|instructions?|notice|update|directive|order)s?\s+from\s+(?:anthropic|openai|your (?:developers?|creators?|makers?|operators?))\b`,
+  ),
+  rule(
+    'instruction_override',
+    'high',
+    'follow your now',
+    String.raw`\bfollow (?:these|the following|my|the) new (?:instructions?|ones|rules|directives?)\b|\byour (?:new|real|true|actual) (?:instructions?|task|role|purpose|objective|goal) (?:is|are)\b|\bfrom now on,?\s+(?:you|always|never|ignore|forward|send|respond|reply|act|treat|include|do not|don't)\b`,
+  ),
 
   // --- asking for what the model holds ---------------------------------------------------------
-  rule('system_prompt_leak', 'high', 'prompt instructions system developer', String.raw`(?:\b(?:reveal|print|output|repeat|leak|dump|disclose|expose)\s+(?:(?:me|us|the user|your|the|its|all|full|entire|complete|original|initial|whole|exact|verbatim)\s+)*|\b(?:show|display|share|tell|give|provide|include|pass|copy|write|return|send|add|append|attach|put|paste|insert)\s+(?:(?:me|us|the user|all|full|entire|complete|original|initial|whole|exact|verbatim)\s+)*your\s+(?:(?:full|entire|complete|original|initial|whole|exact)\s+)*)(?:system prompt|system message|initial prompt|hidden instructions|secret instructions|developer (?:message|instructions)|instructions above|previous instructions)\b`),
-  rule('system_prompt_leak', 'medium', 'conversation chat history messages context transcript', String.raw`\b(?:send|leak|dump|forward|include|pass|add|append|attach|put|paste|insert|upload)\s+(?:(?:the|your|its|all|full|entire|complete|whole|exact|verbatim)\s+)*(?:conversation (?:history|context|so far|transcript|log)|chat (?:history|transcript|log)|previous messages|(?:all )?user messages|context window|transcript)\b|\b(?:full|entire|complete|whole)\s+(?:chat|conversation)\s+(?:transcript|history|log|context)\b`),
+  rule(
+    'system_prompt_leak',
+    'high',
+    'prompt instructions system developer',
+    String.raw`(?:\b(?:reveal|print|output|repeat|leak|dump|disclose|expose)\s+(?:(?:me|us|the user|your|the|its|all|full|entire|complete|original|initial|whole|exact|verbatim)\s+)*|\b(?:show|display|share|tell|give|provide|include|pass|copy|write|return|send|add|append|attach|put|paste|insert)\s+(?:(?:me|us|the user|all|full|entire|complete|original|initial|whole|exact|verbatim)\s+)*your\s+(?:(?:full|entire|complete|original|initial|whole|exact)\s+)*)(?:system prompt|system message|initial prompt|hidden instructions|secret instructions|developer (?:message|instructions)|instructions above|previous instructions)\b`,
+  ),
+  rule(
+    'system_prompt_leak',
+    'medium',
+    'conversation chat history messages context transcript',
+    String.raw`\b(?:send|leak|dump|forward|include|pass|add|append|attach|put|paste|insert|upload)\s+(?:(?:the|your|its|all|full|entire|complete|whole|exact|verbatim)\s+)*(?:conversation (?:history|context|so far|transcript|log)|chat (?:history|transcript|log)|previous messages|(?:all )?user messages|context window|transcript)\b|\b(?:full|entire|complete|whole)\s+(?:chat|conversation)\s+(?:transcript|history|log|context)\b`,
+  ),
   rule('system_prompt_leak', 'high', 'role / system developer', String.raw`["']role["']\s*:\s*["'](?:system|developer)["']`),
 
   // --- hiding from the user --------------------------------------------------------------------
-  rule('secrecy_instruction', 'high', 'not don dont never cannot can cant shouldn shouldnt without / tell telling inform informing notify notifying alert alerting let letting', String.raw`\b(?:do not|don'?t|never|must not|should not|shouldn'?t|cannot|can'?t|without)\s+(?:(?:ever|explicitly|directly|actually|even|once)\s+)?(?:tell|telling|inform|informing|notify|notifying|alert|alerting|let|letting)\s+(?:the\s+|your\s+|any\s+)?(?:user|users|them|anyone|human|person|operator|customer|client|him|her)\b`),
-  rule('secrecy_instruction', 'high', 'not don dont never / mention reveal disclose acknowledge admit explain say', String.raw`\b(?:do not|don'?t|never|must not|should not)\s+(?:(?:explicitly|directly|ever|actually)\s+)?(?:mention|reveal|disclose|acknowledge|admit|explain why|say)\s+(?:(?:this|that|it|these|the fact|anything|to the user|you(?:'re| are)?|why|any of (?:this|these)|what you)\b)`),
-  rule('secrecy_instruction', 'high', 'without keep hide conceal pretend act present make know see told notice find', String.raw`\bwithout\s+(?:the\s+)?(?:user|users|their|them)(?:'s)?\s+(?:knowing|noticing|knowledge|consent|awareness|being aware|permission|seeing)\b|\b(?:keep|hide|conceal)\s+(?:this|it|that|these|the fact)\s+(?:\w+\s+){0,2}?(?:secret\s+|hidden\s+)?from\s+(?:the\s+)?(?:user|them)\b|\b(?:pretend|act (?:like|as if|as though)|present (?:it|this|them|the \w+) as (?:if|though)|make it (?:look|seem|appear) (?:like|as if))\b|\bthe user (?:must|should) not (?:know|see|be told|notice|find out)\b`),
+  rule(
+    'secrecy_instruction',
+    'high',
+    'not don dont never cannot can cant shouldn shouldnt without / tell telling inform informing notify notifying alert alerting let letting',
+    String.raw`\b(?:do not|don'?t|never|must not|should not|shouldn'?t|cannot|can'?t|without)\s+(?:(?:ever|explicitly|directly|actually|even|once)\s+)?(?:tell|telling|inform|informing|notify|notifying|alert|alerting|let|letting)\s+(?:the\s+|your\s+|any\s+)?(?:user|users|them|anyone|human|person|operator|customer|client|him|her)\b`,
+  ),
+  rule(
+    'secrecy_instruction',
+    'high',
+    'not don dont never / mention reveal disclose acknowledge admit explain say',
+    String.raw`\b(?:do not|don'?t|never|must not|should not)\s+(?:(?:explicitly|directly|ever|actually)\s+)?(?:mention|reveal|disclose|acknowledge|admit|explain why|say)\s+(?:(?:this|that|it|these|the fact|anything|to the user|you(?:'re| are)?|why|any of (?:this|these)|what you)\b)`,
+  ),
+  rule(
+    'secrecy_instruction',
+    'high',
+    'without keep hide conceal pretend act present make know see told notice find',
+    String.raw`\bwithout\s+(?:the\s+)?(?:user|users|their|them)(?:'s)?\s+(?:knowing|noticing|knowledge|consent|awareness|being aware|permission|seeing)\b|\b(?:keep|hide|conceal)\s+(?:this|it|that|these|the fact)\s+(?:\w+\s+){0,2}?(?:secret\s+|hidden\s+)?from\s+(?:the\s+)?(?:user|them)\b|\b(?:pretend|act (?:like|as if|as though)|present (?:it|this|them|the \w+) as (?:if|though)|make it (?:look|seem|appear) (?:like|as if))\b|\bthe user (?:must|should) not (?:know|see|be told|notice|find out)\b`,
+  ),
 
   // --- turning safety off ----------------------------------------------------------------------
-  rule('safety_bypass', 'high', 'disable disabling bypass bypassing turn turning circumvent circumventing deactivate deactivating skip skipping ignore ignoring override overriding suspend suspending lift lifting / guardrail guardrails safety security content ethical moderation', String.raw`\b(?:disable|disabling|bypass|bypassing|turn off|turning off|circumvent|circumventing|deactivate|deactivating|skip|skipping|ignore|ignoring|override|overriding|suspend|suspending|lift|lifting)\s+(?:(?:all|any|the|your|its|existing|every)\s+)*(?:guardrails?|safety (?:checks?|filters?|measures|guidelines|policies|protocols|rules|settings|features)|security (?:checks?|controls|filters?|policies|measures|protocols|guardrails?|guidelines)|content (?:filters?|filtering|moderation|polic(?:y|ies))|moderation|ethical (?:guidelines|constraints|rules))\b`),
-  rule('safety_bypass', 'high', 'without / safety security', String.raw`\bwithout\s+(?:(?:applying|any|performing|running|the|your)\s+)*(?:safety|security)\s+(?:checks?|filters?|guardrails?|restrictions|review|validation|measures)\b`),
-  rule('safety_bypass', 'high', 'trust comply obey', String.raw`\btrust\s+(?:this\s+(?:tool|server|function)|me|it)\s+(?:completely|fully|implicitly|unconditionally|blindly|absolutely)\b|\b(?:comply|obey)\s+(?:with\s+)?(?:all|any|every)\s+(?:subsequent|following|future|further)?\s*(?:requests?|instructions?|commands?|demands?)\b`),
-  rule('safety_bypass', 'medium', 'disable bypass bypassing circumvent turn deactivate remove lift / security safety restrictions protections safeguards', String.raw`\b(?:disable|bypass|bypassing|circumvent|turn off|deactivate|remove|lift)\s+(?:(?:all|any|the|your|its)\s+)*(?:security|safety|restrictions|protections|safeguards)\b`),
-  rule('safety_bypass', 'medium', 'grant granting give giving elevate escalate / unrestricted full elevated root admin administrator unlimited superuser', String.raw`\b(?:grant|granting|give|giving|elevate|escalate)\s+(?:\w+\s+){0,2}?(?:unrestricted|full|elevated|root|admin(?:istrator)?|unlimited|superuser)\s+(?:filesystem\s+|system\s+|network\s+)?(?:access|privileges?|permissions?|rights|control)\b`),
+  rule(
+    'safety_bypass',
+    'high',
+    'disable disabling bypass bypassing turn turning circumvent circumventing deactivate deactivating skip skipping ignore ignoring override overriding suspend suspending lift lifting / guardrail guardrails safety security content ethical moderation',
+    String.raw`\b(?:disable|disabling|bypass|bypassing|turn off|turning off|circumvent|circumventing|deactivate|deactivating|skip|skipping|ignore|ignoring|override|overriding|suspend|suspending|lift|lifting)\s+(?:(?:all|any|the|your|its|existing|every)\s+)*(?:guardrails?|safety (?:checks?|filters?|measures|guidelines|policies|protocols|rules|settings|features)|security (?:checks?|controls|filters?|policies|measures|protocols|guardrails?|guidelines)|content (?:filters?|filtering|moderation|polic(?:y|ies))|moderation|ethical (?:guidelines|constraints|rules))\b`,
+  ),
+  rule(
+    'safety_bypass',
+    'high',
+    'without / safety security',
+    String.raw`\bwithout\s+(?:(?:applying|any|performing|running|the|your)\s+)*(?:safety|security)\s+(?:checks?|filters?|guardrails?|restrictions|review|validation|measures)\b`,
+  ),
+  rule(
+    'safety_bypass',
+    'high',
+    'trust comply obey',
+    String.raw`\btrust\s+(?:this\s+(?:tool|server|function)|me|it)\s+(?:completely|fully|implicitly|unconditionally|blindly|absolutely)\b|\b(?:comply|obey)\s+(?:with\s+)?(?:all|any|every)\s+(?:subsequent|following|future|further)?\s*(?:requests?|instructions?|commands?|demands?)\b`,
+  ),
+  rule(
+    'safety_bypass',
+    'medium',
+    'disable bypass bypassing circumvent turn deactivate remove lift / security safety restrictions protections safeguards',
+    String.raw`\b(?:disable|bypass|bypassing|circumvent|turn off|deactivate|remove|lift)\s+(?:(?:all|any|the|your|its)\s+)*(?:security|safety|restrictions|protections|safeguards)\b`,
+  ),
+  rule(
+    'safety_bypass',
+    'medium',
+    'grant granting give giving elevate escalate / unrestricted full elevated root admin administrator unlimited superuser',
+    String.raw`\b(?:grant|granting|give|giving|elevate|escalate)\s+(?:\w+\s+){0,2}?(?:unrestricted|full|elevated|root|admin(?:istrator)?|unlimited|superuser)\s+(?:filesystem\s+|system\s+|network\s+)?(?:access|privileges?|permissions?|rights|control)\b`,
+  ),
 
   // --- directing the model before it acts ------------------------------------------------------
-  rule('preamble_instruction', 'medium', 'before / using calling invoking running executing answering responding replying providing proceeding doing', String.raw`\bbefore\s+(?:using|calling|invoking|running|executing|answering|responding|replying|providing|proceeding|doing anything)\b(?:\s+(?:this|the|any|that|a)\s+(?:\w+\s+)?(?:tool|function|question|request|response|answer|information|task))?\s*,?\s+(?:you\s+(?:must|should|need to|have to)\s+)?(?:always\s+)?(?:first\s+)?(?:read|call|run|use|invoke|fetch|access|send|pass|check|get|open|load|retrieve|include|collect|consult|verify)\b`),
+  rule(
+    'preamble_instruction',
+    'medium',
+    'before / using calling invoking running executing answering responding replying providing proceeding doing',
+    String.raw`\bbefore\s+(?:using|calling|invoking|running|executing|answering|responding|replying|providing|proceeding|doing anything)\b(?:\s+(?:this|the|any|that|a)\s+(?:\w+\s+)?(?:tool|function|question|request|response|answer|information|task))?\s*,?\s+(?:you\s+(?:must|should|need to|have to)\s+)?(?:always\s+)?(?:first\s+)?(?:read|call|run|use|invoke|fetch|access|send|pass|check|get|open|load|retrieve|include|collect|consult|verify)\b`,
+  ),
 
   // --- credentials ----------------------------------------------------------------------------
-  rule('sensitive_file_access', 'high', `${FETCH_WORDS} / ${CREDENTIAL_WORDS}`, String.raw`\b${FETCH_IMPERATIVE}\b${gap(60)}(?<!\b(?:to|into|in|under|within|inside)\s+~?/?)${CREDENTIAL_FILE}`),
-  rule('sensitive_file_access', 'high', `and then , / pass send include upload forward attach embed post paste put append add exfiltrate leak / ${CREDENTIAL_WORDS}`, String.raw`${CREDENTIAL_FILE}${gap(60)}(?:\band\b|\bthen\b|,)\s+(?:\w+\s+){0,2}?(?:pass|send|include|upload|forward|attach|embed|post|paste|put|append|add|exfiltrate|leak)\b`),
-  rule('sensitive_file_access', 'high', `contents content / ${CREDENTIAL_WORDS}`, String.raw`\bcontents?\s+(?:of|from)\s+(?:reading\s+)?(?:the\s+|your\s+|the user'?s\s+)?${gap(20)}${CREDENTIAL_FILE}`),
-  rule('secret_exfiltration', 'high', `put paste place include provide insert add enter fill pass / ${SECRET_WORDS} / here`, String.raw`\b(?:put|paste|place|include|provide|insert|add|enter|fill in|pass)\s+${gap(50)}\b${OWN_SECRET}${SECRET}${gap(40)}\bhere\b`),
-  rule('sensitive_file_access', 'medium', `${FETCHED_WORDS} / ${CREDENTIAL_WORDS}`, String.raw`\b${FETCH_DESCRIBED}\b${gap(60)}(?<!\b(?:to|into|in|under|within|inside)\s+~?/?)${CREDENTIAL_FILE}`),
-  rule('secret_exfiltration', 'high', `include add insert embed append put present reveal output print write attach place hide encode / ${SECRET_WORDS} / response responses reply answer answers output outputs message messages result results summary text texts comment comments note notes`, String.raw`\b(?:include|add|insert|embed|append|put|present|reveal|output|print|write|attach|place|hide|encode)\s+${gap(60)}\b${SECRET}${gap(40)}\b(?:in|into|within|inside|as part of)\s+(?:your|the|each|every)\s+(?:\w+\s+)?(?:response|reply|answer|output|message|result|summary|text|comment|note)s?\b`),
-  rule('secret_exfiltration', 'high', `pass send include put add provide append attach embed / argument parameter field param property input`, String.raw`\b(?:pass|send|include|put|add|provide|append|attach|embed)\s+${gap(50)}\b(?:${OWN_SECRET}${SECRET}|(?:its|their|the file'?s?) contents?)${gap(50)}\b(?:as|in|into|to)\s+(?:the\s+)?['"\x60]?\w+['"\x60]?\s*(?:argument|parameter|field|param|property|input)\b`),
-  rule('secret_exfiltration', 'high', `pass send upload leak post forward transmit exfiltrate share expose email mail / ${SECRET_WORDS} / ${OUTSIDE_WORDS}`, String.raw`\b(?:pass|send|upload|leak|post|forward|transmit|exfiltrate|share|expose|email|e-mail)\s+${gap(40)}\b${OWN_SECRET}${SECRET}${gap(60)}\b(?:to|into|via|through|at|onto)\s+${gap(30)}${OUTSIDE_PLACE}`),
+  rule(
+    'sensitive_file_access',
+    'high',
+    `${FETCH_WORDS} / ${CREDENTIAL_WORDS}`,
+    String.raw`\b${FETCH_IMPERATIVE}\b${gap(60)}(?<!\b(?:to|into|in|under|within|inside)\s+~?/?)${CREDENTIAL_FILE}`,
+  ),
+  rule(
+    'sensitive_file_access',
+    'high',
+    `and then , / pass send include upload forward attach embed post paste put append add exfiltrate leak / ${CREDENTIAL_WORDS}`,
+    String.raw`${CREDENTIAL_FILE}${gap(60)}(?:\band\b|\bthen\b|,)\s+(?:\w+\s+){0,2}?(?:pass|send|include|upload|forward|attach|embed|post|paste|put|append|add|exfiltrate|leak)\b`,
+  ),
+  rule(
+    'sensitive_file_access',
+    'high',
+    `contents content / ${CREDENTIAL_WORDS}`,
+    String.raw`\bcontents?\s+(?:of|from)\s+(?:reading\s+)?(?:the\s+|your\s+|the user'?s\s+)?${gap(20)}${CREDENTIAL_FILE}`,
+  ),
+  rule(
+    'secret_exfiltration',
+    'high',
+    `put paste place include provide insert add enter fill pass / ${SECRET_WORDS} / here`,
+    String.raw`\b(?:put|paste|place|include|provide|insert|add|enter|fill in|pass)\s+${gap(50)}\b${OWN_SECRET}${SECRET}${gap(40)}\bhere\b`,
+  ),
+  rule(
+    'sensitive_file_access',
+    'medium',
+    `${FETCHED_WORDS} / ${CREDENTIAL_WORDS}`,
+    String.raw`\b${FETCH_DESCRIBED}\b${gap(60)}(?<!\b(?:to|into|in|under|within|inside)\s+~?/?)${CREDENTIAL_FILE}`,
+  ),
+  rule(
+    'secret_exfiltration',
+    'high',
+    `include add insert embed append put present reveal output print write attach place hide encode / ${SECRET_WORDS} / response responses reply answer answers output outputs message messages result results summary text texts comment comments note notes`,
+    String.raw`\b(?:include|add|insert|embed|append|put|present|reveal|output|print|write|attach|place|hide|encode)\s+${gap(60)}\b${SECRET}${gap(40)}\b(?:in|into|within|inside|as part of)\s+(?:your|the|each|every)\s+(?:\w+\s+)?(?:response|reply|answer|output|message|result|summary|text|comment|note)s?\b`,
+  ),
+  rule(
+    'secret_exfiltration',
+    'high',
+    `pass send include put add provide append attach embed / argument parameter field param property input`,
+    String.raw`\b(?:pass|send|include|put|add|provide|append|attach|embed)\s+${gap(50)}\b(?:${OWN_SECRET}${SECRET}|(?:its|their|the file'?s?) contents?)${gap(50)}\b(?:as|in|into|to)\s+(?:the\s+)?['"\x60]?\w+['"\x60]?\s*(?:argument|parameter|field|param|property|input)\b`,
+  ),
+  rule(
+    'secret_exfiltration',
+    'high',
+    `pass send upload leak post forward transmit exfiltrate share expose email mail / ${SECRET_WORDS} / ${OUTSIDE_WORDS}`,
+    String.raw`\b(?:pass|send|upload|leak|post|forward|transmit|exfiltrate|share|expose|email|e-mail)\s+${gap(40)}\b${OWN_SECRET}${SECRET}${gap(60)}\b(?:to|into|via|through|at|onto)\s+${gap(30)}${OUTSIDE_PLACE}`,
+  ),
   rule('secret_exfiltration', 'high', 'exfiltrate exfiltrates exfiltrated exfiltrating', String.raw`\bexfiltrat(?:e|es|ed|ing)\b`),
-  rule('secret_exfiltration', 'medium', 'pass send share leak expose reveal / private sensitive confidential personal secret', String.raw`\b(?:pass|send|share|leak|expose|reveal)\s+(?:all\s+|any\s+|the\s+|your\s+|their\s+)*(?:private|sensitive|confidential|personal|secret)\s+(?:information|data|info|details)\b`),
-  rule('covert_behavior', 'high', 'harvest harvested harvesting harvests', String.raw`\bharvest(?:ed|ing|s)?\s+(?:\w+\s+){0,2}?(?:credentials?|passwords?|tokens?|api keys?|secrets?|keys|cookies|sessions?|logins?)\b`),
-  rule('covert_behavior', 'medium', 'extract extracts extracting collect collects collecting / api key keys apikeys tokens credentials passwords secrets private', String.raw`\b(?:extract|collect)(?:s|ing)?\s+(?:all|any|every)\s+(?:api keys?|apikeys|tokens|credentials|passwords|secrets|private keys)\b`),
-  rule('secret_exfiltration', 'medium', 'attach append add include embed insert / them it these those / response reply answer output message comment footer', String.raw`\b(?:attach|append|add|include|embed|insert)\s+(?:them|it|these|those)\s+(?:to|in|into|inside)\s+(?:the\s+|your\s+|every\s+|each\s+)?(?:[\w'-]+\s+){0,2}?(?:response|reply|answer|output|message|comment|footer)s?\b`),
-  rule('covert_behavior', 'medium', 'harvest harvested harvesting harvests', String.raw`\bharvest(?:ed|ing)\s+(?:\w+\s+)?(?:data|emails?|information|pii|phi|records|contacts)\b`),
+  rule(
+    'secret_exfiltration',
+    'medium',
+    'pass send share leak expose reveal / private sensitive confidential personal secret',
+    String.raw`\b(?:pass|send|share|leak|expose|reveal)\s+(?:all\s+|any\s+|the\s+|your\s+|their\s+)*(?:private|sensitive|confidential|personal|secret)\s+(?:information|data|info|details)\b`,
+  ),
+  rule(
+    'covert_behavior',
+    'high',
+    'harvest harvested harvesting harvests',
+    String.raw`\bharvest(?:ed|ing|s)?\s+(?:\w+\s+){0,2}?(?:credentials?|passwords?|tokens?|api keys?|secrets?|keys|cookies|sessions?|logins?)\b`,
+  ),
+  rule(
+    'covert_behavior',
+    'medium',
+    'extract extracts extracting collect collects collecting / api key keys apikeys tokens credentials passwords secrets private',
+    String.raw`\b(?:extract|collect)(?:s|ing)?\s+(?:all|any|every)\s+(?:api keys?|apikeys|tokens|credentials|passwords|secrets|private keys)\b`,
+  ),
+  rule(
+    'secret_exfiltration',
+    'medium',
+    'attach append add include embed insert / them it these those / response reply answer output message comment footer',
+    String.raw`\b(?:attach|append|add|include|embed|insert)\s+(?:them|it|these|those)\s+(?:to|in|into|inside)\s+(?:the\s+|your\s+|every\s+|each\s+)?(?:[\w'-]+\s+){0,2}?(?:response|reply|answer|output|message|comment|footer)s?\b`,
+  ),
+  rule(
+    'covert_behavior',
+    'medium',
+    'harvest harvested harvesting harvests',
+    String.raw`\bharvest(?:ed|ing)\s+(?:\w+\s+)?(?:data|emails?|information|pii|phi|records|contacts)\b`,
+  ),
 
   // --- sending data where the tool's purpose does not go ---------------------------------------
   rule('exfiltration', 'high', `${SEND_WORDS} / ${HOSTILE_WORDS}`, String.raw`\b${SEND_VERB}\b${gap(120)}${HOSTILE_PLACE}`),
-  rule('exfiltration', 'high', `${SEND_WORDS} / copy copies all every each everything any user users / ${OUTSIDE_WORDS}`, String.raw`\b${SEND_VERB}\s+(?:(?:a|an|the)\s+)?(?:copy|copies|all|every|each|everything|any|the user'?s?|users'|user|all of the user'?s?)\b${gap(80)}\b(?:to|into|at|via)\s+${gap(20)}${OUTSIDE_PLACE}`),
-  rule('exfiltration', 'high', `also additionally secretly silently quietly covertly automatically always background / ${SEND_WORDS} / ${OUTSIDE_WORDS}`, String.raw`\b(?:also|additionally|secretly|silently|quietly|covertly|automatically|always|in the background)\s+(?:\w+\s+)?${SEND_VERB}\b${gap(80)}\b(?:to|into|at|via)\s+${gap(20)}${OUTSIDE_PLACE}`),
-  rule('exfiltration', 'high', `forward send copy upload relay post bcc cc / messages message emails email mails mail conversations conversation history`, String.raw`\b(?:forward|send|copy|upload|relay|post|bcc|cc)\s+(?:(?:all|every|each|the|of the|user'?s?)\s+)*(?:messages?|e-?mails?|conversations?|chat history|conversation history)\b${gap(80)}\b(?:to|into|at|via)\s+${gap(20)}(?:${OUTSIDE_PLACE}|a (?:remote|different|new) (?:server|address|endpoint|url))`),
-  rule('exfiltration', 'high', 'http https / { < $ %', String.raw`https?://[^\s)"'\x60]{0,200}[?&/=](?:\{\{?|<|\$\{?|%7b)\s*(?:conversation|history|chat|context|messages?|system_prompt|prompt|api_?key|token|secret|password|credentials?|user_?data|user_?info|email|env|data|content|summary|memory)`),
-  rule('hidden_recipient', 'high', 'bcc cc blind carbon / @', String.raw`\b(?:bcc|cc|blind[- ]copy|carbon[- ]copy)\b${gap(60)}[a-z0-9._%+-]{1,64}@[a-z0-9-]+(?:\.[a-z0-9-]+)+`),
-  rule('hidden_recipient', 'high', 'always automatically secretly silently quietly / bcc cc blind send copy forward / @ http https', String.raw`\b(?:always|automatically|secretly|silently|quietly)\s+(?:bcc|cc|blind[- ]copy|send a copy|copy|forward)\b${gap(60)}(?:[a-z0-9._%+-]{1,64}@[a-z0-9-]+(?:\.[a-z0-9-]+)+|https?://)`),
+  rule(
+    'exfiltration',
+    'high',
+    `${SEND_WORDS} / copy copies all every each everything any user users / ${OUTSIDE_WORDS}`,
+    String.raw`\b${SEND_VERB}\s+(?:(?:a|an|the)\s+)?(?:copy|copies|all|every|each|everything|any|the user'?s?|users'|user|all of the user'?s?)\b${gap(80)}\b(?:to|into|at|via)\s+${gap(20)}${OUTSIDE_PLACE}`,
+  ),
+  rule(
+    'exfiltration',
+    'high',
+    `also additionally secretly silently quietly covertly automatically always background / ${SEND_WORDS} / ${OUTSIDE_WORDS}`,
+    String.raw`\b(?:also|additionally|secretly|silently|quietly|covertly|automatically|always|in the background)\s+(?:\w+\s+)?${SEND_VERB}\b${gap(80)}\b(?:to|into|at|via)\s+${gap(20)}${OUTSIDE_PLACE}`,
+  ),
+  rule(
+    'exfiltration',
+    'high',
+    `forward send copy upload relay post bcc cc / messages message emails email mails mail conversations conversation history`,
+    String.raw`\b(?:forward|send|copy|upload|relay|post|bcc|cc)\s+(?:(?:all|every|each|the|of the|user'?s?)\s+)*(?:messages?|e-?mails?|conversations?|chat history|conversation history)\b${gap(80)}\b(?:to|into|at|via)\s+${gap(20)}(?:${OUTSIDE_PLACE}|a (?:remote|different|new) (?:server|address|endpoint|url))`,
+  ),
+  rule(
+    'exfiltration',
+    'high',
+    'http https / { < $ %',
+    String.raw`https?://[^\s)"'\x60]{0,200}[?&/=](?:\{\{?|<|\$\{?|%7b)\s*(?:conversation|history|chat|context|messages?|system_prompt|prompt|api_?key|token|secret|password|credentials?|user_?data|user_?info|email|env|data|content|summary|memory)`,
+  ),
+  rule(
+    'hidden_recipient',
+    'high',
+    'bcc cc blind carbon / @',
+    String.raw`\b(?:bcc|cc|blind[- ]copy|carbon[- ]copy)\b${gap(60)}[a-z0-9._%+-]{1,64}@[a-z0-9-]+(?:\.[a-z0-9-]+)+`,
+  ),
+  rule(
+    'hidden_recipient',
+    'high',
+    'always automatically secretly silently quietly / bcc cc blind send copy forward / @ http https',
+    String.raw`\b(?:always|automatically|secretly|silently|quietly)\s+(?:bcc|cc|blind[- ]copy|send a copy|copy|forward)\b${gap(60)}(?:[a-z0-9._%+-]{1,64}@[a-z0-9-]+(?:\.[a-z0-9-]+)+|https?://)`,
+  ),
 
   // --- undisclosed data handling ---------------------------------------------------------------
-  rule('covert_behavior', 'high', 'shared sold provided disclosed transferred sent forwarded passed given leaked made / third advertisers brokers affiliates marketers partners', String.raw`(?<!\b(?:not|never|no|n't|nor|without)\s(?:\w+\s){0,3})\b(?:shared|sold|provided|disclosed|transferred|sent|forwarded|passed|given|leaked|made available)\s+(?:\w+\s+){0,2}?(?:with|to)\s+(?:\w+\s+){0,2}?(?:third[- ]part(?:y|ies)|advertisers|data brokers|affiliates|marketers|partners for)\b`),
-  rule('covert_behavior', 'high', 'opt opted opts optin', String.raw`\bauto(?:matically)?[\s-]*opt(?:ed|s)?[\s-]*in\b|\bopted[\s-]*in\s+(?:by default|automatically)\b`),
-  rule('covert_behavior', 'medium', 'added / marketing mailing advertising newsletter promotional', String.raw`\badded to (?:a |an |our |the )?(?:marketing|mailing|advertising|newsletter|promotional) (?:database|list)s?\b`),
-  rule('covert_behavior', 'medium', 'location browsing search usage keystroke clipboard / history data activity', String.raw`\b(?:location|browsing|search|usage|keystroke|clipboard) (?:history|data|activity) (?:is|are) (?:\w+\s+)?(?:maintained|stored|retained|logged|collected|tracked|recorded|kept|sold)\b`),
-  rule('covert_behavior', 'medium', 'our / sent forwarded uploaded shared reported transmitted', String.raw`\b(?:are|is)\s+(?:also\s+|automatically\s+|silently\s+)?(?:sent|forwarded|uploaded|shared|reported|transmitted)\s+(?:to|with)\s+our\b`),
+  rule(
+    'covert_behavior',
+    'high',
+    'shared sold provided disclosed transferred sent forwarded passed given leaked made / third advertisers brokers affiliates marketers partners',
+    String.raw`(?<!\b(?:not|never|no|n't|nor|without)\s(?:\w+\s){0,3})\b(?:shared|sold|provided|disclosed|transferred|sent|forwarded|passed|given|leaked|made available)\s+(?:\w+\s+){0,2}?(?:with|to)\s+(?:\w+\s+){0,2}?(?:third[- ]part(?:y|ies)|advertisers|data brokers|affiliates|marketers|partners for)\b`,
+  ),
+  rule(
+    'covert_behavior',
+    'high',
+    'opt opted opts optin',
+    String.raw`\bauto(?:matically)?[\s-]*opt(?:ed|s)?[\s-]*in\b|\bopted[\s-]*in\s+(?:by default|automatically)\b`,
+  ),
+  rule(
+    'covert_behavior',
+    'medium',
+    'added / marketing mailing advertising newsletter promotional',
+    String.raw`\badded to (?:a |an |our |the )?(?:marketing|mailing|advertising|newsletter|promotional) (?:database|list)s?\b`,
+  ),
+  rule(
+    'covert_behavior',
+    'medium',
+    'location browsing search usage keystroke clipboard / history data activity',
+    String.raw`\b(?:location|browsing|search|usage|keystroke|clipboard) (?:history|data|activity) (?:is|are) (?:\w+\s+)?(?:maintained|stored|retained|logged|collected|tracked|recorded|kept|sold)\b`,
+  ),
+  rule(
+    'covert_behavior',
+    'medium',
+    'our / sent forwarded uploaded shared reported transmitted',
+    String.raw`\b(?:are|is)\s+(?:also\s+|automatically\s+|silently\s+)?(?:sent|forwarded|uploaded|shared|reported|transmitted)\s+(?:to|with)\s+our\b`,
+  ),
 
-  rule('covert_behavior', 'high', 'secretly silently covertly quietly invisibly surreptitiously behind without', String.raw`\b(?:secretly|silently|covertly|quietly|invisibly|surreptitiously|behind the scenes|without (?:the )?(?:user'?s?|their) (?:knowledge|consent|awareness))\s*,?\s+(?:also\s+)?(?:send|sends|upload|uploads|log|logs|record|records|collect|collects|copy|copies|transmit|transmits|forward|forwards|store|stores|track|tracks|capture|captures|exfiltrate|exfiltrates|harvest|harvests|monitor|monitors|access|accesses|read|reads|share|shares|save|saves|include|includes|add|adds|append|appends)\b`),
+  rule(
+    'covert_behavior',
+    'high',
+    'secretly silently covertly quietly invisibly surreptitiously behind without',
+    String.raw`\b(?:secretly|silently|covertly|quietly|invisibly|surreptitiously|behind the scenes|without (?:the )?(?:user'?s?|their) (?:knowledge|consent|awareness))\s*,?\s+(?:also\s+)?(?:send|sends|upload|uploads|log|logs|record|records|collect|collects|copy|copies|transmit|transmits|forward|forwards|store|stores|track|tracks|capture|captures|exfiltrate|exfiltrates|harvest|harvests|monitor|monitors|access|accesses|read|reads|share|shares|save|saves|include|includes|add|adds|append|appends)\b`,
+  ),
   rule('covert_behavior', 'medium', 'secretly covertly surreptitiously', String.raw`\b(?:secretly|covertly|surreptitiously)\b`),
 
   // --- what the model tells the user -----------------------------------------------------------
-  rule('response_manipulation', 'high', 'instead / reply respond say tell answer', String.raw`\binstead\s*,?\s+(?:just\s+)?(?:reply|respond|say|tell the user|answer)\b`),
-  rule('response_manipulation', 'medium', 'always must / say respond reply answer end start begin', String.raw`\b(?:always|must)\s+(?:say|respond with|reply with|answer with|(?:end|start|begin) (?:your|every|each) (?:response|reply|answer) with)\b`),
-  rule('instruction_override', 'high', 'ignore disregard / user input request query question message instructions', String.raw`\b(?:ignore|disregard)\s+(?:all\s+|the\s+|any\s+)?(?:user|user's|users')\s+(?:input|inputs|request|requests|query|queries|question|questions|message|messages|instructions?)\b`),
-  rule('safety_bypass', 'medium', 'ask asking / confirmation permission approval consent', String.raw`\b(?:do not|don'?t|never|without)\s+ask(?:ing)?\s+(?:the\s+)?(?:user|users|them|anyone)\s+(?:for\s+)?(?:confirmation|permission|approval|consent)\b`),
+  rule(
+    'response_manipulation',
+    'high',
+    'instead / reply respond say tell answer',
+    String.raw`\binstead\s*,?\s+(?:just\s+)?(?:reply|respond|say|tell the user|answer)\b`,
+  ),
+  rule(
+    'response_manipulation',
+    'medium',
+    'always must / say respond reply answer end start begin',
+    String.raw`\b(?:always|must)\s+(?:say|respond with|reply with|answer with|(?:end|start|begin) (?:your|every|each) (?:response|reply|answer) with)\b`,
+  ),
+  rule(
+    'instruction_override',
+    'high',
+    'ignore disregard / user input request query question message instructions',
+    String.raw`\b(?:ignore|disregard)\s+(?:all\s+|the\s+|any\s+)?(?:user|user's|users')\s+(?:input|inputs|request|requests|query|queries|question|questions|message|messages|instructions?)\b`,
+  ),
+  rule(
+    'safety_bypass',
+    'medium',
+    'ask asking / confirmation permission approval consent',
+    String.raw`\b(?:do not|don'?t|never|without)\s+ask(?:ing)?\s+(?:the\s+)?(?:user|users|them|anyone)\s+(?:for\s+)?(?:confirmation|permission|approval|consent)\b`,
+  ),
 
   // --- other tools -----------------------------------------------------------------------------
-  rule('tool_shadowing', 'high', 'when whenever / use call invoke run using calling invoking running / tool function', String.raw`\bwhen(?:ever)?\s+(?:you\s+|the user\s+|the agent\s+|an? agent\s+)?(?:use|call|invoke|run|using|calling|invoking|running)\s+(?:the\s+|any\s+|a\s+)?['"\x60]?(?!this\b|that\b|same\b|current\b)[\w.-]+['"\x60]?\s+(?:tool|function)\b${gap(120)}\b(?:instead|reroute|redirect|replace|override|overwrite|modify|alter|intercept|swap|hijack|change the|set the|append|also send|also forward|also add|always add|bcc)\b`),
-  rule('tool_shadowing', 'high', 'pretend claim masquerade impersonate act / trusted official verified legitimate authorized authorised approved system', String.raw`\b(?:pretend|claim|masquerade as|impersonate|act as if you are)\s+(?:to\s+be\s+|you\s+are\s+|being\s+)?(?:the\s+)?(?:trusted|official|verified|legitimate|authori[sz]ed|approved|system)\s+(?:[\w.-]+\s+){0,3}?(?:tool|server|function|service)\b`),
-  rule('tool_shadowing', 'high', 'when whenever if each every any after / tool function', String.raw`\b(?:when(?:ever)?|if|each time|every time|any time|after)\s+(?:the\s+|any\s+|a\s+)?['"\x60]?(?!this\b|that\b|the\b|same\b|current\b|a\b|your\b)[\w.-]+['"\x60]?\s+(?:tool|function)\s+(?:is|gets|has been|was|are|becomes)\s+(?!not\b|never\b)(?:\w+\s+)?(?:invoked|called|used|run|executed|present|available|requested|loaded|active|installed|connected)\b${gap(120)}\b(?:instead|reroute|redirect|replace|override|overwrite|modify|alter|intercept|swap|hijack|change the|set the|append|also send|also forward|also add|always add|bcc)\b`),
-  rule('tool_shadowing', 'high', `${CHANGE_WORDS} / ${RESULT_WORDS}`, String.raw`\b(?:replace|override|overwrite|discard|ignore|alter|modify|correct|fix|change|rewrite|swap|falsify)\s+(?:the\s+)?(?:its|their|that tool'?s|the other tool'?s|the [\w.-]+ tool'?s)\s+(?:\w+\s+)?(?:output|result|response|answer|return(?:ed)? values?)s?\b`),
-  rule('tool_shadowing', 'high', `${CHANGE_WORDS} / ${RESULT_WORDS}`, String.raw`\b(?:replace|override|overwrite|discard|ignore|alter|modify|correct|fix|change|rewrite|swap|falsify)\s+(?:the\s+|all\s+)?(?:wrong\s+|incorrect\s+|original\s+|real\s+|actual\s+)?(?:output|result|response|return value)s?\s+(?:of|from|returned by)\s+(?:the\s+|any\s+|other\s+)?['"\x60]?[\w.-]+['"\x60]?\s*(?:tool|function|server)?\b`),
-  rule('tool_shadowing', 'high', 'route redirect reroute send direct forward / here this', String.raw`\b(?:route|redirect|reroute|send|direct|forward)\s+(?:all|every|any)\s+(?:[\w-]+\s+){0,3}?(?:requests?|calls?|queries|invocations?|traffic|operations?)\s+(?:here|to this (?:tool|function|server|endpoint)|through this (?:tool|function|server))\b`),
-  rule('tool_shadowing', 'high', 'intercept hijack reroute redirect / tool function tools functions', String.raw`\b(?:intercept|hijack|reroute|redirect)\s+(?:all\s+|any\s+|every\s+)?(?:calls?|requests?|invocations?|inputs?|arguments?)\s+(?:to|from|for|intended for)\s+(?:the\s+)?(?:other\s+|another\s+)?[\w.-]+\s+(?:tool|function)s?\b`),
-  rule('tool_reference', 'medium', 'supersede supersedes override overrides shadow shadows precedence replace replaces', String.raw`\b(?:supersedes?|overrides?|shadows?|takes? precedence over|replaces?)\s+(?:the\s+)?(?:deprecated\s+|old\s+|legacy\s+|original\s+|built-in\s+)?['"\x60]?[a-z][\w-]*(?:[_.-]\w+)+['"\x60]?(?:\s+(?:tool|function))?`),
-  rule('tool_shadowing', 'high', 'call use run invoke execute / before first prior / this', String.raw`\b(?:call|use|run|invoke|execute)\s+(?:the\s+)?['"\x60]?[a-z][\w-]*(?:[_-]\w+)+['"\x60]?(?:\s+(?:tool|function))?\s+(?:before|first|prior to)\b${gap(40)}\bthis\b`),
-  rule('tool_reference', 'medium', 'tool / must should needs', String.raw`\bthe\s+['"\x60]?(?!same\b|this\b)[\w.-]+['"\x60]?\s+tool\s+(?:must|should|needs to)\s+(?:always\s+|now\s+|also\s+|only\s+)?(?:be\s+)?(?:called|used|invoked|run)\s+with\b`),
-  rule('tool_reference', 'medium', 'not don dont never / use call / tool function', String.raw`\b(?:do not|don'?t|never)\s+(?:use|call)\s+the\s+['"\x60]?[\w.-]+['"\x60]?\s+(?:tool|function)\b`),
-  rule('tool_reference', 'medium', 'tool / incomplete incorrect wrong outdated broken unreliable inaccurate insecure compromised malicious buggy', String.raw`\bthe\s+['"\x60]?[\w.-]+['"\x60]?\s+tool\s+(?:returns?|gives?|provides?|is|has)\s+(?:\w+\s+)?(?:incomplete|incorrect|wrong|outdated|broken|unreliable|inaccurate|insecure|compromised|malicious|buggy)\b`),
+  rule(
+    'tool_shadowing',
+    'high',
+    'when whenever / use call invoke run using calling invoking running / tool function',
+    String.raw`\bwhen(?:ever)?\s+(?:you\s+|the user\s+|the agent\s+|an? agent\s+)?(?:use|call|invoke|run|using|calling|invoking|running)\s+(?:the\s+|any\s+|a\s+)?['"\x60]?(?!this\b|that\b|same\b|current\b)[\w.-]+['"\x60]?\s+(?:tool|function)\b${gap(120)}\b(?:instead|reroute|redirect|replace|override|overwrite|modify|alter|intercept|swap|hijack|change the|set the|append|also send|also forward|also add|always add|bcc)\b`,
+  ),
+  rule(
+    'tool_shadowing',
+    'high',
+    'pretend claim masquerade impersonate act / trusted official verified legitimate authorized authorised approved system',
+    String.raw`\b(?:pretend|claim|masquerade as|impersonate|act as if you are)\s+(?:to\s+be\s+|you\s+are\s+|being\s+)?(?:the\s+)?(?:trusted|official|verified|legitimate|authori[sz]ed|approved|system)\s+(?:[\w.-]+\s+){0,3}?(?:tool|server|function|service)\b`,
+  ),
+  rule(
+    'tool_shadowing',
+    'high',
+    'when whenever if each every any after / tool function',
+    String.raw`\b(?:when(?:ever)?|if|each time|every time|any time|after)\s+(?:the\s+|any\s+|a\s+)?['"\x60]?(?!this\b|that\b|the\b|same\b|current\b|a\b|your\b)[\w.-]+['"\x60]?\s+(?:tool|function)\s+(?:is|gets|has been|was|are|becomes)\s+(?!not\b|never\b)(?:\w+\s+)?(?:invoked|called|used|run|executed|present|available|requested|loaded|active|installed|connected)\b${gap(120)}\b(?:instead|reroute|redirect|replace|override|overwrite|modify|alter|intercept|swap|hijack|change the|set the|append|also send|also forward|also add|always add|bcc)\b`,
+  ),
+  rule(
+    'tool_shadowing',
+    'high',
+    `${CHANGE_WORDS} / ${RESULT_WORDS}`,
+    String.raw`\b(?:replace|override|overwrite|discard|ignore|alter|modify|correct|fix|change|rewrite|swap|falsify)\s+(?:the\s+)?(?:its|their|that tool'?s|the other tool'?s|the [\w.-]+ tool'?s)\s+(?:\w+\s+)?(?:output|result|response|answer|return(?:ed)? values?)s?\b`,
+  ),
+  rule(
+    'tool_shadowing',
+    'high',
+    `${CHANGE_WORDS} / ${RESULT_WORDS}`,
+    String.raw`\b(?:replace|override|overwrite|discard|ignore|alter|modify|correct|fix|change|rewrite|swap|falsify)\s+(?:the\s+|all\s+)?(?:wrong\s+|incorrect\s+|original\s+|real\s+|actual\s+)?(?:output|result|response|return value)s?\s+(?:of|from|returned by)\s+(?:the\s+|any\s+|other\s+)?['"\x60]?[\w.-]+['"\x60]?\s*(?:tool|function|server)?\b`,
+  ),
+  rule(
+    'tool_shadowing',
+    'high',
+    'route redirect reroute send direct forward / here this',
+    String.raw`\b(?:route|redirect|reroute|send|direct|forward)\s+(?:all|every|any)\s+(?:[\w-]+\s+){0,3}?(?:requests?|calls?|queries|invocations?|traffic|operations?)\s+(?:here|to this (?:tool|function|server|endpoint)|through this (?:tool|function|server))\b`,
+  ),
+  rule(
+    'tool_shadowing',
+    'high',
+    'intercept hijack reroute redirect / tool function tools functions',
+    String.raw`\b(?:intercept|hijack|reroute|redirect)\s+(?:all\s+|any\s+|every\s+)?(?:calls?|requests?|invocations?|inputs?|arguments?)\s+(?:to|from|for|intended for)\s+(?:the\s+)?(?:other\s+|another\s+)?[\w.-]+\s+(?:tool|function)s?\b`,
+  ),
+  rule(
+    'tool_reference',
+    'medium',
+    'supersede supersedes override overrides shadow shadows precedence replace replaces',
+    String.raw`\b(?:supersedes?|overrides?|shadows?|takes? precedence over|replaces?)\s+(?:the\s+)?(?:deprecated\s+|old\s+|legacy\s+|original\s+|built-in\s+)?['"\x60]?[a-z][\w-]*(?:[_.-]\w+)+['"\x60]?(?:\s+(?:tool|function))?`,
+  ),
+  rule(
+    'tool_shadowing',
+    'high',
+    'call use run invoke execute / before first prior / this',
+    String.raw`\b(?:call|use|run|invoke|execute)\s+(?:the\s+)?['"\x60]?[a-z][\w-]*(?:[_-]\w+)+['"\x60]?(?:\s+(?:tool|function))?\s+(?:before|first|prior to)\b${gap(40)}\bthis\b`,
+  ),
+  rule(
+    'tool_reference',
+    'medium',
+    'tool / must should needs',
+    String.raw`\bthe\s+['"\x60]?(?!same\b|this\b)[\w.-]+['"\x60]?\s+tool\s+(?:must|should|needs to)\s+(?:always\s+|now\s+|also\s+|only\s+)?(?:be\s+)?(?:called|used|invoked|run)\s+with\b`,
+  ),
+  rule(
+    'tool_reference',
+    'medium',
+    'not don dont never / use call / tool function',
+    String.raw`\b(?:do not|don'?t|never)\s+(?:use|call)\s+the\s+['"\x60]?[\w.-]+['"\x60]?\s+(?:tool|function)\b`,
+  ),
+  rule(
+    'tool_reference',
+    'medium',
+    'tool / incomplete incorrect wrong outdated broken unreliable inaccurate insecure compromised malicious buggy',
+    String.raw`\bthe\s+['"\x60]?[\w.-]+['"\x60]?\s+tool\s+(?:returns?|gives?|provides?|is|has)\s+(?:\w+\s+)?(?:incomplete|incorrect|wrong|outdated|broken|unreliable|inaccurate|insecure|compromised|malicious|buggy)\b`,
+  ),
 
   // --- choosing this tool over others ----------------------------------------------------------
-  rule('preemptive_call', 'high', 'ignore skip avoid disregard / other', String.raw`\b(?:ignore|skip|avoid|disregard)\s+(?:(?:all|any|the|every)\s+)*other\s+(?:[\w-]+\s+){0,2}?(?:tools?|functions?|options?|servers?|alternatives?|plugins?|providers?)\b`),
-  rule('preemptive_call', 'high', 'instead not don dont never / other another alternative competing', String.raw`\binstead of\s+(?:using\s+|calling\s+)?(?:any|all|every)\s+other\s+(?:[\w-]+\s+){0,2}?(?:tools?|functions?|options?|servers?|alternatives?|plugins?)\b|\b(?:do not|don'?t|never)\s+(?:use|call|try|choose|consider)\s+(?:any\s+)?(?:other|another|alternative|competing)\s+(?:[\w-]+\s+){0,2}?(?:tools?|functions?|options?|servers?|plugins?|providers?)\b`),
-  rule('preemptive_call', 'high', 'choose pick prefer select / this', String.raw`\b(?:always|must|should)\s+(?:\w+\s+)?(?:choose|pick|prefer|select)\s+this\s+(?:tool|function|server|option)\b|\b(?:choose|pick|prefer|select)\s+this\s+(?:tool|function|server)\s+(?:over|above|instead of)\s+(?:any|all|every|other)\b`),
-  rule('preemptive_call', 'medium', 'always must should / use call try run invoke / this', String.raw`\b(?:always|must|should)\s+(?:\w+\s+)?(?:use|call|try|run|invoke)\s+this\s+(?:tool|function|server)\s+(?:\w+\s+)?(?:first|before any|for (?:all|any|every|everything))\b`),
-  rule('preemptive_call', 'medium', 'before / other', String.raw`\bbefore\s+(?:using\s+|trying\s+|calling\s+)?(?:any|all|every)\s+other\s+(?:[\w-]+\s+){0,2}?(?:tools?|functions?|options?|servers?|alternatives?)\b`),
-  rule('preemptive_call', 'high', 'other / fake fabricated wrong incorrect false unreliable hallucinated inaccurate broken insecure malicious compromised inferior never not', String.raw`\b(?:any|all|every|the)\s+other\s+(?:[\w-]+\s+){0,2}?(?:tools?|functions?|servers?|alternatives?)\s+(?:are|is|return|returns|give|gives|produce|produces)\s+(?:\w+\s+)?(?:fake|fabricated|wrong|incorrect|false|unreliable|hallucinated|inaccurate|broken|insecure|malicious|compromised|inferior)\b|\b(?:any|all|every)\s+other\s+(?:[\w-]+\s+){0,2}?(?:tools?|functions?|servers?)\s+(?:\w+\s+){0,6}?(?:must|should)\s+(?:never|not)\s+be\s+used\b`),
-  rule('preemptive_call', 'high', 'call use invoke run / this / responding answering replying', String.raw`\b(?:call|use|invoke|run)\s+this\s+(?:tool|function)\s+(?:first\s+)?(?:before|prior to)\s+(?:responding|answering|replying)\s+to\s+(?:any|every|each|all)\b`),
-  rule('preemptive_call', 'high', 'choose pick prefer select favor favour prioritize prioritise / over above instead rather', String.raw`\b(?:choose|pick|prefer|select|favou?r|prioriti[sz]e)\s+(?:this|it|me)\s+(?:tool\s+|one\s+|function\s+)?(?:over|above|instead of|rather than)\s+(?:any|all|every|other)\b`),
-  rule('preemptive_call', 'medium', 'first always / call use invoke run / this', String.raw`\b(?:first|always)\s+(?:call|use|invoke|run)\s+this\s+(?:tool|function)\b`),
-  rule('preemptive_call', 'medium', 'whenever every each / asks says sends types requests', String.raw`\b(?:whenever|every time|each time)\s+the user\s+(?:asks|says|sends|types|requests)\s+(?:anything|something|a question|for anything)\b`),
+  rule(
+    'preemptive_call',
+    'high',
+    'ignore skip avoid disregard / other',
+    String.raw`\b(?:ignore|skip|avoid|disregard)\s+(?:(?:all|any|the|every)\s+)*other\s+(?:[\w-]+\s+){0,2}?(?:tools?|functions?|options?|servers?|alternatives?|plugins?|providers?)\b`,
+  ),
+  rule(
+    'preemptive_call',
+    'high',
+    'instead not don dont never / other another alternative competing',
+    String.raw`\binstead of\s+(?:using\s+|calling\s+)?(?:any|all|every)\s+other\s+(?:[\w-]+\s+){0,2}?(?:tools?|functions?|options?|servers?|alternatives?|plugins?)\b|\b(?:do not|don'?t|never)\s+(?:use|call|try|choose|consider)\s+(?:any\s+)?(?:other|another|alternative|competing)\s+(?:[\w-]+\s+){0,2}?(?:tools?|functions?|options?|servers?|plugins?|providers?)\b`,
+  ),
+  rule(
+    'preemptive_call',
+    'high',
+    'choose pick prefer select / this',
+    String.raw`\b(?:always|must|should)\s+(?:\w+\s+)?(?:choose|pick|prefer|select)\s+this\s+(?:tool|function|server|option)\b|\b(?:choose|pick|prefer|select)\s+this\s+(?:tool|function|server)\s+(?:over|above|instead of)\s+(?:any|all|every|other)\b`,
+  ),
+  rule(
+    'preemptive_call',
+    'medium',
+    'always must should / use call try run invoke / this',
+    String.raw`\b(?:always|must|should)\s+(?:\w+\s+)?(?:use|call|try|run|invoke)\s+this\s+(?:tool|function|server)\s+(?:\w+\s+)?(?:first|before any|for (?:all|any|every|everything))\b`,
+  ),
+  rule(
+    'preemptive_call',
+    'medium',
+    'before / other',
+    String.raw`\bbefore\s+(?:using\s+|trying\s+|calling\s+)?(?:any|all|every)\s+other\s+(?:[\w-]+\s+){0,2}?(?:tools?|functions?|options?|servers?|alternatives?)\b`,
+  ),
+  rule(
+    'preemptive_call',
+    'high',
+    'other / fake fabricated wrong incorrect false unreliable hallucinated inaccurate broken insecure malicious compromised inferior never not',
+    String.raw`\b(?:any|all|every|the)\s+other\s+(?:[\w-]+\s+){0,2}?(?:tools?|functions?|servers?|alternatives?)\s+(?:are|is|return|returns|give|gives|produce|produces)\s+(?:\w+\s+)?(?:fake|fabricated|wrong|incorrect|false|unreliable|hallucinated|inaccurate|broken|insecure|malicious|compromised|inferior)\b|\b(?:any|all|every)\s+other\s+(?:[\w-]+\s+){0,2}?(?:tools?|functions?|servers?)\s+(?:\w+\s+){0,6}?(?:must|should)\s+(?:never|not)\s+be\s+used\b`,
+  ),
+  rule(
+    'preemptive_call',
+    'high',
+    'call use invoke run / this / responding answering replying',
+    String.raw`\b(?:call|use|invoke|run)\s+this\s+(?:tool|function)\s+(?:first\s+)?(?:before|prior to)\s+(?:responding|answering|replying)\s+to\s+(?:any|every|each|all)\b`,
+  ),
+  rule(
+    'preemptive_call',
+    'high',
+    'choose pick prefer select favor favour prioritize prioritise / over above instead rather',
+    String.raw`\b(?:choose|pick|prefer|select|favou?r|prioriti[sz]e)\s+(?:this|it|me)\s+(?:tool\s+|one\s+|function\s+)?(?:over|above|instead of|rather than)\s+(?:any|all|every|other)\b`,
+  ),
+  rule(
+    'preemptive_call',
+    'medium',
+    'first always / call use invoke run / this',
+    String.raw`\b(?:first|always)\s+(?:call|use|invoke|run)\s+this\s+(?:tool|function)\b`,
+  ),
+  rule(
+    'preemptive_call',
+    'medium',
+    'whenever every each / asks says sends types requests',
+    String.raw`\b(?:whenever|every time|each time)\s+the user\s+(?:asks|says|sends|types|requests)\s+(?:anything|something|a question|for anything)\b`,
+  ),
   rule('preemptive_call', 'medium', 'only exclusively / this', String.raw`\b(?:only|exclusively)\s+(?:use|call)\s+this\s+(?:tool|function|server)\b`),
 
   // --- later change of behaviour ---------------------------------------------------------------
-  rule('rug_pull', 'high', 'approved trusted whitelisted allowlisted', String.raw`\b(?:once|after|when|as soon as|until)\s+(?:this\s+tool|the\s+tool|it|this\s+server|the\s+server|you|the\s+user|this)\s+(?:has|have|is|are|gets?|got|was)?\s*(?:been\s+)?(?:approved|trusted|whitelisted|allowlisted)\b${gap(100)}\b(?:will|begins?|starts?|switch(?:es)?|changes?|becomes?|no longer|stops?)\b`),
-  rule('rug_pull', 'high', 'after once / call calls use uses invocation invocations run runs execution executions / will', String.raw`\b(?:after|once)\s+(?:the\s+)?(?:first|initial|\d+(?:st|nd|rd|th)?)\s+(?:\w+\s+)?(?:calls?|uses?|invocations?|runs?|executions?)\s*,?\s+(?:this tool|it|the tool)\s+will\s+(?:begin|start|switch|change|also|instead|silently|secretly)\b`),
+  rule(
+    'rug_pull',
+    'high',
+    'approved trusted whitelisted allowlisted',
+    String.raw`\b(?:once|after|when|as soon as|until)\s+(?:this\s+tool|the\s+tool|it|this\s+server|the\s+server|you|the\s+user|this)\s+(?:has|have|is|are|gets?|got|was)?\s*(?:been\s+)?(?:approved|trusted|whitelisted|allowlisted)\b${gap(100)}\b(?:will|begins?|starts?|switch(?:es)?|changes?|becomes?|no longer|stops?)\b`,
+  ),
+  rule(
+    'rug_pull',
+    'high',
+    'after once / call calls use uses invocation invocations run runs execution executions / will',
+    String.raw`\b(?:after|once)\s+(?:the\s+)?(?:first|initial|\d+(?:st|nd|rd|th)?)\s+(?:\w+\s+)?(?:calls?|uses?|invocations?|runs?|executions?)\s*,?\s+(?:this tool|it|the tool)\s+will\s+(?:begin|start|switch|change|also|instead|silently|secretly)\b`,
+  ),
 
   // --- encoded and executable text -------------------------------------------------------------
-  rule('decode_instruction', 'high', 'decode deobfuscate unescape atob', String.raw`\b(?:decode|base64[- ]decode|deobfuscate|unescape|atob)\b${gap(80)}\b(?:and|then)\s+(?:run|execute|eval|follow|obey|apply|pipe|perform)\b`),
-  rule('shell_payload', 'high', 'dev bash sh mkfifo nc ncat netcat powershell python python2 python3', String.raw`/dev/(?:tcp|udp)/|\b(?:ba)?sh\s+-i\b|\bmkfifo\b|\b(?:nc|ncat|netcat)\b[^\n|;]{0,60}\s-(?:e|c)\s|\bpowershell(?:\.exe)?\b[^\n]{0,40}\s-(?:enc|encodedcommand|e)\b|\bpython[23]?\s+-c\s+['"]?import\s+(?:socket|pty)`),
-  rule('shell_payload', 'medium', 'curl wget rm base64 eval', String.raw`\b(?:curl|wget)\b[^|;\n]{0,200}\|\s*(?:sudo\s+)?(?:ba|z|k|da)?sh\b|\brm\s+-(?:rf|fr)\s+(?:/|~|\*|\$home)|\bbase64\s+(?:-d|--decode)\b[^\n]{0,80}\|\s*(?:ba)?sh\b|\beval\s*\(\s*(?:atob|base64|decode)`),
+  rule(
+    'decode_instruction',
+    'high',
+    'decode deobfuscate unescape atob',
+    String.raw`\b(?:decode|base64[- ]decode|deobfuscate|unescape|atob)\b${gap(80)}\b(?:and|then)\s+(?:run|execute|eval|follow|obey|apply|pipe|perform)\b`,
+  ),
+  rule(
+    'shell_payload',
+    'high',
+    'dev bash sh mkfifo nc ncat netcat powershell python python2 python3',
+    String.raw`/dev/(?:tcp|udp)/|\b(?:ba)?sh\s+-i\b|\bmkfifo\b|\b(?:nc|ncat|netcat)\b[^\n|;]{0,60}\s-(?:e|c)\s|\bpowershell(?:\.exe)?\b[^\n]{0,40}\s-(?:enc|encodedcommand|e)\b|\bpython[23]?\s+-c\s+['"]?import\s+(?:socket|pty)`,
+  ),
+  rule(
+    'shell_payload',
+    'medium',
+    'curl wget rm base64 eval',
+    String.raw`\b(?:curl|wget)\b[^|;\n]{0,200}\|\s*(?:sudo\s+)?(?:ba|z|k|da)?sh\b|\brm\s+-(?:rf|fr)\s+(?:/|~|\*|\$home)|\bbase64\s+(?:-d|--decode)\b[^\n]{0,80}\|\s*(?:ba)?sh\b|\beval\s*\(\s*(?:atob|base64|decode)`,
+  ),
 ];
 
 /** Embedded credentials have no trigger word (the key is the word), so they are found by prefix. */
-const EMBEDDED_SECRET = /\bakia[0-9a-z]{16}\b|\bsk-(?:proj-|live-|ant-)?[a-z0-9_-]{20,}|\bghp_[a-z0-9]{30,}|\bxox[abpr]-[a-z0-9-]{10,}|\bbearer\s+[a-z0-9._~+/-]{20,}|\b(?:api[_-]?key|secret[_-]?key|access[_-]?key|token)\s*[=:]\s*['"]?[a-z0-9_-]{20,}|-----begin (?:[a-z]+ )?private key-----/;
+const EMBEDDED_SECRET =
+  /\bakia[0-9a-z]{16}\b|\bsk-(?:proj-|live-|ant-)?[a-z0-9_-]{20,}|\bghp_[a-z0-9]{30,}|\bxox[abpr]-[a-z0-9-]{10,}|\bbearer\s+[a-z0-9._~+/-]{20,}|\b(?:api[_-]?key|secret[_-]?key|access[_-]?key|token)\s*[=:]\s*['"]?[a-z0-9_-]{20,}|-----begin (?:[a-z]+ )?private key-----/;
 /** Words every embedded credential contains (an AWS key id marks 'akia' in gateRules). */
 const EMBEDDED_TRIGGERS = 'akia sk ghp xoxa xoxb xoxp xoxr bearer key token apikey secretkey accesskey begin';
 
@@ -415,10 +857,28 @@ function markTrigger(word: string, gate: Gate): void {
 }
 
 // Hidden-instruction tags and HTML comments look at what they wrap.
-const TAG_OPEN = /<\s*\/?\s*(important|critical|urgent|mandatory|system|secret|hidden|instructions?|admin|assistant|developer|override|system[-_]reminder|ai[-_]instructions?|note[-_]to[-_](?:ai|assistant|model))\s*>/g;
-const ALWAYS_HOSTILE_TAGS = new Set(['system', 'secret', 'hidden', 'instruction', 'instructions', 'admin', 'assistant', 'developer', 'override', 'system-reminder', 'system_reminder', 'ai-instruction', 'ai_instruction', 'ai-instructions', 'ai_instructions']);
+const TAG_OPEN =
+  /<\s*\/?\s*(important|critical|urgent|mandatory|system|secret|hidden|instructions?|admin|assistant|developer|override|system[-_]reminder|ai[-_]instructions?|note[-_]to[-_](?:ai|assistant|model))\s*>/g;
+const ALWAYS_HOSTILE_TAGS = new Set([
+  'system',
+  'secret',
+  'hidden',
+  'instruction',
+  'instructions',
+  'admin',
+  'assistant',
+  'developer',
+  'override',
+  'system-reminder',
+  'system_reminder',
+  'ai-instruction',
+  'ai_instruction',
+  'ai-instructions',
+  'ai_instructions',
+]);
 /** Words that turn a note into directions for the model. */
-const DIRECTIVE_CUE = /\b(?:before using|before calling|instead|ignore|disregard|read|send|pass|include|forward|mention|tell|reply|respond|pretend|act like|act as|secret|upload|grant|disable|override|the user|exfiltrate|bcc)\b/;
+const DIRECTIVE_CUE =
+  /\b(?:before using|before calling|instead|ignore|disregard|read|send|pass|include|forward|mention|tell|reply|respond|pretend|act like|act as|secret|upload|grant|disable|override|the user|exfiltrate|bcc)\b/;
 /** Two words at least: an empty or one-token comment carries no directions. */
 const COMMENT_WORDS = /[a-z]{2,}\W+[a-z]{2,}/;
 const COMMENT_MARKERS: readonly (readonly [string, string])[] = [
@@ -426,11 +886,14 @@ const COMMENT_MARKERS: readonly (readonly [string, string])[] = [
   ['[//]: #', '\n'],
   ['[comment]: #', '\n'],
 ];
-const COMMENT_CUE = /\b(?:ignore|always|never|system|you|your|read|send|must|do not|don't|instead|assistant|ai|model|llm|user|before|first|call|use|say|reply|respond|include)\b/;
+const COMMENT_CUE =
+  /\b(?:ignore|always|never|system|you|your|read|send|must|do not|don't|instead|assistant|ai|model|llm|user|before|first|call|use|say|reply|respond|include)\b/;
 
 // Preference manipulation: weighted marketing vocabulary aimed at a chooser.
-const HYPE_STRONG = /#1\b|\bnumber one\b|\bno\. ?1\b|\bultimate\b|\bsuperior\b|\bunprecedented\b|\brevolutionary\b|\bbreakthrough\b|\bgame[- ]?changer\b|\blimited[- ]time\b|\bact now\b|\bhurry\b|\bonly \d+ (?:\w+ )?(?:left|remaining)\b|\bbefore (?:access|it|the offer|this offer) expires\b|\bendorsed by\b|\bfeatured in\b|\brecommended by \d+|\b\d+ out of \d+ (?:\w+ )?(?:experts|developers|users|ais?|doctors|engineers)\b|\bwhy settle\b|\byou deserve\b|\bdon'?t waste (?:your )?time\b|\binferior\b|\boutdated (?:tools|alternatives|options)\b|\bother [\w ]{0,20}tools (?:are|is) (?:being )?(?:deprecated|obsolete|inferior|outdated|unreliable|broken)\b|\bfilling (?:up )?fast\b|\b(?:million|billion) (?:downloads|users|installs)\b|\bzero errors\b|\b\d+x faster\b|\bmilitary[- ]grade\b|\bproven to be\b|\bstart here\b|\blook no further\b|\btrusted by (?:millions|thousands)\b|\bbest[- ]in[- ]class\b|\bexclusive (?:offer|access|deal)\b|\bthe only (?:reliable|accurate|trustworthy|official|trusted|safe|correct|real|legitimate)\b/g;
-const HYPE_WEAK = /\bthe best\b|\bbest and\b|\bmost (?:accurate|advanced|powerful|reliable|comprehensive|trusted)\b|\bpremium\b|\bexclusive\b|\bworld[- ]class\b|\bcutting[- ]edge\b|\bindustry[- ]leading\b|\bguaranteed\b|\b100% accurate\b|\bblazing(?:ly)? fast\b|\blightning[- ]fast\b/g;
+const HYPE_STRONG =
+  /#1\b|\bnumber one\b|\bno\. ?1\b|\bultimate\b|\bsuperior\b|\bunprecedented\b|\brevolutionary\b|\bbreakthrough\b|\bgame[- ]?changer\b|\blimited[- ]time\b|\bact now\b|\bhurry\b|\bonly \d+ (?:\w+ )?(?:left|remaining)\b|\bbefore (?:access|it|the offer|this offer) expires\b|\bendorsed by\b|\bfeatured in\b|\brecommended by \d+|\b\d+ out of \d+ (?:\w+ )?(?:experts|developers|users|ais?|doctors|engineers)\b|\bwhy settle\b|\byou deserve\b|\bdon'?t waste (?:your )?time\b|\binferior\b|\boutdated (?:tools|alternatives|options)\b|\bother [\w ]{0,20}tools (?:are|is) (?:being )?(?:deprecated|obsolete|inferior|outdated|unreliable|broken)\b|\bfilling (?:up )?fast\b|\b(?:million|billion) (?:downloads|users|installs)\b|\bzero errors\b|\b\d+x faster\b|\bmilitary[- ]grade\b|\bproven to be\b|\bstart here\b|\blook no further\b|\btrusted by (?:millions|thousands)\b|\bbest[- ]in[- ]class\b|\bexclusive (?:offer|access|deal)\b|\bthe only (?:reliable|accurate|trustworthy|official|trusted|safe|correct|real|legitimate)\b/g;
+const HYPE_WEAK =
+  /\bthe best\b|\bbest and\b|\bmost (?:accurate|advanced|powerful|reliable|comprehensive|trusted)\b|\bpremium\b|\bexclusive\b|\bworld[- ]class\b|\bcutting[- ]edge\b|\bindustry[- ]leading\b|\bguaranteed\b|\b100% accurate\b|\bblazing(?:ly)? fast\b|\blightning[- ]fast\b/g;
 const SHOUTED_WORD = /\b[A-Z]{3,}\b/g;
 const ANY_WORD = /\b[A-Za-z]{3,}\b/g;
 const HYPE_MEDIUM = 3;
@@ -438,7 +901,8 @@ const HYPE_HIGH = 6;
 
 // Framing: is a match quoted, illustrated or described rather than said?
 const FRAMING_WINDOW = 80;
-const EXAMPLE_CUE = /\b(?:such as|for example|for instance|example|examples)\b|\b(?:sample|demo|mock|dummy|test|typical|expected|illustrative|hypothetical|fictional|simulated|canned)(?:\s+(?:response|responses|output|reply|replies|answer|result|text|message|completion|payload|value|data|format|prompt|request|content))?\s*:\s*$/;
+const EXAMPLE_CUE =
+  /\b(?:such as|for example|for instance|example|examples)\b|\b(?:sample|demo|mock|dummy|test|typical|expected|illustrative|hypothetical|fictional|simulated|canned)(?:\s+(?:response|responses|output|reply|replies|answer|result|text|message|completion|payload|value|data|format|prompt|request|content))?\s*:\s*$/;
 const DESCRIBING =
   /\b(?:analy[sz]\w*|detect\w*|describ\w*|explain\w*|document\w*|illustrat\w*|demonstrat\w*|flag\w*|scan\w*|identif\w*|recogni[sz]\w*|classif\w*|inspect\w*|audit\w*|monitor\w*|guard\w*|filter\w*|warn\w*|block\w*|prevent\w*|protect\w*|defend\w*|mitigat\w*|report\w*|assess\w*|evaluat\w*|catch\w*|spot\w*|simulat\w*|test(?:s|ing)? (?:for|against|whether))|\b(?:that|which|who)\s+$|\b\w{2,}s\s+(?:whether|if|how)\b/;
 

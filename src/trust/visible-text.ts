@@ -82,7 +82,8 @@ export function escapeLength(text: string, at: number): number {
   if (first === 0x1b) {
     const next = text.charCodeAt(i);
     if (Number.isNaN(next)) return 1;
-    if (next === 0x5b) i += 1; // '[': CSI
+    if (next === 0x5b)
+      i += 1; // '[': CSI
     else if (next === 0x5d || next === 0x50 || next === 0x58 || next === 0x5e || next === 0x5f) {
       // OSC, DCS, SOS, PM, APC: up to BEL or ESC '\'
       const end = Math.min(text.length, at + 512);

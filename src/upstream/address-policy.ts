@@ -8,16 +8,7 @@
  */
 
 /** Why an address is refused: a short class that is safe to show the tenant. */
-export type RefusalReason =
-  | 'unspecified'
-  | 'loopback'
-  | 'private'
-  | 'link-local'
-  | 'cgnat'
-  | 'multicast'
-  | 'broadcast'
-  | 'reserved'
-  | 'not-an-ip';
+export type RefusalReason = 'unspecified' | 'loopback' | 'private' | 'link-local' | 'cgnat' | 'multicast' | 'broadcast' | 'reserved' | 'not-an-ip';
 
 export const REFUSAL_REASONS: ReadonlySet<string> = new Set<RefusalReason>([
   'unspecified',

@@ -118,7 +118,11 @@ export class UpstreamConnections {
       const server = this.#deps.stdioServers?.get(row.url.slice(STDIO_URL_PREFIX.length));
       if (!server) throw new Error(`${row.url} is not in UPSTREAMS_FILE`);
       const client = make();
-      await opening(client, new StdioClientTransport({ command: server.command, args: server.args, env: { ...getDefaultEnvironment(), ...server.env }, stderr: 'ignore' }), timeout);
+      await opening(
+        client,
+        new StdioClientTransport({ command: server.command, args: server.args, env: { ...getDefaultEnvironment(), ...server.env }, stderr: 'ignore' }),
+        timeout,
+      );
       // Supervised: a child that exits on its own is started again (and re-synced) after a backoff.
       client.onclose = () => this.#restartLater(row);
       return { client, registration: opened };

@@ -190,12 +190,7 @@ function capResponse(response: UndiciResponse, requestUrl: URL, requestBody: unk
  * `body`, passed through until it grows past `maxBytes` (per SSE event when `perEvent`); then the
  * source is cancelled, which closes the connection, and the stream errors with `overflow()`.
  */
-export function limitBody(
-  body: ReadableStream<Uint8Array>,
-  maxBytes: number,
-  perEvent: boolean,
-  overflow: () => Error,
-): ReadableStream<Uint8Array> {
+export function limitBody(body: ReadableStream<Uint8Array>, maxBytes: number, perEvent: boolean, overflow: () => Error): ReadableStream<Uint8Array> {
   const reader = body.getReader();
   const counter = perEvent ? new EventSizeCounter() : new TotalSizeCounter();
   return new ReadableStream<Uint8Array>(

@@ -42,7 +42,10 @@ const NAME = /^[A-Za-z0-9._-]{1,64}$/;
 
 const upstreamsFile = z.object({
   mcpServers: z.record(
-    z.string().regex(NAME, 'server names are 1-64 characters of A-Z a-z 0-9 . _ -').refine((name) => name !== '.' && name !== '..', 'server names may not be . or ..'),
+    z
+      .string()
+      .regex(NAME, 'server names are 1-64 characters of A-Z a-z 0-9 . _ -')
+      .refine((name) => name !== '.' && name !== '..', 'server names may not be . or ..'),
     z.object({
       command: z.string().min(1),
       args: z.array(z.string()).default([]),
@@ -64,7 +67,9 @@ export function readUpstreamsFile(path: string): Map<string, StdioServer> {
   try {
     parsed = upstreamsFile.parse(JSON.parse(readFileSync(path, 'utf8')));
   } catch (error) {
-    throw new Error(`UPSTREAMS_FILE ${path}: ${error instanceof z.ZodError ? error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ') : (error as Error).message}`);
+    throw new Error(
+      `UPSTREAMS_FILE ${path}: ${error instanceof z.ZodError ? error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ') : (error as Error).message}`,
+    );
   }
   return new Map(Object.entries(parsed.mcpServers));
 }
@@ -193,9 +198,13 @@ export class UpstreamService implements UpstreamCaller {
   /** Registers the UPSTREAMS_FILE servers (each syncs in the background) and starts refreshing. */
   async startStdioServers(): Promise<void> {
     for (const [name, server] of this.#deps.stdioServers ?? []) {
-      void this.register(server.tenant, server.catalog, { name, url: `${STDIO_URL_PREFIX}${name}`, headers: {}, refreshSeconds: server.refresh_seconds, trust: server.trust }).catch((error: Error) =>
-        this.#deps.logger.warn({ upstream: name, reason: error.message }, 'stdio upstream could not be registered'),
-      );
+      void this.register(server.tenant, server.catalog, {
+        name,
+        url: `${STDIO_URL_PREFIX}${name}`,
+        headers: {},
+        refreshSeconds: server.refresh_seconds,
+        trust: server.trust,
+      }).catch((error: Error) => this.#deps.logger.warn({ upstream: name, reason: error.message }, 'stdio upstream could not be registered'));
     }
   }
 
@@ -218,7 +227,9 @@ export class UpstreamService implements UpstreamCaller {
   async register(tenant: string, catalog: string, input: UpstreamRegistration): Promise<UpstreamState> {
     if (!input.url.startsWith(STDIO_URL_PREFIX)) await this.#admit(tenant, catalog, input);
     const ref = { tenant, name: catalog };
-    let summary = await catalogs.getCatalog(this.#deps.catalog, ref).catch((error: AppError) => (error.code === 'not_found' ? undefined : Promise.reject(error)));
+    let summary = await catalogs
+      .getCatalog(this.#deps.catalog, ref)
+      .catch((error: AppError) => (error.code === 'not_found' ? undefined : Promise.reject(error)));
     if (!summary) summary = (await catalogs.replaceCatalog(this.#deps.catalog, ref, [])).catalog;
     // The catalog may be deleted between the read above and this write: then it is not found.
     if (!(await store.putUpstream(this.#deps.db, summary.id, input))) throw notFound(`catalog "${catalog}"`);
@@ -286,7 +297,13 @@ export class UpstreamService implements UpstreamCaller {
    * the hash its caller reviewed), then serves what is approved. A named tool that is unknown, or
    * changed since the hash given, is a 404 / 409 and nothing is decided.
    */
-  async decide(tenant: string, catalog: string, name: string, decision: 'approve' | 'reject', selection: store.PinSelection): Promise<{ upstream: UpstreamState; decided: string[] }> {
+  async decide(
+    tenant: string,
+    catalog: string,
+    name: string,
+    decision: 'approve' | 'reject',
+    selection: store.PinSelection,
+  ): Promise<{ upstream: UpstreamState; decided: string[] }> {
     const row = await this.#row(tenant, catalog, name);
     const decided = await this.#serialized(row, async () => {
       if (selection !== null) {
@@ -302,7 +319,15 @@ export class UpstreamService implements UpstreamCaller {
       const served = await this.#serve(row);
       await store.recordServed(this.#deps.db, row.catalogId, name, served.toolCount, served.conflicts);
       for (const tool of result.decided) {
-        this.#audit.record({ event: decision === 'approve' ? 'approved' : 'rejected', tenant, catalog, upstream: name, tool: tool.name, hash: tool.hash, outcome: 'ok' });
+        this.#audit.record({
+          event: decision === 'approve' ? 'approved' : 'rejected',
+          tenant,
+          catalog,
+          upstream: name,
+          tool: tool.name,
+          hash: tool.hash,
+          outcome: 'ok',
+        });
       }
       return result.decided.map((tool) => tool.name);
     });
@@ -441,7 +466,15 @@ export class UpstreamService implements UpstreamCaller {
       });
     }
     for (const conflict of served.conflicts) {
-      this.#audit.record({ event: 'name_conflict', tenant: row.tenant, catalog: row.catalog, upstream: row.name, tool: conflict.name, outcome: 'refused', reason: `held by ${conflict.held_by}` });
+      this.#audit.record({
+        event: 'name_conflict',
+        tenant: row.tenant,
+        catalog: row.catalog,
+        upstream: row.name,
+        tool: conflict.name,
+        outcome: 'refused',
+        reason: `held by ${conflict.held_by}`,
+      });
     }
     return { ...outcome, pending: plan.rows.filter((pin) => pinStatus(pin) === 'pending').length };
   }
@@ -477,7 +510,8 @@ export class UpstreamService implements UpstreamCaller {
   }
 
   #noteRefusal(row: store.UpstreamRow, error: unknown): void {
-    if (error instanceof UpstreamRefused) this.#audit.record({ event: 'refused_address', tenant: row.tenant, catalog: row.catalog, upstream: row.name, outcome: 'refused', reason: error.reason });
+    if (error instanceof UpstreamRefused)
+      this.#audit.record({ event: 'refused_address', tenant: row.tenant, catalog: row.catalog, upstream: row.name, outcome: 'refused', reason: error.reason });
   }
 
   async #refreshDue(): Promise<void> {
@@ -513,14 +547,21 @@ const approvedKey = (pins: PinRow[]) =>
 
 function conflictsError(conflicts: { name: string; held_by: string }[], unservable: string[]): string | null {
   const parts = [
-    ...(conflicts.length > 0 ? [`${conflicts.length} tool${conflicts.length > 1 ? 's' : ''} not synced, the name held by another source of the catalog: ${conflicts.map((c) => `${c.name} (${c.held_by})`).join(', ')}`] : []),
+    ...(conflicts.length > 0
+      ? [
+          `${conflicts.length} tool${conflicts.length > 1 ? 's' : ''} not synced, the name held by another source of the catalog: ${conflicts.map((c) => `${c.name} (${c.held_by})`).join(', ')}`,
+        ]
+      : []),
     ...(unservable.length > 0 ? [`not served, the name carries invisible characters: ${unservable.join(', ')}`] : []),
   ];
   return parts.length > 0 ? parts.join('; ') : null;
 }
 
 function staleDecision(names: string[]): AppError {
-  return new AppError('name_conflict', `changed since reviewed: ${names.map((name) => `"${name}"`).join(', ')}; read GET .../upstreams/{name} again and decide on the new hash`);
+  return new AppError(
+    'name_conflict',
+    `changed since reviewed: ${names.map((name) => `"${name}"`).join(', ')}; read GET .../upstreams/{name} again and decide on the new hash`,
+  );
 }
 
 /** An error's class name, for logs: never its message, which may carry an upstream's text. */

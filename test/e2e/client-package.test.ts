@@ -25,8 +25,17 @@ describe('the @toolsift/client package', () => {
 
   it('packs only dist/ and package.json, installs from the tarball and works from another project', async () => {
     execFileSync('npm', ['run', '-s', 'client:build'], { cwd: root, stdio: 'pipe' });
-    const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', project], { cwd: join(root, 'client'), encoding: 'utf8' })) as Array<{ filename: string; files: Array<{ path: string }> }>;
-    expect(packed[0]!.files.map((file) => file.path).sort()).toEqual(['dist/index.d.ts', 'dist/index.js', 'dist/schema.d.ts', 'dist/tool-search.d.ts', 'dist/tool-search.js', 'package.json']);
+    const packed = JSON.parse(
+      execFileSync('npm', ['pack', '--json', '--pack-destination', project], { cwd: join(root, 'client'), encoding: 'utf8' }),
+    ) as Array<{ filename: string; files: Array<{ path: string }> }>;
+    expect(packed[0]!.files.map((file) => file.path).sort()).toEqual([
+      'dist/index.d.ts',
+      'dist/index.js',
+      'dist/schema.d.ts',
+      'dist/tool-search.d.ts',
+      'dist/tool-search.js',
+      'package.json',
+    ]);
     writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
     execFileSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', join(project, packed[0]!.filename)], { cwd: project, stdio: 'pipe' });
     writeFileSync(

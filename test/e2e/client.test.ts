@@ -9,7 +9,6 @@ import { startService } from '../helpers/process.js';
 
 const root = new URL('../..', import.meta.url).pathname;
 
-
 const catalogTools = readFileSync(join(root, '../shared/eval/livemcpbench/catalog.jsonl'), 'utf8')
   .trim()
   .split('\n')
@@ -25,7 +24,10 @@ describe('the generated client against a real server process', () => {
   beforeAll(async () => {
     queuePrefix = `e2e-${process.pid}-${Date.now()}`;
     dataDir = mkdtempSync(join(tmpdir(), 'toolsift-e2e-'));
-    const service = await startService({ DATA_DIR: dataDir, API_KEYS: 'e2e-key:e2e', LOG_LEVEL: 'warn', EMBED_MODEL: 'use-lite', QUEUE_PREFIX: queuePrefix }, 90_000);
+    const service = await startService(
+      { DATA_DIR: dataDir, API_KEYS: 'e2e-key:e2e', LOG_LEVEL: 'warn', EMBED_MODEL: 'use-lite', QUEUE_PREFIX: queuePrefix },
+      90_000,
+    );
     server = service.child;
     client = createToolsiftClient({ baseUrl: service.base, apiKey: 'e2e-key' });
   });
@@ -109,7 +111,10 @@ describe('the generated client against a real server process', () => {
 
   it('is generated from the current openapi.yaml (regenerating changes nothing)', () => {
     const out = join(dataDir, 'schema.d.ts');
-    const generated = spawnSync(join(root, 'node_modules/.bin/openapi-typescript'), ['openapi.yaml', '--default-non-nullable=false', '-o', out], { cwd: root, encoding: 'utf8' });
+    const generated = spawnSync(join(root, 'node_modules/.bin/openapi-typescript'), ['openapi.yaml', '--default-non-nullable=false', '-o', out], {
+      cwd: root,
+      encoding: 'utf8',
+    });
     expect(generated.status, generated.stderr).toBe(0);
     expect(readFileSync(out, 'utf8')).toBe(readFileSync(join(root, 'client/schema.d.ts'), 'utf8'));
   });

@@ -11,7 +11,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { Agent, run, tool as agentTool, toolSearchTool, Usage, type Model, type ModelRequest, type ModelResponse } from '@openai/agents';
 import { createAgent, createMiddleware, FakeToolCallingModel, HumanMessage, tool as langchainTool } from 'langchain';
-import { agentsToolSearch, aiSdkSearch, anthropicToolResult, narrowTools, openaiToolSearchOutput, rankToolNames, ToolsiftUnavailable, toolSearchParameters } from '../../client/index.js';
+import {
+  agentsToolSearch,
+  aiSdkSearch,
+  anthropicToolResult,
+  narrowTools,
+  openaiToolSearchOutput,
+  rankToolNames,
+  ToolsiftUnavailable,
+  toolSearchParameters,
+} from '../../client/index.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 
 const usage = { inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 5, text: 5, reasoning: 0 } };
@@ -30,7 +39,11 @@ const say = (text: string) => ({ content: [{ type: 'text' as const, text }], fin
 async function aiSdkRun(search: ReturnType<typeof aiSdkSearch>) {
   const weatherCalls: string[] = [];
   const model = new MockLanguageModelV4({
-    doGenerate: [call('c1', 'toolSearch', { query: 'weather forecast for a city' }), call('c2', 'get_weather', { city: 'Paris' }), say('It is sunny in Paris.')],
+    doGenerate: [
+      call('c1', 'toolSearch', { query: 'weather forecast for a city' }),
+      call('c2', 'get_weather', { city: 'Paris' }),
+      say('It is sunny in Paris.'),
+    ],
   });
   const result = await generateText({
     model,
@@ -47,7 +60,12 @@ async function aiSdkRun(search: ReturnType<typeof aiSdkSearch>) {
           return { city, sky: 'sunny' };
         },
       }),
-      send_email: tool({ description: 'Send an email to a recipient.', inputSchema: z.object({ to: z.string() }), deferLoading: true, execute: async () => 'sent' }),
+      send_email: tool({
+        description: 'Send an email to a recipient.',
+        inputSchema: z.object({ to: z.string() }),
+        deferLoading: true,
+        execute: async () => 'sent',
+      }),
       read_file: tool({ description: 'Read a file from disk.', inputSchema: z.object({ path: z.string() }), deferLoading: true, execute: async () => '' }),
     },
   });
@@ -64,7 +82,16 @@ async function agentsRun(execute: ReturnType<typeof agentsToolSearch>) {
   const weatherCalls: string[] = [];
   const requests: ModelRequest[] = [];
   const script: ModelResponse['output'][] = [
-    [{ type: 'tool_search_call', id: 'ts_1', callId: 'call_search', execution: 'client', status: 'completed', arguments: { query: 'weather forecast for a city' } }],
+    [
+      {
+        type: 'tool_search_call',
+        id: 'ts_1',
+        callId: 'call_search',
+        execution: 'client',
+        status: 'completed',
+        arguments: { query: 'weather forecast for a city' },
+      },
+    ],
     [{ type: 'function_call', id: 'fc_1', callId: 'call_weather', name: 'get_weather', status: 'completed', arguments: JSON.stringify({ city: 'Paris' }) }],
     [{ type: 'message', id: 'msg_1', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'It is sunny in Paris.' }] }],
   ];
@@ -92,8 +119,20 @@ async function agentsRun(execute: ReturnType<typeof agentsToolSearch>) {
           return `sunny in ${city}`;
         },
       }),
-      agentTool({ name: 'send_email', description: 'Send an email to a recipient.', parameters: z.object({ to: z.string() }), deferLoading: true, execute: async () => 'sent' }),
-      agentTool({ name: 'read_file', description: 'Read a file from disk.', parameters: z.object({ path: z.string() }), deferLoading: true, execute: async () => '' }),
+      agentTool({
+        name: 'send_email',
+        description: 'Send an email to a recipient.',
+        parameters: z.object({ to: z.string() }),
+        deferLoading: true,
+        execute: async () => 'sent',
+      }),
+      agentTool({
+        name: 'read_file',
+        description: 'Read a file from disk.',
+        parameters: z.object({ path: z.string() }),
+        deferLoading: true,
+        execute: async () => '',
+      }),
     ],
   });
   const result = await run(agent, 'What is the weather in Paris?');
@@ -128,8 +167,14 @@ describe('framework helpers in agent loops', () => {
     expect(loaded).toEqual(['get_weather']);
     // The deferred tools go to the provider marked as such (Responses keeps their schemas out of
     // the model's context until a search loads them).
-    const deferredFlags = requests[0]!.tools.filter((offered) => offered.type === 'function').map((offered) => [offered.name, (offered as { deferLoading?: boolean }).deferLoading]);
-    expect(deferredFlags).toEqual([['get_weather', true], ['send_email', true], ['read_file', true]]);
+    const deferredFlags = requests[0]!.tools
+      .filter((offered) => offered.type === 'function')
+      .map((offered) => [offered.name, (offered as { deferLoading?: boolean }).deferLoading]);
+    expect(deferredFlags).toEqual([
+      ['get_weather', true],
+      ['send_email', true],
+      ['read_file', true],
+    ]);
   });
 
   it('Anthropic Messages: a tool_use of the search tool becomes a tool_result with tool_reference blocks', async () => {
@@ -137,7 +182,9 @@ describe('framework helpers in agent loops', () => {
       { name: 'get_weather', description: 'Get the current weather for a city.', input_schema: { type: 'object', properties: { city: { type: 'string' } } } },
       { name: 'send_email', description: 'Send an email.', input_schema: { type: 'object', properties: { to: { type: 'string' } } } },
     ];
-    const result: ToolResultBlockParam = await anthropicToolResult(client(), { id: 'toolu_01', input: { query: 'weather in Paris' } }, deferred, { maxResults: 1 });
+    const result: ToolResultBlockParam = await anthropicToolResult(client(), { id: 'toolu_01', input: { query: 'weather in Paris' } }, deferred, {
+      maxResults: 1,
+    });
     expect(result).toEqual({ type: 'tool_result', tool_use_id: 'toolu_01', content: [{ type: 'tool_reference', tool_name: 'get_weather' }] });
   });
 
@@ -157,7 +204,12 @@ describe('framework helpers in agent loops', () => {
       name: 'toolsift',
       wrapModelCall: async (request, handler) => {
         const query = [...request.messages].reverse().find(HumanMessage.isInstance)?.text ?? '';
-        return handler({ ...request, tools: await narrowTools(client(), query, request.tools as Array<{ name?: string; description?: string }>, { maxResults: 1 }) as typeof request.tools });
+        return handler({
+          ...request,
+          tools: (await narrowTools(client(), query, request.tools as Array<{ name?: string; description?: string }>, {
+            maxResults: 1,
+          })) as typeof request.tools,
+        });
       },
     });
     // Inside toolsift's middleware: what the model is bound with on each call.
@@ -234,7 +286,9 @@ describe('framework helpers when toolsift is unavailable', () => {
 
   it('Vercel AI SDK: with nothing listening, the search answers from a keyword match of the deferred tools, says so, and the loop goes on', async () => {
     const told: Error[] = [];
-    const { weatherCalls, result, offered } = await aiSdkRun(aiSdkSearch({ baseUrl: down, apiKey: 'fw-key' }, { maxResults: 1, onFallback: (error) => told.push(error) }));
+    const { weatherCalls, result, offered } = await aiSdkRun(
+      aiSdkSearch({ baseUrl: down, apiKey: 'fw-key' }, { maxResults: 1, onFallback: (error) => told.push(error) }),
+    );
     expect(weatherCalls).toEqual(['Paris']);
     expect(result.text).toBe('It is sunny in Paris.');
     expect(told).toHaveLength(1);
@@ -246,7 +300,9 @@ describe('framework helpers when toolsift is unavailable', () => {
 
   it('OpenAI Agents SDK: a toolsift that never answers times out, and the deferred tool the keywords match is loaded and called', async () => {
     const told: Error[] = [];
-    const { weatherCalls, result, loaded } = await agentsRun(agentsToolSearch({ baseUrl: hanging() }, { maxResults: 1, timeoutMs: 300, onFallback: (error) => told.push(error) }));
+    const { weatherCalls, result, loaded } = await agentsRun(
+      agentsToolSearch({ baseUrl: hanging() }, { maxResults: 1, timeoutMs: 300, onFallback: (error) => told.push(error) }),
+    );
     expect(weatherCalls).toEqual(['Paris']);
     expect(result.finalOutput).toBe('It is sunny in Paris.');
     expect(told.map((error) => error.message)).toEqual(['toolsift tool-search did not answer within 300 ms']);
@@ -272,7 +328,9 @@ describe('framework helpers when toolsift is unavailable', () => {
       execution: 'client',
       status: 'completed',
       call_id: 'call_1',
-      tools: [{ type: 'function', name: 'send_email', description: 'Send an email.', parameters: deferred[0]!.input_schema, strict: false, defer_loading: true }],
+      tools: [
+        { type: 'function', name: 'send_email', description: 'Send an email.', parameters: deferred[0]!.input_schema, strict: false, defer_loading: true },
+      ],
     });
     // Nothing matches: an empty answer, not every tool.
     expect(await rankToolNames({ baseUrl: down }, 'translate this poem', deferred, quiet)).toEqual([]);
@@ -284,8 +342,12 @@ describe('framework helpers when toolsift is unavailable', () => {
   it('answers that need fixing are thrown, not hidden: a wrong key (401), a bad request (400)', async () => {
     const tools = [{ name: 'get_weather', description: 'Weather for a city.' }];
     const told: Error[] = [];
-    await expect(narrowTools({ baseUrl: app.url, apiKey: 'wrong' }, 'weather', tools, { onFallback: (error) => told.push(error) })).rejects.toThrow(/answered 401/);
-    await expect(rankToolNames({ baseUrl: app.url, apiKey: 'fw-key' }, 'weather', tools, { tags: [''], onFallback: (error) => told.push(error) })).rejects.toThrow(/answered 400/);
+    await expect(narrowTools({ baseUrl: app.url, apiKey: 'wrong' }, 'weather', tools, { onFallback: (error) => told.push(error) })).rejects.toThrow(
+      /answered 401/,
+    );
+    await expect(
+      rankToolNames({ baseUrl: app.url, apiKey: 'fw-key' }, 'weather', tools, { tags: [''], onFallback: (error) => told.push(error) }),
+    ).rejects.toThrow(/answered 400/);
     expect(told).toEqual([]);
     // The same helper against the live service: toolsift's answer, no fallback.
     expect(await narrowTools({ baseUrl: app.url, apiKey: 'fw-key' }, 'weather', tools, { onFallback: (error) => told.push(error) })).toEqual(tools);

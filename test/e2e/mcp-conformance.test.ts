@@ -24,7 +24,7 @@ describe('the MCP conformance suite against /mcp', () => {
   }, 320_000);
   afterAll(() => app?.close());
 
-  it('passes every server scenario except the reference server\'s fixtures', { timeout: 300_000 }, async () => {
+  it("passes every server scenario except the reference server's fixtures", { timeout: 300_000 }, async () => {
     const baseline = new URL('./mcp-conformance.baseline.yml', import.meta.url).pathname;
     const result = await run(node22, [suite, 'server', '--url', `${app.url}/mcp`, '--expected-failures', baseline], { cwd: root, timeout: 280_000 }).catch(
       (error: { code: number; stdout: string; stderr: string }) => error,

@@ -23,8 +23,18 @@ describe('the MCP Inspector CLI against /mcp', () => {
     // The Inspector CLI sends no custom headers: an instance without API_KEYS (one default tenant).
     app = await startTestApp();
     const tools = [
-      { name: 'read_text_file', description: 'Read a text file and return its contents.', inputSchema: { type: 'object', properties: { path: { type: 'string' } } }, server: 'filesystem' },
-      { name: 'get_forecast', description: 'Weather forecast for a city.', inputSchema: { type: 'object', properties: { city: { type: 'string' } } }, server: 'weather' },
+      {
+        name: 'read_text_file',
+        description: 'Read a text file and return its contents.',
+        inputSchema: { type: 'object', properties: { path: { type: 'string' } } },
+        server: 'filesystem',
+      },
+      {
+        name: 'get_forecast',
+        description: 'Weather forecast for a city.',
+        inputSchema: { type: 'object', properties: { city: { type: 'string' } } },
+        server: 'weather',
+      },
     ];
     expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools })).status).toBe(200);
   });
@@ -34,7 +44,18 @@ describe('the MCP Inspector CLI against /mcp', () => {
     // Inspector 0.15 rewrites any URL whose path does not end in /mcp to /mcp: the all-catalogs endpoint.
     const listed = (await inspector(`${app.url}/mcp`, '--transport', 'http', '--method', 'tools/list')) as { tools: Array<{ name: string }> };
     expect(listed.tools.map((tool) => tool.name)).toEqual(['search_tools', 'get_tool_details', 'list_tools', 'call_tool']);
-    const called = (await inspector(`${app.url}/mcp`, '--transport', 'http', '--method', 'tools/call', '--tool-name', 'search_tools', '--tool-arg', 'query=read a text file', 'limit=50')) as {
+    const called = (await inspector(
+      `${app.url}/mcp`,
+      '--transport',
+      'http',
+      '--method',
+      'tools/call',
+      '--tool-name',
+      'search_tools',
+      '--tool-arg',
+      'query=read a text file',
+      'limit=50',
+    )) as {
       structuredContent: { results: Array<{ name: string }> };
       content: Array<{ text: string }>;
     };

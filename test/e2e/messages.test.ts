@@ -52,7 +52,11 @@ describe('messages that name the fix', () => {
 
   it('the ingest CLI names the URL and the cause when the service is not there', async () => {
     const port = await freePort();
-    const failed = await run(process.execPath, ['--import', 'tsx', 'src/cli/ingest.ts', '--catalog', 'x', '--url', `http://127.0.0.1:${port}`, '../shared/eval/livemcpbench/catalog.jsonl'], { cwd: root }).then(
+    const failed = await run(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli/ingest.ts', '--catalog', 'x', '--url', `http://127.0.0.1:${port}`, '../shared/eval/livemcpbench/catalog.jsonl'],
+      { cwd: root },
+    ).then(
       () => '',
       (error: { stderr: string }) => error.stderr,
     );

@@ -25,7 +25,13 @@ describe('restart as PID 1 after SIGKILL', () => {
 
   async function startAsPid1(port: number): Promise<CapturedProcess> {
     const service = spawnCaptured('unshare', ['--pid', '--fork', '--mount-proc', '--kill-child', process.execPath, 'dist/src/main.js'], {
-      PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, EMBED_MODEL: 'none', DATABASE_URL: '', REDIS_URL: '', LOG_LEVEL: 'info',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATA_DIR: dataDir,
+      EMBED_MODEL: 'none',
+      DATABASE_URL: '',
+      REDIS_URL: '',
+      LOG_LEVEL: 'info',
     });
     await waitUntilAnswering(service, `http://127.0.0.1:${port}/healthz`, 30_000);
     return service;
@@ -38,7 +44,15 @@ describe('restart as PID 1 after SIGKILL', () => {
     const exited = new Promise((resolve) => first.child.once('exit', resolve));
     first.child.kill('SIGKILL'); // unshare dies; --kill-child SIGKILLs the service: the lock stays
     await exited;
-    for (let tries = 0; tries < 100 && (await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(1_000) }).then(() => true, () => false)); tries++) {
+    for (
+      let tries = 0;
+      tries < 100 &&
+      (await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(1_000) }).then(
+        () => true,
+        () => false,
+      ));
+      tries++
+    ) {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     expect(JSON.parse(readFileSync(join(dataDir, 'toolsift.lock'), 'utf8')).pid).toBe(1);

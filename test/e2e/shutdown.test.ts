@@ -48,7 +48,10 @@ describe('SIGTERM on a real server process', () => {
       expect(output().indexOf('shutting down'), output()).toBeLessThan(output().indexOf('"msg":"tool selection"'));
       await expect(fetch(`${base}/healthz`)).rejects.toThrow();
     } finally {
-      await service.then(({ child }) => child.exitCode === null && child.kill('SIGKILL'), () => undefined);
+      await service.then(
+        ({ child }) => child.exitCode === null && child.kill('SIGKILL'),
+        () => undefined,
+      );
       rmSync(dataDir, { recursive: true, force: true });
     }
   });
@@ -61,7 +64,11 @@ describe('SIGTERM on a real server process', () => {
     const service = startService({ DATABASE_URL: proxied, DB_TIMEOUT_MS: '1000', LOG_LEVEL: 'info', EMBED_MODEL: 'use-lite', REDIS_URL: '' });
     try {
       const { child: server, output, exited, base } = await service;
-      const put = await fetch(`${base}/v1/catalogs/partitioned`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ tools: uniqueTools(200, 'sigterm') }) });
+      const put = await fetch(`${base}/v1/catalogs/partitioned`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ tools: uniqueTools(200, 'sigterm') }),
+      });
       expect(put.status).toBe(200);
       proxy.blackhole();
       for (let tries = 0; !output().includes('embedding batch failed; retrying'); tries++) {
@@ -77,7 +84,10 @@ describe('SIGTERM on a real server process', () => {
       expect(seconds, output().slice(-3000)).toBeLessThan(25);
       expect(output()).toContain('shutting down');
     } finally {
-      await service.then(({ child }) => child.exitCode === null && child.kill('SIGKILL'), () => undefined);
+      await service.then(
+        ({ child }) => child.exitCode === null && child.kill('SIGKILL'),
+        () => undefined,
+      );
       await proxy.close();
       await scratch.drop();
     }

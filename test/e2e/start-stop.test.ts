@@ -28,7 +28,11 @@ async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs: n
   throw new Error(`timed out waiting for ${what}`);
 }
 
-const answers = async (url: string): Promise<boolean> => fetch(url).then((response) => response.ok, () => false);
+const answers = async (url: string): Promise<boolean> =>
+  fetch(url).then(
+    (response) => response.ok,
+    () => false,
+  );
 
 beforeAll(async () => {
   // The tree CI tests is built by `npm ci` (prepare); a developer's may be stale: build it now so

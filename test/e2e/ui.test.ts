@@ -18,11 +18,38 @@ const executablePath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const screenshots = join(tmpdir(), 'toolsift-ui');
 
 const tools = [
-  { name: 'read_file', description: 'Read the complete contents of a file from disk.', inputSchema: { type: 'object', properties: { path: { type: 'string' } } }, server: 'filesystem', tags: ['Files'] },
-  { name: 'write_file', description: 'Create or overwrite a file with new content.', inputSchema: { type: 'object', properties: { path: { type: 'string' }, content: { type: 'string' } } }, server: 'filesystem', tags: ['Files'] },
-  { name: 'web_search', description: 'Search the web and return the top results.', inputSchema: { type: 'object', properties: { query: { type: 'string' } } }, server: 'search' },
-  { name: 'send_email', description: 'Send an email <b>now</b> to a recipient.', inputSchema: { type: 'object', properties: { to: { type: 'string' } } }, server: 'mail' },
-  { name: 'get_weather', description: 'Current weather and forecast for a city.', inputSchema: { type: 'object', properties: { city: { type: 'string' } } }, server: 'weather' },
+  {
+    name: 'read_file',
+    description: 'Read the complete contents of a file from disk.',
+    inputSchema: { type: 'object', properties: { path: { type: 'string' } } },
+    server: 'filesystem',
+    tags: ['Files'],
+  },
+  {
+    name: 'write_file',
+    description: 'Create or overwrite a file with new content.',
+    inputSchema: { type: 'object', properties: { path: { type: 'string' }, content: { type: 'string' } } },
+    server: 'filesystem',
+    tags: ['Files'],
+  },
+  {
+    name: 'web_search',
+    description: 'Search the web and return the top results.',
+    inputSchema: { type: 'object', properties: { query: { type: 'string' } } },
+    server: 'search',
+  },
+  {
+    name: 'send_email',
+    description: 'Send an email <b>now</b> to a recipient.',
+    inputSchema: { type: 'object', properties: { to: { type: 'string' } } },
+    server: 'mail',
+  },
+  {
+    name: 'get_weather',
+    description: 'Current weather and forecast for a city.',
+    inputSchema: { type: 'object', properties: { city: { type: 'string' } } },
+    server: 'weather',
+  },
 ];
 
 describe('the /ui playground in Chromium', () => {

@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { createHttpServer } from '../../src/http/server.js';
-import { pino, } from 'pino';
+import { pino } from 'pino';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createDeps, type Deps, type DepsOverrides } from '../../src/deps.js';
 import { createApp } from '../../src/http/app.js';

@@ -4,7 +4,7 @@
  * mutated in turn, and sometimes an unknown key (one of `keys`) added. Seeded by `random`.
  */
 export function mutate(value: unknown, random: () => number, nasty: readonly unknown[], keys: readonly string[], depth = 0): unknown {
-  const pick = <T,>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
+  const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
   if (depth > 4 || random() < 0.15) return pick(nasty);
   if (Array.isArray(value)) {
     const out = value.map((item) => (random() < 0.5 ? mutate(item, random, nasty, keys, depth + 1) : item));

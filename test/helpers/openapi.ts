@@ -51,7 +51,10 @@ export function assertMatchesSpec(method: string, url: string, status: number, b
   let responsePointer = `#/${pointer('paths', operation.path, operation.method.toLowerCase(), 'responses', String(status))}`;
   if (response.$ref) {
     responsePointer = response.$ref;
-    response = response.$ref.split('/').slice(1).reduce((node: any, key: string) => node[key], spec);
+    response = response.$ref
+      .split('/')
+      .slice(1)
+      .reduce((node: any, key: string) => node[key], spec);
   }
   const media = response.content?.['application/json'];
   if (!media) {

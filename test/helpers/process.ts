@@ -55,7 +55,13 @@ export function spawnCaptured(command: string, args: string[], env: Record<strin
 export async function waitUntilAnswering(service: CapturedProcess, url: string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (await fetch(url, { signal: AbortSignal.timeout(1_000) }).then((response) => response.status === 200, () => false)) return;
+    if (
+      await fetch(url, { signal: AbortSignal.timeout(1_000) }).then(
+        (response) => response.status === 200,
+        () => false,
+      )
+    )
+      return;
     if (service.child.exitCode !== null || Date.now() > deadline) {
       throw new Error(`${url} did not answer (exit ${service.child.exitCode}):\n${service.output()}`);
     }

@@ -10,5 +10,8 @@ import { fileURLToPath } from 'node:url';
 export function startCommandWords(root = fileURLToPath(new URL('../..', import.meta.url))): string[] {
   const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: { start: string } };
   // `exec` makes the shell npm runs the script in become node, so signals sent to npm reach it.
-  return pkg.scripts.start.trim().replace(/^exec\s+/, '').split(/\s+/);
+  return pkg.scripts.start
+    .trim()
+    .replace(/^exec\s+/, '')
+    .split(/\s+/);
 }

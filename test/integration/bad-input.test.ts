@@ -20,7 +20,11 @@ describe('bad input is a 400, never a 500', () => {
   afterAll(() => app.close());
 
   const post = (path: string, body: string | Uint8Array, headers: Record<string, string> = {}) =>
-    fetch(`${app.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : new Uint8Array(body) });
+    fetch(`${app.url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: typeof body === 'string' ? body : new Uint8Array(body),
+    });
   const expect400 = async (response: Response | Promise<Response>, pattern: RegExp) => {
     const answer = await response;
     const body = (await answer.json()) as { error: { code: string; message: string } };
@@ -40,12 +44,20 @@ describe('bad input is a 400, never a 500', () => {
 
   it(`nesting deeper than ${MAX_JSON_DEPTH} levels, in a catalog write and in the selector`, async () => {
     const deep = (levels: number) => `${'{"a":'.repeat(levels)}1${'}'.repeat(levels)}`;
-    const put = await fetch(`${app.url}/v1/catalogs/${catalog}-deep`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: `{"tools":[{"name":"x","inputSchema":${deep(5000)}}]}` });
+    const put = await fetch(`${app.url}/v1/catalogs/${catalog}-deep`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: `{"tools":[{"name":"x","inputSchema":${deep(5000)}}]}`,
+    });
     expect(put.status).toBe(400);
     expect(((await put.json()) as { error: { message: string } }).error.message).toContain(`deeper than ${MAX_JSON_DEPTH}`);
     await expect400(post('/v1/tool-discovery/search', `{"pattern":"x","tools":[{"name":"x","definition":${deep(3000)}}]}`), /deeper than/);
     expect((await app.request('GET', `/v1/catalogs/${catalog}-deep`)).status).toBe(404);
-    const fine = await fetch(`${app.url}/v1/catalogs/${catalog}-fine`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: `{"tools":[{"name":"x","inputSchema":${deep(40)}}]}` });
+    const fine = await fetch(`${app.url}/v1/catalogs/${catalog}-fine`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: `{"tools":[{"name":"x","inputSchema":${deep(40)}}]}`,
+    });
     expect(fine.status).toBe(200);
   });
 
@@ -68,18 +80,30 @@ describe('bad input is a 400, never a 500', () => {
   });
 
   it('lone surrogates are rejected, never stored as U+FFFD', async () => {
-    const response = await fetch(`${app.url}/v1/catalogs/${catalog}-sur`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: '{"tools":[{"name":"ls\\ud800x"},{"name":"ls\\udc00x"}]}' });
+    const response = await fetch(`${app.url}/v1/catalogs/${catalog}-sur`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: '{"tools":[{"name":"ls\\ud800x"},{"name":"ls\\udc00x"}]}',
+    });
     expect(response.status).toBe(400);
     expect(((await response.json()) as { error: { message: string } }).error.message).toContain('surrogate');
     expect((await app.request('GET', `/v1/catalogs/${catalog}-sur`)).status).toBe(404);
   });
 
   it('a catalog write over SLICED_PARSE_BYTES (parsed in slices) is read and refused exactly as a small one', async () => {
-    const tools = Array.from({ length: 2000 }, (_, index) => ({ name: `large_${index}`, description: `Reads "record" ${index} [of many], with {braces} and \\ backslashes.`, inputSchema: { type: 'object', properties: { id: { type: 'integer' } } } }));
-    const put = (name: string, body: string, charset = '') => fetch(`${app.url}/v1/catalogs/${name}`, { method: 'PUT', headers: { 'content-type': `application/json${charset}` }, body });
+    const tools = Array.from({ length: 2000 }, (_, index) => ({
+      name: `large_${index}`,
+      description: `Reads "record" ${index} [of many], with {braces} and \\ backslashes.`,
+      inputSchema: { type: 'object', properties: { id: { type: 'integer' } } },
+    }));
+    const put = (name: string, body: string, charset = '') =>
+      fetch(`${app.url}/v1/catalogs/${name}`, { method: 'PUT', headers: { 'content-type': `application/json${charset}` }, body });
     const large = JSON.stringify({ tools });
     expect(Buffer.byteLength(large)).toBeGreaterThan(SLICED_PARSE_BYTES);
-    for (const [name, body] of [[`${catalog}-large`, large], [`${catalog}-bare`, `\n${JSON.stringify(tools, null, 1)}\n`]] as const) {
+    for (const [name, body] of [
+      [`${catalog}-large`, large],
+      [`${catalog}-bare`, `\n${JSON.stringify(tools, null, 1)}\n`],
+    ] as const) {
       const answer = await put(name, body, '; charset=utf-8');
       expect(answer.status, await answer.clone().text()).toBe(200);
       expect(((await answer.json()) as { tools_written: number }).tools_written).toBe(2000);
@@ -87,9 +111,17 @@ describe('bad input is a 400, never a 500', () => {
       expect(stored.body).toMatchObject({ name: 'large_1999', description: tools[1999]!.description });
     }
     // Chunked and compressed bodies, whose size is known only once read, likewise.
-    const chunked = (body: Uint8Array) => new ReadableStream<Uint8Array>({ start: (controller) => (controller.enqueue(body.subarray(0, 1000)), controller.enqueue(body.subarray(1000)), controller.close()) });
+    const chunked = (body: Uint8Array) =>
+      new ReadableStream<Uint8Array>({
+        start: (controller) => (controller.enqueue(body.subarray(0, 1000)), controller.enqueue(body.subarray(1000)), controller.close()),
+      });
     const putChunked = (name: string, body: Uint8Array, headers: Record<string, string> = {}) =>
-      fetch(`${app.url}/v1/catalogs/${name}`, { method: 'PUT', headers: { 'content-type': 'application/json', ...headers }, body: chunked(body), duplex: 'half' } as RequestInit);
+      fetch(`${app.url}/v1/catalogs/${name}`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: chunked(body),
+        duplex: 'half',
+      } as RequestInit);
     for (const [name, answer] of [
       [`${catalog}-chunked`, await putChunked(`${catalog}-chunked`, Buffer.from(large))],
       [`${catalog}-gzip`, await putChunked(`${catalog}-gzip`, gzipSync(large), { 'content-encoding': 'gzip' })],
@@ -160,7 +192,11 @@ describe('input of extreme shape is answered, not a crash or a stall', () => {
     const put = await app.request('PUT', `/v1/catalogs/${name}`, { tools: [tool] });
     expect(put.status, JSON.stringify(put.body)).toBe(200);
     expect((await app.request('GET', `/v1/catalogs/${name}`)).body.definition_tokens.anthropic).toBeGreaterThan(10);
-    const selected = await app.request('POST', '/v1/tool-discovery/search', { pattern: 'split documents', top_k: 1, tools: [tool, { name: 'read_file', description: 'Read a file.' }] });
+    const selected = await app.request('POST', '/v1/tool-discovery/search', {
+      pattern: 'split documents',
+      top_k: 1,
+      tools: [tool, { name: 'read_file', description: 'Read a file.' }],
+    });
     expect(selected.status, JSON.stringify(selected.body)).toBe(200);
     expect(selected.body.selected_names).toEqual(['eot']);
   });
@@ -173,7 +209,14 @@ describe('input of extreme shape is answered, not a crash or a stall', () => {
     }
     const found = await app.request('POST', '/v1/tool-search', { query, catalog });
     expect(found.status, JSON.stringify(found.body)).toBe(200);
-    const selected = await app.request('POST', '/v1/tool-discovery/search', { pattern: `${query} wether forcast`, top_k: 1, tools: [{ name: 'get_weather', description: 'Weather forecast for a city.' }, { name: 'read_file', description: 'Read a file.' }] });
+    const selected = await app.request('POST', '/v1/tool-discovery/search', {
+      pattern: `${query} wether forcast`,
+      top_k: 1,
+      tools: [
+        { name: 'get_weather', description: 'Weather forecast for a city.' },
+        { name: 'read_file', description: 'Read a file.' },
+      ],
+    });
     expect(selected.status, JSON.stringify(selected.body)).toBe(200);
     // The short misspelt words next to it are still corrected.
     expect(selected.body.selected_names).toEqual(['get_weather']);

@@ -47,19 +47,25 @@ describe('requests Node rejects before express sees them', () => {
   afterAll(() => app?.close());
 
   it('bad chunked encoding: 400 in the error shape, naming the fault', async () => {
-    const answer = await rawRequest(app.url, 'POST /v1/tool-search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n');
+    const answer = await rawRequest(
+      app.url,
+      'POST /v1/tool-search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n',
+    );
     expect(answer.status).toBe(400);
     expect(answer.headers).toMatch(/content-type: application\/json/i);
     expect(answer.body.error).toMatchObject({ code: 'malformed_request', message: expect.stringContaining('chunked encoding') });
   });
 
   it('both Content-Length and Transfer-Encoding: 400 saying to send one', async () => {
-    const answer = await rawRequest(app.url, 'POST /v1/tool-search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n');
+    const answer = await rawRequest(
+      app.url,
+      'POST /v1/tool-search HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n',
+    );
     expect(answer.status).toBe(400);
     expect(answer.body.error).toMatchObject({ code: 'malformed_request', message: expect.stringContaining('not both') });
   });
 
-  it('headers past Node\'s limit: 431 in the error shape', async () => {
+  it("headers past Node's limit: 431 in the error shape", async () => {
     const answer = await rawRequest(app.url, `GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: ${'a'.repeat(20_000)}\r\n\r\n`);
     expect(answer.status).toBe(431);
     expect(answer.body.error).toMatchObject({ code: 'headers_too_large', request_id: '' });
@@ -79,7 +85,10 @@ describe('request bodies in flight', () => {
   afterAll(() => app?.close());
 
   it('answers 503 with Retry-After once the bodies being received would pass BODY_MEMORY, and recovers when they end', async () => {
-    const slow = [partialPut(app.url, `/v1/catalogs/${uniqueName('slow')}`, 500_000, 1000), partialPut(app.url, `/v1/catalogs/${uniqueName('slow')}`, 450_000, 1000)];
+    const slow = [
+      partialPut(app.url, `/v1/catalogs/${uniqueName('slow')}`, 500_000, 1000),
+      partialPut(app.url, `/v1/catalogs/${uniqueName('slow')}`, 450_000, 1000),
+    ];
     const large = { tools: [{ name: 'a', description: 'x'.repeat(200_000) }] };
     // Until the server has read both slow requests' headers (and reserved their lengths), a large
     // body still fits: ask again until it does not, however busy the machine is.
@@ -96,10 +105,12 @@ describe('request bodies in flight', () => {
     for (const { socket } of slow) socket.destroy();
     // Their reservations end when the server sees the connections close.
     let after = 0;
-    await until('the reservations to be released', async () => (after = (await app.request('PUT', `/v1/catalogs/${uniqueName('after')}`, large)).status) !== 503);
+    await until(
+      'the reservations to be released',
+      async () => (after = (await app.request('PUT', `/v1/catalogs/${uniqueName('after')}`, large)).status) !== 503,
+    );
     expect(after).toBe(200);
   });
-
 });
 
 describe('a request body that does not arrive', () => {

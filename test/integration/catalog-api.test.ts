@@ -13,9 +13,8 @@ const livemcp = readFileSync(new URL('../../../shared/eval/livemcpbench/catalog.
   .split('\n')
   .map((line) => JSON.parse(line));
 
-const expectedMigrations = (
-  JSON.parse(readFileSync(new URL('../../migrations/meta/_journal.json', import.meta.url), 'utf8')) as { entries: unknown[] }
-).entries.length;
+const expectedMigrations = (JSON.parse(readFileSync(new URL('../../migrations/meta/_journal.json', import.meta.url), 'utf8')) as { entries: unknown[] }).entries
+  .length;
 
 /** A small MCP tool; `suffix` makes its content (and so its hash) unique to this run. */
 function mcpTool(name: string, description = `Does ${name}.`, properties: Record<string, unknown> = { q: { type: 'string' } }) {
@@ -262,7 +261,11 @@ describe('catalog ingestion over REST', () => {
   it('pages with limit and cursor through every tool exactly once, in name order', async () => {
     const name = uniqueName('pages');
     const names = ['kilo', 'Alpha', 'echo', 'bravo', 'Zulu', 'delta', 'charlie'];
-    await app.request('PUT', `/v1/catalogs/${name}`, names.map((tool) => mcpTool(tool)));
+    await app.request(
+      'PUT',
+      `/v1/catalogs/${name}`,
+      names.map((tool) => mcpTool(tool)),
+    );
     const expected = [...names].sort();
     for (const limit of [1, 2, 3, 7, 8]) {
       const seen: string[] = [];
@@ -399,10 +402,7 @@ describe('catalog ingestion over REST', () => {
     const hash = contentHash(normalizeTool(mcp));
     expect(await catalogHashes(app, 'default', a)).toEqual([hash]);
     expect(await catalogHashes(app, 'default', b)).toEqual([hash]);
-    const documents = await queryRows<{ n: number }>(
-      app.deps.database.db,
-      sql`select count(*)::int as n from tool_documents where name = ${toolName}`,
-    );
+    const documents = await queryRows<{ n: number }>(app.deps.database.db, sql`select count(*)::int as n from tool_documents where name = ${toolName}`);
     expect(documents[0]?.n).toBe(1);
     // Each catalog still returns its own definition as sent.
     expect((await app.request('GET', `/v1/catalogs/${b}/tools/${toolName}?detail=full`)).body.definition).toEqual(anthropic);

@@ -35,12 +35,20 @@ const PARAMETERS = ['path', 'limit', 'mode'];
 const FILLER_WORDS = ['invoice', 'printer', 'calendar', 'network', 'weather', 'payroll', 'ticket', 'sensor', 'mailbox', 'ledger'];
 
 type Tool = Record<string, unknown>;
-interface Entry { raw: Tool; description: string; tags: string[]; server: string | null }
+interface Entry {
+  raw: Tool;
+  description: string;
+  tags: string[];
+  server: string | null;
+}
 
-const pick = <T,>(random: () => number, items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
-const some = <T,>(random: () => number, items: readonly T[], p = 0.4): T[] => items.filter(() => random() < p);
-const shuffled = <T,>(random: () => number, items: readonly T[]): T[] =>
-  items.map((item) => [random(), item] as const).sort((a, b) => a[0] - b[0]).map(([, item]) => item);
+const pick = <T>(random: () => number, items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+const some = <T>(random: () => number, items: readonly T[], p = 0.4): T[] => items.filter(() => random() < p);
+const shuffled = <T>(random: () => number, items: readonly T[]): T[] =>
+  items
+    .map((item) => [random(), item] as const)
+    .sort((a, b) => a[0] - b[0])
+    .map(([, item]) => item);
 
 /** A tool named `name` with random content, in one of the shapes a catalog accepts. */
 function randomTool(random: () => number, name: string): Entry {
@@ -69,7 +77,12 @@ interface Caller {
 
 function caller(apps: TestApp[], random: () => number, headers: Record<string, string>): Caller {
   const on = (app: TestApp) => ({ url: app.url, request: (method: string, path: string, body?: unknown) => app.request(method, path, body, headers) });
-  return { headers, replicas: apps, request: (method, path, body) => on(pick(random, apps)).request(method, path, body), replica: () => on(pick(random, apps)) };
+  return {
+    headers,
+    replicas: apps,
+    request: (method, path, body) => on(pick(random, apps)).request(method, path, body),
+    replica: () => on(pick(random, apps)),
+  };
 }
 
 /**
@@ -89,7 +102,14 @@ async function history(apps: TestApp[], tenants: Record<string, string>[], seed:
   const filler = Array.from({ length: FILLER }, (_, i) => {
     const entry = randomTool(random, `filler_${i}`);
     const description = `${Array.from({ length: 3 }, () => pick(random, FILLER_WORDS)).join(' ')} item ${i}`;
-    return [`filler_${i}`, { ...entry, raw: { ...entry.raw, ...('function' in entry.raw ? { function: { ...(entry.raw.function as Tool), description } } : { description }) }, description }] as const;
+    return [
+      `filler_${i}`,
+      {
+        ...entry,
+        raw: { ...entry.raw, ...('function' in entry.raw ? { function: { ...(entry.raw.function as Tool), description } } : { description }) },
+        description,
+      },
+    ] as const;
   });
   const trail: string[] = [];
   const where = () => `seed ${seed}, after: ${trail.slice(-6).join('; ')}`;
@@ -106,14 +126,29 @@ async function history(apps: TestApp[], tenants: Record<string, string>[], seed:
     const roll = random();
     if (roll < 0.3) {
       const entries = [...filler, ...shuffled(random, some(random, names, 0.5)).map((name) => [name, randomTool(random, name)] as const)];
-      trail.push(`PUT ${slot.label} ${entries.slice(filler.length).map(([name]) => name).join(',')}`);
-      await write('PUT', slot, entries.map(([, entry]) => entry));
+      trail.push(
+        `PUT ${slot.label} ${entries
+          .slice(filler.length)
+          .map(([name]) => name)
+          .join(',')}`,
+      );
+      await write(
+        'PUT',
+        slot,
+        entries.map(([, entry]) => entry),
+      );
       model.set(slot.label, new Map(entries));
     } else if (roll < 0.65) {
-      const entries = shuffled(random, some(random, names, 0.2)).slice(0, 5).map((name) => [name, randomTool(random, name)] as const);
+      const entries = shuffled(random, some(random, names, 0.2))
+        .slice(0, 5)
+        .map((name) => [name, randomTool(random, name)] as const);
       if (entries.length === 0) continue;
       trail.push(`POST ${slot.label} ${entries.map(([name]) => name).join(',')}`);
-      await write('POST', slot, entries.map(([, entry]) => entry));
+      await write(
+        'POST',
+        slot,
+        entries.map(([, entry]) => entry),
+      );
       model.set(slot.label, new Map([...(tools ?? []), ...entries]));
     } else if (roll < 0.92) {
       const name = pick(random, names);
@@ -185,7 +220,14 @@ async function concurrentRounds(apps: TestApp[], tenants: Record<string, string>
   await as.request('DELETE', `/v1/catalogs/${catalog}`);
 }
 
-async function check(as: Caller, random: () => number, catalog: string, tools: Map<string, Entry> | undefined, where: () => string, embedded: boolean): Promise<void> {
+async function check(
+  as: Caller,
+  random: () => number,
+  catalog: string,
+  tools: Map<string, Entry> | undefined,
+  where: () => string,
+  embedded: boolean,
+): Promise<void> {
   const got = await as.request('GET', `/v1/catalogs/${catalog}`);
   if (!tools) {
     expect(got.status, where()).toBe(404);
@@ -205,7 +247,9 @@ async function check(as: Caller, random: () => number, catalog: string, tools: M
     expect(pages, where()).toBeLessThan(tools.size / limit + 2);
   }
   // Tags are kept in code-point order (part of a tool's canonical content).
-  const expected = [...tools].sort(([a], [b]) => (a < b ? -1 : 1)).map(([name, entry]) => ({ name, description: entry.description, tags: [...entry.tags].sort(), server: entry.server }));
+  const expected = [...tools]
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([name, entry]) => ({ name, description: entry.description, tags: [...entry.tags].sort(), server: entry.server }));
   expect(listed, where()).toEqual(expected);
 
   // The twin: the same tools in one PUT, in another order, into a new catalog.
@@ -231,7 +275,15 @@ async function check(as: Caller, random: () => number, catalog: string, tools: M
         mode: pick(random, embedded ? ['hybrid', 'bm25', 'vector'] : ['hybrid', 'bm25']),
         top_k: 100,
         explain: true,
-        ...(random() < 0.3 ? { tags: some(random, TAGS.map((tag) => (random() < 0.5 ? tag.toLowerCase() : tag)), 0.5) } : {}),
+        ...(random() < 0.3
+          ? {
+              tags: some(
+                random,
+                TAGS.map((tag) => (random() < 0.5 ? tag.toLowerCase() : tag)),
+                0.5,
+              ),
+            }
+          : {}),
       };
       if (body.tags?.length === 0) delete body.tags;
       // One replica for both: the model's vector of a query can differ in its 7th digit between
@@ -249,18 +301,20 @@ async function check(as: Caller, random: () => number, catalog: string, tools: M
       // scanned in SQL and the other's in process (a small catalog's vectors are held once read
       // after a search, per revision): pgvector sums in float32, the scan in process in float64,
       // so cosines differ in their 7th digit, and the fused scores that weigh them too.
-      const view = (answer: any) => answer.body.results.map((result: any) => ({
-        name: result.name,
-        bm25: result.explain.bm25?.rank ?? null,
-        vector: result.explain.vector?.rank ?? null,
-      }));
-      const numbers = (answer: any): number[] => answer.body.results.flatMap((result: any) => [
-        result.score,
-        result.explain.bm25?.score ?? 0,
-        result.explain.vector?.score ?? 0,
-        result.explain.server_vote,
-        result.explain.tag_boost,
-      ]);
+      const view = (answer: any) =>
+        answer.body.results.map((result: any) => ({
+          name: result.name,
+          bm25: result.explain.bm25?.rank ?? null,
+          vector: result.explain.vector?.rank ?? null,
+        }));
+      const numbers = (answer: any): number[] =>
+        answer.body.results.flatMap((result: any) => [
+          result.score,
+          result.explain.bm25?.score ?? 0,
+          result.explain.vector?.score ?? 0,
+          result.explain.server_vote,
+          result.explain.tag_boost,
+        ]);
       expect(view(mine), label).toEqual(view(theirs));
       const theirNumbers = numbers(theirs);
       numbers(mine).forEach((value, i) => {
@@ -272,7 +326,10 @@ async function check(as: Caller, random: () => number, catalog: string, tools: M
       if (body.mode === 'bm25') {
         const words = body.query.split(' ');
         const tags = body.tags?.map((tag) => tag.toLowerCase());
-        const matching = [...tools].filter(([, entry]) => words.some((word) => entry.description.split(' ').includes(word)) && (!tags || entry.tags.some((tag) => tags.includes(tag.toLowerCase()))));
+        const matching = [...tools].filter(
+          ([, entry]) =>
+            words.some((word) => entry.description.split(' ').includes(word)) && (!tags || entry.tags.some((tag) => tags.includes(tag.toLowerCase()))),
+        );
         expect(mine.body.results.map((result: any) => result.name).sort(), label).toEqual(matching.map(([name]) => name).sort());
       }
     }
@@ -310,9 +367,16 @@ async function check(as: Caller, random: () => number, catalog: string, tools: M
           const inline = await replica.request('POST', '/v1/tool-search', { query, tools: [...tools.values()].map((entry) => entry.raw), max_results: 50 });
           expect(inline.status, inline.text).toBe(200);
           // A tie across the 50th place (a server's tools sharing its vote) is cut by name on both paths.
-          expect(inline.body.results.map((result: any) => result.name), `${where()}; tool-search inline ${query}`).toEqual(names);
+          expect(
+            inline.body.results.map((result: any) => result.name),
+            `${where()}; tool-search inline ${query}`,
+          ).toEqual(names);
           // Under a tag filter too: both paths filter before they rank.
-          const tags = some(random, TAGS.map((tag) => (random() < 0.5 ? tag.toLowerCase() : tag)), 0.5);
+          const tags = some(
+            random,
+            TAGS.map((tag) => (random() < 0.5 ? tag.toLowerCase() : tag)),
+            0.5,
+          );
           const [taggedStored, taggedInline] = await Promise.all([
             replica.request('POST', '/v1/tool-search', { query, catalog, tags, max_results: 50 }),
             replica.request('POST', '/v1/tool-search', { query, tools: [...tools.values()].map((entry) => entry.raw), tags, max_results: 50 }),
@@ -347,12 +411,20 @@ describe('catalog histories', () => {
     });
     afterAll(() => Promise.all(apps.map((app) => app.close())));
 
-    it('answer as the same tools written at once', async () => {
-      await history(apps, tenants, seed, Math.ceil(STEPS / share), embedded);
-    }, TIMEOUT);
+    it(
+      'answer as the same tools written at once',
+      async () => {
+        await history(apps, tenants, seed, Math.ceil(STEPS / share), embedded);
+      },
+      TIMEOUT,
+    );
 
-    it('answer so after rounds of writes sent at once', async () => {
-      await concurrentRounds(apps, tenants, seed + 2000, Math.ceil(STEPS / (4 * share)), embedded);
-    }, TIMEOUT);
+    it(
+      'answer so after rounds of writes sent at once',
+      async () => {
+        await concurrentRounds(apps, tenants, seed + 2000, Math.ceil(STEPS / (4 * share)), embedded);
+      },
+      TIMEOUT,
+    );
   });
 });

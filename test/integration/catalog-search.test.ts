@@ -4,15 +4,62 @@ import { observing, uniqueName } from '../helpers/database.js';
 import { testEmbedder } from '../helpers/embedder.js';
 
 const tools = [
-  { name: 'read_file', description: 'Read the complete contents of a file from disk.', inputSchema: { type: 'object', properties: { path: { type: 'string' } } }, tags: ['files'] },
-  { name: 'write_file', description: 'Write text to a file on disk, replacing it.', inputSchema: { type: 'object', properties: { path: { type: 'string' }, content: { type: 'string' } } }, tags: ['files'] },
-  { name: 'list_directory', description: 'List the files in a directory.', inputSchema: { type: 'object', properties: { path: { type: 'string' } } }, tags: ['files'] },
-  { name: 'web_search', description: 'Search the web for pages matching a query.', inputSchema: { type: 'object', properties: { query: { type: 'string' } } }, tags: ['web'] },
-  { name: 'fetch_url', description: 'Download a web page and return its text.', inputSchema: { type: 'object', properties: { url: { type: 'string' } } }, tags: ['web'] },
-  { name: 'send_email', description: 'Send an email message to a recipient.', inputSchema: { type: 'object', properties: { to: { type: 'string' } } }, tags: ['mail'] },
-  { name: 'get_weather', description: 'Current weather forecast for a city.', inputSchema: { type: 'object', properties: { city: { type: 'string' } } }, tags: ['weather'] },
-  { name: 'github__create_issue', description: 'Open an issue in a GitHub repository.', inputSchema: { type: 'object', properties: { title: { type: 'string' } } }, server: 'github', tags: ['code'] },
-  { name: 'github__list_commits', description: 'List the commits of a branch.', inputSchema: { type: 'object', properties: { branch: { type: 'string' } } }, server: 'github', tags: ['code'] },
+  {
+    name: 'read_file',
+    description: 'Read the complete contents of a file from disk.',
+    inputSchema: { type: 'object', properties: { path: { type: 'string' } } },
+    tags: ['files'],
+  },
+  {
+    name: 'write_file',
+    description: 'Write text to a file on disk, replacing it.',
+    inputSchema: { type: 'object', properties: { path: { type: 'string' }, content: { type: 'string' } } },
+    tags: ['files'],
+  },
+  {
+    name: 'list_directory',
+    description: 'List the files in a directory.',
+    inputSchema: { type: 'object', properties: { path: { type: 'string' } } },
+    tags: ['files'],
+  },
+  {
+    name: 'web_search',
+    description: 'Search the web for pages matching a query.',
+    inputSchema: { type: 'object', properties: { query: { type: 'string' } } },
+    tags: ['web'],
+  },
+  {
+    name: 'fetch_url',
+    description: 'Download a web page and return its text.',
+    inputSchema: { type: 'object', properties: { url: { type: 'string' } } },
+    tags: ['web'],
+  },
+  {
+    name: 'send_email',
+    description: 'Send an email message to a recipient.',
+    inputSchema: { type: 'object', properties: { to: { type: 'string' } } },
+    tags: ['mail'],
+  },
+  {
+    name: 'get_weather',
+    description: 'Current weather forecast for a city.',
+    inputSchema: { type: 'object', properties: { city: { type: 'string' } } },
+    tags: ['weather'],
+  },
+  {
+    name: 'github__create_issue',
+    description: 'Open an issue in a GitHub repository.',
+    inputSchema: { type: 'object', properties: { title: { type: 'string' } } },
+    server: 'github',
+    tags: ['code'],
+  },
+  {
+    name: 'github__list_commits',
+    description: 'List the commits of a branch.',
+    inputSchema: { type: 'object', properties: { branch: { type: 'string' } } },
+    server: 'github',
+    tags: ['code'],
+  },
 ];
 
 describe('POST /v1/catalogs/{catalog}/search with the real model', () => {
@@ -117,7 +164,11 @@ describe('POST /v1/catalogs/{catalog}/search with the real model', () => {
     for (const held of [false, true]) {
       if (held) await indexes.get(row);
       expect(indexes.held(row) !== undefined, `index held: ${held}`).toBe(held);
-      const response = await app.request('POST', `/v1/catalogs/${fresh}/search`, { query: 'use fetch_url to get the weather page, not send_fax', top_k: 2, explain: true });
+      const response = await app.request('POST', `/v1/catalogs/${fresh}/search`, {
+        query: 'use fetch_url to get the weather page, not send_fax',
+        top_k: 2,
+        explain: true,
+      });
       expect(response.body.results[0].name).toBe('fetch_url');
       expect(response.body.results[0].explain.exact_name).toBe(true);
       expect(response.body.results[1].explain.exact_name).toBe(false);
@@ -150,7 +201,10 @@ describe('POST /v1/catalogs/{catalog}/search with the real model', () => {
       for (const mode of ['hybrid', 'vector']) {
         const inProcess = await answer(query, mode);
         const before = inSql.get(`${mode}:${query}`)!;
-        expect(inProcess.map((result) => result.name), `${mode}: ${query}`).toEqual(before.map((result) => result.name));
+        expect(
+          inProcess.map((result) => result.name),
+          `${mode}: ${query}`,
+        ).toEqual(before.map((result) => result.name));
         inProcess.forEach((result, i) => {
           expect(result.vector?.rank).toBe(before[i]!.vector?.rank);
           // Cosines in process (float64 over the stored float32s) and in pgvector agree to ~1e-5.
@@ -161,7 +215,7 @@ describe('POST /v1/catalogs/{catalog}/search with the real model', () => {
     }
   });
 
-  it('ranks a catalog from memory as the store does, under a tag filter too (its tools\' servers voting), without asking the store', async () => {
+  it("ranks a catalog from memory as the store does, under a tag filter too (its tools' servers voting), without asking the store", async () => {
     const { getCatalog } = await import('../../src/store/catalog-store.js');
     const { rankRemembered, searchCatalog } = await import('../../src/search/catalog-search.js');
     const served = [
@@ -188,7 +242,15 @@ describe('POST /v1/catalogs/{catalog}/search with the real model', () => {
     // The store: SQL for everything (no index, vectors or means in process). Memory: a store that throws if asked.
     const inSql = { ...deps, catalogIndexes: undefined, catalogVectors: undefined, serverStats: undefined };
     const asked: string[] = [];
-    const untouchable = new Proxy({}, { get: (_, key) => { asked.push(String(key)); throw new Error('the store was asked'); } }) as typeof deps.db;
+    const untouchable = new Proxy(
+      {},
+      {
+        get: (_, key) => {
+          asked.push(String(key));
+          throw new Error('the store was asked');
+        },
+      },
+    ) as typeof deps.db;
     let voted = 0;
     const statements: string[] = [];
     // And as a catalog too large to scan in process (the most it scans: one tool fewer than it
@@ -201,23 +263,54 @@ describe('POST /v1/catalogs/{catalog}/search with the real model', () => {
       for (const tags of [undefined, ['code'], ['web', 'files']]) {
         for (const query of ['search the code of a repository', 'take a picture of the web page', 'move a file']) {
           const label = `${embedder ? 'model' : 'no model'}, tags ${tags}: ${query}`;
-          const store = await searchCatalog({ ...inSql, embedder }, { tenant: 'default', name }, { query, topK: 8, mode: 'hybrid', ...(tags ? { tags } : {}) }, row);
+          const store = await searchCatalog(
+            { ...inSql, embedder },
+            { tenant: 'default', name },
+            { query, topK: 8, mode: 'hybrid', ...(tags ? { tags } : {}) },
+            row,
+          );
           const memory = await rankRemembered({ ...deps, db: untouchable, embedder }, index, { pattern: query, depth: 8, ...(tags ? { tags } : {}) });
-          expect(memory.found.map(([found]) => found), label).toEqual(store.tools.map(({ tool }) => tool.name));
+          expect(
+            memory.found.map(([found]) => found),
+            label,
+          ).toEqual(store.tools.map(({ tool }) => tool.name));
           memory.found.forEach(([, score], at) => expect(score, label).toBeCloseTo(store.tools[at]!.score, 6));
           if (tags) voted += store.tools.filter(({ explain }) => explain.server_vote > 0).length;
           // Healthy, with the index and vectors held: the same ranking, the server lists in process.
-          const healthy = await searchCatalog({ ...deps, db: observing(deps.db, (text) => statements.push(text)), embedder }, { tenant: 'default', name }, { query, topK: 8, mode: 'hybrid', ...(tags ? { tags } : {}) }, row);
-          expect(healthy.tools.map(({ tool }) => tool.name), label).toEqual(store.tools.map(({ tool }) => tool.name));
+          const healthy = await searchCatalog(
+            { ...deps, db: observing(deps.db, (text) => statements.push(text)), embedder },
+            { tenant: 'default', name },
+            { query, topK: 8, mode: 'hybrid', ...(tags ? { tags } : {}) },
+            row,
+          );
+          expect(
+            healthy.tools.map(({ tool }) => tool.name),
+            label,
+          ).toEqual(store.tools.map(({ tool }) => tool.name));
           healthy.tools.forEach(({ score }, at) => expect(score, label).toBeCloseTo(store.tools[at]!.score, 6));
-          const asLarge = await searchCatalog({ ...deps, db: observing(deps.db, (text) => largeStatements.push(text)), embedder, catalogVectors: large }, { tenant: 'default', name }, { query, topK: 8, mode: 'hybrid', ...(tags ? { tags } : {}) }, row);
-          expect(asLarge.tools.map(({ tool }) => tool.name), `as large, ${label}`).toEqual(store.tools.map(({ tool }) => tool.name));
+          const asLarge = await searchCatalog(
+            { ...deps, db: observing(deps.db, (text) => largeStatements.push(text)), embedder, catalogVectors: large },
+            { tenant: 'default', name },
+            { query, topK: 8, mode: 'hybrid', ...(tags ? { tags } : {}) },
+            row,
+          );
+          expect(
+            asLarge.tools.map(({ tool }) => tool.name),
+            `as large, ${label}`,
+          ).toEqual(store.tools.map(({ tool }) => tool.name));
           asLarge.tools.forEach(({ score }, at) => expect(score, `as large, ${label}`).toBeCloseTo(store.tools[at]!.score, 6));
           // And from memory as large: under a tag, the set that search kept (untagged, a catalog this
           // large has no vectors in process, so the model's ranking needs the store).
           if (tags || !embedder) {
-            const remembered = await rankRemembered({ ...deps, db: untouchable, embedder, catalogVectors: large }, index, { pattern: query, depth: 8, ...(tags ? { tags } : {}) });
-            expect(remembered.found.map(([found]) => found), `from memory as large, ${label}`).toEqual(store.tools.map(({ tool }) => tool.name));
+            const remembered = await rankRemembered({ ...deps, db: untouchable, embedder, catalogVectors: large }, index, {
+              pattern: query,
+              depth: 8,
+              ...(tags ? { tags } : {}),
+            });
+            expect(
+              remembered.found.map(([found]) => found),
+              `from memory as large, ${label}`,
+            ).toEqual(store.tools.map(({ tool }) => tool.name));
             remembered.found.forEach(([, score], at) => expect(score, `from memory as large, ${label}`).toBeCloseTo(store.tools[at]!.score, 6));
           }
         }
@@ -252,7 +345,15 @@ describe('POST /v1/catalogs/{catalog}/search with the real model', () => {
   });
 
   it('rejects bad input with 400 and details, and unknown catalogs with 404', async () => {
-    for (const body of [{}, { query: '' }, { query: 'x', top_k: 0 }, { query: 'x', top_k: 101 }, { query: 'x', mode: 'magic' }, { query: 'x', tags: 'files' }, { query: 'x', extra: 1 }]) {
+    for (const body of [
+      {},
+      { query: '' },
+      { query: 'x', top_k: 0 },
+      { query: 'x', top_k: 101 },
+      { query: 'x', mode: 'magic' },
+      { query: 'x', tags: 'files' },
+      { query: 'x', extra: 1 },
+    ]) {
       const response = await search(body);
       expect(response.status, JSON.stringify(body)).toBe(400);
       expect(response.body.error.code).toBe('validation_failed');
@@ -282,13 +383,15 @@ describe('POST /v1/catalogs/{catalog}/search without a model', () => {
     expect(vector.body.error.code).toBe('service_unavailable');
   });
 
-  it('derives a searched catalog\'s new index as a write answers, and the next search ranks what was written', async () => {
+  it("derives a searched catalog's new index as a write answers, and the next search ranks what was written", async () => {
     const { getCatalog } = await import('../../src/store/catalog-store.js');
     const indexes = app.deps.search.catalogIndexes!;
     expect((await app.request('POST', `/v1/catalogs/${catalog}/search`, { query: 'send an email', mode: 'bm25' })).status).toBe(200);
     const before = (await getCatalog(app.deps.search.db, 'default', catalog))!;
     await indexes.get(before);
-    const post = await app.request('POST', `/v1/catalogs/${catalog}/tools`, { tools: [{ name: 'send_fax', description: 'Send a fax to a number.', inputSchema: {} }] });
+    const post = await app.request('POST', `/v1/catalogs/${catalog}/tools`, {
+      tools: [{ name: 'send_fax', description: 'Send a fax to a number.', inputSchema: {} }],
+    });
     expect(post.status).toBe(200);
     const after = (await getCatalog(app.deps.search.db, 'default', catalog))!;
     expect(after.revision).toBe(before.revision + 1);
@@ -307,7 +410,8 @@ describe('POST /v1/catalogs/{catalog}/search without a model', () => {
       expect(derived.totalTokens(shape), shape).toBe(after.definitionTokens[shape]);
       expect(built.totalTokens(shape), shape).toBe(after.definitionTokens[shape]);
       expect(derived.tokensOf('send_fax', shape), shape).toBeGreaterThan(0);
-      for (const tool of [...tools, { name: 'send_fax' }]) expect(derived.tokensOf(tool.name, shape), `${tool.name} ${shape}`).toBe(built.tokensOf(tool.name, shape));
+      for (const tool of [...tools, { name: 'send_fax' }])
+        expect(derived.tokensOf(tool.name, shape), `${tool.name} ${shape}`).toBe(built.tokensOf(tool.name, shape));
     }
   });
 });
@@ -340,7 +444,10 @@ describe('POST /v1/catalogs/{catalog}/search while the catalog is being embedded
     const { sql } = await import('drizzle-orm');
     const { queryRows } = await import('../../src/store/database.js');
     const embedder = app.deps.search.embedder!;
-    const rows = await queryRows<{ hash: string; name: string }>(app.deps.search.db, sql`select ct.hash, ct.name from catalog_tools ct join catalogs c on c.id = ct.catalog_id where c.name = ${catalog}`);
+    const rows = await queryRows<{ hash: string; name: string }>(
+      app.deps.search.db,
+      sql`select ct.hash, ct.name from catalog_tools ct join catalogs c on c.id = ct.catalog_id where c.name = ${catalog}`,
+    );
     const vectors = await Promise.all(rows.map(async (row) => ({ hash: row.hash, vector: await embedder.embedQuery(row.name.replace(/_/g, ' ')) })));
     await writeVectors(app.deps.search.db, currentRecipe(embedder.modelId), vectors);
     await new Promise((resolve) => setTimeout(resolve, 1100)); // a pending catalog is counted at most once a second
@@ -426,16 +533,21 @@ describe('a tag filter over a mid-size catalog (more than EXACT_SCAN_MAX tools),
       const names = (answer: Answer) => answer.body.results.map((result) => result.name);
       expect(names(filtered), query).toEqual(names(exact));
       // Cosines in process (float64 over the stored float32s) and in pgvector agree to ~1e-5.
-      filtered.body.results.forEach((result: Answer['body']['results'][number], i: number) => expect(result.explain.vector.score).toBeCloseTo(exact.body.results[i].explain.vector.score, 4));
+      filtered.body.results.forEach((result: Answer['body']['results'][number], i: number) =>
+        expect(result.explain.vector.score).toBeCloseTo(exact.body.results[i].explain.vector.score, 4),
+      );
       const [stored, inline] = await Promise.all([
         app.request('POST', '/v1/tool-search', { query, catalog: big, tags: ['ops'], max_results: 50 }),
         app.request('POST', '/v1/tool-search', { query, tools: many, tags: ['ops'], max_results: 50 }),
       ]);
-      expect(inline.body.results.map((result: { name: string }) => result.name), query).toEqual(stored.body.results.map((result: { name: string }) => result.name));
+      expect(
+        inline.body.results.map((result: { name: string }) => result.name),
+        query,
+      ).toEqual(stored.body.results.map((result: { name: string }) => result.name));
     }
   });
 
-  it('ranks a catalog too large to scan in process as a smaller one under a tag filter, reading the tagged tools\' vectors by name and no tag filter in SQL', async () => {
+  it("ranks a catalog too large to scan in process as a smaller one under a tag filter, reading the tagged tools' vectors by name and no tag filter in SQL", async () => {
     const { getCatalog } = await import('../../src/store/catalog-store.js');
     const { searchCatalog } = await import('../../src/search/catalog-search.js');
     const { CatalogVectorCache, CATALOG_VECTORS_MEMORY } = await import('../../src/search/catalog-vectors.js');
@@ -446,13 +558,23 @@ describe('a tag filter over a mid-size catalog (more than EXACT_SCAN_MAX tools),
     // The same service with 1,000 tools as the most it scans in process: the 2,100-tool catalog is
     // then "large", and its 700 tagged tools are few enough.
     const statements: string[] = [];
-    const large = { ...deps, db: observing(deps.db, (text) => statements.push(text)), catalogVectors: new CatalogVectorCache(new VectorCache(), CATALOG_VECTORS_MEMORY, 1_000) };
+    const large = {
+      ...deps,
+      db: observing(deps.db, (text) => statements.push(text)),
+      catalogVectors: new CatalogVectorCache(new VectorCache(), CATALOG_VECTORS_MEMORY, 1_000),
+    };
     for (const mode of ['hybrid', 'vector'] as const) {
       for (const query of ['printer out of paper', 'who pays the salaries', 'ledger of invoices for the payroll']) {
         const request = { query, topK: 50, mode, tags: ['ops'] };
-        const [asLarge, asSmall] = [await searchCatalog(large, { tenant: 'default', name: big }, request, row), await searchCatalog(deps, { tenant: 'default', name: big }, request, row)];
+        const [asLarge, asSmall] = [
+          await searchCatalog(large, { tenant: 'default', name: big }, request, row),
+          await searchCatalog(deps, { tenant: 'default', name: big }, request, row),
+        ];
         expect(asLarge.degraded, query).toBeUndefined();
-        expect(asLarge.tools.map(({ tool }) => tool.name), `${mode}: ${query}`).toEqual(asSmall.tools.map(({ tool }) => tool.name));
+        expect(
+          asLarge.tools.map(({ tool }) => tool.name),
+          `${mode}: ${query}`,
+        ).toEqual(asSmall.tools.map(({ tool }) => tool.name));
         asLarge.tools.forEach(({ score }, at) => expect(score, `${mode}: ${query}`).toBeCloseTo(asSmall.tools[at]!.score, 9));
       }
     }
@@ -470,7 +592,10 @@ describe('a tag filter over a mid-size catalog (more than EXACT_SCAN_MAX tools),
     expect(next.revision).toBeGreaterThan(row.revision);
     await deps.catalogIndexes!.get(next);
     const request = { query: 'storm siren for the weather office', topK: 50, mode: 'hybrid' as const, tags: ['OPS'] };
-    const [asLarge, asSmall] = [await searchCatalog(large, { tenant: 'default', name: big }, request, next), await searchCatalog(deps, { tenant: 'default', name: big }, request, next)];
+    const [asLarge, asSmall] = [
+      await searchCatalog(large, { tenant: 'default', name: big }, request, next),
+      await searchCatalog(deps, { tenant: 'default', name: big }, request, next),
+    ];
     expect(asLarge.degraded).toBeUndefined();
     expect(asLarge.tools[0]!.tool.name).toBe(changed.name);
     expect(asLarge.tools.map(({ tool }) => tool.name)).toEqual(asSmall.tools.map(({ tool }) => tool.name));

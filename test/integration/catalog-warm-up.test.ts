@@ -16,7 +16,24 @@ import { until } from '../helpers/assertions.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { scratchDatabase, storeKind, type ScratchDatabase } from '../helpers/database.js';
 
-const WORDS = ['read', 'write', 'file', 'issue', 'branch', 'weather', 'city', 'email', 'calendar', 'event', 'search', 'page', 'table', 'query', 'image', 'audio'];
+const WORDS = [
+  'read',
+  'write',
+  'file',
+  'issue',
+  'branch',
+  'weather',
+  'city',
+  'email',
+  'calendar',
+  'event',
+  'search',
+  'page',
+  'table',
+  'query',
+  'image',
+  'audio',
+];
 const toolsOf = (count: number, prefix: string) =>
   Array.from({ length: count }, (_, i) => ({
     name: `${prefix}_${i}`,
@@ -51,7 +68,14 @@ describe('catalogs read into process at start (CATALOG_WARMUP)', () => {
     for (const { name } of CATALOGS) {
       const summary = (await getCatalog(scratch.database.db, 'default', name))!;
       await writer.deps.search.catalogIndexes!.get(summary);
-      answers.set(name, await Promise.all(QUERIES.map(async (query) => (await search(writer, name, query)).body.results.map((result: { name: string; score: number }) => [result.name, result.score]))));
+      answers.set(
+        name,
+        await Promise.all(
+          QUERIES.map(async (query) =>
+            (await search(writer, name, query)).body.results.map((result: { name: string; score: number }) => [result.name, result.score]),
+          ),
+        ),
+      );
     }
     await writer.close();
   });
@@ -69,7 +93,11 @@ describe('catalogs read into process at start (CATALOG_WARMUP)', () => {
         // In hand before any search, and remembered for the selector's answer from memory.
         expect(app.deps.search.catalogIndexes!.held(summary), name).toBeDefined();
         expect(app.deps.search.catalogIndexes!.lastSeen('default', name)?.catalog.revision).toBe(summary.revision);
-        const now = await Promise.all(QUERIES.map(async (query) => (await search(app, name, query)).body.results.map((result: { name: string; score: number }) => [result.name, result.score])));
+        const now = await Promise.all(
+          QUERIES.map(async (query) =>
+            (await search(app, name, query)).body.results.map((result: { name: string; score: number }) => [result.name, result.score]),
+          ),
+        );
         expect(now, name).toEqual(answers.get(name));
       }
     } finally {
@@ -83,7 +111,9 @@ describe('catalogs read into process at start (CATALOG_WARMUP)', () => {
     const held = new Promise<void>((resolve) => (release = resolve));
     const adminDb = new Proxy(scratch.database.adminDb, {
       get: (target, key, receiver) =>
-        key === 'execute' ? async (...args: unknown[]) => (await held, (target.execute as (...a: unknown[]) => unknown).apply(target, args)) : Reflect.get(target, key, receiver),
+        key === 'execute'
+          ? async (...args: unknown[]) => (await held, (target.execute as (...a: unknown[]) => unknown).apply(target, args))
+          : Reflect.get(target, key, receiver),
     }) as Db;
     const database = new Proxy(scratch.database, { get: (target, key, receiver) => (key === 'adminDb' ? adminDb : Reflect.get(target, key, receiver)) });
     const app = await startTestApp({ CATALOG_WARMUP: 'true' }, { database });
@@ -93,7 +123,9 @@ describe('catalogs read into process at start (CATALOG_WARMUP)', () => {
       expect(waiting.body.components.database.status).toBe('ok');
       expect(waiting.body.components.catalogs).toEqual({ status: 'down', reason: 'reading the stored catalogs into process: 0 of ? (CATALOG_WARMUP)' });
       // Searches are answered meanwhile (in SQL): not ready is for load balancers, not a refusal.
-      expect((await search(app, 'new', 'weather in a city')).body.results.map((result: { name: string; score: number }) => [result.name, result.score])).toEqual(answers.get('new')![1]);
+      expect(
+        (await search(app, 'new', 'weather in a city')).body.results.map((result: { name: string; score: number }) => [result.name, result.score]),
+      ).toEqual(answers.get('new')![1]);
       release();
       let ready = await app.request('GET', '/readyz');
       for (const deadline = Date.now() + 30_000; ready.status !== 200 && Date.now() < deadline; ) ready = await app.request('GET', '/readyz');
@@ -125,7 +157,7 @@ describe('catalogs read into process at start (CATALOG_WARMUP)', () => {
   });
 });
 
-describe('catalogs\' vectors read into process at start, with the model', () => {
+describe("catalogs' vectors read into process at start, with the model", () => {
   let scratch: ScratchDatabase;
   const names = ['old', 'mid', 'new'];
 
@@ -144,7 +176,7 @@ describe('catalogs\' vectors read into process at start, with the model', () => 
   }, 120_000);
   afterAll(() => scratch.drop());
 
-  it('holds each small catalog\'s vectors once ready, the most recently written first, while the 128 MiB for them has room', async () => {
+  it("holds each small catalog's vectors once ready, the most recently written first, while the 128 MiB for them has room", async () => {
     const embedder = await testEmbedder();
     const warm = async (budget?: number) => {
       const deps = {
@@ -174,7 +206,13 @@ describe('catalogs\' vectors read into process at start, with the model', () => 
     catalogVectors.get = async (...args) => (await released, get(...args));
     const progress = newWarmUp();
     const warming = warmCatalogs(
-      { db: scratch.database.db, embedder, catalogIndexes: new CatalogIndexCache(scratch.database.adminDb), embeddingStatus: new CatalogEmbeddingStatus(), catalogVectors },
+      {
+        db: scratch.database.db,
+        embedder,
+        catalogIndexes: new CatalogIndexCache(scratch.database.adminDb),
+        embeddingStatus: new CatalogEmbeddingStatus(),
+        catalogVectors,
+      },
       scratch.database.adminDb,
       progress,
     );

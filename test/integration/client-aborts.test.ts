@@ -53,14 +53,22 @@ describe('clients that go away', () => {
     const catalog = uniqueName('aborted');
     const body = JSON.stringify([{ name: 'half_sent', description: 'never arrives whole' }]);
     const { hostname } = new URL(app.url);
-    await sendAndLeave(app.url, `PUT /v1/catalogs/${catalog} HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: application/json\r\nContent-Length: ${body.length + 1000}\r\n\r\n`, body);
+    await sendAndLeave(
+      app.url,
+      `PUT /v1/catalogs/${catalog} HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: application/json\r\nContent-Length: ${body.length + 1000}\r\n\r\n`,
+      body,
+    );
     await until('the abort logged', () => lines.some((line) => line.msg === 'client aborted the request'));
     const logged = lines.find((line) => line.msg === 'client aborted the request')!;
     expect(logged.level).toBe(30);
     expect(logged.err).toBeUndefined();
     expect(errors()).toEqual([]);
     await until('the request logged', () => lines.some((line) => line.msg === 'request' && line.path === `/v1/catalogs/${catalog}`));
-    expect(lines.find((line) => line.msg === 'request' && line.path === `/v1/catalogs/${catalog}`)).toMatchObject({ level: 30, status: 499, clientClosed: true });
+    expect(lines.find((line) => line.msg === 'request' && line.path === `/v1/catalogs/${catalog}`)).toMatchObject({
+      level: 30,
+      status: 499,
+      clientClosed: true,
+    });
     expect((await app.request('GET', `/v1/catalogs/${catalog}`)).status).toBe(404);
     expect((await app.request('GET', '/healthz')).status).toBe(200);
   });
@@ -69,7 +77,11 @@ describe('clients that go away', () => {
     const tag = uniqueName('gone');
     const tools = Array.from({ length: 1_500 }, (_, i) => ({
       type: 'function',
-      function: { name: `${tag}_tool_${i}`, description: `Looks up record ${i} of the ${tag} archive by its identifier and returns its fields as JSON.`, parameters: { type: 'object', properties: { id: { type: 'string' } } } },
+      function: {
+        name: `${tag}_tool_${i}`,
+        description: `Looks up record ${i} of the ${tag} archive by its identifier and returns its fields as JSON.`,
+        parameters: { type: 'object', properties: { id: { type: 'string' } } },
+      },
     }));
     const body = JSON.stringify({ pattern: 'look up an archive record', top_k: 5, tools });
     expect(Buffer.byteLength(body)).toBeGreaterThan(SLICED_PARSE_BYTES);
@@ -84,7 +96,11 @@ describe('clients that go away', () => {
     await until('the selection logged', () => lines.slice(before).some((line) => line.msg === 'tool selection'));
     expect(lines.slice(before).find((line) => line.msg === 'tool selection')).toMatchObject({ level: 30, newDocuments: 1_500 });
     await until('the request logged', () => lines.slice(before).some((line) => line.msg === 'request' && line.path === '/v1/tool-discovery/search'));
-    expect(lines.slice(before).find((line) => line.msg === 'request' && line.path === '/v1/tool-discovery/search')).toMatchObject({ level: 30, status: 499, clientClosed: true });
+    expect(lines.slice(before).find((line) => line.msg === 'request' && line.path === '/v1/tool-discovery/search')).toMatchObject({
+      level: 30,
+      status: 499,
+      clientClosed: true,
+    });
     expect(errors()).toEqual([]);
     const beforeNext = lines.length;
     const next = await app.request('POST', '/v1/tool-discovery/search', body);
@@ -106,7 +122,8 @@ describe('clients that go away', () => {
     expect(Buffer.byteLength(body)).toBeGreaterThan(SLICED_PARSE_BYTES);
     const key = createHash('sha256').update(list).digest('base64');
     const { hostname } = new URL(app.url);
-    const head = (length: number) => `POST /v1/tool-search HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
+    const head = (length: number) =>
+      `POST /v1/tool-search HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`;
     const requestLines = () => lines.filter((line) => line.msg === 'request' && line.path === '/v1/tool-search');
 
     // Half the body, then gone: nothing is read into the cache, nothing logged as an error.

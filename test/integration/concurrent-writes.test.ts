@@ -27,7 +27,10 @@ describe('concurrent catalog writes', () => {
         return app.request(i % 2 ? 'POST' : 'PUT', path, { tools: shuffled }, tenants[i % 2]);
       });
       const answers = await Promise.all(writes);
-      expect(answers.map((answer) => answer.status), JSON.stringify(answers.find((answer) => answer.status !== 200)?.body)).toEqual(answers.map(() => 200));
+      expect(
+        answers.map((answer) => answer.status),
+        JSON.stringify(answers.find((answer) => answer.status !== 200)?.body),
+      ).toEqual(answers.map(() => 200));
     }
   });
 

@@ -61,7 +61,11 @@ describe('PostgreSQL stops answering (blackholed by a proxy)', () => {
 
   beforeAll(async () => {
     ({ scratch, proxy, deps, server, base } = await startBehindProxy('partition', { EMBED_MODEL: 'none' }));
-    const put = await fetch(`${base}/v1/catalogs/${catalog}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ tools }) });
+    const put = await fetch(`${base}/v1/catalogs/${catalog}`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ tools }),
+    });
     expect(put.status).toBe(200);
   }, 60_000);
 
@@ -143,7 +147,10 @@ describe('PostgreSQL stops answering (blackholed by a proxy)', () => {
       proxy.heal();
       let derived: string | undefined;
       for (let tries = 0; tries < 40 && derived !== 'derived'; tries++) {
-        derived = await indexes.forSearch(write.catalog, deps.search.db).then((index) => (index?.revision === write.catalog.revision ? 'derived' : 'none'), () => 'failed');
+        derived = await indexes.forSearch(write.catalog, deps.search.db).then(
+          (index) => (index?.revision === write.catalog.revision ? 'derived' : 'none'),
+          () => 'failed',
+        );
         if (derived !== 'derived') await new Promise((resolve) => setTimeout(resolve, 250));
       }
       expect(derived).toBe('derived');
@@ -161,7 +168,8 @@ describe('PostgreSQL stops answering (blackholed by a proxy)', () => {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     expect(deps.search.catalogIndexes!.lastSeen('default', catalog)).toBeDefined();
-    const fallbacks = async () => Number(/toolsift_selector_fallbacks_total\{reason="store_error"\} (\d+)/.exec(await (await fetch(`${base}/metrics`)).text())?.[1] ?? 0);
+    const fallbacks = async () =>
+      Number(/toolsift_selector_fallbacks_total\{reason="store_error"\} (\d+)/.exec(await (await fetch(`${base}/metrics`)).text())?.[1] ?? 0);
     const before = await fallbacks();
     proxy.blackhole();
     try {
@@ -231,7 +239,10 @@ describe('PostgreSQL stops answering (blackholed by a proxy)', () => {
     ];
     const healthy = await Promise.all(asked.map(async (body) => (await search(body)).body));
     expect(healthy[0]!.results[0].name).toBe('tool_7');
-    const degraded = async () => Number(/toolsift_search_degraded_total\{endpoint="tool_search",reason="store_error"\} (\d+)/.exec(await (await fetch(`${base}/metrics`)).text())?.[1] ?? 0);
+    const degraded = async () =>
+      Number(
+        /toolsift_search_degraded_total\{endpoint="tool_search",reason="store_error"\} (\d+)/.exec(await (await fetch(`${base}/metrics`)).text())?.[1] ?? 0,
+      );
     const before = await degraded();
     proxy.blackhole();
     try {
@@ -260,7 +271,12 @@ describe('PostgreSQL stops answering (blackholed by a proxy)', () => {
       expect(healthy[3]!.unmatched_terms).toEqual(['zzqx']);
       expect(await degraded()).toBe(before + asked.length);
       expect(healthy[6]!.tools.map((tool: { name: string }) => tool.name)).toEqual(healthy[0]!.results.map((found: { name: string }) => found.name));
-      expect(healthy[6]!.tools[0]).toMatchObject({ type: 'function', name: 'tool_7', description: 'Does task number 7 with files and folders', defer_loading: true });
+      expect(healthy[6]!.tools[0]).toMatchObject({
+        type: 'function',
+        name: 'tool_7',
+        description: 'Does task number 7 with files and folders',
+        defer_loading: true,
+      });
       // openai's answer carries definitions: from memory, only tools a search here answered with.
       const catalogId = deps.search.catalogIndexes!.lastSeen('default', catalog)!.index.catalogId;
       const unseen = Array.from({ length: 30 }, (_, index) => `tool_${index}`).find((name) => !deps.search.seenTools!.get(catalogId, name))!;
@@ -301,7 +317,11 @@ describe('PostgreSQL stops answering, over catalogs whose vectors this process h
   beforeAll(async () => {
     ({ scratch, proxy, deps, server, base } = await startBehindProxy('partition-hybrid', { EMBED_MODEL: 'use-lite', CATALOG_WARMUP: 'false' }));
     for (const { name, tools } of catalogs) {
-      const put = await fetch(`${base}/v1/catalogs/${name}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ tools }) });
+      const put = await fetch(`${base}/v1/catalogs/${name}`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ tools }),
+      });
       expect(put.status).toBe(200);
     }
     await deps.queue?.whenIdle();
@@ -311,7 +331,11 @@ describe('PostgreSQL stops answering, over catalogs whose vectors this process h
 
   it("answers from memory with the store's own hybrid ranking, not BM25 alone", async () => {
     const select = async (catalog: string, pattern: string) => {
-      const response = await fetch(`${base}/v1/tool-discovery/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ catalog, pattern, top_k: 5 }) });
+      const response = await fetch(`${base}/v1/tool-discovery/search`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ catalog, pattern, top_k: 5 }),
+      });
       expect(response.status).toBe(200);
       return ((await response.json()) as { selected_names: string[] }).selected_names;
     };
@@ -321,7 +345,10 @@ describe('PostgreSQL stops answering, over catalogs whose vectors this process h
     for (const { name } of catalogs) {
       // Searched while the store answers, until this process holds the catalog's index, vectors and server means.
       const row = (await getCatalog(deps.search.db, 'default', name))!;
-      const held = () => deps.search.catalogIndexes!.lastSeen('default', name) && deps.search.catalogVectors!.held(row, 'use-lite') && deps.search.serverStats!.held(row, 'use-lite');
+      const held = () =>
+        deps.search.catalogIndexes!.lastSeen('default', name) &&
+        deps.search.catalogVectors!.held(row, 'use-lite') &&
+        deps.search.serverStats!.held(row, 'use-lite');
       for (let tries = 0; tries < 60 && !held(); tries++) {
         await select(name, 'weather forecast');
         await new Promise((resolve) => setTimeout(resolve, 100));
@@ -333,18 +360,28 @@ describe('PostgreSQL stops answering, over catalogs whose vectors this process h
     }
     // Tool-search ranks the same way: its names and confidences from memory are the store's.
     const search = async (catalog: string, query: string) => {
-      const response = await fetch(`${base}/v1/tool-search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ catalog, query, max_results: 5 }) });
+      const response = await fetch(`${base}/v1/tool-search`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ catalog, query, max_results: 5 }),
+      });
       expect(response.status).toBe(200);
-      return ((await response.json()) as { results: { name: string; confidence: number }[] }).results.map(({ name, confidence }) => [name, confidence.toFixed(4)]);
+      return ((await response.json()) as { results: { name: string; confidence: number }[] }).results.map(({ name, confidence }) => [
+        name,
+        confidence.toFixed(4),
+      ]);
     };
     const searched = new Map<string, string[][]>();
     for (const { name } of catalogs) for (const pattern of patterns) searched.set(`${name}: ${pattern}`, await search(name, pattern));
-    const fallbacks = async () => Number(/toolsift_selector_fallbacks_total\{reason="store_error"\} (\d+)/.exec(await (await fetch(`${base}/metrics`)).text())?.[1] ?? 0);
+    const fallbacks = async () =>
+      Number(/toolsift_selector_fallbacks_total\{reason="store_error"\} (\d+)/.exec(await (await fetch(`${base}/metrics`)).text())?.[1] ?? 0);
     const before = await fallbacks();
     proxy.blackhole();
     try {
-      for (const { name } of catalogs) for (const pattern of patterns) expect(await select(name, pattern), `${name}: ${pattern}`).toEqual(healthy.get(`${name}: ${pattern}`));
-      for (const { name } of catalogs) for (const pattern of patterns) expect(await search(name, pattern), `tool-search ${name}: ${pattern}`).toEqual(searched.get(`${name}: ${pattern}`));
+      for (const { name } of catalogs)
+        for (const pattern of patterns) expect(await select(name, pattern), `${name}: ${pattern}`).toEqual(healthy.get(`${name}: ${pattern}`));
+      for (const { name } of catalogs)
+        for (const pattern of patterns) expect(await search(name, pattern), `tool-search ${name}: ${pattern}`).toEqual(searched.get(`${name}: ${pattern}`));
       expect(await fallbacks()).toBe(before + catalogs.length * patterns.length);
     } finally {
       proxy.heal();
@@ -366,11 +403,28 @@ describe('MCP meta-tools while PostgreSQL stops answering', () => {
     const port = await freePort();
     everything = await startEverything(port);
     // 1 MiB of indexes: the catalog's fits, the large one's never does (this process holds no memory of it).
-    ({ scratch, proxy, deps, server, base } = await startBehindProxy('partition-mcp', { EMBED_MODEL: 'none', UPSTREAM_CALL_TIMEOUT_MS: '5000', CATALOG_INDEX_MEMORY: '1', UPSTREAM_ALLOW: '127.0.0.1/32' }));
-    const put = await fetch(`${base}/v1/catalogs/${catalog}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ tools: [{ name: 'local_note', description: 'Write a local note.' }] }) });
+    ({ scratch, proxy, deps, server, base } = await startBehindProxy('partition-mcp', {
+      EMBED_MODEL: 'none',
+      UPSTREAM_CALL_TIMEOUT_MS: '5000',
+      CATALOG_INDEX_MEMORY: '1',
+      UPSTREAM_ALLOW: '127.0.0.1/32',
+    }));
+    const put = await fetch(`${base}/v1/catalogs/${catalog}`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ tools: [{ name: 'local_note', description: 'Write a local note.' }] }),
+    });
     expect(put.status).toBe(200);
     const large = Array.from({ length: 4_000 }, (_, index) => ({ name: `ledger_${index}`, description: `Echo back ledger entry ${index} as a message.` }));
-    expect((await fetch(`${base}/v1/catalogs/${catalog}-large`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ tools: large }) })).status).toBe(200);
+    expect(
+      (
+        await fetch(`${base}/v1/catalogs/${catalog}-large`, {
+          method: 'PUT',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ tools: large }),
+        })
+      ).status,
+    ).toBe(200);
     const upstream = await fetch(`${base}/v1/catalogs/${catalog}/upstreams/everything`, {
       method: 'PUT',
       headers: { 'content-type': 'application/json' },
@@ -417,7 +471,11 @@ describe('MCP meta-tools while PostgreSQL stops answering', () => {
     expect((await call(one, 'call_tool', { name: 'echo', arguments: { message: 'before' } })).isError).toBeFalsy();
     expect((await call(all, 'call_tool', { name: `${catalog}/echo`, arguments: { message: 'before' } })).isError).toBeFalsy();
 
-    const degraded = async () => Number(/toolsift_search_degraded_total\{endpoint="mcp_search_tools",reason="store_error"\} (\d+)/.exec(await (await fetch(`${base}/metrics`)).text())?.[1] ?? 0);
+    const degraded = async () =>
+      Number(
+        /toolsift_search_degraded_total\{endpoint="mcp_search_tools",reason="store_error"\} (\d+)/.exec(await (await fetch(`${base}/metrics`)).text())?.[1] ??
+          0,
+      );
     const before = await degraded();
     proxy.blackhole();
     try {
@@ -444,7 +502,8 @@ describe('MCP meta-tools while PostgreSQL stops answering', () => {
       // holds no index, adds nothing, and the other answers as it did.
       const acrossAll = await call(all, 'search_tools', { query: 'echo back a message', limit: 5 });
       expect(acrossAll.isError, JSON.stringify(acrossAll.content)).toBeFalsy();
-      const ownNames = (answer: Answer) => answer.structuredContent.results.map((tool: { name: string }) => tool.name).filter((name: string) => name.startsWith(`${catalog}/`));
+      const ownNames = (answer: Answer) =>
+        answer.structuredContent.results.map((tool: { name: string }) => tool.name).filter((name: string) => name.startsWith(`${catalog}/`));
       expect(ownNames(acrossAll).slice(0, ownNames(healthyAll).length)).toEqual(ownNames(healthyAll));
       const noLedger = await call(all, 'search_tools', { query: 'ledger entry 7', limit: 5 });
       expect(noLedger.isError, JSON.stringify(noLedger.content)).toBeFalsy();

@@ -7,9 +7,8 @@ import { DataDirLockedError, lockDataDir } from '../../src/store/data-dir-lock.j
 import { openPglite, queryRows, type Database } from '../../src/store/database.js';
 import { storeKind, testDatabase } from '../helpers/database.js';
 
-const expectedMigrations = (
-  JSON.parse(readFileSync(new URL('../../migrations/meta/_journal.json', import.meta.url), 'utf8')) as { entries: unknown[] }
-).entries.length;
+const expectedMigrations = (JSON.parse(readFileSync(new URL('../../migrations/meta/_journal.json', import.meta.url), 'utf8')) as { entries: unknown[] }).entries
+  .length;
 
 /** A pid no process has: pid_max on Linux defaults to 4194304, and 999999 is rarely in use. */
 const DEAD_PID = 999_999;
@@ -52,9 +51,7 @@ describe('the shared test database', () => {
       db,
       sql`select table_name as name from information_schema.tables where table_schema = 'public' order by table_name`,
     );
-    expect(tables.map((table) => table.name)).toEqual(
-      expect.arrayContaining(['catalog_tools', 'catalogs', 'tool_documents', 'tool_embeddings', 'tool_terms']),
-    );
+    expect(tables.map((table) => table.name)).toEqual(expect.arrayContaining(['catalog_tools', 'catalogs', 'tool_documents', 'tool_embeddings', 'tool_terms']));
   });
 });
 

@@ -17,9 +17,18 @@ import { queryRows } from '../../src/store/database.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { scratchDatabase, storeKind, type ScratchDatabase } from '../helpers/database.js';
 
-interface Sent { name: string; description: string; schema: Record<string, unknown>; raw: Record<string, unknown> }
+interface Sent {
+  name: string;
+  description: string;
+  schema: Record<string, unknown>;
+  raw: Record<string, unknown>;
+}
 
-const schema = (property: string) => ({ type: 'object', properties: { [property]: { type: 'string', description: `The ${property}.` } }, required: [property] });
+const schema = (property: string) => ({
+  type: 'object',
+  properties: { [property]: { type: 'string', description: `The ${property}.` } },
+  required: [property],
+});
 // One tool per shape toolsift accepts, so "as sent" differs from both providers' shapes.
 const sent: Sent[] = [
   { name: 'get_weather', description: 'Get the current weather and the forecast for a city.', schema: schema('city') },
@@ -106,12 +115,21 @@ describe('definition tokens', () => {
 
   it('answer tool search: the catalog is what is offered, each result its stored count', async () => {
     const found = (await app.request('POST', '/v1/tool-search', { query: 'read a file from disk', catalog, max_results: 1 })).body;
-    expect(found.results[0]).toMatchObject({ name: 'read_file', estimated_tokens: count({ name: 'read_file', description: 'Read a file from disk.', input_schema: schema('path') }) });
+    expect(found.results[0]).toMatchObject({
+      name: 'read_file',
+      estimated_tokens: count({ name: 'read_file', description: 'Read a file from disk.', input_schema: schema('path') }),
+    });
     const totals = (await tokensOf()).definition_tokens;
     expect(found.tokens).toEqual({ offered: totals.as_sent, selected: found.results[0].estimated_tokens });
     const metric = async () => {
       const text = await (await fetch(`${app.url}/metrics`)).text();
-      return Number(text.split('\n').find((line) => line.startsWith('toolsift_tool_definition_tokens_total{endpoint="tool_search",tenant="default",kind="offered"}'))?.split(' ').at(-1) ?? 0);
+      return Number(
+        text
+          .split('\n')
+          .find((line) => line.startsWith('toolsift_tool_definition_tokens_total{endpoint="tool_search",tenant="default",kind="offered"}'))
+          ?.split(' ')
+          .at(-1) ?? 0,
+      );
     };
     const before = await metric();
     expect((await app.request('POST', '/v1/tool-search', { query: 'read a file', catalog, format: 'openai' })).status).toBe(200);
@@ -140,7 +158,14 @@ describe('definition tokens', () => {
   /** toolsift_tool_definition_tokens_total of one endpoint, default tenant. */
   const tokenMetric = async (endpoint: string) => {
     const text = await (await fetch(`${app.url}/metrics`)).text();
-    const value = (kind: string) => Number(text.split('\n').find((line) => line.startsWith(`toolsift_tool_definition_tokens_total{endpoint="${endpoint}",tenant="default",kind="${kind}"}`))?.split(' ').at(-1) ?? 0);
+    const value = (kind: string) =>
+      Number(
+        text
+          .split('\n')
+          .find((line) => line.startsWith(`toolsift_tool_definition_tokens_total{endpoint="${endpoint}",tenant="default",kind="${kind}"}`))
+          ?.split(' ')
+          .at(-1) ?? 0,
+      );
     return { offered: value('offered'), selected: value('selected') };
   };
   /** Waits for the metric to move from `from` (the selector counts after it has answered). */
@@ -161,8 +186,14 @@ describe('definition tokens', () => {
     expect(status).toBe(200);
     expect(body.selected_names).toEqual(['translate_text']);
     const after = await tokenMetricAfter('selector', before);
-    expect({ offered: after.offered - before.offered, selected: after.selected - before.selected }).toEqual({ offered: count(tool) + count(other), selected: count(tool) });
-    const want = { anthropic: count({ name: tool.name, description: tool.description, input_schema: tool.parameters }), openai: count({ type: 'function', name: tool.name, description: tool.description, parameters: tool.parameters }) };
+    expect({ offered: after.offered - before.offered, selected: after.selected - before.selected }).toEqual({
+      offered: count(tool) + count(other),
+      selected: count(tool),
+    });
+    const want = {
+      anthropic: count({ name: tool.name, description: tool.description, input_schema: tool.parameters }),
+      openai: count({ type: 'function', name: tool.name, description: tool.description, parameters: tool.parameters }),
+    };
     for (let tries = 0; ; tries++) {
       const rows = await queryRows<{ anthropic: number; openai: number }>(
         scratch.database.db,

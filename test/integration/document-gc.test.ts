@@ -74,7 +74,11 @@ describe('the sweep', () => {
     const second = { tenant: uniqueName('gc-t2'), name: uniqueName('gc-c2') };
     await replaceCatalog(catalogDeps(), first, [...own, ...shared]);
     await replaceCatalog(catalogDeps(), second, shared);
-    await writeVectors(db(), FAKE_MODEL, [...ownHashes, ...sharedHashes].map((hash) => ({ hash, vector: [1, 0, 0, 0] })));
+    await writeVectors(
+      db(),
+      FAKE_MODEL,
+      [...ownHashes, ...sharedHashes].map((hash) => ({ hash, vector: [1, 0, 0, 0] })),
+    );
     expect(await stored(ownHashes)).toEqual({ documents: 3, withTerms: 3, withVectors: 3 });
 
     // Unused for longer than the retention, but held by a catalog: kept.
@@ -125,11 +129,21 @@ describe('the sweep', () => {
     // The service's sweeper: the same walk, its removals counted as they commit, and one log line.
     const more = toDocuments(uniqueTools(12, 'gc_page_more'));
     await storeDocuments(db(), more);
-    await age(more.map((doc) => doc.hash), 100);
+    await age(
+      more.map((doc) => doc.hash),
+      100,
+    );
     const lines: { msg: string; removed?: number }[] = [];
     const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
     let counted = 0;
-    const sweeper = new DocumentSweeper(db(), { retentionMs: 50 * HOUR, pageSize: 5, pauseMs: 0, everyMs: HOUR, logger, onRemoved: (count) => (counted += count) });
+    const sweeper = new DocumentSweeper(db(), {
+      retentionMs: 50 * HOUR,
+      pageSize: 5,
+      pauseMs: 0,
+      everyMs: HOUR,
+      logger,
+      onRemoved: (count) => (counted += count),
+    });
     const result = await sweeper.sweep();
     expect(result).toMatchObject({ removed: 12, examined: 17, pages: 4 });
     expect(counted).toBe(12);
@@ -178,7 +192,10 @@ describe('documents requests use', () => {
     await age(hashes, 2);
     clock += 1_000;
     await turn();
-    const marked = await queryRows<{ n: number }>(db(), sql`select count(*)::int as n from tool_documents where hash = any(${sql.param(hashes)}::text[]) and last_used_at > now() - interval '1 hour'`);
+    const marked = await queryRows<{ n: number }>(
+      db(),
+      sql`select count(*)::int as n from tool_documents where hash = any(${sql.param(hashes)}::text[]) and last_used_at > now() - interval '1 hour'`,
+    );
     expect(marked[0]!.n).toBe(0);
 
     // Swept while this process still holds the list as stored: the next marking stores the tools again.
@@ -206,7 +223,10 @@ describe('documents requests use', () => {
     await replica.flush();
     expect(await missing).toEqual(new Set());
     expect(statements).toHaveLength(1);
-    const after = await queryRows<{ t: string }>(db(), sql`select max(last_used_at)::text as t from tool_documents where hash = any(${sql.param(hashes)}::text[])`);
+    const after = await queryRows<{ t: string }>(
+      db(),
+      sql`select max(last_used_at)::text as t from tool_documents where hash = any(${sql.param(hashes)}::text[])`,
+    );
 
     clock += 30_000;
     replica.touch(hashes);
@@ -216,7 +236,10 @@ describe('documents requests use', () => {
     // Another replica, which has not marked them itself: its statement finds them marked, and leaves them.
     const other = new DocumentUse(db(), { everyMs: 60_000, logger: silent });
     await Promise.all([other.touch(hashes), other.flush()]);
-    const again = await queryRows<{ t: string }>(db(), sql`select max(last_used_at)::text as t from tool_documents where hash = any(${sql.param(hashes)}::text[])`);
+    const again = await queryRows<{ t: string }>(
+      db(),
+      sql`select max(last_used_at)::text as t from tool_documents where hash = any(${sql.param(hashes)}::text[])`,
+    );
     expect(again[0]!.t).toBe(after[0]!.t);
 
     // A document that is not stored is reported as such.
@@ -296,49 +319,52 @@ describe('catalog writes and the sweep', () => {
     await cleanUp([], hashes);
   });
 
-  it.skipIf(storeKind() !== 'postgres')('on PostgreSQL: a write waiting on a sweep that removes its document stores it again; a sweep skips what a write holds', async () => {
-    const documents = toDocuments(uniqueTools(3, 'gc_locks'));
-    const hashes = documents.map((doc) => doc.hash);
-    await storeDocuments(db(), documents);
-    await age(hashes, 2);
-    const client = new pg.Client({ connectionString: scratch.url });
-    await client.connect();
-    try {
-      // A sweep in the middle of its transaction: one document locked and deleted, not committed yet.
-      await client.query('begin');
-      await client.query('select hash from tool_documents where hash = $1 for update', [hashes[0]]);
-      await client.query('delete from tool_terms where hash = $1', [hashes[0]]);
-      await client.query('delete from tool_documents where hash = $1', [hashes[0]]);
-      const ref = { tenant: uniqueName('gc-t'), name: uniqueName('gc-locks') };
-      let settled = false;
-      const write = catalogStore.replaceCatalog(db(), ref.tenant, ref.name, documents, []).finally(() => (settled = true));
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      expect(settled).toBe(false);
-      await client.query('commit');
-      const done = await write;
-      expect(done.newHashes).toEqual([hashes[0]]);
-      expect(await stored(hashes)).toMatchObject({ documents: 3, withTerms: 3 });
-      await catalogStore.deleteCatalog(db(), ref.tenant, ref.name);
-
-      // A catalog write in the middle of its transaction, its rows naming the documents: the sweep
-      // neither waits for it nor removes them; once it rolls back, they go.
+  it.skipIf(storeKind() !== 'postgres')(
+    'on PostgreSQL: a write waiting on a sweep that removes its document stores it again; a sweep skips what a write holds',
+    async () => {
+      const documents = toDocuments(uniqueTools(3, 'gc_locks'));
+      const hashes = documents.map((doc) => doc.hash);
+      await storeDocuments(db(), documents);
       await age(hashes, 2);
-      await client.query('begin');
-      const { rows } = await client.query(`insert into catalogs (tenant, name) values ($1, $2) returning id`, [uniqueName('gc-t'), uniqueName('gc-open')]);
-      await client.query(
-        `insert into catalog_tools (catalog_id, name, hash, definition) select $1, 'tool_' || h, h, '{}'::json from unnest($2::text[]) h`,
-        [rows[0].id, hashes],
-      );
-      const started = performance.now();
-      expect((await sweep()).removed).toBe(0);
-      expect(performance.now() - started).toBeLessThan(2_000);
-      expect((await stored(hashes)).documents).toBe(3);
-      await client.query('rollback');
-      expect((await sweep()).removed).toBe(3);
-    } finally {
-      await client.end();
-    }
-  });
+      const client = new pg.Client({ connectionString: scratch.url });
+      await client.connect();
+      try {
+        // A sweep in the middle of its transaction: one document locked and deleted, not committed yet.
+        await client.query('begin');
+        await client.query('select hash from tool_documents where hash = $1 for update', [hashes[0]]);
+        await client.query('delete from tool_terms where hash = $1', [hashes[0]]);
+        await client.query('delete from tool_documents where hash = $1', [hashes[0]]);
+        const ref = { tenant: uniqueName('gc-t'), name: uniqueName('gc-locks') };
+        let settled = false;
+        const write = catalogStore.replaceCatalog(db(), ref.tenant, ref.name, documents, []).finally(() => (settled = true));
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        expect(settled).toBe(false);
+        await client.query('commit');
+        const done = await write;
+        expect(done.newHashes).toEqual([hashes[0]]);
+        expect(await stored(hashes)).toMatchObject({ documents: 3, withTerms: 3 });
+        await catalogStore.deleteCatalog(db(), ref.tenant, ref.name);
+
+        // A catalog write in the middle of its transaction, its rows naming the documents: the sweep
+        // neither waits for it nor removes them; once it rolls back, they go.
+        await age(hashes, 2);
+        await client.query('begin');
+        const { rows } = await client.query(`insert into catalogs (tenant, name) values ($1, $2) returning id`, [uniqueName('gc-t'), uniqueName('gc-open')]);
+        await client.query(`insert into catalog_tools (catalog_id, name, hash, definition) select $1, 'tool_' || h, h, '{}'::json from unnest($2::text[]) h`, [
+          rows[0].id,
+          hashes,
+        ]);
+        const started = performance.now();
+        expect((await sweep()).removed).toBe(0);
+        expect(performance.now() - started).toBeLessThan(2_000);
+        expect((await stored(hashes)).documents).toBe(3);
+        await client.query('rollback');
+        expect((await sweep()).removed).toBe(3);
+      } finally {
+        await client.end();
+      }
+    },
+  );
 
   it('a tool pushed again after its documents were swept is stored and embedded again', async () => {
     const embedder = await testEmbedder();
@@ -349,7 +375,12 @@ describe('catalog writes and the sweep', () => {
       const hashes = toDocuments(tools).map((doc) => doc.hash);
       const ref = { tenant: uniqueName('gc-t'), name: uniqueName('gc-embed') };
       const vectors = async () =>
-        (await queryRows<{ n: number }>(db(), sql`select count(*)::int as n from tool_embeddings where hash = any(${sql.param(hashes)}::text[]) and model = ${embedder.modelId}`))[0]!.n;
+        (
+          await queryRows<{ n: number }>(
+            db(),
+            sql`select count(*)::int as n from tool_embeddings where hash = any(${sql.param(hashes)}::text[]) and model = ${embedder.modelId}`,
+          )
+        )[0]!.n;
 
       const first = await replaceCatalog(deps, ref, tools);
       await queue.whenIdle();

@@ -95,7 +95,15 @@ describe(`embedding order: fresh writes before the backlog (${storeKind()})`, { 
     closers.push(() => queue.close());
     const { backlog, fresh, promoted } = await queueBoth(queue);
 
-    const worker = await startEmbedWorker({ db: scratch.database.db, embedder: model, redisUrl: testRedisUrl(), prefix, concurrency: 1, stalledMs: 5000, logger });
+    const worker = await startEmbedWorker({
+      db: scratch.database.db,
+      embedder: model,
+      redisUrl: testRedisUrl(),
+      prefix,
+      concurrency: 1,
+      stalledMs: 5000,
+      logger,
+    });
     closers.push(() => worker.close());
     await queue.whenIdle();
     const raw = new Queue(EMBED_QUEUE_NAME, { connection: { url: testRedisUrl() } as never, prefix });

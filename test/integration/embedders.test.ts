@@ -60,11 +60,7 @@ describe('use-lite (real model in worker threads)', () => {
   });
 
   it('puts similar texts closer than unrelated ones', async () => {
-    const [search, webQuery, deleteFile] = await one.embedDocuments([
-      'search the web',
-      'web search engine query',
-      'delete a file from disk',
-    ]);
+    const [search, webQuery, deleteFile] = await one.embedDocuments(['search the web', 'web search engine query', 'delete a file from disk']);
     expect(dot(search!, webQuery!)).toBeGreaterThan(dot(search!, deleteFile!));
   });
 
@@ -252,12 +248,7 @@ describe('WorkerPool', () => {
     try {
       const finished: string[] = [];
       const track = (p: Promise<string>) => p.then((value) => void finished.push(value));
-      await Promise.all([
-        track(pool.run('a', 'low')),
-        track(pool.run('b', 'low')),
-        track(pool.run('c', 'low')),
-        track(pool.run('q', 'high')),
-      ]);
+      await Promise.all([track(pool.run('a', 'low')), track(pool.run('b', 'low')), track(pool.run('c', 'low')), track(pool.run('q', 'high'))]);
       expect(finished).toEqual(['A', 'Q', 'B', 'C']);
     } finally {
       await pool.close();
@@ -358,9 +349,7 @@ describe('WorkerPool', () => {
       new Worker(`require('node:worker_threads').parentPort.postMessage({ type: 'failed', message: 'weights missing' })`, {
         eval: true,
       });
-    await expect(WorkerPool.start({ name: 'broken', size: 2, spawn: spawnBroken })).rejects.toThrow(
-      'broken worker could not load its model: weights missing',
-    );
+    await expect(WorkerPool.start({ name: 'broken', size: 2, spawn: spawnBroken })).rejects.toThrow('broken worker could not load its model: weights missing');
   });
 
   it('rejects pending and later calls once closed', async () => {

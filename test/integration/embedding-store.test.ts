@@ -37,7 +37,11 @@ describe(`which vectors exist, on tables never analyzed (${storeKind()})`, () =>
     const random = seededRandom(5);
     const vector = () => Array.from({ length: 512 }, () => random() - 0.5);
     const embedded = hashes.slice(0, EMBEDDED);
-    await writeVectors(scratch.database.db, recipe, embedded.slice(1).map((hash) => ({ hash, vector: vector() })));
+    await writeVectors(
+      scratch.database.db,
+      recipe,
+      embedded.slice(1).map((hash) => ({ hash, vector: vector() })),
+    );
     await writeVectors(scratch.database.db, { ...recipe, textVersion: 1 }, [{ hash: embedded[0]!, vector: vector() }]);
   }, 60_000);
 
@@ -69,15 +73,12 @@ describe(`which vectors exist, on tables never analyzed (${storeKind()})`, () =>
       ['exact scan, hashes', exactScanSql({ kind: 'hashes', hashes: hashes.slice(0, 300) }, recipe.model, `[${Array(512).fill(0.1).join(',')}]`, 100)],
     ];
     for (const [name, statement] of statements) {
-      const plan = (await queryRows<{ 'QUERY PLAN': string }>(scratch.database.db, sql`explain ${statement}`))
-        .map((row) => row['QUERY PLAN'])
-        .join('\n');
+      const plan = (await queryRows<{ 'QUERY PLAN': string }>(scratch.database.db, sql`explain ${statement}`)).map((row) => row['QUERY PLAN']).join('\n');
       expect(plan, `${name}:\n${plan}`).toContain('tool_embeddings_hash_model_pk');
       expect(plan, `${name}:\n${plan}`).not.toMatch(/Seq Scan on tool_embeddings/);
     }
   });
 });
-
 
 describe(`a catalog's embedding progress, counted at a bounded cost (${storeKind()})`, () => {
   it('shares one count among concurrent readers, recounts a pending revision only after 20 times its last count took, and remembers a complete one', async () => {
@@ -99,10 +100,18 @@ describe(`a catalog's embedding progress, counted at a bounded cost (${storeKind
     const read = () => status.progress(db, catalog, model);
 
     const together = await Promise.all([read(), read(), read()]);
-    expect(together).toEqual([{ done: 0, total: 20 }, { done: 0, total: 20 }, { done: 0, total: 20 }]);
+    expect(together).toEqual([
+      { done: 0, total: 20 },
+      { done: 0, total: 20 },
+      { done: 0, total: 20 },
+    ]);
     expect(counts).toBe(1);
 
-    await writeVectors(database.db, current, documents.slice(0, 5).map((doc) => ({ hash: doc.hash, vector: [1, 0, 0] })));
+    await writeVectors(
+      database.db,
+      current,
+      documents.slice(0, 5).map((doc) => ({ hash: doc.hash, vector: [1, 0, 0] })),
+    );
     clock += 50; // 50 ms after a 5 ms count: not yet recounted (20 x 5 = 100 ms)
     expect(await read()).toEqual({ done: 0, total: 20 });
     expect(counts).toBe(1);
@@ -112,7 +121,11 @@ describe(`a catalog's embedding progress, counted at a bounded cost (${storeKind
     expect(await status.pending(db, catalog, model)).toEqual({ done: 5, total: 20 }); // a search's floor: 1 s
     expect(counts).toBe(2);
 
-    await writeVectors(database.db, current, documents.slice(5).map((doc) => ({ hash: doc.hash, vector: [1, 0, 0] })));
+    await writeVectors(
+      database.db,
+      current,
+      documents.slice(5).map((doc) => ({ hash: doc.hash, vector: [1, 0, 0] })),
+    );
     clock += 1_000;
     expect(await read()).toEqual({ done: 20, total: 20 });
     expect(await status.pending(db, catalog, model)).toBeUndefined();
@@ -143,12 +156,16 @@ describe(`a catalog's embedding progress, counted at a bounded cost (${storeKind
       return now;
     });
     expect(await status.progress(database.db, catalog, model)).toEqual({ done: 0, total: 4 });
-    await writeVectors(database.db, currentRecipe(model), documents.map((doc) => ({ hash: doc.hash, vector: [1, 0, 0] })));
+    await writeVectors(
+      database.db,
+      currentRecipe(model),
+      documents.map((doc) => ({ hash: doc.hash, vector: [1, 0, 0] })),
+    );
     clock += 200; // 20 x 3 s would be a minute; a 4-tool count is taken to cost at most ~5 ms
     expect(await status.progress(database.db, catalog, model)).toEqual({ done: 4, total: 4 });
   });
 
-  it('tells a revision written after a complete one from the names it changed, one statement probing those names (a whole-catalog replace\'s too); a revision the log lost is counted afresh', async () => {
+  it("tells a revision written after a complete one from the names it changed, one statement probing those names (a whole-catalog replace's too); a revision the log lost is counted afresh", async () => {
     const { CatalogEmbeddingStatus } = await import('../../src/catalog/embedding-status.js');
     const { currentRecipe } = await import('../../src/embed/embed-documents.js');
     const { testDatabase, uniqueName } = await import('../helpers/database.js');
@@ -159,7 +176,12 @@ describe(`a catalog's embedding progress, counted at a bounded cost (${storeKind
     let catalog = (await replaceCatalog(database.db, 'tenant', name, documents)).catalog;
     const model = uniqueName('since-model');
     const current = currentRecipe(model);
-    const embed = (docs: { hash: string }[]) => writeVectors(database.db, current, docs.map((doc) => ({ hash: doc.hash, vector: [1, 0, 0] })));
+    const embed = (docs: { hash: string }[]) =>
+      writeVectors(
+        database.db,
+        current,
+        docs.map((doc) => ({ hash: doc.hash, vector: [1, 0, 0] })),
+      );
     await embed(documents);
     // Statements seen, and which of them count the catalog whole.
     const seen: string[] = [];
@@ -223,7 +245,11 @@ describe(`vectors written read back as the float4 pgvector stores (${storeKind()
     }));
     const recipe = { model: uniqueName('roundtrip-model'), textVersion: 2 };
     // Written twice: the second write takes the upsert's update path.
-    await writeVectors(database.db, recipe, vectors.map((item) => ({ ...item, vector: item.vector.map((value) => -value) })));
+    await writeVectors(
+      database.db,
+      recipe,
+      vectors.map((item) => ({ ...item, vector: item.vector.map((value) => -value) })),
+    );
     await writeVectors(database.db, recipe, vectors);
 
     const binary = sendsBinaryParameters(database.db);

@@ -62,11 +62,13 @@ async function evalCommand(datasetDir: string, extra: string[] = []): Promise<Ev
     env.DATABASE_URL = scratch.url;
   }
   try {
-    const { stdout } = await run(
-      process.execPath,
-      ['--import', 'tsx', 'src/cli/eval.ts', '--dataset', datasetDir, '--json', ...extra],
-      { cwd: root, env, maxBuffer: 16 * 1024 * 1024, timeout: EVAL_TIMEOUT_MS - 10_000, killSignal: 'SIGKILL' },
-    );
+    const { stdout } = await run(process.execPath, ['--import', 'tsx', 'src/cli/eval.ts', '--dataset', datasetDir, '--json', ...extra], {
+      cwd: root,
+      env,
+      maxBuffer: 16 * 1024 * 1024,
+      timeout: EVAL_TIMEOUT_MS - 10_000,
+      killSignal: 'SIGKILL',
+    });
     return JSON.parse(stdout) as EvalRow;
   } finally {
     await scratch?.drop();
@@ -102,7 +104,9 @@ function expectQuality(report: EvalRow, floor: { recall10: number; ndcg10: numbe
 
 describe('retrieval quality on the dev splits (npm run eval)', () => {
   for (const [dataset, floor] of Object.entries(FLOORS)) {
-    it(`${dataset}: hybrid above its floors and within ${TOLERANCE} of both of its inputs, keeping ${floor.typoShare * 100}% under typos`, { timeout: EVAL_TIMEOUT_MS }, async () => {
+    it(`${dataset}: hybrid above its floors and within ${TOLERANCE} of both of its inputs, keeping ${floor.typoShare * 100}% under typos`, {
+      timeout: EVAL_TIMEOUT_MS,
+    }, async () => {
       const report = await evalCommand(new URL(`../../../shared/eval/${dataset}`, import.meta.url).pathname, ['--typos', '0.2', '--seed', '1']);
       expectQuality(report, floor);
       if (dataset === 'sealtools') {
@@ -132,13 +136,19 @@ describe('retrieval quality on small catalogs of one-line descriptions', () => {
   writeSmallCatalogs(new URL('../../../shared/eval/', import.meta.url).pathname, dir, ['bfcl', 'sealtools']);
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
   for (const [dataset, floor] of Object.entries(SMALL_FLOORS)) {
-    it(`${dataset}: hybrid above its floors and within ${TOLERANCE} of both of its inputs, keeping ${floor.typoShare * 100}% under typos`, { timeout: EVAL_TIMEOUT_MS }, async () => {
+    it(`${dataset}: hybrid above its floors and within ${TOLERANCE} of both of its inputs, keeping ${floor.typoShare * 100}% under typos`, {
+      timeout: EVAL_TIMEOUT_MS,
+    }, async () => {
       const out = join(dir, `${dataset}.rankings.jsonl`);
       const report = await evalCommand(join(dir, dataset), ['--typos', '0.2', '--seed', '1', '--out', out]);
       expect(report.tools).toBe(200);
       expectQuality(report, floor);
       // --out: the clean run's rankings, and the typo run's beside them, query by query.
-      const read = (file: string) => readFileSync(file, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { id: string; ranked: string[] });
+      const read = (file: string) =>
+        readFileSync(file, 'utf8')
+          .trim()
+          .split('\n')
+          .map((line) => JSON.parse(line) as { id: string; ranked: string[] });
       const clean = read(out);
       const typos = read(join(dir, `${dataset}.rankings.typos.jsonl`));
       expect(typos.map((row) => row.id)).toEqual(clean.map((row) => row.id));

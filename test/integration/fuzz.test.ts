@@ -21,7 +21,15 @@ const CASES = Number(process.env.FUZZ_CASES ?? 40);
 const SEED = Number(process.env.FUZZ_SEED ?? 1);
 const spec = parse(readFileSync(new URL('../../openapi.yaml', import.meta.url), 'utf8'));
 
-const resolve = (node: any): any => (node?.$ref ? resolve(node.$ref.split('/').slice(1).reduce((at: any, key: string) => at[key], spec)) : node);
+const resolve = (node: any): any =>
+  node?.$ref
+    ? resolve(
+        node.$ref
+          .split('/')
+          .slice(1)
+          .reduce((at: any, key: string) => at[key], spec),
+      )
+    : node;
 
 /**
  * A value that satisfies `schema` in a simple way (a starting point for mutations): with `random`,
@@ -65,11 +73,45 @@ function sample(schema: any, depth = 0, random?: () => number): unknown {
 }
 
 const nasty: unknown[] = [
-  null, true, 0, -1, 1.5, 1e308, -0, '', ' ', 'x'.repeat(20_000), '\u0000', 'a\u0000b', '\ud800', 'ls\udc00x', '😀',
-  [], [null], {}, { __proto__: { polluted: true } }, { constructor: 'x' }, Array.from({ length: 300 }, (_, i) => i),
-  'read_file', { name: 'x' }, { type: 'function', function: { name: 'f' } },
+  null,
+  true,
+  0,
+  -1,
+  1.5,
+  1e308,
+  -0,
+  '',
+  ' ',
+  'x'.repeat(20_000),
+  '\u0000',
+  'a\u0000b',
+  '\ud800',
+  'ls\udc00x',
+  '😀',
+  [],
+  [null],
+  {},
+  { __proto__: { polluted: true } },
+  { constructor: 'x' },
+  Array.from({ length: 300 }, (_, i) => i),
+  'read_file',
+  { name: 'x' },
+  { type: 'function', function: { name: 'f' } },
 ];
-const rawBodies = ['', '{', '[1,', '{"query": "x"', 'null', '"text"', '{"top_k": 1e309, "query": "x"}', '{"query": "\\ud800"}', '{"query": "a\\u0000"}', `${'['.repeat(5000)}${']'.repeat(5000)}`, '{"a":1,"a":2}', '\uFEFF{}'];
+const rawBodies = [
+  '',
+  '{',
+  '[1,',
+  '{"query": "x"',
+  'null',
+  '"text"',
+  '{"top_k": 1e309, "query": "x"}',
+  '{"query": "\\ud800"}',
+  '{"query": "a\\u0000"}',
+  `${'['.repeat(5000)}${']'.repeat(5000)}`,
+  '{"a":1,"a":2}',
+  '\uFEFF{}',
+];
 const segments = ['%ZZ', '%E0%A4%A', '%FF', '%ED%A0%80', '%00', 'a%00b', 'x'.repeat(600), '..', '%2F', 'name with space', '😀', 'ok-name', '-', '_'];
 
 /** Unknown keys a mutation may add to an object. */
@@ -87,12 +129,14 @@ const operations: Operation[] = Object.entries<any>(spec.paths).flatMap(([path, 
     const op = item[method];
     if (!op) return [];
     const parameters = [...(item.parameters ?? []), ...(op.parameters ?? [])].map(resolve);
-    return [{
-      method: method.toUpperCase(),
-      path,
-      body: op.requestBody?.content?.['application/json']?.schema,
-      query: parameters.filter((parameter: any) => parameter.in === 'query').map((parameter: any) => parameter.name as string),
-    }];
+    return [
+      {
+        method: method.toUpperCase(),
+        path,
+        body: op.requestBody?.content?.['application/json']?.schema,
+        query: parameters.filter((parameter: any) => parameter.in === 'query').map((parameter: any) => parameter.name as string),
+      },
+    ];
   }),
 );
 
@@ -101,14 +145,24 @@ describe('fuzzing every operation of openapi.yaml', () => {
   const catalog = uniqueName('fuzz');
   beforeAll(async () => {
     app = await startTestApp({ API_KEYS: 'fuzz-key:fuzz-tenant' });
-    const put = await app.request('PUT', `/v1/catalogs/${catalog}`, { tools: [{ name: 'read_file', description: 'Read a file.' }, { name: 'web_search', description: 'Search the web.' }] }, { authorization: 'Bearer fuzz-key' });
+    const put = await app.request(
+      'PUT',
+      `/v1/catalogs/${catalog}`,
+      {
+        tools: [
+          { name: 'read_file', description: 'Read a file.' },
+          { name: 'web_search', description: 'Search the web.' },
+        ],
+      },
+      { authorization: 'Bearer fuzz-key' },
+    );
     expect(put.status).toBe(200);
   });
   afterAll(() => app?.close());
 
   it(`answers ${CASES} broken requests per operation below 500, each JSON answer as the spec says (seed ${SEED})`, { timeout: 600_000 }, async () => {
     const random = seededRandom(SEED);
-    const pick = <T,>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
+    const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
     const failures: string[] = [];
     for (const operation of operations) {
       for (let i = 0; i < CASES; i++) {
@@ -116,9 +170,10 @@ describe('fuzzing every operation of openapi.yaml', () => {
         const path = operation.path.replace(/\{([^}]+)\}/g, (_, name: string) =>
           random() < 0.6 ? (name === 'catalog' ? catalog : name === 'name' ? 'read_file' : 'job-1') : pick(segments),
         );
-        const query = operation.query.length && random() < 0.7
-          ? `?${operation.query.map((name) => `${name}=${pick(['1', '0', '-5', '1e309', 'abc', '%ZZ', '', 'x'.repeat(300), 'a%00'])}`).join('&')}`
-          : '';
+        const query =
+          operation.query.length && random() < 0.7
+            ? `?${operation.query.map((name) => `${name}=${pick(['1', '0', '-5', '1e309', 'abc', '%ZZ', '', 'x'.repeat(300), 'a%00'])}`).join('&')}`
+            : '';
         const headers: Record<string, string> = random() < 0.9 ? { authorization: 'Bearer fuzz-key' } : {};
         let body: string | undefined;
         if (operation.method !== 'GET' && (operation.body || random() < 0.1)) {
@@ -143,6 +198,6 @@ describe('fuzzing every operation of openapi.yaml', () => {
         }
       }
     }
-    expect(failures.length, `${failures.length} failures:\n${failures.slice(0, 25).join("\n")}`).toBe(0);
+    expect(failures.length, `${failures.length} failures:\n${failures.slice(0, 25).join('\n')}`).toBe(0);
   });
 });

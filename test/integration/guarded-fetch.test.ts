@@ -172,7 +172,9 @@ describe('the address policy at connection time', () => {
   });
 
   it('resolveChecked judges a URL host the way connections are judged', async () => {
-    const { lookup, calls } = fakeLookup((hostname) => (hostname === 'public.test' ? ['93.184.216.34', '2606:4700::1111'] : hostname === 'mixed.test' ? ['93.184.216.34', 'fd00:ec2::254'] : []));
+    const { lookup, calls } = fakeLookup((hostname) =>
+      hostname === 'public.test' ? ['93.184.216.34', '2606:4700::1111'] : hostname === 'mixed.test' ? ['93.184.216.34', 'fd00:ec2::254'] : [],
+    );
     await expect(resolveChecked('public.test', EMPTY_ALLOW_LIST, lookup)).resolves.toEqual(['93.184.216.34', '2606:4700::1111']);
     await expect(resolveChecked('mixed.test', EMPTY_ALLOW_LIST, lookup)).rejects.toMatchObject({ name: 'UpstreamRefused', reason: 'private' });
     await expect(resolveChecked('[::1]', EMPTY_ALLOW_LIST, lookup)).rejects.toMatchObject({ reason: 'loopback' });
@@ -276,7 +278,9 @@ describe('the response size cap', () => {
       response.write('{"jsonrpc":"2.0",');
     });
     const guarded = guardedFetch({ allow: parseAllowList('127.0.0.1/32') });
-    const error = await rejection(guarded(`http://127.0.0.1:${server.port}/`, { method: 'POST', body: '[{"jsonrpc":"2.0","id":"a","method":"x"},{"jsonrpc":"2.0","method":"y"}]' }));
+    const error = await rejection(
+      guarded(`http://127.0.0.1:${server.port}/`, { method: 'POST', body: '[{"jsonrpc":"2.0","id":"a","method":"x"},{"jsonrpc":"2.0","method":"y"}]' }),
+    );
     expect(error).toBeInstanceOf(UpstreamTooLarge);
     expect((error as UpstreamTooLarge).requestIds).toEqual(['a']);
     await closed;
@@ -304,7 +308,10 @@ describe('the response size cap', () => {
     });
     const guarded = guardedFetch({ allow: parseAllowList('127.0.0.1/32'), maxResponseBytes: 64 * 1024 });
     const base = `http://127.0.0.1:${server.port}`;
-    for (const [path, separator] of [['/lf', '\n'], ['/crlf', '\r\n']] as const) {
+    for (const [path, separator] of [
+      ['/lf', '\n'],
+      ['/crlf', '\r\n'],
+    ] as const) {
       const text = await (await guarded(`${base}${path}`)).text();
       expect(text.length, path).toBe(Array.from({ length: 5000 }, (_, index) => event(index, separator)).join('').length);
       expect(text.length).toBeGreaterThan(4 * MB);
@@ -361,7 +368,9 @@ describe('describeUpstreamFailure', () => {
 
   it('gives the status of an HTTP error and never the body, through both SDK transports', async () => {
     const secret = 'sk-live-do-not-leak-0123456789';
-    const server = await http((_request, response) => response.writeHead(404, { 'content-type': 'text/plain', 'x-secret': secret }).end(`no such endpoint ${secret}`));
+    const server = await http((_request, response) =>
+      response.writeHead(404, { 'content-type': 'text/plain', 'x-secret': secret }).end(`no such endpoint ${secret}`),
+    );
     const url = new URL(`http://127.0.0.1:${server.port}/mcp`);
     const guarded = guardedFetch({ allow: parseAllowList('127.0.0.1/32') });
     for (const transport of [new StreamableHTTPClientTransport(url, { fetch: guarded }), new SSEClientTransport(url, { fetch: guarded })]) {

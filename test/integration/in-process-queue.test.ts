@@ -17,7 +17,7 @@ const logger = pino({ level: 'silent' });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('InProcessEmbedQueue.close', () => {
-  it('does not wait out a failed batch\'s backoff, and leaves its tools for the next queue', { timeout: 120_000 }, async () => {
+  it("does not wait out a failed batch's backoff, and leaves its tools for the next queue", { timeout: 120_000 }, async () => {
     const database = await testDatabase();
     const real = await testEmbedder();
     const failing = countingEmbedder(real);

@@ -22,8 +22,35 @@ const CASES = Number(process.env.MCP_FUZZ_CASES ?? 40);
 const SEED = Number(process.env.MCP_FUZZ_SEED ?? 1);
 
 const nasty: unknown[] = [
-  null, true, 0, -1, 1.5, 1e308, -0, '', ' ', 'x'.repeat(5_000), '\u0000', 'a\u0000b', '\ud800', 'ls\udc00x', '😀', '%ZZ', '../..', '*', 'a/b/c', '/',
-  [], [null], [''], {}, { constructor: 'x' }, { __proto__: { polluted: true } }, Array.from({ length: 50 }, (_, i) => `t${i}`), 'read_file', 'web_search',
+  null,
+  true,
+  0,
+  -1,
+  1.5,
+  1e308,
+  -0,
+  '',
+  ' ',
+  'x'.repeat(5_000),
+  '\u0000',
+  'a\u0000b',
+  '\ud800',
+  'ls\udc00x',
+  '😀',
+  '%ZZ',
+  '../..',
+  '*',
+  'a/b/c',
+  '/',
+  [],
+  [null],
+  [''],
+  {},
+  { constructor: 'x' },
+  { __proto__: { polluted: true } },
+  Array.from({ length: 50 }, (_, i) => `t${i}`),
+  'read_file',
+  'web_search',
 ];
 
 /**
@@ -50,8 +77,20 @@ describe('fuzzing the MCP meta-tools, resources and prompts', () => {
   beforeAll(async () => {
     app = await startTestApp({ API_KEYS: `fk:${uniqueName('mcp-fuzz-t')}` });
     const tools = [
-      { name: 'read_file', description: 'Read a file from disk.', inputSchema: { type: 'object', properties: { path: { type: 'string' } } }, server: 'filesystem', tags: ['files'] },
-      { name: 'web_search', description: 'Search the web.', inputSchema: { type: 'object', properties: { query: { type: 'string' } } }, server: 'search', tags: ['web'] },
+      {
+        name: 'read_file',
+        description: 'Read a file from disk.',
+        inputSchema: { type: 'object', properties: { path: { type: 'string' } } },
+        server: 'filesystem',
+        tags: ['files'],
+      },
+      {
+        name: 'web_search',
+        description: 'Search the web.',
+        inputSchema: { type: 'object', properties: { query: { type: 'string' } } },
+        server: 'search',
+        tags: ['web'],
+      },
     ];
     expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools }, { authorization: 'Bearer fk' })).status).toBe(200);
   });
@@ -59,7 +98,7 @@ describe('fuzzing the MCP meta-tools, resources and prompts', () => {
 
   it(`answers ${CASES} broken calls per meta-tool, resource and prompt without an internal error (seed ${SEED})`, { timeout: 600_000 }, async () => {
     const random = seededRandom(SEED);
-    const pick = <T,>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
+    const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
     const mutated = (value: unknown) => mutate(value, random, nasty, ['extra', 'limit', 'cursor', 'server', 'tags', 'detail', 'names', 'arguments', '']);
     const samples: Record<string, Record<string, unknown>> = {
       search_tools: { query: 'read a file', limit: 3, server: 'filesystem', tags: ['files'] },
@@ -88,14 +127,24 @@ describe('fuzzing the MCP meta-tools, resources and prompts', () => {
           }
         }
         for (let i = 0; i < CASES; i++) {
-          const uri = random() < 0.5
-            ? `toolsift://catalogs/${String(mutated(catalog))}/${pick(['index', 'tools/read_file', `tools/${String(mutated('read_file'))}`, 'tools/', ''])}`
-            : pick(['toolsift://', 'toolsift://catalogs/', 'file:///etc/passwd', 'x', '', `toolsift://catalogs/${catalog}/tools/%ZZ`, `toolsift://catalogs/%00/index`]);
+          const uri =
+            random() < 0.5
+              ? `toolsift://catalogs/${String(mutated(catalog))}/${pick(['index', 'tools/read_file', `tools/${String(mutated('read_file'))}`, 'tools/', ''])}`
+              : pick([
+                  'toolsift://',
+                  'toolsift://catalogs/',
+                  'file:///etc/passwd',
+                  'x',
+                  '',
+                  `toolsift://catalogs/${catalog}/tools/%ZZ`,
+                  `toolsift://catalogs/%00/index`,
+                ]);
           try {
             await client.readResource({ uri });
           } catch (error) {
             const { code, message } = error as { code?: number; message: string };
-            if (code === -32603 || typeof code !== 'number') failures.push(`${path} resource ${uri.slice(0, 160)}: ${code} ${message.replace(/\s+/g, ' ').slice(0, 200)}`);
+            if (code === -32603 || typeof code !== 'number')
+              failures.push(`${path} resource ${uri.slice(0, 160)}: ${code} ${message.replace(/\s+/g, ' ').slice(0, 200)}`);
           }
           const prompt = pick(['discover', 'find_tool', 'nope']);
           const args = mutated({ task: 'read a file', need: 'read a file' });
@@ -103,7 +152,8 @@ describe('fuzzing the MCP meta-tools, resources and prompts', () => {
             await client.getPrompt({ name: prompt, arguments: args as Record<string, string> });
           } catch (error) {
             const { code, message } = error as { code?: number; message: string };
-            if ((code === -32603 || typeof code !== 'number') && !sdkParamsRejection(code, message)) failures.push(`${path} prompt ${prompt} ${JSON.stringify(args)?.slice(0, 120)}: ${code} ${message.replace(/\s+/g, ' ').slice(0, 200)}`);
+            if ((code === -32603 || typeof code !== 'number') && !sdkParamsRejection(code, message))
+              failures.push(`${path} prompt ${prompt} ${JSON.stringify(args)?.slice(0, 120)}: ${code} ${message.replace(/\s+/g, ' ').slice(0, 200)}`);
           }
         }
         // Still serving.

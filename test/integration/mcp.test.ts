@@ -12,14 +12,46 @@ import { startTestApp, untilEmbedded, type TestApp } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
 
 const files = [
-  { name: 'read_file', description: 'Read the complete contents of a file from disk. Fails if it does not exist.', inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] }, server: 'filesystem' },
-  { name: 'write_file', description: 'Create a new file or overwrite an existing one.', inputSchema: { type: 'object', properties: { path: { type: 'string' }, content: { type: 'string' } } }, server: 'filesystem' },
-  { name: 'list_directory', description: 'List the files and folders in a directory.', inputSchema: { type: 'object', properties: { path: { type: 'string' } } }, server: 'filesystem' },
+  {
+    name: 'read_file',
+    description: 'Read the complete contents of a file from disk. Fails if it does not exist.',
+    inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+    server: 'filesystem',
+  },
+  {
+    name: 'write_file',
+    description: 'Create a new file or overwrite an existing one.',
+    inputSchema: { type: 'object', properties: { path: { type: 'string' }, content: { type: 'string' } } },
+    server: 'filesystem',
+  },
+  {
+    name: 'list_directory',
+    description: 'List the files and folders in a directory.',
+    inputSchema: { type: 'object', properties: { path: { type: 'string' } } },
+    server: 'filesystem',
+  },
 ];
 const web = [
-  { name: 'web_search', description: 'Search the web for pages about a topic.', inputSchema: { type: 'object', properties: { query: { type: 'string' } } }, server: 'search', tags: ['web'] },
-  { name: 'fetch_url', description: 'Download a web page and return it as markdown.', inputSchema: { type: 'object', properties: { url: { type: 'string' } } }, server: 'fetch', tags: ['web'] },
-  { name: 'read_file', description: 'Read a file stored in the cloud bucket.', inputSchema: { type: 'object', properties: { key: { type: 'string' } } }, server: 'bucket' },
+  {
+    name: 'web_search',
+    description: 'Search the web for pages about a topic.',
+    inputSchema: { type: 'object', properties: { query: { type: 'string' } } },
+    server: 'search',
+    tags: ['web'],
+  },
+  {
+    name: 'fetch_url',
+    description: 'Download a web page and return it as markdown.',
+    inputSchema: { type: 'object', properties: { url: { type: 'string' } } },
+    server: 'fetch',
+    tags: ['web'],
+  },
+  {
+    name: 'read_file',
+    description: 'Read a file stored in the cloud bucket.',
+    inputSchema: { type: 'object', properties: { key: { type: 'string' } } },
+    server: 'bucket',
+  },
 ];
 
 async function connect(url: string, key: string): Promise<Client> {
@@ -62,7 +94,7 @@ describe('the MCP endpoint', () => {
     expect(client.getInstructions()).toMatch(/search_tools.*get_tool_details.*call_tool/s);
   });
 
-  it('search_tools ranks across the tenant\'s catalogs, in brief, with structured content and a text block', async () => {
+  it("search_tools ranks across the tenant's catalogs, in brief, with structured content and a text block", async () => {
     const result = await client.callTool({ name: 'search_tools', arguments: { query: 'read the contents of a file on disk', limit: 3 } });
     expect(result.isError).toBeFalsy();
     const answer = result.structuredContent as { results: Array<{ name: string; catalog: string; server: string; parameters: string[] }>; hint?: string };
@@ -94,7 +126,10 @@ describe('the MCP endpoint', () => {
     expect(String(ambiguous!.error)).toContain('several catalogs');
     expect(unknown).toMatchObject({ found: false });
     const brief = await client.callTool({ name: 'get_tool_details', arguments: { names: ['web_search'], detail: 'brief' } });
-    expect((brief.structuredContent as { tools: Array<Record<string, unknown>> }).tools[0]).toMatchObject({ parameters: ['query'], description: 'Search the web for pages about a topic.' });
+    expect((brief.structuredContent as { tools: Array<Record<string, unknown>> }).tools[0]).toMatchObject({
+      parameters: ['query'],
+      description: 'Search the web for pages about a topic.',
+    });
   });
 
   it('list_tools pages names, and /mcp/{catalog} scopes everything to one catalog with bare names', async () => {
@@ -144,7 +179,10 @@ describe('the MCP endpoint', () => {
     ]) {
       await expect(client.readResource({ uri: uri! }), uri).rejects.toMatchObject({ code: -32602, data: { uri }, message: expect.stringContaining(message!) });
     }
-    await expect(client.readResource({ uri: `toolsift://catalogs/${filesCatalog}/tools/%ZZ` })).rejects.toMatchObject({ code: -32602, message: expect.stringContaining('malformed percent-escape') });
+    await expect(client.readResource({ uri: `toolsift://catalogs/${filesCatalog}/tools/%ZZ` })).rejects.toMatchObject({
+      code: -32602,
+      message: expect.stringContaining('malformed percent-escape'),
+    });
     const prompts = await client.listPrompts();
     expect(prompts.prompts.map((prompt) => prompt.name)).toEqual(['discover', 'find_tool']);
     const prompt = await client.getPrompt({ name: 'find_tool', arguments: { task: 'rename a file' } });
@@ -164,22 +202,31 @@ describe('the MCP endpoint', () => {
     }
   });
 
-  it('rejects missing keys (401), other tenants\' catalogs (404) and foreign browser origins (403)', async () => {
+  it("rejects missing keys (401), other tenants' catalogs (404) and foreign browser origins (403)", async () => {
     const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} });
     const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
     expect((await fetch(`${app.url}/mcp`, { method: 'POST', headers, body })).status).toBe(401);
     expect((await fetch(`${app.url}/mcp/${otherCatalog}`, { method: 'POST', headers: { ...headers, authorization: 'Bearer k1' }, body })).status).toBe(404);
-    const foreign = await fetch(`${app.url}/mcp`, { method: 'POST', headers: { ...headers, authorization: 'Bearer k1', origin: 'https://evil.example' }, body });
+    const foreign = await fetch(`${app.url}/mcp`, {
+      method: 'POST',
+      headers: { ...headers, authorization: 'Bearer k1', origin: 'https://evil.example' },
+      body,
+    });
     expect(foreign.status).toBe(403);
     expect((await foreign.json()).error.code).toBe('forbidden');
     const local = await fetch(`${app.url}/mcp`, { method: 'POST', headers: { ...headers, authorization: 'Bearer k1', origin: 'http://localhost:3000' }, body });
     expect(local.status).not.toBe(403);
   });
 
-  it('answers a message not declared JSON, empty or not, with the documented 415 (not the transport\'s own shape)', async () => {
+  it("answers a message not declared JSON, empty or not, with the documented 415 (not the transport's own shape)", async () => {
     const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} });
     const base = { accept: 'application/json, text/event-stream', authorization: 'Bearer k1' };
-    for (const [type, sent] of [['text/plain', body], ['text/plain', ''], ['application/x-www-form-urlencoded', ''], [undefined, '']] as const) {
+    for (const [type, sent] of [
+      ['text/plain', body],
+      ['text/plain', ''],
+      ['application/x-www-form-urlencoded', ''],
+      [undefined, ''],
+    ] as const) {
       for (const path of ['/mcp', `/mcp/${filesCatalog}`]) {
         // Through the helper: the answer is checked against openapi.yaml (error shape with request_id).
         const response = type ? await app.request('POST', path, sent, { ...base, 'content-type': type }) : await app.request('POST', path, undefined, base);

@@ -31,7 +31,10 @@ describe('metrics and logs', () => {
 
   it('GET /metrics reflects real traffic', async () => {
     const before = await (await fetch(`${app.url}/metrics`)).text();
-    const tools = [{ name: 'read_file', description: 'Read a file' }, { name: 'send_email', description: 'Send an email' }];
+    const tools = [
+      { name: 'read_file', description: 'Read a file' },
+      { name: 'send_email', description: 'Send an email' },
+    ];
     await app.request('POST', '/v1/tool-discovery/search', { pattern: 'read a file', top_k: 1, tools });
     await app.request('POST', '/v1/tool-discovery/search', { pattern: '  ', top_k: 1, tools });
     const catalog = uniqueName('metrics');
@@ -70,7 +73,8 @@ describe('metrics and logs', () => {
     expect((await app.request('POST', `/v1/catalogs/${catalog}/search`, { query: 'send an email' })).body.degraded).toBe('embedder_unavailable');
     const inline = await app.request('POST', '/v1/tool-search', { query: 'send an email', tools });
     expect(inline.body.degraded).toBe('embedder_unavailable');
-    for (let i = 0; i < 2; i++) expect((await app.request('POST', '/v1/tool-search', { query: 'read a file', catalog })).body.degraded).toBe('embedder_unavailable');
+    for (let i = 0; i < 2; i++)
+      expect((await app.request('POST', '/v1/tool-search', { query: 'read a file', catalog })).body.degraded).toBe('embedder_unavailable');
     const found = await client.callTool({ name: 'search_tools', arguments: { query: 'read a file' } });
     expect((found.structuredContent as { results: { name: string }[] }).results[0]!.name).toBe('read_file');
     await client.close();

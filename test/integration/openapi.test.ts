@@ -12,7 +12,16 @@ describe('openapi.yaml', () => {
   });
 
   it('is what responses are checked against, and the check rejects a drifting body or status', () => {
-    const catalog = { name: 'c', tool_count: 1, definition_tokens: { anthropic: 40, openai: 43, as_sent: 38 }, revision: 1, created_at: '2026-01-01T00:00:00.000Z', updated_at: '2026-01-01T00:00:00.000Z', embedding: null, upstreams: [] };
+    const catalog = {
+      name: 'c',
+      tool_count: 1,
+      definition_tokens: { anthropic: 40, openai: 43, as_sent: 38 },
+      revision: 1,
+      created_at: '2026-01-01T00:00:00.000Z',
+      updated_at: '2026-01-01T00:00:00.000Z',
+      embedding: null,
+      upstreams: [],
+    };
     expect(() => assertMatchesSpec('GET', '/v1/catalogs/c', 200, catalog)).not.toThrow();
     const { tool_count: _dropped, ...withoutCount } = catalog;
     expect(() => assertMatchesSpec('GET', '/v1/catalogs/c', 200, withoutCount)).toThrow(/tool_count/);

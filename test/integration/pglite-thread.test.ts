@@ -28,10 +28,12 @@ describe('PGlite on its own thread', () => {
     ).rejects.toThrow('no');
     await db.transaction(async (tx) => {
       await tx.execute(sql`insert into items values (2, 'kept')`);
-      await tx.transaction(async (inner) => {
-        await inner.execute(sql`insert into items values (3, 'inner, rolled back')`);
-        inner.rollback();
-      }).catch(() => {});
+      await tx
+        .transaction(async (inner) => {
+          await inner.execute(sql`insert into items values (3, 'inner, rolled back')`);
+          inner.rollback();
+        })
+        .catch(() => {});
     });
     const rows = await queryRows<{ id: number; label: string }>(db, sql`select id, label from items order by id`);
     expect(rows).toEqual([{ id: 2, label: 'kept' }]);
@@ -53,9 +55,7 @@ describe('PGlite on its own thread', () => {
     const { db } = database;
     const finished: string[] = [];
     const slow = sql`select count(*) from generate_series(1, 200000)`;
-    const background = inBackground(() =>
-      Promise.all(Array.from({ length: 6 }, (_, i) => db.execute(slow).then(() => finished.push(`background ${i}`)))),
-    );
+    const background = inBackground(() => Promise.all(Array.from({ length: 6 }, (_, i) => db.execute(slow).then(() => finished.push(`background ${i}`)))));
     const request = db.execute(sql`select 1`).then(() => finished.push('request'));
     await Promise.all([background, request]);
     // The first background statement may already be running when the request's arrives.

@@ -200,7 +200,11 @@ describe('BullMQ embedding queue (real Redis and database)', { timeout: 180_000 
     const jobs = await Promise.all((put.body.job_ids as string[]).map((id) => queue.getJob(id)));
     expect(jobs.reduce((sum, job) => sum + (job?.hashes ?? 0), 0)).toBe(tools.length);
     await until('every tool to be embedded', async () => (await app.request('GET', `/v1/catalogs/${catalog}`)).body.embedding.done === tools.length, 120_000);
-    const rows = await vectorRows(db, toDocuments(tools).map((doc) => doc.hash), model.modelId);
+    const rows = await vectorRows(
+      db,
+      toDocuments(tools).map((doc) => doc.hash),
+      model.modelId,
+    );
     expect(rows).toHaveLength(tools.length);
     expect(rows.every((row) => row.n === 1)).toBe(true);
 

@@ -76,7 +76,7 @@ describe('BM25 and vector search in SQL', () => {
   it('ranks a catalog in process (its index per revision) as the SQL does, with and without a tag filter', async () => {
     const { CatalogIndexCache } = await import('../../src/search/catalog-index.js');
     let state = 5;
-    const random = () => ((state = (state * 1103515245 + 12345) % 2147483648) / 2147483648);
+    const random = () => (state = (state * 1103515245 + 12345) % 2147483648) / 2147483648;
     const words = Array.from({ length: 30 }, (_, i) => `w${i}`);
     const corpus = Array.from({ length: 300 }, (_, i) => {
       const termFreqs: Record<string, number> = {};
@@ -88,7 +88,11 @@ describe('BM25 and vector search in SQL', () => {
     const index = (await new CatalogIndexCache(database.db).get(write.catalog))!;
     expect(index.size).toBe(300);
     // Postgres groups the sums differently: compare scores to 1e-9 and order by (score, id) rounded.
-    const canonical = (ranked: [string, number][]) => ranked.map(([id, score]) => `${score.toFixed(9)} ${id}`).sort().reverse();
+    const canonical = (ranked: [string, number][]) =>
+      ranked
+        .map(([id, score]) => `${score.toFixed(9)} ${id}`)
+        .sort()
+        .reverse();
     for (let q = 0; q < 20; q++) {
       const terms = [...new Set(Array.from({ length: 1 + (q % 4) }, () => words[Math.floor(random() * words.length)]!))];
       for (const tags of [undefined, ['files'], ['WEB', 'extra']]) {
@@ -99,7 +103,12 @@ describe('BM25 and vector search in SQL', () => {
         expect(canonical(inProcess)).toEqual(canonical(inSql));
       }
     }
-    expect(index.tagsOf(['tool_0', 'tool_1', 'missing'])).toEqual(new Map([['tool_0', ['Files', 'extra']], ['tool_1', ['web']]]));
+    expect(index.tagsOf(['tool_0', 'tool_1', 'missing'])).toEqual(
+      new Map([
+        ['tool_0', ['Files', 'extra']],
+        ['tool_1', ['web']],
+      ]),
+    );
   });
 
   it('gives typo matching the same vocabulary from the store as from the in-process index, tag filter aside', async () => {
@@ -129,7 +138,13 @@ describe('BM25 and vector search in SQL', () => {
       expect(await expandTermsLoaded(terms, (words) => loadTermFrequencies(database.db, hashes, words))).toEqual(expandTerms(terms, hashIndex.vocabulary()));
     }
     expect(expandTerms(['wether', 'forcast'], index.bm25.vocabulary()).weights).toEqual(
-      new Map([['wether', 1], ['forcast', 1], ['weather', 0.6], ['whether', 0.6], ['forecast', 0.6]]),
+      new Map([
+        ['wether', 1],
+        ['forcast', 1],
+        ['weather', 0.6],
+        ['whether', 0.6],
+        ['forecast', 0.6],
+      ]),
     );
   });
 
@@ -141,7 +156,9 @@ describe('BM25 and vector search in SQL', () => {
       { hash: docs[2]!.hash, vector: [0, 0, 1] },
     ]);
     await database.db.execute(
-      sql.raw(`create index if not exists "hnsw_${model.replaceAll('-', '_')}" on tool_embeddings using hnsw ((embedding::vector(3)) vector_cosine_ops) where model = '${model}'`),
+      sql.raw(
+        `create index if not exists "hnsw_${model.replaceAll('-', '_')}" on tool_embeddings using hnsw ((embedding::vector(3)) vector_cosine_ops) where model = '${model}'`,
+      ),
     );
     const exact = await searchVector(database.db, catalog, { model, vector: [1, 0, 0], useIndex: false }, 10);
     expect(exact.map(([id]) => id)).toEqual(['d1', 'd2', 'd3']);
@@ -202,7 +219,10 @@ describe('server lists in SQL', () => {
       // Members are all the server's tools in the corpus, with a vector or not.
       for (const [server] of dense.ranked) expect(sorted(dense.members.get(server)!)).toEqual(sorted(expected.members.get(server)!));
     }
-    expect(await searchServersBm25(database.db, { kind: 'catalog', catalogId: write.catalog.id }, { terms: [], weights: [] }, 10)).toEqual({ ranked: [], members: new Map() });
+    expect(await searchServersBm25(database.db, { kind: 'catalog', catalogId: write.catalog.id }, { terms: [], weights: [] }, 10)).toEqual({
+      ranked: [],
+      members: new Map(),
+    });
 
     // The same lists from the statistics a catalog search keeps in process (search/catalog-index.ts,
     // search/server-stats.ts).
@@ -228,7 +248,7 @@ describe('server lists in SQL', () => {
     kept.forEach(([, score], i) => expect(score).toBeCloseTo(dense.ranked[i]![1], 5));
   });
 
-  it('keeps a catalog\'s server statistics per revision, and its mean vectors only once every server tool has one', async () => {
+  it("keeps a catalog's server statistics per revision, and its mean vectors only once every server tool has one", async () => {
     const { ServerStatsCache } = await import('../../src/search/server-stats.js');
     const { CatalogIndexCache } = await import('../../src/search/catalog-index.js');
     const database = await testDatabase();
@@ -244,7 +264,10 @@ describe('server lists in SQL', () => {
     const cache = new ServerStatsCache();
     const recipe = { model, textVersion: EMBED_TEXT_VERSION };
     // a2 has no vector yet: server a's mean is a1's alone, and it is read again next time.
-    await writeVectors(database.db, recipe, [{ hash: docs[0]!.hash, vector: [1, 0] }, { hash: docs[2]!.hash, vector: [0, 1] }]);
+    await writeVectors(database.db, recipe, [
+      { hash: docs[0]!.hash, vector: [1, 0] },
+      { hash: docs[2]!.hash, vector: [0, 1] },
+    ]);
     expect([...(await cache.means(database.db, first.catalog, model)).get('a')!]).toEqual([1, 0]);
     await writeVectors(database.db, recipe, [{ hash: docs[1]!.hash, vector: [0, 1] }]);
     const complete = (await cache.means(database.db, first.catalog, model)).get('a')!;
@@ -264,14 +287,19 @@ describe('server lists in SQL', () => {
     expect(indexes.current(second.catalog)).toBeUndefined();
     const secondIndex = (await indexes.get(second.catalog))!;
     expect(secondIndex.revision).toBe(second.catalog.revision);
-    expect(secondIndex.servers.bm25.search(['beta']).map(([server]) => server).sort()).toEqual(['b', 'c']);
+    expect(
+      secondIndex.servers.bm25
+        .search(['beta'])
+        .map(([server]) => server)
+        .sort(),
+    ).toEqual(['b', 'c']);
     expect(firstIndex.servers.members.has('c')).toBe(false);
     // An older revision asked for later (a search that read the catalog before the write) gets the newer index.
     expect(indexes.current(first.catalog)).toBe(secondIndex);
   });
 });
 
-describe('a newer revision\'s index derived from the older one and the change log', () => {
+describe("a newer revision's index derived from the older one and the change log", () => {
   it('ranks, filters, votes by server and corrects typos exactly as the index read whole', { timeout: 60_000 }, async () => {
     const { CatalogIndexCache } = await import('../../src/search/catalog-index.js');
     const { ServerStatsCache } = await import('../../src/search/server-stats.js');
@@ -317,13 +345,25 @@ describe('a newer revision\'s index derived from the older one and the change lo
         expect(derived.search(weights, 100, ['alpha']), `${label}: ${query} tagged`).toEqual(whole.search(weights, 100, ['alpha']));
         expect(derived.servers.bm25.searchWeighted(weights, 100), `${label}: ${query} servers`).toEqual(whole.servers.bm25.searchWeighted(weights, 100));
       }
-      const sortedMembers = (members: ReadonlyMap<string, readonly string[]>) => new Map([...members].map(([server, list]): [string, string[]] => [server, [...list].sort()]).sort());
+      const sortedMembers = (members: ReadonlyMap<string, readonly string[]>) =>
+        new Map([...members].map(([server, list]): [string, string[]] => [server, [...list].sort()]).sort());
       expect(sortedMembers(derived.servers.members), label).toEqual(sortedMembers(whole.servers.members));
       // Every tool's place and server, and none for a tool the catalog no longer has.
-      const names = new Set([...Array.from({ length: whole.size }, (_, at) => whole.bm25.idAt(at)), ...docs.map((doc) => doc.tool.name), 'n1', 'n2', 'n3', 'n5', 'u1', 'none']);
+      const names = new Set([
+        ...Array.from({ length: whole.size }, (_, at) => whole.bm25.idAt(at)),
+        ...docs.map((doc) => doc.tool.name),
+        'n1',
+        'n2',
+        'n3',
+        'n5',
+        'u1',
+        'none',
+      ]);
       for (const tool of names) {
         const at = derived.bm25.indexOf(tool);
-        expect(at === undefined ? undefined : derived.bm25.idAt(at), `${label}: place of ${tool}`).toBe(whole.bm25.indexOf(tool) === undefined ? undefined : tool);
+        expect(at === undefined ? undefined : derived.bm25.idAt(at), `${label}: place of ${tool}`).toBe(
+          whole.bm25.indexOf(tool) === undefined ? undefined : tool,
+        );
         expect(derived.servers.serverOf.get(tool), `${label}: server of ${tool}`).toBe(whole.servers.serverOf.get(tool));
       }
       for (const word of [...words, 'alpah', 'delat', 'ech']) {
@@ -383,12 +423,16 @@ describe('a newer revision\'s index derived from the older one and the change lo
     // A whole-catalog replace logs the names it changes like an upsert, and the index is derived:
     // the catalog re-sent with one tool dropped, one changed and one added; then cut to 20 tools.
     const loggedNames = async () => {
-      const rows = await queryRows<{ names: string[] | null }>(database.db, sql`select names from catalog_changes where catalog_id = ${catalog.id} and revision = ${catalog.revision}`);
+      const rows = await queryRows<{ names: string[] | null }>(
+        database.db,
+        sql`select names from catalog_changes where catalog_id = ${catalog.id} and revision = ${catalog.revision}`,
+      );
       return rows[0]!.names && [...rows[0]!.names].sort();
     };
     const mapped = async () => new Map((await listCatalogTools(database.db, { tenant, name }, { limit: 1000 })).map((row) => [row.name, row]));
     const before = await mapped();
-    const asSent = (row: CatalogToolRow) => ({ hash: row.hash, tool: { name: row.name, definition: row.definition }, tokens: { as_sent: row.tokens.as_sent ?? 0 } }) as unknown as CountedDocument;
+    const asSent = (row: CatalogToolRow) =>
+      ({ hash: row.hash, tool: { name: row.name, definition: row.definition }, tokens: { as_sent: row.tokens.as_sent ?? 0 } }) as unknown as CountedDocument;
     const fresh = [tool('t12', 's1'), tool('r1', 's2')];
     // A replace is of the pushed tools: the upstream's u1 stays its own.
     const pushed = [...before.values()].filter((row) => row.upstream === null);
@@ -401,7 +445,9 @@ describe('a newer revision\'s index derived from the older one and the change lo
     const cut = docs.slice(0, 20);
     await replaceCatalog(database.db, tenant, name, cut);
     catalog = (await getCatalog(database.db, tenant, name))!;
-    const differing = [...new Set([...beforeCut.keys(), ...cut.map((doc) => doc.tool.name)])].filter((tool) => beforeCut.get(tool)?.hash !== cut.find((doc) => doc.tool.name === tool)?.hash);
+    const differing = [...new Set([...beforeCut.keys(), ...cut.map((doc) => doc.tool.name)])].filter(
+      (tool) => beforeCut.get(tool)?.hash !== cut.find((doc) => doc.tool.name === tool)?.hash,
+    );
     expect(differing.length).toBeGreaterThan(20);
     expect(await loggedNames()).toEqual(differing.sort());
     await expectSame('whole-catalog replace, cut to 20', false);
@@ -451,8 +497,15 @@ describe('documents from an older tokenizer recipe', () => {
     const database = await testDatabase();
     await refreshStaleTerms(database.db, pino({ level: 'silent' }));
     const run = randomBytes(3).toString('hex');
-    const docs = Array.from({ length: 1_100 }, (_, i) => toDocument(normalizeTool({ name: `paged_${i}_${run}`, description: `Files ledger ${i} ${run}`, inputSchema: {} })));
-    await replaceCatalog(database.db, uniqueName('paged'), 'paged', docs.map((doc) => ({ ...doc, termFreqs: new Map([['obsolete', 2]]), length: 2, termsVersion: TERMS_VERSION - 1 })));
+    const docs = Array.from({ length: 1_100 }, (_, i) =>
+      toDocument(normalizeTool({ name: `paged_${i}_${run}`, description: `Files ledger ${i} ${run}`, inputSchema: {} })),
+    );
+    await replaceCatalog(
+      database.db,
+      uniqueName('paged'),
+      'paged',
+      docs.map((doc) => ({ ...doc, termFreqs: new Map([['obsolete', 2]]), length: 2, termsVersion: TERMS_VERSION - 1 })),
+    );
     expect(await refreshStaleTerms(database.db, pino({ level: 'silent' }))).toBe(1_100);
     expect(await documentsWithStaleTerms(database.db, TERMS_VERSION, 10)).toEqual([]);
     const found = await searchBm25(database.db, { kind: 'hashes', hashes: docs.map((doc) => doc.hash) }, { terms: ['ledger'], weights: [1] }, 2_000);
@@ -487,8 +540,8 @@ describe('documents from an older tokenizer recipe', () => {
   });
 });
 
-describe('the selector\'s in-process vector scan', () => {
-  it('ranks a request\'s hashes exactly as the pgvector scan does, from vectors read out of pgvector', async () => {
+describe("the selector's in-process vector scan", () => {
+  it("ranks a request's hashes exactly as the pgvector scan does, from vectors read out of pgvector", async () => {
     const { VectorCache } = await import('../../src/store/vector-cache.js');
     const { rankByCosine } = await import('../../src/ranking/vector-scan.js');
     const database = await testDatabase();
@@ -509,7 +562,11 @@ describe('the selector\'s in-process vector scan', () => {
     const inSql = await searchVector(database.db, corpus, { model, vector: query, useIndex: false }, 20);
     const cache = new VectorCache();
     const statements: string[] = [];
-    const loaded = await cache.load(observing(database.db, (text) => statements.push(text)), { model, textVersion: EMBED_TEXT_VERSION }, corpus.hashes);
+    const loaded = await cache.load(
+      observing(database.db, (text) => statements.push(text)),
+      { model, textVersion: EMBED_TEXT_VERSION },
+      corpus.hashes,
+    );
     // node-postgres reads them in binary; PGlite as text (its bytea parser is slower than JSON.parse).
     expect(statements.filter((text) => text.includes('vector_send(')).length).toBe(storeKind() === 'postgres' ? 1 : 0);
     expect(loaded.vectors.size).toBe(35);
@@ -518,7 +575,10 @@ describe('the selector\'s in-process vector scan', () => {
     expect(inMemory.map(([id]) => id)).toEqual(inSql.map(([id]) => id));
     inMemory.forEach(([, score], index) => expect(score).toBeCloseTo(inSql[index]![1], 5));
     // The very float4s pgvector holds, as its text form (shortest round trip) gives them.
-    const textRows = await queryRows<{ hash: string; embedding: string }>(database.db, sql`select hash, embedding::text as embedding from tool_embeddings where model = ${model}`);
+    const textRows = await queryRows<{ hash: string; embedding: string }>(
+      database.db,
+      sql`select hash, embedding::text as embedding from tool_embeddings where model = ${model}`,
+    );
     expect(textRows).toHaveLength(35);
     for (const row of textRows) expect([...loaded.vectors.get(row.hash)!]).toEqual([...Float32Array.from(JSON.parse(row.embedding) as number[])]);
     // Served from the cache the second time, including after the rows are gone from the store.
@@ -527,8 +587,8 @@ describe('the selector\'s in-process vector scan', () => {
   });
 });
 
-describe('a mid-size catalog\'s vectors in process', () => {
-  it('are the catalog\'s current vectors by name, kept per revision once every tool has one, and rank as the exact scan in SQL', async () => {
+describe("a mid-size catalog's vectors in process", () => {
+  it("are the catalog's current vectors by name, kept per revision once every tool has one, and rank as the exact scan in SQL", async () => {
     const { VectorCache } = await import('../../src/store/vector-cache.js');
     const { CatalogVectorCache } = await import('../../src/search/catalog-vectors.js');
     const { rankByCosine } = await import('../../src/ranking/vector-scan.js');
@@ -543,7 +603,11 @@ describe('a mid-size catalog\'s vectors in process', () => {
     const docs = Array.from({ length: 40 }, (_, index) => toyDocument(`v${String(index).padStart(2, '0')}`, { word: 1 }));
     const name = uniqueName('catalog-vectors');
     await replaceCatalog(database.db, name, name, docs);
-    await writeVectors(database.db, recipe, docs.slice(0, 39).map((doc, index) => ({ hash: doc.hash, vector: vectorOf(index) })));
+    await writeVectors(
+      database.db,
+      recipe,
+      docs.slice(0, 39).map((doc, index) => ({ hash: doc.hash, vector: vectorOf(index) })),
+    );
     // Statements seen, through the real database.
     let statements = 0;
     const db = new Proxy(database.db, {
@@ -691,9 +755,21 @@ describe('a new text recipe that leaves a tool text unchanged', () => {
       { hash: unrecorded!.hash, vector: [0, 0, 1] },
     ]);
 
-    expect(await embedDocuments(database.db, embedder, docs.map((doc) => doc.hash))).toBe(3);
+    expect(
+      await embedDocuments(
+        database.db,
+        embedder,
+        docs.map((doc) => doc.hash),
+      ),
+    ).toBe(3);
     expect(embedded.sort()).toEqual([embeddingText(changed!.tool), embeddingText(unrecorded!.tool)].sort());
-    expect(await hashesWithoutVector(database.db, current, docs.map((doc) => doc.hash))).toEqual([]);
+    expect(
+      await hashesWithoutVector(
+        database.db,
+        current,
+        docs.map((doc) => doc.hash),
+      ),
+    ).toEqual([]);
     const rows = await queryRows<{ hash: string; version: number; dimension: number; text_hash: string }>(
       database.db,
       sql`select hash, text_version as version, dimension, text_hash from tool_embeddings
@@ -711,7 +787,13 @@ describe('a new text recipe that leaves a tool text unchanged', () => {
       });
     }
     // Nothing left to do: a second pass neither relabels nor embeds.
-    expect(await embedDocuments(database.db, embedder, docs.map((doc) => doc.hash))).toBe(0);
+    expect(
+      await embedDocuments(
+        database.db,
+        embedder,
+        docs.map((doc) => doc.hash),
+      ),
+    ).toBe(0);
     expect(embedded).toHaveLength(2);
   });
 });
@@ -725,19 +807,31 @@ describe('storing documents in slices (storeDocuments)', () => {
     // write ends (a write of one giant statement on PGlite held every other request for seconds).
     let ranBetween = false;
     let finished = false;
-    const waiting = new Promise<void>((resolve) => setImmediate(() => {
-      ranBetween = !finished;
-      resolve();
-    }));
+    const waiting = new Promise<void>((resolve) =>
+      setImmediate(() => {
+        ranBetween = !finished;
+        resolve();
+      }),
+    );
     const first = storeDocuments(database.db, [...docs.slice(0, 40), ...docs.slice(0, 5)], 7).then((fresh) => {
       finished = true;
       return fresh;
     });
     await waiting;
-    expect((await first).sort()).toEqual(docs.slice(0, 40).map((doc) => doc.hash).sort());
+    expect((await first).sort()).toEqual(
+      docs
+        .slice(0, 40)
+        .map((doc) => doc.hash)
+        .sort(),
+    );
     expect(ranBetween).toBe(true);
     // Again with the rest: only the ten not stored yet are new.
-    expect((await storeDocuments(database.db, docs, 7)).sort()).toEqual(docs.slice(40).map((doc) => doc.hash).sort());
+    expect((await storeDocuments(database.db, docs, 7)).sort()).toEqual(
+      docs
+        .slice(40)
+        .map((doc) => doc.hash)
+        .sort(),
+    );
     const hashes = docs.map((doc) => doc.hash);
     const counted = await queryRows<{ documents: number; terms: number }>(
       database.db,

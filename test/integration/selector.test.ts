@@ -17,7 +17,7 @@ import type { RequestTool } from '../../src/search/selector.js';
 import { toDocument, uniqueTools } from '../helpers/queue.js';
 import { startTestApp, type TestApp, type TestResponse } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
-import { expectError, } from '../helpers/assertions.js';
+import { expectError } from '../helpers/assertions.js';
 
 const SEARCH = '/v1/tool-discovery/search';
 /** Where gateways >= 0.5.3 post (`<base>/api/compress/tool-discovery/`, trailing slash included). */
@@ -64,8 +64,6 @@ const workspaceTools: WireTool[] = [
 ];
 const workspaceNames = workspaceTools.map((tool) => tool.name);
 
-
-
 /**
  * Checks the one body both gateway generations read (`selected_names`; `success` + `data.relevant_tools`)
  * and what the gateway keeps of it: names exactly as sent, within the budget, never empty for tools.
@@ -87,7 +85,6 @@ function expectSelection(response: TestResponse, sentNames: string[], budget: nu
 async function select(app: TestApp, body: unknown, headers: Record<string, string> = {}, path = SEARCH): Promise<TestResponse> {
   return app.request('POST', path, body, headers);
 }
-
 
 /** With API keys set, /metrics takes this token (it names tenants and upstreams). */
 const METRICS_TOKEN = 'tests-metrics-token-0001';
@@ -199,7 +196,11 @@ describe('tool selection for the Context Gateway', () => {
   it('does not force *__search tools first for prose that contains the word search', async () => {
     const names = expectSelection(await select(app, { pattern: 'search the web', tools: workspaceTools }), workspaceNames, 5);
     expect(names[0]).toBe('web_search');
-    const prose = expectSelection(await select(app, { query: 'search the web for the latest Node.js release notes', tools: workspaceTools }), workspaceNames, 5);
+    const prose = expectSelection(
+      await select(app, { query: 'search the web for the latest Node.js release notes', tools: workspaceTools }),
+      workspaceNames,
+      5,
+    );
     expect(prose[0]).toBe('web_search');
   });
 
@@ -221,7 +222,10 @@ describe('tool selection for the Context Gateway', () => {
   });
 
   it('answers an empty tool list with an empty list', async () => {
-    for (const body of [{ pattern: 'read a file', top_k: 5, tools: [] }, { query: 'read a file', max_tools: 5, tools: [], compression_model_name: 'tdc_coldbrew_v1' }]) {
+    for (const body of [
+      { pattern: 'read a file', top_k: 5, tools: [] },
+      { query: 'read a file', max_tools: 5, tools: [], compression_model_name: 'tdc_coldbrew_v1' },
+    ]) {
       const response = await select(app, body);
       expect(response.status, response.text).toBe(200);
       expect(response.body).toEqual({ selected_names: [], success: true, data: { relevant_tools: [] } });
@@ -240,7 +244,11 @@ describe('tool selection for the Context Gateway', () => {
   it('ranks a tool whose definition is in an unknown shape by its name and description', async () => {
     const tools = [
       ...workspaceTools.filter((tool) => tool.name !== 'web_search'),
-      { name: 'web_search', description: 'Search the web for current information.', definition: { type: 'web_search_20250305', name: 'web_search', max_uses: 5 } },
+      {
+        name: 'web_search',
+        description: 'Search the web for current information.',
+        definition: { type: 'web_search_20250305', name: 'web_search', max_uses: 5 },
+      },
       { name: 'computer', definition: { type: 'computer_20250124', name: 'computer', display_width_px: 1024, display_height_px: 768 } },
     ];
     const sent = tools.map((tool) => tool.name);
@@ -323,14 +331,31 @@ describe('selector keys, tenants and the content-hash cache', () => {
   });
 
   it('accepts Authorization: Bearer (gateway <= 0.5.2) and X-API-Key (gateway >= 0.5.3)', async () => {
-    expectSelection(await select(app, v052Body, t1), v052.tools.map((tool) => tool.name), v052.top_k);
-    expectSelection(await select(app, v053Body, t2, COMPRESR), v053.tools.map((tool) => tool.name), v053.max_tools);
-    expectSelection(await select(app, v053Body, { authorization: 'Bearer k2' }, COMPRESR), v053.tools.map((tool) => tool.name), v053.max_tools);
+    expectSelection(
+      await select(app, v052Body, t1),
+      v052.tools.map((tool) => tool.name),
+      v052.top_k,
+    );
+    expectSelection(
+      await select(app, v053Body, t2, COMPRESR),
+      v053.tools.map((tool) => tool.name),
+      v053.max_tools,
+    );
+    expectSelection(
+      await select(app, v053Body, { authorization: 'Bearer k2' }, COMPRESR),
+      v053.tools.map((tool) => tool.name),
+      v053.max_tools,
+    );
   });
 
   it('keeps catalogs to their tenant', async () => {
     const name = uniqueName('sel-tenant');
-    const put = await app.request('PUT', `/v1/catalogs/${name}`, v053.tools.map(({ name: tool, description, parameters }) => ({ name: tool, description, inputSchema: parameters })), t2);
+    const put = await app.request(
+      'PUT',
+      `/v1/catalogs/${name}`,
+      v053.tools.map(({ name: tool, description, parameters }) => ({ name: tool, description, inputSchema: parameters })),
+      t2,
+    );
     expect(put.status, put.text).toBe(200);
     expect((await app.request('GET', `/v1/catalogs/${name}`, undefined, t2)).status).toBe(200);
     expectError(await app.request('GET', `/v1/catalogs/${name}`, undefined, t1), 404, 'not_found');
@@ -348,7 +373,12 @@ describe('selector keys, tenants and the content-hash cache', () => {
     ];
     expect((await app.request('PUT', `/v1/catalogs/${name}`, tools, t1)).status).toBe(200);
     for (const path of [SEARCH, COMPRESR]) {
-      const found = await select(app, { query: 'what is the weather forecast in Paris', max_tools: 2, always_keep: ['send_email', 'not_in_catalog'], catalog: name }, t1, path);
+      const found = await select(
+        app,
+        { query: 'what is the weather forecast in Paris', max_tools: 2, always_keep: ['send_email', 'not_in_catalog'], catalog: name },
+        t1,
+        path,
+      );
       expect(found.status, found.text).toBe(200);
       expect(found.body).toEqual({ selected_names: ['send_email', 'get_weather'], success: true, data: { relevant_tools: ['send_email', 'get_weather'] } });
     }
@@ -356,7 +386,9 @@ describe('selector keys, tenants and the content-hash cache', () => {
     expect((await select(app, { pattern: 'wether forcast', top_k: 1, catalog: name }, t1)).body.selected_names).toEqual(['get_weather']);
     // A blank pattern, or one nothing matches, still answers top_k names of the catalog.
     expect((await select(app, { pattern: '   ', top_k: 3, catalog: name }, t1)).body.selected_names).toHaveLength(3);
-    expect((await select(app, { pattern: 'zzzz qqqq', top_k: 4, catalog: name }, t1)).body.selected_names.sort()).toEqual(tools.map((tool) => tool.name).sort());
+    expect((await select(app, { pattern: 'zzzz qqqq', top_k: 4, catalog: name }, t1)).body.selected_names.sort()).toEqual(
+      tools.map((tool) => tool.name).sort(),
+    );
     // Another tenant's catalog does not exist for this key; a bad name or both sources is a 400.
     // Each answer's time per stage is in /metrics (endpoint selector_catalog), every stage once per answer.
     const stages = Object.fromEntries(
@@ -439,10 +471,7 @@ describe('selector limits and malformed bodies', () => {
   /** Notes which of these tools' documents do not exist yet, so afterAll removes only those. */
   async function track(tools: WireTool[]): Promise<void> {
     const hashes = tools.map((tool, index) => contentHash(normalizeRequestTool(tool, index)));
-    const rows = await queryRows<{ hash: string }>(
-      app.deps.database.db,
-      sql`select hash from tool_documents where hash = any(${sql.param(hashes)}::text[])`,
-    );
+    const rows = await queryRows<{ hash: string }>(app.deps.database.db, sql`select hash from tool_documents where hash = any(${sql.param(hashes)}::text[])`);
     const existing = new Set(rows.map((row) => row.hash));
     for (const hash of hashes) if (!existing.has(hash)) created.add(hash);
   }
@@ -473,11 +502,23 @@ describe('selector limits and malformed bodies', () => {
     const body = JSON.stringify({ pattern: 'get the current weather forecast for a city', top_k: 5, always_keep: [tools[999]!.name], tools });
     expect(Buffer.byteLength(body)).toBeGreaterThan(500_000);
     expect(Buffer.byteLength(body)).toBeLessThan(25 * 1024 * 1024);
-    const names = expectSelection(await select(app, body), tools.map((tool) => tool.name), 5);
+    const names = expectSelection(
+      await select(app, body),
+      tools.map((tool) => tool.name),
+      5,
+    );
     expect(names[0]).toBe(tools[999]!.name);
     // The same 1,000 in the 0.5.3 shape.
-    const newer = { query: 'get the current weather forecast for a city', max_tools: 8, tools: toolbench.slice(0, 1000).map(({ name, description, input_schema }) => ({ name, description, parameters: input_schema })) };
-    expectSelection(await select(app, newer, {}, COMPRESR), tools.map((tool) => tool.name), 8);
+    const newer = {
+      query: 'get the current weather forecast for a city',
+      max_tools: 8,
+      tools: toolbench.slice(0, 1000).map(({ name, description, input_schema }) => ({ name, description, parameters: input_schema })),
+    };
+    expectSelection(
+      await select(app, newer, {}, COMPRESR),
+      tools.map((tool) => tool.name),
+      8,
+    );
   });
 
   it('refuses malformed bodies with 400 and a message that says what is wrong', async () => {
@@ -500,7 +541,11 @@ describe('selector limits and malformed bodies', () => {
     expect(expectError(await select(app, { pattern: 'read', tools: [{ name: '', description: 'x' }] }), 400, 'invalid_tool').message).toMatch(/tools\[0\]/);
     expect(expectError(await select(app, { pattern: 'read', tools: ['read_file'] }), 400, 'invalid_tool').message).toMatch(/tools\[0\]/);
     expectError(await select(app, 'pattern=read', { 'content-type': 'application/x-www-form-urlencoded' }), 415, 'unsupported_media_type');
-    const utf16 = expectError(await select(app, JSON.stringify({ pattern: 'read', tools }), { 'content-type': 'application/json; charset=utf-16' }), 415, 'unsupported_media_type');
+    const utf16 = expectError(
+      await select(app, JSON.stringify({ pattern: 'read', tools }), { 'content-type': 'application/json; charset=utf-16' }),
+      415,
+      'unsupported_media_type',
+    );
     expect(utf16.message).toMatch(/UTF-16/);
     expect(await select(app, JSON.stringify({ pattern: 'read', tools }), { 'content-type': 'application/json; charset=UTF-8' })).toMatchObject({ status: 200 });
     expect(expectError(await select(app, 'null', { 'content-type': 'application/json' }), 400, 'invalid_json').message).toMatch(/top level/);
@@ -515,9 +560,20 @@ describe('the selector tool-list cache', () => {
   afterAll(() => app.close());
 
   it('answers from the tools each request carries, however the lists alternate', async () => {
-    const first = [{ name: 'alpha_reader', description: 'Reads alpha files' }, { name: 'alpha_writer', description: 'Writes alpha files' }];
-    const second = [{ name: 'beta_reader', description: 'Reads beta files' }, { name: 'beta_writer', description: 'Writes beta files' }];
-    for (const [tools, pattern] of [[first, 'reads files'], [second, 'reads files'], [first, 'writes files'], [second, 'writes files']] as const) {
+    const first = [
+      { name: 'alpha_reader', description: 'Reads alpha files' },
+      { name: 'alpha_writer', description: 'Writes alpha files' },
+    ];
+    const second = [
+      { name: 'beta_reader', description: 'Reads beta files' },
+      { name: 'beta_writer', description: 'Writes beta files' },
+    ];
+    for (const [tools, pattern] of [
+      [first, 'reads files'],
+      [second, 'reads files'],
+      [first, 'writes files'],
+      [second, 'writes files'],
+    ] as const) {
       const response = await app.request('POST', '/v1/tool-discovery/search', { pattern, top_k: 1, tools });
       expect(response.status).toBe(200);
       const expected = tools.find((tool) => tool.name.endsWith(pattern.startsWith('read') ? 'reader' : 'writer'))!.name;
@@ -535,7 +591,10 @@ describe('the selector tool-list cache', () => {
 
   /** Stores a list's documents as a catalog write does, with their terms, so the SQL ranking can read them. */
   const storeWithTerms = async (tools: RequestTool[]) => {
-    await storeDocuments(app.deps.database.db, tools.map(({ tool, hash }) => toDocument(tool, hash)));
+    await storeDocuments(
+      app.deps.database.db,
+      tools.map(({ tool, hash }) => toDocument(tool, hash)),
+    );
     for (const row of await termsOf(tools.map(({ hash }) => hash))) expect(row.version).toBe(TERMS_VERSION);
   };
 
@@ -572,7 +631,11 @@ describe('the selector tool-list cache', () => {
     const compact = JSON.stringify(tools);
     const body = (pattern: string) => `{"pattern":${JSON.stringify(pattern)},"top_k":20,"tools":${compact}}`;
     const response = await app.request('POST', '/v1/tool-discovery/search', body(patterns[0]!), { 'content-type': 'application/json' });
-    expectSelection(response, tools.map(({ name }) => name), 20);
+    expectSelection(
+      response,
+      tools.map(({ name }) => name),
+      20,
+    );
     await app.deps.selector.background.settled();
     const list = app.deps.selector.toolListCache.get(createHash('sha256').update(compact).digest('base64'));
     expect(list, 'the list is remembered once its tools are stored').toBeDefined();
@@ -584,11 +647,16 @@ describe('the selector tool-list cache', () => {
       const inProcess = list!.bm25.search(terms, 20).map(([hash]) => hash);
       // The request's list orders ties by name (the store's ids are hashes): Postgres's whole list, ties by name, cut.
       const byPostgres = await searchBm25(app.deps.database.db, { kind: 'hashes', hashes }, { terms, weights: terms.map(() => 1) }, hashes.length);
-      expect(inProcess, pattern).toEqual(byPostgres.sort(byScoreThenKey((hash) => nameOf.get(hash)!)).slice(0, 20).map(([hash]) => hash));
+      expect(inProcess, pattern).toEqual(
+        byPostgres
+          .sort(byScoreThenKey((hash) => nameOf.get(hash)!))
+          .slice(0, 20)
+          .map(([hash]) => hash),
+      );
     }
   });
 
-  it("ranks with server votes in process exactly as the store does, for tools that name their server", async () => {
+  it('ranks with server votes in process exactly as the store does, for tools that name their server', async () => {
     // MCP tools carrying their server; 150 tools on ~50 servers.
     const tools = toolbench.slice(300, 450).map(({ name, description, input_schema, server }) => ({ name, description, inputSchema: input_schema, server }));
     const patterns = toolbench.slice(450, 470).map(({ description, name }) => `${description} ${name.split('_for_')[1]}`.slice(0, 200));
@@ -605,13 +673,24 @@ describe('the selector tool-list cache', () => {
     for (const pattern of patterns) {
       const terms = distinctTerms(queryTerms(pattern));
       const servers = await searchServersBm25(app.deps.database.db, { kind: 'hashes', hashes }, { terms, weights: terms.map(() => 1) }, 3);
-      expect(list.servers.bm25.search(terms, 3).map(([server]) => server), pattern).toEqual(servers.ranked.map(([server]) => server));
+      expect(
+        list.servers.bm25.search(terms, 3).map(([server]) => server),
+        pattern,
+      ).toEqual(servers.ranked.map(([server]) => server));
       // The whole ranking: the selector's (in process) against the store's (SQL), top 20.
       const response = await app.request('POST', '/v1/tool-discovery/search', body(pattern), { 'content-type': 'application/json' });
       // Ranked deeper than 20: tools of equal score go in name order, as the selector answers them (the
       // store's ids are hashes), so a tie across the 20th place is cut by name too.
-      const byStore = await rankCorpus({ db: app.deps.database.db, embedder: null }, { kind: 'hashes', hashes }, { query: pattern, topK: 50, mode: 'hybrid' }, { useVectorIndex: false });
-      const byName = byStore.tools.map(({ id, score }): [string, number] => [nameOf.get(id)!, score]).sort(byScoreThenId).slice(0, 20);
+      const byStore = await rankCorpus(
+        { db: app.deps.database.db, embedder: null },
+        { kind: 'hashes', hashes },
+        { query: pattern, topK: 50, mode: 'hybrid' },
+        { useVectorIndex: false },
+      );
+      const byName = byStore.tools
+        .map(({ id, score }): [string, number] => [nameOf.get(id)!, score])
+        .sort(byScoreThenId)
+        .slice(0, 20);
       // (The selector fills a short ranking up with request order; compare the ranked part.)
       expect(response.body.selected_names.slice(0, byName.length), pattern).toEqual(byName.map(([name]) => name));
       voted += byStore.tools.slice(0, 20).filter((tool) => tool.explain.server_vote > 0).length;
@@ -663,9 +742,17 @@ describe('the selector after its answer', () => {
     app.deps.selector.tokenCounter = failing;
     app.deps.selector.tokens = new TokenCounter(failing);
     const tools = workspaceTools.map((tool) => ({ ...tool, description: `${tool.description} (${Date.now()})` }));
-    expectSelection(await select(app, { pattern: 'read a file', top_k: 3, tools }), tools.map((tool) => tool.name), 3);
+    expectSelection(
+      await select(app, { pattern: 'read a file', top_k: 3, tools }),
+      tools.map((tool) => tool.name),
+      3,
+    );
     await vi.waitFor(() => expect(lines.some((line) => line.msg.includes('after the answer failed'))).toBe(true), { timeout: 10_000 });
     // The service answers the next turn as before.
-    expectSelection(await select(app, { pattern: 'search the web', top_k: 3, tools }), tools.map((tool) => tool.name), 3);
+    expectSelection(
+      await select(app, { pattern: 'search the web', top_k: 3, tools }),
+      tools.map((tool) => tool.name),
+      3,
+    );
   });
 });

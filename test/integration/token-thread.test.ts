@@ -11,7 +11,11 @@ import { definitionTokens } from '../../src/catalog/count-tokens.js';
 import { COUNT_SLICE, countDefinitions } from '../../src/catalog/tokens.js';
 import { createLogger } from '../../src/logger.js';
 
-interface Line { name: string; description?: string; input_schema?: Record<string, unknown> | null }
+interface Line {
+  name: string;
+  description?: string;
+  input_schema?: Record<string, unknown> | null;
+}
 const tools = ['bfcl', 'livemcpbench', 'sealtools', 'toolbench_stable'].flatMap((corpus) =>
   readFileSync(new URL(`../../../shared/eval/${corpus}/catalog.jsonl`, import.meta.url), 'utf8')
     .trim()
@@ -20,7 +24,11 @@ const tools = ['bfcl', 'livemcpbench', 'sealtools', 'toolbench_stable'].flatMap(
     // Every other tool as sent in Anthropic's own shape: its as-sent count reuses that text's.
     .map((line, index) => {
       const tool = { name: line.name, description: line.description ?? '', inputSchema: line.input_schema ?? null };
-      return { ...tool, definition: index % 2 === 0 ? line : { name: tool.name, description: tool.description, input_schema: tool.inputSchema ?? { type: 'object', properties: {} } } };
+      return {
+        ...tool,
+        definition:
+          index % 2 === 0 ? line : { name: tool.name, description: tool.description, input_schema: tool.inputSchema ?? { type: 'object', properties: {} } },
+      };
     }),
 );
 

@@ -9,12 +9,19 @@ import { until } from '../helpers/assertions.js';
 import { uniqueName } from '../helpers/database.js';
 
 const anthropicTools = [
-  { name: 'get_weather', description: 'Get the current weather and the forecast for a city.', input_schema: { type: 'object', properties: { city: { type: 'string', description: 'City name' } }, required: ['city'] } },
-  { name: 'send_email', description: 'Send an email to a recipient.', input_schema: { type: 'object', properties: { to: { type: 'string' }, body: { type: 'string' } } } },
+  {
+    name: 'get_weather',
+    description: 'Get the current weather and the forecast for a city.',
+    input_schema: { type: 'object', properties: { city: { type: 'string', description: 'City name' } }, required: ['city'] },
+  },
+  {
+    name: 'send_email',
+    description: 'Send an email to a recipient.',
+    input_schema: { type: 'object', properties: { to: { type: 'string' }, body: { type: 'string' } } },
+  },
   { name: 'search_web', description: 'Search the web for pages.', input_schema: { type: 'object', properties: { query: { type: 'string' } } }, tags: ['Web'] },
   { name: 'read_file', description: 'Read a file from disk.', input_schema: { type: 'object', properties: { path: { type: 'string' } } } },
 ];
-
 
 /** With API keys set, /metrics takes this token (it names tenants and upstreams). */
 const METRICS_TOKEN = 'tests-metrics-token-0001';
@@ -53,12 +60,19 @@ describe('POST /v1/tool-search', () => {
     const openai = (await search({ query, tools: anthropicTools, max_results: 3, format: 'openai', call_id: 'call_42' })).body;
     expect(openai).toMatchObject({ type: 'tool_search_output', execution: 'client', status: 'completed', call_id: 'call_42' });
     expect(openai.tools.map((tool: { name: string }) => tool.name)).toEqual(names);
-    expect(openai.tools[0]).toEqual({ type: 'function', name: 'send_email', description: 'Send an email to a recipient.', parameters: anthropicTools[1]!.input_schema, strict: false, defer_loading: true });
+    expect(openai.tools[0]).toEqual({
+      type: 'function',
+      name: 'send_email',
+      description: 'Send an email to a recipient.',
+      parameters: anthropicTools[1]!.input_schema,
+      strict: false,
+      defer_loading: true,
+    });
     expect((await search({ query, tools: anthropicTools, max_results: 3, format: 'openrouter' })).body).toEqual({ tool_names: names });
     expect((await search({ query, tools: anthropicTools, max_results: 3, format: 'openrouter', result_key: 'tools' })).body).toEqual({ tools: names });
   });
 
-  it('a stored catalog of the caller\'s tenant, with tags and a token budget', async () => {
+  it("a stored catalog of the caller's tenant, with tags and a token budget", async () => {
     const { status, body } = await search({ query: 'look something up online', catalog, max_results: 4 });
     expect(status).toBe(200);
     expect(body.results[0].name).toBe('search_web');
@@ -86,7 +100,9 @@ describe('POST /v1/tool-search', () => {
     // A request nothing fits is less sure than one with an obvious answer.
     const vague = (await search({ query: 'quantum chromodynamics lattice simulation', tools: anthropicTools, max_results: 4 })).body;
     expect(vague.confidence).toBeLessThan(sure.confidence);
-    const abstained = (await search({ query: 'quantum chromodynamics lattice simulation', tools: anthropicTools, min_confidence: Math.min(0.99, vague.confidence + 0.01) })).body;
+    const abstained = (
+      await search({ query: 'quantum chromodynamics lattice simulation', tools: anthropicTools, min_confidence: Math.min(0.99, vague.confidence + 0.01) })
+    ).body;
     expect(abstained.results).toEqual([]);
     expect(abstained.confidence).toBe(vague.confidence);
     expect(abstained.unmatched_terms).toEqual(expect.arrayContaining(['quantum', 'chromodynamics']));
@@ -118,7 +134,13 @@ describe('POST /v1/tool-search', () => {
     expect((await app.request('PUT', `/v1/catalogs/${stored}`, { tools: served }, auth)).status).toBe(200);
     await untilEmbedded(app, stored, auth);
     const compact = JSON.stringify(served);
-    const inline = async (query: string) => (await app.request('POST', '/v1/tool-search', `{"query":${JSON.stringify(query)},"max_results":10,"tools":${compact}}`, { ...auth, 'content-type': 'application/json' })).body;
+    const inline = async (query: string) =>
+      (
+        await app.request('POST', '/v1/tool-search', `{"query":${JSON.stringify(query)},"max_results":10,"tools":${compact}}`, {
+          ...auth,
+          'content-type': 'application/json',
+        })
+      ).body;
     // Until the list's vectors are all read, a turn may rank with some missing.
     const list = () => app.deps.selector.toolListCache.get(createHash('sha256').update(compact).digest('base64'));
     await until("the list's vectors", async () => (await inline('warm up'), list()?.vectors !== undefined));
@@ -143,7 +165,14 @@ describe('POST /v1/tool-search', () => {
   it('counts the tokens offered and selected in /metrics', async () => {
     const read = async () => {
       const text = await (await fetch(`${app.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
-      const value = (kind: string) => Number(text.split('\n').find((line) => line.startsWith(`toolsift_tool_definition_tokens_total{endpoint="tool_search",tenant="ts-tenant",kind="${kind}"}`))?.split(' ').at(-1) ?? 0);
+      const value = (kind: string) =>
+        Number(
+          text
+            .split('\n')
+            .find((line) => line.startsWith(`toolsift_tool_definition_tokens_total{endpoint="tool_search",tenant="ts-tenant",kind="${kind}"}`))
+            ?.split(' ')
+            .at(-1) ?? 0,
+        );
       return { offered: value('offered'), selected: value('selected') };
     };
     const before = await read();
@@ -190,7 +219,11 @@ describe('POST /v1/tool-search: unmatched terms of a stored catalog', () => {
   const catalog = uniqueName('unmatched');
   const tools = [
     { name: 'zebra_counter', description: 'Counts the zebras in a savanna photo.', input_schema: { type: 'object', properties: {} } },
-    ...Array.from({ length: 30 }, (_, i) => ({ name: `ledger_${i}`, description: `Writes entry ${i} to the ledger.`, input_schema: { type: 'object', properties: {} } })),
+    ...Array.from({ length: 30 }, (_, i) => ({
+      name: `ledger_${i}`,
+      description: `Writes entry ${i} to the ledger.`,
+      input_schema: { type: 'object', properties: {} },
+    })),
   ];
   beforeAll(async () => {
     app = await startTestApp();
@@ -201,7 +234,8 @@ describe('POST /v1/tool-search: unmatched terms of a stored catalog', () => {
   it('are the words no tool of the current revision holds, from the store or from the index in hand', async () => {
     const { getCatalog } = await import('../../src/store/catalog-store.js');
     const indexes = app.deps.search.catalogIndexes!;
-    const unmatched = async () => (await app.request('POST', '/v1/tool-search', { query: 'count zebras in the ledger with a unicorn', catalog })).body.unmatched_terms;
+    const unmatched = async () =>
+      (await app.request('POST', '/v1/tool-search', { query: 'count zebras in the ledger with a unicorn', catalog })).body.unmatched_terms;
     const row = async () => (await getCatalog(app.deps.search.db, 'default', catalog))!;
     // Never searched: the index is not in hand, and the store answers.
     expect(indexes.held(await row())).toBeUndefined();
@@ -221,7 +255,11 @@ describe('POST /v1/tool-search: tags filter before the ranking', () => {
   // 100 untagged tools about issues; 6 tagged ones that mention issues once in a longer text, two
   // of them carrying both tags asked for. Ranked over all 106, the tagged ones fall below the 50th place.
   const tools = [
-    ...Array.from({ length: 100 }, (_, i) => ({ name: `issue_tool_${i}`, description: `Create and update an issue ${i}.`, input_schema: { type: 'object', properties: {} } })),
+    ...Array.from({ length: 100 }, (_, i) => ({
+      name: `issue_tool_${i}`,
+      description: `Create and update an issue ${i}.`,
+      input_schema: { type: 'object', properties: {} },
+    })),
     ...Array.from({ length: 6 }, (_, i) => ({
       name: `file_tool_${i}`,
       description: `Write a file to disk; attach it to an issue report number ${i} or to other records kept.`,
@@ -268,7 +306,6 @@ describe('POST /v1/tool-search: tags filter before the ranking', () => {
   });
 });
 
-
 describe('POST /v1/tool-search: a list sent again', () => {
   let app: TestApp;
   // A hook resends the same deferred tools every call: remembered by their bytes, as the selector's.
@@ -296,7 +333,12 @@ describe('POST /v1/tool-search: a list sent again', () => {
   it('is not parsed or indexed again, and answers as the same tools sent afresh', async () => {
     await remember();
     const remembered = app.deps.selector.toolListCache.get(key)!;
-    for (const rest of [{ query: 'ledger record 7', max_results: 3 }, { query: 'write a file', tags: ['files'] }, { query: 'write a file', tags: ['FILES'] }, { query: 'hook_tool_9', format: 'openai', call_id: 'c1' }]) {
+    for (const rest of [
+      { query: 'ledger record 7', max_results: 3 },
+      { query: 'write a file', tags: ['files'] },
+      { query: 'write a file', tags: ['FILES'] },
+      { query: 'hook_tool_9', format: 'openai', call_id: 'c1' },
+    ]) {
       const again = await search(compact, rest);
       const afresh = await search(spaced, rest);
       expect(again.status, JSON.stringify(rest)).toBe(200);

@@ -42,7 +42,9 @@ describe('upstreams seen across replicas', () => {
       },
     });
     [writer, reader] = [await startTestApp(env), await startTestApp(env, { logger: pino({ level: 'info' }, sink) })];
-    expect((await writer.request('PUT', `/v1/catalogs/${catalog}`, { tools: [{ name: 'local_note', description: 'Write a local note.' }] }, auth)).status).toBe(200);
+    expect((await writer.request('PUT', `/v1/catalogs/${catalog}`, { tools: [{ name: 'local_note', description: 'Write a local note.' }] }, auth)).status).toBe(
+      200,
+    );
     client = new Client({ name: 'replica-test', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(`${reader.url}/mcp/${catalog}`), { requestInit: { headers: auth } }));
   }, 60_000);
@@ -98,18 +100,24 @@ describe('upstreams seen across replicas', () => {
     expect((await writer.request('DELETE', `/v1/catalogs/${catalog}/upstreams/everything`, undefined, auth)).status).toBe(204);
     // DELETE took the upstream's tools with it; register a REST tool of that server so the name
     // resolves and only the upstream's absence answers.
-    expect((await writer.request('POST', `/v1/catalogs/${catalog}/tools`, { tools: [{ name: 'echo', description: 'Echo a message.', server: 'everything' }] }, auth)).status).toBe(200);
+    expect(
+      (await writer.request('POST', `/v1/catalogs/${catalog}/tools`, { tools: [{ name: 'echo', description: 'Echo a message.', server: 'everything' }] }, auth))
+        .status,
+    ).toBe(200);
     const gone = await echo('anyone?');
     expect(gone.isError).toBe(true);
     expect(JSON.stringify(gone.content)).toContain('has no upstream MCP server registered');
   });
 
   it('registering an upstream bumps the catalog row the cache keys on, and a bad registration changes nothing', async () => {
-    const row = async () => (await writer.deps.catalog.db.execute(sqlRevision(tenant, catalog))) as unknown as { rows: Array<{ revision: number; upstream_revision: number }> };
+    const row = async () =>
+      (await writer.deps.catalog.db.execute(sqlRevision(tenant, catalog))) as unknown as { rows: Array<{ revision: number; upstream_revision: number }> };
     // The REST tool the last test pushed holds the name echo: a sync would leave the upstream's out.
     expect((await writer.request('DELETE', `/v1/catalogs/${catalog}/tools/echo`, undefined, auth)).status).toBe(204);
     const start = (await row()).rows[0]!;
-    expect((await writer.request('PUT', `/v1/catalogs/${catalog}/upstreams/everything`, { url: secondUrl, headers: { 'X-Token': 'a' } }, auth)).status).toBe(200);
+    expect((await writer.request('PUT', `/v1/catalogs/${catalog}/upstreams/everything`, { url: secondUrl, headers: { 'X-Token': 'a' } }, auth)).status).toBe(
+      200,
+    );
     const registered = (await row()).rows[0]!;
     expect(registered.upstream_revision).toBe(start.upstream_revision + 1);
     // Rejected before the store: nothing bumped.
@@ -121,4 +129,5 @@ describe('upstreams seen across replicas', () => {
   });
 });
 
-const sqlRevision = (tenant: string, catalog: string) => sql`select revision::int as revision, upstream_revision::int as upstream_revision from catalogs where tenant = ${tenant} and name = ${catalog}`;
+const sqlRevision = (tenant: string, catalog: string) =>
+  sql`select revision::int as revision, upstream_revision::int as upstream_revision from catalogs where tenant = ${tenant} and name = ${catalog}`;

@@ -28,7 +28,12 @@ describe('stdio upstreams from UPSTREAMS_FILE', () => {
       file,
       JSON.stringify({
         mcpServers: {
-          filesystem: { command: process.execPath, args: [`${root}node_modules/@modelcontextprotocol/server-filesystem/dist/index.js`, folder], catalog, tenant },
+          filesystem: {
+            command: process.execPath,
+            args: [`${root}node_modules/@modelcontextprotocol/server-filesystem/dist/index.js`, folder],
+            catalog,
+            tenant,
+          },
         },
       }),
     );
@@ -73,7 +78,7 @@ describe('stdio upstreams from UPSTREAMS_FILE', () => {
     expect(called.isError).toBe(true);
   });
 
-  it('passes a call\'s arguments to the upstream as sent, NUL and lone surrogates included (its answer, not a refusal of the message)', async () => {
+  it("passes a call's arguments to the upstream as sent, NUL and lone surrogates included (its answer, not a refusal of the message)", async () => {
     // The file's content, written with a NUL and a lone surrogate in it, comes back through the upstream.
     const path = join(folder, 'odd.txt');
     const written = await client.callTool({ name: 'call_tool', arguments: { name: 'write_file', arguments: { path, content: 'a\u0000b \ud800 c' } } });

@@ -24,9 +24,15 @@ describe('upstream MCP servers', () => {
     everything = await startEverything(port);
     url = `http://127.0.0.1:${port}/mcp`;
     // server-everything listens on loopback, which the address policy refuses unless opened.
-    app = await startTestApp({ API_KEYS: `up1:${uniqueName('up-tenant')},up2:${uniqueName('up-other')}`, UPSTREAM_CALL_TIMEOUT_MS: '5000', UPSTREAM_ALLOW: '127.0.0.1/32' });
+    app = await startTestApp({
+      API_KEYS: `up1:${uniqueName('up-tenant')},up2:${uniqueName('up-other')}`,
+      UPSTREAM_CALL_TIMEOUT_MS: '5000',
+      UPSTREAM_ALLOW: '127.0.0.1/32',
+    });
     // A tool pushed over REST lives beside the synced ones and survives every sync.
-    expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools: [{ name: 'local_note', description: 'Write a local note.' }] }, auth)).status).toBe(200);
+    expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools: [{ name: 'local_note', description: 'Write a local note.' }] }, auth)).status).toBe(
+      200,
+    );
     client = new Client({ name: 'upstream-test', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(`${app.url}/mcp/${catalog}`), { requestInit: { headers: auth } }));
   }, 60_000);
@@ -38,7 +44,12 @@ describe('upstream MCP servers', () => {
   });
 
   it('registers and syncs every tool of a Streamable HTTP server, never returning header values', async () => {
-    const put = await app.request('PUT', `/v1/catalogs/${catalog}/upstreams/everything`, { url, headers: { 'X-Secret-Token': 's3cr3t' }, refresh_seconds: 60 }, auth);
+    const put = await app.request(
+      'PUT',
+      `/v1/catalogs/${catalog}/upstreams/everything`,
+      { url, headers: { 'X-Secret-Token': 's3cr3t' }, refresh_seconds: 60 },
+      auth,
+    );
     expect(put.status).toBe(200);
     expect(put.body.upstream).toMatchObject({ name: 'everything', url, header_names: ['X-Secret-Token'], last_error: null });
     expect(put.body.upstream.tool_count).toBeGreaterThan(5);
@@ -88,7 +99,9 @@ describe('upstream MCP servers', () => {
     expect(local.isError).toBe(true);
     expect(JSON.stringify(local.content)).toContain('has no upstream MCP server registered');
     // A tool that names a server no upstream of this catalog is: the same, naming the server.
-    expect((await app.request('POST', `/v1/catalogs/${catalog}/tools`, { tools: [{ name: 'ghost_tool', description: 'Haunts.', server: 'ghost' }] }, auth)).status).toBe(200);
+    expect(
+      (await app.request('POST', `/v1/catalogs/${catalog}/tools`, { tools: [{ name: 'ghost_tool', description: 'Haunts.', server: 'ghost' }] }, auth)).status,
+    ).toBe(200);
     const ghost = await client.callTool({ name: 'call_tool', arguments: { name: 'ghost_tool', arguments: {} } });
     expect(ghost.isError).toBe(true);
     expect(JSON.stringify(ghost.content)).toContain('its server is \\"ghost\\"');

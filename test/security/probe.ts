@@ -16,7 +16,9 @@ for (const [index, attack] of ATTACKS.entries()) {
     outcome = { ok: false, seen: `threw: ${(error as Error).message}` };
   }
   if (!outcome.ok) failed += 1;
-  rows.push(`| ${index + 1} | ${cell(attack.finding)} | ${cell(attack.attack)} | ${cell(attack.expected)} | ${cell(outcome.seen)} | ${outcome.ok ? 'ok' : '**FAIL**'} |`);
+  rows.push(
+    `| ${index + 1} | ${cell(attack.finding)} | ${cell(attack.attack)} | ${cell(attack.expected)} | ${cell(outcome.seen)} | ${outcome.ok ? 'ok' : '**FAIL**'} |`,
+  );
 }
 await ctx.close();
 console.log(rows.join('\n'));

@@ -24,16 +24,48 @@ describe('bench statistics', () => {
 
 describe('leave-one-out choice of a grid setting', () => {
   it('keeps a setting that is best on every query', () => {
-    expect(leaveOneOutChoices([[[0], [0], [0]], [[1], [1], [1]]])).toEqual([1, 1, 1]);
+    expect(
+      leaveOneOutChoices([
+        [[0], [0], [0]],
+        [[1], [1], [1]],
+      ]),
+    ).toEqual([1, 1, 1]);
   });
 
   it('does not keep a setting whose lead comes from the query left out', () => {
     // Setting 0 is best overall (1 against 0.8), but only through query 0: without it, setting 1 wins.
-    expect(leaveOneOutChoices([[[1], [0], [0]], [[0], [0.4], [0.4]]])).toEqual([1, 0, 0]);
+    expect(
+      leaveOneOutChoices([
+        [[1], [0], [0]],
+        [[0], [0.4], [0.4]],
+      ]),
+    ).toEqual([1, 0, 0]);
   });
 
   it('breaks ties on the next key, then keeps the earlier setting', () => {
-    expect(leaveOneOutChoices([[[1, 0], [1, 0]], [[1, 1], [1, 1]]])).toEqual([1, 1]);
-    expect(leaveOneOutChoices([[[1, 1], [0, 1]], [[1, 1], [0, 1]]])).toEqual([0, 0]);
+    expect(
+      leaveOneOutChoices([
+        [
+          [1, 0],
+          [1, 0],
+        ],
+        [
+          [1, 1],
+          [1, 1],
+        ],
+      ]),
+    ).toEqual([1, 1]);
+    expect(
+      leaveOneOutChoices([
+        [
+          [1, 1],
+          [0, 1],
+        ],
+        [
+          [1, 1],
+          [0, 1],
+        ],
+      ]),
+    ).toEqual([0, 0]);
   });
 });

@@ -5,7 +5,14 @@ import { Bm25Builder, Bm25Index, slotPlan } from '../../src/ranking/bm25-index.j
 // Toy corpus: N = 3, lengths 3 + 1 + 2 occurrences, so avgdl = 2; counted, as documents are, in
 // BM25_TERM_UNIT (2) units per occurrence: the scores are those of the occurrences with k1.
 const corpus: Bm25Document[] = [
-  { id: 'd1', termFreqs: new Map([['cat', 4], ['dog', 2]]), length: 6 },
+  {
+    id: 'd1',
+    termFreqs: new Map([
+      ['cat', 4],
+      ['dog', 2],
+    ]),
+    length: 6,
+  },
   { id: 'd2', termFreqs: new Map([['dog', 2]]), length: 2 },
   { id: 'd3', termFreqs: new Map([['fish', 4]]), length: 4 },
 ];
@@ -89,7 +96,12 @@ describe('Bm25Index', () => {
 
   it('multiplies each term by its weight and gives the corpus IDF', () => {
     const index = new Bm25Index(corpus);
-    const [d1, d2] = index.searchWeighted(new Map([['cat', 2], ['dog', 0.5]]));
+    const [d1, d2] = index.searchWeighted(
+      new Map([
+        ['cat', 2],
+        ['dog', 0.5],
+      ]),
+    );
     expect(d1).toEqual(['d1', expect.closeTo(2 * CAT_D1 + 0.5 * DOG_D1, 5)]);
     expect(d2).toEqual(['d2', expect.closeTo(0.5 * DOG_D2, 5)]);
     expect(index.searchWeighted(new Map([['dog', 1]]))).toEqual(index.search(['dog']));
@@ -100,7 +112,7 @@ describe('Bm25Index', () => {
 
   it('ranks and scores exactly as scoreBm25 on random corpora and queries', () => {
     let state = 7;
-    const random = () => ((state = (state * 1103515245 + 12345) % 2147483648) / 2147483648);
+    const random = () => (state = (state * 1103515245 + 12345) % 2147483648) / 2147483648;
     const vocabulary = Array.from({ length: 40 }, (_, i) => `t${i}`);
     for (let round = 0; round < 50; round++) {
       const documents: Bm25Document[] = Array.from({ length: 1 + Math.floor(random() * 60) }, (_, i) => {
@@ -118,7 +130,7 @@ describe('Bm25Index', () => {
 
   it('under a filter, ranks exactly as scoreBm25 over the kept documents alone; a long list keeps the same top as a full sort', () => {
     let state = 11;
-    const random = () => ((state = (state * 1103515245 + 12345) % 2147483648) / 2147483648);
+    const random = () => (state = (state * 1103515245 + 12345) % 2147483648) / 2147483648;
     const vocabulary = Array.from({ length: 12 }, (_, i) => `t${i}`);
     for (let round = 0; round < 20; round++) {
       // Up to 2,000 documents over 12 terms: a query term touches hundreds of them (the heap path).
@@ -145,12 +157,17 @@ describe('Bm25Index', () => {
 describe('Bm25Index with keys', () => {
   it('orders and cuts ties by key, as an index over the same documents with the keys for ids', () => {
     let state = 5;
-    const random = () => ((state = (state * 1103515245 + 12345) % 2147483648) / 2147483648);
+    const random = () => (state = (state * 1103515245 + 12345) % 2147483648) / 2147483648;
     for (let round = 0; round < 20; round++) {
       // Few terms and lengths: ties are common, and hundreds of documents take the heap path.
       const documents = Array.from({ length: 1 + Math.floor(random() * 800) }, (_, i) => {
         const termFreqs = new Map([[`t${Math.floor(random() * 3)}`, 1]]);
-        return { id: `hash-${Math.floor(random() * 1e6)}-${i}`, key: `name-${Math.floor(random() * 1e6)}-${i}`, termFreqs, length: 1 + Math.floor(random() * 2) };
+        return {
+          id: `hash-${Math.floor(random() * 1e6)}-${i}`,
+          key: `name-${Math.floor(random() * 1e6)}-${i}`,
+          termFreqs,
+          length: 1 + Math.floor(random() * 2),
+        };
       });
       const byKey = new Bm25Builder();
       for (const doc of documents) byKey.add(doc.id, doc.length, doc.termFreqs, doc.key);
@@ -188,7 +205,12 @@ describe('Bm25Index.derive', () => {
     const { random, document } = await documents(11, vocabulary);
     const corpus = Array.from({ length: 50 }, (_, i) => document(`d${i}`));
     const base = new Bm25Index(corpus);
-    for (const [dropCount, addCount] of [[0, 3], [10, 0], [7, 8], [50, 2]] as const) {
+    for (const [dropCount, addCount] of [
+      [0, 3],
+      [10, 0],
+      [7, 8],
+      [50, 2],
+    ] as const) {
       const dropped = new Set<number>();
       while (dropped.size < dropCount) dropped.add(Math.floor(random() * corpus.length));
       const added = Array.from({ length: addCount }, (_, i) => document(`n${dropCount}_${i}`));
@@ -214,17 +236,24 @@ describe('Bm25Index.derive', () => {
       // Some documents revised (most terms kept, one term's tf changed or a term added), some dropped, some new.
       const dropped = new Set<number>();
       while (dropped.size < 4 + (round % 5)) dropped.add(Math.floor(random() * index.size));
-      const revised = [...dropped].filter(() => random() < 0.7).map((at) => {
-        const old = corpus.find((doc) => doc.id === index.idAt(at))!;
-        const termFreqs = new Map(old.termFreqs);
-        const term = vocabulary[Math.floor(random() * vocabulary.length)]!;
-        termFreqs.set(term, (termFreqs.get(term) ?? 0) + 1);
-        return { id: old.id, termFreqs, length: old.length + 1 };
-      });
+      const revised = [...dropped]
+        .filter(() => random() < 0.7)
+        .map((at) => {
+          const old = corpus.find((doc) => doc.id === index.idAt(at))!;
+          const termFreqs = new Map(old.termFreqs);
+          const term = vocabulary[Math.floor(random() * vocabulary.length)]!;
+          termFreqs.set(term, (termFreqs.get(term) ?? 0) + 1);
+          return { id: old.id, termFreqs, length: old.length + 1 };
+        });
       const added = [...revised, ...Array.from({ length: round % 3 }, (_, i) => document(`n${round}_${i}`))];
       const droppedIds = [...dropped].map((at) => index.idAt(at));
       corpus = [...corpus.filter((doc) => !droppedIds.includes(doc.id)), ...added];
-      const plan = slotPlan(index.size, dropped, added.length, added.map((doc) => index.indexOf(doc.id)));
+      const plan = slotPlan(
+        index.size,
+        dropped,
+        added.length,
+        added.map((doc) => index.indexOf(doc.id)),
+      );
       revised.forEach((doc, i) => {
         const own = index.indexOf(doc.id)!;
         if (own < plan.size) expect(plan.addedAt[i]).toBe(own);
@@ -241,11 +270,31 @@ describe('Bm25Index.derive', () => {
   });
 
   it('rewrites only the lists of the terms a revision in place changed', async () => {
-    const corpus = Array.from({ length: 30 }, (_, i) => ({ id: `d${i}`, termFreqs: new Map([['common', 1], [`own${i}`, 2]]), length: 3 }));
+    const corpus = Array.from({ length: 30 }, (_, i) => ({
+      id: `d${i}`,
+      termFreqs: new Map([
+        ['common', 1],
+        [`own${i}`, 2],
+      ]),
+      length: 3,
+    }));
     const base = new Bm25Index(corpus);
     const dropped = new Set([3, 7, 12]);
-    const added = [...dropped].map((at) => ({ id: `d${at}`, termFreqs: new Map([['common', 1], [`own${at}`, 2], ['revised', 1]]), length: 4 }));
-    const plan = slotPlan(base.size, dropped, added.length, added.map((doc) => base.indexOf(doc.id)));
+    const added = [...dropped].map((at) => ({
+      id: `d${at}`,
+      termFreqs: new Map([
+        ['common', 1],
+        [`own${at}`, 2],
+        ['revised', 1],
+      ]),
+      length: 4,
+    }));
+    const plan = slotPlan(
+      base.size,
+      dropped,
+      added.length,
+      added.map((doc) => base.indexOf(doc.id)),
+    );
     expect(plan.addedAt).toEqual([3, 7, 12]);
     const derived = await Bm25Index.derive(base, plan, added);
     const postings = (index: Bm25Index) => (index as unknown as { postings: Map<string, Int32Array> }).postings;
@@ -299,7 +348,10 @@ describe('slotPlan', () => {
     const shrink = slotPlan(10, new Set([0, 4, 5]), 1, [5]);
     expect(shrink.addedAt).toEqual([5]);
     expect(shrink.size).toBe(8);
-    expect([...shrink.moved]).toEqual([[9, 0], [8, 4]]);
+    expect([...shrink.moved]).toEqual([
+      [9, 0],
+      [8, 4],
+    ]);
     // No preference: the plan as before (holes lowest first, then new places at the end).
     expect(slotPlan(4, new Set([2]), 3).addedAt).toEqual([2, 4, 5]);
   });

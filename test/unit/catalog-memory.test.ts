@@ -10,13 +10,21 @@ import type { RankDeps } from '../../src/search/hybrid-search.js';
 import { AppError } from '../../src/errors.js';
 import type { CatalogIndexRow } from '../../src/store/search-store.js';
 
-const row = (name: string): CatalogIndexRow => ({ name, length: 2, server: null, tags: [], tokens: { anthropic: 10, openai: 11, as_sent: 9 }, terms: `${name.replace(/\W/g, '') || 'x'} 1 tool 1` });
-const byCodePoints = (names: string[]) => [...names].sort((a, b) => {
-  const x = [...a].map((c) => c.codePointAt(0)!);
-  const y = [...b].map((c) => c.codePointAt(0)!);
-  for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i]! - y[i]!;
-  return x.length - y.length;
+const row = (name: string): CatalogIndexRow => ({
+  name,
+  length: 2,
+  server: null,
+  tags: [],
+  tokens: { anthropic: 10, openai: 11, as_sent: 9 },
+  terms: `${name.replace(/\W/g, '') || 'x'} 1 tool 1`,
 });
+const byCodePoints = (names: string[]) =>
+  [...names].sort((a, b) => {
+    const x = [...a].map((c) => c.codePointAt(0)!);
+    const y = [...b].map((c) => c.codePointAt(0)!);
+    for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i]! - y[i]!;
+    return x.length - y.length;
+  });
 
 describe('firstNames: the padding from memory', () => {
   // U+FF21 (fullwidth A) sorts before an astral letter in code points, after it in UTF-16 units.
@@ -64,13 +72,25 @@ describe('storeOrMemory: a store that does not answer in time', () => {
   const ref = { tenant: 'default', name: 'gone' };
 
   it('is a 503 naming the catalog when memory has no answer, not an unexpected error', async () => {
-    const failure = await storeOrMemory(deps, ref, () => readCatalogRow(deps, ref, 20), async () => undefined).catch((error: unknown) => error);
+    const failure = await storeOrMemory(
+      deps,
+      ref,
+      () => readCatalogRow(deps, ref, 20),
+      async () => undefined,
+    ).catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(AppError);
     expect(failure).toMatchObject({ code: 'service_unavailable' });
     expect((failure as Error).message).toContain('"gone"');
   });
 
   it("is memory's answer when it has one", async () => {
-    expect(await storeOrMemory(deps, ref, async () => (await readCatalogRow(deps, ref, 20), 'store'), async () => 'memory')).toBe('memory');
+    expect(
+      await storeOrMemory(
+        deps,
+        ref,
+        async () => (await readCatalogRow(deps, ref, 20), 'store'),
+        async () => 'memory',
+      ),
+    ).toBe('memory');
   });
 });

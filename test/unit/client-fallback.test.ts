@@ -37,7 +37,10 @@ describe('what counts as toolsift being unavailable', () => {
   });
   afterAll(() => server?.close());
   const baseUrl = () => `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-  const tools = [{ name: 'send_email', description: 'Send an email.' }, { name: 'get_weather', description: 'Weather for a city.' }];
+  const tools = [
+    { name: 'send_email', description: 'Send an email.' },
+    { name: 'get_weather', description: 'Weather for a city.' },
+  ];
 
   it.each([500, 502, 503, 504, 408, 429])('%i: the keyword match answers, and onFallback is told', async (code) => {
     status = code;

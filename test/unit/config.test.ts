@@ -29,8 +29,14 @@ describe('loadConfig', () => {
   it('with API keys listens on every interface and answers any Host; HOST and ALLOWED_HOSTS (or the older MCP_ALLOWED_HOSTS) decide when set', () => {
     expect(loadConfig({ API_KEYS: 'k:t' })).toMatchObject({ HOST: '0.0.0.0', ALLOWED_HOSTS: '*' });
     expect(loadConfig({ HOST: '0.0.0.0' })).toMatchObject({ HOST: '0.0.0.0', ALLOWED_HOSTS: 'localhost,127.0.0.1,[::1]' });
-    expect(loadConfig({ API_KEYS: 'k:t', HOST: '10.0.0.5', ALLOWED_HOSTS: 'toolsift.internal' })).toMatchObject({ HOST: '10.0.0.5', ALLOWED_HOSTS: 'toolsift.internal' });
-    expect(loadConfig({ MCP_ALLOWED_HOSTS: 'a.example', MCP_ALLOWED_ORIGINS: 'https://b.example' })).toMatchObject({ ALLOWED_HOSTS: 'a.example', ALLOWED_ORIGINS: 'https://b.example' });
+    expect(loadConfig({ API_KEYS: 'k:t', HOST: '10.0.0.5', ALLOWED_HOSTS: 'toolsift.internal' })).toMatchObject({
+      HOST: '10.0.0.5',
+      ALLOWED_HOSTS: 'toolsift.internal',
+    });
+    expect(loadConfig({ MCP_ALLOWED_HOSTS: 'a.example', MCP_ALLOWED_ORIGINS: 'https://b.example' })).toMatchObject({
+      ALLOWED_HOSTS: 'a.example',
+      ALLOWED_ORIGINS: 'https://b.example',
+    });
     expect(loadConfig({ ALLOWED_ORIGINS: 'c.example', MCP_ALLOWED_ORIGINS: 'b.example' }).ALLOWED_ORIGINS).toBe('c.example');
   });
 

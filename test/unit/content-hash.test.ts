@@ -40,11 +40,22 @@ describe('canonicalJson', () => {
     const tricky = {
       name: 'get_weather',
       description: 'Wetter für "Köln"\n\u2028 🌦️',
-      inputSchema: { type: 'object', properties: { '10': { type: 'integer' }, '9': { type: 'string' }, b: { enum: [1.5, -0, 1e21, true, null, 'x'] }, é: { type: 'array', items: [{}, []] }, B: { default: { z: undefined, a: [undefined] } } } },
+      inputSchema: {
+        type: 'object',
+        properties: {
+          '10': { type: 'integer' },
+          '9': { type: 'string' },
+          b: { enum: [1.5, -0, 1e21, true, null, 'x'] },
+          é: { type: 'array', items: [{}, []] },
+          B: { default: { z: undefined, a: [undefined] } },
+        },
+      },
       tags: ['weather', 'ünï'],
       server: 'wx',
     };
-    expect(canonicalJson(tricky.inputSchema)).toBe('{"properties":{"10":{"type":"integer"},"9":{"type":"string"},"B":{"default":{"a":[null]}},"b":{"enum":[1.5,0,1e+21,true,null,"x"]},"é":{"items":[{},[]],"type":"array"}},"type":"object"}');
+    expect(canonicalJson(tricky.inputSchema)).toBe(
+      '{"properties":{"10":{"type":"integer"},"9":{"type":"string"},"B":{"default":{"a":[null]}},"b":{"enum":[1.5,0,1e+21,true,null,"x"]},"é":{"items":[{},[]],"type":"array"}},"type":"object"}',
+    );
     // The hash the first canonical form gave this tool (2026-11-29): a change here re-addresses every stored tool.
     expect(hashOf(tricky)).toBe('9e2cbae18157a3c44f0d757033dd3096f2cf9d3d97f350d24fb09706aa0a3ad8');
   });

@@ -5,17 +5,36 @@ import { expandTerms } from '../../src/ranking/fuzzy-terms.js';
 import { expandQuery, rankCorpus, type RankDeps } from '../../src/search/hybrid-search.js';
 
 const documents: Bm25Document[] = [
-  { id: 'weather', termFreqs: new Map([['weather', 2], ['forecast', 1]]), length: 3 },
-  { id: 'files', termFreqs: new Map([['read', 1], ['file', 2]]), length: 3 },
+  {
+    id: 'weather',
+    termFreqs: new Map([
+      ['weather', 2],
+      ['forecast', 1],
+    ]),
+    length: 3,
+  },
+  {
+    id: 'files',
+    termFreqs: new Map([
+      ['read', 1],
+      ['file', 2],
+    ]),
+    length: 3,
+  },
 ];
 /** BM25 in process over a held index: nothing here reads the store. */
 const deps = { db: undefined, embedder: null } as unknown as RankDeps;
 const rank = (index: Bm25Index, query: string, expandedQuery?: ReturnType<typeof expandQuery>) =>
-  rankCorpus(deps, { kind: 'hashes', hashes: ['weather', 'files'] }, { query, topK: 5, mode: 'bm25' }, {
-    useVectorIndex: false,
-    bm25Index: index,
-    ...(expandedQuery ? { expandedQuery } : {}),
-  }).then((result) => result.tools.map((tool) => [tool.id, tool.score]));
+  rankCorpus(
+    deps,
+    { kind: 'hashes', hashes: ['weather', 'files'] },
+    { query, topK: 5, mode: 'bm25' },
+    {
+      useVectorIndex: false,
+      bm25Index: index,
+      ...(expandedQuery ? { expandedQuery } : {}),
+    },
+  ).then((result) => result.tools.map((tool) => [tool.id, tool.score]));
 
 describe('expandQuery handed to rankCorpus', () => {
   it('is the expansion and dense text rankCorpus would compute itself', async () => {

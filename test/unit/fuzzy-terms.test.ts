@@ -1,6 +1,19 @@
 import { describe, expect, it } from 'vitest';
 import { isEnglishWord } from '../../src/ranking/dictionary.js';
-import { corrections, denseQueryText, editDistance, expandTerms, expandTermsLoaded, FUZZY_WEIGHT, isFuzzyWord, MAX_FUZZY_LETTERS, MIN_FUZZY_LETTERS, oneEditVariants, VocabularyIndex, type TermFrequencyLoader } from '../../src/ranking/fuzzy-terms.js';
+import {
+  corrections,
+  denseQueryText,
+  editDistance,
+  expandTerms,
+  expandTermsLoaded,
+  FUZZY_WEIGHT,
+  isFuzzyWord,
+  MAX_FUZZY_LETTERS,
+  MIN_FUZZY_LETTERS,
+  oneEditVariants,
+  VocabularyIndex,
+  type TermFrequencyLoader,
+} from '../../src/ranking/fuzzy-terms.js';
 
 const frequencies = new Map([
   ['weather', 12],
@@ -66,9 +79,25 @@ describe('expandTerms: weights', () => {
   });
 
   it('leaves known words, short words and words with no near neighbour alone', () => {
-    expect(fuzzyWeights(['search', 'web'], vocabulary)).toEqual(new Map([['search', 1], ['web', 1]]));
-    expect(fuzzyWeights(['wex', 'tol'], vocabulary)).toEqual(new Map([['wex', 1], ['tol', 1]]));
-    expect(fuzzyWeights(['xylophone', '2024', 'qzzz'], vocabulary)).toEqual(new Map([['xylophone', 1], ['2024', 1], ['qzzz', 1]]));
+    expect(fuzzyWeights(['search', 'web'], vocabulary)).toEqual(
+      new Map([
+        ['search', 1],
+        ['web', 1],
+      ]),
+    );
+    expect(fuzzyWeights(['wex', 'tol'], vocabulary)).toEqual(
+      new Map([
+        ['wex', 1],
+        ['tol', 1],
+      ]),
+    );
+    expect(fuzzyWeights(['xylophone', '2024', 'qzzz'], vocabulary)).toEqual(
+      new Map([
+        ['xylophone', 1],
+        ['2024', 1],
+        ['qzzz', 1],
+      ]),
+    );
   });
 
   it('keeps only the closest distance and at most three words, the commonest first', () => {
@@ -127,8 +156,10 @@ describe('typos: the corrections the dense query adds', () => {
     expect(expandTerms(['took', 'pools'], vocabulary).weights.get('tool')).toBe(FUZZY_WEIGHT);
   });
 
-  it('appends each typo\'s likely word to the query as written, once', () => {
-    expect(denseQueryText('Wether forcast for Paris', expandTerms(['wether', 'forcast', 'paris'], vocabulary))).toBe('Wether forcast for Paris weather forecast');
+  it("appends each typo's likely word to the query as written, once", () => {
+    expect(denseQueryText('Wether forcast for Paris', expandTerms(['wether', 'forcast', 'paris'], vocabulary))).toBe(
+      'Wether forcast for Paris weather forecast',
+    );
     expect(denseQueryText('the wether, wether', expandTerms(['wether', 'wether'], vocabulary))).toBe('the wether, wether weather');
     expect(denseQueryText('took a tool', expandTerms(['took', 'tool'], vocabulary))).toBe('took a tool');
     expect(denseQueryText('', expandTerms([], vocabulary))).toBe('');

@@ -37,8 +37,18 @@ async function inSlices<T>(build: () => Promise<T>): Promise<{ built: T; othersR
 }
 
 /** A document as a stored catalog's index reads its row (terms as "term tf ...", no token counts). */
-function indexRow({ id, server, length, termFreqs }: { id: string; server: string | null; length: number; termFreqs: ReadonlyMap<string, number> }, tags: string[] = []) {
-  return { name: id, length, server, tags, tokens: { anthropic: null, openai: null, as_sent: null }, terms: [...termFreqs].map(([term, tf]) => `${term} ${tf}`).join(' ') };
+function indexRow(
+  { id, server, length, termFreqs }: { id: string; server: string | null; length: number; termFreqs: ReadonlyMap<string, number> },
+  tags: string[] = [],
+) {
+  return {
+    name: id,
+    length,
+    server,
+    tags,
+    tokens: { anthropic: null, openai: null, as_sent: null },
+    terms: [...termFreqs].map(([term, tf]) => `${term} ${tf}`).join(' '),
+  };
 }
 
 const queries = [['read', 'file'], ['weather'], ['search', 'paper', 'arxiv'], words, ['missing']];
@@ -63,7 +73,9 @@ describe('indexes built between time slices', () => {
   it("the selector's request list: its tools' and servers' indexes, from terms in hand and computed ones alike", async () => {
     const tools = requestTools(5);
     // Half the tools arrive never seen (their terms computed while parsing), the rest from the cache.
-    const fresh: FreshTool[] = tools.filter((_, index) => index % 2 === 0).map((entry) => ({ entry, document: termsDocument(entry.tool, entry.hash), key: entry.hash }));
+    const fresh: FreshTool[] = tools
+      .filter((_, index) => index % 2 === 0)
+      .map((entry) => ({ entry, document: termsDocument(entry.tool, entry.hash), key: entry.hash }));
     const { built, othersRan } = await inSlices(() => indexTools(tools, fresh, new TimeSlice()));
     expect(othersRan).toBe(true);
     const documents = tools.map(({ tool, hash }) => ({ id: hash, server: tool.server, ...documentTerms(tool) }));
@@ -109,7 +121,11 @@ describe('indexes built between time slices', () => {
       const length = [...termFreqs.values()].reduce((sum, tf) => sum + tf, 0);
       return { id, server, length, termFreqs, row: { name: id, length, server, tags: [], terms, tokens: { anthropic: null, openai: null, as_sent: null } } };
     });
-    const built = await CatalogIndex.build(1, 1, documents.map(({ row }) => row));
+    const built = await CatalogIndex.build(
+      1,
+      1,
+      documents.map(({ row }) => row),
+    );
     const servers = serverDocuments(documents);
     expect(built.servers.members).toEqual(servers.members);
     expect(built.bm25.postingCount).toBe(10);

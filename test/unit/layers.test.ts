@@ -62,7 +62,8 @@ describe('layers', () => {
         const target = resolve(dirname(file), specifier.replace(/\.js$/, '.ts'));
         if (!target.startsWith(SRC)) continue;
         const targetLayer = layerOf(target);
-        if (targetLayer < layer) upward.push(`src/${relative(SRC, file)} imports src/${relative(SRC, target)} (${LAYERS[layer]!.join(', ')} -> ${LAYERS[targetLayer]!.join(', ')})`);
+        if (targetLayer < layer)
+          upward.push(`src/${relative(SRC, file)} imports src/${relative(SRC, target)} (${LAYERS[layer]!.join(', ')} -> ${LAYERS[targetLayer]!.join(', ')})`);
       }
     }
     expect(upward).toEqual([]);

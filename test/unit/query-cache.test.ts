@@ -96,7 +96,10 @@ describe('withQueryCache', () => {
   it('passes documents through uncached and keeps the model identity', async () => {
     const fake = fakeEmbedder();
     const cached = withQueryCache(fake.embedder, 10);
-    expect(await cached.embedDocuments(['ab', 'c'])).toEqual([[2, 0], [1, 0]]);
+    expect(await cached.embedDocuments(['ab', 'c'])).toEqual([
+      [2, 0],
+      [1, 0],
+    ]);
     expect(cached.modelId).toBe('fake');
     expect(cached.dimension).toBe(2);
     expect(fake.calls).toEqual([]);

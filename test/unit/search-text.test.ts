@@ -98,7 +98,9 @@ describe('embeddingText', () => {
     expect(isReadableText('获取微博热搜榜 (weibo)')).toBe(false);
   });
   it('keeps only the first sentence of the description, with file names and versions whole', () => {
-    expect(embeddingText({ ...tool, description: 'Reads config.json v1.2 files. Options: encoding, size.' })).toBe('get stock price: Reads config.json v1.2 files.');
+    expect(embeddingText({ ...tool, description: 'Reads config.json v1.2 files. Options: encoding, size.' })).toBe(
+      'get stock price: Reads config.json v1.2 files.',
+    );
   });
 });
 

@@ -134,8 +134,20 @@ describe('selector: parsing a never-seen list', () => {
     let ranBeforeLastTool: boolean | undefined;
     // JSON.stringify reads every tool as it is parsed: the first holds the thread for 20 ms, the
     // last records whether anything else ran in between. Two tools never reached the old slice of 256.
-    const slow = { name: 'slow_tool', get description() { holdThread(20); return 'Takes a while'; } };
-    const last = { name: 'last_tool', get description() { ranBeforeLastTool ??= otherRequestRan; return 'Parsed last'; } };
+    const slow = {
+      name: 'slow_tool',
+      get description() {
+        holdThread(20);
+        return 'Takes a while';
+      },
+    };
+    const last = {
+      name: 'last_tool',
+      get description() {
+        ranBeforeLastTool ??= otherRequestRan;
+        return 'Parsed last';
+      },
+    };
     setImmediate(() => (otherRequestRan = true));
     const selection = await selectTools(deps, { pattern: 'anything', topK: 2, alwaysKeep: [], tools: [slow, last] });
     expect(selection.names).toEqual(['slow_tool', 'last_tool']);
@@ -149,9 +161,16 @@ describe('selector: a list whose vectors are still being embedded', () => {
   it('waits for the list’s first read only; later turns rank with what they have and read the rest in the background, one read at a time', async () => {
     const { deps, writes, settle } = harness();
     const reads: { resolve: (loaded: LoadedVectors) => void; reject: (error: Error) => void }[] = [];
-    deps.embedder = { modelId: 'fake', dimension: 2, embedDocuments: async (texts) => texts.map(() => [1, 0]), embedQuery: async () => [0, 1], close: async () => {} };
+    deps.embedder = {
+      modelId: 'fake',
+      dimension: 2,
+      embedDocuments: async (texts) => texts.map(() => [1, 0]),
+      embedQuery: async () => [0, 1],
+      close: async () => {},
+    };
     deps.vectors = { load: () => new Promise<LoadedVectors>((resolve, reject) => reads.push({ resolve, reject })) } as unknown as VectorCache;
-    const answered = (turn: Promise<unknown>) => Promise.race([turn.then(() => 'answered'), new Promise((resolve) => setTimeout(() => resolve('still waiting'), 1_000))]);
+    const answered = (turn: Promise<unknown>) =>
+      Promise.race([turn.then(() => 'answered'), new Promise((resolve) => setTimeout(() => resolve('still waiting'), 1_000))]);
 
     // First sight: the read is waited for (the tools' vectors may exist from another list).
     const first = selectTools(deps, input);
@@ -189,7 +208,13 @@ describe('selector: a list whose vectors are still being embedded', () => {
     const { deps, writes, settle } = harness();
     const reads: { resolve: (loaded: LoadedVectors) => void }[] = [];
     deps.budgetMs = 50;
-    deps.embedder = { modelId: 'fake', dimension: 2, embedDocuments: async (texts) => texts.map(() => [1, 0]), embedQuery: async () => [0, 1], close: async () => {} };
+    deps.embedder = {
+      modelId: 'fake',
+      dimension: 2,
+      embedDocuments: async (texts) => texts.map(() => [1, 0]),
+      embedQuery: async () => [0, 1],
+      close: async () => {},
+    };
     deps.vectors = { load: () => new Promise<LoadedVectors>((resolve) => reads.push({ resolve })) } as unknown as VectorCache;
     // The query matches no word: only the vectors can rank web_search first.
     const blind = { ...input, pattern: 'zzz qqq' };

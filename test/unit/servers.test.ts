@@ -28,10 +28,30 @@ describe('serverDocuments', () => {
       doc('fs__read', 'fs', { read: 1, file: 1 }),
     ]);
     expect(documents).toEqual([
-      { id: 'arxiv', termFreqs: new Map([['search', 2], ['paper', 3], ['read', 1]]), length: 6 },
-      { id: 'fs', termFreqs: new Map([['read', 1], ['file', 1]]), length: 2 },
+      {
+        id: 'arxiv',
+        termFreqs: new Map([
+          ['search', 2],
+          ['paper', 3],
+          ['read', 1],
+        ]),
+        length: 6,
+      },
+      {
+        id: 'fs',
+        termFreqs: new Map([
+          ['read', 1],
+          ['file', 1],
+        ]),
+        length: 2,
+      },
     ]);
-    expect(members).toEqual(new Map([['arxiv', ['arxiv__search', 'arxiv__read']], ['fs', ['fs__read']]]));
+    expect(members).toEqual(
+      new Map([
+        ['arxiv', ['arxiv__search', 'arxiv__read']],
+        ['fs', ['fs__read']],
+      ]),
+    );
     // The server documents are ordinary BM25 documents: N counts servers, not tools.
     const index = new Bm25Index(documents);
     expect(index.search(['paper', 'read'])).toEqual(scoreBm25(documents, ['paper', 'read']));
@@ -91,7 +111,20 @@ describe('addServerVotes', () => {
   ]);
 
   it("adds each server's weighted reciprocal-rank vote to every one of its tools, BM25's scaled by score / top", () => {
-    const { fused, votes } = addServerVotes([['c', 0.02], ['a', 0.01]], { bm25: [['s2', 4], ['s1', 2]], vector: [['s1', 0.9]], members });
+    const { fused, votes } = addServerVotes(
+      [
+        ['c', 0.02],
+        ['a', 0.01],
+      ],
+      {
+        bm25: [
+          ['s2', 4],
+          ['s1', 2],
+        ],
+        vector: [['s1', 0.9]],
+        members,
+      },
+    );
     const s1 = (SERVER_BM25_WEIGHT * 0.5) / (RRF_K + 2) + SERVER_VECTOR_WEIGHT / (RRF_K + 1);
     const s2 = SERVER_BM25_WEIGHT / (RRF_K + 1);
     expect(votes.get('a')).toBeCloseTo(s1, 12);
@@ -104,14 +137,22 @@ describe('addServerVotes', () => {
   });
 
   it('reads only the first SERVER_DEPTH servers of each list', () => {
-    const bm25: [string, number][] = [['s1', 4], ['s2', 3], ['s3', 2], ['s4', 1]];
+    const bm25: [string, number][] = [
+      ['s1', 4],
+      ['s2', 3],
+      ['s3', 2],
+      ['s4', 1],
+    ];
     expect(SERVER_DEPTH).toBe(3);
     const { votes } = addServerVotes([], { bm25, vector: [], members });
     expect([...votes.keys()].sort()).toEqual(['a', 'b', 'c', 'd']);
   });
 
   it('changes nothing without servers', () => {
-    const fused: [string, number][] = [['x', 0.02], ['y', 0.01]];
+    const fused: [string, number][] = [
+      ['x', 0.02],
+      ['y', 0.01],
+    ];
     expect(addServerVotes(fused, { bm25: [], vector: [], members: new Map() })).toEqual({ fused, votes: new Map() });
   });
 });

@@ -10,7 +10,11 @@ import { countText, mayHoldLongRun, PIECE } from '../../src/catalog/count-text.j
 import { definitionTokens } from '../../src/catalog/count-tokens.js';
 import { countHere, differingPieces, OPENAI_OVER_ANTHROPIC, TokenCounter, wireDefinition } from '../../src/catalog/tokens.js';
 
-interface Line { name: string; description?: string; input_schema?: Record<string, unknown> | null }
+interface Line {
+  name: string;
+  description?: string;
+  input_schema?: Record<string, unknown> | null;
+}
 const corpora = ['bfcl', 'livemcpbench', 'sealtools', 'toolbench_stable'];
 const tools = corpora.flatMap((corpus) =>
   readFileSync(new URL(`../../../shared/eval/${corpus}/catalog.jsonl`, import.meta.url), 'utf8')
@@ -19,7 +23,17 @@ const tools = corpora.flatMap((corpus) =>
     .map((line) => JSON.parse(line) as Line)
     .map((line) => ({ name: line.name, description: line.description ?? '', inputSchema: line.input_schema ?? null, definition: line })),
 );
-const edgeCases = ['', ' ', '.', 'Ends with a quote "', 'Ends with a backslash \\', 'Émoji 🌦️ and ünïcode', 'line\nbreak', '{"json": "inside"}', 'Ends a text: <|endoftext|> <|fim_prefix|>'].flatMap((description) =>
+const edgeCases = [
+  '',
+  ' ',
+  '.',
+  'Ends with a quote "',
+  'Ends with a backslash \\',
+  'Émoji 🌦️ and ünïcode',
+  'line\nbreak',
+  '{"json": "inside"}',
+  'Ends a text: <|endoftext|> <|fim_prefix|>',
+].flatMap((description) =>
   ['a', 'get_weather', 'X1', 'tool.with.dots'].map((name) => ({ name, description, inputSchema: null, definition: { name, description } })),
 );
 
@@ -28,7 +42,10 @@ const countTokens = (text: string): number => countWithOptions(text, { disallowe
 
 /** How many pieces countText cuts `text`'s long runs into: its count may be off by one token a piece. */
 const piecesOf = (text: string): number =>
-  [...text.matchAll(new RegExp(`[\\p{L}\\p{M}]{${PIECE + 1},}|[^\\s\\p{L}\\p{N}]{${PIECE + 1},}|\\s{${PIECE + 1},}`, 'gu'))].reduce((sum, run) => sum + Math.ceil(run[0].length / PIECE), 0);
+  [...text.matchAll(new RegExp(`[\\p{L}\\p{M}]{${PIECE + 1},}|[^\\s\\p{L}\\p{N}]{${PIECE + 1},}|\\s{${PIECE + 1},}`, 'gu'))].reduce(
+    (sum, run) => sum + Math.ceil(run[0].length / PIECE),
+    0,
+  );
 
 describe('definitionTokens', () => {
   it('counts each shape as the tokenizer counts its JSON, for 8,553 real tools and edge cases', () => {
@@ -43,7 +60,11 @@ describe('definitionTokens', () => {
         as_sent: countTokens(JSON.stringify(tool.definition)),
       };
       // Exact but for a text with a run longer than PIECE, counted in pieces (two real tools have one).
-      const slack = Math.max(...Object.keys(direct).map((shape) => piecesOf(JSON.stringify(shape === 'as_sent' ? tool.definition : wireDefinition(tool, shape as 'anthropic' | 'openai')))));
+      const slack = Math.max(
+        ...Object.keys(direct).map((shape) =>
+          piecesOf(JSON.stringify(shape === 'as_sent' ? tool.definition : wireDefinition(tool, shape as 'anthropic' | 'openai'))),
+        ),
+      );
       const off = Object.entries(direct).some(([shape, count]) => Math.abs(counted[shape as keyof typeof counted] - count) > slack);
       if (off) wrong.push(`${tool.name}: ${JSON.stringify(counted)} != ${JSON.stringify(direct)} (slack ${slack})`);
       if (slack > 0) approximated.push(tool.name);
@@ -53,7 +74,14 @@ describe('definitionTokens', () => {
   });
 
   it('counts a word longer than PIECE in pieces, within a token a piece of the tokenizer', () => {
-    const runs = { letters: 'x'.repeat(20_000), cjk: '漢'.repeat(6_000), astral: '𠀀'.repeat(3_000), punctuation: '=-'.repeat(8_000), spaces: ' '.repeat(9_000), backslashes: '\\'.repeat(4_000) };
+    const runs = {
+      letters: 'x'.repeat(20_000),
+      cjk: '漢'.repeat(6_000),
+      astral: '𠀀'.repeat(3_000),
+      punctuation: '=-'.repeat(8_000),
+      spaces: ' '.repeat(9_000),
+      backslashes: '\\'.repeat(4_000),
+    };
     for (const [kind, run] of Object.entries(runs)) {
       const text = `Before ${run} after, and {"json": "${run.slice(0, 300)}"}`;
       const exact = countTokens(text);
@@ -87,7 +115,7 @@ describe('definitionTokens', () => {
     const { seededRandom } = await import('../helpers/seeded-random.js');
     const random = seededRandom(3);
     const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
-    const snippets = ["'s", "'", ' ', '  ', '1234', '7', '"x"', 'é', '日本', '\n', ',"a":"b"', 'A', 'Ab', '__', '/', '\\', '{}', 'don\'t', '🌦️', '-', '.5'];
+    const snippets = ["'s", "'", ' ', '  ', '1234', '7', '"x"', 'é', '日本', '\n', ',"a":"b"', 'A', 'Ab', '__', '/', '\\', '{}', "don't", '🌦️', '-', '.5'];
     const wrong: string[] = [];
     let fewer = 0;
     const sample = tools.filter((_, i) => i % 4 === 0);
@@ -128,14 +156,20 @@ describe('definitionTokens', () => {
 
   it("OPENAI_OVER_ANTHROPIC is the tokenizer's difference between the two shapes of an empty tool", () => {
     const sample = { name: 'x', description: '', inputSchema: null, definition: null };
-    expect(OPENAI_OVER_ANTHROPIC).toBe(countTokens(JSON.stringify(wireDefinition(sample, 'openai'))) - countTokens(JSON.stringify(wireDefinition(sample, 'anthropic'))));
+    expect(OPENAI_OVER_ANTHROPIC).toBe(
+      countTokens(JSON.stringify(wireDefinition(sample, 'openai'))) - countTokens(JSON.stringify(wireDefinition(sample, 'anthropic'))),
+    );
   });
 
   it('TokenCounter remembers counts made when a tool was stored, and counts the rest in order', async () => {
     const counter = new TokenCounter(countHere);
     const [first, second, third] = tools;
     counter.remember('h', { anthropic: 1, openai: 2, as_sent: 3 });
-    const counts = await counter.counts([{ hash: 'a', tool: first! }, { hash: 'h', tool: second! }, { hash: 'b', tool: third! }]);
+    const counts = await counter.counts([
+      { hash: 'a', tool: first! },
+      { hash: 'h', tool: second! },
+      { hash: 'b', tool: third! },
+    ]);
     expect(counts).toEqual([definitionTokens(first!), { anthropic: 1, openai: 2, as_sent: 3 }, definitionTokens(third!)]);
     expect(counts[0]!.openai).toBe(countTokens(JSON.stringify(wireDefinition(first!, 'openai'))));
   });

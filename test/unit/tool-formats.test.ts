@@ -1,12 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  detectToolFormat,
-  extractToolList,
-  normalizeTool,
-  normalizeTools,
-  ToolFormatError,
-  TOOL_NAME_MAX,
-} from '../../src/catalog/tool-formats.js';
+import { detectToolFormat, extractToolList, normalizeTool, normalizeTools, ToolFormatError, TOOL_NAME_MAX } from '../../src/catalog/tool-formats.js';
 
 const schema = {
   type: 'object',
@@ -256,9 +249,7 @@ describe('normalizeTool: rejected shapes', () => {
     expect(rejection({ name: 'w', definition: { type: 'mcp', name: 'inner' } }).message).toMatch(/^definition: unsupported tool type/);
     expect(rejection({ name: 'w', definition: { type: 'function', function: { name: '' } } }).message).toMatch(/^definition: .*name must not be empty/);
     // A wrapper may not wrap another wrapper.
-    expect(rejection({ name: 'w', definition: { name: 'inner', definition: { name: 'x', inputSchema: {} } } }).message).toMatch(
-      /^definition: /,
-    );
+    expect(rejection({ name: 'w', definition: { name: 'inner', definition: { name: 'x', inputSchema: {} } } }).message).toMatch(/^definition: /);
   });
 });
 
@@ -288,12 +279,7 @@ describe('normalizeTools', () => {
   });
 
   it('collects every bad tool with its index and name', () => {
-    const { tools, problems } = normalizeTools([
-      { name: 'ok', inputSchema: {} },
-      'not a tool',
-      { name: 'bad_schema', inputSchema: 5 },
-      { type: 'retrieval' },
-    ]);
+    const { tools, problems } = normalizeTools([{ name: 'ok', inputSchema: {} }, 'not a tool', { name: 'bad_schema', inputSchema: 5 }, { type: 'retrieval' }]);
     expect(tools).toHaveLength(1);
     expect(problems.map((problem) => [problem.index, problem.name])).toEqual([
       [1, undefined],

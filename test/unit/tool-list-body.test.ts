@@ -15,7 +15,10 @@ import { withRunningClock } from '../helpers/running-clock.js';
 import { seededRandom } from '../helpers/seeded-random.js';
 
 const bytes = (value: unknown, space?: number) => Buffer.from(JSON.stringify(value, null, space));
-const tools = [{ name: 'read_file', description: 'Read a "file" \\ at C:\\\\tmp' }, { name: 'web_search', definition: { tools: [1, [2]] } }];
+const tools = [
+  { name: 'read_file', description: 'Read a "file" \\ at C:\\\\tmp' },
+  { name: 'web_search', definition: { tools: [1, [2]] } },
+];
 const spanText = (body: Buffer) => {
   const span = topLevelArraySpan(body, 'tools');
   return span && body.toString('utf8', span.start, span.end);
@@ -24,7 +27,11 @@ const spanText = (body: Buffer) => {
 /** Random JSON values whose strings are full of quotes, backslashes, brackets and "tools" keys. */
 function randomValue(random: () => number, depth: number): unknown {
   const pick = random();
-  const text = () => Array.from({ length: Math.floor(random() * 6) }, () => ['"', '\\', '[', ']', '{', '}', ':', 'tools', '"tools":', 'é', '\u2028', ' '][Math.floor(random() * 12)]).join('');
+  const text = () =>
+    Array.from(
+      { length: Math.floor(random() * 6) },
+      () => ['"', '\\', '[', ']', '{', '}', ':', 'tools', '"tools":', 'é', '\u2028', ' '][Math.floor(random() * 12)],
+    ).join('');
   if (depth > 3 || pick < 0.3) return random() < 0.5 ? text() : Math.floor(random() * 100);
   if (pick < 0.6) return Array.from({ length: Math.floor(random() * 4) }, () => randomValue(random, depth + 1));
   const object: Record<string, unknown> = {};
@@ -119,7 +126,11 @@ describe('readToolListBody', () => {
     const { toolsKey } = readToolListBody(bytes({ pattern: 'read', tools }), lists);
     lists.set(toolsKey!, list);
     const toolsJson = JSON.stringify(tools);
-    for (const malformed of [`{"pattern":"read" "tools":${toolsJson}}`, `{"pattern":"read","tools":${toolsJson}}}`, `{"pattern":"read","tools":${toolsJson},}`]) {
+    for (const malformed of [
+      `{"pattern":"read" "tools":${toolsJson}}`,
+      `{"pattern":"read","tools":${toolsJson}}}`,
+      `{"pattern":"read","tools":${toolsJson},}`,
+    ]) {
       expect(() => readToolListBody(Buffer.from(malformed), lists)).toThrow(expect.objectContaining({ code: 'invalid_json' }));
     }
   });
@@ -157,11 +168,12 @@ describe('the span scans in time slices (a large body is scanned between other r
       // Counts the event loop's turns while the scan runs: one per yield.
       let yields = 0;
       let scanning = true;
-      const counting = () => setImmediate(() => {
-        if (!scanning) return;
-        yields++;
-        counting();
-      });
+      const counting = () =>
+        setImmediate(() => {
+          if (!scanning) return;
+          yields++;
+          counting();
+        });
       counting();
       const found = await withRunningClock(() => scan(new TimeSlice()), step);
       scanning = false;
@@ -185,7 +197,10 @@ describe('readToolListBodyInSlices (a large tools array, parsed one tool at a ti
   const lists = () => new LruCache<string, CachedToolList>(4);
 
   it('reads exactly what JSON.parse of the whole body reads, however it is spaced, and yields on the way', async () => {
-    for (const body of [bytes({ pattern: 'read', tools: largeTools, top_k: 3 }), Buffer.from(`{"tools": [1], "pattern": "x", "tools2": [],\n "tools" : ${JSON.stringify(largeTools, null, 2)} }`)]) {
+    for (const body of [
+      bytes({ pattern: 'read', tools: largeTools, top_k: 3 }),
+      Buffer.from(`{"tools": [1], "pattern": "x", "tools2": [],\n "tools" : ${JSON.stringify(largeTools, null, 2)} }`),
+    ]) {
       expect(body.length).toBeGreaterThan(SLICED_PARSE_BYTES);
       let turned = false;
       setImmediate(() => (turned = true));
@@ -209,7 +224,10 @@ describe('readToolListBodyInSlices (a large tools array, parsed one tool at a ti
       await expect(readToolListBodyInSlices(Buffer.from(body), lists())).rejects.toMatchObject({ code: 'invalid_json' });
     }
     const withNul = bytes({ pattern: 'x', tools: largeTools.map((tool, index) => (index === 2500 ? { ...tool, description: 'a\u0000b' } : tool)) });
-    await expect(readToolListBodyInSlices(withNul, lists())).rejects.toMatchObject({ code: 'validation_failed', message: expect.stringContaining('tools[2500].description') });
+    await expect(readToolListBodyInSlices(withNul, lists())).rejects.toMatchObject({
+      code: 'validation_failed',
+      message: expect.stringContaining('tools[2500].description'),
+    });
   });
 
   it('splits an array at its own commas only', () => {
@@ -257,19 +275,33 @@ describe('readJsonBodyInSlices (a catalog write: a large tools array or a bare a
 
   it('rejects what the full parse rejects, naming the field at its place in the body', async () => {
     const toolsJson = JSON.stringify(largeTools);
-    for (const body of [`{"tools":${toolsJson.slice(0, -1)},]}`, `${toolsJson.slice(0, -1)},]`, `[,${toolsJson.slice(1)}`, `"${'x'.repeat(SLICED_PARSE_BYTES)}"`]) {
+    for (const body of [
+      `{"tools":${toolsJson.slice(0, -1)},]}`,
+      `${toolsJson.slice(0, -1)},]`,
+      `[,${toolsJson.slice(1)}`,
+      `"${'x'.repeat(SLICED_PARSE_BYTES)}"`,
+    ]) {
       await expect(readJsonBodyInSlices(Buffer.from(body))).rejects.toMatchObject({ code: 'invalid_json' });
     }
     const withNul = largeTools.map((tool, index) => (index === 2500 ? { ...tool, description: 'a\u0000b' } : tool));
-    await expect(readJsonBodyInSlices(bytes({ tools: withNul }))).rejects.toMatchObject({ code: 'validation_failed', message: expect.stringContaining('tools[2500].description') });
-    await expect(readJsonBodyInSlices(bytes(withNul))).rejects.toMatchObject({ code: 'validation_failed', message: expect.stringContaining('[2500].description') });
+    await expect(readJsonBodyInSlices(bytes({ tools: withNul }))).rejects.toMatchObject({
+      code: 'validation_failed',
+      message: expect.stringContaining('tools[2500].description'),
+    });
+    await expect(readJsonBodyInSlices(bytes(withNul))).rejects.toMatchObject({
+      code: 'validation_failed',
+      message: expect.stringContaining('[2500].description'),
+    });
   });
 
   it(`counts a tool's nesting from the top of the body (${MAX_JSON_DEPTH} levels)`, async () => {
     const nested = (levels: number) => JSON.parse(`${'{"a":'.repeat(levels)}1${'}'.repeat(levels)}`) as unknown;
     // The nesting's outermost object sits at tools[10].inputSchema, 3 keys below the top.
     const withDepth = (levels: number) => bytes({ tools: largeTools.map((tool, index) => (index === 10 ? { ...tool, inputSchema: nested(levels) } : tool)) });
-    await expect(readJsonBodyInSlices(withDepth(MAX_JSON_DEPTH - 2))).rejects.toMatchObject({ code: 'validation_failed', message: expect.stringContaining(`deeper than ${MAX_JSON_DEPTH}`) });
+    await expect(readJsonBodyInSlices(withDepth(MAX_JSON_DEPTH - 2))).rejects.toMatchObject({
+      code: 'validation_failed',
+      message: expect.stringContaining(`deeper than ${MAX_JSON_DEPTH}`),
+    });
     expect(() => assertSafeJson(JSON.parse(withDepth(MAX_JSON_DEPTH - 2).toString('utf8')))).toThrow(/deeper than/);
     expect(((await readJsonBodyInSlices(withDepth(MAX_JSON_DEPTH - 3))) as { tools: unknown[] }).tools).toHaveLength(largeTools.length);
     expect(() => assertSafeJson(JSON.parse(withDepth(MAX_JSON_DEPTH - 3).toString('utf8')))).not.toThrow();
@@ -284,7 +316,15 @@ describe('jsonInSlices (which catalog bodies are read in slices)', () => {
     const app = express();
     app.use(jsonInSlices(10 * 1024 * 1024));
     app.use(express.json({ limit: 10 * 1024 * 1024 }));
-    app.put('/', (req, res) => void res.json({ sliced: res.locals.bodyChecked === true, tools: (req.body as { tools?: unknown[] }).tools?.length ?? null, keys: Object.keys(req.body as object) }));
+    app.put(
+      '/',
+      (req, res) =>
+        void res.json({
+          sliced: res.locals.bodyChecked === true,
+          tools: (req.body as { tools?: unknown[] }).tools?.length ?? null,
+          keys: Object.keys(req.body as object),
+        }),
+    );
     app.use(((error, _req, res, _next) => void res.status(400).json({ error: String(error) })) as express.ErrorRequestHandler);
     const server = app.listen(0, '127.0.0.1');
     await once(server, 'listening');

@@ -9,8 +9,27 @@ import { anthropicAnswer, openaiAnswer } from '../../src/http/tool-search.js';
 import { fillBudget } from '../../src/search/tool-search.js';
 
 const found = [
-  { name: 'read_file', tool: { name: 'read_file', description: 'Read a file.', inputSchema: { type: 'object', properties: { path: { type: 'string' } } }, definition: {}, server: null, tags: [] }, score: 0.03, confidence: 0.5, estimatedTokens: 40 },
-  { name: 'ping', tool: { name: 'ping', description: 'Ping.', inputSchema: null, definition: {}, server: null, tags: [] }, score: 0.01, confidence: 0.5, estimatedTokens: 15 },
+  {
+    name: 'read_file',
+    tool: {
+      name: 'read_file',
+      description: 'Read a file.',
+      inputSchema: { type: 'object', properties: { path: { type: 'string' } } },
+      definition: {},
+      server: null,
+      tags: [],
+    },
+    score: 0.03,
+    confidence: 0.5,
+    estimatedTokens: 40,
+  },
+  {
+    name: 'ping',
+    tool: { name: 'ping', description: 'Ping.', inputSchema: null, definition: {}, server: null, tags: [] },
+    score: 0.01,
+    confidence: 0.5,
+    estimatedTokens: 15,
+  },
 ];
 
 describe('tool-search answer formats', () => {
@@ -27,7 +46,14 @@ describe('tool-search answer formats', () => {
     const item: ResponseInputItem = openaiAnswer(found, 'call_9');
     expect(item).toMatchObject({ type: 'tool_search_output', execution: 'client', status: 'completed', call_id: 'call_9' });
     const output = openaiAnswer(found);
-    expect(output.tools[1]).toEqual({ type: 'function', name: 'ping', description: 'Ping.', parameters: { type: 'object', properties: {} }, strict: false, defer_loading: true });
+    expect(output.tools[1]).toEqual({
+      type: 'function',
+      name: 'ping',
+      description: 'Ping.',
+      parameters: { type: 'object', properties: {} },
+      strict: false,
+      defer_loading: true,
+    });
     expect('call_id' in output).toBe(false);
   });
 

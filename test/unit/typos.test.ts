@@ -13,7 +13,7 @@ describe('seeded typos for the eval', () => {
     const text = 'get the weather for a city';
     expect(addTypos(text, 0, seededRandom(1))).toBe(text);
     const changed = addTypos(text, 1, seededRandom(3)).split(' ');
-    expect(changed.filter((word, index) => word !== text.split(" ")[index])).toHaveLength(2);
+    expect(changed.filter((word, index) => word !== text.split(' ')[index])).toHaveLength(2);
     expect([changed[1], changed[3], changed[4]]).toEqual(['the', 'for', 'a']);
     const random = seededRandom(5);
     for (let i = 0; i < 200; i++) {
