@@ -15,7 +15,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { median } from './stats.js';
+import { median } from './lib/stats.js';
 
 const { values } = parseArgs({
   options: {

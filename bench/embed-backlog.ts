@@ -3,7 +3,7 @@
  * The backlog is what a start queues (`enqueueMissing`): every stored tool without a vector for the
  * model, e.g. the whole store after an EMBED_MODEL change. Fresh writes go ahead of it.
  *
- * Each round writes `--backlog` tools (bench/scale-catalog.ts) without the model to a new
+ * Each round writes `--backlog` tools (bench/lib/scale-catalog.ts) without the model to a new
  * PostgreSQL database, starts the service with the model on it (the start queues them all), PUTs a
  * catalog of `--fresh` other tools, and times from the PUT's answer until GET /v1/catalogs/{name}
  * reports every one embedded; it notes how much of the backlog was embedded by then.
@@ -15,10 +15,10 @@ import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { openPostgres } from '../src/store/database.js';
-import { dropQueueKeys, pushInSlices } from './catalog-writes.js';
-import { startInProcess, type InProcessService } from './in-process.js';
-import { toolAt } from './scale-catalog.js';
-import { summarize } from './stats.js';
+import { dropQueueKeys, pushInSlices } from './lib/catalog-writes.js';
+import { startInProcess, type InProcessService } from './lib/in-process.js';
+import { toolAt } from './lib/scale-catalog.js';
+import { summarize } from './lib/stats.js';
 
 const { values } = parseArgs({
   options: {

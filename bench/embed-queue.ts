@@ -10,7 +10,7 @@
  *
  *   npm run bench:embed -- [--catalog ../shared/eval/sealtools/catalog.jsonl] [--limit N]
  *                          [--size N]         instead of --catalog: bench:scale's first N tools
- *                                             (bench/scale-catalog.ts), e.g. 100000; pushed as a
+ *                                             (bench/lib/scale-catalog.ts), e.g. 100000; pushed as a
  *                                             PUT of 5,000 and POSTs of 5,000, as a platform team would
  *                          [--runs 1x2,2x1]   workers x EMBED_THREADS per worker
  *                          [--rounds 3]       the runs, interleaved, this many times: the ratio
@@ -42,10 +42,10 @@ import { embeddingText } from '../src/ranking/search-text.js';
 import { normalizeTools } from '../src/catalog/tool-formats.js';
 import { createUseLiteEmbedder } from '../src/embed/use-lite.js';
 import { openPostgres } from '../src/store/database.js';
-import { dropQueueKeys, pushInSlices } from './catalog-writes.js';
-import { toolAt } from './scale-catalog.js';
-import { processCpuSeconds } from './process-cpu.js';
-import { median } from './stats.js';
+import { dropQueueKeys, pushInSlices } from './lib/catalog-writes.js';
+import { toolAt } from './lib/scale-catalog.js';
+import { processCpuSeconds } from './lib/process-cpu.js';
+import { median } from './lib/stats.js';
 
 const { values } = parseArgs({
   options: {

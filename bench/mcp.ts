@@ -24,8 +24,8 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { scratchDatabase } from '../test/helpers/database.js';
 import { freePort, startEverything } from '../test/helpers/process.js';
-import { startInProcess } from './in-process.js';
-import { percentile, sortedAscending } from './stats.js';
+import { startInProcess } from './lib/in-process.js';
+import { percentile, sortedAscending } from './lib/stats.js';
 
 const { values } = parseArgs({
   options: {

@@ -16,7 +16,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { median, summarize } from './stats.js';
+import { median, summarize } from './lib/stats.js';
 
 const { values } = parseArgs({
   options: {
@@ -45,7 +45,7 @@ const lines = (file: string) =>
 
 /** One tree, in this process: its own modules, imported from its root. */
 async function runTree(root: string): Promise<TreeRun> {
-  const { startInProcess } = await import(`${root}/bench/in-process.ts`);
+  const { startInProcess } = await import(`${root}/bench/lib/in-process.ts`);
   const { openPostgres } = await import(`${root}/src/store/database.ts`);
   const { addTypos } = await import(`${root}/src/eval/typos.ts`);
   const { seededRandom } = await import(`${root}/src/eval/seeded-random.ts`);

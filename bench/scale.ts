@@ -2,7 +2,7 @@
  * `npm run bench:scale`: a stored catalog at 1,000, 10,000 and 100,000 tools.
  *
  * Catalogs are built from the four public corpora in ../shared/eval (8,553 real tools) and renamed
- * copies of them (bench/scale-catalog.ts), deterministically, and pushed
+ * copies of them (bench/lib/scale-catalog.ts), deterministically, and pushed
  * through `POST /v1/catalogs/{catalog}/tools` in slices of 5,000, like a platform team would. Per
  * size and store it reports: the push rate (tools/s to the store), the embedding rate of the queue
  * (hybrid only), catalog search p50/p90/p99 in each mode over toolbench_stable's dev queries (their
@@ -32,11 +32,11 @@ import pg from 'pg';
 import { MAX_TOOLS_PER_REQUEST } from '../src/catalog/catalog-service.js';
 import { getCatalog } from '../src/store/catalog-store.js';
 import { openPglite, openPostgres, type Database } from '../src/store/database.js';
-import { watchGc } from './gc-pauses.js';
-import { startInProcess } from './in-process.js';
-import { commandCpuSeconds } from './process-cpu.js';
-import { tagCounts, toolAt } from './scale-catalog.js';
-import { summarize, type Summary } from './stats.js';
+import { watchGc } from './lib/gc-pauses.js';
+import { startInProcess } from './lib/in-process.js';
+import { commandCpuSeconds } from './lib/process-cpu.js';
+import { tagCounts, toolAt } from './lib/scale-catalog.js';
+import { summarize, type Summary } from './lib/stats.js';
 
 const { values } = parseArgs({
   options: {

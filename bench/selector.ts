@@ -18,8 +18,8 @@
  *   npm run bench -- [--duration 30] [--stores pglite,postgres] [--pg] [--pg-url postgres://postgres@127.0.0.1:5432]
  *                    [--threads 2] [--log-level info] [--skip-build] [--source] [--cpu-prof <dir>]
  *                    [--client undici|autocannon] [--rounds 1] [--baseline <git revision>] [--mix | --stalls]
- * --stalls runs bench/stall-probe.ts instead (what a large write makes other requests wait).
- * --mix runs bench/mixed-load.ts instead (a remembered list, never-seen lists and catalog searches at once).
+ * --stalls runs bench/lib/stall-probe.ts instead (what a large write makes other requests wait).
+ * --mix runs bench/lib/mixed-load.ts instead (a remembered list, never-seen lists and catalog searches at once).
  *
  * --baseline runs the same loads on another revision too, so a change is judged against what it
  * changes in one session rather than against numbers from another day: the revision is checked out
@@ -40,18 +40,18 @@ import { mkdtempSync, readFileSync, rmSync, symlinkSync, unlinkSync } from 'node
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { watchGc } from './gc-pauses.js';
+import { watchGc } from './lib/gc-pauses.js';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { Pool } from 'undici';
 import { createUseLiteEmbedder, DEFAULT_USE_LITE_QUERY_BATCH, defaultUseLiteThreads } from '../src/embed/use-lite.js';
 import { seededRandom } from '../test/helpers/seeded-random.js';
-import { rssMegabytes, runMixedLoad } from './mixed-load.js';
-import { runStallProbe } from './stall-probe.js';
+import { rssMegabytes, runMixedLoad } from './lib/mixed-load.js';
+import { runStallProbe } from './lib/stall-probe.js';
 import { freePort } from '../test/helpers/process.js';
 import { startCommandWords } from '../test/helpers/start-command.js';
-import { median, medianAndRange, summarize } from './stats.js';
+import { median, medianAndRange, summarize } from './lib/stats.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** The node flags of `npm start` (`node <flags> dist/src/main.js`): the bench runs what operators run. */
@@ -782,7 +782,7 @@ function storeSummary(result: StoreResult, storeChecks: Check[]): Record<string,
   };
 }
 
-/** --mix: the mixed load of bench/mixed-load.ts on each store, with its targets. */
+/** --mix: the mixed load of bench/lib/mixed-load.ts on each store, with its targets. */
 async function mixMain(stores: string[]): Promise<void> {
   build(THIS_TREE);
   console.log(
@@ -849,7 +849,7 @@ async function mixMain(stores: string[]): Promise<void> {
   process.exitCode = allPass ? 0 : 1;
 }
 
-/** --stalls: bench/stall-probe.ts on each store: how long others wait behind one large write. */
+/** --stalls: bench/lib/stall-probe.ts on each store: how long others wait behind one large write. */
 async function stallsMain(stores: string[]): Promise<void> {
   build(THIS_TREE);
   console.log(

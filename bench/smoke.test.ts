@@ -73,7 +73,7 @@ describe('benches, smoke runs', () => {
   });
 
   it("ranking-experiments: its 'shipped hybrid' row equals npm run eval on livemcpbench, as its header claims", async () => {
-    const experiments = await runBench(['bench/ranking-experiments.ts', '--sets', 'livemcpbench', '--only', 'no idea has this label']);
+    const experiments = await runBench(['bench/research/ranking-experiments.ts', '--sets', 'livemcpbench', '--only', 'no idea has this label']);
     expect(experiments.code, experiments.stderr.slice(-3000)).toBe(0);
     const shipped = /^\s+(\d\.\d{3})\s+(\d\.\d{3})\s+\d\.\d{3}\s+shipped hybrid$/m.exec(experiments.stdout);
     expect(shipped, experiments.stdout).not.toBeNull();
@@ -102,7 +102,7 @@ describe('benches, smoke runs', () => {
   });
 
   it('exact-name-mentions: the counts behind the exact-name rule (README) still hold', async () => {
-    const { code, stdout, stderr } = await runBench(['bench/exact-name-mentions.ts']);
+    const { code, stdout, stderr } = await runBench(['bench/research/exact-name-mentions.ts']);
     expect(code, stderr.slice(-3000)).toBe(0);
     expect(stdout).toContain('sealtools: prose words naming a tool 18, of them relevant 2; identifier-shaped or quoted 14, relevant 14');
     for (const set of ['livemcpbench', 'toolbench_stable']) {
@@ -111,7 +111,7 @@ describe('benches, smoke runs', () => {
   });
 
   it('embed-model: the bare model at one thread, one chunk size and 16 texts prints every figure', async () => {
-    const { code, stdout, stderr } = await runBench(['bench/embed-model.ts', '--threads=1', '--chunks=4', '--texts=16', '--repeats=1', '--latency-chunks=4']);
+    const { code, stdout, stderr } = await runBench(['bench/research/embed-model.ts', '--threads=1', '--chunks=4', '--texts=16', '--repeats=1', '--latency-chunks=4']);
     expect(code, stderr.slice(-3000)).toBe(0);
     expect(stdout).toMatch(/^documents chunk= 4: median \d/m);
     expect(stdout).toMatch(/^query, idle \(ms\): median \d/m);
@@ -247,8 +247,8 @@ describe('benches, smoke runs', () => {
     }
   });
 
-  it("bench/servers-carrying.ts: the tagged tools' servers built from a catalog index, each tag timed", async () => {
-    const { code, stdout, stderr } = await runBench(['bench/servers-carrying.ts', '--size', '2000', '--runs', '1', '--queries', '3']);
+  it("bench/probes/servers-carrying.ts: the tagged tools' servers built from a catalog index, each tag timed", async () => {
+    const { code, stdout, stderr } = await runBench(['bench/probes/servers-carrying.ts', '--size', '2000', '--runs', '1', '--queries', '3']);
     expect(code, stderr.slice(-3000)).toBe(0);
     expect(stdout).toMatch(/^2000 tools, \d+ servers, \d+ tags/m);
     expect(stdout.match(/serversCarrying median \d/g)).toHaveLength(2);

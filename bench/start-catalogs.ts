@@ -5,7 +5,7 @@
  * model, until every small catalog's vectors are held (read just after ready, while the 128 MiB
  * vector budget has room); and the first search of the oldest catalog (read last) once ready.
  *
- * It writes `--catalogs` catalogs of `--tools` distinct tools each (bench/scale-catalog.ts) to a
+ * It writes `--catalogs` catalogs of `--tools` distinct tools each (bench/lib/scale-catalog.ts) to a
  * new PostgreSQL database, waits for their embeddings, then starts the service `--starts` times
  * on it (PostgreSQL only: one process at a time holds a PGlite directory, and the start is what is
  * timed, not the store's files).
@@ -18,9 +18,9 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { getCatalog, type CatalogSummary } from '../src/store/catalog-store.js';
 import { openPostgres } from '../src/store/database.js';
-import { startInProcess } from './in-process.js';
-import { toolAt } from './scale-catalog.js';
-import { summarize } from './stats.js';
+import { startInProcess } from './lib/in-process.js';
+import { toolAt } from './lib/scale-catalog.js';
+import { summarize } from './lib/stats.js';
 
 const { values } = parseArgs({
   options: {

@@ -22,8 +22,8 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import pg from 'pg';
 import { openPostgres } from '../src/store/database.js';
 import { startTcpProxy } from '../test/helpers/tcp-proxy.js';
-import { startInProcess } from './in-process.js';
-import { summarize } from './stats.js';
+import { startInProcess } from './lib/in-process.js';
+import { summarize } from './lib/stats.js';
 
 const { values } = parseArgs({
   options: {

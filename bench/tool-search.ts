@@ -25,8 +25,8 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { startInProcess } from './in-process.js';
-import { median, percentile, sortedAscending } from './stats.js';
+import { startInProcess } from './lib/in-process.js';
+import { median, percentile, sortedAscending } from './lib/stats.js';
 
 const { values } = parseArgs({
   options: {

@@ -19,8 +19,8 @@ import { openPostgres, queryRows, type Db } from '../src/store/database.js';
 import { writeVectors } from '../src/store/embedding-store.js';
 import { USE_LITE_DIMENSION, USE_LITE_MODEL_ID } from '../src/embed/use-lite.js';
 import { seededRandom } from '../src/eval/seeded-random.js';
-import { processCpuSeconds } from './process-cpu.js';
-import { medianAndRange } from './stats.js';
+import { processCpuSeconds } from './lib/process-cpu.js';
+import { medianAndRange } from './lib/stats.js';
 
 const { values } = parseArgs({
   options: {

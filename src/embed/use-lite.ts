@@ -12,7 +12,7 @@ export const USE_LITE_DIMENSION = 512;
  * 32.5 texts/s at 1, 28.9 at 8, 24.9 at 16, 18.8 at 64), while a query waits behind up to one
  * chunk per busy worker (median 62 ms at chunk 1 vs 577 ms at chunk 8 during a long batch).
  * Under CPU contention 2-4 matched or beat 1, so 4 is the compromise; re-measure with
- * `npx tsx bench/embed-model.ts --chunks=1,2,4,8`.
+ * `npx tsx bench/research/embed-model.ts --chunks=1,2,4,8`.
  */
 export const DEFAULT_USE_LITE_CHUNK_SIZE = 4;
 
@@ -28,7 +28,7 @@ const QUERY_RESERVE_MS = 2_000;
  * next free one and go to it together, with the same vectors: four 3-word queries took 18 ms in one
  * call against 34 ms in four, eight 25 ms against 52 ms. A query that finds a free worker runs at
  * once, alone, so an idle service answers as fast as before. Figures:
- * `npx tsx bench/embed-model.ts --query-batches`.
+ * `npx tsx bench/research/embed-model.ts --query-batches`.
  */
 export const DEFAULT_USE_LITE_QUERY_BATCH = 8;
 
@@ -51,7 +51,7 @@ export const DEFAULT_USE_LITE_NICE = 10;
 /**
  * Texts each model thread embeds once after loading, before it says ready: a thread's first call
  * pays for compiling and allocating what later calls reuse (a new process's first query took
- * 210-250 ms against 45-80 ms after one such call; `npx tsx bench/embed-model.ts --first-queries`).
+ * 210-250 ms against 45-80 ms after one such call; `npx tsx bench/research/embed-model.ts --first-queries`).
  * Lengths from a word to a long task, as queries come.
  */
 export const USE_LITE_WARM_UP_TEXTS = [

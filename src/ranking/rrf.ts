@@ -113,7 +113,7 @@ export const DENSE_GAP_EXPONENT = 2;
  * leans on BM25's corrections, not on a model that misreads it too); peak is BM25's top score over
  * its 10th (over its last when shorter; 1 when empty); gap is the dense list's top cosine minus its
  * 10th (its last; 0 when empty). Chosen leave-one-corpus-out on four corpora and five small
- * one-line-description catalogs drawn from them (`npx tsx bench/fusion-loco.ts`, docs/ranking.md):
+ * one-line-description catalogs drawn from them (`npx tsx bench/research/fusion-loco.ts`, docs/ranking.md):
  * no fixed weight suits both the corpora where BM25 is much the better list and those where the
  * dense list is.
  */

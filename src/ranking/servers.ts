@@ -159,7 +159,7 @@ export function serverCentroids(members: ServerMembers, vectors: ReadonlyMap<str
   const dimension = vectors.values().next().value?.length ?? 0;
   // One buffer for every server's sum, each mean a view of it: an array per server (with a
   // number[] and a copy to normalize it, and `?? 0` per element) made this ~22 ms for 3,740 tools
-  // of 1,837 servers, ~10 ms now (bench/servers-carrying.ts, median of 60). The views keep the whole
+  // of 1,837 servers, ~10 ms now (bench/probes/servers-carrying.ts, median of 60). The views keep the whole
   // buffer, sized for every server, including those without a vector.
   const sums = new Float32Array(members.size * dimension);
   let at = 0;

@@ -26,7 +26,7 @@ export function queryWords(query: string): { word: string; quoted: boolean; iden
  * 'call "search"' name theirs). A plain word of prose does not: "optimize the supply chain" is not
  * a mention of a tool called `optimize`. On sealtools' labelled dev tasks, prose words that were
  * some tool's whole name named a relevant tool 2 times in 18, identifier-shaped words 14 times in
- * 14 (`npx tsx bench/exact-name-mentions.ts`).
+ * 14 (`npx tsx bench/research/exact-name-mentions.ts`).
  */
 export function nameCandidates(query: string): string[] {
   const trimmed = query.trim();

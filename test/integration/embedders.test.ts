@@ -99,7 +99,7 @@ describe('use-lite (real model in worker threads)', () => {
     console.log(`use-lite query during a ${texts.length}-text batch: ${queryMs.toFixed(0)} ms (batch ${batchMs.toFixed(0)} ms)`);
     expect(vector).toHaveLength(512);
     // Behind the whole batch it would finish with it; ahead of the queue it waits for one chunk.
-    // Timing targets belong in bench/embed-model.ts; this bound only catches a FIFO queue.
+    // Timing targets belong in bench/research/embed-model.ts; this bound only catches a FIFO queue.
     expect(queryMs).toBeLessThan(batchMs / 2);
   });
 
@@ -132,7 +132,7 @@ describe('use-lite (real model in worker threads)', () => {
   });
 
   it('gives the same vectors after its threads warm up as without the warm-up', async () => {
-    // The warm-up's speed is bench/embed-model.ts --first-queries; here: it leaves no state behind.
+    // The warm-up's speed is bench/research/embed-model.ts --first-queries; here: it leaves no state behind.
     const texts = ['convert a spreadsheet to csv', 'search', 'read files '.repeat(40), 'find the weather forecast for a city'];
     const cold = await createUseLiteEmbedder({ threads: 1, warmUp: false });
     const warm = await createUseLiteEmbedder({ threads: 1 });

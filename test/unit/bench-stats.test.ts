@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { leaveOneOutChoices, median, medianAndRange, percentile, summarize } from '../../bench/stats.js';
+import { leaveOneOutChoices, median, medianAndRange, percentile, summarize } from '../../bench/lib/stats.js';
 
 describe('bench statistics', () => {
   it('interpolates percentiles between the nearest samples, as numpy does by default', () => {

@@ -1,13 +1,13 @@
 /**
- * `npx tsx bench/gzip-put-gap.ts [tools]`: the longest wait of this process's event loop (a 2 ms
+ * `npx tsx bench/probes/gzip-put-gap.ts [tools]`: the longest wait of this process's event loop (a 2 ms
  * ticker) while a gzip-compressed catalog PUT of `tools` generated tools (default 10,000) is read,
  * parsed and stored by the app in this same process (test/helpers/app.ts: PGlite, or DATABASE_URL).
  * A compressed body's Content-Length counts the compressed bytes, so its size is known only once
  * read; before such bodies were parsed in slices, its JSON.parse was one long task. Three rounds.
  */
 import { gzipSync } from 'node:zlib';
-import { startTestApp } from '../test/helpers/app.js';
-import { watchEventLoopGap } from '../test/helpers/event-loop-gap.js';
+import { startTestApp } from '../../test/helpers/app.js';
+import { watchEventLoopGap } from '../../test/helpers/event-loop-gap.js';
 
 const count = Number(process.argv[2] ?? 10000);
 const app = await startTestApp();

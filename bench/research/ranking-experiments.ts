@@ -1,7 +1,7 @@
 /**
  * Ranking ideas that were measured and not shipped (issue 3), rerunnable:
  *
- *   npx tsx bench/ranking-experiments.ts [--sets livemcpbench,toolbench_stable] [--settings]
+ *   npx tsx bench/research/ranking-experiments.ts [--sets livemcpbench,toolbench_stable] [--settings]
  *                                        [--only '<text in an idea's label>|<another>']
  *
  * An in-memory copy of the eval's hybrid: the same documents (`documentTerms`), BM25 maths
@@ -22,21 +22,21 @@
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { stemmer } from 'stemmer';
-import { documentTerms, embeddingText, humanize, openingSentence, queryTerms, schemaParameters, type DocumentTerms } from '../src/ranking/search-text.js';
-import type { CanonicalTool } from '../src/lib/tool.js';
-import { normalizeTools } from '../src/catalog/tool-formats.js';
-import { l2Normalize } from '../src/embed/embedder.js';
-import { createUseLiteEmbedder } from '../src/embed/use-lite.js';
-import { meanMetrics, scoreQuery, type QueryMetrics } from '../src/eval/metrics.js';
-import { loadQueries, readJsonl } from '../src/eval/run-eval.js';
-import { byScoreThenId, distinctTerms } from '../src/ranking/bm25.js';
-import { Bm25Index } from '../src/ranking/bm25-index.js';
-import { denseWeight, fuseHybrid, fuseRrf, RRF_DEPTH, RRF_K, VECTOR_WEIGHT, type FusionInput, type Ranked } from '../src/ranking/rrf.js';
-import { denseQueryText, expandTerms } from '../src/ranking/fuzzy-terms.js';
-import { addServerVotes, serverCentroids, serverDocuments, SERVER_DEPTH } from '../src/ranking/servers.js';
-import { tokenize } from '../src/ranking/tokenizer.js';
-import { rankByCosine } from '../src/ranking/vector-scan.js';
-import { leaveOneOutChoices } from './stats.js';
+import { documentTerms, embeddingText, humanize, openingSentence, queryTerms, schemaParameters, type DocumentTerms } from '../../src/ranking/search-text.js';
+import type { CanonicalTool } from '../../src/lib/tool.js';
+import { normalizeTools } from '../../src/catalog/tool-formats.js';
+import { l2Normalize } from '../../src/embed/embedder.js';
+import { createUseLiteEmbedder } from '../../src/embed/use-lite.js';
+import { meanMetrics, scoreQuery, type QueryMetrics } from '../../src/eval/metrics.js';
+import { loadQueries, readJsonl } from '../../src/eval/run-eval.js';
+import { byScoreThenId, distinctTerms } from '../../src/ranking/bm25.js';
+import { Bm25Index } from '../../src/ranking/bm25-index.js';
+import { denseWeight, fuseHybrid, fuseRrf, RRF_DEPTH, RRF_K, VECTOR_WEIGHT, type FusionInput, type Ranked } from '../../src/ranking/rrf.js';
+import { denseQueryText, expandTerms } from '../../src/ranking/fuzzy-terms.js';
+import { addServerVotes, serverCentroids, serverDocuments, SERVER_DEPTH } from '../../src/ranking/servers.js';
+import { tokenize } from '../../src/ranking/tokenizer.js';
+import { rankByCosine } from '../../src/ranking/vector-scan.js';
+import { leaveOneOutChoices } from '../lib/stats.js';
 
 const { values } = parseArgs({
   options: {
@@ -45,7 +45,7 @@ const { values } = parseArgs({
     only: { type: 'string' },
   },
 });
-const EVAL_DIR = fileURLToPath(new URL('../../shared/eval/', import.meta.url));
+const EVAL_DIR = fileURLToPath(new URL('../../../shared/eval/', import.meta.url));
 
 /** Runs `make` on first call only; later calls share its promise. */
 const once = <T>(make: () => Promise<T>): (() => Promise<T>) => {

@@ -1,14 +1,14 @@
 /**
  * The service in a bench's own process: the HTTP app over `createDeps` on a free loopback port,
  * on `database` or a fresh in-memory PGlite. Benches that time the service from outside start it
- * as a process instead (bench/selector.ts, bench/mixed-load.ts).
+ * as a process instead (bench/selector.ts, bench/lib/mixed-load.ts).
  */
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
-import { loadConfig } from '../src/config.js';
-import { createDeps, type Deps } from '../src/deps.js';
-import { createApp } from '../src/http/app.js';
-import { openPglite, type Database } from '../src/store/database.js';
+import { loadConfig } from '../../src/config.js';
+import { createDeps, type Deps } from '../../src/deps.js';
+import { createApp } from '../../src/http/app.js';
+import { openPglite, type Database } from '../../src/store/database.js';
 
 export interface InProcessService {
   deps: Deps;

@@ -3,15 +3,15 @@
  * often a query word that is some tool's whole name names a relevant tool, for plain prose words
  * and for identifier-shaped or quoted ones, counted once per query and name.
  *
- *   npx tsx bench/exact-name-mentions.ts [--sets livemcpbench,toolbench_stable,sealtools]
+ *   npx tsx bench/research/exact-name-mentions.ts [--sets livemcpbench,toolbench_stable,sealtools]
  */
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { loadQueries, readJsonl } from '../src/eval/run-eval.js';
-import { queryWords } from '../src/search/patterns.js';
+import { loadQueries, readJsonl } from '../../src/eval/run-eval.js';
+import { queryWords } from '../../src/search/patterns.js';
 
 const { values } = parseArgs({ options: { sets: { type: 'string', default: 'livemcpbench,toolbench_stable,sealtools' } } });
-const EVAL_DIR = fileURLToPath(new URL('../../shared/eval/', import.meta.url));
+const EVAL_DIR = fileURLToPath(new URL('../../../shared/eval/', import.meta.url));
 
 for (const set of values.sets!.split(',').map((name) => name.trim())) {
   const names = new Set(readJsonl(`${EVAL_DIR}${set}/catalog.jsonl`).map((line) => (line as { name: string }).name));

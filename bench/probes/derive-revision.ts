@@ -5,14 +5,14 @@
  * (replaced tools in other tools' places, as before 2026-12-03, when every term they hold was
  * rewritten), alternated.
  *
- *   npx tsx bench/derive-revision.ts [--tools 100000] [--changed 5000] [--rounds 4]
+ *   npx tsx bench/probes/derive-revision.ts [--tools 100000] [--changed 5000] [--rounds 4]
  *
  * Synthetic corpus: 20 terms a tool from 16,000, skewed so a few are common (~2 million postings at
  * 100,000 tools); each changed tool keeps its terms and gains one ("revised").
  */
 import { parseArgs } from 'node:util';
-import { seededRandom } from '../src/eval/seeded-random.js';
-import { Bm25Index, slotPlan } from '../src/ranking/bm25-index.js';
+import { seededRandom } from '../../src/eval/seeded-random.js';
+import { Bm25Index, slotPlan } from '../../src/ranking/bm25-index.js';
 
 const { values } = parseArgs({
   options: { tools: { type: 'string', default: '100000' }, changed: { type: 'string', default: '5000' }, rounds: { type: 'string', default: '4' } },

@@ -3,11 +3,11 @@
  * document throughput (texts/s) per chunk size and thread count, single-query latency when idle,
  * and query latency while a long document batch is running (the case the priority queue is for).
  *
- *   npx tsx bench/embed-model.ts [--threads=1,2] [--chunks=1,8,16,32,64] [--texts=128] [--repeats=3]
+ *   npx tsx bench/research/embed-model.ts [--threads=1,2] [--chunks=1,8,16,32,64] [--texts=128] [--repeats=3]
  *                                [--latency-chunks=8,64]
- *   npx tsx bench/embed-model.ts --query-batches   only: queries in one shared call vs one call each
+ *   npx tsx bench/research/embed-model.ts --query-batches   only: queries in one shared call vs one call each
  *                                                  (the figures behind use-lite's query batching)
- *   npx tsx bench/embed-model.ts --first-queries[=8]  only: a new process's model load and its first
+ *   npx tsx bench/research/embed-model.ts --first-queries[=8]  only: a new process's model load and its first
  *                                                  queries, with and without the threads' warm-up
  *                                                  (USE_LITE_WARM_UP_TEXTS), alternating, each start
  *                                                  in its own process
@@ -15,12 +15,12 @@
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { createUseLiteEmbedder } from '../src/embed/use-lite.js';
-import { loadQueries, readJsonl } from '../src/eval/run-eval.js';
-import { seededRandom } from '../test/helpers/seeded-random.js';
-import { median, medianAndRange, summarize } from './stats.js';
+import { createUseLiteEmbedder } from '../../src/embed/use-lite.js';
+import { loadQueries, readJsonl } from '../../src/eval/run-eval.js';
+import { seededRandom } from '../../test/helpers/seeded-random.js';
+import { median, medianAndRange, summarize } from '../lib/stats.js';
 
-const EVAL_DIR = fileURLToPath(new URL('../../shared/eval/livemcpbench/', import.meta.url));
+const EVAL_DIR = fileURLToPath(new URL('../../../shared/eval/livemcpbench/', import.meta.url));
 
 const args = new Map(
   process.argv.slice(2).map((arg) => {

@@ -10,7 +10,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { percentile, sortedAscending } from './stats.js';
-import { seededRandom } from '../test/helpers/seeded-random.js';
+import { seededRandom } from '../../test/helpers/seeded-random.js';
 
 export type MixKind = 'remembered_list' | 'new_list' | 'catalog_search';
 

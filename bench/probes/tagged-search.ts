@@ -5,12 +5,12 @@
  * with a service started on that database:
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/<kept> PORT=8099 npm start
- *   npx tsx bench/tagged-search.ts --url http://localhost:8099 --catalog scale-100000 --tag tools [--queries 20] [--rounds 4]
+ *   npx tsx bench/probes/tagged-search.ts --url http://localhost:8099 --catalog scale-100000 --tag tools [--queries 20] [--rounds 4]
  */
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { loadQueries } from '../src/eval/run-eval.js';
-import { summarize } from './stats.js';
+import { loadQueries } from '../../src/eval/run-eval.js';
+import { summarize } from '../lib/stats.js';
 
 const { values } = parseArgs({
   options: {
@@ -22,7 +22,7 @@ const { values } = parseArgs({
     'api-key': { type: 'string' },
   },
 });
-const queries = loadQueries(fileURLToPath(new URL('../../shared/eval/toolbench_stable/queries.dev.jsonl', import.meta.url)))
+const queries = loadQueries(fileURLToPath(new URL('../../../shared/eval/toolbench_stable/queries.dev.jsonl', import.meta.url)))
   .slice(0, Number(values.queries))
   .map((row) => row.query);
 const headers = { 'content-type': 'application/json', ...(values['api-key'] ? { 'x-api-key': values['api-key'] } : {}) };

@@ -6,19 +6,19 @@
  * and the tagged servers' mean vectors (`serverCentroids`, what a hybrid search under the tag ranks
  * servers by when the tagged tools' vectors are in process), from seeded random 512-d unit vectors.
  *
- *   npx tsx bench/servers-carrying.ts [--size 100000] [--runs 7]
+ *   npx tsx bench/probes/servers-carrying.ts [--size 100000] [--runs 7]
  */
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { documentTerms, queryTerms } from '../src/ranking/search-text.js';
-import { normalizeTools } from '../src/catalog/tool-formats.js';
-import { CatalogIndex } from '../src/search/catalog-index.js';
-import { serverCentroids } from '../src/ranking/servers.js';
-import { l2Normalize } from '../src/embed/embedder.js';
-import { loadQueries } from '../src/eval/run-eval.js';
-import { seededRandom } from '../src/eval/seeded-random.js';
-import { tagCounts, toolAt } from './scale-catalog.js';
-import { summarize } from './stats.js';
+import { documentTerms, queryTerms } from '../../src/ranking/search-text.js';
+import { normalizeTools } from '../../src/catalog/tool-formats.js';
+import { CatalogIndex } from '../../src/search/catalog-index.js';
+import { serverCentroids } from '../../src/ranking/servers.js';
+import { l2Normalize } from '../../src/embed/embedder.js';
+import { loadQueries } from '../../src/eval/run-eval.js';
+import { seededRandom } from '../../src/eval/seeded-random.js';
+import { tagCounts, toolAt } from '../lib/scale-catalog.js';
+import { summarize } from '../lib/stats.js';
 
 const { values } = parseArgs({
   options: { size: { type: 'string', default: '100000' }, runs: { type: 'string', default: '7' }, queries: { type: 'string', default: '20' } },
@@ -38,7 +38,7 @@ const rows = tools.map((tool) => {
   };
 });
 const index = await CatalogIndex.build(1, 1, rows);
-const queries = loadQueries(fileURLToPath(new URL('../../shared/eval/toolbench_stable/queries.dev.jsonl', import.meta.url)))
+const queries = loadQueries(fileURLToPath(new URL('../../../shared/eval/toolbench_stable/queries.dev.jsonl', import.meta.url)))
   .slice(0, Number(values.queries))
   .map((row) => queryTerms(row.query));
 const sorted = tagCounts(tools.map((tool) => tool.tags));

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-const EVAL = fileURLToPath(new URL('../../shared/eval/', import.meta.url));
+const EVAL = fileURLToPath(new URL('../../../shared/eval/', import.meta.url));
 
 interface Line {
   name: string;

@@ -1,25 +1,25 @@
 /**
  * What a release that changes the BM25 document recipe (search-text.ts TERMS_VERSION) costs at its
  * first start: `refreshStaleTerms` recomputes every stored document's terms before the service
- * serves. Pushes `--size` generated tools (bench/scale-catalog.ts) without a model, marks their
+ * serves. Pushes `--size` generated tools (bench/lib/scale-catalog.ts) without a model, marks their
  * terms as of the previous version, and times the refresh, `--runs` times.
  *
- *   npx tsx bench/refresh-terms.ts [--size 10000] [--runs 3] [--pg postgres://postgres@127.0.0.1:5432]
+ *   npx tsx bench/probes/refresh-terms.ts [--size 10000] [--runs 3] [--pg postgres://postgres@127.0.0.1:5432]
  *
  * Without --pg, an in-memory PGlite store; with it, a scratch database created and dropped here.
  */
 import { execFileSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
-import { replaceCatalog } from '../src/catalog/catalog-service.js';
-import { refreshStaleTerms } from '../src/catalog/refresh-terms.js';
-import { TERMS_VERSION } from '../src/ranking/search-text.js';
-import { loadConfigOrExit } from '../src/config.js';
-import { createDeps } from '../src/deps.js';
-import { openPglite, openPostgres } from '../src/store/database.js';
+import { replaceCatalog } from '../../src/catalog/catalog-service.js';
+import { refreshStaleTerms } from '../../src/catalog/refresh-terms.js';
+import { TERMS_VERSION } from '../../src/ranking/search-text.js';
+import { loadConfigOrExit } from '../../src/config.js';
+import { createDeps } from '../../src/deps.js';
+import { openPglite, openPostgres } from '../../src/store/database.js';
 import { sql } from 'drizzle-orm';
-import { toolAt } from './scale-catalog.js';
-import { summarize } from './stats.js';
+import { toolAt } from '../lib/scale-catalog.js';
+import { summarize } from '../lib/stats.js';
 
 const { values } = parseArgs({ options: { size: { type: 'string', default: '10000' }, runs: { type: 'string', default: '3' }, pg: { type: 'string' } } });
 const size = Number(values.size);

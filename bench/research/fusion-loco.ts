@@ -1,10 +1,10 @@
 /**
  * Fusion settings judged leave-one-corpus-out (issue 24), rerunnable:
  *
- *   npx tsx bench/fusion-loco.ts [--sets bfcl,livemcpbench,sealtools,toolbench_stable] [--lists <cache.json>] [--settings]
+ *   npx tsx bench/research/fusion-loco.ts [--sets bfcl,livemcpbench,sealtools,toolbench_stable] [--lists <cache.json>] [--settings]
  *                                [--root <folder of datasets, default ../shared/eval>] [--gaps]
  *
- * With `--root`, sets may include the small catalogs of bench/small-catalogs.ts (`<corpus>_schema`,
+ * With `--root`, sets may include the small catalogs of bench/research/small-catalogs.ts (`<corpus>_schema`,
  * `<corpus>_noschema`); a corpus and the sets drawn from it are held out together.
  *
  * First it computes, per corpus and query (clean, and with the eval's typos at 0.2, seed 1), the
@@ -25,17 +25,17 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { documentTerms, embeddingText, queryTerms } from '../src/ranking/search-text.js';
-import { normalizeTools } from '../src/catalog/tool-formats.js';
-import { createUseLiteEmbedder } from '../src/embed/use-lite.js';
-import { meanMetrics, scoreQuery, type QueryMetrics } from '../src/eval/metrics.js';
-import { readJsonl } from '../src/eval/run-eval.js';
-import { distinctTerms } from '../src/ranking/bm25.js';
-import { Bm25Index } from '../src/ranking/bm25-index.js';
-import { denseQueryText, expandTerms, VocabularyIndex } from '../src/ranking/fuzzy-terms.js';
-import { bm25Peak, denseGap, denseWeight, fuseRrf, RRF_DEPTH, type Ranked } from '../src/ranking/rrf.js';
-import { addServerVotes, serverCentroids, serverDocuments, SERVER_BM25_WEIGHT, SERVER_DEPTH, SERVER_VECTOR_WEIGHT } from '../src/ranking/servers.js';
-import { rankByCosine } from '../src/ranking/vector-scan.js';
+import { documentTerms, embeddingText, queryTerms } from '../../src/ranking/search-text.js';
+import { normalizeTools } from '../../src/catalog/tool-formats.js';
+import { createUseLiteEmbedder } from '../../src/embed/use-lite.js';
+import { meanMetrics, scoreQuery, type QueryMetrics } from '../../src/eval/metrics.js';
+import { readJsonl } from '../../src/eval/run-eval.js';
+import { distinctTerms } from '../../src/ranking/bm25.js';
+import { Bm25Index } from '../../src/ranking/bm25-index.js';
+import { denseQueryText, expandTerms, VocabularyIndex } from '../../src/ranking/fuzzy-terms.js';
+import { bm25Peak, denseGap, denseWeight, fuseRrf, RRF_DEPTH, type Ranked } from '../../src/ranking/rrf.js';
+import { addServerVotes, serverCentroids, serverDocuments, SERVER_BM25_WEIGHT, SERVER_DEPTH, SERVER_VECTOR_WEIGHT } from '../../src/ranking/servers.js';
+import { rankByCosine } from '../../src/ranking/vector-scan.js';
 import { chooseSetting, evalQueries, source } from './loco.js';
 
 const { values } = parseArgs({
@@ -47,7 +47,7 @@ const { values } = parseArgs({
     gaps: { type: 'boolean', default: false },
   },
 });
-const EVAL_DIR = values.root ? `${values.root.replace(/\/$/, '')}/` : fileURLToPath(new URL('../../shared/eval/', import.meta.url));
+const EVAL_DIR = values.root ? `${values.root.replace(/\/$/, '')}/` : fileURLToPath(new URL('../../../shared/eval/', import.meta.url));
 const sets = values.sets!.split(',').map((set) => set.trim());
 
 interface QueryLists {

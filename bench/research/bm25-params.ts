@@ -3,11 +3,11 @@
  * RM3 feedback on BM25's terms, judged leave-one-corpus-out with the shipped fusion
  * (docs/ranking.md, 2026-12-03 and 2026-12-04), rerunnable:
  *
- *   npx tsx bench/bm25-params.ts --lists <fusion-loco's cache.json> [--root <folder>] [--sets ...]
+ *   npx tsx bench/research/bm25-params.ts --lists <fusion-loco's cache.json> [--root <folder>] [--sets ...]
  *                                [--k1 0.6,0.9,1.2,1.6,2] [--b 0.3,0.5,0.75,0.9] [--name-weights 2]
  *                                [--feedback docs:terms:lambda,...]
  *
- * The dense and dense-server lists come from bench/fusion-loco.ts's `--lists` cache (same root and
+ * The dense and dense-server lists come from bench/research/fusion-loco.ts's `--lists` cache (same root and
  * sets); BM25, typo matching and the BM25 server list are recomputed per setting with the service's
  * code, then fused as the service fuses them (denseWeight, server votes; no exact-name step).
  * The constraint of docs/ranking.md's rule reads the better single list of either the row's BM25 or
@@ -16,16 +16,16 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { documentTerms, queryTerms, schemaParameters, NAME_WEIGHT, SCHEMA_WEIGHT } from '../src/ranking/search-text.js';
-import { normalizeTools } from '../src/catalog/tool-formats.js';
-import { meanMetrics, scoreQuery, type QueryMetrics } from '../src/eval/metrics.js';
-import { readJsonl, type EvalQuery } from '../src/eval/run-eval.js';
-import { BM25_B, BM25_K1, BM25_TERM_UNIT, distinctTerms } from '../src/ranking/bm25.js';
-import { Bm25Index } from '../src/ranking/bm25-index.js';
-import { expandTerms, VocabularyIndex } from '../src/ranking/fuzzy-terms.js';
-import { denseWeight, fuseRrf, RRF_DEPTH, type Ranked } from '../src/ranking/rrf.js';
-import { addServerVotes, serverDocuments, SERVER_BM25_WEIGHT, SERVER_DEPTH, SERVER_VECTOR_WEIGHT } from '../src/ranking/servers.js';
-import { tokenize } from '../src/ranking/tokenizer.js';
+import { documentTerms, queryTerms, schemaParameters, NAME_WEIGHT, SCHEMA_WEIGHT } from '../../src/ranking/search-text.js';
+import { normalizeTools } from '../../src/catalog/tool-formats.js';
+import { meanMetrics, scoreQuery, type QueryMetrics } from '../../src/eval/metrics.js';
+import { readJsonl, type EvalQuery } from '../../src/eval/run-eval.js';
+import { BM25_B, BM25_K1, BM25_TERM_UNIT, distinctTerms } from '../../src/ranking/bm25.js';
+import { Bm25Index } from '../../src/ranking/bm25-index.js';
+import { expandTerms, VocabularyIndex } from '../../src/ranking/fuzzy-terms.js';
+import { denseWeight, fuseRrf, RRF_DEPTH, type Ranked } from '../../src/ranking/rrf.js';
+import { addServerVotes, serverDocuments, SERVER_BM25_WEIGHT, SERVER_DEPTH, SERVER_VECTOR_WEIGHT } from '../../src/ranking/servers.js';
+import { tokenize } from '../../src/ranking/tokenizer.js';
 import { chooseSetting, evalQueries, source } from './loco.js';
 
 const { values } = parseArgs({
@@ -47,10 +47,10 @@ const { values } = parseArgs({
   },
 });
 if (!values.lists) {
-  console.error('usage: npx tsx bench/bm25-params.ts --lists <bench/fusion-loco.ts cache> [--root ...] [--sets ...] [--k1 ...] [--b ...] [--name-weights ...]');
+  console.error('usage: npx tsx bench/research/bm25-params.ts --lists <bench/research/fusion-loco.ts cache> [--root ...] [--sets ...] [--k1 ...] [--b ...] [--name-weights ...]');
   process.exit(2);
 }
-const EVAL = values.root ? `${values.root.replace(/\/$/, '')}/` : fileURLToPath(new URL('../../shared/eval/', import.meta.url));
+const EVAL = values.root ? `${values.root.replace(/\/$/, '')}/` : fileURLToPath(new URL('../../../shared/eval/', import.meta.url));
 const sets = values.sets!.split(',').map((set) => set.trim());
 const cache = JSON.parse(readFileSync(values.lists, 'utf8'));
 const numbers = (list: string) => list.split(',').map(Number);

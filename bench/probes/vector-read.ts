@@ -6,7 +6,7 @@
  * give the same float4s. Against any database with vectors of the model, e.g. one kept by
  * `npm run bench:scale -- --keep`:
  *
- *   npx tsx bench/vector-read.ts --db postgres://postgres@127.0.0.1:5432/<kept> [--tools 3740] [--runs 5] [--model use-lite]
+ *   npx tsx bench/probes/vector-read.ts --db postgres://postgres@127.0.0.1:5432/<kept> [--tools 3740] [--runs 5] [--model use-lite]
  *
  * Or `--pglite`: a new embedded store in a temporary directory, with `--tools` documents and random
  * 512-d vectors of the model (PGlite parses bytea in JavaScript; see vector-literal.ts `vectorColumn`).
@@ -16,9 +16,9 @@ import { sql } from 'drizzle-orm';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openPglite, openPostgres, queryRows } from '../src/store/database.js';
-import { vectorFromBinary } from '../src/store/vector-literal.js';
-import { summarize } from './stats.js';
+import { openPglite, openPostgres, queryRows } from '../../src/store/database.js';
+import { vectorFromBinary } from '../../src/store/vector-literal.js';
+import { summarize } from '../lib/stats.js';
 
 const { values } = parseArgs({
   options: {

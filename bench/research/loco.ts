@@ -1,12 +1,12 @@
 /**
- * The pieces of docs/ranking.md's rule that its benches share (bench/fusion-loco.ts,
- * bench/bm25-params.ts): the queries as the eval reads them (clean, and with its seeded typos), which
+ * The pieces of docs/ranking.md's rule that its benches share (bench/research/fusion-loco.ts,
+ * bench/research/bm25-params.ts): the queries as the eval reads them (clean, and with its seeded typos), which
  * public corpus a set is drawn from, and how a setting is chosen on some sets.
  */
-import type { EvalQuery } from '../src/eval/run-eval.js';
-import { loadQueries } from '../src/eval/run-eval.js';
-import { seededRandom } from '../src/eval/seeded-random.js';
-import { addTypos } from '../src/eval/typos.js';
+import type { EvalQuery } from '../../src/eval/run-eval.js';
+import { loadQueries } from '../../src/eval/run-eval.js';
+import { seededRandom } from '../../src/eval/seeded-random.js';
+import { addTypos } from '../../src/eval/typos.js';
 
 /** The eval's typo rate and seed (`npm run eval -- --typos 0.2 --seed 1`). */
 export const TYPO_RATE = 0.2;
