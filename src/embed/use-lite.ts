@@ -43,8 +43,8 @@ export const USE_LITE_SHARED_QUERY_MAX_CHARS = 100;
  * The model threads' nice value on Linux (0-19). Under load the two cores are shared by the model
  * threads, the HTTP thread, the store's thread and the bench's clients; at 0 a request's short
  * HTTP-thread work waits behind model work the scheduler finds equally urgent. At 10 the model gets
- * what the rest leaves: mixed load remembered-list p99 146-168 -> 130-140 ms on PGlite and 145-152
- * -> 129-139 on PostgreSQL, 5-10% more turns answered (docs/benchmarks.md, fifteenth session).
+ * what the rest leaves: under mixed load the remembered list's p99 is ~10% lower and more turns are
+ * answered (`npm run bench -- --mix`; docs/benchmarks.md).
  */
 export const DEFAULT_USE_LITE_NICE = 10;
 

@@ -29,7 +29,7 @@ export const NAME_WEIGHT = 2;
 /**
  * A parameter's name and description say what a tool takes, not what it does: at half weight they
  * still match a query's words, but pad a tool's length half as much (chosen leave-one-corpus-out
- * among 0-1, docs/ranking.md 2026-12-05).
+ * among 0-1, docs/ranking.md).
  */
 export const SCHEMA_WEIGHT = 0.5;
 /** Nested schemas deeper than this are option bags, not what the tool is about. */

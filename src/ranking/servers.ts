@@ -158,9 +158,9 @@ export function serverCentroids(members: ServerMembers, vectors: ReadonlyMap<str
   const centroids = new Map<string, Float32Array>();
   const dimension = vectors.values().next().value?.length ?? 0;
   // One buffer for every server's sum, each mean a view of it: an array per server (with a
-  // number[] and a copy to normalize it, and `?? 0` per element) made this ~22 ms for 3,740 tools
-  // of 1,837 servers, ~10 ms now (bench/probes/servers-carrying.ts, median of 60). The views keep the whole
-  // buffer, sized for every server, including those without a vector.
+  // number[] and a copy to normalize it) took twice as long for a tag filter's thousands of servers
+  // (bench/probes/servers-carrying.ts). The views keep the whole buffer, sized for every server,
+  // including those without a vector.
   const sums = new Float32Array(members.size * dimension);
   let at = 0;
   for (const [server, ids] of members) {

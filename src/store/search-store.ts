@@ -102,7 +102,7 @@ export async function loadTermFrequencies(db: Executor, corpus: Corpus, terms: r
  * planned from statistics, and on tables never analyzed (PGlite never analyzes; PostgreSQL's
  * autovacuum lags a large write) the planner took `model = ...` to keep a few rows and scanned
  * every vector of every catalog: 230 ms for a 1,460-tool catalog beside a 100,000-tool one, 27 ms
- * as this probe (EXPLAIN ANALYZE, 2026-12-02).
+ * as this probe (EXPLAIN ANALYZE).
  */
 export const exactScanSql = (corpus: Corpus, model: string, literal: string, limit: number): SQL =>
   sql`with corpus as (${corpusRows(corpus)})

@@ -50,9 +50,9 @@ export function vectorFromBinary(bytes: Uint8Array): Float32Array {
 /**
  * A stored vector column as a driver reads it fastest, for `vectorRead`: binary from node-postgres
  * (`binary`, database.ts `sendsBinaryParameters`), text from PGlite. For 3,740 vectors on
- * PostgreSQL, binary took ~140 ms to read plus ~9 to decode against ~200 plus ~120 of JSON.parse on
- * the main thread (bench/probes/vector-read.ts); on PGlite, whose bytea parser is JavaScript, binary took
- * 748-770 ms against 311-340 for text (docs/benchmarks.md, 2026-12-05).
+ * PostgreSQL, binary takes ~140 ms to read plus ~9 to decode against ~200 plus ~120 of JSON.parse on
+ * the main thread (bench/probes/vector-read.ts); on PGlite, whose bytea parser is JavaScript, binary
+ * takes over twice as long as text.
  */
 export function vectorColumn(column: SQL, binary: boolean): SQL {
   return binary ? sql`vector_send(${column})` : sql`${column}::text`;
