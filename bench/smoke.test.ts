@@ -111,7 +111,14 @@ describe('benches, smoke runs', () => {
   });
 
   it('embed-model: the bare model at one thread, one chunk size and 16 texts prints every figure', async () => {
-    const { code, stdout, stderr } = await runBench(['bench/research/embed-model.ts', '--threads=1', '--chunks=4', '--texts=16', '--repeats=1', '--latency-chunks=4']);
+    const { code, stdout, stderr } = await runBench([
+      'bench/research/embed-model.ts',
+      '--threads=1',
+      '--chunks=4',
+      '--texts=16',
+      '--repeats=1',
+      '--latency-chunks=4',
+    ]);
     expect(code, stderr.slice(-3000)).toBe(0);
     expect(stdout).toMatch(/^documents chunk= 4: median \d/m);
     expect(stdout).toMatch(/^query, idle \(ms\): median \d/m);

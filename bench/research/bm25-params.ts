@@ -47,7 +47,9 @@ const { values } = parseArgs({
   },
 });
 if (!values.lists) {
-  console.error('usage: npx tsx bench/research/bm25-params.ts --lists <bench/research/fusion-loco.ts cache> [--root ...] [--sets ...] [--k1 ...] [--b ...] [--name-weights ...]');
+  console.error(
+    'usage: npx tsx bench/research/bm25-params.ts --lists <bench/research/fusion-loco.ts cache> [--root ...] [--sets ...] [--k1 ...] [--b ...] [--name-weights ...]',
+  );
   process.exit(2);
 }
 const EVAL = values.root ? `${values.root.replace(/\/$/, '')}/` : fileURLToPath(new URL('../../../shared/eval/', import.meta.url));
