@@ -12,9 +12,8 @@ import { argumentShape, type AuditLog } from '../audit.js';
 import * as catalogs from '../catalog/catalog-service.js';
 import { checkArguments, type ArgumentChecks } from '../catalog/tool-arguments.js';
 import { LruCache } from '../lib/lru-cache.js';
-import { confidences } from '../ranking/confidence.js';
 import { firstSentence, parameterNames } from '../catalog/describe.js';
-import { firstNames, rankRemembered, rememberedTools, searchCatalog, storeOrMemory } from '../search/catalog-search.js';
+import { firstNames, rankCatalog, storeOrMemory, type CatalogRanking } from '../search/catalog-search.js';
 import type { RankDeps } from '../search/hybrid-search.js';
 import type { CatalogSummary, CatalogToolRow } from '../store/catalog-store.js';
 import { getToolWithUpstream, upstreamToolNames, type UpstreamRow } from '../store/upstream-store.js';
@@ -137,7 +136,7 @@ interface RankedTool {
   strong: boolean;
 }
 
-interface CatalogRanking {
+interface CatalogAnswer {
   tools: RankedTool[];
   split: TimeSplit;
   /** Not the full hybrid ranking (the embedder, vectors still being written, the store): for metrics, the log and the hint. */
@@ -157,14 +156,16 @@ export async function searchTools(
   // A server filter cuts after ranking, so ask for more to still fill `limit`.
   const depth = input.server ? Math.min(limit * 5, 100) : limit;
   const ranked = await Promise.all(
-    inScope.map((catalog) =>
-      storeOrMemory(
+    inScope.map(async (catalog) => {
+      const ranking = await rankCatalog(
         deps.search,
         { tenant: scope.tenant, name: catalog.name },
-        () => rankInStore(deps, scope, catalog, input, depth),
-        () => rankInMemory(deps, scope, catalog, input, depth),
-      ),
-    ),
+        { query: input.query, topK: depth, mode: 'hybrid', tags: input.tags },
+        // At /mcp a catalog this process never read adds nothing while the store is down; the others answer.
+        { read: catalog, orNothing: !scope.catalog },
+      );
+      return catalogAnswer(deps, catalog, ranking);
+    }),
   );
   let degraded: string | undefined;
   for (const ranking of ranked) {
@@ -212,64 +213,40 @@ export async function searchTools(
   return { results, ...observed };
 }
 
-/** The catalog search's ranking (`POST /v1/catalogs/{catalog}/search`), from the store. */
-async function rankInStore(
-  deps: DiscoveryDeps,
-  scope: DiscoveryScope,
-  catalog: CatalogSummary,
-  input: { query: string; tags?: string[] },
-  depth: number,
-): Promise<CatalogRanking> {
-  const result = await searchCatalog(
-    deps.search,
-    { tenant: scope.tenant, name: catalog.name },
-    { query: input.query, topK: depth, mode: 'hybrid', tags: input.tags },
-    catalog,
-  );
-  const sure = confidences(
-    result.tools.map((tool, i) => ({ ...tool.explain, rank: i + 1 })),
-    result.bests,
-  );
-  return {
-    tools: result.tools.map((tool, i) => ({
-      catalog: catalog.name,
-      name: tool.tool.name,
-      server: tool.tool.server,
-      description: firstSentence(tool.tool.description),
-      parameters: parameterNames(tool.tool.inputSchema),
-      score: tool.score,
-      confidence: sure[i] ?? 0,
-      strong: tool.explain.bm25 !== null || tool.explain.exact_name || (tool.explain.vector?.score ?? 0) >= WEAK_COSINE,
-    })),
-    split: result.timings,
-    ...(result.degraded ? { degraded: result.degraded } : {}),
-  };
-}
-
 /**
- * The catalog as last seen here (`rankRemembered`: its index, and its vectors when held), while the
- * store does not answer. When this process holds no index of it: at `/mcp/{catalog}` undefined (the
- * store's error); at `/mcp` nothing from it, while the tenant's other catalogs answer. Descriptions
- * and parameters come from tools resolved here before (toolRows) or found by a search here before
- * (search/seen-tools.ts): the index holds terms, not text.
+ * One catalog's ranked tools as search_tools shows them. From the store, the rows it read; from
+ * memory (the catalog as last seen here), descriptions and parameters of tools resolved here before
+ * (toolRows) or found by a search here before (search/seen-tools.ts): the index holds terms, not text.
  */
-async function rankInMemory(
-  deps: DiscoveryDeps,
-  scope: DiscoveryScope,
-  catalog: CatalogSummary,
-  input: { query: string; tags?: string[] },
-  depth: number,
-): Promise<CatalogRanking | undefined> {
-  const index = deps.search.catalogIndexes?.lastSeen(scope.tenant, catalog.name)?.index;
-  if (!index) return scope.catalog ? undefined : { tools: [], split: {}, degraded: 'store_error' };
-  const ranked = await rankRemembered(deps.search, index, { pattern: input.query, depth, ...(input.tags?.length ? { tags: input.tags } : {}) });
+function catalogAnswer(deps: DiscoveryDeps, catalog: CatalogSummary, ranking: CatalogRanking): CatalogAnswer {
+  if (ranking.from === 'store') {
+    const { result } = ranking;
+    return {
+      tools: ranking.tools.map(({ row, score, confidence }, i) => {
+        const { explain } = result.tools[i]!;
+        return {
+          catalog: catalog.name,
+          name: row.name,
+          server: row.server,
+          description: firstSentence(row.description),
+          parameters: parameterNames(row.inputSchema),
+          score,
+          confidence,
+          strong: explain.bm25 !== null || explain.exact_name || (explain.vector?.score ?? 0) >= WEAK_COSINE,
+        };
+      }),
+      split: result.timings,
+      ...(result.degraded ? { degraded: result.degraded } : {}),
+    };
+  }
+  const { index, ranked } = ranking;
   return {
-    tools: rememberedTools(ranked, depth).map(({ name, score, confidence }) => {
+    tools: ranking.tools.map(({ name, score, confidence }) => {
       const known = deps.toolRows.get(toolRowKey(catalog, name)) ?? deps.search.seenTools?.get(catalog.id, name);
       return {
         catalog: catalog.name,
         name,
-        server: known?.server ?? index.servers.serverOf.get(name) ?? null,
+        server: known?.server ?? index?.servers.serverOf.get(name) ?? null,
         description: known ? firstSentence(known.description) : '',
         parameters: known ? parameterNames(known.inputSchema) : [],
         score,

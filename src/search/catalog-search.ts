@@ -4,6 +4,7 @@ import { corpusIds, EXACT_SCAN_MAX, existingNames } from '../store/search-store.
 import { confidences } from '../ranking/confidence.js';
 import type { CatalogSummary, CatalogToolRow } from '../store/catalog-store.js';
 import { expandQuery, rankCorpus, type RankDeps, type RankQuery, type RankedTool, type RankResult } from './hybrid-search.js';
+import { rememberedCatalogSource, storedCatalogSource } from './corpus-source.js';
 import type { PendingEmbeddings } from '../catalog/embedding-status.js';
 import { nameCandidates } from './patterns.js';
 import type { Bm25Index } from '../ranking/bm25-index.js';
@@ -15,6 +16,9 @@ import { currentRecipe } from '../embed/embed-documents.js';
 
 /** The largest catalog whose server votes are computed in SQL while its index is read. */
 export const SQL_SERVER_LISTS_MAX = 20_000;
+
+/** A catalog search: the query, how many, the mode, and a tag filter (only tools carrying one of them; each match boosts). */
+export type CatalogQuery = Omit<RankQuery, 'exactIds'> & { tags?: string[] };
 
 export interface CatalogSearchResult {
   tools: (RankedTool & { tool: CatalogToolRow })[];
@@ -32,7 +36,7 @@ export interface CatalogSearchResult {
 export async function searchCatalog(
   deps: RankDeps,
   ref: { tenant: string; name: string },
-  request: Omit<RankQuery, 'exactIds'>,
+  request: CatalogQuery,
   read?: CatalogSummary,
 ): Promise<CatalogSearchResult> {
   // The query's embedding needs nothing from the store and is the slowest step under load: it
@@ -121,27 +125,32 @@ export async function searchCatalog(
   // their means from the tagged vectors when in process (kept with a larger catalog's), else in SQL.
   const tags = request.tags;
   const tagServers = request.mode === 'hybrid' && tags?.length && index ? (terms: readonly string[]) => index.serversCarrying(tags, terms) : undefined;
-  const ranked = await rankCorpus(
-    deps,
-    { kind: 'catalog', catalogId: catalog.id },
-    { ...request, exactIds: candidates.filter((name) => found.has(name)) },
+  const source = storedCatalogSource(
+    deps.db,
     {
+      catalogId: catalog.id,
+      ...(index ? { index } : {}),
+      ...(tags?.length ? { tags } : {}),
       ...(tagServers ? { tagServers } : {}),
-      useVectorIndex: catalog.toolCount > EXACT_SCAN_MAX,
-      ...(queryVector ? { queryVector, queryText } : {}),
-      ...(inProcessVectors ? { corpusVectors: inProcessVectors } : {}),
-      ...(expandedQuery ? { expandedQuery } : {}),
-      ...(index ? { catalogIndex: index } : {}),
-      ...(deps.serverStats && request.mode === 'hybrid' && !request.tags?.length
+      ...(inProcessVectors ? { vectors: inProcessVectors } : {}),
+      ...(deps.serverStats && request.mode === 'hybrid' && !tags?.length
         ? { serverMeans: async () => deps.serverStats!.means(deps.db, catalog, deps.embedder!.modelId, index?.changedSince) }
         : readTagged && request.mode === 'hybrid'
           ? { serverMeans: async (members: ServerMembers) => (await readTagged)?.means(members) }
           : {}),
       // Without the index, server votes in SQL read every tool's terms and vector: seconds at
       // 100,000 tools, past the request's deadline. A large catalog ranks without them until its index is in.
-      ...(!index && catalog.toolCount > SQL_SERVER_LISTS_MAX ? { withoutServers: true } : {}),
+      withoutServers: !index && catalog.toolCount > SQL_SERVER_LISTS_MAX,
       denseComplete: deps.embeddingStatus !== undefined && pending === undefined,
     },
+    catalog.toolCount > EXACT_SCAN_MAX,
+  );
+  const { tags: _tags, ...query } = request;
+  const ranked = await rankCorpus(
+    deps,
+    source,
+    { ...query, exactIds: candidates.filter((name) => found.has(name)) },
+    { ...(queryVector ? { queryVector, queryText } : {}), ...(expandedQuery ? { expandedQuery } : {}) },
   );
   const rows = await loadCatalogTools(
     deps.db,
@@ -161,6 +170,77 @@ export async function searchCatalog(
     // A model that did not answer says more than the vectors still missing.
     ...(ranked.degraded ? { degraded: ranked.degraded } : pending ? { degraded: 'embeddings_pending' as const, embedding: pending } : {}),
   };
+}
+
+/**
+ * A stored catalog ranked for a query: by the store (the catalog search, with its row), or, when the
+ * store does not answer, from memory (the catalog as last seen here). Each tool has its calibrated
+ * confidence (1 for a name the query gives exactly). A blank query ranks nothing.
+ */
+export type CatalogRanking =
+  | {
+      from: 'store';
+      catalog: CatalogSummary;
+      result: CatalogSearchResult;
+      /** Each result's calibrated confidence as the model gives it (`tools` puts an exact name at 1). */
+      confidences: number[];
+      tools: { name: string; score: number; confidence: number; row: CatalogToolRow }[];
+    }
+  | { from: 'memory'; index: CatalogIndex | undefined; ranked: RememberedRanking; tools: { name: string; score: number; confidence: number }[] };
+
+/**
+ * The one place a stored catalog's ranking chooses between the store and memory (`storeOrMemory`),
+ * for every entry point that may answer from memory (the selector, tool-search, MCP): the catalog
+ * search over the catalog's row (`read` when the caller has it; else read within `deadlineMs` when
+ * memory can answer), else `rankRemembered` over the index as last seen here, when `canRemember`
+ * accepts it (what the caller's answer needs of it). Both answers are cut to `query.topK`;
+ * `memoryDepth` ranks a remembered catalog deeper (its `ranked` keeps them all). `orNothing`: a
+ * catalog this process holds no index of answers nothing from memory (one of several searched
+ * together, while the others answer), rather than the store's error.
+ */
+export async function rankCatalog(
+  deps: RankDeps,
+  ref: { tenant: string; name: string },
+  query: CatalogQuery,
+  options: { read?: CatalogSummary; deadlineMs?: number; canRemember?: (index: CatalogIndex) => boolean; memoryDepth?: number; orNothing?: boolean } = {},
+): Promise<CatalogRanking> {
+  return storeOrMemory(
+    deps,
+    ref,
+    async (): Promise<CatalogRanking> => {
+      const catalog = options.read ?? (await readCatalogRow(deps, ref, options.deadlineMs));
+      deps.catalogIndexes?.seen(ref.tenant, catalog);
+      const result = query.query.trim() === '' ? emptySearch() : await searchCatalog(deps, ref, query, catalog);
+      const sure = confidences(
+        result.tools.map((tool, i) => ({ ...tool.explain, rank: i + 1 })),
+        result.bests,
+      );
+      const tools = result.tools.map((tool, i) => ({
+        name: tool.tool.name,
+        score: tool.score,
+        confidence: tool.explain.exact_name ? 1 : (sure[i] ?? 0),
+        row: tool.tool,
+      }));
+      return { from: 'store', catalog, result, confidences: sure, tools };
+    },
+    async (): Promise<CatalogRanking | undefined> => {
+      const index = deps.catalogIndexes?.lastSeen(ref.tenant, ref.name)?.index;
+      if (!index)
+        return options.orNothing ? { from: 'memory', index: undefined, ranked: { exact: [], found: [], confidences: [], timings: {} }, tools: [] } : undefined;
+      if (options.canRemember && !options.canRemember(index)) return undefined;
+      const ranked = await rankRemembered(deps, index, {
+        pattern: query.query,
+        depth: options.memoryDepth ?? query.topK,
+        ...(query.tags?.length ? { tags: query.tags } : {}),
+        ...(options.deadlineMs === undefined ? {} : { deadlineMs: options.deadlineMs }),
+      });
+      return { from: 'memory', index, ranked, tools: rememberedTools(ranked, query.topK) };
+    },
+  );
+}
+
+function emptySearch(): CatalogSearchResult {
+  return { tools: [], timings: { query_embedding_ms: 0, retrieval_ms: 0, fusion_ms: 0 }, bests: { bm25: 0, vector: 0 } };
 }
 
 /** What the gateway selector answers from a stored catalog. */
@@ -192,12 +272,17 @@ export async function selectFromCatalog(
   input: { pattern: string; topK: number; alwaysKeep: string[]; storeDeadlineMs?: number },
 ): Promise<CatalogSelection> {
   const started = performance.now();
-  return storeOrMemory(
+  const wanted = [...new Set(input.alwaysKeep)];
+  // From memory the ranking goes as deep as the kept names the catalog has, as the answer's places.
+  const remembered = deps.catalogIndexes?.lastSeen(ref.tenant, ref.name)?.index;
+  const kept = remembered ? wanted.filter((name) => remembered.bm25.indexOf(name) !== undefined).length : 0;
+  const ranking = await rankCatalog(
     deps,
     ref,
-    () => selectFromStore(deps, ref, input, started),
-    () => selectFromMemory(deps, ref, input, started),
+    { query: input.pattern, topK: input.topK, mode: 'hybrid' },
+    { ...(input.storeDeadlineMs === undefined ? {} : { deadlineMs: input.storeDeadlineMs }), memoryDepth: input.topK + kept },
   );
+  return ranking.from === 'store' ? selectedFromStore(deps, ref, input, ranking, wanted, started) : selectedFromMemory(input, ranking, wanted, started);
 }
 
 /**
@@ -260,35 +345,22 @@ class StoreLate extends Error {
   }
 }
 
-async function selectFromStore(
+async function selectedFromStore(
   deps: RankDeps,
   ref: { tenant: string; name: string },
-  input: { pattern: string; topK: number; alwaysKeep: string[]; storeDeadlineMs?: number },
+  input: { topK: number },
+  ranking: Extract<CatalogRanking, { from: 'store' }>,
+  wanted: string[],
   started: number,
 ): Promise<CatalogSelection> {
-  const timings: CatalogSelectionTimings = { lookup_ms: 0, query_embedding_ms: 0, retrieval_ms: 0, fusion_ms: 0, padding_ms: 0 };
-  const catalog = await readCatalogRow(deps, ref, input.storeDeadlineMs);
-  deps.catalogIndexes?.seen(ref.tenant, catalog);
-  const wanted = [...new Set(input.alwaysKeep)];
-  const held = wanted.length > 0 ? await loadCatalogTools(deps.db, catalog.id, wanted) : new Map();
+  const { catalog, result } = ranking;
+  const held = wanted.length > 0 ? await loadCatalogTools(deps.db, catalog.id, wanted) : new Map<string, CatalogToolRow>();
   const ordered = wanted.filter((name) => held.has(name));
-  timings.lookup_ms = performance.now() - started;
-  let ranked: CatalogSearchResult['tools'] = [];
-  let confidence = 0;
-  if (input.pattern.trim() !== '') {
-    const found = await searchCatalog(deps, ref, { query: input.pattern, topK: input.topK, mode: 'hybrid' }, catalog);
-    ranked = found.tools;
-    Object.assign(timings, found.timings);
-    confidence = Math.max(
-      0,
-      ...confidences(
-        ranked.map((tool, i) => ({ ...tool.explain, rank: i + 1 })),
-        found.bests,
-      ),
-    );
-  }
-  const rows = new Map<string, CatalogToolRow>([...held, ...ranked.map((tool) => [tool.id, tool.tool] as const)]);
-  let names = [...new Set([...ordered, ...ranked.map((tool) => tool.id)])];
+  // The catalog's row and the kept tools: what the answer waited for besides the ranking's stages.
+  const timings: CatalogSelectionTimings = { lookup_ms: 0, padding_ms: 0, ...result.timings };
+  timings.lookup_ms = performance.now() - started - result.timings.query_embedding_ms - result.timings.retrieval_ms - result.timings.fusion_ms;
+  const rows = new Map<string, CatalogToolRow>([...held, ...ranking.tools.map((tool) => [tool.name, tool.row] as const)]);
+  let names = [...new Set([...ordered, ...ranking.tools.map((tool) => tool.name)])];
   if (names.length < input.topK && names.length < catalog.toolCount) {
     const paddingStarted = performance.now();
     const padding = await listCatalogTools(deps.db, ref, { limit: input.topK });
@@ -299,36 +371,34 @@ async function selectFromStore(
   names = names.slice(0, input.topK);
   // The gateway sends the definitions it was given; their tokens as sent are what it offers and keeps.
   const selected = names.reduce((sum, name) => sum + (rows.get(name)?.tokens.as_sent ?? 0), 0);
-  return { names, ranked: ranked.length, confidence, tokens: { offered: catalog.definitionTokens.as_sent, selected }, timings };
+  return {
+    names,
+    ranked: ranking.tools.length,
+    confidence: Math.max(0, ...ranking.confidences),
+    tokens: { offered: catalog.definitionTokens.as_sent, selected },
+    timings,
+  };
 }
 
 /**
  * The selector's answer while the store does not give one: the catalog as last seen by this
  * process (its in-process index, perhaps a revision behind the store's): `always_keep` names
  * first, names the pattern mentions exactly, the ranking (`rankRemembered`), then padding in
- * name order. Undefined when this process holds no index of the catalog (then the caller answers
- * 503, and the gateway's own fail-open decides).
+ * name order. `rankCatalog` answers the store's 503 when this process holds no index of the
+ * catalog (the gateway's own fail-open decides).
  */
-async function selectFromMemory(
-  deps: RankDeps,
-  ref: { tenant: string; name: string },
-  input: { pattern: string; topK: number; alwaysKeep: string[]; storeDeadlineMs?: number },
+function selectedFromMemory(
+  input: { topK: number },
+  ranking: Extract<CatalogRanking, { from: 'memory' }>,
+  wanted: string[],
   started: number,
-): Promise<CatalogSelection | undefined> {
-  const known = deps.catalogIndexes?.lastSeen(ref.tenant, ref.name);
-  if (!known) return undefined;
-  const { bm25 } = known.index;
-  const keep = [...new Set(input.alwaysKeep)].filter((name) => bm25.indexOf(name) !== undefined);
-  const rankStarted = performance.now();
-  const ranked = await rankRemembered(deps, known.index, { pattern: input.pattern, depth: input.topK + keep.length, deadlineMs: input.storeDeadlineMs });
-  const timings: CatalogSelectionTimings = {
-    lookup_ms: rankStarted - started,
-    query_embedding_ms: 0,
-    retrieval_ms: 0,
-    fusion_ms: 0,
-    padding_ms: 0,
-    ...ranked.timings,
-  };
+): CatalogSelection {
+  const { ranked } = ranking;
+  const { bm25 } = ranking.index!;
+  const keep = wanted.filter((name) => bm25.indexOf(name) !== undefined);
+  const timings: CatalogSelectionTimings = { lookup_ms: 0, query_embedding_ms: 0, retrieval_ms: 0, fusion_ms: 0, padding_ms: 0, ...ranked.timings };
+  timings.lookup_ms =
+    performance.now() - started - (ranked.timings.query_embedding_ms ?? 0) - (ranked.timings.retrieval_ms ?? 0) - (ranked.timings.fusion_ms ?? 0);
   let names = [...new Set([...keep, ...ranked.exact, ...ranked.found.map(([name]) => name)])];
   if (names.length < input.topK) {
     const paddingStarted = performance.now();
@@ -414,29 +484,20 @@ async function rankFromMemory(
         ? new Map<string, Float32Array>()
         : deps.serverStats?.held(revision, embedder.modelId)
       : undefined;
+  const query = { query: pattern, topK: depth, mode: 'hybrid' as const, exactIds };
+  const remembered = { catalogId: index.catalogId, index, ...(tags?.length ? { tags } : {}), ...(tagServers ? { tagServers } : {}) };
   // The store's ranking while the model is down, from the index alone: BM25 with typo matching and the servers' BM25 votes.
-  const withoutModel = () =>
-    rankCorpus(
-      { ...deps, embedder: null },
-      { kind: 'catalog', catalogId: index.catalogId },
-      { query: pattern, topK: depth, mode: 'hybrid', exactIds, ...(tags?.length ? { tags } : {}) },
-      { useVectorIndex: false, catalogIndex: index, ...(tagServers ? { tagServers } : {}) },
-    );
+  const withoutModel = () => rankCorpus({ embedder: null }, rememberedCatalogSource(remembered), query);
   if (!embedder || !(vectors || tagged) || (!tagServers && !means)) return withoutModel();
   const ranking = rankCorpus(
     deps,
-    { kind: 'catalog', catalogId: index.catalogId },
-    { query: pattern, topK: depth, mode: 'hybrid', exactIds, ...(tags?.length ? { tags } : {}) },
-    {
-      useVectorIndex: false,
-      catalogIndex: index,
+    rememberedCatalogSource({
+      ...remembered,
       // Under a tag filter, the vectors of the tools carrying a tag, as the store's path scans them.
-      corpusVectors: Promise.resolve(tagged ? tagged.vectors : tags?.length ? entriesFor(index.namesCarrying(tags), vectors!) : vectors!),
-      ...(tagServers
-        ? { tagServers, ...(tagged ? { serverMeans: async (members: ServerMembers) => tagged.means(members) } : {}) }
-        : { serverMeans: async () => means! }),
-      denseComplete: true,
-    },
+      vectors: Promise.resolve(tagged ? tagged.vectors : tags?.length ? entriesFor(index.namesCarrying(tags), vectors!) : vectors!),
+      ...(tagServers ? (tagged ? { serverMeans: async (members: ServerMembers) => tagged.means(members) } : {}) : { serverMeans: async () => means! }),
+    }),
+    query,
   );
   // A model that does not answer leaves BM25 (typo matching and server votes included), as on the store's path.
   return (deadlineMs === undefined ? ranking : withDeadline(ranking, deadlineMs, () => new StoreLate())).catch(withoutModel);

@@ -1,23 +1,13 @@
 import { queryTerms } from '../ranking/search-text.js';
-import { currentRecipe } from '../embed/embed-documents.js';
 import type { Embedder } from '../embed/embedder.js';
 import type { Db } from '../store/database.js';
-import {
-  loadTermFrequencies,
-  searchBm25,
-  searchServersBm25,
-  searchServersVector,
-  searchVector,
-  tagsOf,
-  type Corpus,
-  type Ranked,
-} from '../store/search-store.js';
+import type { Ranked } from '../store/search-store.js';
 import { byScoreThenKey, distinctTerms } from '../ranking/bm25.js';
 import { denseQueryText, expandTerms, expandTermsLoaded, type ExpandedTerms, type Vocabulary } from '../ranking/fuzzy-terms.js';
-import type { Bm25Index } from '../ranking/bm25-index.js';
 import { denseWeight, fuseHybrid, RRF_DEPTH } from '../ranking/rrf.js';
 import { boostByTags, carriesTag } from '../ranking/tags.js';
-import type { CatalogIndex, CatalogIndexCache } from './catalog-index.js';
+import type { CatalogIndexCache } from './catalog-index.js';
+import type { CorpusSource, ServerList } from './corpus-source.js';
 import type { CatalogVectorCache } from './catalog-vectors.js';
 import type { StoreBreaker } from './store-breaker.js';
 import type { CatalogEmbeddingStatus } from '../catalog/embedding-status.js';
@@ -41,9 +31,7 @@ export interface RankQuery {
   query: string;
   topK: number;
   mode: SearchMode;
-  /** Filter first: only tools carrying at least one of these; then each match boosts. */
-  tags?: string[];
-  /** Corpus ids the query names exactly: they go first, in this order. */
+  /** Corpus ids the query names exactly: they go first, in this order (under a tag filter, those carrying a tag). */
   exactIds?: string[];
 }
 
@@ -93,26 +81,6 @@ function positions(ranked: Ranked): Map<string, { rank: number; score: number }>
   return new Map(ranked.map(([id, score], index) => [id, { rank: index + 1, score }]));
 }
 
-/**
- * The corpus's vectors when they can be scanned in process: the caller's (a request's own tools, a
- * catalog's, under a tag filter only the tools carrying a tag), else an untagged hash
- * corpus's from the vector cache.
- */
-async function vectorsInProcess(
-  deps: RankDeps,
-  embedder: Embedder,
-  corpus: Corpus,
-  corpusVectors: Promise<ReadonlyMap<string, Float32Array> | undefined> | undefined,
-): Promise<ReadonlyMap<string, Float32Array> | undefined> {
-  const inHand = await corpusVectors;
-  if (inHand) return inHand;
-  if (corpus.tags?.length) return undefined;
-  if (corpus.kind === 'hashes' && deps.vectors) return (await deps.vectors.load(deps.db, currentRecipe(embedder.modelId), corpus.hashes)).vectors;
-  return undefined;
-}
-
-type ServerList = { ranked: Ranked; members: ServerMembers } | undefined;
-
 /** Combines the server lists that ran; none when neither did (no servers, or not hybrid). */
 function combineServerLists(bm25: ServerList, vector: ServerList): ServerLists | undefined {
   if (!bm25 && !vector) return undefined;
@@ -145,82 +113,29 @@ export function expandQuery(query: string, vocabulary: Vocabulary): ExpandedQuer
 }
 
 /**
- * The hybrid pipeline. Stages pass ids and scores; documents are loaded by the caller, last.
- * Tags filter inside both retrievers (before any cut), fusion reads RRF_DEPTH candidates from
- * each, tag boosts and exact names reorder, and only then is the list cut to topK.
+ * The hybrid pipeline over any corpus source (corpus-source.ts). Stages pass ids and scores;
+ * documents are loaded by the caller, last. The source filters by tag inside every list (before
+ * any cut), fusion reads RRF_DEPTH candidates from each, tag boosts and exact names reorder, and
+ * only then is the list cut to topK. The options are about the query's embedding, not the corpus.
  */
 export async function rankCorpus(
-  deps: RankDeps,
-  corpus: Corpus,
+  deps: Pick<RankDeps, 'embedder'>,
+  source: CorpusSource,
   request: RankQuery,
   options: {
-    useVectorIndex: boolean;
     /**
      * The embedding of `queryText` (default: the query as written) when the caller started it early
      * (it then overlaps the caller's own work): used when that is the dense query's text.
      */
     queryVector?: Promise<number[]>;
     queryText?: string;
-    /** The caller's `expandQuery` of this query: used when its vocabulary is the one in hand here. */
+    /** The caller's `expandQuery` of this query: used when its vocabulary is the source's. */
     expandedQuery?: ExpandedQuery;
     /** How to embed the dense query's text otherwise (the caller's latency budget); default the embedder's. */
     embedQuery?: (text: string) => Promise<number[]>;
-    /** BM25 statistics of exactly this (untagged) corpus, cached by the caller: scored in process. */
-    bm25Index?: Bm25Index;
-    /** A stored catalog's index (this corpus's): BM25, tag filter included, and its servers, in process. */
-    catalogIndex?: CatalogIndex;
-    /**
-     * The corpus's server statistics, held by the caller (ignored under a tag filter, which
-     * changes them): server votes are then computed in process, else in SQL.
-     */
-    serverIndex?: ServerIndex;
-    /**
-     * Under a tag filter, the servers of the tools carrying its tags for the query's terms (typo
-     * matches included; a catalog index's `serversCarrying`): server votes in process, their means
-     * from the vectors in hand unless `serverMeans` gives them; without it, in SQL.
-     */
-    tagServers?: (terms: readonly string[]) => ServerIndex;
-    /**
-     * The servers' unit-length mean vectors, given the servers' members (a catalog's, kept; a tag
-     * filter's, kept with its vectors); without them, or when this gives none, the means of the
-     * vectors in hand, else in SQL.
-     */
-    serverMeans?: (members: ServerMembers) => Promise<ReadonlyMap<string, Float32Array> | undefined>;
-    /**
-     * The embedder's vectors of this corpus (under a tag filter: of the tools carrying one of its
-     * tags, and no other), by id, being loaded by the caller (alongside BM25 and the query
-     * embedding): scanned in process when they come (undefined: in SQL).
-     */
-    corpusVectors?: Promise<ReadonlyMap<string, Float32Array> | undefined>;
     onEmbedError?: (error: unknown) => void;
-    /** No server votes, even in hybrid mode (their SQL would cost too much; see catalog-search.ts). */
-    withoutServers?: boolean;
-    /**
-     * Every tool of the corpus has a current vector (a catalog's embedding status). Without it, a
-     * hash corpus is complete when the vectors in hand cover it, and anything else is not.
-     */
-    denseComplete?: boolean;
-    /**
-     * What orders tied tools where the id does not (a catalog's ids are its names): a request's list
-     * of hashes passes its tools' names, and builds its `bm25Index` with them, so the same tools
-     * inline and stored are cut at a retriever's depth and at `topK` in the same place.
-     */
-    tieKeyOf?: (id: string) => string;
-    /**
-     * The words typos are matched against and the query's known share is read from, when not the
-     * index's own: a request's tools filtered by tag before the call keep their whole list's, as a
-     * catalog's tag filter keeps the catalog's.
-     */
-    vocabulary?: Vocabulary;
-    /**
-     * A corpus the caller filtered by tag itself (a request's tools, whose index and vectors are in
-     * hand): the tags asked for, each of which a tool carries boosts it (as `request.tags` does),
-     * and its tools' tags.
-     */
-    boostTags?: { tags: readonly string[]; byId: ReadonlyMap<string, readonly string[]> };
-  },
+  } = {},
 ): Promise<RankResult> {
-  const filtered: Corpus = request.tags?.length ? { ...corpus, tags: request.tags } : corpus;
   const terms = distinctTerms(queryTerms(request.query));
   const wantVector = request.mode !== 'bm25';
   const embedder = deps.embedder;
@@ -230,13 +145,13 @@ export async function rankCorpus(
   const depth = Math.max(RRF_DEPTH, request.topK);
   // BM25 needs no vector: it runs while the model embeds the query.
   // Typo matching: words the corpus lacks also count through its nearest words (ranking/fuzzy-terms.ts),
-  // read from the whole corpus's vocabulary, in process when an index is in hand, else the store's.
-  const vocabulary = options.vocabulary ?? options.catalogIndex?.bm25.vocabulary() ?? options.bm25Index?.vocabulary();
+  // read from the whole corpus's vocabulary, in process when the source holds it, else the store's.
+  const vocabulary = source.vocabulary;
   // The dense list reads the same corrections, for the typos among them (fuzzy-terms.ts denseQueryText).
   const handed = vocabulary && options.expandedQuery?.vocabulary === vocabulary ? options.expandedQuery : undefined;
   const expandedPromise: Promise<ExpandedTerms> = vocabulary
     ? Promise.resolve(handed?.expanded ?? expandTerms(terms, vocabulary))
-    : expandTermsLoaded(terms, (words) => loadTermFrequencies(deps.db, corpus, words));
+    : expandTermsLoaded(terms, (words) => source.termFrequencies(words));
   expandedPromise.catch(() => {});
   // Without a vocabulary in hand, the model starts on the query as written while the store is asked;
   // a query with a typo is embedded again with its likely words.
@@ -248,32 +163,20 @@ export async function rankCorpus(
         : undefined;
   early?.vector.catch(() => {}); // awaited below, or not needed
   const weightsPromise = expandedPromise.then(({ weights }) => weights);
-  const weighted = (weights: Map<string, number>) => ({ terms: [...weights.keys()], weights: [...weights.values()] });
-  const bm25Promise: Promise<Ranked> = weightsPromise.then((weights) =>
-    request.mode === 'vector'
-      ? []
-      : options.catalogIndex
-        ? options.catalogIndex.search(weights, depth, request.tags)
-        : options.bm25Index && !request.tags?.length
-          ? options.bm25Index.searchWeighted(weights, depth)
-          : searchBm25(deps.db, filtered, weighted(weights), depth),
-  );
+  const bm25Promise: Promise<Ranked> = weightsPromise.then((weights) => (request.mode === 'vector' ? [] : source.bm25(weights, depth)));
   bm25Promise.catch(() => {}); // awaited below; no unhandled rejection while the model runs
-  // Server votes (hybrid only): from the caller's statistics for a request's own tools, else from
-  // the store. Their BM25 list, like the tools', runs while the model embeds the query.
-  const withServers = request.mode === 'hybrid' && !options.withoutServers;
-  const { tagServers } = options;
-  const serverIndexPromise: Promise<ServerIndex | undefined> = request.tags?.length
-    ? tagServers && withServers
-      ? weightsPromise.then((weights) => tagServers([...weights.keys()]))
-      : Promise.resolve(undefined)
-    : Promise.resolve(options.serverIndex ?? options.catalogIndex?.servers);
+  // Server votes (hybrid only): from the source's statistics in process, else the store's lists.
+  // Their BM25 list, like the tools', runs while the model embeds the query.
+  const withServers = request.mode === 'hybrid' && source.serverVotes;
+  const serverIndexPromise: Promise<ServerIndex | undefined> = withServers
+    ? weightsPromise.then((weights) => source.serverIndex([...weights.keys()]))
+    : Promise.resolve(undefined);
   serverIndexPromise.catch(() => {}); // awaited below
   const serverBm25Promise: Promise<ServerList> = !withServers
     ? Promise.resolve(undefined)
     : weightsPromise.then(async (weights) => {
         const serverIndex = await serverIndexPromise;
-        if (!serverIndex) return searchServersBm25(deps.db, filtered, weighted(weights), SERVER_DEPTH);
+        if (!serverIndex) return source.serversBm25(weights, SERVER_DEPTH);
         return serverIndex.members.size ? { ranked: serverIndex.bm25.searchWeighted(weights, SERVER_DEPTH), members: serverIndex.members } : undefined;
       });
   serverBm25Promise.catch(() => {});
@@ -297,12 +200,12 @@ export async function rankCorpus(
     }
     timings.query_embedding_ms = performance.now() - embedStarted;
   }
-  const vectorsInHand = embedder && queryVector ? vectorsInProcess(deps, embedder, filtered, options.corpusVectors) : undefined;
+  const vectorsInHand = embedder && queryVector ? source.vectors(embedder) : undefined;
   const searchingVectors = async (): Promise<Ranked> => {
     if (!embedder || !queryVector) return [];
     const inHand = await vectorsInHand;
-    if (inHand) return rankByCosine(queryVector, inHand, depth, options.tieKeyOf);
-    return searchVector(deps.db, filtered, { model: embedder.modelId, vector: queryVector, useIndex: options.useVectorIndex }, depth);
+    if (inHand) return rankByCosine(queryVector, inHand, depth, source.tieKeyOf);
+    return source.dense(embedder, queryVector, depth);
   };
   const vectorPromise = searchingVectors();
   vectorPromise.catch(() => {}); // awaited below
@@ -312,8 +215,8 @@ export async function rankCorpus(
     const servers = serverIndex?.members.size ? serverIndex : undefined;
     if (serverIndex && !servers) return undefined;
     if (servers) {
-      // The caller's means (a catalog's, kept), else the means of the request's vectors in hand.
-      const given = options.serverMeans && (await options.serverMeans(servers.members));
+      // The source's means (a catalog's, kept), else the means of the vectors in hand.
+      const given = await source.serverMeans(embedder, servers.members);
       const inHand = given ? undefined : await vectorsInHand;
       const means = given ?? (inHand && serverCentroids(servers.members, inHand));
       if (means && means.size > SERVER_SCAN_MAX && servers.serverOf) {
@@ -323,7 +226,7 @@ export async function rankCorpus(
       }
       if (means) return { ranked: rankByCosine(queryVector, means, SERVER_DEPTH), members: servers.members };
     }
-    return searchServersVector(deps.db, filtered, { model: embedder.modelId, vector: queryVector }, SERVER_DEPTH);
+    return source.serversDense(embedder, queryVector, SERVER_DEPTH);
   };
   const [bm25, vector, serverBm25, serverVector] = await Promise.all([bm25Promise, vectorPromise, serverBm25Promise, searchingServerVectors()]);
   timings.retrieval_ms = performance.now() - started - timings.query_embedding_ms;
@@ -331,8 +234,7 @@ export async function rankCorpus(
   const fusionStarted = performance.now();
   // A dense list that lacks some of the corpus's tools (not embedded yet) earns no say for its head
   // standing out: the tools that would have crowded it may be the ones missing.
-  const inHand = await vectorsInHand;
-  const denseComplete = options.denseComplete ?? (inHand !== undefined && corpus.kind === 'hashes' && inHand.size >= corpus.hashes.length);
+  const denseComplete = source.denseComplete(await vectorsInHand);
   let fused: [string, number][] =
     request.mode === 'bm25'
       ? bm25
@@ -343,18 +245,18 @@ export async function rankCorpus(
   const serverLists = combineServerLists(serverBm25, serverVector);
   if (serverLists) ({ fused, votes: serverVotes } = addServerVotes(fused, serverLists));
   const boosts = new Map<string, number>();
-  const boostBy = request.tags?.length ? request.tags : options.boostTags?.tags;
+  const boostBy = source.tags;
   let exactIds = request.exactIds ?? [];
   if (boostBy?.length) {
     const ids = [...new Set([...fused.map(([id]) => id), ...exactIds])];
-    const tags = options.boostTags ? options.boostTags.byId : options.catalogIndex ? options.catalogIndex.tagsOf(ids) : await tagsOf(deps.db, filtered, ids);
+    const tags = await source.tagsOf(ids);
     const before = new Map(fused);
     fused = boostByTags(fused, tags, boostBy);
     for (const [id, score] of fused) boosts.set(id, score - (before.get(id) ?? score));
     // A tool named exactly passes the tag filter like any other.
     exactIds = exactIds.filter((id) => carriesTag(tags.get(id) ?? [], boostBy));
   }
-  if (options.tieKeyOf) fused = [...fused].sort(byScoreThenKey(options.tieKeyOf));
+  if (source.tieKeyOf) fused = [...fused].sort(byScoreThenKey(source.tieKeyOf));
   const exact = new Set(exactIds);
   if (exact.size > 0) {
     // Named tools come first even when no retriever surfaced them (say, an empty description).

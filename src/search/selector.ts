@@ -17,6 +17,7 @@ import { TimeSlice } from '../lib/time-slice.js';
 import { Bm25Builder, Bm25Index } from '../ranking/bm25-index.js';
 import { bm25Confidences, confidences } from '../ranking/confidence.js';
 import { EmbedderBusy, expandQuery, rankCorpus, type RankDeps } from './hybrid-search.js';
+import { requestListSource } from './corpus-source.js';
 import { withDeadline } from '../lib/deadline.js';
 import type { ServerIndex } from './server-stats.js';
 import { exactNameMatches, matchNamesByRegex, type RegexSandbox, REGEX_BUDGET_MS } from './patterns.js';
@@ -494,27 +495,31 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
           );
     corpusVectors.catch(() => {});
     const tagsByHash = ranking === list ? undefined : new Map(ranking.tools.map(({ tool, hash }): [string, readonly string[]] => [hash, tool.tags]));
+    const source = requestListSource(deps.db, {
+      hashes: ranking.tools.map(({ hash }) => hash),
+      bm25: ranking.bm25,
+      servers: ranking.servers,
+      // A tag-filtered part keeps the whole list's words for typo matching, as a catalog's filter does.
+      vocabulary: list.bm25.vocabulary(),
+      vectors: corpusVectors,
+      // Once every vector is in hand, the whole list's server means are computed once, not every
+      // turn (500 toolbench_stable tools of 281 servers: ~8 ms of the main thread a turn).
+      ...(ranking === list && list.servers.members.size > 0 && list.vectors && list.vectors.model === deps.embedder?.modelId
+        ? { serverMeans: async () => listServerMeans(list, list.vectors!) }
+        : {}),
+      tieKeyOf: (hash) => byHash.get(hash)!,
+      ...(tagsByHash ? { tagged: { tags: input.tags!, byId: tagsByHash } } : {}),
+    });
     const result = await withStoreDeadline(
       rankCorpus(
         deps,
-        { kind: 'hashes', hashes: ranking.tools.map(({ hash }) => hash) },
+        source,
         { query: input.pattern, topK: Math.min(ranking.tools.length, Math.max(input.topK + keep.length + exact.length, 50)), mode: 'hybrid' },
         {
-          useVectorIndex: false,
           queryVector,
           queryText,
           ...(expandedQuery ? { expandedQuery } : {}),
           embedQuery: embedWithinBudget,
-          bm25Index: ranking.bm25,
-          serverIndex: ranking.servers,
-          corpusVectors,
-          // Once every vector is in hand, the whole list's server means are computed once, not every
-          // turn (500 toolbench_stable tools of 281 servers: ~8 ms of the main thread a turn).
-          ...(ranking === list && list.servers.members.size > 0 && list.vectors && list.vectors.model === deps.embedder?.modelId
-            ? { serverMeans: async () => listServerMeans(list, list.vectors!) }
-            : {}),
-          tieKeyOf: (hash) => byHash.get(hash)!,
-          ...(tagsByHash ? { vocabulary: list.bm25.vocabulary(), boostTags: { tags: input.tags!, byId: tagsByHash } } : {}),
           onEmbedError: (error) => deps.logger.warn({ err: error }, 'selector: query embedding failed; BM25 only'),
         },
       ),

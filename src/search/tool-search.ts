@@ -9,10 +9,9 @@ import type { TokenCounter, WireShape } from '../catalog/tokens.js';
 import type { Tool } from '../lib/tool.js';
 import { AppError } from '../errors.js';
 import { catalogKnownTerms } from '../store/search-store.js';
-import { rankRemembered, readCatalogRow, rememberedTools, searchCatalog, storeOrMemory } from './catalog-search.js';
+import { rankCatalog, type CatalogRanking } from './catalog-search.js';
 import type { RankDeps } from './hybrid-search.js';
 import type { CatalogIndex } from './catalog-index.js';
-import { confidences } from '../ranking/confidence.js';
 import { carriesTag } from '../ranking/tags.js';
 import { selectTools, storeDeadlineMs, type CachedToolList, type SelectorDeps } from './selector.js';
 
@@ -144,42 +143,40 @@ export async function searchForTools(deps: ToolSearchDeps, input: ToolSearchInpu
     };
   }
   const ref = { tenant: input.tenant, name: input.catalog! };
-  return storeOrMemory(
+  // Within the selector's store deadline when an answer from memory is at hand, as inline tools' store reads are.
+  const canRemember = (index: CatalogIndex) => rememberedIndex(deps, input, index);
+  const held = deps.search.catalogIndexes?.lastSeen(ref.tenant, ref.name)?.index;
+  const ranking = await rankCatalog(
     deps.search,
     ref,
-    () => searchStoredCatalog(deps, input, ref, terms, depth),
-    async () => searchRememberedCatalog(deps, input, ref, terms, depth),
+    { query: input.query, topK: depth, mode: 'hybrid', tags: input.tags },
+    { canRemember, ...(held && canRemember(held) ? { deadlineMs: storeDeadlineMs(deps.selector) } : {}) },
   );
+  return ranking.from === 'store' ? storedAnswer(deps, input, ranking, terms) : rememberedAnswer(deps, input, ranking, terms);
 }
 
-async function searchStoredCatalog(
+/** The answer from the store's ranking: tokens as the catalog's writes counted them. */
+async function storedAnswer(
   deps: ToolSearchDeps,
   input: ToolSearchInput,
-  ref: { tenant: string; name: string },
+  ranking: Extract<CatalogRanking, { from: 'store' }>,
   terms: string[],
-  depth: number,
 ): Promise<ToolSearchResult> {
-  // Within the selector's store deadline when an answer from memory is at hand, as inline tools' store reads are.
-  const catalog = await readCatalogRow(deps.search, ref, rememberedIndex(deps, input, ref) ? storeDeadlineMs(deps.selector) : undefined);
-  const found = await searchCatalog(deps.search, ref, { query: input.query, topK: depth, mode: 'hybrid', tags: input.tags }, catalog);
-  const sure = confidences(
-    found.tools.map((tool, index) => ({ rank: index + 1, ...tool.explain })),
-    found.bests,
-  );
+  const { catalog, result } = ranking;
   // Counted when the catalog was written; a row of an older release not counted yet is counted now.
-  const uncounted = found.tools.filter(({ tool }) => tool.tokens[input.shape] === null);
+  const uncounted = ranking.tools.filter(({ row }) => row.tokens[input.shape] === null);
   const late = new Map(
-    (uncounted.length > 0 ? await deps.tokens.counts(uncounted.map(({ tool }) => ({ hash: tool.hash, tool }))) : []).map((tokens, index) => [
-      uncounted[index]!.tool.name,
+    (uncounted.length > 0 ? await deps.tokens.counts(uncounted.map(({ row }) => ({ hash: row.hash, tool: row }))) : []).map((tokens, index) => [
+      uncounted[index]!.name,
       tokens[input.shape],
     ]),
   );
-  const ranked = found.tools.map(({ tool, score, explain }, index) => ({
-    name: tool.name,
-    tool: { ...tool, definition: tool.definition },
+  const ranked = ranking.tools.map(({ name, row, score, confidence }) => ({
+    name,
+    tool: { ...row, definition: row.definition },
     score,
-    confidence: explain.exact_name ? 1 : sure[index]!,
-    estimatedTokens: tool.tokens[input.shape] ?? late.get(tool.name)!,
+    confidence,
+    estimatedTokens: row.tokens[input.shape] ?? late.get(name)!,
   }));
   const { results, confidence, selected } = answerFrom(ranked, input);
   // The catalog's index for this revision knows its words (as an inline list's, selector.ts knowsTerm); without it in hand, the store does.
@@ -191,16 +188,15 @@ async function searchStoredCatalog(
     unmatchedTerms: terms.filter((term) => !known.has(term)),
     // The whole catalog is what the caller would send without a search (tags narrow the search, not that).
     tokens: { offered: catalog.definitionTokens[input.shape], selected },
-    ...(found.degraded ? { degraded: found.degraded } : {}),
-    timings: found.timings,
+    ...(result.degraded ? { degraded: result.degraded } : {}),
+    timings: result.timings,
   };
 }
 
-/** The index of the catalog as last seen here, when it can answer `input` (`searchRememberedCatalog`). */
-function rememberedIndex(deps: ToolSearchDeps, input: ToolSearchInput, ref: { tenant: string; name: string }): CatalogIndex | undefined {
-  if (input.definitions && !deps.search.seenTools) return undefined;
-  const index = deps.search.catalogIndexes?.lastSeen(ref.tenant, ref.name)?.index;
-  return index && index.totalTokens(input.shape) !== undefined ? index : undefined;
+/** Whether the catalog's index as last seen here can answer `input` (`rememberedAnswer`): definitions need the seen rows, every answer the tokens. */
+function rememberedIndex(deps: ToolSearchDeps, input: ToolSearchInput, index: CatalogIndex): boolean {
+  if (input.definitions && !deps.search.seenTools) return false;
+  return index.totalTokens(input.shape) !== undefined;
 }
 
 /**
@@ -208,22 +204,20 @@ function rememberedIndex(deps: ToolSearchDeps, input: ToolSearchInput, ref: { te
  * (`rankRemembered`: its index, and its vectors when held), with `degraded: "store_error"`.
  * An answer that carries definitions (`openai`) keeps the ranked tools whose definitions a search
  * here answered with before (search/seen-tools.ts), in their order: a tool the model cannot be given
- * is no use to it. Undefined, so the caller answers the store's 503, when this process holds no
- * index of the catalog, or when some row of the catalog has no count yet (an older release's,
- * counted at the next start).
+ * is no use to it. `rankCatalog` answers from memory only when the index can (`rememberedIndex`):
+ * else the store's 503, as when this process holds no index of the catalog, or when some row of
+ * the catalog has no count yet (an older release's, counted at the next start).
  */
-async function searchRememberedCatalog(
+function rememberedAnswer(
   deps: ToolSearchDeps,
   input: ToolSearchInput,
-  ref: { tenant: string; name: string },
+  ranking: Extract<CatalogRanking, { from: 'memory' }>,
   terms: string[],
-  depth: number,
-): Promise<ToolSearchResult | undefined> {
-  const index = rememberedIndex(deps, input, ref);
-  if (!index) return undefined;
+): ToolSearchResult {
+  const { ranked } = ranking;
+  const index = ranking.index!;
   const offered = index.totalTokens(input.shape)!;
-  const ranked = await rankRemembered(deps.search, index, { pattern: input.query, depth, ...(input.tags?.length ? { tags: input.tags } : {}) });
-  const all = rememberedTools(ranked, depth).flatMap((tool): FoundTool[] => {
+  const all = ranking.tools.flatMap((tool): FoundTool[] => {
     const estimatedTokens = index.tokensOf(tool.name, input.shape)!;
     if (!input.definitions) return [{ ...tool, estimatedTokens }];
     // Only an answer that carries definitions reads them (and touches their place in the cache).

@@ -10,6 +10,7 @@ import { normalizeRequestTool } from '../../src/search/selector.js';
 import { queryTerms, TERMS_VERSION } from '../../src/ranking/search-text.js';
 import { byScoreThenId, byScoreThenKey, distinctTerms } from '../../src/ranking/bm25.js';
 import { queryRows } from '../../src/store/database.js';
+import { storedListSource } from '../../src/search/corpus-source.js';
 import { rankCorpus } from '../../src/search/hybrid-search.js';
 import { searchBm25, searchServersBm25 } from '../../src/store/search-store.js';
 import { NO_TERMS, storeDocuments } from '../../src/store/tool-store.js';
@@ -681,12 +682,7 @@ describe('the selector tool-list cache', () => {
       const response = await app.request('POST', '/v1/tool-discovery/search', body(pattern), { 'content-type': 'application/json' });
       // Ranked deeper than 20: tools of equal score go in name order, as the selector answers them (the
       // store's ids are hashes), so a tie across the 20th place is cut by name too.
-      const byStore = await rankCorpus(
-        { db: app.deps.database.db, embedder: null },
-        { kind: 'hashes', hashes },
-        { query: pattern, topK: 50, mode: 'hybrid' },
-        { useVectorIndex: false },
-      );
+      const byStore = await rankCorpus({ embedder: null }, storedListSource(app.deps.database.db, hashes), { query: pattern, topK: 50, mode: 'hybrid' });
       const byName = byStore.tools
         .map(({ id, score }): [string, number] => [nameOf.get(id)!, score])
         .sort(byScoreThenId)

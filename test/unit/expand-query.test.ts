@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { Bm25Index } from '../../src/ranking/bm25-index.js';
 import type { Bm25Document } from '../../src/ranking/bm25.js';
 import { expandTerms } from '../../src/ranking/fuzzy-terms.js';
+import { requestListSource } from '../../src/search/corpus-source.js';
 import { expandQuery, rankCorpus, type RankDeps } from '../../src/search/hybrid-search.js';
 
 const documents: Bm25Document[] = [
@@ -23,17 +24,20 @@ const documents: Bm25Document[] = [
   },
 ];
 /** BM25 in process over a held index: nothing here reads the store. */
-const deps = { db: undefined, embedder: null } as unknown as RankDeps;
+const deps = { embedder: null } as Pick<RankDeps, 'embedder'>;
 const rank = (index: Bm25Index, query: string, expandedQuery?: ReturnType<typeof expandQuery>) =>
   rankCorpus(
     deps,
-    { kind: 'hashes', hashes: ['weather', 'files'] },
+    requestListSource(undefined as unknown as RankDeps['db'], {
+      hashes: ['weather', 'files'],
+      bm25: index,
+      servers: { bm25: index, members: new Map() },
+      vocabulary: index.vocabulary(),
+      vectors: Promise.resolve(undefined),
+      tieKeyOf: (id) => id,
+    }),
     { query, topK: 5, mode: 'bm25' },
-    {
-      useVectorIndex: false,
-      bm25Index: index,
-      ...(expandedQuery ? { expandedQuery } : {}),
-    },
+    expandedQuery ? { expandedQuery } : {},
   ).then((result) => result.tools.map((tool) => [tool.id, tool.score]));
 
 describe('expandQuery handed to rankCorpus', () => {
