@@ -319,6 +319,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/feedback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Tell toolsift which tools served a query (learning from use).
+         * @description For callers that know what the model called after a search (tool-search and selector users, the client's framework helpers): each named tool the catalog holds becomes an event of the catalog, judging its current definition; the next searches like this one (by words, and by meaning with the model) rank it higher, within bounds (see docs/ranking.md, "Learning from use"). Quote a search answer's `search_id` to bind the event to exactly that query. Names the catalog does not hold come back in `unknown`. Queries are stored as text, for FEEDBACK_RETENTION_DAYS. With LEARNING=off nothing is recorded (`learning: off`).
+         */
+        post: operations["sendFeedback"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/catalogs/{catalog}/feedback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description 1-64 characters of A-Z a-z 0-9 . _ - (not `.` or `..`). */
+                catalog: components["parameters"]["CatalogName"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Forget everything learned from use in the catalog. */
+        delete: operations["forgetFeedback"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tools/scan": {
         parameters: {
             query?: never;
@@ -756,6 +796,12 @@ export interface components {
                 tag_boost: number;
                 /** @description What the tool's server added in hybrid mode: the query's top 3 servers by BM25 over all their tools and by cosine to their tools' mean vector each add a weighted RRF vote to every one of their tools. 0 for a tool without a server, and in bm25 or vector mode. */
                 server_vote: number;
+                /** @description What was learned from use (hybrid mode): the tool's rank in the learned list (tools agents used after past queries like this one, among those another list ranks), the events behind it and the vote it added. null when nothing learned concerns the tool. */
+                learned: {
+                    rank: number;
+                    events: number;
+                    vote: number;
+                } | null;
                 exact_name: boolean;
             };
         };
@@ -766,6 +812,8 @@ export interface components {
         } | null;
         SearchResponse: {
             results: components["schemas"]["SearchResult"][];
+            /** @description This answer's id, which POST /v1/feedback may quote to judge exactly this search (remembered for a while by the replica that answered). */
+            search_id?: string;
             took_ms: number;
             /**
              * @description Present when the answer is not what the mode promises: the model is unavailable, failed or busy (BM25 alone), or some of the catalog's tools have no vector yet (`embeddings_pending`: those tools are found by BM25 only, and `mode=vector` cannot return them; see `embedding`). A process counts a pending catalog for searches at most once a second, so this can outlast the last vector by up to a second.
@@ -1423,10 +1471,12 @@ export interface operations {
                      *             },
                      *             "tag_boost": 0,
                      *             "server_vote": 0,
+                     *             "learned": null,
                      *             "exact_name": false
                      *           }
                      *         }
                      *       ],
+                     *       "search_id": "s_5f0c1e9a2b7d4c3e8f1a6b2d",
                      *       "took_ms": 39.78
                      *     }
                      */
@@ -1654,6 +1704,90 @@ export interface operations {
             409: components["responses"]["NameConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    sendFeedback: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "catalog": "tools",
+                 *       "query": "open a jira ticket",
+                 *       "used": [
+                 *         "jira_create_issue"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    catalog: string;
+                    /** @description The query searched; needed unless search_id is known here. */
+                    query?: string;
+                    search_id?: string;
+                    used: string[];
+                    /** @description What the model was shown; accepted, not used yet. */
+                    shown?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description What was recorded. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        recorded: string[];
+                        /** @description Names the catalog does not hold (not recorded). */
+                        unknown: string[];
+                        /** @enum {string} */
+                        learning: "on" | "off";
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    forgetFeedback: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description 1-64 characters of A-Z a-z 0-9 . _ - (not `.` or `..`). */
+                catalog: components["parameters"]["CatalogName"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description How many events were removed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        deleted: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             503: components["responses"]["Unavailable"];
         };
     };

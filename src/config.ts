@@ -120,6 +120,12 @@ export const configSchema = z.preprocess(
     SCAN_POLICY: z.enum(['refuse', 'warn', 'off']).default('refuse'),
     /** Documents no catalog holds and no request used for this long are removed in the background, hours. */
     DOCUMENT_RETENTION_HOURS: z.coerce.number().min(0.01).max(87_600).default(24),
+    /** Learning from use (issue 72): what agents use after a search ranks the next similar search. off: nothing recorded or read. */
+    LEARNING: z.enum(['on', 'off']).default('on'),
+    /** Feedback events (queries as text, the tools used) older than this are removed in the background, days. */
+    FEEDBACK_RETENTION_DAYS: z.coerce.number().min(0.01).max(3650).default(90),
+    /** An event's weight halves every this many days. */
+    FEEDBACK_HALF_LIFE_DAYS: z.coerce.number().min(0.01).max(3650).default(30),
     EMBED_MODEL: z.string().min(1).default('use-lite'),
     MODEL_DIR: z.preprocess(emptyAsUndefined, z.string().optional()),
     ALLOW_REMOTE_MODELS: z.preprocess(emptyAsUndefined, booleanFlag.prefault('false')),

@@ -26,6 +26,9 @@ import { CatalogIndexCache } from './search/catalog-index.js';
 import { CatalogEmbeddingStatus } from './catalog/embedding-status.js';
 import { ServerStatsCache } from './search/server-stats.js';
 import { DocumentSweeper, documentUseIntervalMs, retentionMs, SWEEP_PAGE } from './store/document-gc.js';
+import { purgeFeedback } from './store/feedback-store.js';
+import { LEARNED_REFRESH_MS, LearnedCache } from './search/learned-cache.js';
+import { RecentSearches } from './search/feedback.js';
 import { DocumentUse } from './store/document-use.js';
 import { openDatabase, type Database } from './store/database.js';
 import { ensureVectorIndex } from './store/search-store.js';
@@ -244,6 +247,10 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     pageSize: SWEEP_PAGE[database.kind],
     logger,
     onRemoved: (count) => metrics.documentsRemoved.inc(count),
+    alsoSweep: async () => {
+      const removed = await purgeFeedback(database.db, config.FEEDBACK_RETENTION_DAYS * 86_400);
+      if (removed > 0) logger.info({ removed, retentionDays: config.FEEDBACK_RETENTION_DAYS }, 'removed feedback events past their retention');
+    },
   });
 
   const selector: SelectorDeps = {
@@ -272,6 +279,16 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     catalogVectors: new CatalogVectorCache(vectorCache),
     storeBreaker: new StoreBreaker(),
     seenTools: new SeenTools(),
+    ...(config.LEARNING === 'on'
+      ? {
+          learned: new LearnedCache({
+            retentionSeconds: config.FEEDBACK_RETENTION_DAYS * 86_400,
+            halfLifeSeconds: config.FEEDBACK_HALF_LIFE_DAYS * 86_400,
+            refreshMs: LEARNED_REFRESH_MS,
+          }),
+        }
+      : {}),
+    recentSearches: new RecentSearches(),
   };
   // Catalogs read into process before the service says it is ready (not in a worker process, which answers no searches).
   let closing = false;

@@ -26,6 +26,7 @@ import { serviceVersion } from '../lib/paths.js';
 import type { UpstreamService } from '../upstream/upstreams.js';
 import { upstreamRoutes } from './upstreams.js';
 import { scanRoutes } from './scan.js';
+import { feedbackRoutes } from './feedback.js';
 import type { Metrics } from '../metrics.js';
 
 export interface AppDeps {
@@ -77,6 +78,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(catalogRoutes(deps.catalog));
   app.use(scanRoutes());
   app.use(searchRoutes(deps.search, deps.metrics));
+  app.use(feedbackRoutes(deps.search));
   app.use(selectorRoutes(deps.selector, deps.search));
   app.use(toolSearchRoutes({ selector: deps.selector, search: deps.search, tokens: deps.selector.tokens }, deps.metrics));
   app.use(

@@ -31,12 +31,13 @@ export function mcpRoutes(deps: McpDeps): Router {
     // A message without a JSON Content-Type, empty or not: the 415 openapi.yaml documents, not the transport's own.
     if (req.method === 'POST' && !declaresJson(req)) throw notJson(req);
     const tenant = String(res.locals.tenant);
-    let scope: DiscoveryScope = { tenant };
+    const caller = String(res.locals.caller ?? 'anonymous');
+    let scope: DiscoveryScope = { tenant, caller };
     if (req.params.catalog !== undefined) {
       const catalog = parseInput(catalogParams, req.params, 'path').catalog;
       // 404 for an unknown catalog; the row then serves this request's tools (one read, not two).
       // While the store does not answer, the row as last read here (readScopeCatalog).
-      scope = { tenant, catalog, summary: await readScopeCatalog(deps, tenant, catalog) };
+      scope = { tenant, caller, catalog, summary: await readScopeCatalog(deps, tenant, catalog) };
     }
     (req as Request & { auth?: unknown }).auth = { token: '', clientId: tenant, scopes: [], extra: scope };
     await serve(req, res, req.body);

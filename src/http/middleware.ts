@@ -1,4 +1,4 @@
-import { randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Request, RequestHandler } from 'express';
 import { AppError } from '../errors.js';
 
@@ -62,6 +62,7 @@ export function authenticate(keys: Map<string, string> | undefined): RequestHand
   return (req, res, next) => {
     if (!keys || keys.size === 0) {
       res.locals.tenant = DEFAULT_TENANT;
+      res.locals.caller = ANONYMOUS_CALLER;
       next();
       return;
     }
@@ -73,9 +74,14 @@ export function authenticate(keys: Map<string, string> | undefined): RequestHand
     const tenant = keys.get(key);
     if (!tenant) throw new AppError('unauthorized', 'invalid API key');
     res.locals.tenant = tenant;
+    res.locals.caller = callerOf(key);
     next();
   };
 }
+
+/** Who calls, without the key: what bounds one caller's share of what is learned (search/feedback.ts). */
+export const ANONYMOUS_CALLER = 'anonymous';
+export const callerOf = (key: string) => `k_${createHash('sha256').update(key).digest('hex').slice(0, 16)}`;
 
 /** Whether a browser origin is listed: an origin (`https://app.example`) or a hostname, or `*`. */
 export function originAllowed(origin: string, allowed: string): boolean {

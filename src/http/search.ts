@@ -30,12 +30,23 @@ export function searchRoutes(deps: RankDeps, metrics?: Metrics): Router {
       { query: body.query, topK: body.top_k, mode: body.mode, tags: body.tags },
     );
     recordSearch(metrics, 'catalog_search', result.timings, result.degraded);
+    // The answer's id, which POST /v1/feedback may quote to judge exactly this search.
+    const searchId = deps.recentSearches?.record(
+      {
+        tenant: String(res.locals.tenant),
+        caller: String(res.locals.caller ?? 'anonymous'),
+        query: body.query,
+        shown: [{ catalog, names: result.tools.map((ranked) => ranked.tool.name) }],
+      },
+      { correlate: false },
+    );
     res.json({
       results: result.tools.map((ranked) => ({
         ...toolJson(ranked.tool, body.detail),
         score: ranked.score,
         ...(body.explain ? { explain: ranked.explain } : {}),
       })),
+      ...(searchId ? { search_id: searchId } : {}),
       took_ms: Math.round((performance.now() - started) * 100) / 100,
       ...(result.degraded ? { degraded: result.degraded } : {}),
       ...(result.embedding ? { embedding: result.embedding } : {}),

@@ -18,6 +18,11 @@ import type { RankDeps } from '../search/hybrid-search.js';
 import type { CatalogSummary, CatalogToolRow } from '../store/catalog-store.js';
 import { getToolWithUpstream, upstreamToolNames, type UpstreamRow } from '../store/upstream-store.js';
 import type { UpstreamCallResult, UpstreamCaller } from '../upstream/upstream-caller.js';
+import { recordFeedback, STRENGTH } from '../search/feedback.js';
+import type { Logger } from '../logger.js';
+
+/** A caller without an API key (the keyless default), as http/middleware.ts names it. */
+const ANONYMOUS_CALLER = 'anonymous';
 
 export interface DiscoveryDeps {
   catalog: catalogs.CatalogDeps;
@@ -33,6 +38,8 @@ export interface DiscoveryDeps {
   argumentChecks: ArgumentChecks;
   /** Where each proxied call is recorded (src/audit.ts); absent in some tests. */
   audit?: AuditLog;
+  /** Where a use that could not be learned from is logged. */
+  logger?: Logger;
 }
 
 /** Who is asking, and over which catalogs: all of the tenant's (`/mcp`) or one (`/mcp/{catalog}`). */
@@ -41,6 +48,8 @@ export interface DiscoveryScope {
   catalog?: string;
   /** `catalog`'s row, when the caller read it for this request (the endpoint checks it exists): not read again. */
   summary?: CatalogSummary;
+  /** Who calls (a digest of the API key): a call is matched with this caller's searches (learnFromUse). */
+  caller?: string;
 }
 
 export interface BriefTool {
@@ -180,6 +189,7 @@ export async function searchTools(
     .filter((tool) => !input.server || tool.server === input.server)
     .sort((a, b) => (inScope.length === 1 ? 0 : b.confidence - a.confidence || b.score - a.score))
     .slice(0, limit);
+  rememberSearch(deps, scope, input.query, merged);
   const results = merged.map((tool) => ({
     name: address(scope, tool.catalog, tool.name),
     catalog: tool.catalog,
@@ -407,6 +417,7 @@ export async function toolDetails(deps: DiscoveryDeps, scope: DiscoveryScope, na
       const resolved = await resolveTool(deps, scope, name, 'details');
       if (!resolved.ok) return { name, found: false, error: resolved.error };
       const { tool, catalog } = resolved;
+      learnFromUse(deps, scope, catalog, tool.name, STRENGTH.details);
       return detail === 'brief'
         ? { name, found: true, catalog, server: tool.server, description: firstSentence(tool.description), parameters: parameterNames(tool.inputSchema) }
         : { name, found: true, catalog, server: tool.server, description: tool.description, inputSchema: tool.inputSchema };
@@ -491,6 +502,7 @@ export async function callTool(
   const lookupMs = performance.now() - started;
   if (!resolved.ok) return errorResult(resolved.error);
   const { tool, catalog } = resolved;
+  learnFromUse(deps, scope, catalog, tool.name, STRENGTH.called);
   const noUpstream = () =>
     errorResult(
       `"${name}" has no upstream MCP server registered in catalog "${catalog}"${tool.server ? ` (its server is "${tool.server}")` : ''}: ` +
@@ -532,6 +544,38 @@ export async function callTool(
   const { unknownUpstream: _unknown, failure, ...answer } = result;
   audited(failure ? 'failed' : answer.isError ? 'tool_error' : 'ok', failure);
   return { ...answer, upstream, split: { lookup_ms: lookupMs, upstream_ms: performance.now() - called } };
+}
+
+/** A search's answer, remembered for the calls that follow it (search/feedback.ts RecentSearches). */
+function rememberSearch(deps: DiscoveryDeps, scope: DiscoveryScope, query: string, shown: readonly { catalog: string; name: string }[]): void {
+  if (!deps.search.recentSearches || !deps.search.learned || shown.length === 0) return;
+  const byCatalog = new Map<string, string[]>();
+  for (const tool of shown) byCatalog.set(tool.catalog, [...(byCatalog.get(tool.catalog) ?? []), tool.name]);
+  deps.search.recentSearches.record(
+    {
+      tenant: scope.tenant,
+      caller: scope.caller ?? ANONYMOUS_CALLER,
+      query,
+      shown: [...byCatalog].map(([catalog, names]) => ({ catalog, names })),
+    },
+    { correlate: true },
+  );
+}
+
+/**
+ * The MCP correlation (issue 72): a call (strong) or a look at the details (weak) of a tool that a
+ * search_tools answer of the same tenant and caller showed within CORRELATION_WINDOW_MS is that
+ * search's feedback, recorded once per search and tool (a call after a look adds the difference).
+ * Written in the background: the call never waits for it, nor fails for it.
+ */
+function learnFromUse(deps: DiscoveryDeps, scope: DiscoveryScope, catalog: string, tool: string, strength: number): void {
+  if (!deps.search.learned) return;
+  const caller = scope.caller ?? ANONYMOUS_CALLER;
+  const use = deps.search.recentSearches?.use(scope.tenant, caller, catalog, tool, strength);
+  if (!use) return;
+  void recordFeedback(deps.search, { tenant: scope.tenant, name: catalog }, { query: use.search.query, used: [tool], caller, strength: use.add }).catch(
+    (error) => deps.logger?.warn({ err: error, tenant: scope.tenant, catalog, tool }, 'mcp: a use after a search was not recorded'),
+  );
 }
 
 export function errorResult(message: string): UpstreamCallResult {

@@ -124,6 +124,12 @@ export async function searchCatalog(
   // built for the query's terms (~3 ms for 3,740 tagged of 100,000, where SQL's filter took ~600 ms),
   // their means from the tagged vectors when in process (kept with a larger catalog's), else in SQL.
   const tags = request.tags;
+  // What agents used after similar queries (read while the lists run; a failed read adds nothing).
+  const learned =
+    request.mode === 'hybrid' && deps.learned
+      ? { index: deps.learned.forSearch(deps.db, catalog, deps.embedder?.modelId ?? null), params: deps.learned.params }
+      : undefined;
+  learned?.index.catch(() => {});
   const tagServers = request.mode === 'hybrid' && tags?.length && index ? (terms: readonly string[]) => index.serversCarrying(tags, terms) : undefined;
   const source = storedCatalogSource(
     deps.db,
@@ -142,6 +148,7 @@ export async function searchCatalog(
       // 100,000 tools, past the request's deadline. A large catalog ranks without them until its index is in.
       withoutServers: !index && catalog.toolCount > SQL_SERVER_LISTS_MAX,
       denseComplete: deps.embeddingStatus !== undefined && pending === undefined,
+      ...(learned ? { learned } : {}),
     },
     catalog.toolCount > EXACT_SCAN_MAX,
   );
@@ -485,7 +492,14 @@ async function rankFromMemory(
         : deps.serverStats?.held(revision, embedder.modelId)
       : undefined;
   const query = { query: pattern, topK: depth, mode: 'hybrid' as const, exactIds };
-  const remembered = { catalogId: index.catalogId, index, ...(tags?.length ? { tags } : {}), ...(tagServers ? { tagServers } : {}) };
+  const learned = deps.learned?.remembered(index.catalogId);
+  const remembered = {
+    catalogId: index.catalogId,
+    index,
+    ...(tags?.length ? { tags } : {}),
+    ...(tagServers ? { tagServers } : {}),
+    ...(learned ? { learned: { index: Promise.resolve(learned), params: deps.learned!.params } } : {}),
+  };
   // The store's ranking while the model is down, from the index alone: BM25 with typo matching and the servers' BM25 votes.
   const withoutModel = () => rankCorpus({ embedder: null }, rememberedCatalogSource(remembered), query);
   if (!embedder || !(vectors || tagged) || (!tagServers && !means)) return withoutModel();

@@ -18,6 +18,7 @@ import type { Embedder } from '../embed/embedder.js';
 import type { Bm25Index } from '../ranking/bm25-index.js';
 import type { Vocabulary } from '../ranking/fuzzy-terms.js';
 import type { ServerMembers } from '../ranking/servers.js';
+import type { LearnedIndex, LearnedList, LearnedParams } from '../ranking/learned.js';
 import type { Db } from '../store/database.js';
 import {
   type Corpus,
@@ -71,6 +72,12 @@ export interface CorpusSource {
   denseComplete(inHand: ReadonlyMap<string, Float32Array> | undefined): boolean;
   /** Whether servers vote (their SQL would cost too much for a large catalog without its index). */
   readonly serverVotes: boolean;
+  /**
+   * The learned list (ranking/learned.ts): of `candidates` (the tools the other lists rank), those
+   * used after past queries like this one, by the query's words and embedding. Absent: nothing is learned for this corpus (a request's tools,
+   * LEARNING=off).
+   */
+  readonly learned?: (terms: readonly string[], vector: number[] | undefined, candidates: readonly string[]) => Promise<LearnedList | undefined>;
   /** What orders tied tools where the id does not (a request's hashes: their names). */
   readonly tieKeyOf?: (id: string) => string;
 }
@@ -157,6 +164,15 @@ export interface CatalogInHand {
   denseComplete?: boolean;
   /** No server votes (a large catalog without its index: their SQL would cost too much). */
   withoutServers?: boolean;
+  /** What was learned from use in the catalog (being read, or held), and how to read it. */
+  learned?: { index: Promise<LearnedIndex | undefined>; params: LearnedParams };
+}
+
+/** The learned list from a catalog's learned index in hand (none: nothing learned yet, or it could not be read). */
+function learnedFrom(held: CatalogInHand): CorpusSource['learned'] {
+  const learned = held.learned;
+  if (!learned) return undefined;
+  return async (terms, vector, candidates) => (await learned.index.catch(() => undefined))?.list(candidates, terms, vector, Date.now() / 1000, learned.params);
 }
 
 /** A stored catalog through the store: in process what `held` has, in SQL the rest. */
@@ -176,6 +192,7 @@ export function storedCatalogSource(db: Db, held: CatalogInHand, useVectorIndex:
     tags: tagged,
     denseComplete: () => held.denseComplete === true,
     serverVotes: !held.withoutServers,
+    ...(held.learned ? { learned: learnedFrom(held) } : {}),
   };
 }
 
@@ -207,5 +224,6 @@ export function rememberedCatalogSource(held: CatalogInHand & { index: CatalogIn
     tags: tagged,
     denseComplete: () => true,
     serverVotes: true,
+    ...(held.learned ? { learned: learnedFrom(held) } : {}),
   };
 }

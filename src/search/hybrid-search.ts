@@ -4,7 +4,7 @@ import type { Db } from '../store/database.js';
 import type { Ranked } from '../store/search-store.js';
 import { byScoreThenKey, distinctTerms } from '../ranking/bm25.js';
 import { denseQueryText, expandTerms, expandTermsLoaded, type ExpandedTerms, type Vocabulary } from '../ranking/fuzzy-terms.js';
-import { denseWeight, fuseHybrid, RRF_DEPTH } from '../ranking/rrf.js';
+import { bm25Peak, denseWeight, fuseHybrid, RRF_DEPTH, RRF_K } from '../ranking/rrf.js';
 import { boostByTags, carriesTag } from '../ranking/tags.js';
 import type { CatalogIndexCache } from './catalog-index.js';
 import type { CorpusSource, ServerList } from './corpus-source.js';
@@ -16,6 +16,9 @@ import { addServerVotes, entriesFor, serverCentroids, SERVER_DEPTH, SERVER_SCAN_
 import { rankByCosine } from '../ranking/vector-scan.js';
 import type { VectorCache } from '../store/vector-cache.js';
 import type { SeenTools } from './seen-tools.js';
+import type { LearnedCache } from './learned-cache.js';
+import type { RecentSearches } from './feedback.js';
+import { addLearnedVotes, learnedWeight } from '../ranking/learned.js';
 
 /** A query embedding that did not finish within the caller's latency budget (it still completes). */
 export class EmbedderBusy extends Error {
@@ -44,6 +47,8 @@ export interface RankedTool {
     tag_boost: number;
     /** What the tool's server added (ranking/servers.ts): 0 without a server or in a single mode. */
     server_vote: number;
+    /** What was learned from use (ranking/learned.ts): the tool's place in the learned list, its events and the vote added; null: none. */
+    learned: { rank: number; events: number; vote: number } | null;
     exact_name: boolean;
   };
 }
@@ -66,6 +71,10 @@ export interface RankDeps {
   storeBreaker?: StoreBreaker;
   /** When present, the tools catalog searches answered with, for answers from memory that give text (search/seen-tools.ts). */
   seenTools?: SeenTools;
+  /** When present (LEARNING on), a stored catalog's ranking adds what agents used after similar queries (ranking/learned.ts). */
+  learned?: LearnedCache;
+  /** When present, searches answered here, by id and per caller: what feedback quotes and MCP calls are matched with (search/feedback.ts). */
+  recentSearches?: RecentSearches;
 }
 
 export interface RankResult {
@@ -244,6 +253,26 @@ export async function rankCorpus(
   let serverVotes = new Map<string, number>();
   const serverLists = combineServerLists(serverBm25, serverVector);
   if (serverLists) ({ fused, votes: serverVotes } = addServerVotes(fused, serverLists));
+  // The learned list (hybrid only): of the tools the lists above rank, those used after past queries
+  // like this one, by its words and its embedding. What was learned only adds: a list that cannot be
+  // read leaves the ranking as it was.
+  const learned =
+    request.mode === 'hybrid' && source.learned
+      ? await source
+          .learned(
+            terms,
+            queryVector,
+            fused.map(([id]) => id),
+          )
+          .catch(() => undefined)
+      : undefined;
+  let learnedVotes = new Map<string, number>();
+  if (learned && learned.ranked.length > 0)
+    ({ fused, votes: learnedVotes } = addLearnedVotes(fused, learned.ranked, {
+      weight: learnedWeight(learned.weight, learned.peakExponent, bm25Peak(bm25)),
+      evidenceFull: learned.evidenceFull,
+      k: RRF_K,
+    }));
   const boosts = new Map<string, number>();
   const boostBy = source.tags;
   let exactIds = request.exactIds ?? [];
@@ -267,6 +296,7 @@ export async function rankCorpus(
 
   const bm25At = positions(bm25);
   const vectorAt = positions(vector);
+  const learnedAt = new Map([...learnedVotes.keys()].map((id, index) => [id, { rank: index + 1 }]));
   const tools = fused.slice(0, request.topK).map(([id, score]) => ({
     id,
     score,
@@ -275,6 +305,7 @@ export async function rankCorpus(
       vector: vectorAt.get(id) ?? null,
       tag_boost: boosts.get(id) ?? 0,
       server_vote: serverVotes.get(id) ?? 0,
+      learned: learnedAt.has(id) ? { ...learnedAt.get(id)!, events: learned?.events.get(id) ?? 0, vote: learnedVotes.get(id) ?? 0 } : null,
       exact_name: exact.has(id),
     },
   }));

@@ -164,7 +164,12 @@ export class DocumentSweeper {
 
   constructor(
     private readonly db: Db,
-    private readonly options: Omit<SweepOptions, 'stopped'> & { everyMs: number; logger: Logger },
+    private readonly options: Omit<SweepOptions, 'stopped'> & {
+      everyMs: number;
+      logger: Logger;
+      /** Other rows past their retention, swept with the documents (feedback events). */
+      alsoSweep?: () => Promise<void>;
+    },
   ) {}
 
   start(): void {
@@ -200,6 +205,7 @@ export class DocumentSweeper {
 
   async #sweep(): Promise<SweepResult> {
     const result = await sweepDocuments(this.db, { ...this.options, stopped: () => this.#stopped });
+    await this.options.alsoSweep?.();
     if (result.removed > 0) {
       this.options.logger.info(
         {

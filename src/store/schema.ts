@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { bigint, customType, index, integer, json, pgTable, primaryKey, serial, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { bigint, bigserial, customType, index, integer, json, pgTable, primaryKey, real, serial, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 import { vectorLiteral } from './vector-literal.js';
 
 /**
@@ -208,4 +208,28 @@ export const upstreamTools = pgTable(
     changedAt: timestamp('changed_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (table) => [primaryKey({ name: 'upstream_tools_pk', columns: [table.catalogId, table.upstream, table.name] })],
+);
+
+/**
+ * What agents used after a search (migration 0016): one (query, tool) event per row, per catalog.
+ * `toolHash` is the definition judged (the learned list counts an event only while the catalog
+ * holds that definition); `caller` a digest of the API key (never the key).
+ */
+export const feedbackEvents = pgTable(
+  'feedback_events',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    catalogId: integer('catalog_id')
+      .notNull()
+      .references(() => catalogs.id, { onDelete: 'cascade' }),
+    query: text('query').notNull(),
+    toolName: text('tool_name').notNull(),
+    toolHash: text('tool_hash').notNull(),
+    caller: text('caller').notNull(),
+    strength: real('strength').notNull(),
+    queryModel: text('query_model'),
+    queryVector: real('query_vector').array(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (table) => [index('feedback_events_catalog_idx').on(table.catalogId, table.id), index('feedback_events_created_idx').on(table.createdAt)],
 );

@@ -1,0 +1,253 @@
+/**
+ * The learned list (issue 72): the tools agents used after past queries like this one. Pure maths,
+ * no I/O: the events come in, a ranked list and each tool's evidence come out.
+ *
+ * Only the tools the other lists rank are judged (they alone can receive a vote): for each, the
+ * past queries it was used after. A past query is "like" this one by its words (cosine of
+ * idf-weighted word sets, idf over the past queries) or by its embedding (cosine, counted above
+ * LEARNED_SEMANTIC_FLOOR), whichever is closer. Each event adds similarity^LEARNED_SIMILARITY_POWER x strength x decay to its tool; one
+ * caller's sum for a tool saturates at LEARNED_CALLER_CAP, so a caller flooding events counts as
+ * a few honest ones. The fusion then adds the list's votes only to tools another list already
+ * ranks (addLearnedVotes): events alone never bring in a tool that neither the words nor the
+ * meaning of the query support, and a tool's vote grows with its evidence up to LEARNED_EVIDENCE_FULL.
+ */
+import { byScoreThenId } from './bm25.js';
+import { BM25_PEAK_REFERENCE, RRF_K } from './rrf.js';
+
+/** A tool's learned vote, relative to BM25's (1): chosen by the replay (docs/ranking.md, "Learning from use"). */
+export const LEARNED_WEIGHT = 4;
+/** Evidence at which a tool's vote is whole: two uses after the very same query. Fewer give a share. */
+export const LEARNED_EVIDENCE_FULL = 2;
+/** One caller's evidence for one tool counts up to this, however many events it sends. */
+export const LEARNED_CALLER_CAP = 2;
+/** Embedding cosine at or under which past queries are unlike (the default model's unrelated sentences sit near 0.2-0.4). */
+export const LEARNED_SEMANTIC_FLOOR = 0.5;
+/** Similarities are raised to this power: near-repeats count far more than loose matches. */
+export const LEARNED_SIMILARITY_POWER = 2;
+/** Similarities under this count nothing. */
+export const LEARNED_MIN_SIMILARITY = 0.85;
+/** A tool's most recent events read per search: its evidence, and the search's cost, stay bounded. */
+export const LEARNED_EVENTS_PER_TOOL = 256;
+/** How much a tool's evidence is scaled by its share of all the candidates' (LearnedParams.concentration). */
+export const LEARNED_CONCENTRATION = 0;
+/** LearnedParams.peakExponent, and the most the scale may reach when BM25's head is flat. */
+export const LEARNED_PEAK_EXPONENT = 0;
+export const LEARNED_PEAK_SCALE_MAX = 2;
+/** How many tools the learned list hands the fusion. */
+export const LEARNED_DEPTH = 50;
+
+export interface LearnedEvent {
+  tool: string;
+  caller: string;
+  strength: number;
+  /** Seconds since the epoch. */
+  at: number;
+}
+
+interface PastQuery {
+  terms: readonly string[];
+  vector: Float32Array | null;
+}
+
+export interface LearnedParams {
+  /** The list's vote relative to BM25's (LEARNED_WEIGHT), and the evidence at which it is whole. */
+  weight: number;
+  evidenceFull: number;
+  halfLifeSeconds: number;
+  semanticFloor: number;
+  similarityPower: number;
+  minSimilarity: number;
+  callerCap: number;
+  /**
+   * How much a tool's evidence is scaled by its share of all the candidates' evidence (0: not at
+   * all, 1: in proportion): past queries like this one that led to many different tools say little.
+   */
+  concentration: number;
+  /**
+   * How much BM25's confidence in its own head holds the learned vote back: the vote is scaled by
+   * (BM25_PEAK_REFERENCE / BM25's peak) ^ this, at most LEARNED_PEAK_SCALE_MAX (0: not at all). A
+   * query BM25 answers with a head that stands out needs no help, and past queries like it in
+   * words may have wanted a sibling tool.
+   */
+  peakExponent: number;
+}
+
+export const DEFAULT_LEARNED_PARAMS: LearnedParams = {
+  weight: LEARNED_WEIGHT,
+  evidenceFull: LEARNED_EVIDENCE_FULL,
+  halfLifeSeconds: 30 * 86_400,
+  semanticFloor: LEARNED_SEMANTIC_FLOOR,
+  similarityPower: LEARNED_SIMILARITY_POWER,
+  minSimilarity: LEARNED_MIN_SIMILARITY,
+  callerCap: LEARNED_CALLER_CAP,
+  concentration: LEARNED_CONCENTRATION,
+  peakExponent: LEARNED_PEAK_EXPONENT,
+};
+
+/** The learned list for one query: tools by evidence, and how many events stand behind each. */
+export interface LearnedList {
+  ranked: [string, number][];
+  events: Map<string, number>;
+  /** How the fusion weighs it (the params it was read with). */
+  weight: number;
+  evidenceFull: number;
+  peakExponent: number;
+}
+
+const unit = (vector: ArrayLike<number>): Float32Array => {
+  let norm = 0;
+  for (let i = 0; i < vector.length; i++) norm += vector[i]! * vector[i]!;
+  const scale = norm > 0 ? 1 / Math.sqrt(norm) : 0;
+  const out = new Float32Array(vector.length);
+  for (let i = 0; i < vector.length; i++) out[i] = vector[i]! * scale;
+  return out;
+};
+
+const dot = (a: Float32Array, b: Float32Array): number => {
+  if (a.length !== b.length) return 0;
+  let sum = 0;
+  for (let i = 0; i < a.length; i++) sum += a[i]! * b[i]!;
+  return sum;
+};
+
+/** A catalog's past queries and the tools used after each, grown event by event. */
+export class LearnedIndex {
+  private readonly queries: PastQuery[] = [];
+  private readonly byText = new Map<string, number>();
+  /** How many past queries hold each word (the idf). */
+  private readonly df = new Map<string, number>();
+  /** Each tool's events, oldest first, with the past query they followed. */
+  private readonly byTool = new Map<string, { query: number; event: LearnedEvent }[]>();
+  /** Each past query's idf norm, as of `normsAt` past queries (recomputed when their number grew by a tenth). */
+  private norms: number[] = [];
+  private normsAt = 0;
+  eventCount = 0;
+
+  /** Adds one event; `terms` are the query's distinct words, `vector` its embedding when known. */
+  add(text: string, terms: readonly string[], vector: ArrayLike<number> | null, event: LearnedEvent): void {
+    let id = this.byText.get(text);
+    if (id === undefined) {
+      id = this.queries.length;
+      this.byText.set(text, id);
+      const distinct = [...new Set(terms)];
+      this.queries.push({ terms: distinct, vector: vector ? unit(vector) : null });
+      for (const term of distinct) this.df.set(term, (this.df.get(term) ?? 0) + 1);
+      if (this.queries.length > this.normsAt * 1.1 + 10) this.recomputeNorms();
+      else this.norms[id] = this.norm(distinct);
+    }
+    const past = this.queries[id]!;
+    if (!past.vector && vector) past.vector = unit(vector);
+    const events = this.byTool.get(event.tool);
+    if (events) events.push({ query: id, event });
+    else this.byTool.set(event.tool, [{ query: id, event }]);
+    this.eventCount++;
+  }
+
+  get size(): number {
+    return this.queries.length;
+  }
+
+  private idf(term: string): number {
+    return Math.log(1 + this.queries.length / Math.max(this.df.get(term) ?? 0, 0.5));
+  }
+
+  private norm(terms: readonly string[]): number {
+    let sum = 0;
+    for (const term of terms) sum += this.idf(term) ** 2;
+    return Math.sqrt(sum);
+  }
+
+  private recomputeNorms(): void {
+    this.norms = this.queries.map((past) => this.norm(past.terms));
+    this.normsAt = this.queries.length;
+  }
+
+  /**
+   * The learned list for a query at time `now` (seconds), over `candidates`: the tools the other
+   * lists rank (only they can receive a learned vote), each judged by its most recent
+   * LEARNED_EVENTS_PER_TOOL events. The cost grows with the candidates' events, not the catalog's.
+   */
+  list(
+    candidates: Iterable<string>,
+    terms: readonly string[],
+    vector: ArrayLike<number> | undefined,
+    now: number,
+    params: LearnedParams = DEFAULT_LEARNED_PARAMS,
+  ): LearnedList {
+    const weights = new Map([...new Set(terms)].map((term) => [term, this.idf(term) ** 2]));
+    let queryNorm = 0;
+    for (const weight of weights.values()) queryNorm += weight;
+    queryNorm = Math.sqrt(queryNorm);
+    const query = vector ? unit(vector) : undefined;
+    const similarities = new Map<number, number>();
+    const similarity = (id: number): number => {
+      const known = similarities.get(id);
+      if (known !== undefined) return known;
+      const past = this.queries[id]!;
+      let shared = 0;
+      for (const term of past.terms) shared += weights.get(term) ?? 0;
+      const norm = this.norms[id]!;
+      let close = queryNorm > 0 && norm > 0 ? Math.min(1, shared / (queryNorm * norm)) : 0;
+      if (query && past.vector) close = Math.max(close, (dot(query, past.vector) - params.semanticFloor) / (1 - params.semanticFloor));
+      const counted = close >= params.minSimilarity ? close ** params.similarityPower : 0;
+      similarities.set(id, counted);
+      return counted;
+    };
+    const ranked: [string, number][] = [];
+    const events = new Map<string, number>();
+    for (const tool of new Set(candidates)) {
+      const used = this.byTool.get(tool);
+      if (!used) continue;
+      const byCaller = new Map<string, number>();
+      let counted = 0;
+      for (let at = used.length - 1; at >= Math.max(0, used.length - LEARNED_EVENTS_PER_TOOL); at--) {
+        const { query: id, event } = used[at]!;
+        const weight = similarity(id);
+        if (weight === 0) continue;
+        const decay = 0.5 ** (Math.max(0, now - event.at) / params.halfLifeSeconds);
+        byCaller.set(event.caller, (byCaller.get(event.caller) ?? 0) + weight * event.strength * decay);
+        counted++;
+      }
+      let score = 0;
+      for (const sum of byCaller.values()) score += Math.min(sum, params.callerCap);
+      if (score > 0) {
+        ranked.push([tool, score]);
+        events.set(tool, counted);
+      }
+    }
+    if (params.concentration > 0) {
+      const total = ranked.reduce((sum, [, score]) => sum + score, 0);
+      for (const entry of ranked) entry[1] *= (entry[1] / total) ** params.concentration;
+    }
+    ranked.sort(byScoreThenId);
+    return { ranked: ranked.slice(0, LEARNED_DEPTH), events, weight: params.weight, evidenceFull: params.evidenceFull, peakExponent: params.peakExponent };
+  }
+}
+
+/** The learned weight for a query whose BM25 head stands out by `peak` (ranking/rrf.ts bm25Peak). */
+export function learnedWeight(weight: number, peakExponent: number, peak: number): number {
+  return weight * Math.min(LEARNED_PEAK_SCALE_MAX, (BM25_PEAK_REFERENCE / peak) ** peakExponent);
+}
+
+/**
+ * Adds the learned list's reciprocal-rank votes to the fused list: weight x min(1, evidence /
+ * LEARNED_EVIDENCE_FULL) / (k + rank), only to tools `fused` already holds (a retriever supports
+ * them). The votes added, by id.
+ */
+export function addLearnedVotes(
+  fused: readonly (readonly [string, number])[],
+  learned: readonly (readonly [string, number])[],
+  options: { weight: number; evidenceFull: number; k: number } = { weight: LEARNED_WEIGHT, evidenceFull: LEARNED_EVIDENCE_FULL, k: RRF_K },
+): { fused: [string, number][]; votes: Map<string, number> } {
+  const scores = new Map(fused.map(([id, score]) => [id, score]));
+  const votes = new Map<string, number>();
+  let rank = 0;
+  for (const [id, evidence] of learned) {
+    if (!scores.has(id)) continue;
+    rank++;
+    const vote = (options.weight * Math.min(1, evidence / options.evidenceFull)) / (options.k + rank);
+    votes.set(id, vote);
+    scores.set(id, scores.get(id)! + vote);
+  }
+  return { fused: votes.size === 0 ? fused.map(([id, score]): [string, number] => [id, score]) : [...scores].sort(byScoreThenId), votes };
+}

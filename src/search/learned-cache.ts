@@ -1,0 +1,103 @@
+/**
+ * Each catalog's learned index in process (issue 72), read from the store's events: whole when the
+ * catalog's revision or the model changes (a changed or removed tool's events drop out), the new
+ * events only otherwise, at most every `refreshMs` (how far another replica's events may lag
+ * behind) and at once after a write here.
+ */
+import { queryTerms } from '../ranking/search-text.js';
+import { distinctTerms } from '../ranking/bm25.js';
+import { DEFAULT_LEARNED_PARAMS, LearnedIndex, type LearnedParams } from '../ranking/learned.js';
+import { loadFeedback } from '../store/feedback-store.js';
+import type { Db } from '../store/database.js';
+
+/** How often a search looks for events written by other replicas (their lag, at most), ms. */
+export const LEARNED_REFRESH_MS = 2_000;
+/** Events read at once per catalog: the newest this many within the retention count. */
+export const LEARNED_EVENTS_MAX = 200_000;
+const PAGE = 20_000;
+
+interface Held {
+  revision: number;
+  model: string | null;
+  lastId: number;
+  checkedAt: number;
+  stale: boolean;
+  index: LearnedIndex;
+  loading?: Promise<LearnedIndex>;
+}
+
+export class LearnedCache {
+  private readonly held = new Map<number, Held>();
+  readonly params: LearnedParams;
+
+  constructor(private readonly options: { retentionSeconds: number; halfLifeSeconds: number; refreshMs: number }) {
+    this.params = { ...DEFAULT_LEARNED_PARAMS, halfLifeSeconds: options.halfLifeSeconds };
+  }
+
+  /** The catalog's learned index for a search, current within `refreshMs`; undefined when nothing was learned. */
+  async forSearch(db: Db, catalog: { id: number; revision: number }, model: string | null): Promise<LearnedIndex | undefined> {
+    let held = this.held.get(catalog.id);
+    if (!held || held.revision !== catalog.revision || held.model !== model) {
+      if (held?.loading && held.revision === catalog.revision && held.model === model) return nonEmpty(await held.loading);
+      held = { revision: catalog.revision, model, lastId: 0, checkedAt: 0, stale: true, index: new LearnedIndex() };
+      this.held.set(catalog.id, held);
+    }
+    if (held.loading) return nonEmpty(await held.loading);
+    if (held.stale || performance.now() - held.checkedAt > this.options.refreshMs) {
+      const entry = held;
+      entry.stale = false;
+      entry.loading = this.readNew(db, catalog.id, entry).finally(() => {
+        entry.loading = undefined;
+      });
+      try {
+        await entry.loading;
+      } catch (error) {
+        entry.stale = true;
+        throw error;
+      }
+    }
+    return nonEmpty(held.index);
+  }
+
+  /** The index as last read here, for an answer from memory while the store does not answer. */
+  remembered(catalogId: number): LearnedIndex | undefined {
+    const held = this.held.get(catalogId);
+    return held ? nonEmpty(held.index) : undefined;
+  }
+
+  /** Events were written for the catalog here: the next search reads them. */
+  changed(catalogId: number): void {
+    const held = this.held.get(catalogId);
+    if (held) held.stale = true;
+  }
+
+  /** The catalog's events were forgotten (or it was deleted). */
+  forget(catalogId: number): void {
+    this.held.delete(catalogId);
+  }
+
+  private async readNew(db: Db, catalogId: number, held: Held): Promise<LearnedIndex> {
+    held.checkedAt = performance.now();
+    for (let read = 0; read < LEARNED_EVENTS_MAX; read += PAGE) {
+      const rows = await loadFeedback(db, catalogId, {
+        afterId: held.lastId,
+        sinceSeconds: this.options.retentionSeconds,
+        model: held.model,
+        limit: PAGE,
+      });
+      for (const row of rows) {
+        held.index.add(row.query, distinctTerms(queryTerms(row.query)), row.queryVector, {
+          tool: row.toolName,
+          caller: row.caller,
+          strength: row.strength,
+          at: row.at,
+        });
+        held.lastId = row.id;
+      }
+      if (rows.length < PAGE) break;
+    }
+    return held.index;
+  }
+}
+
+const nonEmpty = (index: LearnedIndex) => (index.eventCount > 0 ? index : undefined);

@@ -1,0 +1,95 @@
+import { sql } from 'drizzle-orm';
+import { queryRows, type Db } from './database.js';
+import type { Executor } from './tool-store.js';
+
+/** One use of a tool after a query, as stored (migration 0016). */
+export interface FeedbackEventRow {
+  id: number;
+  query: string;
+  toolName: string;
+  caller: string;
+  strength: number;
+  /** The query's embedding, when it was embedded by the model the reader asked for. */
+  queryVector: number[] | null;
+  /** Seconds since the epoch. */
+  at: number;
+}
+
+export interface NewFeedbackEvent {
+  query: string;
+  toolName: string;
+  toolHash: string;
+  caller: string;
+  strength: number;
+  embedding?: { model: string; vector: number[] };
+}
+
+/** The current definition hash of each of `names` in the catalog (names it does not hold are absent). */
+export async function currentHashes(db: Executor, catalogId: number, names: string[]): Promise<Map<string, string>> {
+  if (names.length === 0) return new Map();
+  const rows = await queryRows<{ name: string; hash: string }>(
+    db,
+    sql`select name, hash from catalog_tools where catalog_id = ${catalogId} and name = any(${sql.param(names)}::text[])`,
+  );
+  return new Map(rows.map((row) => [row.name, row.hash]));
+}
+
+/** Writes events of one catalog in one statement. */
+export async function insertFeedback(db: Executor, catalogId: number, events: NewFeedbackEvent[]): Promise<void> {
+  if (events.length === 0) return;
+  const values = events.map(
+    (event) =>
+      sql`(${catalogId}, ${event.query}, ${event.toolName}, ${event.toolHash}, ${event.caller}, ${event.strength}, ${event.embedding?.model ?? null}, ${
+        event.embedding ? sql`${sql.param(event.embedding.vector)}::real[]` : sql`null`
+      })`,
+  );
+  await db.execute(
+    sql`insert into feedback_events (catalog_id, query, tool_name, tool_hash, caller, strength, query_model, query_vector) values ${sql.join(values, sql`, `)}`,
+  );
+}
+
+/**
+ * The catalog's events after `afterId` (oldest first, at most `limit`) that judged a definition the
+ * catalog still holds, newer than `sinceSeconds` ago: a tool changed or removed since loses them.
+ * Vectors only of `model`'s embeddings.
+ */
+export async function loadFeedback(
+  db: Db,
+  catalogId: number,
+  options: { afterId: number; sinceSeconds: number; model: string | null; limit: number },
+): Promise<FeedbackEventRow[]> {
+  return queryRows<FeedbackEventRow>(
+    db,
+    sql`select f.id::float8 as id, f.query, f.tool_name as "toolName", f.caller, f.strength,
+          case when f.query_model = ${options.model} then f.query_vector else null end as "queryVector",
+          extract(epoch from f.created_at)::float8 as at
+        from feedback_events f join catalog_tools ct on ct.catalog_id = f.catalog_id and ct.name = f.tool_name and ct.hash = f.tool_hash
+        where f.catalog_id = ${catalogId} and f.id > ${options.afterId}
+          and f.created_at > now() - make_interval(secs => ${options.sinceSeconds})
+        order by f.id limit ${options.limit}`,
+  );
+}
+
+/** The newest event id of the catalog (0 without any): whether a held copy is current. */
+export async function lastFeedbackId(db: Db, catalogId: number): Promise<number> {
+  const rows = await queryRows<{ id: number | null }>(db, sql`select max(id)::float8 as id from feedback_events where catalog_id = ${catalogId}`);
+  return rows[0]?.id ?? 0;
+}
+
+/** Forgets every event of the catalog; the number forgotten. */
+export async function deleteFeedback(db: Db, catalogId: number): Promise<number> {
+  const rows = await queryRows<{ n: number }>(
+    db,
+    sql`with gone as (delete from feedback_events where catalog_id = ${catalogId} returning 1) select count(*)::int as n from gone`,
+  );
+  return rows[0]?.n ?? 0;
+}
+
+/** Removes events older than the retention; the number removed. */
+export async function purgeFeedback(db: Db, retentionSeconds: number): Promise<number> {
+  const rows = await queryRows<{ n: number }>(
+    db,
+    sql`with gone as (delete from feedback_events where created_at < now() - make_interval(secs => ${retentionSeconds}) returning 1) select count(*)::int as n from gone`,
+  );
+  return rows[0]?.n ?? 0;
+}

@@ -1,0 +1,165 @@
+/**
+ * Learning from use (issue 72) over the real app and store: POST /v1/feedback and the MCP
+ * correlation (search_tools, then call_tool, through the official SDK client) change the next
+ * similar search's order; nothing crosses tenants; a changed definition, DELETE and LEARNING=off
+ * take it back. The test apps rank with BM25 (no model): the learned list's words alone.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { uniqueName } from '../helpers/database.js';
+import { LEARNED_REFRESH_MS } from '../../src/search/learned-cache.js';
+
+const KEYS = 'ka1:alpha,ka2:alpha,kb:beta';
+const as = (key: string) => ({ authorization: `Bearer ${key}` });
+const TOOLS = [
+  {
+    name: 'open_ticket_viewer',
+    description: 'Open the ticket viewer to look at an open ticket.',
+    inputSchema: { type: 'object', properties: { id: { type: 'string' } } },
+  },
+  { name: 'create_ticket', description: 'Create a ticket in the issue tracker.', inputSchema: { type: 'object', properties: { title: { type: 'string' } } } },
+  { name: 'send_email', description: 'Send an email message.', inputSchema: { type: 'object', properties: { to: { type: 'string' } } } },
+];
+const QUERY = 'open a ticket';
+
+async function order(app: TestApp, catalog: string, key: string, query = QUERY): Promise<string[]> {
+  const found = await app.request('POST', `/v1/catalogs/${catalog}/search`, { query, top_k: 3, explain: true }, as(key));
+  expect(found.status).toBe(200);
+  return found.body.results.map((tool: { name: string }) => tool.name);
+}
+
+async function until(check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+describe('learning from use', () => {
+  let app: TestApp;
+  let off: TestApp;
+  beforeAll(async () => {
+    [app, off] = await Promise.all([startTestApp({ API_KEYS: KEYS }), startTestApp({ API_KEYS: KEYS, LEARNING: 'off' })]);
+  });
+  afterAll(async () => {
+    await Promise.all([app?.close(), off?.close()]);
+  });
+
+  it('POST /v1/feedback with a search_id reorders the next similar search, for this tenant only', async () => {
+    const catalog = uniqueName('learn-rest');
+    for (const key of ['ka1', 'kb']) expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools: TOOLS }, as(key))).status).toBe(200);
+    const before = await app.request('POST', `/v1/catalogs/${catalog}/search`, { query: QUERY, top_k: 3, explain: true }, as('ka1'));
+    expect(before.body.results[0].name).toBe('open_ticket_viewer');
+    expect(before.body.results.every((tool: { explain: { learned: unknown } }) => tool.explain.learned === null)).toBe(true);
+    const searchId = before.body.search_id as string;
+    expect(searchId).toMatch(/^s_[0-9a-f]{24}$/);
+
+    // Tenant beta can neither quote alpha's search nor reach alpha's catalog: its own same-named catalog is another.
+    const foreign = await app.request('POST', '/v1/feedback', { catalog, search_id: searchId, used: ['create_ticket'] }, as('kb'));
+    expect(foreign.status).toBe(404);
+    expect(foreign.body.error.message).toContain('not known here');
+
+    for (const key of ['ka1', 'ka2']) {
+      const sent = await app.request('POST', '/v1/feedback', { catalog, search_id: searchId, used: ['create_ticket', 'no_such_tool'] }, as(key));
+      expect(sent.status).toBe(200);
+      expect(sent.body).toEqual({ recorded: ['create_ticket'], unknown: ['no_such_tool'], learning: 'on' });
+    }
+    const after = await app.request('POST', `/v1/catalogs/${catalog}/search`, { query: 'Open ticket', top_k: 3, explain: true }, as('ka1'));
+    expect(after.body.results[0].name).toBe('create_ticket');
+    expect(after.body.results[0].explain.learned).toEqual({ rank: 1, events: 2, vote: expect.any(Number) });
+    // Unlike queries are not touched, and beta's catalog of the same name learned nothing.
+    expect((await order(app, catalog, 'ka1', 'send an email'))[0]).toBe('send_email');
+    expect((await order(app, catalog, 'kb'))[0]).toBe('open_ticket_viewer');
+
+    // Forgetting takes it back.
+    const forgotten = await app.request('DELETE', `/v1/catalogs/${catalog}/feedback`, undefined, as('ka1'));
+    expect(forgotten.status).toBe(200);
+    expect(forgotten.body).toEqual({ deleted: 2 });
+    expect((await order(app, catalog, 'ka1'))[0]).toBe('open_ticket_viewer');
+  });
+
+  it('a tool whose definition changed loses what was learned for the old one', async () => {
+    const catalog = uniqueName('learn-changed');
+    expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools: TOOLS }, as('ka1'))).status).toBe(200);
+    for (const key of ['ka1', 'ka2']) {
+      expect((await app.request('POST', '/v1/feedback', { catalog, query: QUERY, used: ['create_ticket'] }, as(key))).status).toBe(200);
+    }
+    expect((await order(app, catalog, 'ka1'))[0]).toBe('create_ticket');
+    const changed = TOOLS.map((tool) => (tool.name === 'create_ticket' ? { ...tool, description: 'Create a ticket in the new issue tracker.' } : tool));
+    expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools: changed }, as('ka1'))).status).toBe(200);
+    expect((await order(app, catalog, 'ka1'))[0]).toBe('open_ticket_viewer');
+  });
+
+  it('refuses bad feedback with a 400 naming the field, and a catalog it does not know with a 404', async () => {
+    const catalog = uniqueName('learn-bad');
+    expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools: TOOLS }, as('ka1'))).status).toBe(200);
+    const cases: [unknown, number, string][] = [
+      [{ catalog, used: ['create_ticket'] }, 400, 'query'],
+      [{ catalog, query: QUERY, used: [] }, 400, 'used'],
+      [{ catalog, query: '   ', used: ['create_ticket'] }, 400, 'query'],
+      [{ catalog, query: QUERY, used: ['create_ticket'], extra: 1 }, 400, 'extra'],
+      [{ catalog: '..', query: QUERY, used: ['create_ticket'] }, 400, 'catalog'],
+      [{ catalog: 'no-such-catalog', query: QUERY, used: ['create_ticket'] }, 404, 'no-such-catalog'],
+    ];
+    for (const [body, status, mentions] of cases) {
+      const answer = await app.request('POST', '/v1/feedback', body, as('ka1'));
+      expect(answer.status, JSON.stringify(body)).toBe(status);
+      expect(answer.body.error.message).toContain(mentions);
+    }
+    expect((await app.request('DELETE', '/v1/catalogs/no-such-catalog/feedback', undefined, as('ka1'))).status).toBe(404);
+  });
+
+  it('another replica on the same store sees the events within its refresh interval', async () => {
+    const catalog = uniqueName('learn-replica');
+    expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools: TOOLS }, as('ka1'))).status).toBe(200);
+    const replica = await startTestApp({ API_KEYS: KEYS });
+    try {
+      expect((await order(replica, catalog, 'ka1'))[0]).toBe('open_ticket_viewer');
+      for (const key of ['ka1', 'ka2']) {
+        expect((await app.request('POST', '/v1/feedback', { catalog, query: QUERY, used: ['create_ticket'] }, as(key))).status).toBe(200);
+      }
+      // Its copy is read again at most LEARNED_REFRESH_MS after its last read (a generous bound here: CI machines are loaded).
+      await until(async () => (await order(replica, catalog, 'ka1'))[0] === 'create_ticket', 5 * LEARNED_REFRESH_MS);
+    } finally {
+      await replica.close();
+    }
+  });
+
+  it('LEARNING=off records nothing and ranks as before', async () => {
+    const catalog = uniqueName('learn-off');
+    expect((await off.request('PUT', `/v1/catalogs/${catalog}`, { tools: TOOLS }, as('ka1'))).status).toBe(200);
+    for (const key of ['ka1', 'ka2']) {
+      const sent = await off.request('POST', '/v1/feedback', { catalog, query: QUERY, used: ['create_ticket'] }, as(key));
+      expect(sent.body).toEqual({ recorded: [], unknown: [], learning: 'off' });
+    }
+    expect((await order(off, catalog, 'ka1'))[0]).toBe('open_ticket_viewer');
+  });
+
+  it('over MCP, search_tools followed by call_tool from two callers reorders the next similar search; the other tenant sees nothing', async () => {
+    const catalog = uniqueName('learn-mcp');
+    for (const key of ['ka1', 'kb']) expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools: TOOLS }, as(key))).status).toBe(200);
+    for (const key of ['ka1', 'ka2']) {
+      const client = new Client({ name: 'toolsift-test', version: '1.0.0' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${app.url}/mcp/${catalog}`), { requestInit: { headers: as(key) } }));
+      try {
+        const found = await client.callTool({ name: 'search_tools', arguments: { query: QUERY, limit: 3 } });
+        expect(found.isError).toBeFalsy();
+        // Not a tool this process can run (pushed, no upstream): the agent chose it all the same.
+        await client.callTool({ name: 'call_tool', arguments: { name: 'create_ticket', arguments: { title: 'x' } } });
+      } finally {
+        await client.close();
+      }
+    }
+    await until(async () => (await order(app, catalog, 'ka1'))[0] === 'create_ticket');
+    expect((await order(app, catalog, 'kb'))[0]).toBe('open_ticket_viewer');
+    // A call with no search before it (beta's) teaches nothing.
+    const client = new Client({ name: 'toolsift-test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${app.url}/mcp/${catalog}`), { requestInit: { headers: as('kb') } }));
+    await client.callTool({ name: 'call_tool', arguments: { name: 'create_ticket', arguments: { title: 'x' } } });
+    await client.close();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect((await order(app, catalog, 'kb'))[0]).toBe('open_ticket_viewer');
+  });
+});
