@@ -5,6 +5,8 @@ import { pino } from 'pino';
 import { loadConfigOrExit } from '../config.js';
 import { createDeps } from '../deps.js';
 import { runEval, type EvalReport } from '../eval/run-eval.js';
+import { runReplay, type ReplayCell, type ReplayScenario } from '../eval/replay.js';
+import { DEFAULT_LEARNED_PARAMS, type LearnedParams } from '../ranking/learned.js';
 import { seededRandom } from '../eval/seeded-random.js';
 import { addTypos } from '../eval/typos.js';
 import type { SearchMode } from '../search/hybrid-search.js';
@@ -14,7 +16,10 @@ const USAGE = `usage: npm run eval -- --dataset <dir> [--queries <file>] [--mode
        npm run eval -- --all <folder of datasets> [--modes ...] [--json]
        add --typos <rate> [--seed <n>] to rank the queries again with each word of 4+ letters misspelled
        with that probability (seeded), reported beside the clean run with the share of nDCG@10 kept
-       (with --out, the typo run's rankings go to the same file name with .typos before its extension)`;
+       (with --out, the typo run's rankings go to the same file name with .typos before its extension)
+       npm run eval -- --all <folder> --replay <folds> [--scenarios clean,noisy,flood] [--learned-weights 1]
+       replays learning from use: each fold's queries ranked after the other folds' were fed as feedback
+       (src/eval/replay.ts), nDCG@10 / R@10 without and with learning, on all, fed and unfed queries`;
 
 /** Where --out puts the typo run's rankings: rankings.jsonl -> rankings.typos.jsonl. */
 const typoOut = (file: string) => file.replace(/(\.[^./]*)?$/, (extension) => `.typos${extension}`);
@@ -33,6 +38,11 @@ const { values } = parseArgs({
     json: { type: 'boolean', default: false },
     typos: { type: 'string' },
     seed: { type: 'string', default: '1' },
+    replay: { type: 'string' },
+    scenarios: { type: 'string', default: 'clean,noisy,flood' },
+    'learned-weights': { type: 'string' },
+    /** Settings of the learned list to replay, as a grid: "minSimilarity=0.5,0.7 weight=1,2" (LearnedParams names). */
+    'learned-grid': { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
@@ -73,6 +83,80 @@ const database = config.DATABASE_URL ? openPostgres(config.DATABASE_URL) : await
 await database.migrate();
 const deps = await createDeps(config, { database, logger: pino({ level: config.LOG_LEVEL }) });
 const cell = (value: number | undefined) => (value === undefined ? '-'.padEnd(6) : value.toFixed(3).padEnd(6));
+if (values.replay !== undefined) {
+  const folds = Number(values.replay);
+  const scenarios = values.scenarios!.split(',').map((name) => name.trim()) as ReplayScenario[];
+  const grid = `${values['learned-grid'] ?? ''} ${values['learned-weights'] ? `weight=${values['learned-weights']}` : ''}`
+    .trim()
+    .split(/\s+/)
+    .filter(Boolean)
+    .map((axis) => {
+      const [name, list = ''] = axis.split('=');
+      return { name: name as keyof LearnedParams, values: list.split(',').map(Number) };
+    });
+  let settings: Record<string, number>[] = [{}];
+  for (const axis of grid) settings = settings.flatMap((setting) => axis.values.map((value) => ({ ...setting, [axis.name]: value })));
+  const labelled = new Map(
+    settings.map((setting) => [
+      Object.entries(setting)
+        .map(([name, value]) => `${name}=${value}`)
+        .join(' ') || 'default',
+      setting,
+    ]),
+  );
+  const badAxis = grid.find((axis) => !(axis.name in DEFAULT_LEARNED_PARAMS) || axis.values.some((value) => !(value >= 0)));
+  if (!Number.isInteger(folds) || folds < 2 || scenarios.some((name) => !['clean', 'noisy', 'flood'].includes(name)) || badAxis) {
+    console.error(
+      '--replay takes a number of folds (2 or more), --scenarios some of clean,noisy,flood, --learned-grid "name=v1,v2 ..." of LearnedParams names and numbers >= 0',
+    );
+    process.exit(2);
+  }
+  try {
+    const started = performance.now();
+    const reports = [];
+    for (const dataset of datasets) {
+      reports.push(
+        await runReplay(deps, {
+          dataset,
+          queries: values.queries,
+          folds,
+          scenarios,
+          settings: labelled,
+          seed,
+          onProgress: (message) => console.error(`[replay] ${dataset}: ${message} (${((performance.now() - started) / 1000).toFixed(1)} s)`),
+        }),
+      );
+    }
+    if (values.json) {
+      console.log(JSON.stringify({ model: deps.embedderStatus.modelId, store: database.kind, folds, reports }));
+    } else {
+      console.log(`replay, ${folds} folds, seed ${seed}; model ${deps.embedderStatus.modelId}, store ${database.kind}`);
+      const pair = (part: { ndcg10: number; recall10: number }) => `${part.ndcg10.toFixed(3)} / ${part.recall10.toFixed(3)}`;
+      for (const report of reports) {
+        const { off } = report;
+        console.log(`\ndataset ${report.dataset}: ${report.tools} tools; queries ${off.all.queries}, fed ${off.fed.queries}, unfed ${off.unfed.queries}`);
+        console.log(`${'run'.padEnd(48)} all nDCG/R@10   fed nDCG/R@10   unfed nDCG/R@10  fed gap closed`);
+        const row = (label: string, value: ReplayCell, extra = '') =>
+          console.log(
+            `${label.padEnd(48)} ${pair(value.all)}   ${pair(value.fed)}   ${pair(value.unfed)}    ${
+              value === off ? '-' : `${((100 * (value.fed.ndcg10 - off.fed.ndcg10)) / Math.max(1e-9, 1 - off.fed.ndcg10)).toFixed(1)}%`
+            }${extra}`,
+          );
+        row('off', off);
+        for (const [scenario, byWeight] of Object.entries(report.on)) {
+          for (const [weight, value] of Object.entries(byWeight)) {
+            const moved = scenario === 'flood' ? report.floodMoved?.[weight] : undefined;
+            row(`${scenario} ${weight}`, value, moved ? `  flood tool in a top 3 it did not earn: ${moved.moved} of ${off.all.queries}` : '');
+          }
+        }
+      }
+    }
+  } finally {
+    await deps.close();
+    await database.close();
+  }
+  process.exit(0);
+}
 try {
   const started = performance.now();
   const reports: EvalReport[] = [];
