@@ -33,5 +33,7 @@ export {
   rankToolNames,
   ToolsiftUnavailable,
   toolSearchParameters,
+  useTracker,
   type SearchOptions,
+  type UseTracker,
 } from './tool-search.js';

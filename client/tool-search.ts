@@ -23,6 +23,12 @@ export interface SearchOptions {
   fallback?: 'keywords' | 'none';
   /** Told each time an answer came from the fallback (default: one console.warn line). */
   onFallback?: (error: Error) => void;
+  /**
+   * Opt-in learning from use, for a `catalog` search: the tracker (`useTracker`) hears each query and
+   * the names toolsift ranked for it; tell it what the model then called (`tracker.called(name)`)
+   * and it sends that to `POST /v1/feedback`, in the background.
+   */
+  learn?: UseTracker;
 }
 
 export const DEFAULT_TIMEOUT_MS = 5_000;
@@ -52,7 +58,54 @@ async function toolSearch(client: ReturnType<typeof createToolsiftClient>, body:
     const message = `toolsift tool-search answered ${response.status}: ${JSON.stringify(error)}`;
     throw UNAVAILABLE_STATUS(response.status) ? new ToolsiftUnavailable(message) : new Error(message);
   }
+  if (options.learn && options.catalog) options.learn.searched(String(body.query), rankedNames(data));
   return data;
+}
+
+/** The tool names of a tool-search answer in any format (names, anthropic, openai). */
+function rankedNames(answer: unknown): string[] {
+  const { results, content, tools } = answer as { results?: Array<{ name?: unknown }>; content?: Array<{ tool_name?: unknown }>; tools?: Array<{ name?: unknown }> };
+  const names = (results ?? tools ?? []).map((entry) => entry.name).concat((content ?? []).map((entry) => entry.tool_name));
+  return names.filter((name): name is string => typeof name === 'string');
+}
+
+/** What a search helper tells about its searches, and the agent about its calls (`useTracker`). */
+export interface UseTracker {
+  searched(query: string, names: readonly string[]): void;
+  /** The model called `name`: if a recent search ranked it, toolsift hears that it served that query. Never throws, never waits. */
+  called(name: string): void;
+}
+
+/**
+ * Learning from use for a catalog (opt-in): pass the tracker as a helper's `learn` option and call
+ * `called(name)` from your loop's tool-call hook (e.g. the AI SDK's `onStepFinish`). A call of a tool
+ * that one of the last searches (within `windowMs`, default 10 minutes) ranked is sent to
+ * `POST /v1/feedback` with that search's query, once per search and tool, in the background: a
+ * failure goes to `onError` (default: ignored), never to the agent.
+ */
+export function useTracker(client: ToolsiftClientOptions, options: { catalog: string; windowMs?: number; timeoutMs?: number; onError?: (error: Error) => void }): UseTracker {
+  const api = createToolsiftClient(client);
+  const windowMs = options.windowMs ?? 10 * 60_000;
+  let recent: Array<{ query: string; names: Set<string>; at: number; sent: Set<string> }> = [];
+  return {
+    searched(query, names) {
+      recent = [{ query, names: new Set(names), at: Date.now(), sent: new Set<string>() }, ...recent].slice(0, 8);
+    },
+    called(name) {
+      const search = recent.find((entry) => Date.now() - entry.at <= windowMs && entry.names.has(name));
+      if (!search || search.sent.has(name)) return;
+      search.sent.add(name);
+      void api
+        .POST('/v1/feedback', {
+          body: { catalog: options.catalog, query: search.query, used: [name] },
+          signal: AbortSignal.timeout(options.timeoutMs ?? DEFAULT_TIMEOUT_MS),
+        })
+        .then(({ error, response }) => {
+          if (error) throw new Error(`toolsift feedback answered ${response.status}: ${JSON.stringify(error)}`);
+        })
+        .catch((error: Error) => options.onError?.(error));
+    },
+  };
 }
 
 function requestBody(query: string, candidates: unknown[] | undefined, options: SearchOptions, format: string, extra: Record<string, unknown> = {}) {

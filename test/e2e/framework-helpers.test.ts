@@ -20,6 +20,7 @@ import {
   rankToolNames,
   ToolsiftUnavailable,
   toolSearchParameters,
+  useTracker,
 } from '../../client/index.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 
@@ -158,6 +159,48 @@ describe('framework helpers in agent loops', () => {
     expect(offered[0]).not.toContain('get_weather');
     expect(offered[1]).toContain('get_weather');
     expect(offered[1]).not.toContain('send_email');
+  });
+
+  it('Vercel AI SDK with learning (opt-in): the tool the model calls after a catalog search is sent as feedback, and ranks the next such search', async () => {
+    const catalog = `fw-learn-${Date.now()}`;
+    const tools = [
+      { name: 'get_weather', description: 'Get the current weather and the forecast for a city.' },
+      { name: 'city_forecast_archive', description: 'Weather forecast archive for a city: past forecasts.' },
+      { name: 'send_email', description: 'Send an email to a recipient.' },
+    ];
+    const headers = { authorization: 'Bearer fw-key' };
+    expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools }, headers)).status).toBe(200);
+    const errors: Error[] = [];
+    const tracker = useTracker(client(), { catalog, onError: (error) => errors.push(error) });
+    const model = new MockLanguageModelV4({
+      doGenerate: [call('c1', 'toolSearch', { query: 'weather forecast for a city' }), call('c2', 'get_weather', { city: 'Paris' }), say('Sunny.')],
+    });
+    await generateText({
+      model,
+      prompt: 'What is the weather in Paris?',
+      stopWhen: isStepCount(5),
+      tools: {
+        toolSearch: toolSearch({ search: aiSdkSearch(client(), { catalog, maxResults: 3, learn: tracker }) }),
+        get_weather: tool({
+          description: tools[0]!.description,
+          inputSchema: z.object({ city: z.string() }),
+          deferLoading: true,
+          execute: async () => 'sunny',
+        }),
+      },
+      // The loop's own hook tells the tracker what the model called.
+      onStepFinish: (step) => {
+        for (const toolCall of step.toolCalls) tracker.called(toolCall.toolName);
+      },
+    });
+    const learned = async () => {
+      const found = await app.request('POST', `/v1/catalogs/${catalog}/search`, { query: 'weather forecast for a city', top_k: 3, explain: true }, headers);
+      return found.body.results.find((result: { name: string }) => result.name === 'get_weather')?.explain.learned;
+    };
+    const deadline = Date.now() + 10_000;
+    while (!(await learned()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await learned()).toEqual({ rank: 1, events: 1, vote: expect.any(Number) });
+    expect(errors).toEqual([]);
   });
 
   it('OpenAI Agents SDK: toolSearchTool({ execution: "client", execute }) loads the deferred tool toolsift ranks first, then the agent calls it', async () => {
