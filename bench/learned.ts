@@ -10,7 +10,7 @@
  *    over HTTP with learning on and off in alternating rounds (the service in process, no model: the
  *    learned list runs on the query's words; its embedding part is timed in 1).
  *
- *   npm run bench:learned -- [--tools 100000] [--events 100000] [--store postgres|pglite] [--queries 60] [--rounds 3]
+ *   npm run bench:learned -- [--tools 100000] [--events 100000] [--store postgres|pglite] [--queries 60] [--rounds 3] [--list-only]
  *
  * Target (issue 72): at 100,000 events on a 100,000-tool catalog, a search's p50 rises by <= 2 ms.
  * The last line is the report as JSON.
@@ -39,6 +39,8 @@ const { values } = parseArgs({
     queries: { type: 'string', default: '60' },
     rounds: { type: 'string', default: '3' },
     pg: { type: 'string', default: process.env.BENCH_PG ?? 'postgres://postgres@127.0.0.1:5432' },
+    /** Only part 1, the learned list alone. */
+    'list-only': { type: 'boolean', default: false },
   },
 });
 const toolCount = Number(values.tools);
@@ -94,6 +96,8 @@ for (let round = 0; round < rounds; round++) {
 }
 const list = summarize(listMs);
 console.error(`learned list alone: ${eventCount} events, ${index.size} distinct past queries; p50 ${list.p50.toFixed(2)} ms, p99 ${list.p99.toFixed(2)} ms`);
+
+if (values['list-only']) process.exit(0);
 
 // 2. End to end.
 async function openStore(): Promise<{ database: Database; drop: () => Promise<void> }> {

@@ -27,7 +27,7 @@ export const LEARNED_SIMILARITY_POWER = 2;
 /** Similarities under this count nothing. */
 export const LEARNED_MIN_SIMILARITY = 0.85;
 /** A tool's most recent events read per search: its evidence, and the search's cost, stay bounded. */
-export const LEARNED_EVENTS_PER_TOOL = 256;
+export const LEARNED_EVENTS_PER_TOOL = 32;
 /** How much a tool's evidence is scaled by its share of all the candidates' (LearnedParams.concentration). */
 export const LEARNED_CONCENTRATION = 0;
 /** LearnedParams.peakExponent, and the most the scale may reach when BM25's head is flat. */
@@ -188,7 +188,9 @@ export class LearnedIndex {
       for (const term of past.terms) shared += weights.get(term) ?? 0;
       const norm = this.norms[id]!;
       let close = queryNorm > 0 && norm > 0 ? Math.min(1, shared / (queryNorm * norm)) : 0;
-      if (query && past.vector) close = Math.max(close, (dot(query, past.vector) - params.semanticFloor) / (1 - params.semanticFloor));
+      // By embedding only past queries sharing a word: a pair close enough to count (cosine 0.925 at
+      // the shipped floor and minimum) shares one, and the dot products are most of the list's cost.
+      if (query && past.vector && shared > 0) close = Math.max(close, (dot(query, past.vector) - params.semanticFloor) / (1 - params.semanticFloor));
       const counted = close >= params.minSimilarity ? close ** params.similarityPower : 0;
       similarities.set(id, counted);
       return counted;

@@ -21,11 +21,13 @@ describe('the learned list', () => {
     expect(index.list(['github_pr_diff'], terms('open jira ticket'), undefined, NOW).ranked).toEqual([]);
   });
 
-  it('finds past queries by meaning when they share no word, above the semantic floor only', () => {
+  it('finds past queries by meaning when their words differ, above the semantic floor only, among those sharing a word', () => {
     const index = new LearnedIndex();
-    index.add('file a bug', terms('file bug'), [1, 0, 0], event('jira_create'));
-    index.add('draw a chart', terms('draw chart'), [0, 1, 0], event('plot'));
-    const list = index.list(ALL, terms('report defect'), [0.95, 0.05, 0], NOW);
+    index.add('file a bug report', terms('file bug report'), [1, 0, 0], event('jira_create'));
+    index.add('draw a chart of the report', terms('draw chart report'), [0, 1, 0], event('plot'));
+    index.add('raise an issue', terms('raise issue'), [1, 0, 0], event('github_pr_diff'));
+    const list = index.list(ALL, terms('report defect now'), [0.95, 0.05, 0], NOW);
+    // Alike in meaning and sharing a word: counted; alike in meaning without a shared word, or sharing a word only: not.
     expect(list.ranked.map(([tool]) => tool)).toEqual(['jira_create']);
   });
 
