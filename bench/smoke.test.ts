@@ -346,6 +346,33 @@ describe('benches, smoke runs', () => {
     expect(stdout).toMatch(/\| 4mb \| .* \| 0 refused, [1-9]\d* relayed/);
   });
 
+  it('bench:learned: the learned list alone and searches with learning on and off, at a tiny size on PGlite', async () => {
+    const { code, stdout, stderr } = await runBench([
+      'bench/learned.ts',
+      '--tools',
+      '2000',
+      '--events',
+      '2000',
+      '--store',
+      'pglite',
+      '--queries',
+      '5',
+      '--rounds',
+      '2',
+    ]);
+    expect(code, stderr.slice(-3000)).toBe(0);
+    const report = JSON.parse(stdout.trim().split('\n').at(-1)!) as {
+      off: { n: number };
+      on: { n: number };
+      listAlone: { n: number };
+      distinctPastQueries: number;
+    };
+    expect(report.off.n).toBe(10);
+    expect(report.on.n).toBe(10);
+    expect(report.listAlone.n).toBe(10);
+    expect(report.distinctPastQueries).toBeGreaterThan(0);
+  });
+
   it('bench:scan: the scanner report over the poison set and the four corpora', async () => {
     const { code, stdout, stderr } = await runBench(['bench/scan-tools.ts']);
     expect(code, stderr.slice(-3000)).toBe(0);
