@@ -4,6 +4,7 @@ import { AppError } from '../errors.js';
 import { forgetFeedback, recordFeedback, STRENGTH, type FeedbackDeps, type RecentSearches } from '../search/feedback.js';
 import { catalogParams, CATALOG_NAME, notDots } from './catalogs.js';
 import { parseInput } from './errors.js';
+import { requestCaller } from './middleware.js';
 
 const toolName = z.string().min(1).max(128);
 
@@ -45,7 +46,7 @@ export function feedbackRoutes(deps: FeedbackDeps & { recentSearches?: RecentSea
     const result = await recordFeedback(
       deps,
       { tenant, name: body.catalog },
-      { query: logged?.query ?? body.query!, used: body.used, caller: String(res.locals.caller ?? 'anonymous'), strength: STRENGTH.used },
+      { query: logged?.query ?? body.query!, used: body.used, caller: requestCaller(res), strength: STRENGTH.used },
     );
     res.json({ recorded: result.recorded, unknown: result.unknown, learning: result.learning ? 'on' : 'off' });
   });

@@ -5,7 +5,7 @@ import { readScopeCatalog, type DiscoveryScope } from '../mcp/discovery.js';
 import { createToolsiftMcpServer, type McpDeps } from '../mcp/server.js';
 import { catalogParams } from './catalogs.js';
 import { parseInput } from './errors.js';
-import { declaresJson, notJson } from './middleware.js';
+import { declaresJson, notJson, requestCaller } from './middleware.js';
 
 export const MCP_PATHS = ['/mcp', '/mcp/:catalog'];
 
@@ -31,7 +31,7 @@ export function mcpRoutes(deps: McpDeps): Router {
     // A message without a JSON Content-Type, empty or not: the 415 openapi.yaml documents, not the transport's own.
     if (req.method === 'POST' && !declaresJson(req)) throw notJson(req);
     const tenant = String(res.locals.tenant);
-    const caller = String(res.locals.caller ?? 'anonymous');
+    const caller = requestCaller(res);
     let scope: DiscoveryScope = { tenant, caller };
     if (req.params.catalog !== undefined) {
       const catalog = parseInput(catalogParams, req.params, 'path').catalog;

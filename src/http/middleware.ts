@@ -1,6 +1,10 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
-import type { Request, RequestHandler } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import { AppError } from '../errors.js';
+import { ANONYMOUS_CALLER } from '../search/feedback.js';
+
+/** The caller `authenticate` found for this request. */
+export const requestCaller = (res: Response): string => String(res.locals.caller ?? ANONYMOUS_CALLER);
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -80,7 +84,6 @@ export function authenticate(keys: Map<string, string> | undefined): RequestHand
 }
 
 /** Who calls, without the key: what bounds one caller's share of what is learned (search/feedback.ts). */
-export const ANONYMOUS_CALLER = 'anonymous';
 export const callerOf = (key: string) => `k_${createHash('sha256').update(key).digest('hex').slice(0, 16)}`;
 
 /** Whether a browser origin is listed: an origin (`https://app.example`) or a hostname, or `*`. */

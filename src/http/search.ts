@@ -4,6 +4,7 @@ import { searchCatalog } from '../search/catalog-search.js';
 import type { RankDeps } from '../search/hybrid-search.js';
 import { catalogParams, toolJson } from './catalogs.js';
 import { parseInput } from './errors.js';
+import { requestCaller } from './middleware.js';
 import { recordSearch, type Metrics } from '../metrics.js';
 
 export const catalogSearchRequest = z
@@ -34,7 +35,7 @@ export function searchRoutes(deps: RankDeps, metrics?: Metrics): Router {
     const searchId = deps.recentSearches?.record(
       {
         tenant: String(res.locals.tenant),
-        caller: String(res.locals.caller ?? 'anonymous'),
+        caller: requestCaller(res),
         query: body.query,
         shown: [{ catalog, names: result.tools.map((ranked) => ranked.tool.name) }],
       },

@@ -18,11 +18,8 @@ import type { RankDeps } from '../search/hybrid-search.js';
 import type { CatalogSummary, CatalogToolRow } from '../store/catalog-store.js';
 import { getToolWithUpstream, upstreamToolNames, type UpstreamRow } from '../store/upstream-store.js';
 import type { UpstreamCallResult, UpstreamCaller } from '../upstream/upstream-caller.js';
-import { recordFeedback, STRENGTH } from '../search/feedback.js';
+import { ANONYMOUS_CALLER, recordFeedback, STRENGTH } from '../search/feedback.js';
 import type { Logger } from '../logger.js';
-
-/** A caller without an API key (the keyless default), as http/middleware.ts names it. */
-const ANONYMOUS_CALLER = 'anonymous';
 
 export interface DiscoveryDeps {
   catalog: catalogs.CatalogDeps;

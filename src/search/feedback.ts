@@ -13,6 +13,9 @@ import { currentHashes, deleteFeedback, insertFeedback } from '../store/feedback
 import { LruCache } from '../lib/lru-cache.js';
 import type { LearnedCache } from './learned-cache.js';
 
+/** Who calls without an API key (the keyless default): one caller for all. */
+export const ANONYMOUS_CALLER = 'anonymous';
+
 /** A use seen right after a search: a call is strong evidence, a look at the details weak. */
 export const STRENGTH = { used: 1, called: 1, details: 0.3 } as const;
 
