@@ -70,12 +70,6 @@ export async function loadFeedback(
   );
 }
 
-/** The newest event id of the catalog (0 without any): whether a held copy is current. */
-export async function lastFeedbackId(db: Db, catalogId: number): Promise<number> {
-  const rows = await queryRows<{ id: number | null }>(db, sql`select max(id)::float8 as id from feedback_events where catalog_id = ${catalogId}`);
-  return rows[0]?.id ?? 0;
-}
-
 /** Forgets every event of the catalog; the number forgotten. */
 export async function deleteFeedback(db: Db, catalogId: number): Promise<number> {
   const rows = await queryRows<{ n: number }>(
