@@ -157,7 +157,14 @@ export interface paths {
         delete: operations["deleteCatalog"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change the catalog's settings.
+         * @description Settings only; the tools are unchanged and the revision is not bumped. `code_mode: false`
+         *     keeps run_code programs from calling the catalog's tools (and `/mcp/{catalog}` does not
+         *     offer run_code) when the service runs with `CODE_MODE=on`; call_tool is unaffected. A field
+         *     the API does not know is a 400, so a typo is not taken for a change.
+         */
+        patch: operations["updateCatalogSettings"];
         trace?: never;
     };
     "/v1/catalogs/{catalog}/tools": {
@@ -696,6 +703,8 @@ export interface components {
             };
             /** @description Bumped on every change. */
             revision: number;
+            /** @description Whether run_code programs may call its tools (with CODE_MODE=on); PATCH changes it. */
+            code_mode: boolean;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -1274,6 +1283,47 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateCatalogSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description 1-64 characters of A-Z a-z 0-9 . _ - (not `.` or `..`). */
+                catalog: components["parameters"]["CatalogName"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "code_mode": false
+                 *     }
+                 */
+                "application/json": {
+                    /** @description Whether run_code programs may call this catalog's tools (CODE_MODE=on). */
+                    code_mode?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The catalog with its settings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CatalogSummary"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
             503: components["responses"]["Unavailable"];
         };
     };

@@ -8,7 +8,17 @@
 import type { Logger } from './logger.js';
 import type { Metrics } from './metrics.js';
 
-export type AuditEventName = 'call' | 'pinned' | 'quarantined' | 'auto_approved' | 'approved' | 'rejected' | 'removed' | 'name_conflict' | 'refused_address';
+export type AuditEventName =
+  | 'call'
+  | 'pinned'
+  | 'quarantined'
+  | 'auto_approved'
+  | 'approved'
+  | 'rejected'
+  | 'removed'
+  | 'name_conflict'
+  | 'refused_address'
+  | 'code_run';
 
 export interface AuditEvent {
   event: AuditEventName;
@@ -25,6 +35,10 @@ export interface AuditEvent {
   args?: Record<string, string>;
   /** Why, in the gateway's own words (never an upstream's text). */
   reason?: string;
+  /** A call made by a run_code program (`run_code`), not by call_tool. */
+  via?: string;
+  /** Tool calls a run_code program made. */
+  calls?: number;
   /** Scanner finding codes behind a quarantine. */
   findings?: string[];
 }

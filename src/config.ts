@@ -126,6 +126,25 @@ export const configSchema = z.preprocess(
     FEEDBACK_RETENTION_DAYS: z.coerce.number().min(0.01).max(3650).default(90),
     /** An event's weight halves every this many days. */
     FEEDBACK_HALF_LIFE_DAYS: z.coerce.number().min(0.01).max(3650).default(30),
+    /**
+     * Code mode (issue 73): the run_code meta-tool runs agents' programs in a WebAssembly sandbox.
+     * Off by default: one approved run_code is many tool calls (docs/security.md).
+     */
+    CODE_MODE: z.enum(['on', 'off']).default('off'),
+    /** Worker threads running programs, each one program at a time; started as needed. */
+    CODE_MODE_WORKERS: z.coerce.number().int().min(1).max(64).default(2),
+    /** A program's wall time, waiting on tools included, ms. */
+    CODE_MODE_WALL_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+    /** A program's own running time (the engine's interrupt handler), ms. */
+    CODE_MODE_CPU_MS: z.coerce.number().int().min(10).max(600_000).default(5_000),
+    /** A program's engine heap. */
+    CODE_MODE_MEMORY: z.preprocess(emptyAsUndefined, byteSize.prefault('64mb')),
+    /** Where a program's return value, and its console output, are each cut. */
+    CODE_MODE_OUTPUT_BYTES: z.preprocess(emptyAsUndefined, byteSize.prefault('32kb')),
+    /** Tool calls one program may make. */
+    CODE_MODE_MAX_CALLS: z.coerce.number().int().min(1).max(100_000).default(200),
+    /** A program's source size. */
+    CODE_MODE_PROGRAM_BYTES: z.preprocess(emptyAsUndefined, byteSize.prefault('64kb')),
     EMBED_MODEL: z.string().min(1).default('use-lite'),
     MODEL_DIR: z.preprocess(emptyAsUndefined, z.string().optional()),
     ALLOW_REMOTE_MODELS: z.preprocess(emptyAsUndefined, booleanFlag.prefault('false')),

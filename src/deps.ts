@@ -36,6 +36,7 @@ import { SELECTOR_STORE_SLICE, STORE_CONCURRENCY, STORE_SLICE } from './store/to
 import { readUpstreamsFile, UpstreamService } from './upstream/upstreams.js';
 import { parseAllowList } from './upstream/address-policy.js';
 import { auditLog, type AuditLog } from './audit.js';
+import { SandboxPool } from './sandbox/sandbox-pool.js';
 import { serviceVersion } from './lib/paths.js';
 import { RegexSandbox } from './search/patterns.js';
 import { loadEnglishWords } from './ranking/dictionary.js';
@@ -62,6 +63,8 @@ export interface Deps {
   upstreams: UpstreamService;
   /** The gateway's audit trail: proxied calls, pins, quarantines, decisions, refused addresses. */
   audit: AuditLog;
+  /** Code mode's worker pool (CODE_MODE=on), else null. */
+  sandbox: SandboxPool | null;
   readiness: ReadinessCheck[];
   metrics: Metrics;
   /** Removes stored documents nothing uses any more (store/document-gc.ts); started by `npm start` only. */
@@ -237,6 +240,27 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   upstreams.start();
   await upstreams.startStdioServers();
 
+  // Code mode's sandbox: one worker started now (loading the engine and the transpiler), the rest as programs come.
+  const sandbox =
+    config.CODE_MODE === 'on'
+      ? new SandboxPool({
+          workers: config.CODE_MODE_WORKERS,
+          limits: {
+            wallMs: config.CODE_MODE_WALL_MS,
+            cpuMs: config.CODE_MODE_CPU_MS,
+            memoryBytes: config.CODE_MODE_MEMORY,
+            outputBytes: config.CODE_MODE_OUTPUT_BYTES,
+            maxCalls: config.CODE_MODE_MAX_CALLS,
+            programBytes: config.CODE_MODE_PROGRAM_BYTES,
+          },
+          onWorkerLost: (reason) => {
+            logger.warn({ reason }, 'code mode: a sandbox worker was replaced');
+            metrics.sandboxWorkersLost.inc();
+          },
+        })
+      : null;
+  sandbox?.warm().catch((error: Error) => logger.error({ err: error }, 'code mode: the sandbox did not start'));
+
   // Documents no catalog holds and no request used within DOCUMENT_RETENTION_HOURS are swept;
   // requests mark the documents they use (at most once an interval each).
   const retention = retentionMs(config.DOCUMENT_RETENTION_HOURS);
@@ -335,6 +359,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     search,
     selector,
     upstreams,
+    sandbox,
     audit,
     readiness,
     metrics,
@@ -343,6 +368,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
       closing = true;
       await documentSweeper.stop();
       await upstreams.close();
+      await sandbox?.close();
       // Marks of documents used are written, then answered selector requests may still be storing
       // their new tools (and queueing their embeddings).
       await documentUse.flush();

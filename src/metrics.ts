@@ -17,6 +17,8 @@ export interface Metrics {
   documentsRemoved: Counter;
   mcpRequests: Counter<'method' | 'tool' | 'outcome'>;
   mcpUpstreamCalls: Histogram<'upstream' | 'outcome'>;
+  codeRuns: Histogram<'outcome'>;
+  sandboxWorkersLost: Counter;
   auditEvents: Counter<'event' | 'outcome'>;
   toolTokens: Counter<'endpoint' | 'tenant' | 'kind'>;
 }
@@ -103,9 +105,21 @@ export function createMetrics(sources: MetricSources): Metrics {
     }),
     mcpUpstreamCalls: new Histogram({
       name: 'toolsift_mcp_upstream_call_duration_seconds',
-      help: 'call_tool calls proxied to upstream MCP servers, by upstream and outcome.',
+      help: "call_tool calls and run_code programs' calls proxied to upstream MCP servers, by upstream and outcome.",
       labelNames: ['upstream', 'outcome'],
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry],
+    }),
+    codeRuns: new Histogram({
+      name: 'toolsift_code_run_duration_seconds',
+      help: 'run_code programs by outcome (ok, syntax, runtime, limit, cancelled, internal): wall time from the request to the answer.',
+      labelNames: ['outcome'],
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers: [registry],
+    }),
+    sandboxWorkersLost: new Counter({
+      name: 'toolsift_sandbox_workers_lost_total',
+      help: 'Sandbox worker threads that died or were terminated (a stopped program that did not end in time); each is replaced.',
       registers: [registry],
     }),
     auditEvents: new Counter({

@@ -360,6 +360,13 @@ export async function getCatalog(deps: CatalogDeps, ref: CatalogRef): Promise<ca
   return catalog;
 }
 
+/** Changes a catalog's settings (code mode); 404 when there is no such catalog. */
+export async function updateCatalogSettings(deps: CatalogDeps, ref: CatalogRef, settings: { codeMode?: boolean }): Promise<catalogStore.CatalogSummary> {
+  const catalog = await catalogStore.updateCatalogSettings(deps.db, ref.tenant, ref.name, settings);
+  if (!catalog) throw notFound(`catalog "${ref.name}"`);
+  return catalog;
+}
+
 export const listCatalogs = (deps: CatalogDeps, tenant: string) => catalogStore.listCatalogs(deps.db, tenant);
 
 export async function listTools(

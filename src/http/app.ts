@@ -15,6 +15,7 @@ import { metricsRoutes, observeRequests } from './observability.js';
 import { docsRoutes } from './docs.js';
 import { uiRoutes } from './ui.js';
 import { mcpRoutes } from './mcp.js';
+import type { SandboxPool } from '../sandbox/sandbox-pool.js';
 import { rejectUnsafeInput } from './input-safety.js';
 import { bodyBudget } from './body-budget.js';
 import { jsonInSlices } from './json-body.js';
@@ -51,6 +52,8 @@ export interface AppDeps {
   upstreams?: UpstreamService | null;
   /** The gateway's audit trail (proxied calls); absent in some tests. */
   audit?: AuditLog;
+  /** Code mode's sandbox (CODE_MODE=on): run_code on /mcp. */
+  sandbox?: SandboxPool | null;
 }
 
 export function createApp(deps: AppDeps): Express {
@@ -94,6 +97,7 @@ export function createApp(deps: AppDeps): Express {
       logger: deps.logger,
       metrics: deps.metrics,
       version: serviceVersion(),
+      sandbox: deps.sandbox ?? null,
     }),
   );
   app.use(jobRoutes(deps.queue ?? null, deps.catalog.db));

@@ -27,6 +27,11 @@ const listQuery = detailQuery.extend({
   cursor: z.string().max(512).optional(),
 });
 
+/** A catalog's settings: each field optional, an unknown one refused (a typo must not pass for a change). */
+const settingsBody = z
+  .object({ code_mode: z.boolean().optional().describe("Whether run_code programs may call this catalog's tools (CODE_MODE=on)") })
+  .strict();
+
 /** The tool list of a request body: `{tools: [...]}`, an MCP tools/list result, or a bare array. */
 const toolListBody = z.unknown().transform((body, ctx) => {
   const tools = extractToolList(body);
@@ -43,6 +48,7 @@ export function catalogJson(catalog: CatalogSummary) {
     tool_count: catalog.toolCount,
     definition_tokens: catalog.definitionTokens,
     revision: catalog.revision,
+    code_mode: catalog.codeMode,
     created_at: catalog.createdAt.toISOString(),
     updated_at: catalog.updatedAt.toISOString(),
   };
@@ -101,6 +107,12 @@ export function catalogRoutes(deps: catalogs.CatalogDeps): Router {
     const ref = catalogRef(req, res);
     const tools = parseInput(toolListBody, req.body, 'body');
     res.json(writeJson(await catalogs.replaceCatalog(deps, ref, tools), tools.length));
+  });
+
+  router.patch('/v1/catalogs/:catalog', async (req, res) => {
+    const ref = catalogRef(req, res);
+    const settings = parseInput(settingsBody, req.body, 'body');
+    res.json(catalogJson(await catalogs.updateCatalogSettings(deps, ref, { codeMode: settings.code_mode })));
   });
 
   router.delete('/v1/catalogs/:catalog', async (req, res) => {

@@ -13,6 +13,7 @@ import * as catalogs from '../catalog/catalog-service.js';
 import { checkArguments, type ArgumentChecks } from '../catalog/tool-arguments.js';
 import { LruCache } from '../lib/lru-cache.js';
 import { firstSentence, parameterNames } from '../catalog/describe.js';
+import { toolDeclaration, toolSignature } from '../catalog/tool-types.js';
 import { firstNames, rankCatalog, storeOrMemory, type CatalogRanking } from '../search/catalog-search.js';
 import type { RankDeps } from '../search/hybrid-search.js';
 import type { CatalogSummary, CatalogToolRow } from '../store/catalog-store.js';
@@ -47,6 +48,8 @@ export interface DiscoveryScope {
   summary?: CatalogSummary;
   /** Who calls (a digest of the API key): a call is matched with this caller's searches (learnFromUse). */
   caller?: string;
+  /** Calls come from a run_code program: only catalogs with code mode on are in scope. */
+  fromProgram?: boolean;
 }
 
 export interface BriefTool {
@@ -57,6 +60,8 @@ export interface BriefTool {
   description: string;
   parameters: string[];
   score: number;
+  /** How a run_code program calls it (asked with `signatures`). */
+  signature?: string;
 }
 
 export interface SearchAnswer {
@@ -109,6 +114,11 @@ export async function readScopeCatalog(deps: DiscoveryDeps, tenant: string, name
 }
 
 async function scopeCatalogs(deps: DiscoveryDeps, scope: DiscoveryScope): Promise<CatalogSummary[]> {
+  const listed = await scopeCatalogsListed(deps, scope);
+  return scope.fromProgram ? listed.filter((catalog) => catalog.codeMode !== false) : listed;
+}
+
+async function scopeCatalogsListed(deps: DiscoveryDeps, scope: DiscoveryScope): Promise<CatalogSummary[]> {
   if (scope.catalog) return [scope.summary?.name === scope.catalog ? scope.summary : await readScopeCatalog(deps, scope.tenant, scope.catalog)];
   // The breaker's probe reads a row of no catalog: any answer is the store answering.
   return storeOrMemory(
@@ -140,6 +150,15 @@ interface RankedTool {
   confidence: number;
   /** BM25 found the query's words in it, it was named exactly, or the model finds it close. */
   strong: boolean;
+  /** What a signature is written from (null: not known here, the store not answering). */
+  schemas: { input: unknown; output: unknown } | null;
+}
+
+/** A tool definition's outputSchema (MCP tools may declare one), else undefined. */
+export function outputSchemaOf(definition: unknown): unknown {
+  if (!definition || typeof definition !== 'object') return undefined;
+  const schema = (definition as { outputSchema?: unknown }).outputSchema;
+  return schema && typeof schema === 'object' && !Array.isArray(schema) ? schema : undefined;
 }
 
 interface CatalogAnswer {
@@ -152,7 +171,7 @@ interface CatalogAnswer {
 export async function searchTools(
   deps: DiscoveryDeps,
   scope: DiscoveryScope,
-  input: { query: string; limit?: number; tags?: string[]; server?: string },
+  input: { query: string; limit?: number; tags?: string[]; server?: string; signatures?: boolean },
 ): Promise<SearchAnswer & { split: TimeSplit; degraded?: string }> {
   // The ranking's stages, summed over the catalogs searched (which run side by side).
   const split: TimeSplit = { query_embedding_ms: 0, retrieval_ms: 0, fusion_ms: 0 };
@@ -187,14 +206,20 @@ export async function searchTools(
     .sort((a, b) => (inScope.length === 1 ? 0 : b.confidence - a.confidence || b.score - a.score))
     .slice(0, limit);
   rememberSearch(deps, scope, input.query, merged);
-  const results = merged.map((tool) => ({
-    name: address(scope, tool.catalog, tool.name),
-    catalog: tool.catalog,
-    server: tool.server,
-    description: tool.description,
-    parameters: tool.parameters,
-    score: Math.round(tool.score * 1e6) / 1e6,
-  }));
+  const results = merged.map((tool) => {
+    const name = address(scope, tool.catalog, tool.name);
+    return {
+      name,
+      catalog: tool.catalog,
+      server: tool.server,
+      description: tool.description,
+      parameters: tool.parameters,
+      score: Math.round(tool.score * 1e6) / 1e6,
+      ...(input.signatures && tool.schemas
+        ? { signature: toolSignature({ address: name, description: tool.description, inputSchema: tool.schemas.input, outputSchema: tool.schemas.output }) }
+        : {}),
+    };
+  });
   const observed = { split, ...(degraded ? { degraded } : {}) };
   if (degraded === 'store_error') {
     return {
@@ -240,6 +265,7 @@ function catalogAnswer(deps: DiscoveryDeps, catalog: CatalogSummary, ranking: Ca
           score,
           confidence,
           strong: explain.bm25 !== null || explain.exact_name || (explain.vector?.score ?? 0) >= WEAK_COSINE,
+          schemas: { input: row.inputSchema, output: outputSchemaOf(row.definition) },
         };
       }),
       split: result.timings,
@@ -259,6 +285,7 @@ function catalogAnswer(deps: DiscoveryDeps, catalog: CatalogSummary, ranking: Ca
         score,
         confidence,
         strong: true,
+        schemas: known ? { input: known.inputSchema, output: outputSchemaOf(known.definition) } : null,
       };
     }),
     split: Object.fromEntries(Object.entries(ranked.timings).filter((entry): entry is [string, number] => entry[1] !== undefined)),
@@ -331,7 +358,9 @@ export async function resolveTool(deps: DiscoveryDeps, scope: DiscoveryScope, na
   if (hits.length > 1) return { ok: false, error: `"${name}" is in several catalogs (${hits.map((hit) => hit.catalog).join(', ')}): use catalog/name` };
   return {
     ok: false,
-    error: `unknown tool "${name}"${scope.catalog ? ` in catalog "${scope.catalog}"` : ''}: search_tools finds tools, list_tools lists names`,
+    error: `unknown tool "${name}"${scope.catalog ? ` in catalog "${scope.catalog}"` : ''}: search_tools finds tools, list_tools lists names${
+      scope.fromProgram ? ' (a program reaches only catalogs with code mode on)' : ''
+    }`,
   };
 }
 
@@ -405,16 +434,27 @@ export type ToolDetail =
       description: string;
       parameters?: string[];
       inputSchema?: Record<string, unknown> | null;
+      /** detail "typescript": the tool as a declaration a run_code program is written against. */
+      declaration?: string;
     }
   | { name: string; found: false; error: string };
 
-export async function toolDetails(deps: DiscoveryDeps, scope: DiscoveryScope, names: string[], detail: 'brief' | 'full'): Promise<ToolDetail[]> {
+export async function toolDetails(deps: DiscoveryDeps, scope: DiscoveryScope, names: string[], detail: 'brief' | 'full' | 'typescript'): Promise<ToolDetail[]> {
   return Promise.all(
     names.map(async (name): Promise<ToolDetail> => {
       const resolved = await resolveTool(deps, scope, name, 'details');
       if (!resolved.ok) return { name, found: false, error: resolved.error };
       const { tool, catalog } = resolved;
       learnFromUse(deps, scope, catalog, tool.name, STRENGTH.details);
+      if (detail === 'typescript') {
+        const declaration = toolDeclaration({
+          address: address(scope, catalog, tool.name),
+          description: tool.description,
+          inputSchema: tool.inputSchema,
+          outputSchema: outputSchemaOf(tool.definition),
+        });
+        return { name, found: true, catalog, server: tool.server, description: firstSentence(tool.description), declaration };
+      }
       return detail === 'brief'
         ? { name, found: true, catalog, server: tool.server, description: firstSentence(tool.description), parameters: parameterNames(tool.inputSchema) }
         : { name, found: true, catalog, server: tool.server, description: tool.description, inputSchema: tool.inputSchema };
@@ -519,6 +559,7 @@ export async function callTool(
       outcome,
       ms: performance.now() - started,
       args: argumentShape(args),
+      ...(scope.fromProgram ? { via: 'run_code' } : {}),
       ...(reason ? { reason } : {}),
     });
   // Nothing is sent for arguments the tool's schema refuses: the agent hears which field and why.

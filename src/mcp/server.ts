@@ -13,6 +13,8 @@ import { RESERVED_TOOL_NAMES } from '../trust/reserved-names.js';
 import type { Logger } from '../logger.js';
 import { recordSearch, type Metrics } from '../metrics.js';
 import { DATABASE_UNAVAILABLE_MESSAGE, isDatabaseUnavailable } from '../store/database.js';
+import { runCode, runStructured, runText } from './code-mode.js';
+import type { SandboxPool } from '../sandbox/sandbox-pool.js';
 import {
   BadCursor,
   callTool,
@@ -33,6 +35,8 @@ export interface McpDeps extends DiscoveryDeps {
   logger: Logger;
   metrics?: Metrics;
   version: string;
+  /** Set when CODE_MODE=on: run_code runs programs here. */
+  sandbox?: SandboxPool | null;
 }
 
 export const META_TOOLS = RESERVED_TOOL_NAMES;
@@ -42,6 +46,11 @@ Workflow: 1) search_tools with what you want to do, in plain words (it ranks by 
 2) get_tool_details on the one or few that fit, to read their input schema;
 3) call_tool with that name and arguments matching the schema.
 list_tools browses names when you know roughly what exists. Names returned by search_tools and list_tools are the ones to pass on unchanged.`;
+
+/** Added to the instructions where run_code is offered. */
+export const CODE_MODE_INSTRUCTIONS = `Code mode: when a task takes several tool calls (many files, a loop over a list, one tool's output into another), write one program for run_code instead of calling tools one by one: only its return value and console output come back to you.
+In a program, a tool is an async function: await tools.<name>(args), or tools.<catalog>.<name>(args) where names carry a catalog, or tools["odd-name"](args); await callTool(name, args) works for any name. A call resolves to the tool's structured result, or its text; a failed call throws a ToolError.
+Find tools with search_tools (signatures: true shows how to call each), read their TypeScript declarations with get_tool_details (detail: "typescript"), then run_code with TypeScript or JavaScript whose top level may await and return. No network, files, timers or imports: only tools, callTool and console.`;
 
 /**
  * A meta-tool's text field: what the store can keep (safe-text.ts). Checked here, not over the
@@ -59,6 +68,7 @@ const searchInput = z.object({
   limit: z.number().int().min(1).max(SEARCH_LIMIT_MAX).optional().describe(`How many tools (default ${SEARCH_LIMIT_DEFAULT}, at most ${SEARCH_LIMIT_MAX})`),
   tags: z.array(safeText().min(1).max(64)).max(16).optional().describe('Only tools carrying one of these tags'),
   server: safeText().min(1).max(128).optional().describe('Only tools of this MCP server'),
+  signatures: z.boolean().optional().describe('Also how a run_code program calls each tool: a one-line TypeScript signature'),
 });
 const briefTool = z.object({
   name: z.string(),
@@ -67,12 +77,16 @@ const briefTool = z.object({
   description: z.string(),
   parameters: z.array(z.string()),
   score: z.number(),
+  signature: z.string().optional(),
 });
 const searchOutput = z.object({ results: z.array(briefTool), hint: z.string().optional() });
 
 const detailsInput = z.object({
   names: z.array(safeText().min(1).max(300)).min(1).max(20).describe('Tool names from search_tools or list_tools'),
-  detail: z.enum(['brief', 'full']).optional().describe('full (default): the input schema as pushed; brief: first sentence and parameter names'),
+  detail: z
+    .enum(['brief', 'full', 'typescript'])
+    .optional()
+    .describe('full (default): the input schema as pushed; brief: first sentence and parameter names; typescript: a declaration for run_code programs'),
 });
 const detailsOutput = z.object({
   tools: z.array(
@@ -85,8 +99,25 @@ const detailsOutput = z.object({
       description: z.string().optional(),
       parameters: z.array(z.string()).optional(),
       inputSchema: z.record(z.string(), z.unknown()).nullable().optional(),
+      declaration: z.string().optional(),
     }),
   ),
+});
+
+const runInput = z.object({
+  code: safeText()
+    .min(1)
+    .describe(
+      'A TypeScript or JavaScript program: the body of an async function (await and return at its top level). Tools are async functions: await tools.<name>(args).',
+    ),
+});
+const runOutput = z.object({
+  result: z.unknown().optional().describe("The program's return value (null when it returns nothing)"),
+  result_truncated: z.string().optional().describe("The return value's JSON cut at the output limit, when it was longer"),
+  logs: z.array(z.string()).describe('console output, cut at the output limit'),
+  logs_dropped: z.number().optional(),
+  calls: z.number().describe('Tool calls the program made'),
+  ms: z.number(),
 });
 
 const listInput = z.object({
@@ -115,8 +146,15 @@ function searchText(answer: {
   return [...lines, ...(answer.hint ? [`hint: ${answer.hint}`] : [])].join('\n') || 'no tools';
 }
 
+/** Whether run_code is offered in this scope: CODE_MODE=on, and at /mcp/{catalog} the catalog allows it. */
+export function offersCodeMode(deps: McpDeps, scope: DiscoveryScope): boolean {
+  return Boolean(deps.sandbox) && (scope.catalog === undefined || scope.summary?.codeMode !== false);
+}
+
 export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): McpServer {
-  const server = new McpServer({ name: 'toolsift', version: deps.version }, { instructions: INSTRUCTIONS, capabilities: { logging: {} } });
+  const codeMode = offersCodeMode(deps, scope);
+  const instructions = codeMode ? `${INSTRUCTIONS}\n\n${CODE_MODE_INSTRUCTIONS}` : INSTRUCTIONS;
+  const server = new McpServer({ name: 'toolsift', version: deps.version }, { instructions, capabilities: { logging: {} } });
 
   /** Runs one meta-tool call with its log line and metrics; an unexpected error becomes an isError result. */
   const observed = async <T extends { content: unknown[]; isError?: boolean }>(
@@ -238,6 +276,47 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
       }),
   );
 
+  if (codeMode && deps.sandbox) {
+    const sandbox = deps.sandbox;
+    const limits = sandbox.limits;
+    server.registerTool(
+      'run_code',
+      {
+        title: 'Run a program that calls tools',
+        description:
+          'Run one TypeScript or JavaScript program in a sandbox; only its return value and console output come back, not the results of the tools it calls. ' +
+          'Use it when a task takes several calls: loops, many files, one tool feeding another. ' +
+          'The program is the body of an async function: await tools.<name>(args) (tools.<catalog>.<name> where names carry a catalog; tools["odd-name"]) or callTool(name, args) call tools, ' +
+          "resolving to the tool's structured result or its text; a failed call throws ToolError. Return a value to answer. " +
+          'No network, files, timers or imports. ' +
+          `Limits: ${Math.round(limits.wallMs / 1000)} s, ${limits.maxCalls} tool calls, ${Math.round(limits.memoryBytes / 1024 / 1024)} MiB, output cut at ${Math.round(limits.outputBytes / 1024)} KiB. ` +
+          'get_tool_details with detail "typescript" gives a tool\'s declaration.',
+        inputSchema: runInput,
+        outputSchema: runOutput,
+        annotations: { openWorldHint: true },
+      },
+      (input, ctx) =>
+        observed('run_code', async () => {
+          const { outcome, ms } = await runCode(
+            {
+              ...deps,
+              sandbox,
+              onProgramCall: (upstream, outcome, callMs) => {
+                if (upstream) deps.metrics?.mcpUpstreamCalls.observe({ upstream, outcome }, callMs / 1000);
+              },
+            },
+            scope,
+            input.code,
+            (ctx as { mcpReq?: { signal?: AbortSignal } } | undefined)?.mcpReq?.signal,
+          );
+          deps.metrics?.codeRuns.observe({ outcome: outcome.ok ? 'ok' : outcome.error!.kind }, ms / 1000);
+          const split = { sandbox_start_ms: outcome.startMs, program_cpu_ms: outcome.cpuMs };
+          if (!outcome.ok) return { content: [text(runText(outcome))], isError: true, count: outcome.calls, split };
+          return { content: [text(runText(outcome))], structuredContent: runStructured(outcome, ms), count: outcome.calls, split };
+        }),
+    );
+  }
+
   const catalogsOf = async (): Promise<string[]> =>
     scope.catalog ? [scope.catalog] : (await listCatalogs(deps.catalog, scope.tenant)).map((catalog) => catalog.name);
   const inScope = async (catalog: string) => (await catalogsOf()).includes(catalog);
@@ -292,6 +371,27 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
   server.registerPrompt('discover', { title: 'Discover tools', description: 'How to find and use tools through toolsift.' }, () => ({
     messages: [{ role: 'user', content: { type: 'text', text: INSTRUCTIONS } }],
   }));
+
+  if (codeMode)
+    server.registerPrompt(
+      'code_mode',
+      {
+        title: 'Do a task with one program',
+        description: 'Find the tools a task needs, read their TypeScript declarations, then run one program with run_code.',
+        argsSchema: z.object({ task: z.string().min(1).max(2_000) }),
+      },
+      ({ task }) => ({
+        messages: [
+          {
+            role: 'user',
+            content: {
+              type: 'text',
+              text: `Task: ${task}\n\n${CODE_MODE_INSTRUCTIONS}\n\nSteps: search_tools with signatures: true for each kind of tool the task needs; get_tool_details with detail "typescript" on the ones you will call; then one run_code whose program does the whole task and returns only the answer (not the raw tool results). If the program fails, read the error's line and fix that line.`,
+            },
+          },
+        ],
+      }),
+    );
 
   server.registerPrompt(
     'find_tool',

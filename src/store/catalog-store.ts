@@ -14,6 +14,8 @@ export interface CatalogSummary {
   revision: number;
   /** Which registration of its upstream MCP servers (bumped by each PUT or DELETE of one); not in the API. */
   upstreamRevision: number;
+  /** Whether run_code programs may call its tools (CODE_MODE=on). */
+  codeMode: boolean;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -32,7 +34,7 @@ export interface CatalogToolRow {
   tokens: { anthropic: number | null; openai: number | null; as_sent: number | null };
 }
 
-const summaryColumns = sql`c.id, c.name, c.revision::int as revision, c.upstream_revision::int as "upstreamRevision", c.created_at as "createdAt", c.updated_at as "updatedAt",
+const summaryColumns = sql`c.id, c.name, c.revision::int as revision, c.upstream_revision::int as "upstreamRevision", c.code_mode as "codeMode", c.created_at as "createdAt", c.updated_at as "updatedAt",
   c.tool_count as "toolCount", c.tokens_anthropic::float8 as anthropic, c.tokens_openai::float8 as openai, c.tokens_as_sent::float8 as as_sent`;
 
 type SummaryRow = Omit<CatalogSummary, 'definitionTokens'> & DefinitionTokens;
@@ -417,6 +419,18 @@ export async function deleteCatalogTool(db: Db, tenant: string, catalog: string,
 export async function deleteCatalog(db: Executor, tenant: string, name: string): Promise<boolean> {
   const rows = await retryOnConflict(() => queryRows<{ id: number }>(db, sql`delete from catalogs where tenant = ${tenant} and name = ${name} returning id`));
   return rows.length > 0;
+}
+
+/** Sets the catalog's settings; undefined when there is no such catalog. */
+export async function updateCatalogSettings(db: Executor, tenant: string, name: string, settings: { codeMode?: boolean }): Promise<CatalogSummary | undefined> {
+  const rows = await queryRows<SummaryRow>(
+    db,
+    sql`with updated as (
+          update catalogs set code_mode = coalesce(${settings.codeMode ?? null}::boolean, code_mode), updated_at = now()
+          where tenant = ${tenant} and name = ${name} returning *)
+        select ${summaryColumns} from updated c`,
+  );
+  return rows[0] ? normalizeSummary(rows[0]) : undefined;
 }
 
 export async function listCatalogs(db: Executor, tenant: string): Promise<CatalogSummary[]> {

@@ -1,5 +1,20 @@
 import { sql } from 'drizzle-orm';
-import { bigint, bigserial, customType, index, integer, json, pgTable, primaryKey, real, serial, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import {
+  bigint,
+  bigserial,
+  boolean,
+  customType,
+  index,
+  integer,
+  json,
+  pgTable,
+  primaryKey,
+  real,
+  serial,
+  text,
+  timestamp,
+  uniqueIndex,
+} from 'drizzle-orm/pg-core';
 import { vectorLiteral } from './vector-literal.js';
 
 /**
@@ -112,6 +127,8 @@ export const catalogs = pgTable(
     tokensAsSent: bigint('tokens_as_sent', { mode: 'number' }).notNull().default(0),
     /** Bumped by every PUT or DELETE of one of its upstreams: call_tool's cache of upstream rows keys on it. */
     upstreamRevision: bigint('upstream_revision', { mode: 'number' }).notNull().default(0),
+    /** Whether run_code programs may call its tools (with CODE_MODE=on); PATCH /v1/catalogs/{catalog}. */
+    codeMode: boolean('code_mode').notNull().default(true),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
   },

@@ -248,7 +248,8 @@ describe('catalog ingestion over REST', () => {
     expect(expectError(await app.request('GET', `/v1/catalogs/${existing}/tools/nope`), 404, 'not_found').message).toContain('nope');
     expect(expectError(await app.request('GET', '/v1/nothing-here'), 404, 'not_found').message).toBe('no route for GET /v1/nothing-here');
     expectError(await app.request('GET', '/nothing'), 404, 'not_found');
-    expectError(await app.request('PATCH', `/v1/catalogs/${existing}`, {}), 404, 'not_found');
+    expectError(await app.request('PATCH', `/v1/catalogs/${existing}/tools`, {}), 404, 'not_found');
+    expectError(await app.request('PATCH', `/v1/catalogs/${missing}`, { code_mode: false }), 404, 'not_found');
   });
 
   it('keeps a sane caller X-Request-Id and replaces a bad one', async () => {

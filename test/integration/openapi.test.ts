@@ -17,6 +17,7 @@ describe('openapi.yaml', () => {
       tool_count: 1,
       definition_tokens: { anthropic: 40, openai: 43, as_sent: 38 },
       revision: 1,
+      code_mode: true,
       created_at: '2026-01-01T00:00:00.000Z',
       updated_at: '2026-01-01T00:00:00.000Z',
       embedding: null,

@@ -23,7 +23,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['jobs'],
   ['embed'],
   ['store'],
-  ['trust', 'ranking'],
+  ['trust', 'ranking', 'sandbox'],
   ['audit.ts', 'metrics.ts', 'logger.ts', 'errors.ts'],
   ['lib'],
 ];
