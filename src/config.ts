@@ -146,6 +146,16 @@ export const configSchema = z.preprocess(
     /** A program's source size. */
     CODE_MODE_PROGRAM_BYTES: z.preprocess(emptyAsUndefined, byteSize.prefault('64kb')),
     EMBED_MODEL: z.string().min(1).default('use-lite'),
+    /** `EMBED_MODEL=openai:<model>`: the service's base URL (OpenAI's embeddings API: OpenAI, Azure OpenAI v1, Ollama, vLLM, LiteLLM, TEI). */
+    EMBED_BASE_URL: z.preprocess(emptyAsUndefined, z.url({ protocol: /^https?$/ }).default('https://api.openai.com/v1')),
+    EMBED_API_KEY: z.preprocess(emptyAsUndefined, z.string().optional()),
+    /** Sent as `dimensions` (models that shorten their vectors, e.g. text-embedding-3-*); unset: the model's own. */
+    EMBED_DIMENSIONS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(16_000).optional()),
+    /** Texts per request to the service, its requests in flight, and a request's deadline (ms) and retries. */
+    EMBED_SERVICE_BATCH: z.coerce.number().int().min(1).max(2048).default(32),
+    EMBED_SERVICE_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
+    EMBED_SERVICE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+    EMBED_SERVICE_RETRIES: z.coerce.number().int().min(0).max(10).default(5),
     MODEL_DIR: z.preprocess(emptyAsUndefined, z.string().optional()),
     ALLOW_REMOTE_MODELS: z.preprocess(emptyAsUndefined, booleanFlag.prefault('false')),
     EMBED_THREADS: z.coerce.number().int().min(1).max(16).default(2),

@@ -99,6 +99,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   await refreshDefinitionTokens(database.db, tokenCounter, logger);
 
   const ownsEmbedder = overrides.embedder === undefined;
+  let serviceEvents: (event: { kind: 'query' | 'documents'; outcome: 'ok' | 'error'; tokens: number; ms: number }) => void = () => {};
   const loaded =
     overrides.embedder !== undefined
       ? {
@@ -114,6 +115,17 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
             threadNice: config.EMBED_THREAD_NICE,
             pooling: config.EMBED_POOLING,
             queryPrefix: config.EMBED_QUERY_PREFIX,
+            service: {
+              baseUrl: config.EMBED_BASE_URL,
+              apiKey: config.EMBED_API_KEY,
+              dimensions: config.EMBED_DIMENSIONS,
+              batchSize: config.EMBED_SERVICE_BATCH,
+              concurrency: config.EMBED_SERVICE_CONCURRENCY,
+              timeoutMs: config.EMBED_SERVICE_TIMEOUT_MS,
+              maxRetries: config.EMBED_SERVICE_RETRIES,
+              // Metrics are built after the model (they read its status): events reach them once they exist.
+              observe: (event) => serviceEvents(event),
+            },
           },
           logger,
         );
@@ -125,6 +137,10 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
 
   // Built before the queue so workers can count what they write; the queue is read at scrape time.
   const metrics = createMetrics({ queue: () => queue, embedder: () => loaded.status });
+  serviceEvents = ({ kind, outcome, tokens, ms }) => {
+    metrics.embedServiceRequests.observe({ kind, outcome }, ms / 1000);
+    if (tokens > 0) metrics.embedServiceTokens.inc({ kind }, tokens);
+  };
   let queue: EmbedQueue | null = null;
   let embedWorker: EmbedWorker | null = null;
   try {
@@ -183,6 +199,9 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
             `${loaded.status.modelId}: ${loaded.status.state}${loaded.status.reason ? ` (${loaded.status.reason})` : ''}; ranking with BM25 only`,
           );
         }
+        // An embedding service that stopped answering: searches rank with BM25 until it is back.
+        const failure = embedder?.lastFailure?.();
+        if (failure) throw new Error(`${loaded.status.modelId}: the embedding service is failing (${failure}); ranking with BM25 only`);
         return { model: loaded.status.modelId, dimension: embedder?.dimension };
       },
     },

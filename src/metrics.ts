@@ -18,6 +18,8 @@ export interface Metrics {
   mcpRequests: Counter<'method' | 'tool' | 'outcome'>;
   mcpUpstreamCalls: Histogram<'upstream' | 'outcome'>;
   codeRuns: Histogram<'outcome'>;
+  embedServiceRequests: Histogram<'kind' | 'outcome'>;
+  embedServiceTokens: Counter<'kind'>;
   sandboxWorkersLost: Counter;
   auditEvents: Counter<'event' | 'outcome'>;
   toolTokens: Counter<'endpoint' | 'tenant' | 'kind'>;
@@ -108,6 +110,19 @@ export function createMetrics(sources: MetricSources): Metrics {
       help: "call_tool calls and run_code programs' calls proxied to upstream MCP servers, by upstream and outcome.",
       labelNames: ['upstream', 'outcome'],
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry],
+    }),
+    embedServiceRequests: new Histogram({
+      name: 'toolsift_embed_service_request_duration_seconds',
+      help: "Requests to the embedding service (EMBED_MODEL=openai:<model>), by kind (query, documents) and outcome (ok, error: after the client's retries).",
+      labelNames: ['kind', 'outcome'],
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry],
+    }),
+    embedServiceTokens: new Counter({
+      name: 'toolsift_embed_service_tokens_total',
+      help: 'Input tokens the embedding service counted (its usage.prompt_tokens), by kind (query, documents).',
+      labelNames: ['kind'],
       registers: [registry],
     }),
     codeRuns: new Histogram({

@@ -1,12 +1,15 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Embedder, EmbedderStatus } from './embedder.js';
+import { SERVICE_MODEL_PREFIX, type ServiceEmbedderOptions } from './service-embedder.js';
 import type { Pooling } from './transformers.js';
 import { USE_LITE_MODEL_ID } from './use-lite.js';
 
 export interface LoadEmbedderOptions {
-  /** 'use-lite', 'none', or a transformers.js model id such as 'Xenova/all-MiniLM-L6-v2'. */
+  /** 'use-lite', 'none', `openai:<model>` (an embedding service) or a transformers.js model id such as 'Xenova/all-MiniLM-L6-v2'. */
   model: string;
+  /** The embedding service's address and limits, for `openai:<model>`. */
+  service?: Omit<ServiceEmbedderOptions, 'model' | 'queryPrefix' | 'documentPrefix'>;
   /** Folder of local transformers.js models (`<modelDir>/<model>/...`). */
   modelDir?: string;
   allowRemote: boolean;
@@ -40,9 +43,14 @@ export async function loadEmbedder(options: LoadEmbedderOptions, logger?: EmbedL
   }
   const started = performance.now();
   try {
-    const embedder = modelId === USE_LITE_MODEL_ID ? await loadUseLite(options) : await loadTransformers(options);
+    const embedder =
+      modelId === USE_LITE_MODEL_ID
+        ? await loadUseLite(options)
+        : modelId.startsWith(SERVICE_MODEL_PREFIX)
+          ? await loadService(options)
+          : await loadTransformers(options);
     logger?.info({ modelId, dimension: embedder.dimension, loadMs: Math.round(performance.now() - started) }, 'embedding model ready');
-    return { embedder, status: { state: 'ready', modelId } };
+    return { embedder, status: { state: 'ready', modelId: embedder.modelId } };
   } catch (error) {
     const reason = describeLoadFailure(error);
     logger?.warn({ modelId, reason }, 'embedding model unavailable; ranking with BM25 only');
@@ -53,6 +61,14 @@ export async function loadEmbedder(options: LoadEmbedderOptions, logger?: EmbedL
 async function loadUseLite(options: LoadEmbedderOptions): Promise<Embedder> {
   const { createUseLiteEmbedder } = await import('./use-lite.js');
   return createUseLiteEmbedder({ threads: options.threads, nice: options.threadNice });
+}
+
+async function loadService(options: LoadEmbedderOptions): Promise<Embedder> {
+  const model = options.model.slice(SERVICE_MODEL_PREFIX.length);
+  if (!model) throw new Error('EMBED_MODEL=openai:<model> needs the model name after "openai:"');
+  if (!options.service) throw new Error('an embedding service needs EMBED_BASE_URL');
+  const { ServiceEmbedder } = await import('./service-embedder.js');
+  return ServiceEmbedder.connect({ ...options.service, model, queryPrefix: options.queryPrefix, documentPrefix: options.documentPrefix });
 }
 
 async function loadTransformers(options: LoadEmbedderOptions): Promise<Embedder> {

@@ -10,6 +10,8 @@ export interface Embedder {
   embedDocuments(texts: string[]): Promise<number[][]>;
   /** Unit-length vector for a search query (query prefix applied when the model has one). */
   embedQuery(text: string): Promise<number[]>;
+  /** An embedding service's last failure, for /readyz (in-process models have none). */
+  lastFailure?(): string | undefined;
   close(): Promise<void>;
 }
 

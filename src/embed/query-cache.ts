@@ -14,6 +14,7 @@ export function withQueryCache(embedder: Embedder, capacity: number): Embedder {
     modelId: embedder.modelId,
     dimension: embedder.dimension,
     embedDocuments: (texts) => embedder.embedDocuments(texts),
+    ...(embedder.lastFailure ? { lastFailure: () => embedder.lastFailure?.() } : {}),
     embedQuery(text) {
       const key = cacheKey(text);
       const cached = entries.get(key);

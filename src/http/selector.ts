@@ -131,7 +131,7 @@ export function selectorRoutes(deps: SelectorDeps, search: RankDeps = deps): Rou
       const selected = await selectFromCatalog(
         search,
         { tenant: res.locals.tenant as string, name: body.catalog },
-        { pattern, topK, alwaysKeep: body.always_keep ?? [], storeDeadlineMs: storeDeadlineMs(deps) },
+        { pattern, topK, alwaysKeep: body.always_keep ?? [], storeDeadlineMs: storeDeadlineMs(deps), embedBudgetMs: deps.budgetMs },
       );
       deps.metrics?.selectorNames.observe(selected.names.length);
       deps.metrics?.selectorConfidence.observe(selected.confidence);

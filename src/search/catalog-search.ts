@@ -3,7 +3,7 @@ import { getCatalog, listCatalogTools, loadCatalogTools } from '../store/catalog
 import { corpusIds, EXACT_SCAN_MAX, existingNames } from '../store/search-store.js';
 import { confidences } from '../ranking/confidence.js';
 import type { CatalogSummary, CatalogToolRow } from '../store/catalog-store.js';
-import { expandQuery, rankCorpus, type RankDeps, type RankQuery, type RankedTool, type RankResult } from './hybrid-search.js';
+import { EmbedderBusy, expandQuery, rankCorpus, type RankDeps, type RankQuery, type RankedTool, type RankResult } from './hybrid-search.js';
 import { rememberedCatalogSource, storedCatalogSource } from './corpus-source.js';
 import type { PendingEmbeddings } from '../catalog/embedding-status.js';
 import { nameCandidates } from './patterns.js';
@@ -18,7 +18,11 @@ import { currentRecipe } from '../embed/embed-documents.js';
 export const SQL_SERVER_LISTS_MAX = 20_000;
 
 /** A catalog search: the query, how many, the mode, and a tag filter (only tools carrying one of them; each match boosts). */
-export type CatalogQuery = Omit<RankQuery, 'exactIds'> & { tags?: string[] };
+export type CatalogQuery = Omit<RankQuery, 'exactIds'> & {
+  tags?: string[];
+  /** How long the query's embedding may take (the gateway selector's budget); past it BM25 answers (`embedder_busy`). */
+  embedBudgetMs?: number;
+};
 
 export interface CatalogSearchResult {
   tools: (RankedTool & { tool: CatalogToolRow })[];
@@ -53,7 +57,18 @@ export async function searchCatalog(
       : undefined;
   const expandedQuery = early ? expandQuery(request.query, early.bm25.vocabulary()) : undefined;
   const queryText = expandedQuery?.text ?? request.query;
-  const queryVector = request.mode !== 'bm25' && deps.embedder && request.query.trim() !== '' ? deps.embedder.embedQuery(queryText) : undefined;
+  // Within the caller's budget, from the request's start: an embedding service that is slow
+  // leaves this search to BM25 (its vector is cached for the next one when it arrives).
+  const started = performance.now();
+  const budget = request.embedBudgetMs;
+  const embedQuery =
+    deps.embedder && budget !== undefined
+      ? (text: string) => withDeadline(deps.embedder!.embedQuery(text), Math.max(0, budget - (performance.now() - started)), () => new EmbedderBusy(budget))
+      : undefined;
+  const queryVector =
+    request.mode !== 'bm25' && deps.embedder && request.query.trim() !== ''
+      ? (embedQuery ?? ((text: string) => deps.embedder!.embedQuery(text)))(queryText)
+      : undefined;
   queryVector?.catch(() => {}); // awaited in rankCorpus, which reports a failure
   const catalog = read ?? (await getCatalog(deps.db, ref.tenant, ref.name));
   if (!catalog) throw notFound(`catalog "${ref.name}"`);
@@ -157,7 +172,7 @@ export async function searchCatalog(
     deps,
     source,
     { ...query, exactIds: candidates.filter((name) => found.has(name)) },
-    { ...(queryVector ? { queryVector, queryText } : {}), ...(expandedQuery ? { expandedQuery } : {}) },
+    { ...(queryVector ? { queryVector, queryText } : {}), ...(expandedQuery ? { expandedQuery } : {}), ...(embedQuery ? { embedQuery } : {}) },
   );
   const rows = await loadCatalogTools(
     deps.db,
@@ -276,7 +291,7 @@ export interface CatalogSelection {
 export async function selectFromCatalog(
   deps: RankDeps,
   ref: { tenant: string; name: string },
-  input: { pattern: string; topK: number; alwaysKeep: string[]; storeDeadlineMs?: number },
+  input: { pattern: string; topK: number; alwaysKeep: string[]; storeDeadlineMs?: number; embedBudgetMs?: number },
 ): Promise<CatalogSelection> {
   const started = performance.now();
   const wanted = [...new Set(input.alwaysKeep)];
@@ -286,7 +301,7 @@ export async function selectFromCatalog(
   const ranking = await rankCatalog(
     deps,
     ref,
-    { query: input.pattern, topK: input.topK, mode: 'hybrid' },
+    { query: input.pattern, topK: input.topK, mode: 'hybrid', ...(input.embedBudgetMs === undefined ? {} : { embedBudgetMs: input.embedBudgetMs }) },
     { ...(input.storeDeadlineMs === undefined ? {} : { deadlineMs: input.storeDeadlineMs }), memoryDepth: input.topK + kept },
   );
   return ranking.from === 'store' ? selectedFromStore(deps, ref, input, ranking, wanted, started) : selectedFromMemory(input, ranking, wanted, started);

@@ -454,7 +454,7 @@ export async function tagsOf(db: Executor, corpus: Corpus, ids: string[]): Promi
 
 /** The model's partial HNSW index (the default model's comes with the migrations). */
 export async function ensureVectorIndex(db: Executor, model: string, dimension: number): Promise<void> {
-  if (!/^[A-Za-z0-9._\/-]{1,128}$/.test(model) || !Number.isInteger(dimension) || dimension < 1 || dimension > 16000) {
+  if (!/^[A-Za-z0-9._\/:@-]{1,160}$/.test(model) || !Number.isInteger(dimension) || dimension < 1 || dimension > 16000) {
     throw new Error(`cannot index model "${model}" with dimension ${dimension}`);
   }
   const indexName = `tool_embeddings_hnsw_${model.replace(/[^A-Za-z0-9]+/g, '_').toLowerCase()}`.slice(0, 63);
