@@ -373,6 +373,29 @@ describe('benches, smoke runs', () => {
     expect(report.distinctPastQueries).toBeGreaterThan(0);
   });
 
+  it('bench:code: the three tasks both ways with the same answers, the sandbox times and isolation under hostile programs, at a tiny size', async () => {
+    const { code, stdout, stderr } = await runBench(['bench/code.ts', '--quick']);
+    // The bench throws when a way's answer differs from the files' or a hostile program ends otherwise than at its limit.
+    expect(code, stderr.slice(-3000)).toBe(0);
+    const report = JSON.parse(stdout.trim().split('\n').at(-1)!) as {
+      tasks: { task: string; step_tokens: number; code_tokens: number; step_ms: { n: number }; code_ms: { n: number } }[];
+      times: Record<string, { n: number; p50: number }>;
+      service_sandbox_start_ms: { n: number };
+      isolation: Record<'idle' | 'cpu' | 'memory', { selector: { n: number }; healthz: { n: number }; runs: Record<string, number> }>;
+    };
+    expect(report.tasks.map((task) => task.task)).toEqual(['a', 'b', 'c']);
+    for (const task of report.tasks) {
+      expect(task.step_tokens, task.task).toBeGreaterThan(task.code_tokens);
+      expect([task.step_ms.n, task.code_ms.n]).toEqual([2, 2]);
+    }
+    for (const [figure, summary] of Object.entries(report.times)) expect(summary.n, figure).toBe(2);
+    expect(report.times.poolPerCallMs!.p50).toBeGreaterThan(0);
+    expect(report.service_sandbox_start_ms.n).toBeGreaterThan(0);
+    for (const phase of ['idle', 'cpu', 'memory'] as const) expect(report.isolation[phase]).toMatchObject({ selector: { n: 30 }, healthz: { n: 30 } });
+    expect(Object.keys(report.isolation.cpu.runs)).toEqual(['CpuLimit']);
+    expect(Object.keys(report.isolation.memory.runs)).toEqual(['MemoryLimit']);
+  });
+
   it('bench:scan: the scanner report over the poison set and the four corpora', async () => {
     const { code, stdout, stderr } = await runBench(['bench/scan-tools.ts']);
     expect(code, stderr.slice(-3000)).toBe(0);

@@ -26,11 +26,30 @@ import {
 } from 'quickjs-emscripten-core';
 import type { FromWorker, ProgramPosition, RunError, RunOutcome, SandboxLimits, ToWorker } from './protocol.js';
 
-// The engine's WebAssembly is compiled once per worker; each run instantiates it afresh (~1 ms,
+// The engine's WebAssembly is compiled once per worker; each run instantiates it afresh (~1-4 ms,
 // against ~5 ms when each instance compiles it again).
-const variant = newVariant(quickjsNg as unknown as QuickJSSyncVariant, {
-  wasmModule: new WebAssembly.Module(readFileSync(createRequire(import.meta.url).resolve('@jitl/quickjs-ng-wasmfile-release-sync/wasm'))),
-});
+const wasmModule = new WebAssembly.Module(readFileSync(createRequire(import.meta.url).resolve('@jitl/quickjs-ng-wasmfile-release-sync/wasm')));
+const quickjs = quickjsNg as unknown as QuickJSSyncVariant;
+/** The engine's linear memory at start (Emscripten's INITIAL_MEMORY): its static data, stack and first heap. */
+const BASE_MEMORY_BYTES = 16 * 1024 * 1024;
+const WASM_PAGE_BYTES = 64 * 1024;
+
+/**
+ * A run's engine, in a linear memory that cannot grow past the memory limit. The engine's own
+ * accounting cannot be the limit: this build has no malloc_usable_size, so QuickJS refuses only a
+ * single allocation larger than the limit and counts nothing else (300 strings of 1 MiB passed a
+ * 64 MiB limit). The WebAssembly memory's maximum holds whatever the program allocates: past it
+ * malloc fails and the engine throws out of memory.
+ */
+function engineVariant(memoryBytes: number) {
+  const maximum = Math.ceil((BASE_MEMORY_BYTES + memoryBytes) / WASM_PAGE_BYTES);
+  const memory = new WebAssembly.Memory({ initial: BASE_MEMORY_BYTES / WASM_PAGE_BYTES, maximum });
+  return {
+    variant: newVariant(quickjs, { wasmModule, wasmMemory: memory }),
+    /** Whether the program has used (nearly) all of it: an error without a value then is the engine out of memory. */
+    exhausted: () => memory.buffer.byteLength + 2 * 1024 * 1024 >= maximum * WASM_PAGE_BYTES,
+  };
+}
 
 /** The engine's stack: deep recursion ends as a RangeError well before the worker's own stack. */
 const STACK_BYTES = 512 * 1024;
@@ -189,6 +208,7 @@ async function run(program: string, limits: SandboxLimits, abort: SharedArrayBuf
 
   const started = performance.now();
   // A fresh instance of the engine: its memory is new, and dropped with it after the run.
+  const { variant, exhausted } = engineVariant(limits.memoryBytes);
   const engine = await newQuickJSWASMModuleFromVariant(variant);
   const startMs = performance.now() - started;
   const runtime = engine.newRuntime();
@@ -267,12 +287,12 @@ async function run(program: string, limits: SandboxLimits, abort: SharedArrayBuf
     prelude.value.dispose();
 
     const evaluated = slice(() => vm.evalCode(`${stripped.code}\nprogram().then((value) => __encode(value, ${limits.outputBytes}))`, PROGRAM_FILE));
-    if (evaluated.error) return outcome({ ok: false, error: thrown(vm, evaluated.error, stoppedBy, limits) });
+    if (evaluated.error) return outcome({ ok: false, error: thrown(vm, evaluated.error, stoppedBy, limits, exhausted) });
     const promise = evaluated.value;
     try {
       for (;;) {
         const jobs = slice(() => runtime.executePendingJobs());
-        if (jobs.error) return outcome({ ok: false, error: thrown(vm, jobs.error, stoppedBy, limits) });
+        if (jobs.error) return outcome({ ok: false, error: thrown(vm, jobs.error, stoppedBy, limits, exhausted) });
         if (stoppedBy) return outcome({ ok: false, error: stoppedBy });
         const settled = vm.getPromiseState(promise);
         if (settled.type === 'fulfilled') {
@@ -281,7 +301,7 @@ async function run(program: string, limits: SandboxLimits, abort: SharedArrayBuf
           const cut = cutBytes(text, limits.outputBytes);
           return outcome({ ok: true, value: cut, ...(cut.length < text.length ? { valueTruncated: true } : {}) });
         }
-        if (settled.type === 'rejected') return outcome({ ok: false, error: thrown(vm, settled.error, stoppedBy, limits) });
+        if (settled.type === 'rejected') return outcome({ ok: false, error: thrown(vm, settled.error, stoppedBy, limits, exhausted) });
         if (pending.size === 0)
           return outcome({
             ok: false,
@@ -316,7 +336,7 @@ async function run(program: string, limits: SandboxLimits, abort: SharedArrayBuf
   } catch (error) {
     // The engine itself failing (its memory exhausted while the host wrote into it, for one).
     const message = (error as Error).message ?? String(error);
-    if (/out of memory/i.test(message)) return outcome({ ok: false, error: memoryLimit(limits) });
+    if (/out of memory/i.test(message) || exhausted()) return outcome({ ok: false, error: memoryLimit(limits) });
     return outcome({ ok: false, error: stoppedBy ?? { kind: 'internal', name: 'InternalError', message } });
   } finally {
     for (const deferred of pending.values()) deferred.dispose();
@@ -338,7 +358,7 @@ const memoryLimit = (limits: SandboxLimits): RunError => ({
 });
 
 /** An error the program threw (or the engine raised in it) as the run's error. */
-function thrown(vm: QuickJSContext, handle: QuickJSHandle, stoppedBy: RunError | undefined, limits: SandboxLimits): RunError {
+function thrown(vm: QuickJSContext, handle: QuickJSHandle, stoppedBy: RunError | undefined, limits: SandboxLimits, exhausted: () => boolean): RunError {
   if (stoppedBy) {
     handle.dispose();
     return stoppedBy;
@@ -361,5 +381,7 @@ function thrown(vm: QuickJSContext, handle: QuickJSHandle, stoppedBy: RunError |
       ...(position ? { position } : {}),
     };
   }
+  // Out of memory, the engine may not manage even an error object: it throws null.
+  if ((dumped === null || dumped === undefined) && exhausted()) return memoryLimit(limits);
   return { kind: 'runtime', name: 'Error', message: `the program threw ${typeof dumped === 'string' ? dumped : JSON.stringify(dumped)}` };
 }

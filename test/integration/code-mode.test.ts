@@ -195,6 +195,9 @@ describe('code mode: run_code over MCP', () => {
       ['deep recursion', 'const f = (n: number): number => f(n + 1) + 1;\nreturn f(0);', /RangeError at line 1, column \d+: Maximum call stack size exceeded/],
       ['a 1 GB string', 'return "x".repeat(1024 * 1024 * 1024).length', /RangeError at line 1, column \d+: invalid string length/],
       ['a 1 GB array', 'return new Array(256 * 1024 * 1024).fill(1).length', /MemoryLimit: the program used more than its memory limit of 32 MiB/],
+      // Many allocations each under the limit: the engine's own accounting missed these (no malloc_usable_size in its build).
+      ['300 strings of 1 MiB', 'const all: string[] = [];\nfor (let i = 0; i < 300; i++) all.push("x".repeat(1 << 20));\nreturn all.length;', /MemoryLimit/],
+      ['300 byte arrays of 1 MiB', 'const all = [];\nfor (let i = 0; i < 300; i++) all.push(new Uint8Array(1 << 20));\nreturn all.length;', /MemoryLimit/],
       ['a 256 MB string', 'return "x".repeat(256 * 1024 * 1024).length', /MemoryLimit: the program used more than its memory limit of 32 MiB/],
       ['a promise flood', 'const all = []; for (;;) all.push(new Promise(() => {}));', /(MemoryLimit|CpuLimit)/],
       ['a syntax error', 'const x = 1;\nconst y = (x +;\nreturn y;', /SyntaxError at line 2, column \d+/],
