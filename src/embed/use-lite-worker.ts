@@ -2,7 +2,7 @@
  * Worker-thread entry for Universal Sentence Encoder Lite: one model per thread, driven by
  * `WorkerPool` (see its wire protocol). Started by `use-lite.ts`; never imported by the main thread.
  */
-import { setPriority } from 'node:os';
+import { lowerThreadPriority } from '../lib/thread-priority.js';
 import { parentPort, workerData } from 'node:worker_threads';
 import * as tf from '@energetic-ai/core';
 import { initModel } from '@energetic-ai/embeddings';
@@ -41,20 +41,6 @@ try {
   port.postMessage({ type: 'ready' } satisfies Message);
 } catch (error) {
   port.postMessage({ type: 'failed', message: messageOf(error) } satisfies Message);
-}
-
-/**
- * Linux keeps a nice value per thread and `setPriority(0, n)` sets the calling thread's alone; on
- * other systems it would lower the whole process, HTTP thread included, so it is Linux only.
- * Raising one's own nice value needs no privilege; a sandbox that forbids it leaves the default.
- */
-function lowerThreadPriority(nice: number): void {
-  if (nice === 0 || process.platform !== 'linux') return;
-  try {
-    setPriority(0, nice);
-  } catch {
-    // The model then runs at the HTTP thread's priority, as it did before this setting.
-  }
 }
 
 function messageOf(error: unknown): string {

@@ -45,6 +45,8 @@ interface ActiveRun {
 export interface SandboxPoolOptions {
   workers: number;
   limits: SandboxLimits;
+  /** The workers' nice value on Linux (0-19): a busy program yields the cores to request handling. */
+  nice?: number;
   /** Where a worker that died or had to be terminated is reported. */
   onWorkerLost?: (reason: string) => void;
 }
@@ -101,7 +103,7 @@ export class SandboxPool {
   }
 
   #spawn(): Slot {
-    const worker = spawnWorkerModule(import.meta.url, 'sandbox-worker');
+    const worker = spawnWorkerModule(import.meta.url, 'sandbox-worker', { workerData: { nice: this.options.nice ?? 0 } });
     let markReady!: () => void;
     let failReady!: (error: Error) => void;
     const ready = new Promise<void>((resolve, reject) => {

@@ -13,7 +13,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { parentPort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import quickjsNg from '@jitl/quickjs-ng-wasmfile-release-sync';
 import amaro from 'amaro';
 import {
@@ -24,6 +24,7 @@ import {
   type QuickJSHandle,
   type QuickJSSyncVariant,
 } from 'quickjs-emscripten-core';
+import { lowerThreadPriority } from '../lib/thread-priority.js';
 import type { FromWorker, ProgramPosition, RunError, RunOutcome, SandboxLimits, ToWorker } from './protocol.js';
 
 // The engine's WebAssembly is compiled once per worker; each run instantiates it afresh (~1-4 ms,
@@ -141,6 +142,9 @@ parentPort!.on('message', (message: ToWorker) => {
   else current.answers.push(message);
   current.wake?.();
 });
+
+// A busy program yields the cores to the thread that answers searches and health checks.
+lowerThreadPriority((workerData as { nice?: number } | undefined)?.nice ?? 0);
 
 // Loading amaro compiles SWC's WebAssembly: done once per worker, before the first run.
 amaro.transformSync('', { mode: 'strip-only' });
