@@ -56,7 +56,8 @@ export interface paths {
          * Prometheus metrics.
          * @description Request latency by route and status, selector outcomes (names returned, fallbacks by
          *     reason, blank patterns), search stage timings by endpoint, search answers not from the full
-         *     hybrid ranking by endpoint and reason (`toolsift_search_degraded_total`), definition tokens
+         *     hybrid ranking by endpoint and reason (`toolsift_search_degraded_total`), searches whose query is
+         *     not in English by language and whether the model reads it (`toolsift_search_query_languages_total`), definition tokens
          *     offered and selected, MCP calls, embedding queue jobs by state, vectors
          *     written (rate() gives embeddings per second), model load state, gateway audit events
          *     (`toolsift_audit_events_total`), process metrics. With `API_KEYS` set it needs
@@ -397,7 +398,7 @@ export interface paths {
         put?: never;
         /**
          * Rank candidate tools for a query and answer in a provider's tool-search format.
-         * @description Candidates are sent inline (`tools`, any shape toolsift accepts, through the selector's content-hash cache) or named by `catalog` (a stored catalog of the caller's tenant), exactly one of them. Inline tools are remembered by the exact bytes of the `tools` array, as the gateway selector remembers its lists: a call that resends them (a hook's deferred tools, every turn) is neither parsed nor indexed again. The body must be UTF-8 JSON (a declared charset other than UTF-8 is a 415). `format` picks the answer: `names` (default) with scores, estimated tokens (o200k; an estimate for other models) and unmatched query terms; `anthropic` (the content of the tool_result answering the search tool: tool_reference blocks); `openai` (a Responses tool_search_output item with client execution and the selected functions, defer_loading true); `openrouter` (`{<result_key>: [names]}`). `budget_tokens` keeps the best tools whose definitions fit, at least one. Each result has a `confidence`, the estimated probability that it is relevant (a logistic model fitted on four public corpora; `npm run fit:confidence` reports its calibration), 1 for a tool the query names exactly; the answer's `confidence` is its best result's. `min_confidence` leaves out results below it, and may leave none: the caller then decides (the gateway selector endpoint never answers empty). While the database is unavailable (or does not read the catalog's row within 4 x SELECTOR_BUDGET_MS), a `catalog` this process has searched is answered from the catalog as last seen here (hybrid when its vectors are held, else BM25 with typo matching and server votes, as the store ranks without the model; tokens as stored), with `degraded: store_error` in the `names` format; the `openai` format, whose answer carries definitions, keeps the ranked tools a search here answered with before (their definitions as then read). A catalog never searched here answers 503.
+         * @description Candidates are sent inline (`tools`, any shape toolsift accepts, through the selector's content-hash cache) or named by `catalog` (a stored catalog of the caller's tenant), exactly one of them. Inline tools are remembered by the exact bytes of the `tools` array, as the gateway selector remembers its lists: a call that resends them (a hook's deferred tools, every turn) is neither parsed nor indexed again. The body must be UTF-8 JSON (a declared charset other than UTF-8 is a 415). `format` picks the answer: `names` (default) with scores, estimated tokens (o200k; an estimate for other models) and unmatched query terms; `anthropic` (the content of the tool_result answering the search tool: tool_reference blocks); `openai` (a Responses tool_search_output item with client execution and the selected functions, defer_loading true); `openai_additional_tools` (a Responses additional_tools input item: the functions, callable at once); with `namespaces`, each server's tools in an OpenAI namespace of that name; `gemini` (an Interactions tool_search_result step answering `call_id`); `openrouter` (`{<result_key>: [names]}`, the result of the caller's search tool under openrouter:tool_search's custom strategy). `budget_tokens` keeps the best tools whose definitions fit, at least one. Each result has a `confidence`, the estimated probability that it is relevant (a logistic model fitted on four public corpora; `npm run fit:confidence` reports its calibration), 1 for a tool the query names exactly; the answer's `confidence` is its best result's. `min_confidence` leaves out results below it, and may leave none: the caller then decides (the gateway selector endpoint never answers empty). While the database is unavailable (or does not read the catalog's row within 4 x SELECTOR_BUDGET_MS), a `catalog` this process has searched is answered from the catalog as last seen here (hybrid when its vectors are held, else BM25 with typo matching and server votes, as the store ranks without the model; tokens as stored), with `degraded: store_error` in the `names` format; the `openai` format, whose answer carries definitions, keeps the ranked tools a search here answered with before (their definitions as then read). A catalog never searched here answers 503.
          */
         post: operations["searchTools"];
         delete?: never;
@@ -417,7 +418,7 @@ export interface paths {
         put?: never;
         /**
          * MCP over Streamable HTTP, across every catalog of the caller's tenant.
-         * @description Meta-tools search_tools, get_tool_details, list_tools and call_tool; resources toolsift://catalogs/{catalog}/index and toolsift://catalogs/{catalog}/tools/{name}; prompts discover and find_tool. Tools are addressed as catalog/name here. A browser Origin must be allowed by ALLOWED_ORIGINS (as on every route). call_tool checks the arguments against the tool's input schema before anything is sent, and reaches only the upstream that listed the tool. While the database does not answer, the meta-tools work from what this process holds (the tenant's catalogs as last listed here; search_tools from their in-process indexes, marked in its hint; call_tool and get_tool_details for tools resolved here before); the rest answers an isError result saying the database did not answer in time.
+         * @description Meta-tools search_tools, get_tool_details, list_tools and call_tool; resources toolsift://catalogs/{catalog}/index and toolsift://catalogs/{catalog}/tools/{name}; prompts discover and find_tool. Tools are addressed as catalog/name here. A browser Origin must be allowed by ALLOWED_ORIGINS (as on every route). call_tool checks the arguments against the tool's input schema before anything is sent, and reaches only the upstream that listed the tool. While the database does not answer, the meta-tools work from what this process holds (the tenant's catalogs as last listed here; search_tools from their in-process indexes, marked in its hint; call_tool and get_tool_details for tools resolved here before); the rest answers an isError result saying the database did not answer in time. With MCP_DRAFTS=on, prototypes of draft proposals too (docs/mcp.md): tools/catalog and tools/describe (SEP-2636), filter.namePatterns (SEP-2564), tools/call by a catalog tool's address, and the AgentCore-style search tool x_amz_bedrock_agentcore_search.
          */
         post: operations["mcpAllCatalogs"];
         delete?: never;
@@ -544,6 +545,26 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description A Responses function tool (openai's FunctionTool; inside a namespace, its Function). */
+        OpenAiFunction: {
+            /** @constant */
+            type: "function";
+            name: string;
+            description: string;
+            parameters: Record<string, never>;
+            strict: boolean;
+            /** @description true in a tool_search_output (the definitions a search loads); absent in additional_tools. */
+            defer_loading?: boolean;
+        };
+        /** @description A Responses function tool, or a namespace of a server's function tools. */
+        OpenAiResponsesTool: components["schemas"]["OpenAiFunction"] | {
+            /** @constant */
+            type: "namespace";
+            /** @description The tools' server. */
+            name: string;
+            description: string;
+            tools: components["schemas"]["OpenAiFunction"][];
+        };
         Upstream: {
             name: string;
             url: string;
@@ -811,8 +832,21 @@ export interface components {
                     events: number;
                     vote: number;
                 } | null;
+                /** @description The tool's rank and score in the rerank service's list (RERANK_URL, hybrid mode, the fused list's first RERANK_TOP_N); null when it was not reranked: no reranker, beyond the top N, or the reranker was late or failed (see the answer's `rerank`). */
+                rerank: components["schemas"]["RankAndScore"];
                 exact_name: boolean;
             };
+        };
+        /** @description Present when the query is not in English (told cheaply from its script, and for Latin script from German, French and Spanish function words, letters and endings). `understood` false: the embedding model does not read that language (the default, use-lite, reads English only; EMBED_MULTILINGUAL or a known multilingual model reads it): hybrid then ranks BM25's list first and the model's nearest tools only after it (fused, they are noise), so the tools were matched by the words they share with the query (names, numbers, cognates), and their confidences are scaled down (x0.75). A query in another language is never typo-corrected into English words (only a word one letter longer or shorter at its end is matched). */
+        QueryLanguage: {
+            /**
+             * @description BCP 47: de, fr, es, zh, ja, ko, or und-<Script> (und-Cyrl, und-Arab, ...) when only the script is told.
+             * @example de
+             * @example zh
+             * @example und-Cyrl
+             */
+            tag: string;
+            understood: boolean;
         };
         /** @description Rank (from 1) and score in that retriever's list; null when it did not return the tool. */
         RankAndScore: {
@@ -825,10 +859,16 @@ export interface components {
             search_id?: string;
             took_ms: number;
             /**
-             * @description Present when the answer is not what the mode promises: the model is unavailable, failed or busy (BM25 alone), or some of the catalog's tools have no vector yet (`embeddings_pending`: those tools are found by BM25 only, and `mode=vector` cannot return them; see `embedding`). A process counts a pending catalog for searches at most once a second, so this can outlast the last vector by up to a second.
+             * @description With a rerank service (RERANK_URL) in hybrid mode: `ok` when it reordered the fused list's first RERANK_TOP_N, else why the fused order stands (`timeout`: past RERANK_DEADLINE_MS; `error`: it failed or answered something unusable).
              * @enum {string}
              */
-            degraded?: "embedder_unavailable" | "embedder_error" | "embedder_busy" | "embeddings_pending";
+            rerank?: "ok" | "timeout" | "error";
+            /**
+             * @description Present when the answer is not what the mode promises: the model is unavailable, failed or busy (BM25 alone), or some of the catalog's tools have no vector yet (`embeddings_pending`: those tools are found by BM25 only, and `mode=vector` cannot return them; see `embedding`). A process counts a pending catalog for searches at most once a second, so this can outlast the last vector by up to a second. `query_language` (when nothing else is amiss): the query is not in English and the embedding model does not read its language (see `query_language`).
+             * @enum {string}
+             */
+            degraded?: "embedder_unavailable" | "embedder_error" | "embedder_busy" | "embeddings_pending" | "query_language";
+            query_language?: components["schemas"]["QueryLanguage"];
             /** @description With `degraded=embeddings_pending`, the catalog's tools with a current vector, of all. */
             embedding?: {
                 done: number;
@@ -1522,6 +1562,7 @@ export interface operations {
                      *             "tag_boost": 0,
                      *             "server_vote": 0,
                      *             "learned": null,
+                     *             "rerank": null,
                      *             "exact_name": false
                      *           }
                      *         }
@@ -1903,14 +1944,23 @@ export interface operations {
                      * @default names
                      * @enum {string}
                      */
-                    format?: "names" | "anthropic" | "openai" | "openrouter";
-                    /** @description openai: echoed as the output item call_id. */
+                    format?: "names" | "anthropic" | "openai" | "openai_additional_tools" | "gemini" | "openrouter";
+                    /** @description openai: echoed as the output item call_id; gemini (required): the tool_search_call id the step answers. */
                     call_id?: string;
                     /**
                      * @description openrouter: the key the names go under.
                      * @default tool_names
                      */
                     result_key?: string;
+                    /**
+                     * @description openai, openai_additional_tools: each tool's server becomes an OpenAI namespace of that name, placed where its best tool ranks (tools of no server stay functions).
+                     * @default false
+                     */
+                    namespaces?: boolean;
+                    /** @description With namespaces: server -> the namespace description the request to OpenAI declares ("Tools of the <server> server." for a server not named). */
+                    namespace_descriptions?: {
+                        [key: string]: string;
+                    };
                 };
             };
         };
@@ -1936,8 +1986,9 @@ export interface operations {
                             offered: number;
                             selected: number;
                         };
-                        /** @description Why this is not the full hybrid ranking: embedder_unavailable, embedder_busy, embedder_error, embeddings_pending, or store_error (ranked without the store: inline tools, or a catalog from memory). */
+                        /** @description Why this is not the full hybrid ranking: embedder_unavailable, embedder_busy, embedder_error, embeddings_pending, store_error (ranked without the store: inline tools, or a catalog from memory), or query_language (a catalog searched for a query in a language the model does not read; see query_language). */
                         degraded?: string;
+                        query_language?: components["schemas"]["QueryLanguage"];
                     } | {
                         content: {
                             /** @constant */
@@ -1952,7 +2003,24 @@ export interface operations {
                         /** @constant */
                         status: "completed";
                         call_id?: string;
-                        tools: Record<string, never>[];
+                        tools: components["schemas"]["OpenAiResponsesTool"][];
+                    } | {
+                        /** @constant */
+                        type: "additional_tools";
+                        /** @constant */
+                        role: "developer";
+                        tools: components["schemas"]["OpenAiResponsesTool"][];
+                    } | {
+                        /** @constant */
+                        type: "tool_search_result";
+                        call_id: string;
+                        result: {
+                            /** @constant */
+                            type: "function";
+                            name: string;
+                            description: string;
+                            parameters: Record<string, never>;
+                        }[];
                     } | {
                         [key: string]: string[];
                     };

@@ -133,6 +133,8 @@ export const configSchema = z.preprocess(
     CODE_MODE: z.enum(['on', 'off']).default('off'),
     /** Worker threads running programs, each one program at a time; started as needed. */
     CODE_MODE_WORKERS: z.coerce.number().int().min(1).max(64).default(2),
+    /** Nice value of those threads on Linux: a busy program yields the cores to request handling. 0 = off. */
+    CODE_MODE_NICE: z.coerce.number().int().min(0).max(19).default(15),
     /** A program's wall time, waiting on tools included, ms. */
     CODE_MODE_WALL_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
     /** A program's own running time (the engine's interrupt handler), ms. */
@@ -145,7 +147,15 @@ export const configSchema = z.preprocess(
     CODE_MODE_MAX_CALLS: z.coerce.number().int().min(1).max(100_000).default(200),
     /** A program's source size. */
     CODE_MODE_PROGRAM_BYTES: z.preprocess(emptyAsUndefined, byteSize.prefault('64kb')),
+    /**
+     * Prototypes of draft MCP proposals on /mcp (docs/mcp.md): SEP-2636's tools/catalog and
+     * tools/describe, SEP-2564's namePatterns filter, tools/call by a catalog tool's address, and an
+     * AgentCore-style search tool. Off by default: drafts change before they are final.
+     */
+    MCP_DRAFTS: z.enum(['on', 'off']).default('off'),
     EMBED_MODEL: z.string().min(1).default('use-lite'),
+    /** Whether EMBED_MODEL reads queries in other languages than English; unset: known from its id (ranking/language.ts: USE Lite does not). */
+    EMBED_MULTILINGUAL: z.preprocess(emptyAsUndefined, booleanFlag.optional()),
     /** `EMBED_MODEL=openai:<model>`: the service's base URL (OpenAI's embeddings API: OpenAI, Azure OpenAI v1, Ollama, vLLM, LiteLLM, TEI). */
     EMBED_BASE_URL: z.preprocess(emptyAsUndefined, z.url({ protocol: /^https?$/ }).default('https://api.openai.com/v1')),
     EMBED_API_KEY: z.preprocess(emptyAsUndefined, z.string().optional()),
@@ -156,6 +166,18 @@ export const configSchema = z.preprocess(
     EMBED_SERVICE_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
     EMBED_SERVICE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
     EMBED_SERVICE_RETRIES: z.coerce.number().int().min(0).max(10).default(5),
+    /** A rerank service (TEI's /rerank or a Cohere-style /v1/rerank): the hybrid ranking's head reordered by it. Unset: no rerank stage. */
+    RERANK_URL: z.preprocess(emptyAsUndefined, z.url({ protocol: /^https?$/ }).optional()),
+    RERANK_API_KEY: z.preprocess(emptyAsUndefined, z.string().optional()),
+    RERANK_MODEL: z.preprocess(emptyAsUndefined, z.string().optional()),
+    /** tei ({query, texts}) or cohere ({model, query, documents}); unset: cohere when the path ends in /v1/rerank or /v2/rerank. */
+    RERANK_FORMAT: z.preprocess(emptyAsUndefined, z.enum(['tei', 'cohere']).optional()),
+    /** How many of the fused list's first tools the reranker reorders. */
+    RERANK_TOP_N: z.coerce.number().int().min(2).max(200).default(30),
+    /** How long a search waits for the reranker; past it the fused order stands (`rerank: "timeout"`). */
+    RERANK_DEADLINE_MS: z.coerce.number().int().min(1).max(60_000).default(300),
+    /** fuse: weighted RRF of the fused and the reranker's order (the reranker weighs twice); replace: the reranker's order. */
+    RERANK_MODE: z.enum(['fuse', 'replace']).default('fuse'),
     MODEL_DIR: z.preprocess(emptyAsUndefined, z.string().optional()),
     ALLOW_REMOTE_MODELS: z.preprocess(emptyAsUndefined, booleanFlag.prefault('false')),
     EMBED_THREADS: z.coerce.number().int().min(1).max(16).default(2),

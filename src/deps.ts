@@ -37,6 +37,8 @@ import { readUpstreamsFile, UpstreamService } from './upstream/upstreams.js';
 import { parseAllowList } from './upstream/address-policy.js';
 import { auditLog, type AuditLog } from './audit.js';
 import { SandboxPool } from './sandbox/sandbox-pool.js';
+import { createReranker } from './embed/reranker.js';
+import type { RerankStage } from './search/hybrid-search.js';
 import { serviceVersion } from './lib/paths.js';
 import { RegexSandbox } from './search/patterns.js';
 import { loadEnglishWords } from './ranking/dictionary.js';
@@ -264,6 +266,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     config.CODE_MODE === 'on'
       ? new SandboxPool({
           workers: config.CODE_MODE_WORKERS,
+          nice: config.CODE_MODE_NICE,
           limits: {
             wallMs: config.CODE_MODE_WALL_MS,
             cpuMs: config.CODE_MODE_CPU_MS,
@@ -296,9 +299,22 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     },
   });
 
+  // The rerank stage (RERANK_URL): every hybrid ranking's head, within its deadline.
+  const rerank: RerankStage | undefined = config.RERANK_URL
+    ? {
+        reranker: createReranker({ url: config.RERANK_URL, apiKey: config.RERANK_API_KEY, model: config.RERANK_MODEL, format: config.RERANK_FORMAT }),
+        topN: config.RERANK_TOP_N,
+        deadlineMs: config.RERANK_DEADLINE_MS,
+        mode: config.RERANK_MODE,
+        observe: (outcome, ms) => metrics.rerankRequests.observe({ outcome }, ms / 1000),
+      }
+    : undefined;
+
   const selector: SelectorDeps = {
     db: database.db,
     embedder,
+    ...(config.EMBED_MULTILINGUAL === undefined ? {} : { multilingual: config.EMBED_MULTILINGUAL }),
+    ...(rerank ? { rerank } : {}),
     vectors: vectorCache,
     queue,
     toolCache: new LruCache(20_000),
@@ -316,6 +332,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const search = {
     db: database.db,
     embedder,
+    ...(config.EMBED_MULTILINGUAL === undefined ? {} : { multilingual: config.EMBED_MULTILINGUAL }),
+    ...(rerank ? { rerank } : {}),
     serverStats: new ServerStatsCache(),
     catalogIndexes,
     embeddingStatus,

@@ -13,6 +13,7 @@ export interface Metrics {
   selectorConfidence: Histogram;
   stageDuration: Histogram<'endpoint' | 'stage'>;
   searchDegraded: Counter<'endpoint' | 'reason'>;
+  searchLanguages: Counter<'endpoint' | 'language' | 'understood'>;
   embeddingsWritten: Counter<'model'>;
   documentsRemoved: Counter;
   mcpRequests: Counter<'method' | 'tool' | 'outcome'>;
@@ -20,6 +21,7 @@ export interface Metrics {
   codeRuns: Histogram<'outcome'>;
   embedServiceRequests: Histogram<'kind' | 'outcome'>;
   embedServiceTokens: Counter<'kind'>;
+  rerankRequests: Histogram<'outcome'>;
   sandboxWorkersLost: Counter;
   auditEvents: Counter<'event' | 'outcome'>;
   toolTokens: Counter<'endpoint' | 'tenant' | 'kind'>;
@@ -78,8 +80,14 @@ export function createMetrics(sources: MetricSources): Metrics {
     }),
     searchDegraded: new Counter({
       name: 'toolsift_search_degraded_total',
-      help: "Search answers (catalog search, tool-search, MCP search_tools) not from the full hybrid ranking, by endpoint and reason: the embedder unavailable, busy or failing, a catalog's vectors still being written, or the store (tool-search over inline tools; tool-search and MCP search_tools over a catalog answered from memory). The gateway selector counts its own in toolsift_selector_fallbacks_total.",
+      help: "Search answers (catalog search, tool-search, MCP search_tools) not from the full hybrid ranking, by endpoint and reason: the embedder unavailable, busy or failing, a catalog's vectors still being written, a query in a language the model does not read (query_language), or the store (tool-search over inline tools; tool-search and MCP search_tools over a catalog answered from memory). The gateway selector counts its own in toolsift_selector_fallbacks_total.",
       labelNames: ['endpoint', 'reason'],
+      registers: [registry],
+    }),
+    searchLanguages: new Counter({
+      name: 'toolsift_search_query_languages_total',
+      help: 'Searches (catalog search, tool-search over a catalog, MCP search_tools) whose query is not in English, by endpoint, language (BCP 47: de, fr, es, zh, ja, ko, or und-<Script>) and whether the embedding model reads it (understood=false: ranked by BM25 first, answered with degraded query_language; ranking/language.ts).',
+      labelNames: ['endpoint', 'language', 'understood'],
       registers: [registry],
     }),
     embeddingsWritten: new Counter({
@@ -123,6 +131,13 @@ export function createMetrics(sources: MetricSources): Metrics {
       name: 'toolsift_embed_service_tokens_total',
       help: 'Input tokens the embedding service counted (its usage.prompt_tokens), by kind (query, documents).',
       labelNames: ['kind'],
+      registers: [registry],
+    }),
+    rerankRequests: new Histogram({
+      name: 'toolsift_rerank_duration_seconds',
+      help: 'The rerank stage (RERANK_URL) by outcome: ok, timeout (past RERANK_DEADLINE_MS) or error; on either of the last two the fused order stands.',
+      labelNames: ['outcome'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers: [registry],
     }),
     codeRuns: new Histogram({
@@ -179,8 +194,15 @@ export function createMetrics(sources: MetricSources): Metrics {
  * One search's record: each stage's time (its `<stage>_ms` timings; `total_ms` is the request's,
  * which the HTTP histogram has) and, when it was not the full hybrid ranking, why.
  */
-export function recordSearch(metrics: Metrics | undefined, endpoint: string, timings: Readonly<Record<string, number>>, degraded?: string): void {
+export function recordSearch(
+  metrics: Metrics | undefined,
+  endpoint: string,
+  timings: Readonly<Record<string, number>>,
+  degraded?: string,
+  language?: { tag: string; understood: boolean },
+): void {
   if (!metrics) return;
+  if (language) metrics.searchLanguages.inc({ endpoint, language: language.tag, understood: String(language.understood) });
   for (const [key, ms] of Object.entries(timings)) {
     if (key !== 'total_ms') metrics.stageDuration.observe({ endpoint, stage: key.replace(/_ms$/, '') }, ms / 1000);
   }

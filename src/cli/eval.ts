@@ -9,6 +9,7 @@ import { runReplay, type ReplayCell, type ReplayScenario } from '../eval/replay.
 import { DEFAULT_LEARNED_PARAMS, type LearnedParams } from '../ranking/learned.js';
 import { seededRandom } from '../eval/seeded-random.js';
 import { addTypos } from '../eval/typos.js';
+import { formatMultilingualReport, runMultilingualEval } from '../eval/multilingual.js';
 import type { SearchMode } from '../search/hybrid-search.js';
 import { openPglite, openPostgres } from '../store/database.js';
 
@@ -19,7 +20,11 @@ const USAGE = `usage: npm run eval -- --dataset <dir> [--queries <file>] [--mode
        (with --out, the typo run's rankings go to the same file name with .typos before its extension)
        npm run eval -- --all <folder> --replay <folds> [--scenarios clean,noisy,flood] [--learned-weights 1]
        replays learning from use: each fold's queries ranked after the other folds' were fed as feedback
-       (src/eval/replay.ts), nDCG@10 / R@10 without and with learning, on all, fed and unfed queries`;
+       (src/eval/replay.ts), nDCG@10 / R@10 without and with learning, on all, fed and unfed queries
+       npm run eval -- --all <folder> --multilingual test/fixtures/multilingual
+       ranks the labelled non-English queries (<corpus>.jsonl, and the English tasks they were written
+       from, <corpus>.en.jsonl) over <folder>/<corpus>: nDCG@10 / R@10 per language, answers marked
+       query_language, confidence calibration (src/eval/multilingual.ts)`;
 
 /** Where --out puts the typo run's rankings: rankings.jsonl -> rankings.typos.jsonl. */
 const typoOut = (file: string) => file.replace(/(\.[^./]*)?$/, (extension) => `.typos${extension}`);
@@ -39,6 +44,7 @@ const { values } = parseArgs({
     typos: { type: 'string' },
     seed: { type: 'string', default: '1' },
     replay: { type: 'string' },
+    multilingual: { type: 'string' },
     scenarios: { type: 'string', default: 'clean,noisy,flood' },
     'learned-weights': { type: 'string' },
     /** Settings of the learned list to replay, as a grid: "minSimilarity=0.5,0.7 weight=1,2" (LearnedParams names). */
@@ -82,6 +88,27 @@ const config = loadConfigOrExit({ ...process.env, LOG_LEVEL: process.env.LOG_LEV
 const database = config.DATABASE_URL ? openPostgres(config.DATABASE_URL) : await openPglite('memory://');
 await database.migrate();
 const deps = await createDeps(config, { database, logger: pino({ level: config.LOG_LEVEL }) });
+if (values.multilingual !== undefined) {
+  if (!values.all) {
+    console.error('--multilingual <fixtures> needs --all <folder of datasets> (where its corpora are)');
+    process.exit(2);
+  }
+  try {
+    const started = performance.now();
+    const rows = await runMultilingualEval(deps, {
+      root: values.all,
+      fixtures: values.multilingual,
+      modes,
+      onProgress: (message) => console.error(`[multilingual] ${message} (${((performance.now() - started) / 1000).toFixed(1)} s)`),
+    });
+    if (values.json) console.log(JSON.stringify({ model: deps.embedderStatus.modelId, store: database.kind, rows }));
+    else console.log(`model ${deps.embedderStatus.modelId}, store ${database.kind}\n${formatMultilingualReport(rows)}`);
+  } finally {
+    await deps.close();
+    await database.close();
+  }
+  process.exit(0);
+}
 const cell = (value: number | undefined) => (value === undefined ? '-'.padEnd(6) : value.toFixed(3).padEnd(6));
 if (values.replay !== undefined) {
   const folds = Number(values.replay);

@@ -39,6 +39,8 @@ export interface AppDeps {
     ALLOWED_ORIGINS: string;
     ALLOWED_HOSTS: string;
     METRICS_TOKEN?: string;
+    /** on: the draft MCP methods and tools on /mcp (mcp/drafts.ts). */
+    MCP_DRAFTS?: 'on' | 'off';
   };
   logger: Logger;
   catalog: CatalogDeps;
@@ -98,6 +100,7 @@ export function createApp(deps: AppDeps): Express {
       metrics: deps.metrics,
       version: serviceVersion(),
       sandbox: deps.sandbox ?? null,
+      drafts: deps.config.MCP_DRAFTS === 'on',
     }),
   );
   app.use(jobRoutes(deps.queue ?? null, deps.catalog.db));

@@ -30,7 +30,7 @@ export function searchRoutes(deps: RankDeps, metrics?: Metrics): Router {
       { tenant: String(res.locals.tenant), name: catalog },
       { query: body.query, topK: body.top_k, mode: body.mode, tags: body.tags },
     );
-    recordSearch(metrics, 'catalog_search', result.timings, result.degraded);
+    recordSearch(metrics, 'catalog_search', result.timings, result.degraded, result.language);
     // The answer's id, which POST /v1/feedback may quote to judge exactly this search.
     const searchId = deps.recentSearches?.record(
       {
@@ -50,6 +50,8 @@ export function searchRoutes(deps: RankDeps, metrics?: Metrics): Router {
       ...(searchId ? { search_id: searchId } : {}),
       took_ms: Math.round((performance.now() - started) * 100) / 100,
       ...(result.degraded ? { degraded: result.degraded } : {}),
+      ...(result.language ? { query_language: result.language } : {}),
+      ...(result.rerank ? { rerank: result.rerank.outcome } : {}),
       ...(result.embedding ? { embedding: result.embedding } : {}),
     });
   });

@@ -62,7 +62,12 @@ export interface BriefTool {
   score: number;
   /** How a run_code program calls it (asked with `signatures`). */
   signature?: string;
+  /** Its definition (asked with `definitions`): absent for a tool not known here while the store does not answer. */
+  tool?: KnownTool;
 }
+
+/** What a tool's row says of it: the text and schemas its full definition is made of. */
+export type KnownTool = Pick<CatalogToolRow, 'description' | 'inputSchema' | 'tags' | 'definition'>;
 
 export interface SearchAnswer {
   results: BriefTool[];
@@ -152,6 +157,8 @@ interface RankedTool {
   strong: boolean;
   /** What a signature is written from (null: not known here, the store not answering). */
   schemas: { input: unknown; output: unknown } | null;
+  /** Its row's text and schemas (undefined: not known here, the store not answering). */
+  known?: KnownTool;
 }
 
 /** A tool definition's outputSchema (MCP tools may declare one), else undefined. */
@@ -166,20 +173,31 @@ interface CatalogAnswer {
   split: TimeSplit;
   /** Not the full hybrid ranking (the embedder, vectors still being written, the store): for metrics, the log and the hint. */
   degraded?: string;
+  /** A query in another language than English (ranking/language.ts): for metrics and the hint. */
+  language?: { tag: string; understood: boolean };
 }
 
 export async function searchTools(
   deps: DiscoveryDeps,
   scope: DiscoveryScope,
-  input: { query: string; limit?: number; tags?: string[]; server?: string; signatures?: boolean },
-): Promise<SearchAnswer & { split: TimeSplit; degraded?: string }> {
+  input: {
+    query: string;
+    limit?: number;
+    tags?: string[];
+    server?: string;
+    signatures?: boolean;
+    definitions?: boolean;
+    /** Only tools whose address here it accepts (as `server`, a cut after the ranking). */
+    keep?: (address: string) => boolean;
+  },
+): Promise<SearchAnswer & { split: TimeSplit; degraded?: string; language?: { tag: string; understood: boolean } }> {
   // The ranking's stages, summed over the catalogs searched (which run side by side).
   const split: TimeSplit = { query_embedding_ms: 0, retrieval_ms: 0, fusion_ms: 0 };
   const limit = Math.min(input.limit ?? SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX);
   const inScope = await scopeCatalogs(deps, scope);
   if (inScope.length === 0) return { results: [], hint: 'This tenant has no catalogs yet: push tools with PUT /v1/catalogs/{catalog}.', split };
-  // A server filter cuts after ranking, so ask for more to still fill `limit`.
-  const depth = input.server ? Math.min(limit * 5, 100) : limit;
+  // A server (or address) filter cuts after ranking, so ask for more to still fill `limit`.
+  const depth = input.server || input.keep ? Math.min(limit * 5, 100) : limit;
   const ranked = await Promise.all(
     inScope.map(async (catalog) => {
       const ranking = await rankCatalog(
@@ -202,7 +220,7 @@ export async function searchTools(
   // scores do not compare; the calibrated confidence, an estimated probability of relevance, does.
   const merged = ranked
     .flatMap((ranking) => ranking.tools)
-    .filter((tool) => !input.server || tool.server === input.server)
+    .filter((tool) => (!input.server || tool.server === input.server) && (!input.keep || input.keep(address(scope, tool.catalog, tool.name))))
     .sort((a, b) => (inScope.length === 1 ? 0 : b.confidence - a.confidence || b.score - a.score))
     .slice(0, limit);
   rememberSearch(deps, scope, input.query, merged);
@@ -218,9 +236,12 @@ export async function searchTools(
       ...(input.signatures && tool.schemas
         ? { signature: toolSignature({ address: name, description: tool.description, inputSchema: tool.schemas.input, outputSchema: tool.schemas.output }) }
         : {}),
+      ...(input.definitions && tool.known ? { tool: tool.known } : {}),
     };
   });
-  const observed = { split, ...(degraded ? { degraded } : {}) };
+  // Every catalog reads the same query with the same model: any one of them tells its language.
+  const language = ranked.find((ranking) => ranking.language)?.language;
+  const observed = { split, ...(degraded ? { degraded } : {}), ...(language ? { language } : {}) };
   if (degraded === 'store_error') {
     return {
       results,
@@ -230,6 +251,16 @@ export async function searchTools(
       ...observed,
     };
   }
+  if (language && !language.understood)
+    return {
+      results,
+      hint:
+        `The query seems to be in another language than English (${language.tag}), which this server's embedding model does not read: ` +
+        (results.length === 0
+          ? 'no tool shares a word with it. Search again in English.'
+          : 'these tools were matched by the words they share with the query (names, numbers) and may well be wrong. Search again in English.'),
+      ...observed,
+    };
   if (results.length === 0)
     return {
       results,
@@ -266,10 +297,12 @@ function catalogAnswer(deps: DiscoveryDeps, catalog: CatalogSummary, ranking: Ca
           confidence,
           strong: explain.bm25 !== null || explain.exact_name || (explain.vector?.score ?? 0) >= WEAK_COSINE,
           schemas: { input: row.inputSchema, output: outputSchemaOf(row.definition) },
+          known: row,
         };
       }),
       split: result.timings,
       ...(result.degraded ? { degraded: result.degraded } : {}),
+      ...(result.language ? { language: result.language } : {}),
     };
   }
   const { index, ranked } = ranking;
@@ -286,10 +319,12 @@ function catalogAnswer(deps: DiscoveryDeps, catalog: CatalogSummary, ranking: Ca
         confidence,
         strong: true,
         schemas: known ? { input: known.inputSchema, output: outputSchemaOf(known.definition) } : null,
+        ...(known ? { known } : {}),
       };
     }),
     split: Object.fromEntries(Object.entries(ranked.timings).filter((entry): entry is [string, number] => entry[1] !== undefined)),
     degraded: 'store_error',
+    ...(ranked.language ? { language: ranked.language } : {}),
   };
 }
 
@@ -468,29 +503,59 @@ export async function listToolNames(
   scope: DiscoveryScope,
   input: { cursor?: string; server?: string },
 ): Promise<{ names: string[]; next_cursor?: string }> {
+  const page = await listScopeTools(deps, scope, { cursor: input.cursor, keep: input.server ? (tool) => tool.server === input.server : undefined });
+  return { names: page.tools.map((tool) => tool.address), ...(page.next_cursor ? { next_cursor: page.next_cursor } : {}) };
+}
+
+/** A tool as a listing gives it: its address here, and its row (absent when only the catalog's index as last seen here answered). */
+export interface ListedTool {
+  address: string;
+  catalog: string;
+  name: string;
+  server: string | null;
+  row?: CatalogToolRow;
+}
+
+/**
+ * The scope's tools in catalog and name order, a page at a time (`LIST_PAGE_SIZE`), those `keep`
+ * accepts; the cursor is opaque to clients (base64url of where the last page ended). While the
+ * store does not answer, pages of the catalogs' indexes as last seen here, without rows.
+ */
+export async function listScopeTools(
+  deps: DiscoveryDeps,
+  scope: DiscoveryScope,
+  input: { cursor?: string; keep?: (tool: ListedTool) => boolean },
+): Promise<{ tools: ListedTool[]; next_cursor?: string }> {
   const inScope = (await scopeCatalogs(deps, scope)).map((catalog) => catalog.name).sort();
   const position = input.cursor ? decodeListCursor(input.cursor) : { catalog: inScope[0] ?? '', after: undefined };
-  const names: string[] = [];
+  const tools: ListedTool[] = [];
   for (const catalog of inScope.filter((name) => name >= position.catalog)) {
     let after = catalog === position.catalog ? position.after : undefined;
     for (;;) {
       const ref = { tenant: scope.tenant, name: catalog };
-      const page = await storeOrMemory(
+      const page = await storeOrMemory<{ tools: Array<CatalogToolRow | { name: string; server: string | null }>; nextAfter?: string }>(
         deps.search,
         ref,
         () => catalogs.listTools(deps.catalog, ref, { limit: LIST_PAGE_SIZE, after }),
         async () => rememberedPage(deps, ref, { limit: LIST_PAGE_SIZE, after }),
       );
       for (const tool of page.tools) {
-        if (input.server && tool.server !== input.server) continue;
-        names.push(address(scope, catalog, tool.name));
-        if (names.length === LIST_PAGE_SIZE) return { names, next_cursor: encodeListCursor(catalog, tool.name) };
+        const listed: ListedTool = {
+          address: address(scope, catalog, tool.name),
+          catalog,
+          name: tool.name,
+          server: tool.server,
+          ...('hash' in tool ? { row: tool } : {}),
+        };
+        if (input.keep && !input.keep(listed)) continue;
+        tools.push(listed);
+        if (tools.length === LIST_PAGE_SIZE) return { tools, next_cursor: encodeListCursor(catalog, tool.name) };
       }
       if (!page.nextAfter) break;
       after = page.nextAfter;
     }
   }
-  return { names };
+  return { tools };
 }
 
 /**

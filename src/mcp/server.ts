@@ -14,6 +14,7 @@ import type { Logger } from '../logger.js';
 import { recordSearch, type Metrics } from '../metrics.js';
 import { DATABASE_UNAVAILABLE_MESSAGE, isDatabaseUnavailable } from '../store/database.js';
 import { runCode, runStructured, runText } from './code-mode.js';
+import { registerDrafts } from './drafts.js';
 import type { SandboxPool } from '../sandbox/sandbox-pool.js';
 import {
   BadCursor,
@@ -37,6 +38,8 @@ export interface McpDeps extends DiscoveryDeps {
   version: string;
   /** Set when CODE_MODE=on: run_code runs programs here. */
   sandbox?: SandboxPool | null;
+  /** MCP_DRAFTS=on: the draft methods and tools of mcp/drafts.ts. */
+  drafts?: boolean;
 }
 
 export const META_TOOLS = RESERVED_TOOL_NAMES;
@@ -211,8 +214,8 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
     },
     (input) =>
       observed('search_tools', async () => {
-        const { split, degraded, ...answer } = await searchTools(deps, scope, input);
-        recordSearch(deps.metrics, 'mcp_search_tools', split, degraded);
+        const { split, degraded, language, ...answer } = await searchTools(deps, scope, input);
+        recordSearch(deps.metrics, 'mcp_search_tools', split, degraded, language);
         return { content: [text(searchText(answer))], structuredContent: answer, count: answer.results.length, split, ...(degraded ? { degraded } : {}) };
       }),
   );
@@ -392,6 +395,14 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
         ],
       }),
     );
+
+  if (deps.drafts) {
+    type CallResult = { content: Array<{ type: 'text'; text: string }>; isError?: boolean; upstream?: string };
+    registerDrafts(server, deps, scope, {
+      observe: observed,
+      callCatalogTool: (name, args, signal) => observed('call_tool', async () => (await callTool(deps, scope, name, args, signal)) as CallResult),
+    });
+  }
 
   server.registerPrompt(
     'find_tool',

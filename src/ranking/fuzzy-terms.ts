@@ -98,12 +98,29 @@ export interface ExpandedTerms {
   corrections: Map<string, string>;
 }
 
+/** How a query's terms are expanded. */
+export interface ExpandOptions {
+  /**
+   * Only an inflection may be matched (`isEnding`: "Budgets" budget, "domaine" domain, "euro"
+   * euros), no other edit. For a query in another language than English (ranking/language.ts): its
+   * words are no misspelled English ones, and a corpus word one letter apart inside ("demain"
+   * "domain") is another word; one that differs by its last letter is most often the same word
+   * (a plural, a gender ending, a cognate). Measured in docs/ranking.md.
+   */
+  inflectionsOnly?: boolean;
+}
+
+/** Whether `a` and `b` differ by one letter added or removed at the end. */
+export function isEnding(a: string, b: string): boolean {
+  return (b.length === a.length + 1 && b.startsWith(a)) || (a.length === b.length + 1 && a.startsWith(b));
+}
+
 /**
  * BM25 query weights: each distinct term at 1, and for each term the vocabulary lacks, its
  * nearest vocabulary words at FUZZY_WEIGHT (a word the query also spells exactly keeps 1); and
  * the share of the query the corpus knows (see ExpandedTerms).
  */
-export function expandTerms(terms: readonly string[], vocabulary: Vocabulary): ExpandedTerms {
+export function expandTerms(terms: readonly string[], vocabulary: Vocabulary, options: ExpandOptions = {}): ExpandedTerms {
   const distinct = [...new Set(terms)];
   const weights = new Map<string, number>();
   for (const term of distinct) weights.set(term, 1);
@@ -115,7 +132,7 @@ export function expandTerms(terms: readonly string[], vocabulary: Vocabulary): E
       continue;
     }
     if (!isFuzzyWord(term)) continue;
-    const matches = corrections(term, vocabulary);
+    const matches = corrections(term, vocabulary, options.inflectionsOnly);
     if (matches.length > 0) likely.set(term, matches[0]!);
     for (const match of matches) if (!weights.has(match)) weights.set(match, FUZZY_WEIGHT);
   }
@@ -139,11 +156,11 @@ export function denseQueryText(query: string, expanded: ExpandedTerms): string {
 }
 
 /** The corpus words one edit from `term` with its first letter (see the file comment), commonest first. */
-export function corrections(term: string, vocabulary: Vocabulary): string[] {
+export function corrections(term: string, vocabulary: Vocabulary, inflectionsOnly = false): string[] {
   const found: [string, number][] = [];
   for (const candidate of vocabulary.near(term)) {
     if (candidate === term || candidate[0] !== term[0] || !FUZZY_WORD.test(candidate)) continue;
-    if (editDistance(term, candidate, 1) === 1) found.push([candidate, vocabulary.df(candidate)]);
+    if (inflectionsOnly ? isEnding(term, candidate) : editDistance(term, candidate, 1) === 1) found.push([candidate, vocabulary.df(candidate)]);
   }
   return found
     .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
@@ -198,11 +215,13 @@ export type TermFrequencyLoader = (terms: readonly string[]) => Promise<Readonly
  * when one is unknown, its one-edit variants, each looked up exactly. The same answer as an
  * in-process vocabulary of the same corpus gives.
  */
-export async function expandTermsLoaded(terms: readonly string[], load: TermFrequencyLoader): Promise<ExpandedTerms> {
+export async function expandTermsLoaded(terms: readonly string[], load: TermFrequencyLoader, options: ExpandOptions = {}): Promise<ExpandedTerms> {
   const distinct = [...new Set(terms)];
   if (distinct.length === 0) return { weights: new Map(), known: 1, corrected: 0, corrections: new Map() };
   const frequencies = new Map(await load(distinct));
-  const variants = distinct.filter((term) => !frequencies.has(term) && isFuzzyWord(term)).flatMap(oneEditVariants);
+  const variants = distinct
+    .filter((term) => !frequencies.has(term) && isFuzzyWord(term))
+    .flatMap((term) => (options.inflectionsOnly ? oneEditVariants(term).filter((variant) => isEnding(term, variant)) : oneEditVariants(term)));
   if (variants.length > 0) for (const [term, df] of await load([...new Set(variants)])) frequencies.set(term, df);
-  return expandTerms(distinct, VocabularyIndex.of(frequencies));
+  return expandTerms(distinct, VocabularyIndex.of(frequencies), options);
 }

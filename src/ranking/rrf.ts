@@ -150,3 +150,18 @@ export function fuseHybrid(
     options,
   );
 }
+
+/**
+ * `head` as it is, then the tools of `tail` it lacks, in `tail`'s order, each scored below `head`'s
+ * last (and above 0): a list the caller trusts first, and one it keeps only so that an answer is
+ * not empty (hybrid's dense list for a query the model does not read, ranking/language.ts).
+ */
+export function appendBelow(head: Ranked, tail: Ranked): [string, number][] {
+  const seen = new Set(head.map(([id]) => id));
+  const rest = tail.filter(([id]) => !seen.has(id));
+  const floor = head.length > 0 ? head[head.length - 1]![1] : 1;
+  return [
+    ...head.map(([id, score]): [string, number] => [id, score]),
+    ...rest.map(([id], i): [string, number] => [id, (floor * (rest.length - i)) / (rest.length + 1)]),
+  ];
+}

@@ -1,7 +1,7 @@
 import { AppError, notFound } from '../errors.js';
 import { getCatalog, listCatalogTools, loadCatalogTools } from '../store/catalog-store.js';
 import { corpusIds, EXACT_SCAN_MAX, existingNames } from '../store/search-store.js';
-import { confidences } from '../ranking/confidence.js';
+import { rankingConfidences } from '../ranking/confidence.js';
 import type { CatalogSummary, CatalogToolRow } from '../store/catalog-store.js';
 import { EmbedderBusy, expandQuery, rankCorpus, type RankDeps, type RankQuery, type RankedTool, type RankResult } from './hybrid-search.js';
 import { rememberedCatalogSource, storedCatalogSource } from './corpus-source.js';
@@ -26,11 +26,15 @@ export type CatalogQuery = Omit<RankQuery, 'exactIds'> & {
 
 export interface CatalogSearchResult {
   tools: (RankedTool & { tool: CatalogToolRow })[];
-  degraded?: RankResult['degraded'] | 'embeddings_pending';
+  /** `query_language`: the query is not in English and the model does not read its language (`language`), and nothing else is amiss. */
+  degraded?: RankResult['degraded'] | 'embeddings_pending' | 'query_language';
+  /** A query in another language than English: its tag and whether the model read it (RankResult's). */
+  language?: RankResult['language'];
   /** With `embeddings_pending`: tools of the catalog with a current vector, of all. */
   embedding?: PendingEmbeddings;
   timings: RankResult['timings'];
   bests: RankResult['bests'];
+  rerank?: RankResult['rerank'];
 }
 
 /**
@@ -190,7 +194,15 @@ export async function searchCatalog(
     timings: ranked.timings,
     bests: ranked.bests,
     // A model that did not answer says more than the vectors still missing.
-    ...(ranked.degraded ? { degraded: ranked.degraded } : pending ? { degraded: 'embeddings_pending' as const, embedding: pending } : {}),
+    ...(ranked.degraded
+      ? { degraded: ranked.degraded }
+      : pending
+        ? { degraded: 'embeddings_pending' as const, embedding: pending }
+        : ranked.language?.understood === false
+          ? { degraded: 'query_language' as const }
+          : {}),
+    ...(ranked.rerank ? { rerank: ranked.rerank } : {}),
+    ...(ranked.language ? { language: ranked.language } : {}),
   };
 }
 
@@ -233,9 +245,10 @@ export async function rankCatalog(
       const catalog = options.read ?? (await readCatalogRow(deps, ref, options.deadlineMs));
       deps.catalogIndexes?.seen(ref.tenant, catalog);
       const result = query.query.trim() === '' ? emptySearch() : await searchCatalog(deps, ref, query, catalog);
-      const sure = confidences(
+      const sure = rankingConfidences(
         result.tools.map((tool, i) => ({ ...tool.explain, rank: i + 1 })),
         result.bests,
+        result.language,
       );
       const tools = result.tools.map((tool, i) => ({
         name: tool.tool.name,
@@ -439,6 +452,8 @@ export interface RememberedRanking {
   /** Each of `found`'s calibrated confidence (ranking/confidence.ts). */
   confidences: number[];
   timings: Partial<CatalogSelectionTimings>;
+  /** A query in another language than English (RankResult's). */
+  language?: RankResult['language'];
 }
 
 /**
@@ -461,11 +476,13 @@ export async function rankRemembered(
   return {
     exact,
     found: ranked.tools.map(({ id, score }) => [id, score] as const),
-    confidences: confidences(
+    confidences: rankingConfidences(
       ranked.tools.map((tool, i) => ({ ...tool.explain, rank: i + 1 })),
       ranked.bests,
+      ranked.language,
     ),
     timings: ranked.timings,
+    ...(ranked.language ? { language: ranked.language } : {}),
   };
 }
 

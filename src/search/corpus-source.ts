@@ -29,6 +29,7 @@ import {
   searchServersVector,
   searchVector,
   tagsOf,
+  textsOf,
 } from '../store/search-store.js';
 import type { CatalogIndex } from './catalog-index.js';
 import type { ServerIndex } from './server-stats.js';
@@ -80,6 +81,8 @@ export interface CorpusSource {
   readonly learned?: (terms: readonly string[], vector: number[] | undefined, candidates: readonly string[]) => Promise<LearnedList | undefined>;
   /** What orders tied tools where the id does not (a request's hashes: their names). */
   readonly tieKeyOf?: (id: string) => string;
+  /** The names and descriptions of `ids`, for the rerank stage; absent: not reranked (a remembered catalog). */
+  readonly texts?: (ids: string[]) => Promise<ReadonlyMap<string, { name: string; description: string }>>;
 }
 
 /** What every source that can reach the store shares: the SQL lists over `corpus`. */
@@ -91,6 +94,7 @@ function storeLists(db: Db, corpus: Corpus, useVectorIndex: boolean) {
       searchVector(db, corpus, { model: embedder.modelId, vector, useIndex: useVectorIndex }, depth),
     serversDense: (embedder: Embedder, vector: number[], depth: number): Promise<ServerList> =>
       searchServersVector(db, corpus, { model: embedder.modelId, vector }, depth),
+    texts: (ids: string[]) => textsOf(db, corpus, ids),
   };
 }
 
@@ -130,6 +134,8 @@ export function requestListSource(
     tieKeyOf: (id: string) => string;
     /** The tags the caller filtered the list by, and each tool's tags. */
     tagged?: { tags: readonly string[]; byId: ReadonlyMap<string, readonly string[]> };
+    /** The tools' names and descriptions by hash, in hand (a list's tools may not be stored yet). */
+    texts?: (ids: string[]) => ReadonlyMap<string, { name: string; description: string }>;
   },
 ): CorpusSource {
   const corpus: Corpus = { kind: 'hashes', hashes: list.hashes };
@@ -145,6 +151,7 @@ export function requestListSource(
     denseComplete: (inHand) => inHand !== undefined && inHand.size >= list.hashes.length,
     serverVotes: true,
     tieKeyOf: list.tieKeyOf,
+    ...(list.texts ? { texts: async (ids: string[]) => list.texts!(ids) } : {}),
   };
 }
 

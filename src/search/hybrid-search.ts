@@ -4,7 +4,7 @@ import type { Db } from '../store/database.js';
 import type { Ranked } from '../store/search-store.js';
 import { byScoreThenKey, distinctTerms } from '../ranking/bm25.js';
 import { denseQueryText, expandTerms, expandTermsLoaded, type ExpandedTerms, type Vocabulary } from '../ranking/fuzzy-terms.js';
-import { bm25Peak, denseWeight, fuseHybrid, RRF_DEPTH, RRF_K } from '../ranking/rrf.js';
+import { appendBelow, bm25Peak, denseWeight, fuseHybrid, RRF_DEPTH, RRF_K } from '../ranking/rrf.js';
 import { boostByTags, carriesTag } from '../ranking/tags.js';
 import type { CatalogIndexCache } from './catalog-index.js';
 import type { CorpusSource, ServerList } from './corpus-source.js';
@@ -19,6 +19,10 @@ import type { SeenTools } from './seen-tools.js';
 import type { LearnedCache } from './learned-cache.js';
 import type { RecentSearches } from './feedback.js';
 import { addLearnedVotes, learnedWeight } from '../ranking/learned.js';
+import { detectLanguage, isMultilingualModel } from '../ranking/language.js';
+import { rerankHead, rerankText, type RerankMode } from '../ranking/rerank.js';
+import type { Reranker } from '../embed/reranker.js';
+import { withDeadline } from '../lib/deadline.js';
 
 /** A query embedding that did not finish within the caller's latency budget (it still completes). */
 export class EmbedderBusy extends Error {
@@ -49,9 +53,24 @@ export interface RankedTool {
     server_vote: number;
     /** What was learned from use (ranking/learned.ts): the tool's place in the learned list, its events and the vote added; null: none. */
     learned: { rank: number; events: number; vote: number } | null;
+    /** The tool's rank and score in the reranker's list; null: not reranked (no reranker, not in its top N, or it failed). */
+    rerank: { rank: number; score: number } | null;
     exact_name: boolean;
   };
 }
+
+/** The optional rerank stage (RERANK_URL): the fused top `topN` reordered by a rerank service within `deadlineMs`. */
+export interface RerankStage {
+  reranker: Reranker;
+  topN: number;
+  deadlineMs: number;
+  mode: RerankMode;
+  /** Each rerank's outcome and time, for metrics. */
+  observe?: (outcome: RerankOutcome, ms: number) => void;
+}
+
+/** What came of the rerank stage: `ok`, or why the fused order stands. */
+export type RerankOutcome = 'ok' | 'timeout' | 'error';
 
 export interface RankDeps {
   db: Db;
@@ -75,6 +94,10 @@ export interface RankDeps {
   learned?: LearnedCache;
   /** When present, searches answered here, by id and per caller: what feedback quotes and MCP calls are matched with (search/feedback.ts). */
   recentSearches?: RecentSearches;
+  /** Whether the embedder reads queries in other languages than English (EMBED_MULTILINGUAL); unset: known from its id (ranking/language.ts). */
+  multilingual?: boolean;
+  /** When present (RERANK_URL), hybrid rankings' heads are reordered by a rerank service. */
+  rerank?: RerankStage;
 }
 
 export interface RankResult {
@@ -84,6 +107,13 @@ export interface RankResult {
   timings: { query_embedding_ms: number; retrieval_ms: number; fusion_ms: number };
   /** The top score of each retriever's list (0 when it is empty): what confidence is relative to. */
   bests: { bm25: number; vector: number };
+  /**
+   * A query in another language than English (ranking/language.ts): its BCP 47 tag, and whether a
+   * model that reads it embedded it (false: ranked by the words it shares with the catalog first).
+   */
+  language?: { tag: string; understood: boolean };
+  /** The rerank stage's outcome and time, when it ran. */
+  rerank?: { outcome: RerankOutcome; ms: number };
 }
 
 function positions(ranked: Ranked): Map<string, { rank: number; score: number }> {
@@ -117,7 +147,7 @@ export interface ExpandedQuery {
  * embedding early, which hands it back (`expandedQuery`) so rankCorpus does not expand it again.
  */
 export function expandQuery(query: string, vocabulary: Vocabulary): ExpandedQuery {
-  const expanded = expandTerms(distinctTerms(queryTerms(query)), vocabulary);
+  const expanded = expandTerms(distinctTerms(queryTerms(query)), vocabulary, { inflectionsOnly: !detectLanguage(query).english });
   return { vocabulary, expanded, text: denseQueryText(query, expanded) };
 }
 
@@ -128,7 +158,7 @@ export function expandQuery(query: string, vocabulary: Vocabulary): ExpandedQuer
  * only then is the list cut to topK. The options are about the query's embedding, not the corpus.
  */
 export async function rankCorpus(
-  deps: Pick<RankDeps, 'embedder'>,
+  deps: Pick<RankDeps, 'embedder' | 'rerank' | 'multilingual'>,
   source: CorpusSource,
   request: RankQuery,
   options: {
@@ -146,6 +176,12 @@ export async function rankCorpus(
   } = {},
 ): Promise<RankResult> {
   const terms = distinctTerms(queryTerms(request.query));
+  // A query in another language is matched to inflections only: its words are not misspelled English ones.
+  const language = detectLanguage(request.query);
+  const modelReads = deps.embedder !== null && (deps.multilingual ?? isMultilingualModel(deps.embedder.modelId));
+  // Hybrid ranks BM25's list first for a query the model does not read, the dense list's tools after
+  // it: fused, that list's nearest tools are noise among BM25's (docs/ranking.md, "Queries in other languages").
+  const unread = request.mode === 'hybrid' && !language.english && deps.embedder !== null && !modelReads;
   const wantVector = request.mode !== 'bm25';
   const embedder = deps.embedder;
   const timings = { query_embedding_ms: 0, retrieval_ms: 0, fusion_ms: 0 };
@@ -159,8 +195,8 @@ export async function rankCorpus(
   // The dense list reads the same corrections, for the typos among them (fuzzy-terms.ts denseQueryText).
   const handed = vocabulary && options.expandedQuery?.vocabulary === vocabulary ? options.expandedQuery : undefined;
   const expandedPromise: Promise<ExpandedTerms> = vocabulary
-    ? Promise.resolve(handed?.expanded ?? expandTerms(terms, vocabulary))
-    : expandTermsLoaded(terms, (words) => source.termFrequencies(words));
+    ? Promise.resolve(handed?.expanded ?? expandTerms(terms, vocabulary, { inflectionsOnly: !language.english }))
+    : expandTermsLoaded(terms, (words) => source.termFrequencies(words), { inflectionsOnly: !language.english });
   expandedPromise.catch(() => {});
   // Without a vocabulary in hand, the model starts on the query as written while the store is asked;
   // a query with a typo is embedded again with its likely words.
@@ -219,7 +255,7 @@ export async function rankCorpus(
   const vectorPromise = searchingVectors();
   vectorPromise.catch(() => {}); // awaited below
   const searchingServerVectors = async (): Promise<ServerList> => {
-    if (!withServers || !embedder || !queryVector) return undefined;
+    if (!withServers || !embedder || !queryVector || unread) return undefined;
     const serverIndex = await serverIndexPromise;
     const servers = serverIndex?.members.size ? serverIndex : undefined;
     if (serverIndex && !servers) return undefined;
@@ -249,7 +285,9 @@ export async function rankCorpus(
       ? bm25
       : request.mode === 'vector'
         ? vector
-        : fuseHybrid(bm25, vector, denseWeight((await expandedPromise).known, bm25, denseComplete ? vector : []));
+        : unread
+          ? appendBelow(fuseHybrid(bm25, []), vector)
+          : fuseHybrid(bm25, vector, denseWeight((await expandedPromise).known, bm25, denseComplete ? vector : []));
   let serverVotes = new Map<string, number>();
   const serverLists = combineServerLists(serverBm25, serverVector);
   if (serverLists) ({ fused, votes: serverVotes } = addServerVotes(fused, serverLists));
@@ -286,13 +324,22 @@ export async function rankCorpus(
     exactIds = exactIds.filter((id) => carriesTag(tags.get(id) ?? [], boostBy));
   }
   if (source.tieKeyOf) fused = [...fused].sort(byScoreThenKey(source.tieKeyOf));
+  timings.fusion_ms = performance.now() - fusionStarted;
+  // The rerank stage (hybrid only): the head reordered by the service; past its deadline, or on any
+  // error, the fused order stands and the answer says why. Exact names still go first below.
+  let rerankAt = new Map<string, { rank: number; score: number }>();
+  let rerank: RankResult['rerank'];
+  if (deps.rerank && request.mode === 'hybrid' && source.texts && fused.length > 1 && request.query.trim() !== '') {
+    ({ fused, at: rerankAt, outcome: rerank } = await rerankFused(deps.rerank, source.texts, request.query, fused));
+  }
+  const exactStarted = performance.now();
   const exact = new Set(exactIds);
   if (exact.size > 0) {
     // Named tools come first even when no retriever surfaced them (say, an empty description).
     const scores = new Map(fused);
     fused = [...exactIds.map((id): [string, number] => [id, scores.get(id) ?? 0]), ...fused.filter(([id]) => !exact.has(id))];
   }
-  timings.fusion_ms = performance.now() - fusionStarted;
+  timings.fusion_ms += performance.now() - exactStarted;
 
   const bm25At = positions(bm25);
   const vectorAt = positions(vector);
@@ -306,8 +353,58 @@ export async function rankCorpus(
       tag_boost: boosts.get(id) ?? 0,
       server_vote: serverVotes.get(id) ?? 0,
       learned: learnedAt.has(id) ? { ...learnedAt.get(id)!, events: learned?.events.get(id) ?? 0, vote: learnedVotes.get(id) ?? 0 } : null,
+      rerank: rerankAt.get(id) ?? null,
       exact_name: exact.has(id),
     },
   }));
-  return { tools, timings, bests: { bm25: bm25[0]?.[1] ?? 0, vector: vector[0]?.[1] ?? 0 }, ...(degraded ? { degraded } : {}) };
+  // Understood: embedded by a model that reads the query's language (else BM25's list, put first, matched its shared words).
+  const understood = queryVector !== undefined && modelReads;
+  return {
+    tools,
+    timings,
+    bests: { bm25: bm25[0]?.[1] ?? 0, vector: vector[0]?.[1] ?? 0 },
+    ...(degraded ? { degraded } : {}),
+    ...(rerank ? { rerank } : {}),
+    ...(language.english ? {} : { language: { tag: language.tag, understood } }),
+  };
 }
+
+/** The fused list with its head reordered by the rerank service, or as it was with the reason. */
+async function rerankFused(
+  stage: RerankStage,
+  texts: NonNullable<CorpusSource['texts']>,
+  query: string,
+  fused: [string, number][],
+): Promise<{ fused: [string, number][]; at: Map<string, { rank: number; score: number }>; outcome: { outcome: RerankOutcome; ms: number } }> {
+  const started = performance.now();
+  const head = fused.slice(0, stage.topN);
+  const controller = new AbortController();
+  let outcome: RerankOutcome = 'ok';
+  try {
+    const scores = await withDeadline(
+      (async () => {
+        const known = await texts(head.map(([id]) => id));
+        const documents = head.map(([id]) => {
+          const text = known.get(id);
+          return text ? rerankText(text.name, text.description) : '';
+        });
+        return stage.reranker.rerank(query, documents, controller.signal);
+      })(),
+      Math.max(0, stage.deadlineMs),
+      () => new RerankLate(),
+    );
+    const { reordered, at } = rerankHead(head, scores, stage.mode, RRF_K);
+    return { fused: [...reordered, ...fused.slice(head.length)], at, outcome: done() };
+  } catch (error) {
+    controller.abort();
+    outcome = error instanceof RerankLate ? 'timeout' : 'error';
+    return { fused, at: new Map(), outcome: done() };
+  }
+  function done() {
+    const ms = performance.now() - started;
+    stage.observe?.(outcome, ms);
+    return { outcome, ms };
+  }
+}
+
+class RerankLate extends Error {}

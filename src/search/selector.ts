@@ -15,7 +15,7 @@ import { storeDocuments, type ToolDocument } from '../store/tool-store.js';
 import type { DocumentUse } from '../store/document-use.js';
 import { TimeSlice } from '../lib/time-slice.js';
 import { Bm25Builder, Bm25Index } from '../ranking/bm25-index.js';
-import { bm25Confidences, confidences } from '../ranking/confidence.js';
+import { bm25Confidences, rankingConfidences } from '../ranking/confidence.js';
 import { EmbedderBusy, expandQuery, rankCorpus, type RankDeps } from './hybrid-search.js';
 import { requestListSource } from './corpus-source.js';
 import { withDeadline } from '../lib/deadline.js';
@@ -509,6 +509,13 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
         : {}),
       tieKeyOf: (hash) => byHash.get(hash)!,
       ...(tagsByHash ? { tagged: { tags: input.tags!, byId: tagsByHash } } : {}),
+      // The rerank stage reads the tools in hand: a list's first turn may not have them stored yet.
+      texts: (ids) => {
+        const wanted = new Set(ids);
+        return new Map(
+          ranking.tools.filter(({ hash }) => wanted.has(hash)).map(({ hash, tool }) => [hash, { name: tool.name, description: tool.description }] as const),
+        );
+      },
     });
     const result = await withStoreDeadline(
       rankCorpus(
@@ -530,9 +537,10 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
       result.tools.map(({ id, score }) => [id, score] as const),
       byHash,
     );
-    const sure = confidences(
+    const sure = rankingConfidences(
       result.tools.map((tool, index) => ({ rank: index + 1, ...tool.explain })),
       result.bests,
+      result.language,
     );
     result.tools.forEach(({ id, score }, index) => {
       const name = byHash.get(id);

@@ -36,7 +36,7 @@ export interface ToolSearchInput {
   minConfidence?: number;
   /** How definitions are counted: as the provider the answer is for receives them. */
   shape: WireShape;
-  /** The answer carries the tools' definitions (`openai`): from memory, only tools whose definitions a search here answered with. */
+  /** The answer carries the tools' definitions (`openai`, `openai_additional_tools`, `gemini`): from memory, only tools whose definitions a search here answered with. */
   definitions?: boolean;
 }
 
@@ -59,6 +59,8 @@ export interface ToolSearchResult {
   /** Definition tokens of every candidate (for a catalog: all of its tools, summed by its writes) and of the answer. */
   tokens: { offered: number; selected: number };
   degraded?: string;
+  /** A query in another language than English over a catalog: its tag and whether the model read it (ranking/language.ts). */
+  language?: { tag: string; understood: boolean };
   /** ms per stage: an inline list's parse, query embedding and ranking; a catalog's query embedding, retrieval and fusion. */
   timings: Record<string, number>;
 }
@@ -189,6 +191,7 @@ async function storedAnswer(
     // The whole catalog is what the caller would send without a search (tags narrow the search, not that).
     tokens: { offered: catalog.definitionTokens[input.shape], selected },
     ...(result.degraded ? { degraded: result.degraded } : {}),
+    ...(result.language ? { language: result.language } : {}),
     timings: result.timings,
   };
 }
@@ -202,7 +205,7 @@ function rememberedIndex(deps: ToolSearchDeps, input: ToolSearchInput, index: Ca
 /**
  * The answer while the store does not give one, from the catalog as last seen by this process
  * (`rankRemembered`: its index, and its vectors when held), with `degraded: "store_error"`.
- * An answer that carries definitions (`openai`) keeps the ranked tools whose definitions a search
+ * An answer that carries definitions (`openai`, `openai_additional_tools`, `gemini`) keeps the ranked tools whose definitions a search
  * here answered with before (search/seen-tools.ts), in their order: a tool the model cannot be given
  * is no use to it. `rankCatalog` answers from memory only when the index can (`rememberedIndex`):
  * else the store's 503, as when this process holds no index of the catalog, or when some row of
@@ -231,6 +234,7 @@ function rememberedAnswer(
     unmatchedTerms: terms.filter((term) => !index.bm25.has(term)),
     tokens: { offered, selected },
     degraded: 'store_error',
+    ...(ranked.language ? { language: ranked.language } : {}),
     timings: { query_embedding_ms: 0, retrieval_ms: 0, fusion_ms: 0, ...ranked.timings },
   };
 }

@@ -452,6 +452,19 @@ export async function tagsOf(db: Executor, corpus: Corpus, ids: string[]): Promi
   return new Map(rows.map((row) => [row.id, row.tags]));
 }
 
+/** Names and descriptions of the given corpus ids (names for a catalog, hashes otherwise): what a reranker reads. */
+export async function textsOf(db: Executor, corpus: Corpus, ids: string[]): Promise<Map<string, { name: string; description: string }>> {
+  if (ids.length === 0) return new Map();
+  const rows = await queryRows<{ id: string; name: string; description: string }>(
+    db,
+    corpus.kind === 'catalog'
+      ? sql`select ct.name as id, d.name, d.description from catalog_tools ct join tool_documents d on d.hash = ct.hash
+            where ct.catalog_id = ${corpus.catalogId} and ct.name = any(${sql.param(ids)}::text[])`
+      : sql`select d.hash as id, d.name, d.description from tool_documents d where d.hash = any(${sql.param(ids)}::text[])`,
+  );
+  return new Map(rows.map((row) => [row.id, { name: row.name, description: row.description }]));
+}
+
 /** The model's partial HNSW index (the default model's comes with the migrations). */
 export async function ensureVectorIndex(db: Executor, model: string, dimension: number): Promise<void> {
   if (!/^[A-Za-z0-9._\/:@-]{1,160}$/.test(model) || !Number.isInteger(dimension) || dimension < 1 || dimension > 16000) {

@@ -1,5 +1,5 @@
 /**
- * POST /v1/tool-search: one ranking, four answer formats, inline candidates or a stored catalog,
+ * POST /v1/tool-search: one ranking, six answer formats (openai with namespaces too), inline candidates or a stored catalog,
  * token estimates and budgets, unmatched query terms, and tenants.
  */
 import { createHash } from 'node:crypto';
@@ -72,6 +72,63 @@ describe('POST /v1/tool-search', () => {
     expect((await search({ query, tools: anthropicTools, max_results: 3, format: 'openrouter', result_key: 'tools' })).body).toEqual({ tools: names });
   });
 
+  it('openai namespaces, additional_tools and gemini answers come from the same ranking, inline and stored', async () => {
+    const query = 'send an email to my boss about the weather';
+    const servers: Record<string, string> = { get_weather: 'web', send_email: 'mail', search_web: 'web', read_file: 'mail' };
+    const served = anthropicTools.map((tool) => ({ ...tool, server: servers[tool.name] }));
+    const ranked = (body: { results: { name: string }[] }) => body.results.map((result) => result.name);
+    const names = ranked((await search({ query, tools: served, max_results: 4 })).body);
+    expect(names[0]).toBe('send_email');
+    // Each server's tools in one namespace, where its best tool ranks; within it, in ranked order.
+    const grouped = [...new Set(names.map((name) => servers[name]!))].map((server) => [server, names.filter((name) => servers[name] === server)]);
+    const namespaced = { tools: served, max_results: 4, namespaces: true, namespace_descriptions: { mail: 'Mail and files.' } };
+    const openai = (await search({ query, ...namespaced, format: 'openai', call_id: 'call_7' })).body;
+    expect(openai).toMatchObject({ type: 'tool_search_output', execution: 'client', status: 'completed', call_id: 'call_7' });
+    expect(openai.tools.map((tool: { name: string; tools: { name: string }[] }) => [tool.name, tool.tools.map((fn) => fn.name)])).toEqual(grouped);
+    for (const namespace of openai.tools as { name: string; description: string }[]) {
+      expect(namespace.description).toBe(namespace.name === 'mail' ? 'Mail and files.' : `Tools of the ${namespace.name} server.`);
+    }
+    expect(openai.tools[0].tools[0]).toEqual({
+      type: 'function',
+      name: 'send_email',
+      description: 'Send an email to a recipient.',
+      parameters: anthropicTools[1]!.input_schema,
+      strict: false,
+      defer_loading: true,
+    });
+    const additional = (await search({ query, ...namespaced, format: 'openai_additional_tools' })).body;
+    expect(additional).toMatchObject({ type: 'additional_tools', role: 'developer' });
+    expect(additional.tools.map((tool: { name: string; tools: { name: string }[] }) => [tool.name, tool.tools.map((fn) => fn.name)])).toEqual(grouped);
+    expect(JSON.stringify(additional)).not.toContain('defer_loading');
+    // Without namespaces: the functions, in ranked order.
+    const flat = (await search({ query, tools: served, max_results: 4, format: 'openai_additional_tools' })).body;
+    expect(flat.tools.map((tool: { name: string }) => tool.name)).toEqual(names);
+    const gemini = (await search({ query, tools: served, max_results: 4, format: 'gemini', call_id: 'gem_1' })).body;
+    expect(gemini).toMatchObject({ type: 'tool_search_result', call_id: 'gem_1' });
+    expect(gemini.result.map((fn: { name: string }) => fn.name)).toEqual(names);
+    expect(gemini.result[0]).toEqual({
+      type: 'function',
+      name: 'send_email',
+      description: 'Send an email to a recipient.',
+      parameters: anthropicTools[1]!.input_schema,
+    });
+    // A stored catalog answers alike.
+    const stored = ranked((await search({ query, catalog, max_results: 3 })).body);
+    const storedGemini = (await search({ query, catalog, max_results: 3, format: 'gemini', call_id: 'gem_2' })).body;
+    expect(storedGemini.result.map((fn: { name: string }) => fn.name)).toEqual(stored);
+    // Fields of other formats are refused, and gemini needs the call it answers.
+    for (const [body, message] of [
+      [{ query, tools: served, format: 'gemini' }, /needs call_id/],
+      [{ query, tools: served, namespaces: true }, /belong to the openai/],
+      [{ query, tools: served, format: 'openai', namespace_descriptions: { web: 'Web.' } }, /needs namespaces: true/],
+      [{ query, tools: served, format: 'openai', namespaces: true, namespace_descriptions: { web: '' } }, /namespace_descriptions/],
+    ] as const) {
+      const refused = await search(body);
+      expect(refused.status, JSON.stringify(body)).toBe(400);
+      expect(refused.body.error.message).toMatch(message);
+    }
+  });
+
   it("a stored catalog of the caller's tenant, with tags and a token budget", async () => {
     const { status, body } = await search({ query: 'look something up online', catalog, max_results: 4 });
     expect(status).toBe(200);
@@ -115,7 +172,7 @@ describe('POST /v1/tool-search', () => {
   it('rejects bad requests with what was wrong', async () => {
     expect((await search({ query: 'x' })).body.error.message).toContain('exactly one of');
     expect((await search({ query: 'x', tools: anthropicTools, catalog })).status).toBe(400);
-    expect((await search({ query: 'x', tools: anthropicTools, format: 'gemini' })).status).toBe(400);
+    expect((await search({ query: 'x', tools: anthropicTools, format: 'bard' })).status).toBe(400);
     expect((await search({ query: 'x', tools: anthropicTools, topK: 3 })).status).toBe(400);
     expect((await search({ query: 'x', tools: [{ description: 'no name' }] })).status).toBe(400);
     expect((await search({ query: '', tools: anthropicTools })).status).toBe(400);
