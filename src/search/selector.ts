@@ -130,6 +130,8 @@ export interface Selection {
   names: string[];
   /** Set when the answer did not come from the full hybrid ranking. */
   fallback?: FallbackReason;
+  /** A query in another language than English: its tag and whether the model read it (ranking/language.ts). */
+  language?: { tag: string; understood: boolean };
   toolsIn: number;
   /** Filled in once `stored` settles, like `timings.store_ms`. */
   newDocuments: number;
@@ -550,6 +552,7 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
       }
     });
     fallback = result.degraded;
+    if (result.language) selection.language = result.language;
   } catch (error) {
     // Never fail closed: the store is down or slow, so rank by BM25 alone, which is in process.
     deps.logger.warn({ err: error }, 'selector: store unavailable; BM25 in process');

@@ -139,7 +139,12 @@ export async function searchForTools(deps: ToolSearchDeps, input: ToolSearchInpu
       confidence,
       unmatchedTerms: terms.filter((term) => !selection.knowsTerm(term)),
       tokens: { offered, selected },
-      ...(selection.fallback && selection.fallback !== 'no_match' ? { degraded: selection.fallback } : {}),
+      ...(selection.fallback && selection.fallback !== 'no_match'
+        ? { degraded: selection.fallback }
+        : selection.language?.understood === false
+          ? { degraded: 'query_language' as const }
+          : {}),
+      ...(selection.language ? { language: selection.language } : {}),
       // The store step of new tools settles after the answer; the selector's log line has it.
       timings: { parse_ms: selection.timings.parse_ms, query_embedding_ms: selection.timings.query_embedding_ms, ranking_ms: selection.timings.ranking_ms },
     };

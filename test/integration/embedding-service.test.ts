@@ -220,6 +220,24 @@ describe('toolsift with an embedding service', () => {
     expect(found.body.results[0].explain.vector).not.toBeNull();
   }, 60_000);
 
+  it('ranks a query in another language with both lists when the service is said to be multilingual (EMBED_MULTILINGUAL)', async () => {
+    // The test service stands in for a multilingual model: its vectors are hashed words, so a query
+    // sharing a word with a tool is near it whatever its language.
+    const app = await start({ EMBED_MULTILINGUAL: 'true' });
+    const catalog = uniqueName('svc-lang');
+    await pushAndEmbed(app, catalog);
+    const answer = await vectorSearch(app, catalog, 'Wetter weather für morgen');
+    expect(answer.body.query_language).toMatchObject({ understood: true });
+    expect(answer.body.degraded).toBeUndefined();
+    expect(answer.body.results[0].name).toBe('get_weather');
+    expect(answer.body.results[0].explain.vector).not.toBeNull();
+    // Said not to be, the same query is marked and ranked by BM25 first.
+    const english = await start({ EMBED_MULTILINGUAL: 'false' });
+    const marked = await vectorSearch(english, catalog, 'Wetter weather für morgen');
+    expect(marked.body.degraded).toBe('query_language');
+    expect(marked.body.query_language).toMatchObject({ understood: false });
+  }, 60_000);
+
   it('starts on BM25 with a clear /readyz reason when the service is not there', async () => {
     const app = await start({ EMBED_BASE_URL: 'http://127.0.0.1:1/v1', EMBED_SERVICE_TIMEOUT_MS: '500' });
     const ready = await app.request('GET', '/readyz');

@@ -117,6 +117,20 @@ describe.skipIf(!existsSync(`${SHARED}livemcpbench/catalog.jsonl`))('queries in 
     expect(asked.body.confidence).toBeGreaterThan(answer.body.confidence);
   });
 
+  it('marks tool-search over inline tools too', async () => {
+    const tools = [
+      { name: 'get_weather', description: 'Weather forecast for a city.', inputSchema: { type: 'object' } },
+      { name: 'read_file', description: 'Read a text file.', inputSchema: { type: 'object' } },
+    ];
+    const answer = await app.request('POST', '/v1/tool-search', { query: 'Wettervorhersage für Berlin morgen', tools, max_results: 2 });
+    expect(answer.status).toBe(200);
+    expect(answer.body.query_language).toEqual({ tag: 'de', understood: false });
+    expect(answer.body.degraded).toBe('query_language');
+    const english = await app.request('POST', '/v1/tool-search', { query: 'weather forecast for Berlin', tools, max_results: 2 });
+    expect(english.body.query_language).toBeUndefined();
+    expect(english.body.degraded).toBeUndefined();
+  });
+
   it('ranks normally, unmarked, when the model is said to read other languages (EMBED_MULTILINGUAL)', async () => {
     app.deps.search.multilingual = true;
     try {
