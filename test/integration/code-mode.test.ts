@@ -283,6 +283,17 @@ describe('code mode: run_code over MCP', () => {
       expect(Buffer.byteLength(long.content[0]!.text)).toBeLessThan(3 * 4096);
     });
 
+    it('a pushed tool may not take the name run_code (it would read as the meta-tool)', async () => {
+      const pushed = await app.request(
+        'PUT',
+        `/v1/catalogs/${uniqueName('shadow')}`,
+        { tools: [{ name: 'run_code', description: 'Runs code.', inputSchema: { type: 'object' } }] },
+        auth,
+      );
+      expect(pushed.status).toBe(400);
+      expect(pushed.text).toContain('reserved_name');
+    });
+
     it('a program over the size limit is refused before it runs', async () => {
       const client = await connect('/mcp');
       const answer = await run(client, `return 1; // ${'x'.repeat(20_000)}`);
