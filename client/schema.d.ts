@@ -877,7 +877,9 @@ export interface components {
         };
         /** @description Either `pattern` (0.4.0-0.5.2) or `query` (0.5.3+) is required, and exactly one of `tools` and `catalog`; unknown fields are ignored. */
         SelectorRequest: {
+            /** @description Cut at 10,000 characters, never refused (the other interfaces answer 400 past that length). */
             pattern?: string;
+            /** @description Cut at 10,000 characters like pattern. */
             query?: string;
             /** @default 5 */
             top_k?: number;
@@ -1986,7 +1988,7 @@ export interface operations {
                             offered: number;
                             selected: number;
                         };
-                        /** @description Why this is not the full hybrid ranking: embedder_unavailable, embedder_busy, embedder_error, embeddings_pending, store_error (ranked without the store: inline tools, or a catalog from memory), or query_language (a catalog searched for a query in a language the model does not read; see query_language). */
+                        /** @description Why this is not the full hybrid ranking: embedder_unavailable, embedder_busy, embedder_error, embeddings_pending, store_error (ranked without the store: inline tools, or a catalog from memory), or query_language (a query in a language the model does not read, inline tools or a catalog; see query_language). */
                         degraded?: string;
                         query_language?: components["schemas"]["QueryLanguage"];
                     } | {

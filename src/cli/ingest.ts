@@ -1,7 +1,7 @@
 /**
  * Pushes a tool file through the REST API and waits until every tool is embedded.
  *
- *   npm run ingest -- --catalog <name> [--url http://localhost:8080] [--api-key K] <file.json|.jsonl>
+ *   npm run ingest -- --catalog <name> [--url http://localhost:$PORT (8080)] [--api-key K] <file.json|.jsonl>
  *
  * A .json file is anything PUT accepts ({"tools": [...]}, an MCP tools/list result, a bare array);
  * a .jsonl file is one tool per line. Progress goes to stderr, the final summary to stdout. Exits
@@ -23,7 +23,7 @@ interface Progress {
 }
 
 function usage(message: string): never {
-  console.error(`${message}\nusage: npm run ingest -- --catalog <name> [--url http://localhost:8080] [--api-key K] <file.json|.jsonl>`);
+  console.error(`${message}\nusage: npm run ingest -- --catalog <name> [--url http://localhost:$PORT (8080)] [--api-key K] <file.json|.jsonl>`);
   process.exit(2);
 }
 
@@ -69,7 +69,8 @@ const readArgs = () =>
     allowPositionals: true,
     options: {
       catalog: { type: 'string' },
-      url: { type: 'string', default: 'http://localhost:8080' },
+      // The port the service itself reads, so a service on PORT=9090 is found without --url.
+      url: { type: 'string', default: `http://localhost:${process.env.PORT ?? 8080}` },
       'api-key': { type: 'string' },
       help: { type: 'boolean', default: false },
     },
@@ -83,7 +84,7 @@ async function main(): Promise<void> {
     usage((error as Error).message);
   }
   if (parsed.values.help) {
-    console.log('usage: npm run ingest -- --catalog <name> [--url http://localhost:8080] [--api-key K] <file.json|.jsonl>');
+    console.log('usage: npm run ingest -- --catalog <name> [--url http://localhost:$PORT (8080)] [--api-key K] <file.json|.jsonl>');
     process.exit(0);
   }
   const { catalog, url, 'api-key': apiKey } = parsed.values;
@@ -137,7 +138,7 @@ main().catch((error: unknown) => {
   // fetch's own message is "fetch failed"; the reason (refused, DNS, TLS) is its cause.
   const cause = (error as { cause?: { message?: string; code?: string } }).cause;
   const reason = cause ? `${(error as Error).message}: ${cause.code ?? ''} ${cause.message ?? ''}`.trim() : (error as Error).message;
-  const url = process.argv.find((_arg, index) => process.argv[index - 1] === '--url') ?? 'http://localhost:8080';
+  const url = process.argv.find((_arg, index) => process.argv[index - 1] === '--url') ?? `http://localhost:${process.env.PORT ?? 8080}`;
   console.error(`\ningest failed: ${reason}${cause ? ` (is toolsift running at ${url}? set --url)` : ''}`);
   process.exit(1);
 });

@@ -1,3 +1,4 @@
+import { QUERY_CHARS_MAX } from '../lib/query-length.js';
 import { Router } from 'express';
 import { z } from 'zod';
 import { AppError } from '../errors.js';
@@ -14,7 +15,7 @@ export const feedbackRequest = z
       .string()
       .regex(CATALOG_NAME, 'catalog names are 1-64 characters of A-Z, a-z, 0-9, ".", "_" and "-"')
       .refine(notDots, 'catalog names may not be . or ..'),
-    query: z.string().trim().min(1, 'query must not be empty').max(10_000).optional(),
+    query: z.string().trim().min(1, 'query must not be empty').max(QUERY_CHARS_MAX).optional(),
     /** A search answer's `search_id`: the event binds to that search's query. */
     search_id: z.string().min(1).max(64).optional(),
     used: z.array(toolName).min(1, 'used must name at least one tool').max(100),

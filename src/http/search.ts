@@ -1,3 +1,4 @@
+import { QUERY_CHARS_MAX } from '../lib/query-length.js';
 import { Router } from 'express';
 import { z } from 'zod';
 import { searchCatalog } from '../search/catalog-search.js';
@@ -9,7 +10,7 @@ import { recordSearch, type Metrics } from '../metrics.js';
 
 export const catalogSearchRequest = z
   .object({
-    query: z.string().trim().min(1, 'query must not be empty').max(10_000),
+    query: z.string().trim().min(1, 'query must not be empty').max(QUERY_CHARS_MAX),
     top_k: z.number().int().min(1).max(100).default(5),
     tags: z.array(z.string().min(1).max(64)).max(64).optional(),
     mode: z.enum(['hybrid', 'bm25', 'vector']).default('hybrid'),

@@ -1,3 +1,4 @@
+import { cutQuery } from '../lib/query-length.js';
 import { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
 import { DEFAULT_TOP_K, selectTools, storeDeadlineMs, type SelectorDeps } from '../search/selector.js';
@@ -81,8 +82,9 @@ const topK = z.number({ error: 'must be an integer' }).int('must be an integer')
  */
 export const selectorRequest = z
   .object({
-    pattern: z.string().max(10_000).optional(),
-    query: z.string().max(10_000).optional(),
+    // Cut, not refused: the selector never fails closed (lib/query-length.ts).
+    pattern: z.string().transform(cutQuery).optional(),
+    query: z.string().transform(cutQuery).optional(),
     top_k: topK.optional(),
     max_tools: topK.optional(),
     always_keep: z.array(z.string()).max(MAX_SELECTOR_TOOLS).nullish(),

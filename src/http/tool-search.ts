@@ -1,3 +1,4 @@
+import { QUERY_CHARS_MAX } from '../lib/query-length.js';
 import { Router } from 'express';
 import { z } from 'zod';
 import { wireDefinition, type WireShape } from '../catalog/tokens.js';
@@ -15,7 +16,7 @@ export type ToolSearchFormat = (typeof FORMATS)[number];
 
 export const toolSearchRequest = z
   .object({
-    query: z.string().trim().min(1, 'query must not be empty').max(10_000),
+    query: z.string().trim().min(1, 'query must not be empty').max(QUERY_CHARS_MAX),
     tools: z.array(z.unknown()).min(1).max(MAX_SELECTOR_TOOLS).optional(),
     catalog: z
       .string()

@@ -13,6 +13,7 @@
  * - `x_amz_bedrock_agentcore_search`: the shape of Amazon Bedrock AgentCore Gateway's search tool
  *   (`{query}` in, `{tools: [Tool]}` out), answered by search_tools' search.
  */
+import { QUERY_CHARS_MAX } from '../lib/query-length.js';
 import { createHash } from 'node:crypto';
 import { ProtocolError, ProtocolErrorCode, type McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
@@ -65,7 +66,7 @@ const filterParam = z
 const listParams = z.looseObject({ cursor: z.string().optional(), filter: filterParam });
 const catalogParams = z.looseObject({
   cursor: text().max(4_000).optional(),
-  query: text().trim().min(1).max(2_000).optional(),
+  query: text().trim().min(1).max(QUERY_CHARS_MAX).optional(),
   limit: z.number().int().min(1).max(SEARCH_LIMIT_MAX).optional(),
   filter: filterParam,
 });
@@ -204,7 +205,7 @@ export function registerDrafts(
       title: 'Search tools (AgentCore-style)',
       description:
         "Find the tools that fit a task, in plain words. Returns their full definitions (name, description, inputSchema); call one with tools/call and its name, or with call_tool. The shape of Amazon Bedrock AgentCore Gateway's search tool.",
-      inputSchema: z.object({ query: text().trim().min(1).max(2_000).describe('What you want to do, in plain words') }),
+      inputSchema: z.object({ query: text().trim().min(1).max(QUERY_CHARS_MAX).describe('What you want to do, in plain words') }),
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     (input) =>

@@ -5,6 +5,7 @@
  * `call_tool`, not injected. A fresh McpServer serves each HTTP request (stateless), built from the
  * request's tenant and catalog scope.
  */
+import { QUERY_CHARS_MAX } from '../lib/query-length.js';
 import { McpServer, ProtocolError, ProtocolErrorCode, ResourceNotFoundError, ResourceTemplate } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { listCatalogs } from '../catalog/catalog-service.js';
@@ -67,7 +68,7 @@ const safeText = () =>
   });
 
 const searchInput = z.object({
-  query: safeText().trim().min(1).max(2_000).describe('What you want to do, in plain words, e.g. "read a file from disk"'),
+  query: safeText().trim().min(1).max(QUERY_CHARS_MAX).describe('What you want to do, in plain words, e.g. "read a file from disk"'),
   limit: z.number().int().min(1).max(SEARCH_LIMIT_MAX).optional().describe(`How many tools (default ${SEARCH_LIMIT_DEFAULT}, at most ${SEARCH_LIMIT_MAX})`),
   tags: z.array(safeText().min(1).max(64)).max(16).optional().describe('Only tools carrying one of these tags'),
   server: safeText().min(1).max(128).optional().describe('Only tools of this MCP server'),
