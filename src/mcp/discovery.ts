@@ -159,6 +159,27 @@ interface RankedTool {
   schemas: { input: unknown; output: unknown } | null;
   /** Its row's text and schemas (undefined: not known here, the store not answering). */
   known?: KnownTool;
+  /** Its content hash, when known: the same tool in several catalogs is one result. */
+  hash?: string;
+  /** Whether call_tool can run it (an upstream synced it); undefined: not known here. */
+  callable?: boolean;
+}
+
+/**
+ * The same tool (same content) found in several catalogs, as one result: the best placed, or a
+ * callable twin in its place (a pushed copy's call_tool could only fail). Order otherwise kept.
+ */
+export function collapseSameTools<T extends { hash?: string; callable?: boolean }>(tools: readonly T[]): T[] {
+  const at = new Map<string, number>();
+  const kept: T[] = [];
+  for (const tool of tools) {
+    const place = tool.hash ? at.get(tool.hash) : undefined;
+    if (place === undefined) {
+      if (tool.hash) at.set(tool.hash, kept.length);
+      kept.push(tool);
+    } else if (tool.callable && !kept[place]!.callable) kept[place] = tool;
+  }
+  return kept;
 }
 
 /** A tool definition's outputSchema (MCP tools may declare one), else undefined. */
@@ -218,11 +239,12 @@ export async function searchTools(
   }
   // Catalogs are ranked apart (each its own BM25 statistics and dense weight), so their fused
   // scores do not compare; the calibrated confidence, an estimated probability of relevance, does.
-  const merged = ranked
-    .flatMap((ranking) => ranking.tools)
-    .filter((tool) => (!input.server || tool.server === input.server) && (!input.keep || input.keep(address(scope, tool.catalog, tool.name))))
-    .sort((a, b) => (inScope.length === 1 ? 0 : b.confidence - a.confidence || b.score - a.score))
-    .slice(0, limit);
+  const merged = collapseSameTools(
+    ranked
+      .flatMap((ranking) => ranking.tools)
+      .filter((tool) => (!input.server || tool.server === input.server) && (!input.keep || input.keep(address(scope, tool.catalog, tool.name))))
+      .sort((a, b) => (inScope.length === 1 ? 0 : b.confidence - a.confidence || b.score - a.score)),
+  ).slice(0, limit);
   rememberSearch(deps, scope, input.query, merged);
   const results = merged.map((tool) => {
     const name = address(scope, tool.catalog, tool.name);
@@ -297,6 +319,8 @@ function catalogAnswer(deps: DiscoveryDeps, catalog: CatalogSummary, ranking: Ca
           confidence,
           strong: explain.bm25 !== null || explain.exact_name || (explain.vector?.score ?? 0) >= WEAK_COSINE,
           schemas: { input: row.inputSchema, output: outputSchemaOf(row.definition) },
+          hash: row.hash,
+          callable: row.upstream !== null,
           known: row,
         };
       }),
@@ -319,7 +343,7 @@ function catalogAnswer(deps: DiscoveryDeps, catalog: CatalogSummary, ranking: Ca
         confidence,
         strong: true,
         schemas: known ? { input: known.inputSchema, output: outputSchemaOf(known.definition) } : null,
-        ...(known ? { known } : {}),
+        ...(known ? { known, ...(known.hash ? { hash: known.hash } : {}), callable: known.upstream !== null } : {}),
       };
     }),
     split: Object.fromEntries(Object.entries(ranked.timings).filter((entry): entry is [string, number] => entry[1] !== undefined)),
