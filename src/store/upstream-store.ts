@@ -83,6 +83,14 @@ export async function listUpstreams(db: Executor, tenant: string, catalog: strin
   );
 }
 
+/** Every upstream whose url starts with `prefix` (the operator's stdio servers: `stdio:`), of every tenant. */
+export async function upstreamsByUrlPrefix(db: Executor, prefix: string): Promise<UpstreamRow[]> {
+  return queryRows<UpstreamRow>(
+    db,
+    sql`select ${columns} from mcp_upstreams u join catalogs c on c.id = u.catalog_id where starts_with(u.url, ${prefix}) order by c.tenant, c.name, u.name`,
+  );
+}
+
 /** Removes an upstream and bumps its catalog's upstream revision, in one transaction (the catalog's row first, as above). */
 export async function deleteUpstream(db: Db, catalogId: number, name: string): Promise<boolean> {
   return retryOnConflict(() =>

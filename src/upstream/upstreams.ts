@@ -195,9 +195,33 @@ export class UpstreamService implements UpstreamCaller {
     });
   }
 
-  /** Registers the UPSTREAMS_FILE servers (each syncs in the background) and starts refreshing. */
+  /**
+   * Registers the UPSTREAMS_FILE servers (each syncs in the background) and removes, with their
+   * tools, the stdio servers of the file's tenants that an earlier start registered and the file no
+   * longer has (or now puts in another catalog): a server taken out of the file is not left
+   * searchable and failing. A tenant the file no longer names at all keeps its rows (another
+   * deployment may share the store); every replica of one deployment reads the same file.
+   */
   async startStdioServers(): Promise<void> {
-    for (const [name, server] of this.#deps.stdioServers ?? []) {
+    const wanted = this.#deps.stdioServers ?? new Map<string, StdioServer>();
+    // Without UPSTREAMS_FILE (a worker process, a replica that serves no stdio servers) nothing is pruned.
+    if (this.#deps.stdioServers)
+      try {
+        const tenants = new Set([...wanted.values()].map((server) => server.tenant));
+        for (const row of await store.upstreamsByUrlPrefix(this.#deps.db, STDIO_URL_PREFIX)) {
+          if (!tenants.has(row.tenant)) continue;
+          const server = wanted.get(row.name);
+          if (server && server.tenant === row.tenant && server.catalog === row.catalog && row.url === `${STDIO_URL_PREFIX}${row.name}`) continue;
+          await this.remove(row.tenant, row.catalog, row.name);
+          this.#deps.logger.info(
+            { upstream: row.name, tenant: row.tenant, catalog: row.catalog },
+            'stdio upstream no longer in UPSTREAMS_FILE: removed with its tools',
+          );
+        }
+      } catch (error) {
+        this.#deps.logger.warn({ err: error }, 'stdio upstreams no longer in UPSTREAMS_FILE could not be removed; they stay until the next start');
+      }
+    for (const [name, server] of wanted) {
       void this.register(server.tenant, server.catalog, {
         name,
         url: `${STDIO_URL_PREFIX}${name}`,

@@ -92,4 +92,33 @@ describe('stdio upstreams from UPSTREAMS_FILE', () => {
     expect(named.isError).toBe(true);
     expect(JSON.stringify(named.content)).toContain('lone UTF-16 surrogate');
   });
+
+  it('removes a server taken out of UPSTREAMS_FILE, with its tools, at the next start', async () => {
+    await client.close();
+    await app.close();
+    const other = uniqueName('other-fs');
+    const file = join(folder, 'upstreams-next.json');
+    // The same tenant, its filesystem server gone from the file; another server in another catalog.
+    writeFileSync(
+      file,
+      JSON.stringify({
+        mcpServers: {
+          notes: {
+            command: process.execPath,
+            args: [`${root}node_modules/@modelcontextprotocol/server-filesystem/dist/index.js`, folder],
+            catalog: other,
+            tenant,
+          },
+        },
+      }),
+    );
+    app = await startTestApp({ API_KEYS: `fs-key:${tenant}`, UPSTREAMS_FILE: file, EMBED_MODEL: 'none' });
+    const auth = { authorization: 'Bearer fs-key' };
+    const listed = await app.request('GET', `/v1/catalogs/${catalog}/upstreams`, undefined, auth);
+    expect(listed.body.upstreams, listed.text).toEqual([]);
+    const tools = await app.request('GET', `/v1/catalogs/${catalog}/tools`, undefined, auth);
+    expect(tools.body.tools).toEqual([]);
+    client = new Client({ name: 'stdio-test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${app.url}/mcp/${catalog}`), { requestInit: { headers: auth } }));
+  }, 120_000);
 });
