@@ -864,10 +864,10 @@ export interface components {
              */
             rerank?: "ok" | "timeout" | "error";
             /**
-             * @description Present when the answer is not what the mode promises: the model is unavailable, failed or busy (BM25 alone), or some of the catalog's tools have no vector yet (`embeddings_pending`: those tools are found by BM25 only, and `mode=vector` cannot return them; see `embedding`). A process counts a pending catalog for searches at most once a second, so this can outlast the last vector by up to a second. `query_language` (when nothing else is amiss): the query is not in English and the embedding model does not read its language (see `query_language`).
+             * @description Present when the answer is not what the mode promises: the model is unavailable, failed or busy (BM25 alone), or some of the catalog's tools have no vector yet (`embeddings_pending`: those tools are found by BM25 only, and `mode=vector` cannot return them; see `embedding`). A process counts a pending catalog for searches at most once a second, so this can outlast the last vector by up to a second. `query_language` (when nothing else is amiss): the query is not in English and the embedding model does not read its language (see `query_language`). `store_error`: the store did not answer and this is the catalog as this process last saw it (BM25 with typo matching and server votes, and its vectors when held; text only for tools a search here answered with before; no `explain`), as tool-search, the selector and MCP answer it; without such a memory, a 503.
              * @enum {string}
              */
-            degraded?: "embedder_unavailable" | "embedder_error" | "embedder_busy" | "embeddings_pending" | "query_language";
+            degraded?: "embedder_unavailable" | "embedder_error" | "embedder_busy" | "embeddings_pending" | "query_language" | "store_error";
             query_language?: components["schemas"]["QueryLanguage"];
             /** @description With `degraded=embeddings_pending`, the catalog's tools with a current vector, of all. */
             embedding?: {

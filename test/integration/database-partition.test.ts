@@ -292,6 +292,28 @@ describe('PostgreSQL stops answering (blackholed by a proxy)', () => {
       proxy.heal();
     }
   }, 60_000);
+
+  it('REST catalog search over a catalog this process has searched answers from memory too, as the other paths do', async () => {
+    expect(await untilReady(base)).toBe(true);
+    const search = (name: string, body: Record<string, unknown>) =>
+      timed(`/v1/catalogs/${name}/search`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const healthy = await search(catalog, { query: 'task number 7 with files', top_k: 3 });
+    expect(healthy.status).toBe(200);
+    expect(healthy.body.results[0].name).toBe('tool_7');
+    proxy.blackhole();
+    try {
+      const remembered = await search(catalog, { query: 'task number 7 with files', top_k: 3 });
+      expect(remembered.status).toBe(200);
+      expect(remembered.body.degraded).toBe('store_error');
+      expect(remembered.body.results.map((tool: { name: string }) => tool.name)).toEqual(healthy.body.results.map((tool: { name: string }) => tool.name));
+      // The tools a search here answered with keep their text.
+      expect(remembered.body.results[0]).toMatchObject({ name: 'tool_7', description: healthy.body.results[0].description });
+      // A catalog this process never searched: the store's 503.
+      expect((await search('never-searched', { query: 'x' })).status).toBe(503);
+    } finally {
+      proxy.heal();
+    }
+  }, 60_000);
 });
 
 describe('PostgreSQL stops answering, over catalogs whose vectors this process holds', () => {
