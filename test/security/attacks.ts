@@ -93,6 +93,7 @@ export async function startSecurityContext(): Promise<SecurityContext> {
       UPSTREAM_CALL_TIMEOUT_MS: '20000',
       UPSTREAM_MAX_RESULT_BYTES: '1mb',
       METRICS_TOKEN: metricsToken,
+      CODE_MODE: 'on',
     },
     { logger },
   );
@@ -682,6 +683,69 @@ export const ATTACKS: Attack[] = [
         (await ctx.app.request('DELETE', `/v1/catalogs/${ctx.catalog}/upstreams/files`, undefined, ctx.beta)).status,
       ];
       return { ok: statuses.every((status) => status === 404), seen: statuses.join(', ') };
+    },
+  },
+  {
+    finding: 'code mode',
+    attack: "a run_code program reaches for the host: process, require, fetch, the host's own functions, constructor.constructor('return process')()",
+    expected: 'none there: undefined each, a ReferenceError for the last; the service still answers',
+    async run(ctx) {
+      const client = await ctx.mcp(ctx.catalog, ctx.alpha);
+      const code = `const reach = () => { try { return typeof constructor.constructor("return process")(); } catch (error) { return error.name; } };
+        return [typeof process, typeof require, typeof fetch, typeof globalThis.__toolsift, reach()].join();`;
+      const answer = (await client.callTool({ name: 'run_code', arguments: { code } })) as { structuredContent?: { result?: unknown }; content?: unknown };
+      const health = (await ctx.app.request('GET', '/healthz')).status;
+      return {
+        ok: answer.structuredContent?.result === 'undefined,undefined,undefined,undefined,ReferenceError' && health === 200,
+        seen: `${JSON.stringify(answer.structuredContent?.result ?? answer.content)}; /healthz ${health}`,
+      };
+    },
+  },
+  {
+    finding: 'code mode',
+    attack: "a program of tenant beta calls alpha's tools by their /mcp address; alpha's program calls a tool call_tool refuses (the quarantined add)",
+    expected: 'ToolError, unknown tool, for beta; for alpha the same refusal call_tool gives; the upstream receives nothing',
+    async run(ctx) {
+      const before = ctx.trusted.calls.length;
+      const beta = new Client({ name: 'security-suite', version: '1.0.0' });
+      await beta.connect(new StreamableHTTPClientTransport(new URL(`${ctx.app.url}/mcp`), { requestInit: { headers: ctx.beta } }));
+      const crossed = (await beta.callTool({
+        name: 'run_code',
+        arguments: { code: `return await callTool("${ctx.catalog}/read_file", { path: "/etc/passwd" })` },
+      })) as {
+        isError?: boolean;
+        content?: unknown;
+      };
+      await beta.close();
+      const direct = await callTool(ctx, 'add', { a: 1, b: 2 });
+      const client = await ctx.mcp(ctx.catalog, ctx.alpha);
+      const program = (await client.callTool({ name: 'run_code', arguments: { code: 'return await tools.add({ a: 1, b: 2 })' } })) as {
+        isError?: boolean;
+        content?: unknown;
+      };
+      const reached = ctx.trusted.calls.length - before;
+      return {
+        ok: crossed.isError === true && /unknown tool/.test(text(crossed)) && direct.isError === true && program.isError === true && reached === 0,
+        seen: `beta: ${brief(text(crossed))}; alpha's call_tool isError ${direct.isError}, program: ${brief(text(program))}; calls reaching the upstream: ${reached}`,
+      };
+    },
+  },
+  {
+    finding: 'code mode',
+    attack: 'a program fires 10,000 calls at once at an upstream',
+    expected: 'the run ends at the call limit (200 by default), no more reach the upstream, and at most 8 are in flight',
+    async run(ctx) {
+      const before = ctx.trusted.calls.length;
+      const client = await ctx.mcp(ctx.catalog, ctx.alpha);
+      const answer = (await client.callTool({
+        name: 'run_code',
+        arguments: { code: 'await Promise.all(Array.from({ length: 10000 }, () => tools.get_weather({ city: "Paris" })));' },
+      })) as { isError?: boolean; content?: unknown };
+      const reached = ctx.trusted.calls.length - before;
+      return {
+        ok: answer.isError === true && /CallLimit/.test(text(answer)) && reached <= 200,
+        seen: `${brief(text(answer))}; calls reaching the upstream: ${reached}`,
+      };
     },
   },
 ];
