@@ -31,6 +31,7 @@
  *
  *   npm run bench:code -- [--repeats 7] [--calls 50] [--requests 200] [--quick]
  */
+import { sandboxLimits } from '../src/deps.js';
 import { deepStrictEqual } from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -43,7 +44,7 @@ import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { loadConfig } from '../src/config.js';
 import { seededRandom } from '../src/eval/seeded-random.js';
 import { type RunOutcome, SandboxPool } from '../src/sandbox/sandbox-pool.js';
-import { freePort, startEverything, startService } from '../test/helpers/process.js';
+import { freePort, startEverything, startService, writeFilesystemUpstreams } from '../test/helpers/process.js';
 import { median, summarize } from './lib/stats.js';
 
 const { values } = parseArgs({
@@ -159,36 +160,13 @@ const expectedSums = (() => {
 // The service, its two upstreams, and the clients.
 
 const upstreamsFile = join(folder, 'upstreams.json');
-writeFileSync(
-  upstreamsFile,
-  JSON.stringify({
-    mcpServers: {
-      filesystem: {
-        command: process.execPath,
-        args: [join(ROOT, 'node_modules/@modelcontextprotocol/server-filesystem/dist/index.js'), folder],
-        catalog: 'files',
-      },
-    },
-  }),
-);
+writeFilesystemUpstreams(upstreamsFile, { filesystem: { folder, catalog: 'files' } });
 const everythingPort = await freePort();
 let everything: ChildProcess | undefined;
 let service: Awaited<ReturnType<typeof startService>> | undefined;
 const clients: Client[] = [];
-const pool = new SandboxPool({ workers: WORKERS, limits: sandboxLimits() });
-
-/** The default limits, as the service reads them (src/deps.ts). */
-function sandboxLimits() {
-  const config = loadConfig({ CODE_MODE: 'on' });
-  return {
-    wallMs: config.CODE_MODE_WALL_MS,
-    cpuMs: config.CODE_MODE_CPU_MS,
-    memoryBytes: config.CODE_MODE_MEMORY,
-    outputBytes: config.CODE_MODE_OUTPUT_BYTES,
-    maxCalls: config.CODE_MODE_MAX_CALLS,
-    programBytes: config.CODE_MODE_PROGRAM_BYTES,
-  };
-}
+// The default limits, as the service reads them.
+const pool = new SandboxPool({ workers: WORKERS, limits: sandboxLimits(loadConfig({ CODE_MODE: 'on' })) });
 
 type Result = { content?: unknown; structuredContent?: unknown; isError?: boolean };
 const textOf = (result: Result) => ((result.content as Array<{ type: string; text?: string }>) ?? []).map((block) => block.text ?? '').join('\n');

@@ -36,7 +36,7 @@ import { SELECTOR_STORE_SLICE, STORE_CONCURRENCY, STORE_SLICE } from './store/to
 import { readUpstreamsFile, UpstreamService } from './upstream/upstreams.js';
 import { parseAllowList } from './upstream/address-policy.js';
 import { auditLog, type AuditLog } from './audit.js';
-import { SandboxPool } from './sandbox/sandbox-pool.js';
+import { SandboxPool, type SandboxLimits } from './sandbox/sandbox-pool.js';
 import { createReranker } from './embed/reranker.js';
 import type { RerankStage } from './search/hybrid-search.js';
 import { serviceVersion } from './lib/paths.js';
@@ -267,14 +267,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
       ? new SandboxPool({
           workers: config.CODE_MODE_WORKERS,
           nice: config.CODE_MODE_NICE,
-          limits: {
-            wallMs: config.CODE_MODE_WALL_MS,
-            cpuMs: config.CODE_MODE_CPU_MS,
-            memoryBytes: config.CODE_MODE_MEMORY,
-            outputBytes: config.CODE_MODE_OUTPUT_BYTES,
-            maxCalls: config.CODE_MODE_MAX_CALLS,
-            programBytes: config.CODE_MODE_PROGRAM_BYTES,
-          },
+          limits: sandboxLimits(config),
           onWorkerLost: (reason) => {
             logger.warn({ reason }, 'code mode: a sandbox worker was replaced');
             metrics.sandboxWorkersLost.inc();
@@ -416,6 +409,18 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
       if (ownsEmbedder) await embedder?.close();
       if (ownsDatabase) await database.close();
     },
+  };
+}
+
+/** Code mode's limits as the environment sets them (CODE_MODE_*). */
+export function sandboxLimits(config: Config): SandboxLimits {
+  return {
+    wallMs: config.CODE_MODE_WALL_MS,
+    cpuMs: config.CODE_MODE_CPU_MS,
+    memoryBytes: config.CODE_MODE_MEMORY,
+    outputBytes: config.CODE_MODE_OUTPUT_BYTES,
+    maxCalls: config.CODE_MODE_MAX_CALLS,
+    programBytes: config.CODE_MODE_PROGRAM_BYTES,
   };
 }
 

@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
-import { freePort, startEverything } from '../helpers/process.js';
+import { freePort, startEverything, writeFilesystemUpstreams } from '../helpers/process.js';
 
 const run = promisify(execFile);
 const root = new URL('../..', import.meta.url).pathname;
@@ -81,18 +81,7 @@ describe('the MCP Inspector CLI runs a code-mode program over two upstreams', ()
     writeFileSync(join(folder, 'a.txt'), 'alpha\nbeta\ngamma\n');
     writeFileSync(join(folder, 'b.txt'), 'delta\n');
     const upstreamsFile = join(folder, 'upstreams.json');
-    writeFileSync(
-      upstreamsFile,
-      JSON.stringify({
-        mcpServers: {
-          filesystem: {
-            command: process.execPath,
-            args: [`${root}node_modules/@modelcontextprotocol/server-filesystem/dist/index.js`, folder],
-            catalog: files,
-          },
-        },
-      }),
-    );
+    writeFilesystemUpstreams(upstreamsFile, { filesystem: { folder, catalog: files } });
     const port = await freePort();
     everything = await startEverything(port);
     // Keyless (the Inspector sends no headers): the default tenant, which the UPSTREAMS_FILE server joins.

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
 const root = new URL('../..', import.meta.url).pathname;
@@ -29,6 +30,25 @@ export async function startEverything(port: number): Promise<ChildProcess> {
     if (child.exitCode !== null || tries > 200) throw new Error(`server-everything did not start:\n${output}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/**
+ * Writes an UPSTREAMS_FILE at `file` whose servers are the real server-filesystem from npm over
+ * stdio, each on its folder, in its catalog (and tenant; default: the service's `default`).
+ */
+export function writeFilesystemUpstreams(file: string, servers: Record<string, { folder: string; catalog: string; tenant?: string }>): void {
+  const mcpServers = Object.fromEntries(
+    Object.entries(servers).map(([name, { folder, catalog, tenant }]) => [
+      name,
+      {
+        command: process.execPath,
+        args: [`${root}node_modules/@modelcontextprotocol/server-filesystem/dist/index.js`, folder],
+        catalog,
+        ...(tenant ? { tenant } : {}),
+      },
+    ]),
+  );
+  writeFileSync(file, JSON.stringify({ mcpServers }));
 }
 
 /** A child process with its stdout and stderr kept together, and its exit code once it exits. */

@@ -14,9 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHostileUpstream } from '../fixtures/hostile-mcp-server.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
-import { freePort, startEverything } from '../helpers/process.js';
-
-const root = new URL('../..', import.meta.url).pathname;
+import { freePort, startEverything, writeFilesystemUpstreams } from '../helpers/process.js';
 
 type RunResult = {
   isError?: boolean;
@@ -62,19 +60,7 @@ describe('code mode: run_code over MCP', () => {
     folder = mkdtempSync(join(tmpdir(), 'toolsift-code-'));
     for (let i = 1; i <= 5; i++) writeFileSync(join(folder, `note-${i}.txt`), `line one\nthe word apple ${i}\n${i % 2 ? 'apple again\n' : ''}`);
     const upstreamsFile = join(folder, 'upstreams.json');
-    writeFileSync(
-      upstreamsFile,
-      JSON.stringify({
-        mcpServers: {
-          filesystem: {
-            command: process.execPath,
-            args: [`${root}node_modules/@modelcontextprotocol/server-filesystem/dist/index.js`, folder],
-            catalog: files,
-            tenant: alpha,
-          },
-        },
-      }),
-    );
+    writeFilesystemUpstreams(upstreamsFile, { filesystem: { folder, catalog: files, tenant: alpha } });
     const port = await freePort();
     everything = await startEverything(port);
     hostile = await startHostileUpstream({

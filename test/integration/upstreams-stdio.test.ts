@@ -10,8 +10,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
-
-const root = new URL('../..', import.meta.url).pathname;
+import { writeFilesystemUpstreams } from '../helpers/process.js';
 
 describe('stdio upstreams from UPSTREAMS_FILE', () => {
   let app: TestApp;
@@ -24,19 +23,7 @@ describe('stdio upstreams from UPSTREAMS_FILE', () => {
     folder = mkdtempSync(join(tmpdir(), 'toolsift-fs-'));
     writeFileSync(join(folder, 'notes.txt'), 'the launch code is 4217\n');
     const file = join(folder, 'upstreams.json');
-    writeFileSync(
-      file,
-      JSON.stringify({
-        mcpServers: {
-          filesystem: {
-            command: process.execPath,
-            args: [`${root}node_modules/@modelcontextprotocol/server-filesystem/dist/index.js`, folder],
-            catalog,
-            tenant,
-          },
-        },
-      }),
-    );
+    writeFilesystemUpstreams(file, { filesystem: { folder, catalog, tenant } });
     // BM25 and server votes, no model: what this file tests is the stdio upstream (sync, search,
     // call), and mcp.test.ts ranks with the model. With it, the app's start would queue every
     // earlier suite's unembedded tools in the shared test database (enqueueMissing) and embed them
@@ -99,19 +86,7 @@ describe('stdio upstreams from UPSTREAMS_FILE', () => {
     const other = uniqueName('other-fs');
     const file = join(folder, 'upstreams-next.json');
     // The same tenant, its filesystem server gone from the file; another server in another catalog.
-    writeFileSync(
-      file,
-      JSON.stringify({
-        mcpServers: {
-          notes: {
-            command: process.execPath,
-            args: [`${root}node_modules/@modelcontextprotocol/server-filesystem/dist/index.js`, folder],
-            catalog: other,
-            tenant,
-          },
-        },
-      }),
-    );
+    writeFilesystemUpstreams(file, { notes: { folder, catalog: other, tenant } });
     app = await startTestApp({ API_KEYS: `fs-key:${tenant}`, UPSTREAMS_FILE: file, EMBED_MODEL: 'none' });
     const auth = { authorization: 'Bearer fs-key' };
     const listed = await app.request('GET', `/v1/catalogs/${catalog}/upstreams`, undefined, auth);
