@@ -160,6 +160,12 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
   const instructions = codeMode ? `${INSTRUCTIONS}\n\n${CODE_MODE_INSTRUCTIONS}` : INSTRUCTIONS;
   const server = new McpServer({ name: 'toolsift', version: deps.version }, { instructions, capabilities: { logging: {} } });
 
+  /** A prompt taking one `task` argument: the user message its text gives for that task. */
+  const taskPrompt = (name: string, about: { title: string; description: string }, text: (task: string) => string) =>
+    server.registerPrompt(name, { ...about, argsSchema: z.object({ task: z.string().min(1).max(2_000) }) }, ({ task }) => ({
+      messages: [{ role: 'user', content: { type: 'text', text: text(task) } }],
+    }));
+
   /** Runs one meta-tool call with its log line and metrics; an unexpected error becomes an isError result. */
   const observed = async <T extends { content: unknown[]; isError?: boolean }>(
     tool: string,
@@ -377,24 +383,14 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
   }));
 
   if (codeMode)
-    server.registerPrompt(
+    taskPrompt(
       'code_mode',
       {
         title: 'Do a task with one program',
         description: 'Find the tools a task needs, read their TypeScript declarations, then run one program with run_code.',
-        argsSchema: z.object({ task: z.string().min(1).max(2_000) }),
       },
-      ({ task }) => ({
-        messages: [
-          {
-            role: 'user',
-            content: {
-              type: 'text',
-              text: `Task: ${task}\n\n${CODE_MODE_INSTRUCTIONS}\n\nSteps: search_tools with signatures: true for each kind of tool the task needs; get_tool_details with detail "typescript" on the ones you will call; then one run_code whose program does the whole task and returns only the answer (not the raw tool results). If the program fails, read the error's line and fix that line.`,
-            },
-          },
-        ],
-      }),
+      (task) =>
+        `Task: ${task}\n\n${CODE_MODE_INSTRUCTIONS}\n\nSteps: search_tools with signatures: true for each kind of tool the task needs; get_tool_details with detail "typescript" on the ones you will call; then one run_code whose program does the whole task and returns only the answer (not the raw tool results). If the program fails, read the error's line and fix that line.`,
     );
 
   if (deps.drafts) {
@@ -405,24 +401,11 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
     });
   }
 
-  server.registerPrompt(
+  taskPrompt(
     'find_tool',
-    {
-      title: 'Find a tool for a task',
-      description: 'Search for the tool that does a task, check its schema, then call it.',
-      argsSchema: z.object({ task: z.string().min(1).max(2_000) }),
-    },
-    ({ task }) => ({
-      messages: [
-        {
-          role: 'user',
-          content: {
-            type: 'text',
-            text: `Task: ${task}\n\nUse toolsift: call search_tools with a short description of the task, pick the best result, read it with get_tool_details, then run it with call_tool. If search_tools returns a hint that nothing matches well, say so instead of guessing.`,
-          },
-        },
-      ],
-    }),
+    { title: 'Find a tool for a task', description: 'Search for the tool that does a task, check its schema, then call it.' },
+    (task) =>
+      `Task: ${task}\n\nUse toolsift: call search_tools with a short description of the task, pick the best result, read it with get_tool_details, then run it with call_tool. If search_tools returns a hint that nothing matches well, say so instead of guessing.`,
   );
 
   return server;

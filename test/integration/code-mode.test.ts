@@ -145,6 +145,8 @@ describe('code mode: run_code over MCP', () => {
     // Its outputSchema is the promise's type.
     expect(declaration).toMatch(/declare function read_text_file\(args: \{[\s\S]*path: string;[\s\S]*\}\): Promise<\{\s*content: string;\s*\}>;/);
     expect(declaration).toContain('Call: await tools.read_text_file(args)');
+    const prompt = await client.getPrompt({ name: 'code_mode', arguments: { task: 'count the lines' } });
+    expect(JSON.stringify(prompt.messages)).toMatch(/Task: count the lines.*run_code/);
     const search = (await client.callTool({ name: 'search_tools', arguments: { query: 'read a text file', limit: 3, signatures: true } })) as {
       structuredContent: { results: Array<{ name: string; signature?: string }> };
     };
