@@ -251,7 +251,7 @@ async function reportJobTimes(start: number, polled: number): Promise<number> {
 }
 
 try {
-  const server = await startProcess('src/main.ts', { PORT: String(port), HOST: '127.0.0.1', EMBED_WORKER: 'off', EMBED_THREADS: '1' }, 'toolsift listening');
+  const server = await startProcess('src/main.ts', { PORT: String(port), HOST: '127.0.0.1', EMBED_WORKER: 'off', EMBED_THREADS: '1' }, 'toolsift ready');
   console.log(
     `${texts.length} tool texts from ${values.size ? `bench:scale's catalog (${values.size} tools)` : values.catalog}; EMBED_CONCURRENCY=${values.concurrency} EMBED_BATCH_SIZE=${values.batch}; ${process.env.NODE_ENV ?? ''}`.trim(),
   );

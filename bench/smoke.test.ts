@@ -32,6 +32,14 @@ interface LoadSummary {
  * missed target still ends in a complete report.
  */
 describe('benches, smoke runs', () => {
+  it('npm run bench:start-time: /healthz, /readyz and a taken port, timed over one start', async () => {
+    const { code, stdout, stderr } = await runBench(['bench/start-time.ts', '--starts', '1', '--model', 'none']);
+    expect([0, 1], `bench exited with ${code}:\n${stderr.slice(-3000)}`).toContain(code);
+    const summary = JSON.parse(stdout.trim().split('\n').at(-1)!) as Record<'healthz_ms' | 'readyz_ms' | 'taken_port_ms', { n: number; p50: number }>;
+    for (const measure of ['healthz_ms', 'readyz_ms', 'taken_port_ms'] as const) expect(summary[measure]).toMatchObject({ n: 1, p50: expect.any(Number) });
+    expect(summary.readyz_ms.p50).toBeGreaterThanOrEqual(summary.healthz_ms.p50);
+  });
+
   it('npm run bench: the real service on PGlite answers every load without errors, and the report is complete', async () => {
     const { code, stdout, stderr } = await runBench(['bench/selector.ts', '--source', '--stores', 'pglite', '--duration', '1']);
     // Exit 1 is a missed speed target at one-second loads; anything else is a crash.

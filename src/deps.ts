@@ -82,13 +82,17 @@ export interface DepsOverrides {
   embedder?: Embedder | null;
   /** False for a process that answers no searches (`npm run worker`): nothing search-only is loaded. */
   searches?: boolean;
+  /** Told what the start is doing, for /readyz while the port already answers (main.ts). */
+  onPhase?: (phase: string) => void;
 }
 
 export async function createDeps(config: Config, overrides: DepsOverrides = {}): Promise<Deps> {
   const logger = overrides.logger ?? createLogger(config.LOG_LEVEL);
+  const phase = overrides.onPhase ?? (() => {});
   const ownsDatabase = !overrides.database;
   const database = overrides.database ?? (await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, timeoutMs: config.DB_TIMEOUT_MS }));
   try {
+    phase('migrating the store');
     if (ownsDatabase) await database.migrate();
   } catch (error) {
     await database.close();
@@ -101,6 +105,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   await refreshDefinitionTokens(database.db, tokenCounter, logger);
 
   const ownsEmbedder = overrides.embedder === undefined;
+  phase(`loading the embedding model ${config.EMBED_MODEL}`);
   let serviceEvents: (event: { kind: 'query' | 'documents'; outcome: 'ok' | 'error'; tokens: number; ms: number }) => void = () => {};
   const loaded =
     overrides.embedder !== undefined
@@ -145,6 +150,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   };
   let queue: EmbedQueue | null = null;
   let embedWorker: EmbedWorker | null = null;
+  phase('connecting the embedding queue');
   try {
     if (config.REDIS_URL && config.EMBED_MODEL !== DISABLED_MODEL) {
       // Redis unreachable at start is fatal (connectRedis names the URL): silently embedding
@@ -193,8 +199,12 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   const readiness: ReadinessCheck[] = [
     { name: 'database', required: true, check: async () => ({ kind: database.kind, ...(await database.check()) }) },
     {
+      // A configured model that cannot load (a wrong EMBED_MODEL, a missing folder or package, a
+      // service refusing the key or the model) makes the service unready, so a rollout with it
+      // stops at its first replica; searches it is sent meanwhile rank with BM25. An embedding
+      // service that was only unreachable, and every failure after a good start, only report.
       name: 'embedder',
-      required: false,
+      required: loaded.status.state === 'unavailable' && !loaded.status.transient,
       check: async () => {
         if (loaded.status.state !== 'ready') {
           throw new Error(
@@ -259,6 +269,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     version: serviceVersion(),
   });
   upstreams.start();
+  phase('starting the stdio upstream servers (UPSTREAMS_FILE)');
   await upstreams.startStdioServers();
 
   // Code mode's sandbox: one worker started now (loading the engine and the transpiler), the rest as programs come.

@@ -33,8 +33,10 @@ export const DISABLED_MODEL = 'none';
 /**
  * Builds the configured embedder. Never throws: a model that cannot load leaves the service
  * ranking with BM25 alone, so the failure becomes an `unavailable` status whose reason names
- * the missing package or folder. The implementations are imported lazily so that choosing
- * use-lite never loads onnxruntime, and a missing package is reported rather than fatal.
+ * the missing package or folder (marked `transient` when an embedding service was only
+ * unreachable or failing); /readyz answers 503 for a model that is not transient (deps.ts). The
+ * implementations are imported lazily so that choosing use-lite never loads onnxruntime, and a
+ * missing package is reported rather than fatal.
  */
 export async function loadEmbedder(options: LoadEmbedderOptions, logger?: EmbedLogger): Promise<{ embedder: Embedder | null; status: EmbedderStatus }> {
   const modelId = options.model;
@@ -53,8 +55,9 @@ export async function loadEmbedder(options: LoadEmbedderOptions, logger?: EmbedL
     return { embedder, status: { state: 'ready', modelId: embedder.modelId } };
   } catch (error) {
     const reason = describeLoadFailure(error);
-    logger?.warn({ modelId, reason }, 'embedding model unavailable; ranking with BM25 only');
-    return { embedder: null, status: { state: 'unavailable', modelId, reason } };
+    const transient = (error as { transient?: boolean }).transient === true;
+    logger?.warn({ modelId, reason, transient }, 'embedding model unavailable; ranking with BM25 only');
+    return { embedder: null, status: { state: 'unavailable', modelId, reason, ...(transient ? { transient } : {}) } };
   }
 }
 

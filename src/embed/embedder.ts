@@ -19,6 +19,8 @@ export type EmbedderStatus = {
   state: 'ready' | 'loading' | 'unavailable' | 'disabled';
   modelId: string;
   reason?: string;
+  /** unavailable for a reason that may pass (an embedding service unreachable, 429, 5xx), not a setting to fix. */
+  transient?: boolean;
 };
 
 /**

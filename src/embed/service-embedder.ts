@@ -134,7 +134,7 @@ export class ServiceEmbedder implements Embedder {
       const reason = describeServiceError(error);
       this.#lastFailure = { at: new Date(), reason };
       this.options.observe?.({ kind, outcome: 'error', texts: texts.length, tokens, ms: performance.now() - started });
-      throw new Error(`embedding service ${this.options.baseUrl} (${this.options.model}): ${reason}`);
+      throw Object.assign(new Error(`embedding service ${this.options.baseUrl} (${this.options.model}): ${reason}`), { transient: isTransient(error) });
     }
   }
 
@@ -160,6 +160,17 @@ export class ServiceEmbedder implements Embedder {
 export const serviceModelId = (model: string, dimension: number) => `${SERVICE_MODEL_PREFIX}${model}@${dimension}`;
 
 /** The client's error in a line: status and the service's message, never the key. */
+/**
+ * A failure that may pass by itself: the service unreachable or slow, rate-limited or failing
+ * (429, 5xx). A refusal (400, 401, 403, 404, 422) or an answer that is not embeddings is a
+ * setting to fix.
+ */
+function isTransient(error: unknown): boolean {
+  if (error instanceof OpenAI.APIConnectionError) return true;
+  if (error instanceof OpenAI.APIError) return error.status === undefined || error.status === 408 || error.status === 429 || error.status >= 500;
+  return false;
+}
+
 function describeServiceError(error: unknown): string {
   if (error instanceof OpenAI.APIError) {
     const status = error.status ? `HTTP ${error.status}` : error.constructor.name;

@@ -33,7 +33,7 @@ describe('restart as PID 1 after SIGKILL', () => {
       REDIS_URL: '',
       LOG_LEVEL: 'info',
     });
-    await waitUntilAnswering(service, `http://127.0.0.1:${port}/healthz`, 30_000);
+    await waitUntilAnswering(service, `http://127.0.0.1:${port}/readyz`, 30_000);
     return service;
   }
 

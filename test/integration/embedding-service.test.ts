@@ -241,8 +241,25 @@ describe('toolsift with an embedding service', () => {
   it('starts on BM25 with a clear /readyz reason when the service is not there', async () => {
     const app = await start({ EMBED_BASE_URL: 'http://127.0.0.1:1/v1', EMBED_SERVICE_TIMEOUT_MS: '500' });
     const ready = await app.request('GET', '/readyz');
+    // Unreachable is an outage, not a setting to fix: ready, ranking with BM25, and saying so.
+    expect(ready.status).toBe(200);
+    expect(ready.body.components.embedder.status).toBe('degraded');
     expect(JSON.stringify(ready.body.components.embedder)).toMatch(/openai:test-embed: unavailable .*embedding service/);
     const catalog = uniqueName('svc-none');
+    expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools: TOOLS })).status).toBe(200);
+    const found = await vectorSearch(app, catalog, 'read a text file');
+    expect(found.body.results[0].name).toBe('read_file');
+    expect(found.body.degraded).toBe('embedder_unavailable');
+  }, 60_000);
+
+  it('is not ready, naming the model, when the service refuses it at start (a setting to fix), and still answers searches', async () => {
+    service.faults = Array.from({ length: 4 }, () => ({ kind: 'status' as const, status: 401 }));
+    const app = await start({});
+    const ready = await app.request('GET', '/readyz');
+    expect(ready.status).toBe(503);
+    expect(ready.body.components.embedder.status).toBe('down');
+    expect(ready.body.components.embedder.reason).toMatch(/openai:test-embed: unavailable .*HTTP 401/);
+    const catalog = uniqueName('svc-refused');
     expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools: TOOLS })).status).toBe(200);
     const found = await vectorSearch(app, catalog, 'read a text file');
     expect(found.body.results[0].name).toBe('read_file');
