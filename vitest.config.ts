@@ -7,7 +7,8 @@ import { defineConfig } from 'vitest/config';
  * (DATABASE_URL, else PGlite): the shared test database, deps built from the config, the
  * service started as a process.
  */
-const OPENS_THE_STORE = /testDatabase|createDeps|openDatabase|openPglite|openPostgres|DATABASE_URL|\bspawn\w*\(|startService|startEverything|main\.(js|ts)|runBench/;
+const OPENS_THE_STORE =
+  /testDatabase|createDeps|openDatabase|openPglite|openPostgres|DATABASE_URL|\bspawn\w*\(|startService|startEverything|main\.(js|ts)|runBench/;
 
 /** Whether `file`, or a test or bench helper it imports (transitively), opens the store. */
 function opensTheStore(file: string, seen = new Set<string>()): boolean {

@@ -36,7 +36,14 @@ async function freePort(): Promise<number> {
 }
 
 function startService(port: number, dataDir: string) {
-  const env: Record<string, string | undefined> = { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, EMBED_MODEL: values.model, LOG_LEVEL: 'warn' };
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    DATA_DIR: dataDir,
+    EMBED_MODEL: values.model,
+    LOG_LEVEL: 'warn',
+  };
   for (const name of ['DATABASE_URL', 'REDIS_URL', 'API_KEYS', 'UPSTREAMS_FILE']) delete env[name];
   const child = spawn(process.execPath, ['--max-semi-space-size=4', 'dist/src/main.js'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
