@@ -222,6 +222,38 @@ describe('benches, smoke runs', () => {
     expect(report.healed_after_turns).toBeGreaterThanOrEqual(1);
   });
 
+  it('npm run bench:refresh: a start on stale BM25 terms answers as the refreshed store, on both stores, each figure reported', async () => {
+    const pg = process.env.BENCH_PG ? ['--pg', process.env.BENCH_PG] : [];
+    for (const store of ['pglite', 'postgres']) {
+      const { code, stdout, stderr } = await runBench([
+        'bench/refresh-start.ts',
+        '--size',
+        '300',
+        '--starts',
+        '1',
+        '--queries',
+        '3',
+        '--store',
+        store,
+        '--wait-refresh',
+        ...pg,
+      ]);
+      // Exit 1 means an answer differed from the refreshed store's.
+      expect(code, stderr.slice(-3000)).toBe(0);
+      const report = JSON.parse(stdout.trim().split('\n').at(-1)!) as {
+        store: string;
+        starts: { first_answer_ms: number; different_answers: number; terms_at_first_answer: { state: string }; refresh_done_ms: number }[];
+      };
+      expect(report.store).toBe(store);
+      expect(report.starts).toHaveLength(1);
+      for (const start of report.starts) {
+        expect(start.different_answers).toBe(0);
+        expect(start.first_answer_ms).toBeGreaterThan(0);
+        expect(start.refresh_done_ms).toBeGreaterThan(0);
+      }
+    }
+  });
+
   it('npm run bench:start: a start on many catalogs, ready once every index is held, each figure reported', async () => {
     const pg = process.env.BENCH_PG ? ['--pg', process.env.BENCH_PG] : [];
     const { code, stdout, stderr } = await runBench(['bench/start-catalogs.ts', '--catalogs', '6', '--tools', '3', '--starts', '2', '--model', 'none', ...pg]);
@@ -316,6 +348,7 @@ describe('benches, smoke runs', () => {
         tag?: { tag: string; tools: number };
         first_search_after_write_ms: Record<string, number>;
         first_search_after_slice_ms: number;
+        first_search_after_slice_samples: number[];
         slow_searches: Record<string, { at: number; ms: number; took_ms: number; gc: string[] }[]>;
         gc_during_searches: Record<string, Record<string, { count: number }>>;
         index_ready_after_write_ms: number;
@@ -343,6 +376,7 @@ describe('benches, smoke runs', () => {
       }
       expect(report.index_ready_after_write_ms).toBeGreaterThan(0);
       expect(report.first_search_after_slice_ms).toBeGreaterThan(0);
+      expect(report.first_search_after_slice_samples).toHaveLength(5);
       expect(report.rss_mb).toBeGreaterThan(0);
     }
   });

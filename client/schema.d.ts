@@ -30,11 +30,16 @@ export interface paths {
         };
         /**
          * The database is reachable and migrated and the stored catalogs are read; reports the embedder and the queue.
-         * @description 503 when a required component is down: the database, or `catalogs` while the service reads
-         *     the stored catalogs into process after its start (`CATALOG_WARMUP`, at most 60 s; searches
-         *     are answered meanwhile, a catalog not yet read ranking in SQL). An unavailable embedding
-         *     model or queue does not make the service unready (it ranks with BM25), but is reported as
-         *     `degraded` with the reason.
+         * @description 503 when a required component is down: `start` while the service is still being built
+         *     after it began listening (the store opened and migrated, the model loaded; every other
+         *     route answers 503 `service_unavailable` with Retry-After meanwhile, /healthz 200); the
+         *     database; `catalogs` while the service reads the stored catalogs into process after its
+         *     start (`CATALOG_WARMUP`, at most 60 s; searches are answered meanwhile, a catalog not yet
+         *     read ranking in SQL); `embedder` when the configured `EMBED_MODEL` could not load for a
+         *     reason to fix (a wrong model id, a missing folder or package, an embedding service refusing
+         *     the key or the model: searches sent to it still rank with BM25). An embedding service only
+         *     unreachable at start, a failing service later and an unavailable queue do not make the
+         *     service unready (it ranks with BM25), but are reported as `degraded` with the reason.
          */
         get: operations["getReadiness"];
         put?: never;
@@ -327,6 +332,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/catalogs/{catalog}/upstreams/{name}/oauth/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start the OAuth authorization code flow (PKCE) of an upstream registered with `auth.type` oauth; answers the URL to open in a browser.
+         * @description Discovery (the server's 401, its protected-resource metadata, then its authorization server's metadata), dynamic client registration when no client is configured, then PKCE. Open `authorization_url` in a browser and approve: the authorization server sends the browser to `redirect_uri` (GET /oauth/callback), where toolsift takes the tokens and syncs the upstream. The state is single use and expires at `expires_at`. Every request of the flow passes the address policy. 502 `upstream_failed` when the upstream or its authorization server fails (the reason in the gateway's own words).
+         */
+        post: operations["startUpstreamAuthorization"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/oauth/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Where an operator's browser comes back from an upstream's authorization server (no API key: the state names the upstream).
+         * @description Takes the pending authorization the state names (single use, unexpired), exchanges the code with its PKCE verifier, stores the tokens sealed and syncs the upstream. Answers a small HTML page in the gateway's own words; the authorization server's text is never shown.
+         */
+        get: operations["upstreamAuthorizationCallback"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/feedback": {
         parameters: {
             query?: never;
@@ -595,6 +640,48 @@ export interface components {
                 name: string;
                 held_by: string;
             }[];
+            /** @description OAuth (registered with `auth.type` oauth); null for static headers only. Never a token or a secret. */
+            auth: {
+                /** @constant */
+                type: "oauth";
+                /** @enum {string} */
+                grant: "authorization_code" | "client_credentials";
+                /**
+                 * @description `authorization_required`: an operator authorizes it (POST .../oauth/start); `refresh_failed`: the token could not be renewed (last_error says why).
+                 * @enum {string}
+                 */
+                status: "authorized" | "authorization_required" | "refresh_failed";
+                /**
+                 * @description configured: given at registration; registered: by dynamic client registration.
+                 * @enum {string|null}
+                 */
+                client: "configured" | "registered" | null;
+                /**
+                 * Format: date-time
+                 * @description When the access token expires; it is renewed before.
+                 */
+                expires_at: string | null;
+                /** Format: date-time */
+                authorized_at: string | null;
+                /** @description Why no token could be had, in the gateway's own words. */
+                last_error: string | null;
+            } | null;
+        };
+        /** @description toolsift gets its own tokens from the upstream's authorization server, following the MCP authorization spec; stored sealed (SECRETS_KEY), never returned. Without `client_id` toolsift registers itself (dynamic client registration). */
+        UpstreamOAuthSettings: {
+            /** @constant */
+            type: "oauth";
+            /**
+             * @description authorization_code: an operator authorizes in a browser (POST .../oauth/start); client_credentials: machine access.
+             * @default authorization_code
+             * @enum {string}
+             */
+            grant?: "authorization_code" | "client_credentials";
+            client_id?: string;
+            /** @description Needs client_id; stored sealed, never returned. */
+            client_secret?: string;
+            /** @description Space-separated scopes; unset: what the server advertises. */
+            scope?: string;
         };
         /** @description A tool of an upstream not served as listed now. */
         ReviewedTool: {
@@ -630,7 +717,7 @@ export interface components {
         Error: {
             error: {
                 /** @enum {string} */
-                code: "invalid_json" | "validation_failed" | "invalid_tool" | "unsafe_tool" | "name_conflict" | "unauthorized" | "forbidden" | "not_found" | "payload_too_large" | "unsupported_media_type" | "malformed_request" | "request_timeout" | "headers_too_large" | "service_unavailable" | "internal_error";
+                code: "invalid_json" | "validation_failed" | "invalid_tool" | "unsafe_tool" | "name_conflict" | "unauthorized" | "forbidden" | "not_found" | "payload_too_large" | "unsupported_media_type" | "malformed_request" | "request_timeout" | "headers_too_large" | "service_unavailable" | "upstream_failed" | "internal_error";
                 message: string;
                 details?: unknown;
                 request_id: string;
@@ -955,7 +1042,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The request names a Host this instance does not serve (ALLOWED_HOSTS; without API_KEYS only its loopback names) or comes from a browser origin it does not allow (ALLOWED_ORIGINS): the DNS-rebinding defence, on every route but /healthz and /readyz. */
+        /** @description The request names a Host this instance does not serve (ALLOWED_HOSTS; without API_KEYS only its loopback names) or comes from a browser origin it does not allow (ALLOWED_ORIGINS): the DNS-rebinding defence, on every route but /healthz and /readyz. Or the API key's scopes (API_KEYS_FILE; docs/security.md) do not allow it: a catalog outside its catalogs, a write by a key without write, a tool or upstream outside its tools or servers, a whole-catalog write by a key that sees only some tools; the message names the key's id and what is not allowed, never whether the thing exists. */
         Forbidden: {
             headers: {
                 [name: string]: unknown;
@@ -1674,6 +1761,7 @@ export interface operations {
                      * @enum {string}
                      */
                     trust?: "pin" | "auto";
+                    auth?: components["schemas"]["UpstreamOAuthSettings"];
                 };
             };
         };
@@ -1797,6 +1885,95 @@ export interface operations {
             409: components["responses"]["NameConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    startUpstreamAuthorization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                catalog: string;
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description Where to send the operator's browser. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uri */
+                        authorization_url: string;
+                        /**
+                         * Format: uri
+                         * @description toolsift's callback (OAUTH_REDIRECT_URL, else this request's scheme and Host).
+                         */
+                        redirect_uri: string;
+                        /** Format: date-time */
+                        expires_at: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description The upstream or its authorization server failed the start; the reason is in the gateway's own words. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    upstreamAuthorizationCallback: {
+        parameters: {
+            query?: {
+                state?: string;
+                code?: string;
+                iss?: string;
+                error?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Authorized; the page says how many tools the sync serves. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Unknown or expired state, a denied authorization, or a code the authorization server refused. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            403: components["responses"]["Forbidden"];
             503: components["responses"]["Unavailable"];
         };
     };

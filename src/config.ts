@@ -1,6 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { DEFAULT_USE_LITE_NICE } from './embed/use-lite.js';
+import { parseSecretKeys } from './lib/secret-box.js';
 import { parseAllowList } from './upstream/address-policy.js';
+import { KeysFileError, parseKeysFile, type KeyPolicy } from './trust/policy.js';
 
 const booleanFlag = z.enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off']).transform((value) => ['true', '1', 'yes', 'on'].includes(value));
 
@@ -58,6 +61,12 @@ export const configSchema = z.preprocess(
     HEADERS_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(600_000).default(10_000),
     API_KEYS: z.preprocess(emptyAsUndefined, apiKeys.optional()),
     /**
+     * A JSON file of keys with per-key scopes (trust/policy.ts, docs/security.md): `{"keys": [{"key",
+     * "tenant", "id"?, "catalogs"?, "tools"?, "servers"?, "call"?, "write"?, "manage"?}]}`. Read at
+     * start, beside API_KEYS (a key in both is an error).
+     */
+    API_KEYS_FILE: z.preprocess(emptyAsUndefined, z.string().optional()),
+    /**
      * Browser origins allowed to call any route (DNS-rebinding defence, as the MCP spec's security
      * section asks): a comma list of origins or hostnames, or `*`. Requests without an Origin header
      * (every non-browser client) are not affected; a page served by this instance (same origin as an
@@ -108,8 +117,35 @@ export const configSchema = z.preprocess(
           }
         }),
     ),
+    /**
+     * Seals the credentials the store keeps (upstream header values, OAuth tokens and client
+     * secrets) with AES-256-GCM (lib/secret-box.ts): 32 random bytes as base64 or hex (`openssl rand
+     * -base64 32`), optionally named `<id>:<key>`; a comma list rotates (the first seals, all open,
+     * values sealed with another are re-sealed at start). Unset: upstreams with headers or OAuth are
+     * refused, and a store holding credentials does not start.
+     */
+    SECRETS_KEY: z.preprocess(
+      emptyAsUndefined,
+      z
+        .string()
+        .optional()
+        .superRefine((value, context) => {
+          if (value === undefined) return;
+          try {
+            parseSecretKeys(value);
+          } catch (error) {
+            context.addIssue({ code: 'custom', message: (error as Error).message });
+          }
+        }),
+    ),
     /** Deadline of connecting to an upstream and listing its tools (registration, sync, refresh), ms. */
     UPSTREAM_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
+    /**
+     * Where an operator's browser comes back after authorizing an OAuth upstream: toolsift's
+     * GET /oauth/callback as the browser reaches it (https://toolsift.example.com/oauth/callback).
+     * Unset: the start request's own scheme and Host.
+     */
+    OAUTH_REDIRECT_URL: z.preprocess(emptyAsUndefined, z.url({ protocol: /^https?$/ }).optional()),
     /** Largest upstream answer (a call's result, a page of tools/list), counted as it streams in; past it the call ends isError. */
     UPSTREAM_MAX_RESULT_BYTES: z.preprocess(emptyAsUndefined, byteSize.prefault('4mb')),
     /**
@@ -207,13 +243,21 @@ export const configSchema = z.preprocess(
   }),
 );
 
-/** The environment as parsed, with the defaults that depend on other variables (HOST, ALLOWED_HOSTS) resolved. */
-export type Config = Omit<z.infer<typeof configSchema>, 'HOST' | 'ALLOWED_HOSTS'> & { HOST: string; ALLOWED_HOSTS: string };
+/**
+ * The environment as parsed, with the defaults that depend on other variables (HOST, ALLOWED_HOSTS)
+ * resolved. API_KEYS holds every key (API_KEYS' and API_KEYS_FILE's) by its tenant; KEY_POLICIES the
+ * scopes of the keys file's (a key without an entry there has full access within its tenant).
+ */
+export type Config = Omit<z.infer<typeof configSchema>, 'HOST' | 'ALLOWED_HOSTS'> & {
+  HOST: string;
+  ALLOWED_HOSTS: string;
+  KEY_POLICIES?: Map<string, KeyPolicy>;
+};
 
 const LOOPBACK_HOSTS = 'localhost,127.0.0.1,[::1]';
 
 /** Fills the defaults that depend on other variables, and takes the older MCP_ALLOWED_* names. */
-export function resolveConfig(parsed: z.infer<typeof configSchema>, env: Record<string, unknown> = {}): Config {
+export function resolveConfig(parsed: z.infer<typeof configSchema> & { KEY_POLICIES?: Map<string, KeyPolicy> }, env: Record<string, unknown> = {}): Config {
   const keyed = (parsed.API_KEYS?.size ?? 0) > 0;
   const older = (name: string) => (typeof env[name] === 'string' && env[name] !== '' ? (env[name] as string) : undefined);
   return {
@@ -234,7 +278,32 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
   }
-  return resolveConfig(parsed.data, env);
+  return resolveConfig(withKeysFile(parsed.data), env);
+}
+
+/** API_KEYS_FILE's keys added to API_KEYS (by tenant) and their scopes to KEY_POLICIES; a bad file names the key and field. */
+function withKeysFile(parsed: z.infer<typeof configSchema>): z.infer<typeof configSchema> & { KEY_POLICIES?: Map<string, KeyPolicy> } {
+  if (!parsed.API_KEYS_FILE) return parsed;
+  const fail = (message: string) => new ConfigError(`invalid configuration:\n  API_KEYS_FILE: ${message}`);
+  let text: string;
+  try {
+    text = readFileSync(parsed.API_KEYS_FILE, 'utf8');
+  } catch (error) {
+    throw fail(`cannot read ${parsed.API_KEYS_FILE}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+  let policies: Map<string, KeyPolicy>;
+  try {
+    policies = parseKeysFile(text);
+  } catch (error) {
+    if (error instanceof KeysFileError) throw fail(`${parsed.API_KEYS_FILE}: ${error.message}`);
+    throw error;
+  }
+  const keys = new Map(parsed.API_KEYS ?? []);
+  for (const [key, policy] of policies) {
+    if (keys.has(key)) throw fail(`key "${policy.id}" is also in API_KEYS: give each key once`);
+    keys.set(key, policy.tenant);
+  }
+  return { ...parsed, API_KEYS: keys, KEY_POLICIES: policies };
 }
 
 /** For entry points: the config, or the process ends (exit code 2) with what is wrong. */

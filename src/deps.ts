@@ -9,7 +9,7 @@ import { InProcessEmbedQueue } from './jobs/in-process-queue.js';
 import { BullmqEmbedQueue, connectRedis } from './jobs/bullmq-queue.js';
 import { startEmbedWorker, type EmbedWorker } from './jobs/bullmq-worker.js';
 import { DISABLED_MODEL } from './embed/create-embedder.js';
-import { refreshStaleTerms } from './catalog/refresh-terms.js';
+import { TermsRefresh } from './catalog/refresh-terms.js';
 import { refreshDefinitionTokens } from './catalog/refresh-tokens.js';
 import { TokenCounter } from './catalog/tokens.js';
 import { startTokenThread } from './catalog/token-thread.js';
@@ -18,6 +18,7 @@ import { createMetrics, type Metrics } from './metrics.js';
 import type { RankDeps } from './search/hybrid-search.js';
 import type { SelectorDeps } from './search/selector.js';
 import { BackgroundWork } from './lib/background-work.js';
+import { KnownBytes } from './lib/known-bytes.js';
 import { LruCache } from './lib/lru-cache.js';
 import { VectorCache } from './store/vector-cache.js';
 import { CatalogVectorCache } from './search/catalog-vectors.js';
@@ -35,6 +36,8 @@ import { ensureVectorIndex } from './store/search-store.js';
 import { SELECTOR_STORE_SLICE, STORE_CONCURRENCY, STORE_SLICE } from './store/tool-store.js';
 import { readUpstreamsFile, UpstreamService } from './upstream/upstreams.js';
 import { parseAllowList } from './upstream/address-policy.js';
+import { createSecretBox, type SecretBox } from './lib/secret-box.js';
+import { sealStoredSecrets } from './store/stored-secrets.js';
 import { auditLog, type AuditLog } from './audit.js';
 import { SandboxPool, type SandboxLimits } from './sandbox/sandbox-pool.js';
 import { createReranker } from './embed/reranker.js';
@@ -42,7 +45,7 @@ import type { RerankStage } from './search/hybrid-search.js';
 import { serviceVersion } from './lib/paths.js';
 import { RegexSandbox } from './search/patterns.js';
 import { loadEnglishWords } from './ranking/dictionary.js';
-import { TOOL_LIST_CACHE_LISTS, TOOL_LIST_CACHE_TOOLS } from './search/selector.js';
+import { TOOL_LIST_BYTES, TOOL_LIST_CACHE_LISTS, TOOL_LIST_CACHE_TOOLS } from './search/selector.js';
 import { StoreBreaker } from './search/store-breaker.js';
 import { newWarmUp, WARM_UP_READY_MAX_MS, warmCatalogs } from './search/warm-up.js';
 
@@ -65,6 +68,8 @@ export interface Deps {
   upstreams: UpstreamService;
   /** The gateway's audit trail: proxied calls, pins, quarantines, decisions, refused addresses. */
   audit: AuditLog;
+  /** Seals the credentials the store keeps (SECRETS_KEY; lib/secret-box.ts). */
+  secrets: SecretBox;
   /** Code mode's worker pool (CODE_MODE=on), else null. */
   sandbox: SandboxPool | null;
   readiness: ReadinessCheck[];
@@ -84,6 +89,8 @@ export interface DepsOverrides {
   searches?: boolean;
   /** Told what the start is doing, for /readyz while the port already answers (main.ts). */
   onPhase?: (phase: string) => void;
+  /** The background refresh of older BM25 terms waits for this too (tests search while terms are stale). */
+  holdTermsRefresh?: Promise<unknown>;
 }
 
 export async function createDeps(config: Config, overrides: DepsOverrides = {}): Promise<Deps> {
@@ -99,7 +106,20 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     throw database.kind === 'postgres' ? explainConnectError(error, config.DATABASE_URL!) : error;
   }
   logger.info({ store: database.kind, ...(database.kind === 'pglite' ? { dataDir: config.DATA_DIR } : {}) }, 'database ready');
-  await refreshStaleTerms(database.db, logger);
+  // Credentials in the store are sealed with SECRETS_KEY's first key before anything uses them
+  // (plaintext of an older release, values of a rotated-out key); a store SECRETS_KEY cannot serve stops the start.
+  const secrets = createSecretBox(config.SECRETS_KEY);
+  try {
+    phase('sealing stored credentials (SECRETS_KEY)');
+    await sealStoredSecrets(database.db, secrets, logger);
+  } catch (error) {
+    if (ownsDatabase) await database.close();
+    throw error;
+  }
+  // Terms of an older BM25 recipe are recomputed in the background once the catalogs are read
+  // (below); meanwhile searches rank from in-process indexes, one recipe in every score.
+  const termsRefresh = new TermsRefresh(database.db, logger, STORE_SLICE[database.kind]);
+  await termsRefresh.check();
   // Definition tokens are counted off the main thread (started in the background; see token-thread.ts).
   const tokenCounter = startTokenThread(logger);
   await refreshDefinitionTokens(database.db, tokenCounter, logger);
@@ -267,6 +287,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     maxResultBytes: config.UPSTREAM_MAX_RESULT_BYTES,
     allow: parseAllowList(config.UPSTREAM_ALLOW),
     version: serviceVersion(),
+    secrets,
   });
   upstreams.start();
   phase('starting the stdio upstream servers (UPSTREAMS_FILE)');
@@ -323,6 +344,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     queue,
     toolCache: new LruCache(20_000),
     toolListCache: new LruCache(TOOL_LIST_CACHE_LISTS, { max: TOOL_LIST_CACHE_TOOLS, weigh: (list) => list.tools.length }),
+    toolListBytes: new KnownBytes(TOOL_LIST_BYTES),
     background: new BackgroundWork(),
     regexSandbox: new RegexSandbox(),
     budgetMs: config.SELECTOR_BUDGET_MS,
@@ -340,6 +362,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     ...(rerank ? { rerank } : {}),
     serverStats: new ServerStatsCache(),
     catalogIndexes,
+    storedTerms: termsRefresh,
     embeddingStatus,
     catalogVectors: new CatalogVectorCache(vectorCache),
     storeBreaker: new StoreBreaker(),
@@ -369,6 +392,18 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   } else {
     warmUp.state = 'done';
   }
+  let termsHeld = overrides.holdTermsRefresh !== undefined;
+  const releaseTerms = () => {
+    termsHeld = false;
+  };
+  void overrides.holdTermsRefresh?.then(releaseTerms, releaseTerms);
+  termsRefresh.start(() => !termsHeld && (warmUp.state !== 'reading' || performance.now() - warmUpStarted >= WARM_UP_READY_MAX_MS));
+  readiness.push({
+    // Not required: searches rank correctly meanwhile (in process), only the SQL fallback waits.
+    name: 'terms',
+    required: false,
+    check: async () => termsRefresh.report(),
+  });
   readiness.push({
     name: 'catalogs',
     required: true,
@@ -402,12 +437,14 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     upstreams,
     sandbox,
     audit,
+    secrets,
     readiness,
     metrics,
     documentSweeper,
     async close() {
       closing = true;
       await documentSweeper.stop();
+      await termsRefresh.stop();
       await upstreams.close();
       await sandbox?.close();
       // Marks of documents used are written, then answered selector requests may still be storing

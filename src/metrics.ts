@@ -24,6 +24,8 @@ export interface Metrics {
   rerankRequests: Histogram<'outcome'>;
   sandboxWorkersLost: Counter;
   auditEvents: Counter<'event' | 'outcome'>;
+  policyDecisions: Counter<'surface' | 'action' | 'decision'>;
+  upstreamOAuth: Counter<'action' | 'outcome'>;
   toolTokens: Counter<'endpoint' | 'tenant' | 'kind'>;
 }
 
@@ -156,6 +158,18 @@ export function createMetrics(sources: MetricSources): Metrics {
       name: 'toolsift_audit_events_total',
       help: 'Gateway audit events (src/audit.ts): proxied calls, pins, quarantines, approvals, rejections, name conflicts and refused addresses, by outcome.',
       labelNames: ['event', 'outcome'],
+      registers: [registry],
+    }),
+    policyDecisions: new Counter({
+      name: 'toolsift_policy_decisions_total',
+      help: 'Per-key policy decisions (API_KEYS_FILE scopes) by surface (rest, mcp), action (see_catalog, see_tool, call, write) and decision (allow, deny); denials are also audit lines.',
+      labelNames: ['surface', 'action', 'decision'],
+      registers: [registry],
+    }),
+    upstreamOAuth: new Counter({
+      name: 'toolsift_upstream_oauth_total',
+      help: 'OAuth to upstream MCP servers by action (start, callback, token, refresh) and outcome (ok, error); an error is also in the upstream status and an audit line.',
+      labelNames: ['action', 'outcome'],
       registers: [registry],
     }),
   };

@@ -10,6 +10,7 @@ import { mapYielding } from '../lib/time-slice.js';
 import { RESERVED_TOOL_NAMES } from '../trust/reserved-names.js';
 import { isFlagged, scanTool, type Finding } from '../trust/scan-tool.js';
 import { visibleDeep } from '../trust/visible-text.js';
+import type { Access } from '../trust/policy.js';
 import { contentHash } from './content-hash.js';
 import type { CatalogEmbeddingStatus } from './embedding-status.js';
 import { documentTerms, TERMS_VERSION } from '../ranking/search-text.js';
@@ -279,8 +280,9 @@ export async function replaceCatalog(deps: CatalogDeps, ref: CatalogRef, raws: u
   };
 }
 
-export async function upsertTools(deps: CatalogDeps, ref: CatalogRef, raws: unknown[]): Promise<CatalogWriteResult> {
+export async function upsertTools(deps: CatalogDeps, ref: CatalogRef, raws: unknown[], access?: Access): Promise<CatalogWriteResult> {
   const { tools, findings } = await screenPushedTools(deps.scanPolicy ?? 'refuse', raws);
+  if (access?.limitsTools) await requireWritable(deps, ref, tools, access);
   const ahead = await writeAhead(deps, tools);
   const known = await catalogStore.tenantHashes(
     deps.db,
@@ -343,8 +345,26 @@ export function storedFindings(tool: catalogStore.CatalogToolRow): Finding[] {
   return scanTool(scannedTool(tool), { reservedNames: RESERVED_TOOL_NAMES });
 }
 
-export async function deleteTool(deps: CatalogDeps, ref: CatalogRef, toolName: string): Promise<void> {
+/**
+ * A key that sees only some tools writes only tools it would see, and replaces none it does not (a
+ * push of a name a hidden tool holds is refused, not written over it).
+ */
+async function requireWritable(deps: CatalogDeps, ref: CatalogRef, tools: readonly Tool[], access: Access): Promise<void> {
+  access.requireToolsWritable(ref.name, tools);
+  const catalog = await catalogStore.getCatalog(deps.db, ref.tenant, ref.name);
+  if (!catalog) return;
+  const held = await catalogStore.loadCatalogTools(
+    deps.db,
+    catalog.id,
+    tools.map((tool) => tool.name),
+  );
+  access.requireToolsWritable(ref.name, [...held.values()]);
+}
+
+export async function deleteTool(deps: CatalogDeps, ref: CatalogRef, toolName: string, access?: Access): Promise<void> {
   if (!(await catalogStore.getCatalog(deps.db, ref.tenant, ref.name))) throw notFound(`catalog "${ref.name}"`);
+  // A tool the key does not see is answered as absent.
+  if (access?.limitsTools) await getTool(deps, ref, toolName, access);
   if (!(await heldAsConflict(catalogStore.deleteCatalogTool(deps.db, ref.tenant, ref.name, toolName)))) {
     throw notFound(`tool "${toolName}" in catalog "${ref.name}"`);
   }
@@ -367,24 +387,43 @@ export async function updateCatalogSettings(deps: CatalogDeps, ref: CatalogRef, 
   return catalog;
 }
 
-export const listCatalogs = (deps: CatalogDeps, tenant: string) => catalogStore.listCatalogs(deps.db, tenant);
+/** The tenant's catalogs, those `access` may use. */
+export async function listCatalogs(deps: CatalogDeps, tenant: string, access?: Access): Promise<catalogStore.CatalogSummary[]> {
+  const listed = await catalogStore.listCatalogs(deps.db, tenant);
+  return access ? listed.filter((catalog) => access.seesCatalog(catalog.name)) : listed;
+}
 
+/** A page of the catalog's tools in name order, of those `access` sees (a page is filled past hidden ones). */
 export async function listTools(
   deps: CatalogDeps,
   ref: CatalogRef,
   page: { limit: number; after?: string },
+  access?: Access,
 ): Promise<{ tools: catalogStore.CatalogToolRow[]; nextAfter?: string }> {
   await getCatalog(deps, ref);
-  const rows = await catalogStore.listCatalogTools(deps.db, ref, { limit: page.limit + 1, after: page.after });
-  const tools = rows.slice(0, page.limit);
-  return rows.length > page.limit ? { tools, nextAfter: tools[tools.length - 1]!.name } : { tools };
+  const tools: catalogStore.CatalogToolRow[] = [];
+  let after = page.after;
+  for (;;) {
+    const rows = await catalogStore.listCatalogTools(deps.db, ref, { limit: page.limit + 1, after });
+    for (const [at, row] of rows.slice(0, page.limit).entries()) {
+      if (access?.limitsTools && !access.seesTool({ catalog: ref.name, name: row.name, server: row.server })) continue;
+      tools.push(row);
+      // More rows after this one (perhaps none the key sees: the next page is then empty).
+      if (tools.length === page.limit) return at < rows.length - 1 ? { tools, nextAfter: row.name } : { tools };
+    }
+    if (rows.length <= page.limit) return { tools };
+    after = rows[page.limit - 1]!.name;
+  }
 }
 
-export async function getTool(deps: CatalogDeps, ref: CatalogRef, toolName: string): Promise<catalogStore.CatalogToolRow> {
+/** A tool of the catalog; one `access` does not see is answered as absent (404), and the refusal recorded. */
+export async function getTool(deps: CatalogDeps, ref: CatalogRef, toolName: string, access?: Access): Promise<catalogStore.CatalogToolRow> {
   await getCatalog(deps, ref);
   const tool = await catalogStore.getCatalogTool(deps.db, ref, toolName);
-  if (!tool) throw notFound(`tool "${toolName}" in catalog "${ref.name}"`);
-  return tool;
+  if (tool && access && !access.seesTool({ catalog: ref.name, name: tool.name, server: tool.server })) {
+    access.hidden('see_tool', { catalog: ref.name, tool: toolName });
+  } else if (tool) return tool;
+  throw notFound(`tool "${toolName}" in catalog "${ref.name}"`);
 }
 
 /**

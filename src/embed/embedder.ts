@@ -10,6 +10,11 @@ export interface Embedder {
   embedDocuments(texts: string[]): Promise<number[][]>;
   /** Unit-length vector for a search query (query prefix applied when the model has one). */
   embedQuery(text: string): Promise<number[]>;
+  /**
+   * embedQuery calls for one text share one model call, while it runs and after (the query cache):
+   * a caller may start a query early, and a later call for that text finds it (http/early-query.ts).
+   */
+  readonly sharesQueries?: boolean;
   /** An embedding service's last failure, for /readyz (in-process models have none). */
   lastFailure?(): string | undefined;
   close(): Promise<void>;

@@ -13,6 +13,7 @@ export function withQueryCache(embedder: Embedder, capacity: number): Embedder {
   return {
     modelId: embedder.modelId,
     dimension: embedder.dimension,
+    sharesQueries: true,
     embedDocuments: (texts) => embedder.embedDocuments(texts),
     ...(embedder.lastFailure ? { lastFailure: () => embedder.lastFailure?.() } : {}),
     embedQuery(text) {

@@ -6,6 +6,7 @@ import { catalogRoutes } from './catalogs.js';
 import { errorMiddleware, notFoundRoute } from './errors.js';
 import { searchRoutes } from './search.js';
 import { SELECTOR_PATHS, selectorRoutes } from './selector.js';
+import { withEarlyQuery } from './early-query.js';
 import type { SelectorDeps } from '../search/selector.js';
 import { healthRoutes, type ReadinessCheck } from './health.js';
 import { jobRoutes } from './jobs.js';
@@ -22,10 +23,12 @@ import { jsonInSlices } from './json-body.js';
 import { TOOL_SEARCH_PATH, toolSearchRoutes } from './tool-search.js';
 import { catalogListCache, toolRowCache, upstreamRowCache } from '../mcp/discovery.js';
 import { argumentChecks } from '../catalog/tool-arguments.js';
-import type { AuditLog } from '../audit.js';
+import { policyRecorder, type AuditLog } from '../audit.js';
+import type { KeyPolicy } from '../trust/policy.js';
+import { catalogAccess } from './catalog-access.js';
 import { serviceVersion } from '../lib/paths.js';
 import type { UpstreamService } from '../upstream/upstreams.js';
-import { upstreamRoutes } from './upstreams.js';
+import { oauthCallbackRoutes, upstreamRoutes } from './upstreams.js';
 import { scanRoutes } from './scan.js';
 import { feedbackRoutes } from './feedback.js';
 import type { Metrics } from '../metrics.js';
@@ -36,11 +39,15 @@ export interface AppDeps {
     BODY_LIMIT: number;
     BODY_MEMORY: number;
     API_KEYS?: Map<string, string>;
+    /** API_KEYS_FILE's keys' scopes (trust/policy.ts); a key not in it has full access within its tenant. */
+    KEY_POLICIES?: Map<string, KeyPolicy>;
     ALLOWED_ORIGINS: string;
     ALLOWED_HOSTS: string;
     METRICS_TOKEN?: string;
     /** on: the draft MCP methods and tools on /mcp (mcp/drafts.ts). */
     MCP_DRAFTS?: 'on' | 'off';
+    /** Toolsift's OAuth callback as an operator's browser reaches it; unset: from the start request. */
+    OAUTH_REDIRECT_URL?: string;
   };
   logger: Logger;
   catalog: CatalogDeps;
@@ -70,12 +77,22 @@ export function createApp(deps: AppDeps): Express {
   app.use(metricsRoutes(deps.metrics));
   app.use(docsRoutes());
   app.use(uiRoutes());
+  // An operator's browser back from an OAuth authorization server: no API key, the state is the capability.
+  if (deps.upstreams) app.use(oauthCallbackRoutes(deps.upstreams));
   // Authenticate before reading a body of up to BODY_LIMIT bytes.
-  app.use(['/v1', '/api', '/mcp'], authenticate(deps.config.API_KEYS));
+  app.use(
+    ['/v1', '/api', '/mcp'],
+    authenticate(deps.config.API_KEYS, { policies: deps.config.KEY_POLICIES, record: policyRecorder(deps.audit, deps.metrics) }),
+  );
+  // The key's catalog-level scope on every /v1/catalogs/{catalog} route, before a body is read.
+  app.use('/v1/catalogs/:catalog', catalogAccess);
   app.use(requireJsonBody);
   app.use(forBodies(bodyBudget(deps.config.BODY_MEMORY, deps.config.BODY_LIMIT)));
   // The selector and tool-search read their own JSON: they skip parsing tool lists seen before (http/tool-list-body.ts).
-  app.use([...SELECTOR_PATHS, TOOL_SEARCH_PATH], forBodies(express.raw({ type: () => true, limit: deps.config.BODY_LIMIT })));
+  const rawBody = express.raw({ type: () => true, limit: deps.config.BODY_LIMIT });
+  // The selector's query starts on the model while its tools are still arriving (http/early-query.ts).
+  app.use(SELECTOR_PATHS, forBodies(withEarlyQuery(rawBody, deps.selector)));
+  app.use(TOOL_SEARCH_PATH, forBodies(rawBody));
   // Catalog writes of thousands of tools: parsed in slices, so other requests run meanwhile.
   app.use('/v1/catalogs', forBodies(jsonInSlices(deps.config.BODY_LIMIT)));
   app.use(forBodies(express.json({ limit: deps.config.BODY_LIMIT })));
@@ -91,6 +108,7 @@ export function createApp(deps: AppDeps): Express {
       catalog: deps.catalog,
       search: deps.search,
       upstreams: deps.upstreams ?? null,
+      management: deps.upstreams ?? null,
       toolRows: toolRowCache(),
       catalogLists: catalogListCache(),
       upstreamRows: upstreamRowCache(),
@@ -104,7 +122,7 @@ export function createApp(deps: AppDeps): Express {
     }),
   );
   app.use(jobRoutes(deps.queue ?? null, deps.catalog.db));
-  if (deps.upstreams) app.use(upstreamRoutes(deps.upstreams));
+  if (deps.upstreams) app.use(upstreamRoutes(deps.upstreams, { redirectUrl: deps.config.OAUTH_REDIRECT_URL }));
   app.use(notFoundRoute);
   app.use(
     errorMiddleware((error, req) => {

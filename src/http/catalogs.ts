@@ -6,7 +6,9 @@ import { extractToolList } from '../catalog/tool-formats.js';
 import { AppError } from '../errors.js';
 import type { CatalogSummary, CatalogToolRow } from '../store/catalog-store.js';
 import { upstreamState } from '../upstream/upstreams.js';
+import { canSeeServer } from '../trust/policy.js';
 import { parseInput } from './errors.js';
+import { requestAccess } from './middleware.js';
 
 export const NAME_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
 export const CATALOG_NAME = NAME_PATTERN;
@@ -91,7 +93,7 @@ export function catalogRoutes(deps: catalogs.CatalogDeps): Router {
   const router = Router();
 
   router.get('/v1/catalogs', async (_req, res) => {
-    const list = await catalogs.listCatalogs(deps, String(res.locals.tenant));
+    const list = await catalogs.listCatalogs(deps, String(res.locals.tenant), requestAccess(res, 'GET /v1/catalogs'));
     res.json({ catalogs: list.map(catalogJson) });
   });
 
@@ -100,7 +102,12 @@ export function catalogRoutes(deps: catalogs.CatalogDeps): Router {
     const catalog = await catalogs.getCatalog(deps, ref);
     // Only this route reports embedding progress and upstreams: the list stays one cheap query.
     const [embedding, upstreams] = await Promise.all([catalogs.embeddingProgress(deps, catalog), catalogs.catalogUpstreams(deps, ref)]);
-    res.json({ ...catalogJson(catalog), embedding, upstreams: upstreams.map(upstreamState) });
+    const access = requestAccess(res, 'GET /v1/catalogs/{catalog}');
+    res.json({
+      ...catalogJson(catalog),
+      embedding,
+      upstreams: upstreams.filter((upstream) => canSeeServer(access.policy, ref.name, upstream.name)).map(upstreamState),
+    });
   });
 
   router.put('/v1/catalogs/:catalog', async (req, res) => {
@@ -123,10 +130,12 @@ export function catalogRoutes(deps: catalogs.CatalogDeps): Router {
   router.get('/v1/catalogs/:catalog/tools', async (req, res) => {
     const ref = catalogRef(req, res);
     const query = parseInput(listQuery, req.query, 'query');
-    const page = await catalogs.listTools(deps, ref, {
-      limit: query.limit,
-      after: query.cursor === undefined ? undefined : decodeCursor(query.cursor),
-    });
+    const page = await catalogs.listTools(
+      deps,
+      ref,
+      { limit: query.limit, after: query.cursor === undefined ? undefined : decodeCursor(query.cursor) },
+      requestAccess(res, 'GET /v1/catalogs/{catalog}/tools'),
+    );
     res.json({
       tools: page.tools.map((tool) => toolJson(tool, query.detail)),
       next_cursor: page.nextAfter === undefined ? null : encodeCursor(page.nextAfter),
@@ -136,14 +145,14 @@ export function catalogRoutes(deps: catalogs.CatalogDeps): Router {
   router.post('/v1/catalogs/:catalog/tools', async (req, res) => {
     const ref = catalogRef(req, res);
     const tools = parseInput(toolListBody, req.body, 'body');
-    res.json(writeJson(await catalogs.upsertTools(deps, ref, tools), tools.length));
+    res.json(writeJson(await catalogs.upsertTools(deps, ref, tools, requestAccess(res, 'POST /v1/catalogs/{catalog}/tools')), tools.length));
   });
 
   router.get('/v1/catalogs/:catalog/tools/:name', async (req, res) => {
     const ref = catalogRef(req, res);
     const { name } = parseInput(toolParams, req.params, 'path');
     const { detail } = parseInput(detailQuery, req.query, 'query');
-    const tool = await catalogs.getTool(deps, ref, name);
+    const tool = await catalogs.getTool(deps, ref, name, requestAccess(res, 'GET /v1/catalogs/{catalog}/tools/{name}'));
     const findings = catalogs.storedFindings(tool);
     res.json({ ...toolJson(tool, detail), ...(findings.length > 0 ? { findings } : {}) });
   });
@@ -151,7 +160,7 @@ export function catalogRoutes(deps: catalogs.CatalogDeps): Router {
   router.delete('/v1/catalogs/:catalog/tools/:name', async (req, res) => {
     const ref = catalogRef(req, res);
     const { name } = parseInput(toolParams, req.params, 'path');
-    await catalogs.deleteTool(deps, ref, name);
+    await catalogs.deleteTool(deps, ref, name, requestAccess(res, 'DELETE /v1/catalogs/{catalog}/tools/{name}'));
     res.status(204).end();
   });
 

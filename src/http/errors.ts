@@ -22,6 +22,8 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   request_timeout: 408,
   headers_too_large: 431,
   service_unavailable: 503,
+  /** An upstream MCP server (or its authorization server) failed what was asked of it on the caller's behalf: its OAuth start. */
+  upstream_failed: 502,
   internal_error: 500,
 };
 

@@ -5,7 +5,7 @@ import { AppError } from '../errors.js';
 import { forgetFeedback, recordFeedback, STRENGTH, type FeedbackDeps, type RecentSearches } from '../search/feedback.js';
 import { catalogParams, CATALOG_NAME, notDots } from './catalogs.js';
 import { parseInput } from './errors.js';
-import { requestCaller } from './middleware.js';
+import { requestAccess, requestCaller } from './middleware.js';
 
 const toolName = z.string().min(1).max(128);
 
@@ -34,6 +34,8 @@ export function feedbackRoutes(deps: FeedbackDeps & { recentSearches?: RecentSea
   router.post('/v1/feedback', async (req, res) => {
     const body = parseInput(feedbackRequest, req.body, 'body');
     const tenant = String(res.locals.tenant);
+    const access = requestAccess(res, 'POST /v1/feedback');
+    access.requireCatalog(body.catalog);
     const logged = body.search_id ? deps.recentSearches?.get(body.search_id, tenant) : undefined;
     if (body.search_id && !logged && body.query === undefined) {
       throw new AppError(
@@ -47,7 +49,7 @@ export function feedbackRoutes(deps: FeedbackDeps & { recentSearches?: RecentSea
     const result = await recordFeedback(
       deps,
       { tenant, name: body.catalog },
-      { query: logged?.query ?? body.query!, used: body.used, caller: requestCaller(res), strength: STRENGTH.used },
+      { query: logged?.query ?? body.query!, used: body.used, caller: requestCaller(res), strength: STRENGTH.used, access },
     );
     res.json({ recorded: result.recorded, unknown: result.unknown, learning: result.learning ? 'on' : 'off' });
   });

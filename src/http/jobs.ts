@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { notFound } from '../errors.js';
 import type { EmbedQueue } from '../jobs/embed-queue.js';
 import { parseInput } from './errors.js';
+import { requestAccess } from './middleware.js';
 import { tenantHashes } from '../store/catalog-store.js';
 import type { Db } from '../store/database.js';
 
@@ -18,6 +19,8 @@ export function jobRoutes(queue: EmbedQueue | null, db: Db): Router {
   const router = Router();
   router.get('/v1/jobs/:id', async (req, res) => {
     const { id } = parseInput(jobParams, req.params, 'path');
+    // A job names tools by content, across the tenant's catalogs: only a key that sees them all asks.
+    requestAccess(res, 'GET /v1/jobs/{id}').requireWriter('read embedding jobs');
     const job = queue ? await queue.getJob(id) : undefined;
     if (!job || (await tenantHashes(db, String(res.locals.tenant), job.hashList)).size === 0) throw notFound(`job "${id}"`);
     res.json({

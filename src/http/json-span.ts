@@ -49,7 +49,7 @@ export function skipWhitespace(json: Buffer, at: number): number {
 }
 
 /** A quote preceded by an odd number of backslashes is part of the string. */
-function isEscaped(json: Buffer, quote: number): boolean {
+export function isEscaped(json: Buffer, quote: number): boolean {
   let backslashes = 0;
   for (let i = quote - 1; i >= 0 && json[i] === BACKSLASH; i--) backslashes++;
   return backslashes % 2 === 1;

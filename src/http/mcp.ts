@@ -5,7 +5,7 @@ import { readScopeCatalog, type DiscoveryScope } from '../mcp/discovery.js';
 import { createToolsiftMcpServer, type McpDeps } from '../mcp/server.js';
 import { catalogParams } from './catalogs.js';
 import { parseInput } from './errors.js';
-import { declaresJson, notJson, requestCaller } from './middleware.js';
+import { declaresJson, notJson, requestAccess, requestCaller } from './middleware.js';
 
 export const MCP_PATHS = ['/mcp', '/mcp/:catalog'];
 
@@ -32,14 +32,17 @@ export function mcpRoutes(deps: McpDeps): Router {
     if (req.method === 'POST' && !declaresJson(req)) throw notJson(req);
     const tenant = String(res.locals.tenant);
     const caller = requestCaller(res);
-    let scope: DiscoveryScope = { tenant, caller };
+    const access = requestAccess(res, 'mcp').at('mcp', 'mcp');
+    let scope: DiscoveryScope = { tenant, caller, access };
     if (req.params.catalog !== undefined) {
       const catalog = parseInput(catalogParams, req.params, 'path').catalog;
+      // 403 for a catalog outside the key's catalogs, decided by its name alone (before it is looked up).
+      access.requireCatalog(catalog);
       // 404 for an unknown catalog; the row then serves this request's tools (one read, not two).
       // While the store does not answer, the row as last read here (readScopeCatalog).
-      scope = { tenant, caller, catalog, summary: await readScopeCatalog(deps, tenant, catalog) };
+      scope = { tenant, caller, access, catalog, summary: await readScopeCatalog(deps, tenant, catalog) };
     }
-    (req as Request & { auth?: unknown }).auth = { token: '', clientId: tenant, scopes: [], extra: scope };
+    (req as Request & { auth?: unknown }).auth = { token: '', clientId: tenant, scopes: [], extra: { ...scope } };
     await serve(req, res, req.body);
   };
   router.all(MCP_PATHS, route);

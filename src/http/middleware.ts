@@ -1,7 +1,8 @@
-import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import { AppError } from '../errors.js';
 import { ANONYMOUS_CALLER } from '../search/feedback.js';
+import { Access, fullAccess, keyDigest, type KeyPolicy, type PolicyDecision } from '../trust/policy.js';
 
 /** The caller `authenticate` found for this request. */
 export const requestCaller = (res: Response): string => String(res.locals.caller ?? ANONYMOUS_CALLER);
@@ -58,15 +59,21 @@ function presentedKey(authorization: string | undefined, apiKey: string | undefi
 export const DEFAULT_TENANT = 'default';
 
 /**
- * API keys map to tenants (`API_KEYS=key:tenant,...`). Either `Authorization: Bearer <key>` or
+ * API keys map to tenants (`API_KEYS=key:tenant,...`, and API_KEYS_FILE's keys with their scopes:
+ * `res.locals.access`). Either `Authorization: Bearer <key>` or
  * `X-API-Key: <key>` is accepted (the two gateway generations send one each). With no keys
  * configured the service is open and every caller is the default tenant.
  */
-export function authenticate(keys: Map<string, string> | undefined): RequestHandler {
+export function authenticate(
+  keys: Map<string, string> | undefined,
+  options: { policies?: Map<string, KeyPolicy>; record?: (decision: PolicyDecision) => void } = {},
+): RequestHandler {
   return (req, res, next) => {
     if (!keys || keys.size === 0) {
       res.locals.tenant = DEFAULT_TENANT;
       res.locals.caller = ANONYMOUS_CALLER;
+      // No key, so no management over MCP: only a key given `manage` in API_KEYS_FILE is offered it.
+      res.locals.access = new Access(fullAccess(DEFAULT_TENANT, 'open'), options.record);
       next();
       return;
     }
@@ -79,12 +86,18 @@ export function authenticate(keys: Map<string, string> | undefined): RequestHand
     if (!tenant) throw new AppError('unauthorized', 'invalid API key');
     res.locals.tenant = tenant;
     res.locals.caller = callerOf(key);
+    // A key of API_KEYS, or of the keys file without scopes: all of its tenant (trust/policy.ts).
+    res.locals.access = new Access(options.policies?.get(key) ?? fullAccess(tenant, callerOf(key)), options.record);
     next();
   };
 }
 
-/** Who calls, without the key: what bounds one caller's share of what is learned (search/feedback.ts). */
-export const callerOf = (key: string) => `k_${createHash('sha256').update(key).digest('hex').slice(0, 16)}`;
+/** Who calls, without the key: what bounds one caller's share of what is learned (search/feedback.ts), and a key's default id. */
+export const callerOf = keyDigest;
+
+/** The presenting key's policy for this request, at the route `via` (set by `authenticate`). */
+export const requestAccess = (res: Response, via: string): Access =>
+  ((res.locals.access as Access | undefined) ?? new Access(fullAccess(String(res.locals.tenant ?? DEFAULT_TENANT), 'open'))).at('rest', via);
 
 /** Whether a browser origin is listed: an origin (`https://app.example`) or a hostname, or `*`. */
 export function originAllowed(origin: string, allowed: string): boolean {

@@ -5,7 +5,7 @@ import { rankCatalog } from '../search/catalog-search.js';
 import type { RankDeps } from '../search/hybrid-search.js';
 import { catalogParams, toolJson } from './catalogs.js';
 import { parseInput } from './errors.js';
-import { requestCaller } from './middleware.js';
+import { requestAccess, requestCaller } from './middleware.js';
 import { recordSearch, type Metrics } from '../metrics.js';
 
 export const catalogSearchRequest = z
@@ -29,7 +29,8 @@ export function searchRoutes(deps: RankDeps, metrics?: Metrics): Router {
     const ref = { tenant: String(res.locals.tenant), name: catalog };
     // The store's ranking, or while the store does not answer the catalog as last seen here (as
     // tool-search, the selector and MCP answer it): one rule on every path.
-    const ranking = await rankCatalog(deps, ref, { query: body.query, topK: body.top_k, mode: body.mode, tags: body.tags });
+    const access = requestAccess(res, 'POST /v1/catalogs/{catalog}/search');
+    const ranking = await rankCatalog(deps, ref, { query: body.query, topK: body.top_k, mode: body.mode, tags: body.tags, access });
     const answered = ranking.from === 'store' ? ranking.result : undefined;
     if (answered) recordSearch(metrics, 'catalog_search', answered.timings, answered.degraded, answered.language);
     else recordSearch(metrics, 'catalog_search', {}, 'store_error');

@@ -6,6 +6,7 @@ import { selectFromCatalog } from '../search/catalog-search.js';
 import type { RankDeps } from '../search/hybrid-search.js';
 import { readToolListBodyInSlices, requireUtf8 } from './tool-list-body.js';
 import { parseInput } from './errors.js';
+import { requestAccess } from './middleware.js';
 import type { Logger } from '../logger.js';
 import { recordSearch, type Metrics } from '../metrics.js';
 import type { Selection } from '../search/selector.js';
@@ -121,7 +122,9 @@ export function selectorRoutes(deps: SelectorDeps, search: RankDeps = deps): Rou
   const router = Router();
   const handler: RequestHandler = async (req, res) => {
     requireUtf8(req.get('content-type'));
-    const { json, toolsKey, cached } = Buffer.isBuffer(req.body) ? await readToolListBodyInSlices(req.body, deps.toolListCache) : { json: req.body ?? {} };
+    const { json, toolsKey, cached } = Buffer.isBuffer(req.body)
+      ? await readToolListBodyInSlices(req.body, deps.toolListCache, deps.toolListBytes)
+      : { json: req.body ?? {} };
     const body = parseInput(selectorRequest, json, 'body');
     const pattern = body.pattern ?? body.query ?? '';
     const topK = body.top_k ?? body.max_tools ?? DEFAULT_TOP_K;
@@ -133,7 +136,14 @@ export function selectorRoutes(deps: SelectorDeps, search: RankDeps = deps): Rou
       const selected = await selectFromCatalog(
         search,
         { tenant: res.locals.tenant as string, name: body.catalog },
-        { pattern, topK, alwaysKeep: body.always_keep ?? [], storeDeadlineMs: storeDeadlineMs(deps), embedBudgetMs: deps.budgetMs },
+        {
+          pattern,
+          topK,
+          alwaysKeep: body.always_keep ?? [],
+          storeDeadlineMs: storeDeadlineMs(deps),
+          embedBudgetMs: deps.budgetMs,
+          access: requestAccess(res, `POST ${req.path}`),
+        },
       );
       deps.metrics?.selectorNames.observe(selected.names.length);
       deps.metrics?.selectorConfidence.observe(selected.confidence);

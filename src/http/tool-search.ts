@@ -6,6 +6,7 @@ import { AppError } from '../errors.js';
 import { recordSearch, type Metrics } from '../metrics.js';
 import { searchForTools, type FoundTool, type ToolSearchDeps, type ToolSearchResult } from '../search/tool-search.js';
 import { parseInput } from './errors.js';
+import { requestAccess } from './middleware.js';
 import { MAX_SELECTOR_TOOLS, roundedTimings } from './selector.js';
 import { readToolListBodyInSlices, requireUtf8 } from './tool-list-body.js';
 
@@ -232,7 +233,7 @@ export function toolSearchRoutes(deps: ToolSearchDeps, metrics?: Metrics): Route
     requireUtf8(req.get('content-type'));
     // Hooks resend the same deferred tools every call: a list seen before is not parsed or indexed again.
     const { json, toolsKey, cached } = Buffer.isBuffer(req.body)
-      ? await readToolListBodyInSlices(req.body, deps.selector.toolListCache)
+      ? await readToolListBodyInSlices(req.body, deps.selector.toolListCache, deps.selector.toolListBytes)
       : { json: req.body ?? {} };
     const body = cached ? parseInput(rememberedListRequest, json, 'body') : parseInput(toolSearchRequest, json, 'body');
     const problem = formatProblem(body);
@@ -245,6 +246,7 @@ export function toolSearchRoutes(deps: ToolSearchDeps, metrics?: Metrics): Route
       ...(toolsKey === undefined ? {} : { toolsKey }),
       ...(cached ? { cached } : {}),
       catalog: body.catalog,
+      access: requestAccess(res, `POST ${TOOL_SEARCH_PATH}`),
       maxResults: body.max_results,
       tags: body.tags,
       budgetTokens: body.budget_tokens,

@@ -1,59 +1,12 @@
-import { Router } from 'express';
+import { Router, type Request } from 'express';
 import { z } from 'zod';
+import { AppError } from '../errors.js';
 import type { UpstreamService } from '../upstream/upstreams.js';
-import { catalogParams, NAME_PATTERN, notDots } from './catalogs.js';
+import { registrationOf, upstreamRef, upstreamRegistrationBody } from '../upstream/registration.js';
+import { catalogParams } from './catalogs.js';
+import { canSeeServer } from '../trust/policy.js';
 import { parseInput } from './errors.js';
-
-const upstreamParams = catalogParams.extend({
-  name: z.string().regex(NAME_PATTERN, 'upstream names are 1-64 characters of A-Z a-z 0-9 . _ -').refine(notDots, 'upstream names may not be . or ..'),
-});
-
-/**
- * Headers the transport owns (framing, routing, the MCP session): set by a tenant they break or
- * redirect the connection (a `Content-Length: 0` held a registration for 30 s).
- */
-const RESERVED_HEADERS = new Set([
-  'host',
-  'content-length',
-  'transfer-encoding',
-  'connection',
-  'keep-alive',
-  'upgrade',
-  'te',
-  'trailer',
-  'expect',
-  'content-type',
-  'accept',
-  'proxy-authorization',
-  'proxy-connection',
-  'mcp-session-id',
-  'mcp-protocol-version',
-  'last-event-id',
-  'cookie2',
-]);
-
-const headerName = z
-  .string()
-  .regex(/^[A-Za-z0-9-]{1,128}$/, 'header names are letters, digits and -')
-  .refine((name) => !RESERVED_HEADERS.has(name.toLowerCase()), 'this header is set by the transport and may not be given');
-
-/** A header value as HTTP allows it (no CR, LF or NUL); the message never repeats the value, a credential. */
-const headerValue = z
-  .string()
-  .max(8_192, 'header values are at most 8,192 characters')
-  .regex(/^[\t\x20-\x7e\x80-\xff]*$/, 'header values must be visible ASCII or Latin-1 without control characters (the value is not shown)');
-
-export const putUpstreamRequest = z
-  .object({
-    url: z
-      .string()
-      .url()
-      .refine((value) => /^https?:\/\//i.test(value), 'url must be http:// or https:// (stdio servers come from UPSTREAMS_FILE, never the API)'),
-    headers: z.record(headerName, headerValue).optional(),
-    refresh_seconds: z.number().int().min(10).max(86_400).default(300),
-    trust: z.enum(['pin', 'auto']).default('pin'),
-  })
-  .strict();
+import { requestAccess } from './middleware.js';
 
 const decisionRequest = z
   .object({
@@ -71,32 +24,49 @@ const decisionRequest = z
   })
   .strict();
 
+const oauthStartRequest = z.object({}).strict();
+
+/** Where the operator's browser comes back: OAUTH_REDIRECT_URL, else this request's scheme and Host (the Host / Origin guard admitted it). */
+function callbackUrl(req: Request, configured: string | undefined): string {
+  return configured ?? `${req.protocol}://${req.get('host')}/oauth/callback`;
+}
+
 /** Remote MCP servers synced into a catalog: register (and sync now), list, review, approve or reject their tools, remove. */
-export function upstreamRoutes(upstreams: UpstreamService | null): Router {
+export function upstreamRoutes(upstreams: UpstreamService | null, options: { redirectUrl?: string } = {}): Router {
   const router = Router();
+  router.post('/v1/catalogs/:catalog/upstreams/:name/oauth/start', async (req, res) => {
+    const { catalog, name } = parseInput(upstreamRef, req.params, 'path');
+    requestAccess(res, 'POST /v1/catalogs/{catalog}/upstreams/{name}/oauth/start').requireServer(catalog, name);
+    parseInput(oauthStartRequest, req.body ?? {}, 'body');
+    const redirectUri = callbackUrl(req, options.redirectUrl);
+    const started = await upstreams!.startAuthorization(String(res.locals.tenant), catalog, name, redirectUri);
+    res.set('cache-control', 'no-store');
+    res.json({ authorization_url: started.authorizationUrl, redirect_uri: redirectUri, expires_at: started.expiresAt.toISOString() });
+  });
   router.put('/v1/catalogs/:catalog/upstreams/:name', async (req, res) => {
-    const { catalog, name } = parseInput(upstreamParams, req.params, 'path');
-    const body = parseInput(putUpstreamRequest, req.body, 'body');
-    const state = await upstreams!.register(String(res.locals.tenant), catalog, {
-      name,
-      url: body.url,
-      headers: body.headers ?? {},
-      refreshSeconds: body.refresh_seconds,
-      trust: body.trust,
-    });
+    const { catalog, name } = parseInput(upstreamRef, req.params, 'path');
+    const access = requestAccess(res, 'PUT /v1/catalogs/{catalog}/upstreams/{name}');
+    access.requireServer(catalog, name);
+    const body = parseInput(upstreamRegistrationBody, req.body, 'body');
+    const state = await upstreams!.register(String(res.locals.tenant), catalog, registrationOf(name, body), { key: access.policy.id });
     res.json({ upstream: state });
   });
   router.get('/v1/catalogs/:catalog/upstreams', async (req, res) => {
     const { catalog } = parseInput(catalogParams, req.params, 'path');
-    res.json({ upstreams: await upstreams!.list(String(res.locals.tenant), catalog) });
+    const { policy } = requestAccess(res, 'GET /v1/catalogs/{catalog}/upstreams');
+    res.json({ upstreams: (await upstreams!.list(String(res.locals.tenant), catalog)).filter((upstream) => canSeeServer(policy, catalog, upstream.name)) });
   });
   router.get('/v1/catalogs/:catalog/upstreams/:name', async (req, res) => {
-    const { catalog, name } = parseInput(upstreamParams, req.params, 'path');
-    res.json(await upstreams!.review(String(res.locals.tenant), catalog, name));
+    const { catalog, name } = parseInput(upstreamRef, req.params, 'path');
+    const access = requestAccess(res, 'GET /v1/catalogs/{catalog}/upstreams/{name}');
+    access.requireServer(catalog, name);
+    const review = await upstreams!.review(String(res.locals.tenant), catalog, name);
+    res.json({ ...review, tools: review.tools.filter((tool) => access.seesTool({ catalog, name: tool.name, server: name })) });
   });
   for (const decision of ['approve', 'reject'] as const) {
     router.post(`/v1/catalogs/:catalog/upstreams/:name/${decision}`, async (req, res) => {
-      const { catalog, name } = parseInput(upstreamParams, req.params, 'path');
+      const { catalog, name } = parseInput(upstreamRef, req.params, 'path');
+      requestAccess(res, `POST /v1/catalogs/{catalog}/upstreams/{name}/${decision}`).requireServer(catalog, name);
       const body = parseInput(decisionRequest, req.body ?? {}, 'body');
       const selection = body.tools?.map((item) => (typeof item === 'string' ? { name: item } : item)) ?? null;
       const { upstream, decided } = await upstreams!.decide(String(res.locals.tenant), catalog, name, decision, selection);
@@ -104,9 +74,59 @@ export function upstreamRoutes(upstreams: UpstreamService | null): Router {
     });
   }
   router.delete('/v1/catalogs/:catalog/upstreams/:name', async (req, res) => {
-    const { catalog, name } = parseInput(upstreamParams, req.params, 'path');
-    await upstreams!.remove(String(res.locals.tenant), catalog, name);
+    const { catalog, name } = parseInput(upstreamRef, req.params, 'path');
+    const access = requestAccess(res, 'DELETE /v1/catalogs/{catalog}/upstreams/{name}');
+    access.requireServer(catalog, name);
+    await upstreams!.remove(String(res.locals.tenant), catalog, name, { key: access.policy.id });
     res.status(204).end();
   });
   return router;
+}
+
+const callbackQuery = z.object({
+  state: z.string().max(512).optional(),
+  code: z.string().max(4_096).optional(),
+  iss: z.string().max(2_048).optional(),
+  error: z.string().max(256).optional(),
+  error_description: z.string().max(4_096).optional(),
+  error_uri: z.string().max(2_048).optional(),
+});
+
+/**
+ * GET /oauth/callback: an operator's browser back from an upstream's authorization server. No API
+ * key (a browser has none): the state, single use and expiring, names the upstream it was started
+ * for. Answers a small page in the gateway's own words; the authorization server's text is never
+ * shown, and the page is neither cached nor referred onward (its URL held a code).
+ */
+export function oauthCallbackRoutes(upstreams: UpstreamService): Router {
+  const router = Router();
+  router.get('/oauth/callback', async (req, res) => {
+    res.set({
+      'cache-control': 'no-store',
+      'referrer-policy': 'no-referrer',
+      'content-security-policy': "default-src 'none'",
+      'x-content-type-options': 'nosniff',
+    });
+    const parsed = callbackQuery.safeParse(req.query);
+    try {
+      if (!parsed.success) throw new AppError('validation_failed', 'the callback parameters are malformed');
+      const { state, code, iss, error } = parsed.data;
+      const upstream = await upstreams.finishAuthorization({ state, code, iss, error });
+      const synced =
+        upstream.last_error === null ? `${upstream.tool_count} tools served, ${upstream.pending} waiting for approval` : `sync: ${upstream.last_error}`;
+      res
+        .status(200)
+        .type('html')
+        .send(page('Authorized', `Upstream "${upstream.name}" of catalog "${upstream.catalog}" is authorized (${synced}). You may close this window.`));
+    } catch (error) {
+      if (!(error instanceof AppError) || error.code === 'internal_error' || error.code === 'service_unavailable') throw error;
+      res.status(400).type('html').send(page('Not authorized', error.message));
+    }
+  });
+  return router;
+}
+
+function page(title: string, message: string): string {
+  const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+  return `<!doctype html><html><head><meta charset="utf-8"><title>toolsift: ${escapeHtml(title)}</title></head><body><h1>${escapeHtml(title)}</h1><p>${escapeHtml(message)}</p></body></html>\n`;
 }

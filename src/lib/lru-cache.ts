@@ -11,6 +11,8 @@ export interface LruWeight<V> {
 export class LruCache<K, V> {
   private readonly entries = new Map<K, V>();
   private totalWeight = 0;
+  /** The key last read or written, while it is held. */
+  private newestKey: K | undefined;
 
   constructor(
     readonly capacity: number,
@@ -22,7 +24,13 @@ export class LruCache<K, V> {
     if (value === undefined) return undefined;
     this.entries.delete(key);
     this.entries.set(key, value);
+    this.newestKey = key;
     return value;
+  }
+
+  /** The value last read or written (undefined once that entry is gone, until the next read or write). */
+  newest(): V | undefined {
+    return this.newestKey === undefined ? undefined : this.entries.get(this.newestKey);
   }
 
   set(key: K, value: V): void {
@@ -31,6 +39,7 @@ export class LruCache<K, V> {
     // An entry heavier than the whole budget would only evict everything else, then itself.
     if (this.weight && weight > this.weight.max) return;
     this.entries.set(key, value);
+    this.newestKey = key;
     this.totalWeight += weight;
     while (this.entries.size > this.capacity || (this.weight && this.totalWeight > this.weight.max)) {
       this.delete(this.entries.keys().next().value as K);
@@ -42,6 +51,7 @@ export class LruCache<K, V> {
     if (value === undefined) return;
     this.entries.delete(key);
     this.totalWeight -= this.weight?.weigh(value) ?? 0;
+    if (this.newestKey === key) this.newestKey = undefined;
   }
 
   /** Total weight held. */

@@ -19,8 +19,11 @@ import type { RankDeps } from '../search/hybrid-search.js';
 import type { CatalogSummary, CatalogToolRow } from '../store/catalog-store.js';
 import { getToolWithUpstream, upstreamToolNames, type UpstreamRow } from '../store/upstream-store.js';
 import type { UpstreamCallResult, UpstreamCaller } from '../upstream/upstream-caller.js';
+import type { UpstreamManagement } from '../upstream/status.js';
+import { upstreamState, type UpstreamCredentials } from '../upstream/upstreams.js';
 import { ANONYMOUS_CALLER, recordFeedback, STRENGTH } from '../search/feedback.js';
 import type { Logger } from '../logger.js';
+import type { Access } from '../trust/policy.js';
 
 export interface DiscoveryDeps {
   catalog: catalogs.CatalogDeps;
@@ -38,6 +41,8 @@ export interface DiscoveryDeps {
   audit?: AuditLog;
   /** Where a use that could not be learned from is logged. */
   logger?: Logger;
+  /** The upstream service for management (mcp/manage.ts) and credential names; absent: neither. */
+  management?: UpstreamManagement | null;
 }
 
 /** Who is asking, and over which catalogs: all of the tenant's (`/mcp`) or one (`/mcp/{catalog}`). */
@@ -50,6 +55,8 @@ export interface DiscoveryScope {
   caller?: string;
   /** Calls come from a run_code program: only catalogs with code mode on are in scope. */
   fromProgram?: boolean;
+  /** The presenting key's policy (trust/policy.ts): its catalogs, the tools it sees, whether it may call. Absent: everything. */
+  access?: Access;
 }
 
 export interface BriefTool {
@@ -120,8 +127,13 @@ export async function readScopeCatalog(deps: DiscoveryDeps, tenant: string, name
 
 async function scopeCatalogs(deps: DiscoveryDeps, scope: DiscoveryScope): Promise<CatalogSummary[]> {
   const listed = await scopeCatalogsListed(deps, scope);
-  return scope.fromProgram ? listed.filter((catalog) => catalog.codeMode !== false) : listed;
+  const { access } = scope;
+  return listed.filter((catalog) => (!scope.fromProgram || catalog.codeMode !== false) && (!access || access.seesCatalog(catalog.name)));
 }
+
+/** Whether the scope's key sees the tool (every tool, without a policy). */
+const seesTool = (scope: DiscoveryScope, catalog: string, tool: { name: string; server: string | null }) =>
+  !scope.access?.limitsTools || scope.access.seesTool({ catalog, name: tool.name, server: tool.server });
 
 async function scopeCatalogsListed(deps: DiscoveryDeps, scope: DiscoveryScope): Promise<CatalogSummary[]> {
   if (scope.catalog) return [scope.summary?.name === scope.catalog ? scope.summary : await readScopeCatalog(deps, scope.tenant, scope.catalog)];
@@ -224,7 +236,7 @@ export async function searchTools(
       const ranking = await rankCatalog(
         deps.search,
         { tenant: scope.tenant, name: catalog.name },
-        { query: input.query, topK: depth, mode: 'hybrid', tags: input.tags },
+        { query: input.query, topK: depth, mode: 'hybrid', tags: input.tags, ...(scope.access ? { access: scope.access } : {}) },
         // At /mcp a catalog this process never read adds nothing while the store is down; the others answer.
         { read: catalog, orNothing: !scope.catalog },
       );
@@ -401,14 +413,14 @@ export async function resolveTool(deps: DiscoveryDeps, scope: DiscoveryScope, na
   if (!scope.catalog && slash > 0) {
     const prefixed = inScope.find((catalog) => catalog.name === name.slice(0, slash));
     if (prefixed) {
-      const found = await findTool(deps, scope.tenant, prefixed, name.slice(slash + 1), purpose);
+      const found = await findVisibleTool(deps, scope, prefixed, name.slice(slash + 1), purpose);
       if (found) return { ok: true, catalog: prefixed.name, tool: found };
     }
   }
   const hits = (
     await Promise.all(
       inScope.map(async (catalog) => {
-        const found = await findTool(deps, scope.tenant, catalog, name, purpose);
+        const found = await findVisibleTool(deps, scope, catalog, name, purpose);
         return found ? [{ catalog: catalog.name, tool: found }] : [];
       }),
     )
@@ -421,6 +433,20 @@ export async function resolveTool(deps: DiscoveryDeps, scope: DiscoveryScope, na
       scope.fromProgram ? ' (a program reaches only catalogs with code mode on)' : ''
     }`,
   };
+}
+
+/** `findTool`, a tool the scope's key does not see being absent (its refusal recorded). */
+async function findVisibleTool(
+  deps: DiscoveryDeps,
+  scope: DiscoveryScope,
+  catalog: CatalogSummary,
+  name: string,
+  purpose: Purpose,
+): Promise<ToolWithUpstream | undefined> {
+  const found = await findTool(deps, scope.tenant, catalog, name, purpose);
+  if (!found || seesTool(scope, catalog.name, found)) return found;
+  scope.access!.hidden('see_tool', { catalog: catalog.name, tool: name });
+  return undefined;
 }
 
 /**
@@ -495,6 +521,8 @@ export type ToolDetail =
       inputSchema?: Record<string, unknown> | null;
       /** detail "typescript": the tool as a declaration a run_code program is written against. */
       declaration?: string;
+      /** For a key that may manage: the names of the credentials the tool's upstream is given. */
+      credentials?: UpstreamCredentials;
     }
   | { name: string; found: false; error: string };
 
@@ -505,6 +533,8 @@ export async function toolDetails(deps: DiscoveryDeps, scope: DiscoveryScope, na
       if (!resolved.ok) return { name, found: false, error: resolved.error };
       const { tool, catalog } = resolved;
       learnFromUse(deps, scope, catalog, tool.name, STRENGTH.details);
+      const credentials = credentialsOf(deps, scope, catalog, tool.upstream);
+      const found = { name, found: true as const, catalog, server: tool.server, ...(credentials ? { credentials } : {}) };
       if (detail === 'typescript') {
         const declaration = toolDeclaration({
           address: address(scope, catalog, tool.name),
@@ -512,13 +542,19 @@ export async function toolDetails(deps: DiscoveryDeps, scope: DiscoveryScope, na
           inputSchema: tool.inputSchema,
           outputSchema: outputSchemaOf(tool.definition),
         });
-        return { name, found: true, catalog, server: tool.server, description: firstSentence(tool.description), declaration };
+        return { ...found, description: firstSentence(tool.description), declaration };
       }
       return detail === 'brief'
-        ? { name, found: true, catalog, server: tool.server, description: firstSentence(tool.description), parameters: parameterNames(tool.inputSchema) }
-        : { name, found: true, catalog, server: tool.server, description: tool.description, inputSchema: tool.inputSchema };
+        ? { ...found, description: firstSentence(tool.description), parameters: parameterNames(tool.inputSchema) }
+        : { ...found, description: tool.description, inputSchema: tool.inputSchema };
     }),
   );
+}
+
+/** For a key given `manage`, the names of the credentials a synced tool's upstream is given (a pushed tool has none to name). */
+function credentialsOf(deps: DiscoveryDeps, scope: DiscoveryScope, catalog: string, upstream: UpstreamRow | null): UpstreamCredentials | undefined {
+  if (!upstream || !deps.management || scope.access?.policy.manage !== true) return undefined;
+  return deps.management.credentialNames({ tenant: scope.tenant, catalog, ...upstreamState(upstream) });
 }
 
 /** Names in name order; the cursor is opaque to clients (base64url of where the last page ended). */
@@ -571,7 +607,7 @@ export async function listScopeTools(
           server: tool.server,
           ...('hash' in tool ? { row: tool } : {}),
         };
-        if (input.keep && !input.keep(listed)) continue;
+        if ((input.keep && !input.keep(listed)) || !seesTool(scope, catalog, tool)) continue;
         tools.push(listed);
         if (tools.length === LIST_PAGE_SIZE) return { tools, next_cursor: encodeListCursor(catalog, tool.name) };
       }
@@ -624,6 +660,9 @@ export async function callTool(
   signal?: AbortSignal,
 ): Promise<UpstreamCallResult & { upstream?: string; split?: TimeSplit }> {
   const started = performance.now();
+  // A key that may not call is refused before anything is looked up: the answer says nothing of the tool.
+  const refusal = scope.access?.callRefusal({ tool: name });
+  if (refusal) return errorResult(refusal);
   const resolved = await resolveTool(deps, scope, name, 'call');
   const lookupMs = performance.now() - started;
   if (!resolved.ok) return errorResult(resolved.error);
@@ -648,6 +687,7 @@ export async function callTool(
       outcome,
       ms: performance.now() - started,
       args: argumentShape(args),
+      ...(scope.access ? { key: scope.access.policy.id } : {}),
       ...(scope.fromProgram ? { via: 'run_code' } : {}),
       ...(reason ? { reason } : {}),
     });
@@ -710,11 +750,11 @@ export function errorResult(message: string): UpstreamCallResult {
 }
 
 /** One line a tool, name and first sentence cut at 120 characters: the catalog index resource. */
-export async function catalogIndex(deps: DiscoveryDeps, tenant: string, catalog: string): Promise<string> {
+export async function catalogIndex(deps: DiscoveryDeps, tenant: string, catalog: string, access?: Access): Promise<string> {
   const lines: string[] = [];
   let after: string | undefined;
   for (;;) {
-    const page = await catalogs.listTools(deps.catalog, { tenant, name: catalog }, { limit: 1000, after });
+    const page = await catalogs.listTools(deps.catalog, { tenant, name: catalog }, { limit: 1000, after }, access);
     for (const tool of page.tools) {
       const sentence = firstSentence(tool.description);
       lines.push(`${tool.name}: ${sentence.length > 120 ? `${sentence.slice(0, 117)}...` : sentence}`);

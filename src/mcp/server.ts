@@ -1,9 +1,11 @@
 /**
  * toolsift as an MCP server: four meta-tools for progressive disclosure (search, details, list,
- * call), a catalog index resource, a tool-definition resource template and two prompts. The tool
- * list never varies per connection (2026-07-28 forbids it); discovered tools are reached through
- * `call_tool`, not injected. A fresh McpServer serves each HTTP request (stateless), built from the
- * request's tenant and catalog scope.
+ * call), a catalog index resource, a tool-definition resource template and two prompts; for a key
+ * given `manage`, at /mcp, the management tools, resource and prompt (manage.ts). The tool list
+ * depends only on the endpoint and the key's scope, never on the catalogs' contents (2026-07-28
+ * forbids a list that varies per connection); discovered tools are reached through `call_tool`, not
+ * injected. A fresh McpServer serves each HTTP request (stateless), built from the request's tenant,
+ * key and catalog scope.
  */
 import { QUERY_CHARS_MAX } from '../lib/query-length.js';
 import { McpServer, ProtocolError, ProtocolErrorCode, ResourceNotFoundError, ResourceTemplate } from '@modelcontextprotocol/server';
@@ -16,6 +18,7 @@ import { recordSearch, type Metrics } from '../metrics.js';
 import { DATABASE_UNAVAILABLE_MESSAGE, isDatabaseUnavailable } from '../store/database.js';
 import { runCode, runStructured, runText } from './code-mode.js';
 import { registerDrafts } from './drafts.js';
+import { deregisterUpstream, managementStatus, offersManagement, offersUpstreamChanges, registerUpstream, statusText } from './manage.js';
 import type { SandboxPool } from '../sandbox/sandbox-pool.js';
 import {
   BadCursor,
@@ -50,6 +53,10 @@ Workflow: 1) search_tools with what you want to do, in plain words (it ranks by 
 2) get_tool_details on the one or few that fit, to read their input schema;
 3) call_tool with that name and arguments matching the schema.
 list_tools browses names when you know roughly what exists. Names returned by search_tools and list_tools are the ones to pass on unchanged.`;
+
+/** Added to the instructions for a key given `manage` (at /mcp). */
+export const MANAGE_INSTRUCTIONS = `Management (this key may manage upstreams): the resource toolsift://upstreams/status and the prompt upstream_status show every upstream MCP server's sync state, tool counts, tools waiting for approval, last error class and the names of the credentials it needs.`;
+const CHANGE_INSTRUCTIONS = ` register_upstream adds (or changes) a remote MCP server in a catalog and syncs it now; deregister_upstream removes one with its tools. Tools new or changed on an upstream wait for a person's approval over the REST API.`;
 
 /** Added to the instructions where run_code is offered. */
 export const CODE_MODE_INSTRUCTIONS = `Code mode: when a task takes several tool calls (many files, a loop over a list, one tool's output into another), write one program for run_code instead of calling tools one by one: only its return value and console output come back to you.
@@ -104,6 +111,10 @@ const detailsOutput = z.object({
       parameters: z.array(z.string()).optional(),
       inputSchema: z.record(z.string(), z.unknown()).nullable().optional(),
       declaration: z.string().optional(),
+      credentials: z
+        .object({ headers: z.array(z.string()), env: z.array(z.string()) })
+        .optional()
+        .describe("For a key that may manage: the names (never values) of the credentials the tool's upstream is given"),
     }),
   ),
 });
@@ -123,6 +134,35 @@ const runOutput = z.object({
   calls: z.number().describe('Tool calls the program made'),
   ms: z.number(),
 });
+
+const upstreamStatusShape = z.object({
+  catalog: z.string(),
+  name: z.string(),
+  transport: z.enum(['http', 'stdio']),
+  url: z.string().nullable(),
+  state: z.enum(['synced', 'failing', 'not_synced']),
+  last_sync_at: z.string().nullable(),
+  trust: z.enum(['pin', 'auto']),
+  tool_count: z.number(),
+  pending: z.number(),
+  pending_tools: z.array(z.object({ name: z.string(), change: z.enum(['new', 'changed']), findings: z.array(z.string()) })),
+  conflicts: z.number(),
+  last_error: z.object({ class: z.string(), message: z.string() }).nullable(),
+  credentials: z.object({ headers: z.array(z.string()), env: z.array(z.string()) }),
+});
+
+/** register_upstream's arguments: typed loosely here, checked by the REST route's own rules (upstream/registration.ts) so a refusal reads the same. */
+const registerInput = z.object({
+  catalog: z.string().describe('The catalog its tools go into (created when absent)'),
+  name: z.string().describe("The upstream's name: its tools carry it as their server"),
+  url: z
+    .string()
+    .describe('The remote MCP server (Streamable HTTP or SSE), http:// or https://; internal addresses are refused unless the operator opened them'),
+  headers: z.record(z.string(), z.string()).optional().describe('Headers sent to it, name -> value (credentials: never shown back)'),
+  refresh_seconds: z.number().optional().describe('How often its tools are listed again, 10-86400 (default 300)'),
+  trust: z.enum(['pin', 'auto']).optional().describe('pin (default): new and changed tools wait for approval; auto: those the scanner passes are approved'),
+});
+const deregisterInput = z.object({ catalog: z.string().describe('Its catalog'), name: z.string().describe("The upstream's name") });
 
 const listInput = z.object({
   cursor: safeText().max(2_000).optional().describe('next_cursor of the previous page'),
@@ -152,13 +192,22 @@ function searchText(answer: {
 
 /** Whether run_code is offered in this scope: CODE_MODE=on, and at /mcp/{catalog} the catalog allows it. */
 export function offersCodeMode(deps: McpDeps, scope: DiscoveryScope): boolean {
-  return Boolean(deps.sandbox) && (scope.catalog === undefined || scope.summary?.codeMode !== false);
+  // A search-only key is not offered programs whose only purpose is calling tools.
+  return Boolean(deps.sandbox) && (scope.catalog === undefined || scope.summary?.codeMode !== false) && scope.access?.policy.call !== false;
 }
 
 export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): McpServer {
   const codeMode = offersCodeMode(deps, scope);
-  const instructions = codeMode ? `${INSTRUCTIONS}\n\n${CODE_MODE_INSTRUCTIONS}` : INSTRUCTIONS;
+  const manages = offersManagement(deps, scope);
+  const changes = offersUpstreamChanges(deps, scope);
+  const instructions = [
+    INSTRUCTIONS,
+    ...(codeMode ? [CODE_MODE_INSTRUCTIONS] : []),
+    ...(manages ? [MANAGE_INSTRUCTIONS + (changes ? CHANGE_INSTRUCTIONS : '')] : []),
+  ].join('\n\n');
   const server = new McpServer({ name: 'toolsift', version: deps.version }, { instructions, capabilities: { logging: {} } });
+  /** The scope as a meta-tool, resource or prompt sees it: the key's decisions say where they were made. */
+  const at = (via: string): DiscoveryScope => (scope.access ? { ...scope, access: scope.access.at('mcp', via) } : scope);
 
   /** A prompt taking one `task` argument: the user message its text gives for that task. */
   const taskPrompt = (name: string, about: { title: string; description: string }, text: (task: string) => string) =>
@@ -221,7 +270,7 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
     },
     (input) =>
       observed('search_tools', async () => {
-        const { split, degraded, language, ...answer } = await searchTools(deps, scope, input);
+        const { split, degraded, language, ...answer } = await searchTools(deps, at('search_tools'), input);
         recordSearch(deps.metrics, 'mcp_search_tools', split, degraded, language);
         return { content: [text(searchText(answer))], structuredContent: answer, count: answer.results.length, split, ...(degraded ? { degraded } : {}) };
       }),
@@ -239,7 +288,7 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
     },
     (input) =>
       observed('get_tool_details', async () => {
-        const tools = await toolDetails(deps, scope, input.names, input.detail ?? 'full');
+        const tools = await toolDetails(deps, at('get_tool_details'), input.names, input.detail ?? 'full');
         return { content: [text({ tools })], structuredContent: { tools }, count: tools.filter((tool) => tool.found).length };
       }),
   );
@@ -255,7 +304,7 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
     },
     (input) =>
       observed('list_tools', async () => {
-        const page = await listToolNames(deps, scope, input);
+        const page = await listToolNames(deps, at('list_tools'), input);
         return {
           content: [text(page.names.join('\n') + (page.next_cursor ? `\nnext_cursor: ${page.next_cursor}` : ''))],
           structuredContent: page,
@@ -277,7 +326,7 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
       observed('call_tool', async () => {
         const result = await callTool(
           deps,
-          scope,
+          at('call_tool'),
           input.name,
           input.arguments ?? {},
           (ctx as { mcpReq?: { signal?: AbortSignal } } | undefined)?.mcpReq?.signal,
@@ -315,7 +364,7 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
                 if (upstream) deps.metrics?.mcpUpstreamCalls.observe({ upstream, outcome }, callMs / 1000);
               },
             },
-            scope,
+            at('run_code'),
             input.code,
             (ctx as { mcpReq?: { signal?: AbortSignal } } | undefined)?.mcpReq?.signal,
           );
@@ -327,8 +376,43 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
     );
   }
 
+  if (changes) {
+    server.registerTool(
+      'register_upstream',
+      {
+        title: 'Register an upstream MCP server',
+        description:
+          'Add (or change) a remote MCP server as a source of tools in a catalog and sync it now, under the same rules as the REST API: the address policy, pinning and the definition scanner. ' +
+          "Answers the upstream's status: its tools, those waiting for approval, its last error. Header values are credentials and are never shown back.",
+        inputSchema: registerInput,
+        outputSchema: z.object({ upstream: upstreamStatusShape }),
+        annotations: { openWorldHint: true, destructiveHint: false, idempotentHint: true },
+      },
+      (input) =>
+        observed('register_upstream', async () => {
+          const upstream = await registerUpstream(deps, at('register_upstream'), input);
+          return { content: [text(statusText([upstream]))], structuredContent: { upstream } };
+        }),
+    );
+    server.registerTool(
+      'deregister_upstream',
+      {
+        title: 'Remove an upstream MCP server',
+        description: 'Remove an upstream MCP server from a catalog, with every tool it synced there.',
+        inputSchema: deregisterInput,
+        outputSchema: z.object({ removed: z.object({ catalog: z.string(), name: z.string() }) }),
+        annotations: { destructiveHint: true, idempotentHint: false, openWorldHint: false },
+      },
+      (input) =>
+        observed('deregister_upstream', async () => {
+          const removed = await deregisterUpstream(deps, at('deregister_upstream'), input);
+          return { content: [text(`removed upstream ${removed.catalog}/${removed.name} and its tools`)], structuredContent: { removed } };
+        }),
+    );
+  }
+
   const catalogsOf = async (): Promise<string[]> =>
-    scope.catalog ? [scope.catalog] : (await listCatalogs(deps.catalog, scope.tenant)).map((catalog) => catalog.name);
+    scope.catalog ? [scope.catalog] : (await listCatalogs(deps.catalog, scope.tenant, scope.access)).map((catalog) => catalog.name);
   const inScope = async (catalog: string) => (await catalogsOf()).includes(catalog);
   /** A URI template variable as text: a malformed escape is the client's error (-32602), not an internal one. */
   const variable = (uri: URL, value: string | string[] | undefined) => {
@@ -360,7 +444,9 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
     async (uri, variables) => {
       const catalog = await scopedCatalog(uri, variables.catalog);
       deps.metrics?.mcpRequests.inc({ method: 'resources/read', tool: 'catalog-index', outcome: 'ok' });
-      return { contents: [{ uri: uri.href, mimeType: 'text/plain', text: await catalogIndex(deps, scope.tenant, catalog) }] };
+      return {
+        contents: [{ uri: uri.href, mimeType: 'text/plain', text: await catalogIndex(deps, scope.tenant, catalog, at('resource catalog-index').access) }],
+      };
     },
   );
 
@@ -371,12 +457,51 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
     async (uri, variables) => {
       const name = variable(uri, variables.name);
       const catalog = await scopedCatalog(uri, variables.catalog);
-      const resolved = await resolveTool(deps, { tenant: scope.tenant, catalog }, name, 'details');
+      const resolved = await resolveTool(deps, { tenant: scope.tenant, catalog, access: at('resource tool-definition').access }, name, 'details');
       if (!resolved.ok) throw new ResourceNotFoundError(uri.href, resolved.error);
       deps.metrics?.mcpRequests.inc({ method: 'resources/read', tool: 'tool-definition', outcome: 'ok' });
       return { contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify(resolved.tool.definition) }] };
     },
   );
+
+  if (manages) {
+    server.registerResource(
+      'upstream-status',
+      'toolsift://upstreams/status',
+      {
+        title: 'Upstream status',
+        description:
+          "Every upstream MCP server of the tenant this key sees: sync state, tools served, tools waiting for approval, last error class, the credentials' names.",
+        mimeType: 'application/json',
+      },
+      async (uri) => {
+        const upstreams = await managementStatus(deps, at('resource upstream-status'));
+        deps.metrics?.mcpRequests.inc({ method: 'resources/read', tool: 'upstream-status', outcome: 'ok' });
+        return { contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify({ upstreams }) }] };
+      },
+    );
+    server.registerPrompt(
+      'upstream_status',
+      {
+        title: 'Upstream status',
+        description: 'Review the upstream MCP servers: which fail and why, which tools wait for approval, which credentials each needs.',
+      },
+      async () => {
+        const upstreams = await managementStatus(deps, at('prompt upstream_status'));
+        return {
+          messages: [
+            {
+              role: 'user',
+              content: {
+                type: 'text',
+                text: `The upstream MCP servers toolsift syncs tools from:\n${statusText(upstreams)}\n\nSay which fail and what their error class suggests (unauthorized: a credential to renew; connection_failed: the server is down or unreachable; refused_address: an internal address the operator has not opened), which tools wait for approval (a person approves them over the REST API after reading the diff), and which credentials each needs.`,
+              },
+            },
+          ],
+        };
+      },
+    );
+  }
 
   server.registerPrompt('discover', { title: 'Discover tools', description: 'How to find and use tools through toolsift.' }, () => ({
     messages: [{ role: 'user', content: { type: 'text', text: INSTRUCTIONS } }],

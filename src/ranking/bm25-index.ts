@@ -24,6 +24,8 @@ export class Bm25Builder {
   /** term -> [document index, tf] pairs; a derived index passes typed lists it can share (Bm25Index.derive). */
   building = new Map<string, number[] | Int32Array>();
   count = 0;
+  /** An overlay's parts (`Bm25Index.overlay`): `building` is then its base's postings, shared. */
+  overlay?: { dead: Uint8Array; extra: ReadonlyMap<string, Int32Array>; base: Bm25Index };
 
   /** Adds the next document: its id, its length, and its (term, tf) pairs (each term once); `key` orders its ties. */
   add(id: string, length: number, termFreqs: Iterable<readonly [string, number]>, key?: string): void {
@@ -243,7 +245,10 @@ export class Bm25Index {
     return new Bm25Index(builder, params);
   }
 
+  /** Places of the corpus: its documents, and in an overlay the base's places of the documents it drops. */
   readonly size: number;
+  /** Documents of the corpus (N): `size` but for an overlay's dropped places. */
+  readonly documents: number;
   private readonly ids: string[];
   /** What orders tied documents: the ids, or the builder's keys. */
   private readonly keys: string[];
@@ -260,6 +265,15 @@ export class Bm25Index {
   private readonly matched: Uint8Array;
   /** The documents a search touched, in the order it touched them (the first `count` places). */
   private readonly touched: Int32Array;
+  /**
+   * An overlay's (`Bm25Index.overlay`): the base's places it drops (1), the postings of the
+   * documents it adds (after the base's places), and each term's documents as counted once asked.
+   */
+  private readonly dead?: Uint8Array;
+  private readonly extra?: ReadonlyMap<string, Int32Array>;
+  private readonly liveDf?: Map<string, number>;
+  /** An overlay's base (ids, postings and vocabulary shared with it). */
+  private readonly base?: Bm25Index;
 
   constructor(
     corpus: readonly Bm25Document[] | Bm25Builder,
@@ -276,11 +290,25 @@ export class Bm25Index {
     this.ids = builder.ids;
     this.keys = builder.keys ?? builder.ids;
     this.lengths = builder.lengths instanceof Float64Array ? builder.lengths : Float64Array.from(builder.lengths);
+    const { overlay } = builder;
     let total = 0;
-    for (let doc = 0; doc < this.size; doc++) total += this.lengths[doc]!;
-    this.avgDocLength = this.size === 0 ? 0 : total / this.size;
-    // Term frequencies are counts: typed arrays hold a 100,000-tool catalog's postings in a quarter of the memory.
-    for (const [term, list] of builder.building) if (!(list instanceof Int32Array)) builder.building.set(term, Int32Array.from(list));
+    let documents = 0;
+    for (let doc = 0; doc < this.size; doc++) {
+      if (overlay?.dead[doc]) continue;
+      total += this.lengths[doc]!;
+      documents++;
+    }
+    this.documents = documents;
+    this.avgDocLength = documents === 0 ? 0 : total / documents;
+    if (overlay) {
+      this.dead = overlay.dead;
+      this.extra = overlay.extra;
+      this.base = overlay.base;
+      this.liveDf = new Map();
+    } else {
+      // Term frequencies are counts: typed arrays hold a 100,000-tool catalog's postings in a quarter of the memory.
+      for (const [term, list] of builder.building) if (!(list instanceof Int32Array)) builder.building.set(term, Int32Array.from(list));
+    }
     this.postings = builder.building as Map<string, Int32Array>;
     builder.building = new Map();
     this.postingCount = builder.count;
@@ -310,6 +338,7 @@ export class Bm25Index {
     if (added.length !== plan.addedAt.length) throw new Error(`a plan for ${plan.addedAt.length} added documents was given ${added.length}`);
     // A catalog's index (ties by id) is derived; a request's list, built with keys, never is.
     if (base.keys !== base.ids) throw new Error('an index whose ties go by keys is not derived');
+    if (base.base) throw new Error('an overlay is not derived: its base is, with its changes (merge)');
     // The terms whose lists change: every term of a moved or dropped document, and of an added one,
     // but for a document replaced in its own place, whose terms kept at the same tf keep their
     // entries (a 5,000-tool revision of descriptions rewrites the lists of the words it changed,
@@ -366,6 +395,64 @@ export class Bm25Index {
     return index;
   }
 
+  /**
+   * `base` with the documents at `dead` (its places) taken out and `added` put in after its places:
+   * the same statistics and scores as a build over that corpus (N, avgdl and each term's df are
+   * counted over the live documents; a document's score is the same operations in the same order;
+   * ties by id), at the cost of the added documents' postings and a copy of the per-place arrays,
+   * not of the postings: they are the base's, shared, and a dropped place is skipped where it is
+   * met. What a revision's first search needs within milliseconds of a write; the catalog's index
+   * merges the change into a new base (`derive`) in the background.
+   */
+  static overlay(
+    base: Bm25Index,
+    dead: ReadonlySet<number>,
+    added: readonly { id: string; length: number; eachTerm: (visit: (term: string, tf: number) => void) => void }[],
+  ): Bm25Index {
+    if (base.keys !== base.ids) throw new Error('an index whose ties go by keys has no overlay');
+    if (base.base) throw new Error('an overlay is made over a base, not over another overlay');
+    const places = base.size + added.length;
+    const deadAt = new Uint8Array(places);
+    for (const doc of dead) deadAt[doc] = 1;
+    const builder = new Bm25Builder();
+    builder.ids = base.ids.concat(added.map((doc) => doc.id));
+    const lengths = new Float64Array(places);
+    lengths.set(base.lengths);
+    // Counted, then written in place (TwoPassPostings): no list grown per term.
+    const extra = new TwoPassPostings();
+    const count = (term: string, tf: number) => tf > 0 && extra.counted(term);
+    added.forEach((doc, i) => {
+      lengths[base.size + i] = doc.length;
+      doc.eachTerm(count);
+    });
+    let place = 0;
+    const put = (term: string, tf: number) => tf > 0 && extra.put(term, place, tf);
+    added.forEach((doc, i) => {
+      place = base.size + i;
+      doc.eachTerm(put);
+    });
+    builder.lengths = lengths;
+    builder.building = base.postings as Map<string, Int32Array>;
+    builder.count = base.postingCount + extra.count;
+    builder.overlay = { dead: deadAt, extra: extra.lists(), base };
+    const index = new Bm25Index(builder, base.params);
+    const changed = new Map<string, number | undefined>();
+    for (const doc of dead) changed.set(base.ids[doc]!, undefined);
+    added.forEach((doc, i) => changed.set(doc.id, base.size + i));
+    index.positions = { changed, parent: base.lookup(), depth: 1, entries: changed.size };
+    return index;
+  }
+
+  /** Whether the document at `index` is in the corpus (an overlay's dropped places are not). */
+  isLive(index: number): boolean {
+    return index >= 0 && index < this.size && !this.dead?.[index];
+  }
+
+  /** `term`'s lists: the base's (an overlay's dropped places in it are skipped by the reader) and an overlay's added documents'. */
+  private listsOf(term: string): (Int32Array | undefined)[] {
+    return this.extra ? [this.postings.get(term), this.extra.get(term)] : [this.postings.get(term)];
+  }
+
   private positions?: Lookup;
   private lookup(): Lookup {
     if (this.positions) return this.positions;
@@ -404,37 +491,61 @@ export class Bm25Index {
       wanted[doc] = 1;
       terms.set(doc, new Map());
     }
-    const lists: Iterable<readonly [string, Int32Array]> = only
-      ? [...new Set(only)].flatMap((term) => {
-          const list = this.postings.get(term);
-          return list ? [[term, list] as const] : [];
-        })
-      : this.postings;
-    for (const [term, list] of lists) {
+    const each = (term: string, list: Int32Array | undefined) => {
+      if (!list) return;
       for (let i = 0; i < list.length; i += 2) if (wanted[list[i]!]) terms.get(list[i]!)!.set(term, list[i + 1]!);
+    };
+    if (only) {
+      for (const term of new Set(only)) for (const list of this.listsOf(term)) each(term, list);
+    } else {
+      for (const [term, list] of this.postings) each(term, list);
+      for (const [term, list] of this.extra ?? []) each(term, list);
     }
     return terms;
   }
 
   /** Whether any document of the corpus holds `term`. */
   has(term: string): boolean {
-    return this.postings.has(term);
+    return this.df(term) > 0;
   }
 
   /** Documents holding `term` (the Vocabulary of ranking/fuzzy-terms.ts). */
   df(term: string): number {
-    return (this.postings.get(term)?.length ?? 0) / 2;
+    const base = (this.postings.get(term)?.length ?? 0) / 2;
+    if (!this.dead) return base;
+    let df = this.liveDf!.get(term);
+    if (df === undefined) {
+      df = (this.extra!.get(term)?.length ?? 0) / 2;
+      const list = this.postings.get(term);
+      if (list) for (let i = 0; i < list.length; i += 2) df += 1 - this.dead[list[i]!]!;
+      this.liveDf!.set(term, df);
+    }
+    return df;
   }
 
-  private words?: VocabularyIndex;
-  /** The corpus's words for typo matching, bucketed on first use (a search without an unknown word never pays for it). */
+  private words?: Vocabulary;
+  /**
+   * The corpus's words for typo matching, bucketed on first use (a search without an unknown word
+   * never pays for it). An overlay's: its base's buckets (shared) and its added words', less the
+   * words only its dropped documents held.
+   */
   vocabulary(): Vocabulary {
-    return (this.words ??= new VocabularyIndex(this.postings.keys(), (term) => this.df(term)));
+    if (this.words) return this.words;
+    if (!this.base) return (this.words = new VocabularyIndex(this.postings.keys(), (term) => this.df(term)));
+    const base = this.base.vocabulary();
+    const added = new VocabularyIndex(
+      [...this.extra!.keys()].filter((term) => !this.postings.has(term)),
+      (term) => this.df(term),
+    );
+    return (this.words = {
+      df: (term) => this.df(term),
+      near: (term) => [...[...base.near(term)].filter((word) => this.df(word) > 0), ...added.near(term)],
+    });
   }
 
-  /** Distinct terms of the corpus. */
+  /** Distinct terms of the corpus (an overlay's: its base's and its added documents', an estimate). */
   get termCount(): number {
-    return this.postings.size;
+    return this.postings.size + (this.extra?.size ?? 0);
   }
 
   /** The documents holding a query term, best first, ties by key (the id unless built with keys), at most `limit`. */
@@ -451,13 +562,14 @@ export class Bm25Index {
    * and df are theirs, as `scoreBm25` over that sub-corpus (the SQL's tag filter comes first too).
    */
   searchWeighted(weights: ReadonlyMap<string, number>, limit = Number.POSITIVE_INFINITY, within?: Uint8Array): [string, number][] {
-    let n = this.size;
+    let n = this.documents;
     let avgDocLength = this.avgDocLength;
+    const dead = this.dead;
     if (within) {
       n = 0;
       let total = 0;
       for (let doc = 0; doc < this.size; doc++) {
-        if (!within[doc]) continue;
+        if (!within[doc] || dead?.[doc]) continue;
         n++;
         total += this.lengths[doc]!;
       }
@@ -470,26 +582,29 @@ export class Bm25Index {
     let count = 0;
     const saturation = this.params.k1 + 1;
     for (const [term, weight] of weights) {
-      const list = this.postings.get(term);
-      if (!list) continue;
-      let df = list.length / 2;
+      const lists = this.listsOf(term);
+      let df = 0;
       if (within) {
-        df = 0;
-        for (let i = 0; i < list.length; i += 2) df += within[list[i]!]!;
-        if (df === 0) continue;
+        for (const list of lists) if (list) for (let i = 0; i < list.length; i += 2) df += within[list[i]!]! & (dead ? 1 - dead[list[i]!]! : 1);
+      } else {
+        df = this.df(term);
       }
+      if (df === 0) continue;
       const idf = bm25Idf(n, df);
-      for (let i = 0; i < list.length; i += 2) {
-        const doc = list[i]!;
-        if (within && !within[doc]) continue;
-        const tf = list[i + 1]!;
-        // bm25TermScore's operations in its order, with the length normalisation of the whole
-        // corpus computed once per document (under a filter, against the kept documents' avgdl).
-        const norm = within ? lengthNorm(this.lengths[doc]!, avgDocLength, this.params) : this.norms[doc]!;
-        scores[doc] = scores[doc]! + weight * ((idf * tf * saturation) / (tf + norm));
-        if (!matched[doc]) {
-          matched[doc] = 1;
-          touched[count++] = doc;
+      for (const list of lists) {
+        if (!list) continue;
+        for (let i = 0; i < list.length; i += 2) {
+          const doc = list[i]!;
+          if ((within && !within[doc]) || dead?.[doc]) continue;
+          const tf = list[i + 1]!;
+          // bm25TermScore's operations in its order, with the length normalisation of the whole
+          // corpus computed once per document (under a filter, against the kept documents' avgdl).
+          const norm = within ? lengthNorm(this.lengths[doc]!, avgDocLength, this.params) : this.norms[doc]!;
+          scores[doc] = scores[doc]! + weight * ((idf * tf * saturation) / (tf + norm));
+          if (!matched[doc]) {
+            matched[doc] = 1;
+            touched[count++] = doc;
+          }
         }
       }
     }
@@ -552,6 +667,6 @@ export class Bm25Index {
 
   /** The IDF of a term over this corpus (0 documents holding it: the largest). */
   idf(term: string): number {
-    return bm25Idf(this.size, (this.postings.get(term)?.length ?? 0) / 2);
+    return bm25Idf(this.documents, this.df(term));
   }
 }

@@ -25,6 +25,25 @@ import { REREAD_MAX, type ChangedServers, type ServerIndex, type ToolServers } f
 /** Older revisions a derived index remembers the changed servers since. */
 const CHANGED_SINCE_DEPTH = 8;
 
+/** A changed tool's row (an object of its own per change: a merge tells later changes by it). */
+interface DeltaRow {
+  row: CatalogIndexRow;
+}
+
+/**
+ * An overlay's base and what changed since it (`CatalogIndex.overlay`): the rows of the names
+ * changed and present, the names gone, and the base's servers whose tools changed (their
+ * documents' lengths now and their tools' places), whose documents a search makes from its terms.
+ */
+interface Delta {
+  root: CatalogIndex;
+  rows: ReadonlyMap<string, DeltaRow>;
+  removed: ReadonlySet<string>;
+  servers: ReadonlyMap<string, { length: number; places: number[] }>;
+  /** The root server index's places of those servers. */
+  serverPlaces: ReadonlySet<number>;
+}
+
 export class CatalogIndex {
   /** A rough size in bytes (strings, postings, maps), for the cache's bound. */
   readonly bytes: number;
@@ -53,6 +72,8 @@ export class CatalogIndex {
     readonly changedSince?: readonly ChangedServers[],
     /** `tagged` when derived (patched from the base's), else built from `tags`. */
     tagged?: Map<string, Int32Array>,
+    /** An overlay's base and changes (`overlay`); absent for an index of its own (built, derived or merged). */
+    readonly delta?: Delta,
   ) {
     if (tagged) {
       this.tagged = tagged;
@@ -63,10 +84,25 @@ export class CatalogIndex {
       });
       this.tagged = new Map([...lists].map(([tag, members]) => [tag, Int32Array.from(members)]));
     }
-    this.servers = { ...servers, serverOf: { get: (name) => this.serverOfTool(name) } };
+    const serverOf: ToolServers = { get: (name) => this.serverOfTool(name) };
+    if (delta) {
+      // The servers' BM25 documents over every term only when asked (the search makes them from its terms: `serversFor`).
+      let whole: Bm25Index | undefined;
+      const self = this;
+      this.servers = {
+        members: servers.members,
+        serverOf,
+        get bm25() {
+          return (whole ??= self.serversFor(undefined).bm25);
+        },
+      };
+    } else {
+      this.servers = { ...servers, serverOf };
+    }
     // Per tool ~300 bytes of ids, lengths, map entries, member lists and its server, ~50 of tokens; per posting 8; per distinct term ~100.
-    const postings = bm25.postingCount + servers.bm25.postingCount;
-    this.bytes = 350 * bm25.size + 2 * stringBytes + 8 * postings + 100 * (bm25.termCount + servers.bm25.termCount);
+    const serverBm25 = delta ? delta.root.servers.bm25 : servers.bm25;
+    const postings = bm25.postingCount + serverBm25.postingCount;
+    this.bytes = 350 * bm25.size + 2 * stringBytes + 8 * postings + 100 * (bm25.termCount + serverBm25.termCount);
   }
 
   private serverOfTool(name: string): string | undefined {
@@ -270,14 +306,183 @@ export class CatalogIndex {
     return new CatalogIndex(base.catalogId, changes.revision, bm25, { bm25: servers, members }, tags, serverAt, tokens, stringBytes, changedSince, tagged);
   }
 
+  /**
+   * The index of a later revision as this one's base (its own base, when this is an overlay) with
+   * every change since laid over it (`Bm25Index.overlay`): the same scores, filters, server votes
+   * and typo matching as `build` over that revision's rows (tested), at the cost of the changed
+   * tools (their postings, their servers' lengths and members) and copies of the per-tool arrays,
+   * not of the postings. What the first search after a write ranks with, within milliseconds;
+   * `derive` then merges the change into a base of its own in the background.
+   */
+  static overlay(prev: CatalogIndex, changes: CatalogChanges): CatalogIndex {
+    const root = prev.delta?.root ?? prev;
+    const rows = new Map(prev.delta?.rows ?? []);
+    const removed = new Set(prev.delta?.removed ?? []);
+    // The servers this change touches (for the dense server list's re-reads: `changedSince`).
+    const touched = new Set<string>();
+    for (const name of [...changes.removed, ...changes.rows.map((row) => row.name)]) {
+      const server = prev.serverOfTool(name);
+      if (server !== undefined) touched.add(server);
+    }
+    for (const name of changes.removed) {
+      rows.delete(name);
+      removed.add(name);
+    }
+    for (const row of changes.rows) {
+      removed.delete(row.name);
+      rows.set(row.name, { row });
+      if (row.server !== null) touched.add(row.server);
+    }
+    const dead = new Set<number>();
+    for (const name of [...removed, ...rows.keys()]) {
+      const at = root.bm25.indexOf(name);
+      if (at !== undefined) dead.add(at);
+    }
+    const added = [...rows.values()];
+    const bm25 = Bm25Index.overlay(
+      root.bm25,
+      dead,
+      added.map(({ row }) => ({ id: row.name, length: row.length, eachTerm: (visit: (term: string, tf: number) => void) => forEachTerm(row.terms, visit) })),
+    );
+    const tags = root.tags.concat(added.map(({ row }) => row.tags));
+    const serverAt = root.serverAt.concat(added.map(({ row }) => row.server));
+    const tokens = root.tokens.concat(added.map(({ row }) => row.tokens));
+    const more = new Map<string, number[]>();
+    added.forEach(({ row }, i) => {
+      for (const tag of lowercased(row.tags)) pushTo(more, tag, root.size + i);
+    });
+    const tagged = new Map(root.tagged);
+    for (const [tag, places] of more) {
+      const list = root.tagged.get(tag) ?? new Int32Array(0);
+      const merged = new Int32Array(list.length + places.length);
+      merged.set(list);
+      merged.set(places, list.length);
+      tagged.set(tag, merged);
+    }
+
+    // The root's servers with a tool changed since it: their members, lengths and tools' places now.
+    const changedServers = new Map<string, { length: number; places: number[]; members: string[] }>();
+    const serverOfRoot = (at: number) => root.serverAt[at] ?? null;
+    for (const at of dead) {
+      const server = serverOfRoot(at);
+      if (server !== null) changedServers.set(server, { length: 0, places: [], members: [] });
+    }
+    for (const { row } of added) if (row.server !== null) changedServers.set(row.server, { length: 0, places: [], members: [] });
+    const members = new Map(root.servers.members);
+    let stringBytes = root.stringBytes;
+    const serverPlaces = new Set<number>();
+    for (const [server, document] of changedServers) {
+      const at = root.servers.bm25.indexOf(server);
+      if (at !== undefined) serverPlaces.add(at);
+      for (const name of root.servers.members.get(server) ?? []) {
+        if (rows.has(name) || removed.has(name)) continue;
+        const place = root.bm25.indexOf(name)!;
+        document.members.push(name);
+        document.places.push(place);
+        document.length += root.bm25.lengthAt(place);
+      }
+      members.set(server, document.members);
+    }
+    added.forEach(({ row }, i) => {
+      stringBytes += row.name.length;
+      if (row.server === null) return;
+      const document = changedServers.get(row.server)!;
+      document.members.push(row.name);
+      document.places.push(root.size + i);
+      document.length += row.length;
+    });
+    for (const [server, document] of changedServers) {
+      if (document.places.length > 0) continue;
+      members.delete(server);
+      changedServers.delete(server);
+    }
+    const changedSince = [
+      { revision: prev.revision, servers: touched },
+      ...(prev.changedSince ?? []).map((since) => ({ revision: since.revision, servers: new Set([...since.servers, ...touched]) })),
+    ]
+      .filter((since) => since.servers.size <= REREAD_MAX)
+      .slice(0, CHANGED_SINCE_DEPTH);
+    return new CatalogIndex(
+      root.catalogId,
+      changes.revision,
+      bm25,
+      { bm25: root.servers.bm25, members },
+      tags,
+      serverAt,
+      tokens,
+      stringBytes,
+      changedSince,
+      tagged,
+      {
+        root,
+        rows,
+        removed,
+        servers: changedServers,
+        serverPlaces,
+      },
+    );
+  }
+
+  /**
+   * `now` (a later overlay over the same base as `then`) laid over `merged` (`then` merged): the
+   * changes since `then` are its entries that are not `then`'s own (a name changed again, or anew)
+   * and the names gone since. Undefined when `now` is not such an overlay.
+   */
+  static rebase(merged: CatalogIndex, then: CatalogIndex, now: CatalogIndex): CatalogIndex | undefined {
+    if (!then.delta || !now.delta || now.delta.root !== then.delta.root || now.revision <= merged.revision) return undefined;
+    const before = then.delta;
+    const rows = [...now.delta.rows.values()].filter((entry) => before.rows.get(entry.row.name) !== entry).map(({ row }) => row);
+    const removed = [...now.delta.removed].filter((name) => !before.removed.has(name));
+    return CatalogIndex.overlay(merged, { revision: now.revision, rows, removed });
+  }
+
+  /** An overlay's changes since its base, as one change (what a merge derives the base through). */
+  deltaChanges(): CatalogChanges | undefined {
+    if (!this.delta) return undefined;
+    return { revision: this.revision, rows: [...this.delta.rows.values()].map(({ row }) => row), removed: [...this.delta.removed] };
+  }
+
+  /** Names an overlay changed since its base (0 for an index of its own). */
+  get deltaNames(): number {
+    return this.delta ? this.delta.rows.size + this.delta.removed.size : 0;
+  }
+
+  /**
+   * The servers as BM25 documents for a search of `terms`: an overlay's changed servers' documents
+   * hold only those terms (each at its full length: the same scores for that query, from those
+   * terms' postings), laid over the base's (every term, when `terms` is undefined).
+   */
+  serversFor(terms: Iterable<string> | undefined): ServerIndex & { serverOf: ToolServers } {
+    const delta = this.delta;
+    if (!delta) return this.servers;
+    const places = new Set<number>();
+    for (const document of delta.servers.values()) for (const place of document.places) places.add(place);
+    const held = this.bm25.termsOf(places, terms);
+    const documents = [...delta.servers].map(([server, document]) => {
+      const termFreqs = new Map<string, number>();
+      for (const place of document.places) for (const [term, tf] of held.get(place)!) termFreqs.set(term, (termFreqs.get(term) ?? 0) + tf);
+      return {
+        id: server,
+        length: document.length,
+        eachTerm: (visit: (term: string, tf: number) => void) => termFreqs.forEach((tf, term) => visit(term, tf)),
+      };
+    });
+    return {
+      bm25: Bm25Index.overlay(delta.root.servers.bm25, delta.serverPlaces, documents),
+      members: this.servers.members,
+      serverOf: this.servers.serverOf,
+    };
+  }
+
+  /** Tools in the catalog. */
   get size(): number {
-    return this.bm25.size;
+    return this.bm25.documents;
   }
 
   /** BM25 over the catalog (query terms and their weights, as `Bm25Index.searchWeighted`), or over its tools carrying one of `tags` (case-insensitive) when given. */
   search(weights: ReadonlyMap<string, number>, limit: number, tags?: readonly string[]): [string, number][] {
     if (!tags?.length) return this.bm25.searchWeighted(weights, limit);
-    const within = new Uint8Array(this.size);
+    const within = new Uint8Array(this.bm25.size);
     for (const tag of lowercased(tags)) for (const index of this.tagged.get(tag) ?? []) within[index] = 1;
     return this.bm25.searchWeighted(weights, limit, within);
   }
@@ -285,7 +490,7 @@ export class CatalogIndex {
   /** The names of the tools carrying one of `tags` (case-insensitive): what a tag-filtered search ranks. */
   namesCarrying(tags: readonly string[]): Set<string> {
     const names = new Set<string>();
-    for (const tag of lowercased(tags)) for (const index of this.tagged.get(tag) ?? []) names.add(this.bm25.idAt(index));
+    for (const tag of lowercased(tags)) for (const index of this.tagged.get(tag) ?? []) if (this.bm25.isLive(index)) names.add(this.bm25.idAt(index));
     return names;
   }
 
@@ -321,7 +526,9 @@ export class CatalogIndex {
   totalTokens(shape: WireShape): number | undefined {
     if (!this.totals.has(shape)) {
       let total: number | undefined = 0;
-      for (const counted of this.tokens) total = counted[shape] === null || total === undefined ? undefined : total + counted[shape];
+      this.tokens.forEach((counted, at) => {
+        if (this.bm25.isLive(at)) total = counted[shape] === null || total === undefined ? undefined : total + counted[shape];
+      });
       this.totals.set(shape, total);
     }
     return this.totals.get(shape);
@@ -375,6 +582,17 @@ const RETRY_AFTER_MS = 5_000;
  */
 export const DERIVE_MAX_NAMES = REPLACE_LOGGED_NAMES_MAX;
 
+/**
+ * When an overlay's changes since its base pass max(MERGE_MIN_NAMES, MERGE_SHARE of the base), they
+ * are merged into a base of its own (`CatalogIndex.derive`, O(catalog)) in the background, once the
+ * catalog has had no new revision for MERGE_QUIET_MS (a merge's passes over the postings would hold
+ * the thread from the searches that follow a write). Below it a search pays for the changed tools
+ * twice at most (their terms' lists, and their servers' documents for the query's terms).
+ */
+export const MERGE_MIN_NAMES = 1_000;
+const MERGE_SHARE = 0.01;
+export const MERGE_QUIET_MS = 1_000;
+
 /** Catalog rows `CatalogIndexCache.lastSeen` remembers (a few hundred bytes each). */
 export const LAST_SEEN_CATALOGS = 4096;
 
@@ -389,16 +607,22 @@ export class CatalogIndexCache {
   private readonly skipped = new Map<number, { revision: number; at: number; tooLarge: boolean }>();
   /** Each catalog's row as last read here, by tenant and name (`lastSeen`). */
   private readonly seenRows = new LruCache<string, CatalogSummary>(LAST_SEEN_CATALOGS);
+  /** Catalog -> its merge waiting for quiet or running (one at a time). */
+  private readonly merging = new Map<number, { timer?: NodeJS.Timeout; done?: Promise<void> }>();
+  private readonly merge: { minNames: number; quietMs: number };
 
   /**
    * `db` reads the rows: a connection without the request path's deadline (the read takes seconds
-   * at 100,000 tools, in the background).
+   * at 100,000 tools, in the background). `merge`: when an overlay's changes are merged (tests
+   * lower them).
    */
   constructor(
     private readonly db: Executor,
     private readonly memoryBytes = DEFAULT_CATALOG_INDEX_MEMORY_MB * 2 ** 20,
+    merge: { minNames?: number; quietMs?: number } = {},
   ) {
     this.entries = new LruCache(Number.MAX_SAFE_INTEGER, { max: memoryBytes, weigh: (index) => index.bytes });
+    this.merge = { minNames: merge.minNames ?? MERGE_MIN_NAMES, quietMs: merge.quietMs ?? MERGE_QUIET_MS };
   }
 
   /**
@@ -443,15 +667,69 @@ export class CatalogIndexCache {
     if (kept && kept.revision < catalog.revision) void this.derive(kept, catalog, db).catch(() => {});
   }
 
+  /**
+   * The index of `catalog`'s revision from `base` and the changes logged since: laid over base's
+   * own base (`CatalogIndex.overlay`, milliseconds), its merge planned; derived whole at once only
+   * when the changes since that base pass DERIVE_MAX_NAMES (a run of writes no merge kept up with).
+   */
   private derive(base: CatalogIndex, catalog: { id: number; revision: number }, db: Executor): Promise<CatalogIndex | undefined> {
     return this.once(this.deriving, catalog, async () => {
       const changes = await loadCatalogChanges(db, catalog.id, base.revision, DERIVE_MAX_NAMES);
       if (!changes) return undefined;
-      const index = await CatalogIndex.derive(base, changes);
+      let index = CatalogIndex.overlay(base, changes);
+      if (index.deltaNames > DERIVE_MAX_NAMES) index = await CatalogIndex.derive(index.delta!.root, index.deltaChanges()!);
       if (index.bytes > this.memoryBytes) return undefined;
       this.keep(index);
+      this.planMerge(index);
       return index;
     });
+  }
+
+  /** Merges `index`'s changes into a base of its own once they are many and the catalog is quiet. */
+  private planMerge(index: CatalogIndex): void {
+    const root = index.delta?.root;
+    if (!root || index.deltaNames < Math.max(this.merge.minNames, Math.ceil(MERGE_SHARE * root.size))) return;
+    const planned = this.merging.get(index.catalogId);
+    if (planned?.done) return; // running: the next write plans the next one
+    clearTimeout(planned?.timer);
+    const timer = setTimeout(() => {
+      const running = { done: this.mergeNow(index.catalogId).finally(() => this.merging.delete(index.catalogId)) };
+      this.merging.set(index.catalogId, running);
+    }, this.merge.quietMs);
+    timer.unref();
+    this.merging.set(index.catalogId, { timer });
+  }
+
+  /**
+   * The overlay in hand merged (`CatalogIndex.derive` of its base through its changes), between
+   * time slices; searches meanwhile rank with the overlay. Kept when it is still the catalog's
+   * index; when a later revision's overlay over the same base came meanwhile, that one's changes
+   * since the merged revision are laid over the merged index instead.
+   */
+  private async mergeNow(catalogId: number): Promise<void> {
+    const index = this.entries.get(catalogId);
+    if (!index?.delta) return;
+    const merged = await CatalogIndex.derive(index.delta.root, index.deltaChanges()!);
+    const now = this.entries.get(catalogId);
+    if (now === index) {
+      this.entries.set(catalogId, merged);
+      return;
+    }
+    const rebased = now && CatalogIndex.rebase(merged, index, now);
+    if (rebased && this.entries.get(catalogId) === now) this.entries.set(catalogId, rebased);
+  }
+
+  /** Resolves when no merge is planned or running (tests). */
+  async merged(): Promise<void> {
+    for (;;) {
+      const [pending] = this.merging.values();
+      if (!pending) return;
+      if (pending.timer) {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        continue;
+      }
+      await pending.done;
+    }
   }
 
   /** The index of this revision or later, read now if need be; undefined when it cannot be kept (too large, or the read failed). */

@@ -1,9 +1,9 @@
 import { AppError, notFound } from '../errors.js';
-import { getCatalog, listCatalogTools, loadCatalogTools } from '../store/catalog-store.js';
-import { corpusIds, EXACT_SCAN_MAX, existingNames } from '../store/search-store.js';
+import { catalogToolServers, getCatalog, listCatalogTools, loadCatalogTools } from '../store/catalog-store.js';
+import { corpusIds, EXACT_SCAN_MAX, existingNames, MixedRecipes } from '../store/search-store.js';
 import { rankingConfidences } from '../ranking/confidence.js';
 import type { CatalogSummary, CatalogToolRow } from '../store/catalog-store.js';
-import { EmbedderBusy, expandQuery, rankCorpus, type RankDeps, type RankQuery, type RankedTool, type RankResult } from './hybrid-search.js';
+import { EmbedderBusy, expandQuery, HIDDEN_DEPTH_MAX, rankCorpus, type RankDeps, type RankQuery, type RankedTool, type RankResult } from './hybrid-search.js';
 import { rememberedCatalogSource, storedCatalogSource } from './corpus-source.js';
 import type { PendingEmbeddings } from '../catalog/embedding-status.js';
 import { nameCandidates } from './patterns.js';
@@ -13,13 +13,17 @@ import { withDeadline } from '../lib/deadline.js';
 import { isDatabaseUnavailable } from '../store/database.js';
 import { entriesFor, type ServerMembers } from '../ranking/servers.js';
 import { currentRecipe } from '../embed/embed-documents.js';
+import type { Access } from '../trust/policy.js';
+import { visibleIn, visibleInIndex, type Visible } from './visibility.js';
 
 /** The largest catalog whose server votes are computed in SQL while its index is read. */
 export const SQL_SERVER_LISTS_MAX = 20_000;
 
 /** A catalog search: the query, how many, the mode, and a tag filter (only tools carrying one of them; each match boosts). */
-export type CatalogQuery = Omit<RankQuery, 'exactIds'> & {
+export type CatalogQuery = Omit<RankQuery, 'exactIds' | 'visible'> & {
   tags?: string[];
+  /** The key asking (trust/policy.ts): its catalogs, and only the tools it sees, ranked before the cut. */
+  access?: Access;
   /** How long the query's embedding may take (the gateway selector's budget); past it BM25 answers (`embedder_busy`). */
   embedBudgetMs?: number;
 };
@@ -42,6 +46,23 @@ export interface CatalogSearchResult {
  * catalog's row when the caller has just read it (its revision keys the in-process index).
  */
 export async function searchCatalog(
+  deps: RankDeps,
+  ref: { tenant: string; name: string },
+  request: CatalogQuery,
+  read?: CatalogSummary,
+): Promise<CatalogSearchResult> {
+  try {
+    return await searchCatalogOnce(deps, ref, request, read);
+  } catch (error) {
+    // The store's BM25 list met terms of another recipe (a release of another recipe wrote them since
+    // this one counted): they are refreshed, and this search ranks again from the index alone.
+    if (!(error instanceof MixedRecipes) || !deps.storedTerms) throw error;
+    deps.storedTerms.stale();
+    return searchCatalogOnce(deps, ref, request, read);
+  }
+}
+
+async function searchCatalogOnce(
   deps: RankDeps,
   ref: { tenant: string; name: string },
   request: CatalogQuery,
@@ -87,11 +108,17 @@ export async function searchCatalog(
   // Which names the query mentions exist: the index in hand knows its revision's names, else the store.
   const held = deps.catalogIndexes?.held(catalog);
   const [index, existing, pending] = await Promise.all([
-    deps.catalogIndexes?.forSearch(catalog, deps.db),
+    deps.storedTerms && !deps.storedTerms.current ? indexOfOneRecipe(deps, ref, catalog) : deps.catalogIndexes?.forSearch(catalog, deps.db),
     held ? candidates.filter((name) => held.bm25.indexOf(name) !== undefined) : existingNames(deps.db, catalog.id, candidates),
     request.mode !== 'bm25' && deps.embedder && deps.embeddingStatus ? deps.embeddingStatus.pending(deps.db, catalog, deps.embedder.modelId) : undefined,
   ]);
   const found = new Set(existing);
+  // A key that sees only some tools: those it does not see leave the ranking before its cut.
+  const visible = request.access?.limitsTools
+    ? index
+      ? visibleInIndex(request.access, catalog.name, index)
+      : visibleIn(request.access, catalog.name, await catalogToolServers(deps.db, catalog.id))
+    : undefined;
   // A complete catalog's vectors in process (search/catalog-vectors.ts), scanned exactly. A mid-size
   // one's are read for its search: the alternative is a filter over the HNSW graph every catalog
   // shares. A small one's are used once held, and read after its first search, which ranks in SQL
@@ -166,16 +193,17 @@ export async function searchCatalog(
       // Without the index, server votes in SQL read every tool's terms and vector: seconds at
       // 100,000 tools, past the request's deadline. A large catalog ranks without them until its index is in.
       withoutServers: !index && catalog.toolCount > SQL_SERVER_LISTS_MAX,
+      ...(deps.storedTerms ? { termsVersion: deps.storedTerms.version } : {}),
       denseComplete: deps.embeddingStatus !== undefined && pending === undefined,
       ...(learned ? { learned } : {}),
     },
     catalog.toolCount > EXACT_SCAN_MAX,
   );
-  const { tags: _tags, ...query } = request;
+  const { tags: _tags, access: _access, ...query } = request;
   const ranked = await rankCorpus(
     deps,
     source,
-    { ...query, exactIds: candidates.filter((name) => found.has(name)) },
+    { ...query, exactIds: candidates.filter((name) => found.has(name)), ...(visible ? { visible } : {}) },
     { ...(queryVector ? { queryVector, queryText } : {}), ...(expandedQuery ? { expandedQuery } : {}), ...(embedQuery ? { embedQuery } : {}) },
   );
   const rows = await loadCatalogTools(
@@ -204,6 +232,23 @@ export async function searchCatalog(
     ...(ranked.rerank ? { rerank: ranked.rerank } : {}),
     ...(ranked.language ? { language: ranked.language } : {}),
   };
+}
+
+/**
+ * The catalog's index while some stored BM25 terms are of another recipe than this release's (its
+ * refresh running in the background, or a release of another recipe sharing the store): the
+ * store's BM25 lists would mix two ways of counting in one score, so the search waits for the index
+ * (read whole if need be), whose rows of another recipe take their terms from their text.
+ */
+async function indexOfOneRecipe(deps: RankDeps, ref: { name: string }, catalog: CatalogSummary): Promise<CatalogIndex> {
+  const index = (await deps.catalogIndexes?.forSearch(catalog, deps.db)) ?? (await deps.catalogIndexes?.get(catalog));
+  if (!index) {
+    throw new AppError(
+      'service_unavailable',
+      `catalog "${ref.name}": its BM25 terms are being recomputed for this release (see /readyz, terms) and its index could not be read into process (CATALOG_INDEX_MEMORY); retry shortly`,
+    );
+  }
+  return index;
 }
 
 /**
@@ -238,6 +283,8 @@ export async function rankCatalog(
   query: CatalogQuery,
   options: { read?: CatalogSummary; deadlineMs?: number; canRemember?: (index: CatalogIndex) => boolean; memoryDepth?: number; orNothing?: boolean } = {},
 ): Promise<CatalogRanking> {
+  // Every ranking of a stored catalog asks the key first (the selector's and tool-search's `catalog` too).
+  query.access?.requireCatalog(ref.name);
   return storeOrMemory(
     deps,
     ref,
@@ -268,6 +315,7 @@ export async function rankCatalog(
         depth: options.memoryDepth ?? query.topK,
         ...(query.tags?.length ? { tags: query.tags } : {}),
         ...(options.deadlineMs === undefined ? {} : { deadlineMs: options.deadlineMs }),
+        ...(query.access?.limitsTools ? { visible: visibleInIndex(query.access, ref.name, index) } : {}),
       });
       return { from: 'memory', index, ranked, tools: rememberedTools(ranked, query.topK) };
     },
@@ -304,7 +352,7 @@ export interface CatalogSelection {
 export async function selectFromCatalog(
   deps: RankDeps,
   ref: { tenant: string; name: string },
-  input: { pattern: string; topK: number; alwaysKeep: string[]; storeDeadlineMs?: number; embedBudgetMs?: number },
+  input: { pattern: string; topK: number; alwaysKeep: string[]; storeDeadlineMs?: number; embedBudgetMs?: number; access?: Access },
 ): Promise<CatalogSelection> {
   const started = performance.now();
   const wanted = [...new Set(input.alwaysKeep)];
@@ -314,10 +362,18 @@ export async function selectFromCatalog(
   const ranking = await rankCatalog(
     deps,
     ref,
-    { query: input.pattern, topK: input.topK, mode: 'hybrid', ...(input.embedBudgetMs === undefined ? {} : { embedBudgetMs: input.embedBudgetMs }) },
+    {
+      query: input.pattern,
+      topK: input.topK,
+      mode: 'hybrid',
+      ...(input.embedBudgetMs === undefined ? {} : { embedBudgetMs: input.embedBudgetMs }),
+      ...(input.access ? { access: input.access } : {}),
+    },
     { ...(input.storeDeadlineMs === undefined ? {} : { deadlineMs: input.storeDeadlineMs }), memoryDepth: input.topK + kept },
   );
-  return ranking.from === 'store' ? selectedFromStore(deps, ref, input, ranking, wanted, started) : selectedFromMemory(input, ranking, wanted, started);
+  return ranking.from === 'store'
+    ? selectedFromStore(deps, ref, input, ranking, wanted, started)
+    : selectedFromMemory(input, ranking, wanted, started, input.access?.limitsTools ? visibleInIndex(input.access, ref.name, ranking.index!) : undefined);
 }
 
 /**
@@ -383,13 +439,16 @@ class StoreLate extends Error {
 async function selectedFromStore(
   deps: RankDeps,
   ref: { tenant: string; name: string },
-  input: { topK: number },
+  input: { topK: number; access?: Access },
   ranking: Extract<CatalogRanking, { from: 'store' }>,
   wanted: string[],
   started: number,
 ): Promise<CatalogSelection> {
   const { catalog, result } = ranking;
-  const held = wanted.length > 0 ? await loadCatalogTools(deps.db, catalog.id, wanted) : new Map<string, CatalogToolRow>();
+  const sees = (row: CatalogToolRow) => !input.access?.limitsTools || input.access.seesTool({ catalog: ref.name, name: row.name, server: row.server });
+  const held = new Map(
+    [...(wanted.length > 0 ? await loadCatalogTools(deps.db, catalog.id, wanted) : new Map<string, CatalogToolRow>())].filter(([, row]) => sees(row)),
+  );
   const ordered = wanted.filter((name) => held.has(name));
   // The catalog's row and the kept tools: what the answer waited for besides the ranking's stages.
   const timings: CatalogSelectionTimings = { lookup_ms: 0, padding_ms: 0, ...result.timings };
@@ -398,7 +457,7 @@ async function selectedFromStore(
   let names = [...new Set([...ordered, ...ranking.tools.map((tool) => tool.name)])];
   if (names.length < input.topK && names.length < catalog.toolCount) {
     const paddingStarted = performance.now();
-    const padding = await listCatalogTools(deps.db, ref, { limit: input.topK });
+    const padding = input.access?.limitsTools ? await visiblePadding(deps, ref, input.topK, sees) : await listCatalogTools(deps.db, ref, { limit: input.topK });
     for (const row of padding) if (!rows.has(row.name)) rows.set(row.name, row);
     names = [...new Set([...names, ...padding.map((row) => row.name)])];
     timings.padding_ms = performance.now() - paddingStarted;
@@ -427,20 +486,39 @@ function selectedFromMemory(
   ranking: Extract<CatalogRanking, { from: 'memory' }>,
   wanted: string[],
   started: number,
+  visible?: Visible,
 ): CatalogSelection {
   const { ranked } = ranking;
   const { bm25 } = ranking.index!;
-  const keep = wanted.filter((name) => bm25.indexOf(name) !== undefined);
+  const keep = wanted.filter((name) => bm25.indexOf(name) !== undefined && (!visible || visible.keep(name)));
   const timings: CatalogSelectionTimings = { lookup_ms: 0, query_embedding_ms: 0, retrieval_ms: 0, fusion_ms: 0, padding_ms: 0, ...ranked.timings };
   timings.lookup_ms =
     performance.now() - started - (ranked.timings.query_embedding_ms ?? 0) - (ranked.timings.retrieval_ms ?? 0) - (ranked.timings.fusion_ms ?? 0);
   let names = [...new Set([...keep, ...ranked.exact, ...ranked.found.map(([name]) => name)])];
   if (names.length < input.topK) {
     const paddingStarted = performance.now();
-    names = [...new Set([...names, ...firstNames(bm25, input.topK)])];
+    const first = firstNames(bm25, input.topK + Math.min(visible?.hidden ?? 0, HIDDEN_DEPTH_MAX));
+    names = [...new Set([...names, ...(visible ? first.filter((name) => visible.keep(name)) : first)])];
     timings.padding_ms = performance.now() - paddingStarted;
   }
   return { names: names.slice(0, input.topK), ranked: ranked.found.length, confidence: Math.max(0, ...ranked.confidences), timings, fallback: 'store_error' };
+}
+
+/** The catalog's first `count` tools in name order that `sees` accepts: a selection's padding. */
+async function visiblePadding(
+  deps: RankDeps,
+  ref: { tenant: string; name: string },
+  count: number,
+  sees: (row: CatalogToolRow) => boolean,
+): Promise<CatalogToolRow[]> {
+  const kept: CatalogToolRow[] = [];
+  let after: string | undefined;
+  for (;;) {
+    const rows = await listCatalogTools(deps.db, ref, { limit: Math.max(count, 100), ...(after === undefined ? {} : { after }) });
+    for (const row of rows) if (sees(row) && kept.push(row) === count) return kept;
+    if (rows.length < Math.max(count, 100)) return kept;
+    after = rows[rows.length - 1]!.name;
+  }
 }
 
 /** A ranking of a catalog as last seen here (`rankRemembered`). */
@@ -467,12 +545,15 @@ export interface RememberedRanking {
 export async function rankRemembered(
   deps: RankDeps,
   index: CatalogIndex,
-  query: { pattern: string; depth: number; tags?: string[]; deadlineMs?: number },
+  query: { pattern: string; depth: number; tags?: string[]; deadlineMs?: number; visible?: Visible },
 ): Promise<RememberedRanking> {
   if (query.pattern.trim() === '') return { exact: [], found: [], confidences: [], timings: {} };
   const tagged = query.tags?.length ? index.namesCarrying(query.tags) : undefined;
-  const exact = nameCandidates(query.pattern).filter((name) => index.bm25.indexOf(name) !== undefined && (!tagged || tagged.has(name)));
-  const ranked = await rankFromMemory(deps, index, query.pattern, query.depth + exact.length, exact, query.tags, query.deadlineMs);
+  const { visible } = query;
+  const exact = nameCandidates(query.pattern).filter(
+    (name) => index.bm25.indexOf(name) !== undefined && (!tagged || tagged.has(name)) && (!visible || visible.keep(name)),
+  );
+  const ranked = await rankFromMemory(deps, index, query.pattern, query.depth + exact.length, exact, query.tags, query.deadlineMs, visible);
   return {
     exact,
     found: ranked.tools.map(({ id, score }) => [id, score] as const),
@@ -509,6 +590,7 @@ async function rankFromMemory(
   exactIds: string[],
   tags: string[] | undefined,
   deadlineMs: number | undefined,
+  visible?: Visible,
 ): Promise<RankResult> {
   const embedder = deps.embedder;
   const revision = { id: index.catalogId, revision: index.revision };
@@ -523,7 +605,7 @@ async function rankFromMemory(
         ? new Map<string, Float32Array>()
         : deps.serverStats?.held(revision, embedder.modelId)
       : undefined;
-  const query = { query: pattern, topK: depth, mode: 'hybrid' as const, exactIds };
+  const query = { query: pattern, topK: depth, mode: 'hybrid' as const, exactIds, ...(visible ? { visible } : {}) };
   const learned = deps.learned?.remembered(index.catalogId);
   const remembered = {
     catalogId: index.catalogId,

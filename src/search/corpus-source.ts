@@ -171,6 +171,8 @@ export interface CatalogInHand {
   denseComplete?: boolean;
   /** No server votes (a large catalog without its index: their SQL would cost too much). */
   withoutServers?: boolean;
+  /** The BM25 recipe the store's list must rank with (else `MixedRecipes`); undefined: not checked. */
+  termsVersion?: number;
   /** What was learned from use in the catalog (being read, or held), and how to read it. */
   learned?: { index: Promise<LearnedIndex | undefined>; params: LearnedParams };
 }
@@ -190,9 +192,9 @@ export function storedCatalogSource(db: Db, held: CatalogInHand, useVectorIndex:
   return {
     ...storeLists(db, corpus, useVectorIndex),
     vocabulary: index?.bm25.vocabulary(),
-    bm25: async (weights, depth) => (index ? index.search(weights, depth, tagged) : searchBm25(db, corpus, weighted(weights), depth)),
+    bm25: async (weights, depth) => (index ? index.search(weights, depth, tagged) : searchBm25(db, corpus, weighted(weights), depth, held.termsVersion)),
     // Under a tag filter only the tagged tools' servers vote: from the index in hand, else in SQL.
-    serverIndex: async (terms) => (tagged ? tagServers?.(terms) : index?.servers),
+    serverIndex: async (terms) => (tagged ? tagServers?.(terms) : index?.serversFor(terms)),
     vectors: async () => held.vectors,
     serverMeans: async (_embedder, members) => held.serverMeans?.(members),
     tagsOf: async (ids) => (index ? index.tagsOf(ids) : tagsOf(db, corpus, ids)),
@@ -221,7 +223,7 @@ export function rememberedCatalogSource(held: CatalogInHand & { index: CatalogIn
     vocabulary: index.bm25.vocabulary(),
     termFrequencies: notInMemory,
     bm25: async (weights, depth) => index.search(weights, depth, tagged),
-    serverIndex: async (terms) => (tagged ? tagServers?.(terms) : index.servers),
+    serverIndex: async (terms) => (tagged ? tagServers?.(terms) : index.serversFor(terms)),
     serversBm25: notInMemory,
     vectors: async () => held.vectors,
     dense: notInMemory,

@@ -7,7 +7,8 @@
 import { randomBytes } from 'node:crypto';
 import { notFound } from '../errors.js';
 import type { Embedder } from '../embed/embedder.js';
-import { getCatalog } from '../store/catalog-store.js';
+import { getCatalog, loadCatalogTools } from '../store/catalog-store.js';
+import type { Access } from '../trust/policy.js';
 import type { Db } from '../store/database.js';
 import { currentHashes, deleteFeedback, insertFeedback } from '../store/feedback-store.js';
 import { LruCache } from '../lib/lru-cache.js';
@@ -32,6 +33,8 @@ export interface FeedbackInput {
   /** Who reported it: a digest of the API key (never the key), or "anonymous". */
   caller: string;
   strength: number;
+  /** The key reporting it: a tool it does not see is `unknown`, as an absent one (trust/policy.ts). */
+  access?: Access;
 }
 
 /**
@@ -48,6 +51,11 @@ export async function recordFeedback(
   const used = [...new Set(input.used)];
   if (!deps.learned) return { recorded: [], unknown: [], learning: false };
   const hashes = await currentHashes(deps.db, catalog.id, used);
+  const access = input.access;
+  if (access?.limitsTools) {
+    const rows = await loadCatalogTools(deps.db, catalog.id, [...hashes.keys()]);
+    for (const [name, row] of rows) if (!access.seesTool({ catalog: ref.name, name, server: row.server })) hashes.delete(name);
+  }
   const recorded = used.filter((name) => hashes.has(name));
   const unknown = used.filter((name) => !hashes.has(name));
   if (recorded.length === 0) return { recorded, unknown, learning: true };

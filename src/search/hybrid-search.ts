@@ -11,6 +11,7 @@ import type { CorpusSource, ServerList } from './corpus-source.js';
 import type { CatalogVectorCache } from './catalog-vectors.js';
 import type { StoreBreaker } from './store-breaker.js';
 import type { CatalogEmbeddingStatus } from '../catalog/embedding-status.js';
+import type { TermsRefresh } from '../catalog/refresh-terms.js';
 import type { ServerIndex, ServerStatsCache } from './server-stats.js';
 import { addServerVotes, entriesFor, serverCentroids, SERVER_DEPTH, SERVER_SCAN_MAX, type ServerLists, type ServerMembers } from '../ranking/servers.js';
 import { rankByCosine } from '../ranking/vector-scan.js';
@@ -40,7 +41,15 @@ export interface RankQuery {
   mode: SearchMode;
   /** Corpus ids the query names exactly: they go first, in this order (under a tag filter, those carrying a tag). */
   exactIds?: string[];
+  /**
+   * Only the ids the caller's key sees (search/visibility.ts): each list is read `hidden` deeper,
+   * so the tools it leaves out cannot leave the answer short, and they go before the cut.
+   */
+  visible?: { keep(id: string): boolean; hidden: number };
 }
+
+/** How much deeper than topK a limited key's lists are read at most: past it, an answer may be short of topK. */
+export const HIDDEN_DEPTH_MAX = 10_000;
 
 export interface RankedTool {
   id: string;
@@ -82,6 +91,11 @@ export interface RankDeps {
   serverStats?: ServerStatsCache;
   /** When present, a catalog's BM25 statistics (tools and servers) are kept in process per revision. */
   catalogIndexes?: CatalogIndexCache;
+  /**
+   * Whether every stored document's BM25 terms are of this release's recipe (catalog/refresh-terms.ts);
+   * while not, a stored catalog ranks from its in-process index only. Absent: they are.
+   */
+  storedTerms?: Pick<TermsRefresh, 'current' | 'stale' | 'version'>;
   /** When present, a catalog search says whether the catalog's vectors are still being computed. */
   embeddingStatus?: CatalogEmbeddingStatus;
   /** When present, a complete catalog of up to VECTORS_IN_PROCESS_MAX tools has its vectors scanned in process (a small one's once held). */
@@ -187,7 +201,7 @@ export async function rankCorpus(
   const timings = { query_embedding_ms: 0, retrieval_ms: 0, fusion_ms: 0 };
 
   const started = performance.now();
-  const depth = Math.max(RRF_DEPTH, request.topK);
+  const depth = Math.max(RRF_DEPTH, request.topK + Math.min(request.visible?.hidden ?? 0, HIDDEN_DEPTH_MAX));
   // BM25 needs no vector: it runs while the model embeds the query.
   // Typo matching: words the corpus lacks also count through its nearest words (ranking/fuzzy-terms.ts),
   // read from the whole corpus's vocabulary, in process when the source holds it, else the store's.
@@ -324,6 +338,12 @@ export async function rankCorpus(
     exactIds = exactIds.filter((id) => carriesTag(tags.get(id) ?? [], boostBy));
   }
   if (source.tieKeyOf) fused = [...fused].sort(byScoreThenKey(source.tieKeyOf));
+  // What the key does not see goes before the rerank and the cut (and a name it gives exactly too).
+  const visible = request.visible;
+  if (visible) {
+    fused = fused.filter(([id]) => visible.keep(id));
+    exactIds = exactIds.filter((id) => visible.keep(id));
+  }
   timings.fusion_ms = performance.now() - fusionStarted;
   // The rerank stage (hybrid only): the head reordered by the service; past its deadline, or on any
   // error, the fused order stands and the answer says why. Exact names still go first below.

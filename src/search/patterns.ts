@@ -51,18 +51,34 @@ export function bareName(name: string): string {
  * servers selects all of them.
  */
 export function exactNameMatches(query: string, names: readonly string[]): string[] {
-  const candidates = nameCandidates(query);
-  if (candidates.length === 0) return [];
-  const byName = new Set(names);
-  const byBare = new Map<string, string[]>();
-  for (const name of names) {
-    const bare = bareName(name);
-    if (bare !== name) byBare.set(bare, [...(byBare.get(bare) ?? []), name]);
+  return new NameIndex(names).mentionedIn(query);
+}
+
+/** `exactNameMatches` over one list of names, indexed once: a gateway's list is the same every turn. */
+export class NameIndex {
+  readonly #names: ReadonlySet<string>;
+  readonly #byBare = new Map<string, string[]>();
+
+  constructor(names: readonly string[]) {
+    this.#names = new Set(names);
+    for (const name of names) {
+      const bare = bareName(name);
+      if (bare === name) continue;
+      const shared = this.#byBare.get(bare);
+      if (shared) shared.push(name);
+      else this.#byBare.set(bare, [name]);
+    }
   }
-  const found: string[] = [];
-  for (const candidate of candidates) if (byName.has(candidate)) found.push(candidate);
-  for (const candidate of candidates) for (const name of byBare.get(candidate) ?? []) found.push(name);
-  return [...new Set(found)];
+
+  /** The names `query` mentions exactly (see `exactNameMatches`). */
+  mentionedIn(query: string): string[] {
+    const candidates = nameCandidates(query);
+    if (candidates.length === 0) return [];
+    const found: string[] = [];
+    for (const candidate of candidates) if (this.#names.has(candidate)) found.push(candidate);
+    for (const candidate of candidates) for (const name of this.#byBare.get(candidate) ?? []) found.push(name);
+    return [...new Set(found)];
+  }
 }
 
 /** Total time any one pattern may spend matching names; V8's backtracking engine is exponential at worst. */

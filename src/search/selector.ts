@@ -10,6 +10,7 @@ import { currentRecipe } from '../embed/embed-documents.js';
 import type { EmbedQueue } from '../jobs/embed-queue.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
+import type { KnownBytes } from '../lib/known-bytes.js';
 import { LruCache } from '../lib/lru-cache.js';
 import { storeDocuments, type ToolDocument } from '../store/tool-store.js';
 import type { DocumentUse } from '../store/document-use.js';
@@ -20,7 +21,7 @@ import { EmbedderBusy, expandQuery, rankCorpus, type RankDeps } from './hybrid-s
 import { requestListSource } from './corpus-source.js';
 import { withDeadline } from '../lib/deadline.js';
 import type { ServerIndex } from './server-stats.js';
-import { exactNameMatches, matchNamesByRegex, type RegexSandbox, REGEX_BUDGET_MS } from './patterns.js';
+import { matchNamesByRegex, NameIndex, type RegexSandbox, REGEX_BUDGET_MS } from './patterns.js';
 import { entriesFor, serverCentroids, ServerDocumentsBuilder } from '../ranking/servers.js';
 import { carriesTag } from '../ranking/tags.js';
 import { inBackground } from '../store/priority.js';
@@ -33,6 +34,8 @@ export const DEFAULT_TOP_K = 5;
  */
 export const TOOL_LIST_CACHE_LISTS = 256;
 export const TOOL_LIST_CACHE_TOOLS = 50_000;
+/** Bytes of remembered lists kept for finding them again (`toolListBytes`): ~1 KB a tool, 100 lists of 300 tools. */
+export const TOOL_LIST_BYTES = 32 * 1024 * 1024;
 /** Tag sets whose filtered sub-list a remembered list keeps indexed (tool-search's `tags`). */
 export const TAGGED_LISTS = 8;
 /**
@@ -56,6 +59,12 @@ export interface SelectorDeps extends RankDeps {
    * whose tools are all stored.
    */
   toolListCache: LruCache<string, CachedToolList>;
+  /**
+   * The exact bytes of the lists in `toolListCache` a turn has resent, so the next turn finds its
+   * list by a compare of bytes rather than a scan and a digest of the body (http/tool-list-body.ts).
+   * Absent: every turn scans and digests.
+   */
+  toolListBytes?: KnownBytes;
   /** Where a request's never-seen tools are written after it has answered (shutdown waits for it). */
   background: BackgroundWork;
   /** Reused for every regex pattern; a fresh one per request when absent (slower, same answers). */
@@ -119,6 +128,44 @@ export interface CachedToolList {
   usedAt?: number;
   /** Its tag-filtered sub-lists already indexed (`taggedTools`), by tag set; made on first use. */
   tagged?: LruCache<string, TaggedList>;
+  /** Its names and hashes as every turn looks them up (`listLookup`); made on first use. */
+  lookup?: ListLookup;
+}
+
+/** A list's tools by name and hash, as a turn reads them: the same for every turn that resends the list. */
+interface ListLookup {
+  /** Each tool's name, in the list's order. */
+  names: string[];
+  present: ReadonlySet<string>;
+  /** The tools' hashes, in the list's order. */
+  hashes: string[];
+  /** Name by hash. */
+  nameOf: ReadonlyMap<string, string>;
+  /** The names a pattern mentions exactly (patterns.ts). */
+  mentions: NameIndex;
+}
+
+function listLookup(tools: readonly RequestTool[]): ListLookup {
+  const names = tools.map(({ tool }) => tool.name);
+  return {
+    names,
+    present: new Set(names),
+    hashes: tools.map(({ hash }) => hash),
+    nameOf: new Map(tools.map(({ tool, hash }) => [hash, tool.name])),
+    mentions: new NameIndex(names),
+  };
+}
+
+/** The first `count` distinct names of `groups` in order (the answer: kept names, evidence, then request order). */
+function firstDistinct(groups: readonly (readonly string[])[], count: number): string[] {
+  const picked = new Set<string>();
+  for (const group of groups) {
+    for (const name of group) {
+      if (picked.size >= count) return [...picked];
+      picked.add(name);
+    }
+  }
+  return [...picked];
 }
 
 /** The tools of a list that carry one of a request's tags, indexed on their own. */
@@ -441,8 +488,9 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
   queryVector?.catch(() => {});
   const { tools, fresh } = cachedList ? { tools: cachedList.tools, fresh: [] } : await parseRequestTools(deps, input.tools);
   markUsed(deps, tools, fresh, cachedList);
-  const names = tools.map(({ tool }) => tool.name);
-  const present = new Set(names);
+  // A remembered list's names are looked up the same way every turn: indexed once, kept on the list.
+  const lookup = cachedList ? (cachedList.lookup ??= listLookup(tools)) : listLookup(tools);
+  const { names, present } = lookup;
   const timings = { parse_ms: performance.now() - started, store_ms: 0, query_embedding_ms: 0, ranking_ms: 0, total_ms: 0 };
   const keep = [...new Set(input.alwaysKeep)].filter((name) => present.has(name));
   const selection: Selection = {
@@ -458,7 +506,7 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
     knowsTerm: () => false,
   };
   const finish = (ordered: string[], fallback?: FallbackReason): Selection => {
-    selection.names = [...new Set([...keep, ...ordered, ...names])].slice(0, input.topK);
+    selection.names = firstDistinct([keep, ordered, names], input.topK);
     if (fallback) selection.fallback = fallback;
     timings.total_ms = performance.now() - started;
     return selection;
@@ -466,17 +514,17 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
   if (tools.length === 0) return finish([]);
   if (input.pattern.trim() === '') return finish([], 'blank_pattern');
 
-  const exact = exactNameMatches(input.pattern, names);
+  const exact = lookup.mentions.mentionedIn(input.pattern);
   selection.evidence.exact = exact.length;
   const regex = matchNamesByRegex(input.pattern, names, REGEX_BUDGET_MS, deps.regexSandbox);
   const regexNames = regex.kind === 'matched' && regex.names.length < names.length ? regex.names : [];
   selection.evidence.regex = regex.kind === 'matched' ? regexNames.length : regex.kind === 'timeout' || regex.kind === 'invalid' ? regex.kind : null;
 
   const indexStarted = performance.now();
-  const list = cachedList ?? { tools, toolsIn: input.tools.length, ...(await indexTools(tools, fresh)) };
+  const list: CachedToolList = cachedList ?? { tools, toolsIn: input.tools.length, ...(await indexTools(tools, fresh)), lookup };
   selection.knowsTerm = (term) => list.bm25.has(term);
   timings.parse_ms += performance.now() - indexStarted;
-  const byHash = new Map(tools.map(({ tool, hash }) => [hash, tool.name]));
+  const byHash = lookup.nameOf;
   const ranking = input.tags?.length ? await taggedTools(list, fresh, input.tags) : list;
   let ranked: string[];
   let fallback: FallbackReason | undefined;
@@ -498,7 +546,7 @@ export async function selectTools(deps: SelectorDeps, input: SelectorInput): Pro
     corpusVectors.catch(() => {});
     const tagsByHash = ranking === list ? undefined : new Map(ranking.tools.map(({ tool, hash }): [string, readonly string[]] => [hash, tool.tags]));
     const source = requestListSource(deps.db, {
-      hashes: ranking.tools.map(({ hash }) => hash),
+      hashes: ranking === list ? lookup.hashes : ranking.tools.map(({ hash }) => hash),
       bm25: ranking.bm25,
       servers: ranking.servers,
       // A tag-filtered part keeps the whole list's words for typo matching, as a catalog's filter does.

@@ -13,6 +13,7 @@ import { rankCatalog, type CatalogRanking } from './catalog-search.js';
 import type { RankDeps } from './hybrid-search.js';
 import type { CatalogIndex } from './catalog-index.js';
 import { carriesTag } from '../ranking/tags.js';
+import type { Access } from '../trust/policy.js';
 import { selectTools, storeDeadlineMs, type CachedToolList, type SelectorDeps } from './selector.js';
 
 export interface ToolSearchDeps {
@@ -29,6 +30,8 @@ export interface ToolSearchInput {
   toolsKey?: string;
   cached?: CachedToolList;
   catalog?: string;
+  /** The key asking: a catalog it may use, only the tools it sees (trust/policy.ts). */
+  access?: Access;
   maxResults: number;
   tags?: string[];
   budgetTokens?: number;
@@ -156,7 +159,7 @@ export async function searchForTools(deps: ToolSearchDeps, input: ToolSearchInpu
   const ranking = await rankCatalog(
     deps.search,
     ref,
-    { query: input.query, topK: depth, mode: 'hybrid', tags: input.tags },
+    { query: input.query, topK: depth, mode: 'hybrid', tags: input.tags, ...(input.access ? { access: input.access } : {}) },
     { canRemember, ...(held && canRemember(held) ? { deadlineMs: storeDeadlineMs(deps.selector) } : {}) },
   );
   return ranking.from === 'store' ? storedAnswer(deps, input, ranking, terms) : rememberedAnswer(deps, input, ranking, terms);

@@ -393,6 +393,14 @@ export async function catalogToolNames(db: Executor, catalogId: number, upstream
   return rows.map((row) => row.name);
 }
 
+/** Every tool of a catalog by name and server: what a key limited to some tools is told apart by, when no index is in hand. */
+export async function catalogToolServers(db: Executor, catalogId: number): Promise<{ name: string; server: string | null }[]> {
+  return queryRows<{ name: string; server: string | null }>(
+    db,
+    sql`select ct.name, d.server from catalog_tools ct join tool_documents d on d.hash = ct.hash where ct.catalog_id = ${catalogId}`,
+  );
+}
+
 export async function deleteCatalogTool(db: Db, tenant: string, catalog: string, toolName: string): Promise<boolean> {
   return retryOnConflict(() =>
     db.transaction(async (tx) => {

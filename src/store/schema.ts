@@ -174,7 +174,7 @@ export const catalogChanges = pgTable(
   (table) => [primaryKey({ name: 'catalog_changes_pk', columns: [table.catalogId, table.revision] })],
 );
 
-/** Remote MCP servers synced into a catalog; `headers` hold credentials and are never returned. */
+/** Remote MCP servers synced into a catalog; `headers` values are credentials, sealed (store/stored-secrets.ts) and never returned. */
 export const mcpUpstreams = pgTable(
   'mcp_upstreams',
   {
@@ -225,6 +225,54 @@ export const upstreamTools = pgTable(
     changedAt: timestamp('changed_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (table) => [primaryKey({ name: 'upstream_tools_pk', columns: [table.catalogId, table.upstream, table.name] })],
+);
+
+/**
+ * An upstream's OAuth settings and state (migration 0018): the client toolsift is to its
+ * authorization server, the discovered metadata, the tokens. `clientSecret`, `client` and `tokens`
+ * hold SecretBox output (lib/secret-box.ts), never plaintext.
+ */
+export const upstreamOauth = pgTable(
+  'upstream_oauth',
+  {
+    catalogId: integer('catalog_id').notNull(),
+    upstream: text('upstream').notNull(),
+    /** authorization_code (an operator authorizes in a browser) or client_credentials (machine access). */
+    grantType: text('grant_type').notNull(),
+    scope: text('scope'),
+    /** A configured client (null: dynamic client registration). */
+    clientId: text('client_id'),
+    clientSecret: text('client_secret'),
+    /** The client information in use (configured or registered), sealed JSON. */
+    client: text('client'),
+    /** Protected-resource and authorization-server metadata as discovered (public documents). */
+    discovery: json('discovery'),
+    tokens: text('tokens'),
+    /** Bumped at every token write: a refresh rejected by the server forgets only the tokens it tried. */
+    tokenVersion: integer('token_version').notNull().default(0),
+    issuedAt: timestamp('issued_at', { withTimezone: true }),
+    expiresAt: timestamp('expires_at', { withTimezone: true }),
+    /** authorized, authorization_required, refresh_failed. */
+    status: text('status').notNull().default('authorization_required'),
+    lastError: text('last_error'),
+    authorizedAt: timestamp('authorized_at', { withTimezone: true }),
+  },
+  (table) => [primaryKey({ name: 'upstream_oauth_pk', columns: [table.catalogId, table.upstream] })],
+);
+
+/** Authorization code flows started and not yet finished: keyed by a digest of their state, single use, expiring. */
+export const upstreamOauthPending = pgTable(
+  'upstream_oauth_pending',
+  {
+    stateHash: text('state_hash').primaryKey(),
+    catalogId: integer('catalog_id').notNull(),
+    upstream: text('upstream').notNull(),
+    /** The PKCE verifier, sealed. */
+    codeVerifier: text('code_verifier').notNull(),
+    redirectUri: text('redirect_uri').notNull(),
+    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+  },
+  (table) => [index('upstream_oauth_pending_upstream_idx').on(table.catalogId, table.upstream)],
 );
 
 /**

@@ -4,7 +4,9 @@ import { queryRows, sendsBinaryParameters, type Db } from './database.js';
 import { vectorColumn, vectorLiteral, vectorRead } from './vector-literal.js';
 import { changesSince, changesTold, type CatalogToolRow } from './catalog-store.js';
 import type { VectorRecipe } from './embedding-store.js';
-import type { Executor } from './tool-store.js';
+import { NO_TERMS, type Executor } from './tool-store.js';
+import { documentTerms, TERMS_VERSION } from '../ranking/search-text.js';
+import { TimeSlice } from '../lib/time-slice.js';
 
 /**
  * What a search ranks: a stored catalog (ids are tool names), or an arbitrary set of content
@@ -29,47 +31,76 @@ function tagFilter(tags: string[] | undefined): SQL {
     : sql``;
 }
 
-/** `(id, hash, doc_length, server)` rows of the corpus, tag filter applied (filter before rank). */
+/** `(id, hash, doc_length, server, terms_version)` rows of the corpus, tag filter applied (filter before rank). */
 function corpusRows(corpus: Corpus): SQL {
   if (corpus.kind === 'catalog') {
-    return sql`select ct.name as id, d.hash, d.doc_length, d.server
+    return sql`select ct.name as id, d.hash, d.doc_length, d.server, d.terms_version
                from catalog_tools ct join tool_documents d on d.hash = ct.hash
                where ct.catalog_id = ${corpus.catalogId} ${tagFilter(corpus.tags)}`;
   }
   // A join on unnest, not `hash = any(array)`: the planner would test the whole array at every
   // index probe (quadratic: 40 ms for 258 tools on PGlite instead of under 1 ms).
-  return sql`select d.hash as id, d.hash, d.doc_length, d.server
+  return sql`select d.hash as id, d.hash, d.doc_length, d.server, d.terms_version
              from unnest(${sql.param(corpus.hashes)}::text[]) as h(hash) join tool_documents d on d.hash = h.hash
              where true ${tagFilter(corpus.tags)}`;
 }
 
 /**
+ * The store's BM25 list met documents whose terms are of another recipe than the one asked for (a
+ * release of another recipe sharing the store wrote them): their counts would mix with this
+ * recipe's in one score, so nothing was ranked.
+ */
+export class MixedRecipes extends Error {
+  constructor(readonly termsVersion: number) {
+    super(`the corpus holds BM25 terms of another recipe than ${termsVersion}`);
+  }
+}
+
+/**
  * Okapi BM25 in SQL, the same maths as ranking/bm25.ts: idf = ln(1 + (N - df + 0.5)/(df + 0.5)),
  * tf saturation with k1 and length normalisation with b against the corpus's average length.
- * `weights` multiply each query term's contribution (its count in the query).
+ * `weights` multiply each query term's contribution (its count in the query). With `termsVersion`,
+ * a corpus holding a document with terms of another recipe ranks nothing and throws `MixedRecipes`
+ * (told by the pass over the corpus the statistics make anyway).
  */
-export async function searchBm25(db: Executor, corpus: Corpus, query: { terms: string[]; weights: number[] }, limit: number): Promise<Ranked> {
+export async function searchBm25(
+  db: Executor,
+  corpus: Corpus,
+  query: { terms: string[]; weights: number[] },
+  limit: number,
+  termsVersion?: number,
+): Promise<Ranked> {
   if (query.terms.length === 0) return [];
-  const rows = await queryRows<{ id: string; score: number }>(
+  // A request's own documents are stored without terms (NO_TERMS): a list of hashes counts only the others.
+  const other =
+    corpus.kind === 'catalog' ? sql`terms_version <> ${termsVersion}::int` : sql`terms_version <> ${termsVersion}::int and terms_version <> ${NO_TERMS}::int`;
+  const mixed = termsVersion === undefined ? sql`false` : sql`coalesce(bool_or(${other}), false)`;
+  const rows = await queryRows<{ id: string | null; score: number | null; mixed: boolean }>(
     db,
     sql`with corpus as (${corpusRows(corpus)}),
-        stats as (select count(*)::float8 as n, avg(doc_length)::float8 as avgdl from corpus),
+        stats as (select count(*)::float8 as n, avg(doc_length)::float8 as avgdl, ${mixed} as mixed from corpus),
         q as (select * from unnest(${sql.param(query.terms)}::text[], ${sql.param(query.weights)}::float8[]) as q(term, weight)),
         matches as (
           select c.id, c.doc_length, t.term, t.tf, q.weight
           from corpus c join tool_terms t on t.hash = c.hash join q on q.term = t.term
         ),
         df as (select term, count(*)::float8 as df from matches group by term)
-        select m.id,
-               sum(m.weight * ln(1 + (s.n - df.df + 0.5) / (df.df + 0.5))
-                   * (m.tf * (${BM25_K1}::float8 + 1))
-                   / (m.tf + ${BM25_K1 * BM25_TERM_UNIT}::float8 * (1 - ${BM25_B}::float8 + ${BM25_B}::float8 * m.doc_length / s.avgdl)))::float8 as score
-        from matches m join df on df.term = m.term cross join stats s
-        group by m.id
-        order by score desc, m.id collate "C"
-        limit ${limit}`,
+        select r.id, r.score, s.mixed
+        from stats s left join lateral (
+          select m.id,
+                 sum(m.weight * ln(1 + (s.n - df.df + 0.5) / (df.df + 0.5))
+                     * (m.tf * (${BM25_K1}::float8 + 1))
+                     / (m.tf + ${BM25_K1 * BM25_TERM_UNIT}::float8 * (1 - ${BM25_B}::float8 + ${BM25_B}::float8 * m.doc_length / s.avgdl)))::float8 as score
+          from matches m join df on df.term = m.term
+          where not s.mixed
+          group by m.id
+          order by score desc, m.id collate "C"
+          limit ${limit}
+        ) r on true
+        order by r.score desc, r.id collate "C"`,
   );
-  return rows.map((row) => [row.id, Number(row.score)]);
+  if (rows[0]?.mixed) throw new MixedRecipes(termsVersion!);
+  return rows.flatMap((row) => (row.id === null ? [] : [[row.id, Number(row.score)] as [string, number]]));
 }
 
 /**
@@ -249,24 +280,31 @@ export function forEachTerm(terms: string, each: (term: string, tf: number) => v
 }
 
 /**
- * Every tool of a catalog with its BM25 terms, and the catalog's revision, read in one statement
- * (one snapshot: the rows are exactly that revision's), in name order; null when the catalog is gone.
+ * Every tool of a catalog with its BM25 terms of recipe `termsVersion`, and the catalog's revision,
+ * read in one statement (one snapshot: the rows are exactly that revision's), in name order; null
+ * when the catalog is gone. A document whose stored terms are of another recipe (a refresh not
+ * done yet, or a release of another recipe sharing the store) has its terms computed from its text
+ * instead (`documentTerms`), so an index never mixes two ways of counting.
  */
-export async function loadCatalogIndexRows(db: Executor, catalogId: number): Promise<{ revision: number; rows: CatalogIndexRow[] } | null> {
+export async function loadCatalogIndexRows(
+  db: Executor,
+  catalogId: number,
+  termsVersion: number = TERMS_VERSION,
+): Promise<{ revision: number; rows: CatalogIndexRow[] } | null> {
   // Each tool's terms as one string ("term tf term tf ..."; terms hold no spaces): half the time of
   // two arrays per row to read and parse at 100,000 tools.
   const rows = await queryRows<IndexRowText>(
     db,
-    sql`select c.revision::int as revision, ct.name, d.doc_length::int as length, d.server, d.tags, t.terms, ${indexTokenColumns}
+    sql`select c.revision::int as revision, ct.name, d.doc_length::int as length, d.server, d.tags, t.terms, ${indexTokenColumns}, ${staleText(termsVersion)}
         from catalogs c
           left join catalog_tools ct on ct.catalog_id = c.id
           left join tool_documents d on d.hash = ct.hash
-          left join lateral (select string_agg(tt.term || ' ' || tt.tf, ' ') as terms from tool_terms tt where tt.hash = d.hash) t on true
+          left join lateral (${storedTerms(termsVersion)}) t on true
         where c.id = ${catalogId}
         order by ct.name collate "C"`,
   );
   if (rows.length === 0) return null; // deleted meanwhile
-  return { revision: Number(rows[0]!.revision), rows: rows.flatMap((row) => (row.name === null ? [] : [indexRow(row, row.name)])) };
+  return { revision: Number(rows[0]!.revision), rows: await indexRows(rows.flatMap((row) => (row.name === null ? [] : [{ row, name: row.name }]))) };
 }
 
 /** Each tool of a catalog by name with its content hash, and the catalog's revision, in one statement (one snapshot); null when the catalog is gone. */
@@ -304,6 +342,17 @@ export async function loadNamedHashes(db: Executor, catalogId: number, names: Re
 /** A tool's three token counts as plain columns (not `toolColumns`' JSON object: 100,000 of them per read). */
 const indexTokenColumns = sql`d.tokens_anthropic as anthropic, d.tokens_openai as openai, ct.tokens_as_sent as as_sent`;
 
+/** A document's stored terms as one string, when they are of recipe `termsVersion` (no read of them otherwise). */
+const storedTerms = (termsVersion: number) =>
+  sql`select string_agg(tt.term || ' ' || tt.tf, ' ') as terms from tool_terms tt where tt.hash = d.hash and d.terms_version = ${termsVersion}::int`;
+
+/** The text a document's terms are computed from, only when its stored terms are of another recipe than `termsVersion`. */
+const staleText = (termsVersion: number) =>
+  sql`d.terms_version <> ${termsVersion}::int as stale,
+      case when d.terms_version <> ${termsVersion}::int then d.name end as doc_name,
+      case when d.terms_version <> ${termsVersion}::int then d.description end as description,
+      case when d.terms_version <> ${termsVersion}::int then d.input_schema end as input_schema`;
+
 interface IndexRowText {
   revision: number;
   name: string | null;
@@ -314,6 +363,10 @@ interface IndexRowText {
   anthropic: number | null;
   openai: number | null;
   as_sent: number | null;
+  stale: boolean | null;
+  doc_name: string | null;
+  description: string | null;
+  input_schema: Record<string, unknown> | null;
 }
 
 function indexRow(row: IndexRowText, name: string): CatalogIndexRow {
@@ -325,6 +378,35 @@ function indexRow(row: IndexRowText, name: string): CatalogIndexRow {
     terms: row.terms ?? '',
     tokens: { anthropic: row.anthropic, openai: row.openai, as_sent: row.as_sent },
   };
+}
+
+/**
+ * The index's rows, those stored with another recipe's terms given this one's from their text, in
+ * time slices (~20-50 us a document: seconds for a 100,000-tool catalog of a release that changed
+ * the recipe, until the background refresh has stored them).
+ */
+async function indexRows(read: { row: IndexRowText; name: string }[]): Promise<CatalogIndexRow[]> {
+  const slice = new TimeSlice();
+  const rows: CatalogIndexRow[] = [];
+  for (const { row, name } of read) {
+    const indexed = indexRow(row, name);
+    if (row.stale) {
+      if (slice.due()) await slice.yield();
+      const { termFreqs, length } = documentTerms({
+        name: row.doc_name ?? '',
+        description: row.description ?? '',
+        inputSchema: row.input_schema,
+        tags: row.tags ?? [],
+        server: row.server,
+      });
+      let terms = '';
+      for (const [term, tf] of termFreqs) terms += terms === '' ? `${term} ${tf}` : ` ${term} ${tf}`;
+      indexed.terms = terms;
+      indexed.length = length;
+    }
+    rows.push(indexed);
+  }
+  return rows;
 }
 
 /** What a catalog's revisions after `from` changed: the changed names' rows now, and the names now gone. */
@@ -339,17 +421,24 @@ export interface CatalogChanges {
  * loadCatalogIndexRows): undefined when they cannot be told from the log (a revision not logged
  * any more, a replace of more than 20,000 names) or touch more than `maxNames` names; null when the catalog is gone.
  */
-export async function loadCatalogChanges(db: Executor, catalogId: number, from: number, maxNames: number): Promise<CatalogChanges | null | undefined> {
+export async function loadCatalogChanges(
+  db: Executor,
+  catalogId: number,
+  from: number,
+  maxNames: number,
+  termsVersion: number = TERMS_VERSION,
+): Promise<CatalogChanges | null | undefined> {
   const log = changesSince(catalogId, from, maxNames);
   const rows = await queryRows<IndexRowText & { logged: number; unknown: number; changed: number; present: boolean }>(
     db,
     sql`with ${log.ctes}
-        select ${log.columns}, ch.name, ct.name is not null as present, d.doc_length::int as length, d.server, d.tags, t.terms, ${indexTokenColumns}
+        select ${log.columns}, ch.name, ct.name is not null as present, d.doc_length::int as length, d.server, d.tags, t.terms, ${indexTokenColumns},
+               ${staleText(termsVersion)}
         from c
           left join changed ch on (select count(*) from changed) <= ${maxNames}
           left join catalog_tools ct on ct.catalog_id = c.id and ct.name = ch.name
           left join tool_documents d on d.hash = ct.hash
-          left join lateral (select string_agg(tt.term || ' ' || tt.tf, ' ') as terms from tool_terms tt where tt.hash = d.hash) t on true
+          left join lateral (${storedTerms(termsVersion)}) t on true
         order by ch.name collate "C"`,
   );
   const first = rows[0];
@@ -357,11 +446,13 @@ export async function loadCatalogChanges(db: Executor, catalogId: number, from: 
   const revision = Number(first.revision);
   if (!changesTold(first, from, maxNames)) return undefined;
   const changes: CatalogChanges = { revision, rows: [], removed: [] };
+  const present: { row: IndexRowText; name: string }[] = [];
   for (const row of rows) {
     if (row.name === null) continue;
-    if (row.present) changes.rows.push(indexRow(row, row.name));
+    if (row.present) present.push({ row, name: row.name });
     else changes.removed.push(row.name);
   }
+  changes.rows = await indexRows(present);
   return changes;
 }
 

@@ -208,9 +208,10 @@ export async function loadDocuments(db: Executor, hashes: string[]): Promise<Map
 }
 
 /**
- * Up to `limit` documents whose terms were computed by another recipe version, or that a catalog
+ * Up to `limit` documents whose terms were computed by an older recipe version, or that a catalog
  * includes but that were stored without terms (a catalog written by a release before NO_TERMS,
- * which does not complete them). Documents only selector requests sent keep having none.
+ * which does not complete them). Documents only selector requests sent keep having none. Terms of
+ * a newer recipe (a later release sharing the store) are never rewritten to an older one.
  */
 export async function documentsWithStaleTerms(db: Executor, termsVersion: number, limit: number, after?: string): Promise<StoredDocument[]> {
   // Past `after` (the last hash of the previous page): each page walks the key onward instead of
@@ -220,14 +221,30 @@ export async function documentsWithStaleTerms(db: Executor, termsVersion: number
     db,
     sql`select hash, name, description, input_schema as "inputSchema", tags, server, definition
         from tool_documents d
-        where ((d.terms_version <> ${termsVersion} and d.terms_version <> ${NO_TERMS})
+        where ((d.terms_version < ${termsVersion} and d.terms_version <> ${NO_TERMS})
            or (d.terms_version = ${NO_TERMS} and exists (select 1 from catalog_tools ct where ct.hash = d.hash)))
           ${after === undefined ? sql`` : sql`and d.hash > ${after}`}
         order by hash limit ${limit}`,
   );
 }
 
-/** Replaces the terms (and length) of documents in one transaction, stamped with the recipe version. */
+/**
+ * Documents whose terms are of another recipe than `termsVersion`, stamped with an older one (or
+ * held by a catalog without terms, as `documentsWithStaleTerms` finds them) or a newer one: what
+ * the store's BM25 lists would mix (one pass over the documents).
+ */
+export async function termsRecipeCounts(db: Executor, termsVersion: number): Promise<{ older: number; newer: number }> {
+  const [row] = await queryRows<{ older: number; newer: number }>(
+    db,
+    sql`select count(*) filter (where (d.terms_version < ${termsVersion} and d.terms_version <> ${NO_TERMS})
+                                   or (d.terms_version = ${NO_TERMS} and exists (select 1 from catalog_tools ct where ct.hash = d.hash)))::int as older,
+               count(*) filter (where d.terms_version > ${termsVersion})::int as newer
+        from tool_documents d`,
+  );
+  return { older: Number(row?.older ?? 0), newer: Number(row?.newer ?? 0) };
+}
+
+/** Replaces the terms (and length) of documents of an older recipe in one transaction, stamped with the recipe version. */
 export async function replaceTerms(db: Db, documents: (DocumentTerms & { hash: string })[], termsVersion: number): Promise<void> {
   if (documents.length === 0) return;
   await db.transaction(async (tx) => {
@@ -235,7 +252,7 @@ export async function replaceTerms(db: Db, documents: (DocumentTerms & { hash: s
     const stale = await queryRows<{ hash: string }>(
       tx,
       sql`select hash from tool_documents
-          where hash = any(${sql.param(documents.map((doc) => doc.hash))}::text[]) and terms_version <> ${termsVersion}::int
+          where hash = any(${sql.param(documents.map((doc) => doc.hash))}::text[]) and terms_version < ${termsVersion}::int
           for update`,
     );
     const pending = new Set(stale.map((row) => row.hash));

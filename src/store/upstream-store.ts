@@ -25,6 +25,18 @@ export interface UpstreamRow {
   conflicts: { name: string; held_by: string }[];
   /** Tools waiting for approval (their current definition neither approved nor rejected). */
   pending: number;
+  /** Its OAuth state (upstream-oauth-store.ts) when registered with `auth.type` oauth: never a token or a secret. */
+  oauth: UpstreamOAuthSummary | null;
+}
+
+export interface UpstreamOAuthSummary {
+  grant: 'authorization_code' | 'client_credentials';
+  status: 'authorized' | 'authorization_required' | 'refresh_failed';
+  client: 'configured' | 'registered' | null;
+  /** As the driver gives it (text or a Date). */
+  expires_at: string | null;
+  authorized_at: string | null;
+  last_error: string | null;
 }
 
 export type UpstreamTrust = 'pin' | 'auto';
@@ -33,7 +45,10 @@ const columns = sql`u.catalog_id as "catalogId", c.name as catalog, c.tenant, u.
   u.last_sync_at as "lastSyncAt", u.tool_count as "toolCount", u.last_added as "lastAdded", u.last_changed as "lastChanged",
   u.last_removed as "lastRemoved", u.last_error as "lastError", u.trust, u.pinned_at as "pinnedAt", u.conflicts,
   (select count(*)::int from upstream_tools p where p.catalog_id = u.catalog_id and p.upstream = u.name
-     and p.current_hash is distinct from p.approved_hash and p.current_hash is distinct from p.rejected_hash) as pending`;
+     and p.current_hash is distinct from p.approved_hash and p.current_hash is distinct from p.rejected_hash) as pending,
+  (select json_build_object('grant', o.grant_type, 'status', o.status, 'expires_at', o.expires_at, 'authorized_at', o.authorized_at, 'last_error', o.last_error,
+     'client', case when o.client_id is not null then 'configured' when o.client is not null then 'registered' end)
+   from upstream_oauth o where o.catalog_id = u.catalog_id and o.upstream = u.name) as oauth`;
 
 /**
  * Registers or changes an upstream and bumps its catalog's upstream revision, in one transaction
@@ -83,6 +98,14 @@ export async function listUpstreams(db: Executor, tenant: string, catalog: strin
   );
 }
 
+/** Every upstream of a tenant, in catalog and name order. */
+export async function listTenantUpstreams(db: Executor, tenant: string): Promise<UpstreamRow[]> {
+  return queryRows<UpstreamRow>(
+    db,
+    sql`select ${columns} from mcp_upstreams u join catalogs c on c.id = u.catalog_id where c.tenant = ${tenant} order by c.name collate "C", u.name collate "C"`,
+  );
+}
+
 /** Every upstream whose url starts with `prefix` (the operator's stdio servers: `stdio:`), of every tenant. */
 export async function upstreamsByUrlPrefix(db: Executor, prefix: string): Promise<UpstreamRow[]> {
   return queryRows<UpstreamRow>(
@@ -119,6 +142,11 @@ export async function recordSync(
       last_changed = ${outcome.changed}, last_removed = ${outcome.removed}, conflicts = ${JSON.stringify(outcome.conflicts)}::json,
       pinned_at = coalesce(pinned_at, now()), sync_lease_until = null where catalog_id = ${catalogId} and name = ${name}`);
   }
+}
+
+/** Records an upstream's failure seen outside a sync (its OAuth token could not be renewed for a call): its sync state shows it. */
+export async function recordUpstreamError(db: Executor, catalogId: number, name: string, error: string): Promise<void> {
+  await db.execute(sql`update mcp_upstreams set last_error = ${error} where catalog_id = ${catalogId} and name = ${name}`);
 }
 
 /** Records the served tools' count after an approval or rejection changed them (no sync ran). */

@@ -5,12 +5,15 @@
  * UPSTREAMS_FILE. One connection per upstream, reopened on demand; a connection that failed is
  * dropped so the next use opens a new one.
  */
-import { Client, SSEClientTransport, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { Client, SSEClientTransport, StreamableHTTPClientTransport, type AuthProvider } from '@modelcontextprotocol/client';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import type { Logger } from '../logger.js';
 import type { UpstreamRow } from '../store/upstream-store.js';
 import { withDeadline } from '../lib/deadline.js';
 import { UpstreamRefused, UpstreamTooLarge, type GuardedFetch } from './guarded-fetch.js';
+import { authorizationFailureIn } from './oauth.js';
+import { openHeaders } from './sealed-headers.js';
+import type { SecretBox } from '../lib/secret-box.js';
 
 /**
  * A local MCP server run as a child process over stdio, from the operator's UPSTREAMS_FILE only
@@ -49,6 +52,10 @@ export interface ConnectionDeps {
   fetch: GuardedFetch;
   /** Deadline of opening a connection (the MCP handshake), ms. */
   connectTimeoutMs: number;
+  /** Opens the header values, which the store keeps sealed. */
+  secrets: SecretBox;
+  /** The bearer token of an OAuth upstream, renewed as needed (oauth.ts); undefined: static headers only. */
+  authProvider?(row: UpstreamRow): AuthProvider | undefined;
   /** An upstream told us its tools changed (notifications/tools/list_changed). */
   onListChanged(row: UpstreamRow): void;
   /**
@@ -127,7 +134,12 @@ export class UpstreamConnections {
       client.onclose = () => this.#restartLater(row);
       return { client, registration: opened };
     }
-    const options = { requestInit: { headers: row.headers ?? {} }, fetch: this.#deps.fetch };
+    const authProvider = this.#deps.authProvider?.(row);
+    const options = {
+      requestInit: { headers: openHeaders(this.#deps.secrets, row.url, row.headers) },
+      fetch: this.#deps.fetch,
+      ...(authProvider ? { authProvider } : {}),
+    };
     const url = new URL(row.url);
     // One deadline for the whole opening, both transports: an endpoint that never answers (or
     // answers a hanging body) must not hold a registration or a call past it.
@@ -196,7 +208,7 @@ class OpeningTimedOut extends Error {
 
 /** Whether a Streamable HTTP failure may come from a server that speaks only the legacy SSE transport. */
 function legacyMayAnswer(error: unknown): boolean {
-  if (error instanceof UpstreamRefused || error instanceof UpstreamTooLarge || error instanceof OpeningTimedOut) return false;
+  if (error instanceof UpstreamRefused || error instanceof UpstreamTooLarge || error instanceof OpeningTimedOut || authorizationFailureIn(error)) return false;
   const status = (error as { status?: unknown }).status ?? (error as { code?: unknown }).code;
   // The 2024-11-05 backwards-compatibility rule: a POST answered 400, 404 or 405 means "try SSE".
   return typeof status !== 'number' || status === 400 || status === 404 || status === 405;

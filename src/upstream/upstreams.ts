@@ -34,6 +34,10 @@ import { stripInvisible, visibleDeep } from '../trust/visible-text.js';
 import { checkUpstreamUrl, type AllowList } from './address-policy.js';
 import { STDIO_URL_PREFIX, UpstreamConnections, type StdioServer } from './connections.js';
 import { createGuardedFetch, describeUpstreamFailure, resolveChecked, UpstreamRefused, UpstreamTooLarge, type GuardedFetch } from './guarded-fetch.js';
+import { authorizationFailureIn, UpstreamOAuth, type OAuthSettings, type OAuthState } from './oauth.js';
+import type { UpstreamActor } from './registration.js';
+import { SecretOpenError, type SecretBox } from '../lib/secret-box.js';
+import { requireSecretsKey, sealHeaders } from './sealed-headers.js';
 import type { UpstreamCallInput, UpstreamCallResult, UpstreamCaller } from './upstream-caller.js';
 
 export { STDIO_URL_PREFIX, type StdioServer };
@@ -92,6 +96,8 @@ export interface UpstreamDeps {
   audit?: AuditLog;
   /** How remote upstreams are reached; built from `allow` and `maxResultBytes` when absent (tests pass one with their own DNS). */
   fetch?: GuardedFetch;
+  /** Seals header values, OAuth tokens and client secrets at rest (SECRETS_KEY). */
+  secrets: SecretBox;
 }
 
 export interface UpstreamRegistration {
@@ -100,6 +106,8 @@ export interface UpstreamRegistration {
   headers: Record<string, string>;
   refreshSeconds: number;
   trust: store.UpstreamTrust;
+  /** `auth: {type: "oauth"}`: toolsift gets its tokens (oauth.ts); null or absent: none. */
+  oauth?: OAuthSettings | null;
 }
 
 export interface UpstreamState {
@@ -118,6 +126,8 @@ export interface UpstreamState {
   last_error: string | null;
   /** Tools left out because another source of the catalog holds their names. */
   conflicts: { name: string; held_by: string }[];
+  /** OAuth (oauth.ts): grant, status, token expiry, the last failure; null: static headers only. */
+  auth: OAuthState | null;
 }
 
 export function upstreamState(row: store.UpstreamRow): UpstreamState {
@@ -133,7 +143,16 @@ export function upstreamState(row: store.UpstreamRow): UpstreamState {
     last_sync: row.lastAdded === null ? null : { added: row.lastAdded, changed: row.lastChanged ?? 0, removed: row.lastRemoved ?? 0 },
     last_error: row.lastError,
     conflicts: row.conflicts ?? [],
+    auth: UpstreamOAuth.stateOf(row),
   };
+}
+
+/** What credentials an upstream is given, by name only. */
+export interface UpstreamCredentials {
+  /** Header names (remote servers). */
+  headers: string[];
+  /** Environment variable names (stdio servers of UPSTREAMS_FILE). */
+  env: string[];
 }
 
 /** A tool of an upstream that is not served as listed: waiting for a decision, or rejected. */
@@ -165,6 +184,7 @@ export class UpstreamService implements UpstreamCaller {
    */
   readonly #callScope = new AsyncLocalStorage<AbortController>();
   readonly #connections: UpstreamConnections;
+  readonly #oauth: UpstreamOAuth;
   readonly #syncing = new Map<string, Promise<UpstreamState>>();
   /** One pin-changing operation (sync, approve, reject) at a time per upstream in this process. */
   readonly #exclusive = new Map<string, Promise<unknown>>();
@@ -176,7 +196,18 @@ export class UpstreamService implements UpstreamCaller {
     this.#fetch =
       deps.fetch ??
       createGuardedFetch({ allow: deps.allow, maxResponseBytes: deps.maxResultBytes, onTooLarge: (error) => this.#callScope.getStore()?.abort(error) });
+    this.#oauth = new UpstreamOAuth({
+      db: deps.db,
+      secrets: deps.secrets,
+      fetch: this.#fetch,
+      logger: deps.logger,
+      audit: this.#audit,
+      metrics: deps.metrics,
+      version: deps.version,
+    });
     this.#connections = new UpstreamConnections({
+      secrets: deps.secrets,
+      authProvider: (row) => (row.oauth ? this.#oauth.authProvider(row) : undefined),
       stdioServers: deps.stdioServers,
       logger: deps.logger,
       version: deps.version,
@@ -248,28 +279,33 @@ export class UpstreamService implements UpstreamCaller {
    * Registers (or changes) an upstream and syncs it now. A URL the address policy refuses is a 400
    * before anything is stored or sent: the host is resolved here, and again at every connection.
    */
-  async register(tenant: string, catalog: string, input: UpstreamRegistration): Promise<UpstreamState> {
-    if (!input.url.startsWith(STDIO_URL_PREFIX)) await this.#admit(tenant, catalog, input);
+  async register(tenant: string, catalog: string, input: UpstreamRegistration, actor: UpstreamActor = {}): Promise<UpstreamState> {
+    requireSecretsKey(this.#deps.secrets, input);
+    if (!input.url.startsWith(STDIO_URL_PREFIX)) await this.#admit(tenant, catalog, input, actor);
     const ref = { tenant, name: catalog };
     let summary = await catalogs
       .getCatalog(this.#deps.catalog, ref)
       .catch((error: AppError) => (error.code === 'not_found' ? undefined : Promise.reject(error)));
     if (!summary) summary = (await catalogs.replaceCatalog(this.#deps.catalog, ref, [])).catalog;
+    const before = await store.getUpstream(this.#deps.db, tenant, catalog, input.name);
     // The catalog may be deleted between the read above and this write: then it is not found.
-    if (!(await store.putUpstream(this.#deps.db, summary.id, input))) throw notFound(`catalog "${catalog}"`);
+    if (!(await store.putUpstream(this.#deps.db, summary.id, { ...input, headers: sealHeaders(this.#deps.secrets, input.url, input.headers) })))
+      throw notFound(`catalog "${catalog}"`);
+    await this.#oauth.configure(summary.id, input.name, before?.url !== input.url, input.oauth ?? null);
+    this.#audit.record({ event: 'registered', tenant, catalog, upstream: input.name, outcome: 'ok', ...actor });
     await this.#connections.drop(summary.id, input.name);
-    return this.sync(tenant, catalog, input.name);
+    return this.sync(tenant, catalog, input.name, actor);
   }
 
   /** The URL's form, then where its host resolves: every address must be one the policy allows. */
-  async #admit(tenant: string, catalog: string, input: UpstreamRegistration): Promise<void> {
+  async #admit(tenant: string, catalog: string, input: UpstreamRegistration, actor: UpstreamActor): Promise<void> {
     const checked = checkUpstreamUrl(input.url);
     if ('error' in checked) throw new AppError('validation_failed', `url: ${checked.error}`);
     try {
       await resolveChecked(checked.url.hostname, this.#deps.allow);
     } catch (error) {
       if (!(error instanceof UpstreamRefused)) return; // a name that does not resolve yet: the sync says "connection failed"
-      this.#audit.record({ event: 'refused_address', tenant, catalog, upstream: input.name, outcome: 'refused', reason: error.reason });
+      this.#audit.record({ event: 'refused_address', tenant, catalog, upstream: input.name, outcome: 'refused', reason: error.reason, ...actor });
       throw new AppError(
         'validation_failed',
         `url: ${checked.url.hostname} is refused by the address policy (${error.reason}): upstreams may be public addresses only unless UPSTREAM_ALLOW opens this one`,
@@ -277,19 +313,35 @@ export class UpstreamService implements UpstreamCaller {
     }
   }
 
-  async remove(tenant: string, catalog: string, name: string): Promise<void> {
+  async remove(tenant: string, catalog: string, name: string, actor: UpstreamActor = {}): Promise<void> {
     const row = await store.getUpstream(this.#deps.db, tenant, catalog, name);
     if (!row) throw notFound(`upstream "${name}" in catalog "${catalog}"`);
     await this.#serialized(row, async () => {
       await catalogs.replaceServerTools(this.#deps.catalog, { tenant, name: catalog }, name, []);
       await store.deleteUpstream(this.#deps.db, row.catalogId, name);
     });
+    this.#audit.record({ event: 'deregistered', tenant, catalog, upstream: name, outcome: 'ok', ...actor });
     await this.#connections.drop(row.catalogId, name);
   }
 
   async list(tenant: string, catalog: string): Promise<UpstreamState[]> {
     await catalogs.getCatalog(this.#deps.catalog, { tenant, name: catalog });
     return (await store.listUpstreams(this.#deps.db, tenant, catalog)).map(upstreamState);
+  }
+
+  /** Every upstream of the tenant, of every catalog, in catalog and name order (the management status view). */
+  async listTenant(tenant: string): Promise<(UpstreamState & { catalog: string })[]> {
+    return (await store.listTenantUpstreams(this.#deps.db, tenant)).map((row) => ({ catalog: row.catalog, ...upstreamState(row) }));
+  }
+
+  /**
+   * The names of the credentials an upstream is given, never their values: its header names, and
+   * for a server of UPSTREAMS_FILE the names of the environment variables the file sets for it.
+   */
+  credentialNames(row: { tenant: string; catalog: string; name: string; url: string; header_names: readonly string[] }): UpstreamCredentials {
+    const stdio = row.url.startsWith(STDIO_URL_PREFIX) ? this.#deps.stdioServers?.get(row.url.slice(STDIO_URL_PREFIX.length)) : undefined;
+    const env = stdio && stdio.tenant === row.tenant && stdio.catalog === row.catalog ? Object.keys(stdio.env).sort() : [];
+    return { headers: [...row.header_names], env };
   }
 
   /** One upstream's state with the tools waiting for a decision (each with its findings and diff) and the rejected ones. */
@@ -358,12 +410,30 @@ export class UpstreamService implements UpstreamCaller {
     return { upstream: upstreamState(await this.#row(tenant, catalog, name)), decided };
   }
 
-  /** Syncs one upstream now (concurrent calls share one run) and returns its state. */
-  sync(tenant: string, catalog: string, name: string): Promise<UpstreamState> {
+  /**
+   * Starts the authorization code flow of an OAuth upstream for an operator: answers the URL to
+   * open in a browser, which comes back to `redirectUri` (GET /oauth/callback).
+   */
+  async startAuthorization(tenant: string, catalog: string, name: string, redirectUri: string): Promise<{ authorizationUrl: string; expiresAt: Date }> {
+    const row = await this.#row(tenant, catalog, name);
+    if (!row.oauth) throw new AppError('validation_failed', `upstream "${name}" is not registered with auth.type "oauth"`);
+    return this.#oauth.start(row, redirectUri);
+  }
+
+  /** The browser's return from the authorization server: tokens stored, then the upstream synced with them. */
+  async finishAuthorization(params: { state?: string; code?: string; iss?: string; error?: string }): Promise<UpstreamState & { catalog: string }> {
+    const { tenant, catalog, upstream } = await this.#oauth.finish(params);
+    const row = await this.#row(tenant, catalog, upstream);
+    await this.#connections.drop(row.catalogId, row.name);
+    return { catalog, ...(await this.sync(tenant, catalog, upstream)) };
+  }
+
+  /** Syncs one upstream now (concurrent calls share one run: its audit lines name the first caller) and returns its state. */
+  sync(tenant: string, catalog: string, name: string, actor: UpstreamActor = {}): Promise<UpstreamState> {
     const key = `${tenant}\0${catalog}\0${name}`;
     let running = this.#syncing.get(key);
     if (!running) {
-      running = this.#sync(tenant, catalog, name).finally(() => this.#syncing.delete(key));
+      running = this.#sync(tenant, catalog, name, actor).finally(() => this.#syncing.delete(key));
       this.#syncing.set(key, running);
     }
     return running;
@@ -387,6 +457,11 @@ export class UpstreamService implements UpstreamCaller {
       return result as UpstreamCallResult;
     } catch (error) {
       await this.#connections.drop(row.catalogId, row.name);
+      // No token to call with: why is in the upstream's status (oauth.ts recorded it), not in an agent's answer.
+      if (authorizationFailureIn(error)) {
+        this.#deps.logger.warn({ upstream: row.name, catalog: row.catalog, tool: input.tool, failure: 'oauth' }, 'upstream call failed: no usable OAuth token');
+        return { ...errorResult(`upstream "${row.name}" is unavailable; "${input.tool}" was not run`), failure: 'upstream unavailable' };
+      }
       const cause = call.signal.reason instanceof UpstreamTooLarge ? call.signal.reason : error;
       const failure = describeUpstreamFailure(cause);
       this.#noteRefusal(row, cause);
@@ -417,19 +492,27 @@ export class UpstreamService implements UpstreamCaller {
     return run;
   }
 
-  async #sync(tenant: string, catalog: string, name: string): Promise<UpstreamState> {
+  async #sync(tenant: string, catalog: string, name: string, actor: UpstreamActor): Promise<UpstreamState> {
     const row = await this.#row(tenant, catalog, name);
     const started = performance.now();
     try {
       const listed = await this.#listTools(row);
-      const outcome = await this.#serialized(row, () => this.#applyListing(row, listed));
+      const outcome = await this.#serialized(row, () => this.#applyListing(row, listed, actor));
       this.#deps.metrics?.mcpRequests.inc({ method: 'upstream/sync', tool: '', outcome: 'ok' });
       this.#deps.logger.info({ upstream: row.name, catalog, tenant, ...outcome, ms: Math.round(performance.now() - started) }, 'upstream synced');
     } catch (error) {
       if (error instanceof AppError && error.code === 'not_found') throw error;
-      const failure = error instanceof MalformedList ? error.message : describeUpstreamFailure(error);
+      const authorization = authorizationFailureIn(error);
+      const failure =
+        error instanceof MalformedList
+          ? error.message
+          : error instanceof SecretOpenError
+            ? `credentials: ${error.message}`
+            : authorization
+              ? `oauth: ${authorization.message}`
+              : describeUpstreamFailure(error);
       await this.#connections.drop(row.catalogId, row.name);
-      this.#noteRefusal(row, error);
+      this.#noteRefusal(row, error, actor);
       await store.recordSync(this.#deps.db, row.catalogId, row.name, { error: failure });
       this.#deps.metrics?.mcpRequests.inc({ method: 'upstream/sync', tool: '', outcome: 'error' });
       // The class only: an upstream's error text (or a header value it echoes) never reaches a log or an answer.
@@ -462,7 +545,7 @@ export class UpstreamService implements UpstreamCaller {
   }
 
   /** Pins what was listed, serves what is approved, records the outcome and audits each decision. */
-  async #applyListing(row: store.UpstreamRow, listed: ListedTool[]) {
+  async #applyListing(row: store.UpstreamRow, listed: ListedTool[], actor: UpstreamActor) {
     const before = new Map((await store.listPins(this.#deps.db, row.catalogId, row.name)).map((pin) => [pin.name, pin]));
     const plan = planPins(listed, before, { registering: row.pinnedAt === null, trust: row.trust }, new Date());
     await store.writePins(this.#deps.db, row.catalogId, row.name, plan);
@@ -487,6 +570,7 @@ export class UpstreamService implements UpstreamCaller {
         outcome: event.event === 'quarantined' ? 'quarantined' : 'ok',
         reason: event.change,
         ...(event.findings.length > 0 ? { findings: event.findings.map((finding) => finding.code) } : {}),
+        ...actor,
       });
     }
     for (const conflict of served.conflicts) {
@@ -498,6 +582,7 @@ export class UpstreamService implements UpstreamCaller {
         tool: conflict.name,
         outcome: 'refused',
         reason: `held by ${conflict.held_by}`,
+        ...actor,
       });
     }
     return { ...outcome, pending: plan.rows.filter((pin) => pinStatus(pin) === 'pending').length };
@@ -533,9 +618,17 @@ export class UpstreamService implements UpstreamCaller {
     }
   }
 
-  #noteRefusal(row: store.UpstreamRow, error: unknown): void {
+  #noteRefusal(row: store.UpstreamRow, error: unknown, actor: UpstreamActor = {}): void {
     if (error instanceof UpstreamRefused)
-      this.#audit.record({ event: 'refused_address', tenant: row.tenant, catalog: row.catalog, upstream: row.name, outcome: 'refused', reason: error.reason });
+      this.#audit.record({
+        event: 'refused_address',
+        tenant: row.tenant,
+        catalog: row.catalog,
+        upstream: row.name,
+        outcome: 'refused',
+        reason: error.reason,
+        ...actor,
+      });
   }
 
   async #refreshDue(): Promise<void> {

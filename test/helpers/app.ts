@@ -22,13 +22,20 @@ export interface TestResponse {
   text: string;
 }
 
+/**
+ * The SECRETS_KEY of every test app (upstream header values are sealed with it): fixed, because the
+ * shared database outlives a run on PostgreSQL. A test of other keys (rotation, a missing key) uses
+ * a scratch database of its own: a start re-seals every stored credential with its first key.
+ */
+export const TEST_SECRETS_KEY = Buffer.alloc(32, 7).toString('base64');
+
 /** The real app on a real port over the shared test database; `env` overrides config values. */
 export async function startTestApp(env: Record<string, string> = {}, overrides: DepsOverrides = {}): Promise<TestApp> {
   // A loaded CI machine can take longer than the selector's 100 ms budget to embed a query; tests
   // that check hybrid answers must not fall back to BM25 by chance. The budget's own test sets it.
   // Test apps share one database with every other test of the run: reading all of its catalogs at
   // start (CATALOG_WARMUP) is left to the tests of that reading, over databases of their own.
-  const config: Config = loadConfig({ EMBED_MODEL: 'none', SELECTOR_BUDGET_MS: '60000', CATALOG_WARMUP: 'false', ...env });
+  const config: Config = loadConfig({ EMBED_MODEL: 'none', SELECTOR_BUDGET_MS: '60000', CATALOG_WARMUP: 'false', SECRETS_KEY: TEST_SECRETS_KEY, ...env });
   const deps = await createDeps(config, { database: await testDatabase(), logger: pino({ level: 'silent' }), ...overrides });
   const app = createApp(deps);
   // The server as main.ts builds it (request and header timeouts), on a free port.

@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { scoreBm25 } from '../../src/ranking/bm25.js';
 import { replaceCatalog, type CatalogToolRow } from '../../src/store/catalog-store.js';
 import type { Database } from '../../src/store/database.js';
-import { EMBED_TEXT_VERSION } from '../../src/ranking/search-text.js';
+import { EMBED_TEXT_VERSION, TERMS_VERSION } from '../../src/ranking/search-text.js';
 import { writeVectors } from '../../src/store/embedding-store.js';
 import { searchBm25, searchServersBm25, searchServersVector, searchVector, type Corpus } from '../../src/store/search-store.js';
 import { queryRows } from '../../src/store/database.js';
@@ -20,7 +20,8 @@ function toyDocument(name: string, termFreqs: Record<string, number>): CountedDo
     tool: { name, description: '', inputSchema: null, tags: [name === 'd3' ? 'aquatic' : 'pets'], server: null, format: 'mcp', definition: { name } },
     termFreqs: map,
     length: [...map.values()].reduce((sum, tf) => sum + tf, 0),
-    termsVersion: 1,
+    // Stamped with this release's recipe: the store's lists and the index rank these terms as given.
+    termsVersion: TERMS_VERSION,
     tokens: { anthropic: 10, openai: 13, as_sent: 7 },
   };
 }
@@ -300,8 +301,10 @@ describe('server lists in SQL', () => {
 });
 
 describe("a newer revision's index derived from the older one and the change log", () => {
-  it('ranks, filters, votes by server and corrects typos exactly as the index read whole', { timeout: 60_000 }, async () => {
-    const { CatalogIndexCache } = await import('../../src/search/catalog-index.js');
+  it('ranks, filters, votes by server and corrects typos exactly as the index read whole and the SQL, laid over its base or merged', {
+    timeout: 120_000,
+  }, async () => {
+    const { CatalogIndex, CatalogIndexCache } = await import('../../src/search/catalog-index.js');
     const { ServerStatsCache } = await import('../../src/search/server-stats.js');
     const { seededRandom } = await import('../helpers/seeded-random.js');
     const { upsertCatalogTools, deleteCatalogTool, replaceServerTools, getCatalog, listCatalogTools } = await import('../../src/store/catalog-store.js');
@@ -324,27 +327,63 @@ describe("a newer revision's index derived from the older one and the change log
     const tenant = name;
     await replaceCatalog(database.db, tenant, name, docs);
     await writeVectors(database.db, recipe, vectorsOf(docs));
+    // `indexes` lays every change over the first index read (merges only past 1,000 names);
+    // `merging` merges each change into a base of its own at once; `replica`, a second process
+    // sharing the store, searches only every third revision (its changes span several revisions).
     const indexes = new CatalogIndexCache(database.db);
+    const merging = new CatalogIndexCache(database.db, undefined, { minNames: 1, quietMs: 0 });
+    const replica = new CatalogIndexCache(database.db, undefined, { minNames: 4, quietMs: 0 });
     const means = new ServerStatsCache();
     let catalog = (await getCatalog(database.db, tenant, name))!;
     await indexes.get(catalog);
+    await merging.get(catalog);
+    await replica.get(catalog);
     await means.means(database.db, catalog, model);
+    let step = 0;
+    let overlays = 0;
+    let merges = 0;
+    // Postgres groups the sums differently: scores to 1e-9, ordered by (score, id) rounded.
+    const canonical = (ranked: [string, number][]) =>
+      ranked
+        .map(([id, score]) => `${score.toFixed(9)} ${id}`)
+        .sort()
+        .reverse();
 
-    const expectSame = async (label: string, withMeans = true) => {
-      catalog = (await getCatalog(database.db, tenant, name))!;
-      const derived = (await indexes.forSearch(catalog, database.db))!;
-      expect(derived, label).toBeDefined();
+    type Index = Awaited<ReturnType<typeof CatalogIndex.build>>;
+    const expectEqual = async (label: string, derived: Index, whole: Index) => {
       expect(derived.revision, label).toBe(catalog.revision);
-      expect(derived.changedSince?.length, label).toBeGreaterThan(0);
-      const whole = (await new CatalogIndexCache(database.db).get(catalog))!;
       expect(derived.size, label).toBe(whole.size);
-      const queries = [...words.map((word) => [word]), ['alpha', 'delta'], ['echo', 'kilo', 'lima'], ['bravo', 'golf', 'hotel', 'juliet']];
+      const queries = [
+        ...words.map((word) => [word]),
+        ['alpha', 'delta'],
+        ['echo', 'kilo', 'lima'],
+        ['bravo', 'golf', 'hotel', 'juliet'],
+        ['revised', 'alpha'],
+      ];
       for (const query of queries) {
         const weights = new Map(query.map((term, i) => [term, i === 0 ? 1 : 0.6]));
         expect(derived.search(weights, 100), `${label}: ${query}`).toEqual(whole.search(weights, 100));
         expect(derived.search(weights, 100, ['alpha']), `${label}: ${query} tagged`).toEqual(whole.search(weights, 100, ['alpha']));
         expect(derived.servers.bm25.searchWeighted(weights, 100), `${label}: ${query} servers`).toEqual(whole.servers.bm25.searchWeighted(weights, 100));
+        // What a search ranks servers with (an overlay's changed servers made from the query's terms).
+        expect(derived.serversFor([...weights.keys()]).bm25.searchWeighted(weights, 100), `${label}: ${query} servers for the query`).toEqual(
+          whole.servers.bm25.searchWeighted(weights, 100),
+        );
+        expect(derived.serversCarrying(['alpha'], query).bm25.searchWeighted(weights, 100), `${label}: ${query} tagged servers`).toEqual(
+          whole.serversCarrying(['alpha'], query).bm25.searchWeighted(weights, 100),
+        );
+        for (const tags of [undefined, ['alpha']]) {
+          const inSql = await searchBm25(
+            database.db,
+            { kind: 'catalog', catalogId: catalog.id, ...(tags ? { tags } : {}) },
+            { terms: query, weights: [...weights.values()] },
+            100,
+          );
+          expect(canonical(derived.search(weights, 100, tags)), `${label}: ${query} ${tags ?? ''} as the SQL`).toEqual(canonical(inSql));
+        }
       }
+      expect(derived.namesCarrying(['alpha', 'bravo']), label).toEqual(whole.namesCarrying(['alpha', 'bravo']));
+      for (const shape of ['anthropic', 'openai', 'as_sent'] as const) expect(derived.totalTokens(shape), `${label}: ${shape}`).toBe(whole.totalTokens(shape));
       const sortedMembers = (members: ReadonlyMap<string, readonly string[]>) =>
         new Map([...members].map(([server, list]): [string, string[]] => [server, [...list].sort()]).sort());
       expect(sortedMembers(derived.servers.members), label).toEqual(sortedMembers(whole.servers.members));
@@ -371,6 +410,31 @@ describe("a newer revision's index derived from the older one and the change log
         expect(new Set(derived.bm25.vocabulary().near(word)), `${label}: near ${word}`).toEqual(new Set(whole.bm25.vocabulary().near(word)));
       }
       expect(derived.tagsOf(['t00', 't31', 'n1'])).toEqual(whole.tagsOf(['t00', 't31', 'n1']));
+    };
+
+    const expectSame = async (label: string, withMeans = true) => {
+      catalog = (await getCatalog(database.db, tenant, name))!;
+      const derived = (await indexes.forSearch(catalog, database.db))!;
+      expect(derived, label).toBeDefined();
+      expect(derived.revision, label).toBe(catalog.revision);
+      expect(derived.changedSince?.length, label).toBeGreaterThan(0);
+      if (derived.delta) overlays++;
+      const whole = (await new CatalogIndexCache(database.db).get(catalog))!;
+      await expectEqual(label, derived, whole);
+      // Merged in the background: searched while the merge runs, then merged.
+      const laid = (await merging.forSearch(catalog, database.db))!;
+      await expectEqual(`${label}, laid over before the merge`, laid, whole);
+      const merged = merging.merged();
+      await expectEqual(`${label}, while merging`, merging.held(catalog)!, whole);
+      await merged;
+      const mergedIndex = merging.held(catalog)!;
+      if (!mergedIndex.delta) merges++;
+      await expectEqual(`${label}, merged`, mergedIndex, whole);
+      if (step++ % 3 === 2) {
+        await expectEqual(`${label}, on a replica`, (await replica.forSearch(catalog, database.db))!, whole);
+        await replica.merged();
+        await expectEqual(`${label}, on a replica after its merge`, replica.held(catalog)!, whole);
+      }
       if (!withMeans) return;
       // The dense server list's means: only the changed servers read again, the same as all read afresh.
       const kept = await means.means(database.db, catalog, model, derived.changedSince);
@@ -457,6 +521,23 @@ describe("a newer revision's index derived from the older one and the change log
     await replaceCatalog(database.db, tenant, name, cut);
     expect((await getCatalog(database.db, tenant, name))!.revision).toBe(catalog.revision);
 
+    expect(overlays).toBeGreaterThan(10);
+    expect(merges).toBeGreaterThan(10);
+
+    // A merge that ends after a later write: that write's changes laid over the merged index.
+    await upsertCatalogTools(database.db, tenant, name, [tool('m1', 's1'), tool('t05', 's2')]);
+    catalog = (await getCatalog(database.db, tenant, name))!;
+    const then = (await indexes.forSearch(catalog, database.db))!;
+    const mergedThen = await CatalogIndex.derive(then.delta!.root, then.deltaChanges()!);
+    await deleteCatalogTool(database.db, tenant, name, 't06');
+    await upsertCatalogTools(database.db, tenant, name, [tool('m1', 's3'), tool('m2', null)]);
+    catalog = (await getCatalog(database.db, tenant, name))!;
+    const now = (await indexes.forSearch(catalog, database.db))!;
+    const rebased = CatalogIndex.rebase(mergedThen, then, now)!;
+    expect(rebased.delta!.root).toBe(mergedThen);
+    expect(rebased.deltaNames).toBe(3);
+    await expectEqual('rebased', rebased, (await new CatalogIndexCache(database.db).get(catalog))!);
+
     // A revision missing from the log (forgotten, as writers forget old ones): the index is read
     // whole instead, in the background.
     await upsertCatalogTools(database.db, tenant, name, [tool('n4', 's1')]);
@@ -492,7 +573,6 @@ describe('documents from an older tokenizer recipe', () => {
     const { toDocument } = await import('../helpers/queue.js');
     const { normalizeTool } = await import('../../src/catalog/tool-formats.js');
     const { documentsWithStaleTerms } = await import('../../src/store/tool-store.js');
-    const { TERMS_VERSION } = await import('../../src/ranking/search-text.js');
     const { pino } = await import('pino');
     const database = await testDatabase();
     await refreshStaleTerms(database.db, pino({ level: 'silent' }));

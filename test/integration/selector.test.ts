@@ -17,8 +17,10 @@ import { NO_TERMS, storeDocuments } from '../../src/store/tool-store.js';
 import type { RequestTool } from '../../src/search/selector.js';
 import { toDocument, uniqueTools } from '../helpers/queue.js';
 import { startTestApp, type TestApp, type TestResponse } from '../helpers/app.js';
+import { testEmbedder } from '../helpers/embedder.js';
+import type { Embedder } from '../../src/embed/embedder.js';
 import { uniqueName } from '../helpers/database.js';
-import { expectError } from '../helpers/assertions.js';
+import { expectError, until } from '../helpers/assertions.js';
 
 const SEARCH = '/v1/tool-discovery/search';
 /** Where gateways >= 0.5.3 post (`<base>/api/compress/tool-discovery/`, trailing slash included). */
@@ -141,14 +143,18 @@ describe('tool selection for the Context Gateway', () => {
       seen.push(text);
       return embedQuery(text);
     });
+    // The texts asked of the query cache, each a model call (the query started early, http/early-query.ts, shares it).
+    const texts = () => [...new Set(seen)];
+    // Earlier tests' lists are stored first: the early query guesses with the list remembered last.
+    await app.deps.selector.background.settled();
     try {
       const body = { pattern: 'wether forcast', top_k: 1, tools };
       expect((await select(app, body)).body.selected_names).toEqual(['get_weather']);
-      expect(seen).toEqual(['wether forcast', 'wether forcast weather forecast']);
+      expect(texts()).toEqual(['wether forcast', 'wether forcast weather forecast']);
       await app.deps.selector.background.settled(); // the list is remembered once stored
       seen.length = 0;
       expect((await select(app, body)).body.selected_names).toEqual(['get_weather']);
-      expect(seen).toEqual(['wether forcast weather forecast']);
+      expect(texts()).toEqual(['wether forcast weather forecast']);
     } finally {
       spy.mockRestore();
     }
@@ -692,6 +698,97 @@ describe('the selector tool-list cache', () => {
       voted += byStore.tools.slice(0, 20).filter((tool) => tool.explain.server_vote > 0).length;
     }
     expect(voted, 'server votes took part').toBeGreaterThan(20);
+  });
+});
+
+describe('the query started while the tools arrive (http/early-query.ts)', () => {
+  /** Texts that reached the model (beneath the query cache), per app. */
+  const asked = { shared: [] as string[], unshared: [] as string[] };
+  let app: TestApp;
+  let unshared: TestApp;
+  beforeAll(async () => {
+    const model = await testEmbedder();
+    const counting = (into: string[]): Embedder => ({
+      modelId: model.modelId,
+      dimension: model.dimension,
+      embedDocuments: (texts) => model.embedDocuments(texts),
+      embedQuery: (text) => {
+        into.push(text);
+        return model.embedQuery(text);
+      },
+      close: async () => {},
+    });
+    app = await startTestApp({}, { embedder: counting(asked.shared) });
+    // No query cache: nothing could share a call, so nothing starts early.
+    unshared = await startTestApp({ QUERY_CACHE_SIZE: '0' }, { embedder: counting(asked.unshared) });
+  });
+  afterAll(async () => {
+    await app.close();
+    await unshared.close();
+  });
+
+  /** Posts `head`, waits for `between`, then posts `rest`: a body arriving in two parts. */
+  async function postInTwoParts(target: TestApp, head: string, rest: string, between: () => Promise<void>): Promise<{ status: number; body: any }> {
+    const { request } = await import('node:http');
+    return new Promise((resolve, reject) => {
+      const req = request(
+        `${target.url}${SEARCH}`,
+        { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(head + rest)) } },
+        (res) => {
+          let text = '';
+          res.on('data', (chunk) => (text += chunk));
+          res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+        },
+      );
+      req.on('error', reject);
+      req.write(head);
+      between().then(
+        () => req.end(rest),
+        (error: unknown) => {
+          req.destroy();
+          reject(error);
+        },
+      );
+    });
+  }
+
+  it('embeds the query from the first bytes while the rest arrives, one model call a turn, the same answer', async () => {
+    const tools = toolbench.slice(0, 60).map((tool) => wrapped(tool.name, tool.description));
+    const toolsJson = JSON.stringify(tools);
+    // The list is remembered first, as a gateway's is after its first turn.
+    expect((await select(app, { pattern: 'warm up', top_k: 5, tools })).status).toBe(200);
+    await app.deps.selector.background.settled();
+    const pattern = `weather forecast for a city ${Date.now()}`;
+    asked.shared.length = 0;
+    const answer = await postInTwoParts(app, `{"pattern":${JSON.stringify(pattern)},"top_k":5,"tools":`, `${toolsJson}}`, () =>
+      until('the model is asked before the body is complete', () => asked.shared.includes(pattern)),
+    );
+    expect(answer.status).toBe(200);
+    expect(asked.shared).toEqual([pattern]);
+    // The same turn on a service that starts nothing early: the same names, the same one model call.
+    expect((await select(unshared, { pattern: 'warm up', top_k: 5, tools })).status).toBe(200);
+    await unshared.deps.selector.background.settled();
+    asked.unshared.length = 0;
+    const plain = await postInTwoParts(unshared, `{"pattern":${JSON.stringify(pattern)},"top_k":5,"tools":`, `${toolsJson}}`, async () => {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(asked.unshared).toEqual([]);
+    });
+    expect(plain.body.selected_names).toEqual(answer.body.selected_names);
+    expect(asked.unshared).toEqual([pattern]);
+  });
+
+  it('answers from the whole body when the first bytes guessed wrong (a later key wins), at one model call more', async () => {
+    const tools = toolbench.slice(60, 120).map((tool) => wrapped(tool.name, tool.description));
+    const stamp = Date.now();
+    const [guessed, meant] = [`send an email ${stamp}`, `create a calendar event ${stamp}`];
+    asked.shared.length = 0;
+    const body = `{"query":${JSON.stringify(guessed)},"max_tools":5,"tools":${JSON.stringify(tools)},"pattern":${JSON.stringify(meant)}}`;
+    const answer = await select(app, body);
+    expect(answer.status).toBe(200);
+    // The guess (as the last list's words would expand it) and the query the body meant.
+    expect(asked.shared.some((text) => text.startsWith(guessed))).toBe(true);
+    expect(asked.shared).toContain(meant);
+    expect(answer.body.selected_names).toEqual((await select(app, { pattern: meant, top_k: 5, tools })).body.selected_names);
   });
 });
 

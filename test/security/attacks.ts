@@ -8,7 +8,7 @@
  * "internal service" listens on 127.0.0.1, which stays refused like every other internal address.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { connect } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
@@ -51,6 +51,8 @@ export interface SecurityContext {
   logs: Record<string, unknown>[];
   /** A catalog of alpha's with `trusted` registered as upstream "files" (approved at registration). */
   catalog: string;
+  /** Keys of alpha's tenant (API_KEYS_FILE): search only; only the catalog `${catalog}-other`; every tool but read_file; management (`manage`). */
+  scoped: { searchOnly: Record<string, string>; otherCatalog: Record<string, string>; noReadFile: Record<string, string>; manager: Record<string, string> };
   mcp(catalog: string, headers: Record<string, string>): Promise<Client>;
   close(): Promise<void>;
 }
@@ -85,9 +87,30 @@ export async function startSecurityContext(): Promise<SecurityContext> {
   const metricsToken = 'metrics-token-0123456789';
   const alphaKey = `ka-${uniqueName('k')}`;
   const betaKey = `kb-${uniqueName('k')}`;
+  const alphaTenant = uniqueName('alpha');
+  const catalog = uniqueName('sec');
+  const keysDir = mkdtempSync(join(tmpdir(), 'toolsift-sec-keys-'));
+  const scopedKeys = {
+    searchOnly: `ks-${uniqueName('key')}-0123456789`,
+    otherCatalog: `ko-${uniqueName('key')}-0123456789`,
+    noReadFile: `kr-${uniqueName('key')}-0123456789`,
+    manager: `km-${uniqueName('key')}-0123456789`,
+  };
+  writeFileSync(
+    join(keysDir, 'keys.json'),
+    JSON.stringify({
+      keys: [
+        { key: scopedKeys.searchOnly, id: 'search-only', tenant: alphaTenant, call: false, write: false },
+        { key: scopedKeys.otherCatalog, id: 'other-catalog', tenant: alphaTenant, catalogs: [`${catalog}-other`] },
+        { key: scopedKeys.noReadFile, id: 'no-read-file', tenant: alphaTenant, tools: { deny: ['read_file'] } },
+        { key: scopedKeys.manager, id: 'manager', tenant: alphaTenant, manage: true },
+      ],
+    }),
+  );
   const app = await startTestApp(
     {
-      API_KEYS: `${alphaKey}:${uniqueName('alpha')},${betaKey}:${uniqueName('beta')}`,
+      API_KEYS: `${alphaKey}:${alphaTenant},${betaKey}:${uniqueName('beta')}`,
+      API_KEYS_FILE: join(keysDir, 'keys.json'),
       UPSTREAM_ALLOW: '127.0.0.2/32',
       UPSTREAM_CONNECT_TIMEOUT_MS: '2000',
       UPSTREAM_CALL_TIMEOUT_MS: '20000',
@@ -100,7 +123,7 @@ export async function startSecurityContext(): Promise<SecurityContext> {
   const open = await startTestApp({ UPSTREAM_ALLOW: '127.0.0.2/32' });
   const alpha = { authorization: `Bearer ${alphaKey}` };
   const beta = { authorization: `Bearer ${betaKey}` };
-  const catalog = uniqueName('sec');
+  const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
   const registered = await app.request('PUT', `/v1/catalogs/${catalog}/upstreams/files`, { url: trusted.url() }, alpha);
   if (registered.status !== 200 || registered.body.upstream.tool_count !== BASE_TOOLS.length) throw new Error(`setup: ${registered.text}`);
   const clients: Client[] = [];
@@ -115,6 +138,12 @@ export async function startSecurityContext(): Promise<SecurityContext> {
     internal,
     logs,
     catalog,
+    scoped: {
+      searchOnly: bearer(scopedKeys.searchOnly),
+      otherCatalog: bearer(scopedKeys.otherCatalog),
+      noReadFile: bearer(scopedKeys.noReadFile),
+      manager: bearer(scopedKeys.manager),
+    },
     async mcp(name, headers) {
       const client = new Client({ name: 'security-suite', version: '1.0.0' });
       await client.connect(new StreamableHTTPClientTransport(new URL(`${app.url}/mcp/${name}`), { requestInit: { headers } }));
@@ -126,6 +155,7 @@ export async function startSecurityContext(): Promise<SecurityContext> {
       await app.close();
       await open.close();
       await Promise.all([trusted.close(), evil.close(), internal.close()]);
+      rmSync(keysDir, { recursive: true, force: true });
     },
   };
 }
@@ -175,6 +205,10 @@ async function callTool(ctx: SecurityContext, name: string, args: Record<string,
 async function resync(ctx: SecurityContext, name = 'files', url = ctx.trusted.url()) {
   return ctx.app.request('PUT', `/v1/catalogs/${ctx.catalog}/upstreams/${name}`, { url }, ctx.alpha);
 }
+
+/** Calls of read_file with the key-scope rows' own path: calls of earlier rows may still be arriving. */
+const readsOf = (ctx: SecurityContext) =>
+  ctx.trusted.calls.filter((call) => call.name === 'read_file' && JSON.stringify(call.arguments).includes('/etc/scoped-key')).length;
 
 export const ATTACKS: Attack[] = [
   {
@@ -745,6 +779,177 @@ export const ATTACKS: Attack[] = [
       return {
         ok: answer.isError === true && /CallLimit/.test(text(answer)) && reached <= 200,
         seen: `${brief(text(answer))}; calls reaching the upstream: ${reached}`,
+      };
+    },
+  },
+  {
+    finding: 'key scopes',
+    attack: "a search-only key of alpha's tenant (call: false) calls read_file: call_tool, tools/call by address, run_code",
+    expected: 'call_tool isError naming call: false, run_code not offered, tools/call refused; nothing reaches the upstream; search still works',
+    async run(ctx) {
+      const before = readsOf(ctx);
+      const client = await ctx.mcp(ctx.catalog, ctx.scoped.searchOnly);
+      const offered = (await client.listTools()).tools.map((tool) => tool.name);
+      const called = (await client.callTool({ name: 'call_tool', arguments: { name: 'read_file', arguments: { path: '/etc/scoped-key' } } })) as {
+        isError?: boolean;
+        content?: unknown;
+      };
+      const program = (await client
+        .callTool({ name: 'run_code', arguments: { code: 'return await tools.read_file({ path: "/etc/scoped-key" })' } })
+        .catch((error: Error) => ({
+          isError: true,
+          content: error.message,
+        }))) as { isError?: boolean; content?: unknown };
+      const found = (await client.callTool({ name: 'search_tools', arguments: { query: 'read a file from disk' } })) as {
+        structuredContent?: { results?: { name: string }[] };
+      };
+      const reached = readsOf(ctx) - before;
+      return {
+        ok:
+          called.isError === true &&
+          /may search and read tools but not call them \(call: false\)/.test(text(called)) &&
+          !offered.includes('run_code') &&
+          program.isError === true &&
+          reached === 0 &&
+          Boolean(found.structuredContent?.results?.some((tool) => tool.name === 'read_file')),
+        seen: `call_tool: ${brief(text(called))}; run_code offered: ${offered.includes('run_code')}, answered ${brief(text(program))}; calls reaching the upstream: ${reached}`,
+      };
+    },
+  },
+  {
+    finding: 'key scopes',
+    attack: "a key of alpha's tenant limited to another catalog reads alpha's catalog: REST list, tools, search, selector, tool-search; /mcp/{catalog}; /mcp",
+    expected: '403 naming the key and catalog on each catalog route; /mcp/{catalog} 403; at /mcp none of its tools',
+    async run(ctx) {
+      const key = ctx.scoped.otherCatalog;
+      const statuses = [
+        (await ctx.app.request('GET', `/v1/catalogs/${ctx.catalog}/tools`, undefined, key)).status,
+        (await ctx.app.request('POST', `/v1/catalogs/${ctx.catalog}/search`, { query: 'read a file' }, key)).status,
+        (await ctx.app.request('POST', '/v1/tool-discovery/search', { catalog: ctx.catalog, query: 'read a file' }, key)).status,
+        (await ctx.app.request('POST', '/v1/tool-search', { catalog: ctx.catalog, query: 'read a file' }, key)).status,
+        (await ctx.app.request('GET', `/v1/catalogs/${ctx.catalog}/upstreams/files`, undefined, key)).status,
+      ];
+      const listed = await ctx.app.request('GET', '/v1/catalogs', undefined, key);
+      const scoped = await fetch(`${ctx.app.url}/mcp/${ctx.catalog}`, {
+        method: 'POST',
+        headers: { ...key, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+      });
+      const everywhere = new Client({ name: 'security-suite', version: '1.0.0' });
+      await everywhere.connect(new StreamableHTTPClientTransport(new URL(`${ctx.app.url}/mcp`), { requestInit: { headers: key } }));
+      const found = (await everywhere.callTool({ name: 'list_tools', arguments: {} })) as { structuredContent?: { names?: string[] } };
+      await everywhere.close();
+      const shown = found.structuredContent?.names ?? [];
+      return {
+        ok: statuses.every((status) => status === 403) && scoped.status === 403 && !listed.text.includes(ctx.catalog + '"') && shown.length === 0,
+        seen: `REST ${statuses.join(', ')}; catalog list names it: ${listed.text.includes(ctx.catalog + '"')}; /mcp/{catalog} ${scoped.status}; /mcp list_tools ${shown.length} names`,
+      };
+    },
+  },
+  {
+    finding: 'key scopes',
+    attack: 'a key denied read_file looks for it: search_tools, get_tool_details, list_tools, the catalog index resource, REST search and tool, run_code',
+    expected: 'never shown; details and the tool route answer as for an absent tool; run_code: unknown tool; nothing reaches the upstream',
+    async run(ctx) {
+      const key = ctx.scoped.noReadFile;
+      const before = readsOf(ctx);
+      const client = await ctx.mcp(ctx.catalog, key);
+      const searched = await client.callTool({ name: 'search_tools', arguments: { query: 'read_file read a file from disk', limit: 3 } });
+      const details = (await client.callTool({ name: 'get_tool_details', arguments: { names: ['read_file', 'no_such_tool'] } })) as {
+        structuredContent?: { tools?: { found: boolean; error?: string }[] };
+      };
+      const listed = await client.callTool({ name: 'list_tools', arguments: {} });
+      const index = await client.readResource({ uri: `toolsift://catalogs/${ctx.catalog}/index` });
+      const program = (await client.callTool({ name: 'run_code', arguments: { code: 'return await tools.read_file({ path: "/etc/scoped-key" })' } })) as {
+        isError?: boolean;
+        content?: unknown;
+      };
+      const rest = await ctx.app.request('POST', `/v1/catalogs/${ctx.catalog}/search`, { query: 'read_file read a file from disk', top_k: 3 }, key);
+      const tool = (await ctx.app.request('GET', `/v1/catalogs/${ctx.catalog}/tools/read_file`, undefined, key)).status;
+      const reached = readsOf(ctx) - before;
+      const [hidden, absent] = details.structuredContent?.tools ?? [];
+      const shown = [text(searched), text(listed), JSON.stringify(index), rest.text].some((answer) => answer.includes('read_file'));
+      return {
+        ok:
+          !shown &&
+          hidden?.found === false &&
+          hidden.error?.replace('read_file', 'X') === absent?.error?.replace('no_such_tool', 'X') &&
+          program.isError === true &&
+          /unknown tool/.test(text(program)) &&
+          tool === 404 &&
+          rest.body?.results?.length === 3 &&
+          reached === 0,
+        seen: `shown anywhere: ${shown}; details ${brief(hidden?.error ?? '')}; run_code ${brief(text(program))}; REST tool ${tool}, search ${rest.body?.results?.length} results; calls reaching the upstream: ${reached}`,
+      };
+    },
+  },
+  {
+    finding: 'management',
+    attack: "alpha's manage key registers, through register_upstream at /mcp, the internal service, 169.254.169.254 and 10.0.0.1",
+    expected: "isError with REST's 400 message word for word (refused by the address policy) for each; nothing reaches the service; nothing stored",
+    async run(ctx) {
+      const before = ctx.internal.hits();
+      const client = new Client({ name: 'security-suite', version: '1.0.0' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${ctx.app.url}/mcp`), { requestInit: { headers: ctx.scoped.manager } }));
+      const urls = [`http://127.0.0.1:${ctx.internal.port}/admin`, 'http://169.254.169.254/latest/meta-data/', 'http://10.0.0.1:8080/mcp'];
+      const seen: string[] = [];
+      const catalogs: string[] = [];
+      let same = true;
+      for (const url of urls) {
+        const catalog = uniqueName('m');
+        catalogs.push(catalog);
+        const answer = (await client.callTool({ name: 'register_upstream', arguments: { catalog, name: 'x', url } })) as {
+          isError?: boolean;
+          content?: { text?: string }[];
+        };
+        const rest = await ctx.app.request('PUT', `/v1/catalogs/${catalog}/upstreams/x`, { url }, ctx.scoped.manager);
+        const message = answer.content?.[0]?.text ?? '';
+        same &&= answer.isError === true && rest.status === 400 && message === rest.body?.error?.message && /refused by the address policy/.test(message);
+        seen.push(`${new URL(url).hostname}: ${brief(message, 90)}`);
+      }
+      await client.close();
+      const stored = await ctx.app.request('GET', '/v1/catalogs', undefined, ctx.scoped.manager);
+      const hits = ctx.internal.hits() - before;
+      const storedAny = catalogs.some((catalog) => stored.text.includes(`"${catalog}"`));
+      return { ok: same && hits === 0 && !storedAny, seen: `${seen.join('; ')}; requests reaching it: ${hits}; a catalog stored: ${storedAny}` };
+    },
+  },
+  {
+    finding: 'management',
+    attack: "alpha's manage key reads the upstream status and deregisters beta's upstream (beta's own catalog, and a catalog name both tenants use)",
+    expected: "the status shows alpha's upstreams only; each removal isError, REST's 404 words; beta's upstreams stay",
+    async run(ctx) {
+      const onlyBeta = uniqueName('bm');
+      for (const catalog of [onlyBeta, ctx.catalog]) {
+        const put = await ctx.app.request('PUT', `/v1/catalogs/${catalog}/upstreams/beta-files`, { url: ctx.trusted.url() }, ctx.beta);
+        if (put.status !== 200) return { ok: false, seen: `setup: ${put.text}` };
+      }
+      const client = new Client({ name: 'security-suite', version: '1.0.0' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${ctx.app.url}/mcp`), { requestInit: { headers: ctx.scoped.manager } }));
+      const status = await client.readResource({ uri: 'toolsift://upstreams/status' });
+      const names = (JSON.parse((status.contents[0] as { text: string }).text).upstreams as { catalog: string; name: string }[]).map(
+        (upstream) => `${upstream.catalog}/${upstream.name}`,
+      );
+      const removals = await Promise.all(
+        [onlyBeta, ctx.catalog].map(async (catalog) => {
+          const answer = (await client.callTool({ name: 'deregister_upstream', arguments: { catalog, name: 'beta-files' } })) as {
+            isError?: boolean;
+            content?: { text?: string }[];
+          };
+          const rest = await ctx.app.request('DELETE', `/v1/catalogs/${catalog}/upstreams/beta-files`, undefined, ctx.scoped.manager);
+          return answer.isError === true && rest.status === 404 && answer.content?.[0]?.text === rest.body?.error?.message;
+        }),
+      );
+      await client.close();
+      const kept = await Promise.all(
+        [onlyBeta, ctx.catalog].map(
+          async (catalog) => (await ctx.app.request('GET', `/v1/catalogs/${catalog}/upstreams/beta-files`, undefined, ctx.beta)).status,
+        ),
+      );
+      const leaked = names.some((name) => name.includes('beta-files') || name.startsWith(`${onlyBeta}/`));
+      return {
+        ok: !leaked && names.includes(`${ctx.catalog}/files`) && removals.every(Boolean) && kept.every((status) => status === 200),
+        seen: `status lists ${names.join(', ')}; removals refused as REST: ${removals.join(', ')}; beta's afterwards: ${kept.join(', ')}`,
       };
     },
   },

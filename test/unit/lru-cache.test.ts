@@ -32,4 +32,21 @@ describe('LruCache', () => {
     expect(cache.get('big')).toBeUndefined();
     expect(cache.get('a')).toEqual([1]);
   });
+
+  it('knows the value last read or written while it is held', () => {
+    const cache = new LruCache<string, number>(2);
+    expect(cache.newest()).toBeUndefined();
+    cache.set('a', 1);
+    cache.set('b', 2);
+    expect(cache.newest()).toBe(2);
+    cache.get('a');
+    expect(cache.newest()).toBe(1);
+    cache.get('missing');
+    expect(cache.newest()).toBe(1);
+    cache.delete('a');
+    expect(cache.newest()).toBeUndefined();
+    cache.set('c', 3);
+    cache.set('d', 4); // evicts b
+    expect(cache.newest()).toBe(4);
+  });
 });

@@ -2,12 +2,13 @@ import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import express from 'express';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { arrayElementSpans, arrayElementSpansInSlices, topLevelArraySpan, topLevelArraySpanInSlices } from '../../src/http/json-span.js';
 import { TimeSlice } from '../../src/lib/time-slice.js';
 import { jsonInSlices, readJsonBodyInSlices, SLICED_PARSE_BYTES } from '../../src/http/json-body.js';
 import { assertSafeJson, MAX_JSON_DEPTH } from '../../src/http/input-safety.js';
-import { readToolListBody, readToolListBodyInSlices } from '../../src/http/tool-list-body.js';
+import { readToolListBody, readToolListBodyInSlices, type ToolListBody } from '../../src/http/tool-list-body.js';
+import { CANDIDATES_PER_HEAD, HEAD_BYTES, KnownBytes } from '../../src/lib/known-bytes.js';
 import { LruCache } from '../../src/lib/lru-cache.js';
 import { Bm25Index } from '../../src/ranking/bm25-index.js';
 import type { CachedToolList } from '../../src/search/selector.js';
@@ -155,6 +156,154 @@ describe('readToolListBody', () => {
     expect(readToolListBody(Buffer.alloc(0), lists).json).toEqual({});
     const withBom = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), bytes({ pattern: 'x', tools: [] })]);
     expect(readToolListBody(withBom, lists).json).toEqual({ pattern: 'x', tools: [] });
+  });
+});
+
+describe('a remembered list found again by its bytes (KnownBytes)', () => {
+  const list: CachedToolList = { tools: [], toolsIn: 2, bm25: new Bm25Index([]), servers: { bm25: new Bm25Index([]), members: new Map() } };
+  const other: CachedToolList = { ...list, toolsIn: 1 };
+  const toolsJson = JSON.stringify(tools);
+  const otherJson = JSON.stringify([{ name: 'other', description: 'another list, long enough to be remembered by its bytes' }]);
+
+  /** A cache holding `tools` (and the other list), their bytes known from one turn each, as a selector's would be. */
+  function remembered() {
+    const lists = new LruCache<string, CachedToolList>(4);
+    const known = new KnownBytes(1024 * 1024);
+    for (const [json, value] of [
+      [toolsJson, list],
+      [otherJson, other],
+    ] as const) {
+      const body = Buffer.from(`{"pattern":"x","tools":${json}}`);
+      lists.set(readToolListBody(body, lists).toolsKey!, value);
+      expect(readToolListBody(body, lists, known).cached).toBe(value);
+    }
+    expect(known.size).toBe(2);
+    return { lists, known };
+  }
+
+  /** What the full path reads (scan, digest), or the error it throws. */
+  const outcome = (read: () => ToolListBody) => {
+    try {
+      const { json, toolsKey, cached } = read();
+      return { json, toolsKey, cached };
+    } catch (error) {
+      return { error: (error as { code?: string }).code, message: (error as Error).message };
+    }
+  };
+
+  it('reads a resent list by its known bytes, exactly as the full path (scan and digest) reads it', () => {
+    const { lists, known } = remembered();
+    const find = vi.spyOn(known, 'find');
+    for (const text of [
+      `{"pattern":"read a file","top_k":5,"tools":${toolsJson}}`,
+      `{"query":"web","always_keep":["x"],"tools":${toolsJson},"max_tools":3,"compression_model_name":"m","source":"gateway:anthropic"}`,
+      `\ufeff{ "pattern" : "read" ,\n "tools" :\t${toolsJson} }`,
+    ]) {
+      const body = Buffer.from(text);
+      find.mockClear();
+      const fast = readToolListBody(body, lists, known);
+      expect(fast.cached).toBe(list);
+      // Found by its bytes where its array opens (positions after a byte order mark).
+      const bom = body[0] === 0xef ? 3 : 0;
+      expect(find.mock.results.map(({ value }) => value)).toEqual([{ key: fast.toolsKey, end: body.indexOf(toolsJson) + toolsJson.length - bom }]);
+      expect(outcome(() => fast)).toEqual(outcome(() => readToolListBody(body, lists)));
+    }
+  });
+
+  it('never takes known bytes that are not the top-level tools array, nor a body that is not valid JSON', () => {
+    const { lists, known } = remembered();
+    for (const text of [
+      // Known bytes nested first, another top-level list after.
+      `{"meta":{"tools":${toolsJson}},"pattern":"x","tools":${otherJson}}`,
+      // The list twice at the top: JSON.parse keeps the last.
+      `{"pattern":"x","tools":${toolsJson},"tools":${otherJson}}`,
+      `{"pattern":"x","tools":${otherJson},"tools":${toolsJson}}`,
+      // An escaped key spells tools: JSON.parse reads it as the list.
+      `{"pattern":"x","tools":${toolsJson},"tool\\u0073":[{"name":"other"}]}`,
+      // Known bytes where a string should be, in an array, as a prefix of a longer array.
+      `{"pattern":"x","tools":${toolsJson.slice(0, -1)},{"name":"third"}]}`,
+      `{"pattern":"x","list":[${toolsJson}],"tools":${otherJson}}`,
+      `{"pattern":"x","always_keep":["tools"],"tools":${toolsJson}}`,
+      // Malformed around known bytes.
+      `{"pattern":"x","tools":${toolsJson}}}`,
+      `{"pattern":"x","tools":${toolsJson},}`,
+      `{"pattern":"x" "tools":${toolsJson}}`,
+      `["tools",{"tools":${toolsJson}}]`,
+      `{"pattern":"x","tools":${toolsJson}`,
+    ]) {
+      const body = Buffer.from(text);
+      expect(
+        outcome(() => readToolListBody(body, lists, known)),
+        text.slice(0, 60),
+      ).toEqual(outcome(() => readToolListBody(body, lists)));
+    }
+  });
+
+  it('equals the full path on random bodies built around a known list', () => {
+    const { lists, known } = remembered();
+    const random = seededRandom(75);
+    for (let round = 0; round < 300; round++) {
+      const before: Record<string, unknown> = {};
+      const after: Record<string, unknown> = {};
+      for (let i = 0; i < Math.floor(random() * 3); i++) before[random() < 0.3 ? 'tools' : `k${i}`] = randomValue(random, 0);
+      for (let i = 0; i < Math.floor(random() * 3); i++) after[random() < 0.3 ? 'tools' : `j${i}`] = randomValue(random, 0);
+      const head = JSON.stringify(before).slice(0, -1);
+      const tail = JSON.stringify(after).slice(1);
+      const text = `${head}${head === '{' ? '' : ','}"tools":${random() < 0.8 ? toolsJson : otherJson}${tail === '}' ? '' : ','}${tail}`;
+      const body = Buffer.from(random() < 0.1 ? text.slice(0, -1 - Math.floor(random() * 3)) : text);
+      expect(
+        outcome(() => readToolListBody(body, lists, known)),
+        text.slice(0, 80),
+      ).toEqual(outcome(() => readToolListBody(body, lists)));
+    }
+  });
+
+  it('reads a forgotten list whose bytes are still known in full, under the same key', async () => {
+    const { lists, known } = remembered();
+    const body = Buffer.from(`{"pattern":"x","tools":${toolsJson}}`);
+    const key = readToolListBody(body, lists).toolsKey!;
+    lists.delete(key);
+    const read = readToolListBody(body, lists, known);
+    expect(read).toEqual({ json: { pattern: 'x', tools }, toolsKey: key });
+    expect(await readToolListBodyInSlices(body, lists, known)).toEqual(read);
+  });
+});
+
+describe('KnownBytes', () => {
+  const text = (label: string, length = 100) => Buffer.from(label.padEnd(length, '.'));
+
+  it('finds a string at a position by its bytes, not by a shared head, and refreshes what it finds', () => {
+    const known = new KnownBytes(1000);
+    known.remember('a', text('[same head and then a', 100));
+    known.remember('b', text('[same head and then b', 120));
+    const body = Buffer.concat([Buffer.from('{"tools":'), text('[same head and then b', 120), Buffer.from('}')]);
+    expect(known.find(body, 9)).toEqual({ key: 'b', end: 129 });
+    expect(known.find(body, 8)).toBeUndefined();
+    expect(known.find(body, body.length - 10)).toBeUndefined();
+    // A string shorter than the head is not kept (too short to be worth it, and it cannot be found by one).
+    known.remember('short', Buffer.from('[1]'));
+    expect(known.size).toBe(2);
+  });
+
+  it('holds at most its bytes, forgetting the least recently found first, and a few strings per head', () => {
+    const known = new KnownBytes(250);
+    known.remember('a', text('a'));
+    known.remember('b', text('b'));
+    expect(known.find(text('a'), 0)?.key).toBe('a');
+    known.remember('c', text('c'));
+    expect(known.heldBytes).toBeLessThanOrEqual(250);
+    expect(known.find(text('b'), 0)).toBeUndefined();
+    expect(known.find(text('a'), 0)?.key).toBe('a');
+    expect(known.find(text('c'), 0)?.key).toBe('c');
+    known.remember('huge', text('huge', 251));
+    expect(known.find(text('huge', 251), 0)).toBeUndefined();
+
+    const many = new KnownBytes(1_000_000);
+    const same = (i: number) => Buffer.concat([Buffer.alloc(HEAD_BYTES, 0x61), Buffer.from(String(i))]);
+    for (let i = 0; i < CANDIDATES_PER_HEAD + 3; i++) many.remember(`k${i}`, same(i));
+    expect(many.size).toBe(CANDIDATES_PER_HEAD);
+    expect(many.find(same(0), 0)).toBeUndefined();
+    expect(many.find(same(CANDIDATES_PER_HEAD + 2), 0)?.key).toBe(`k${CANDIDATES_PER_HEAD + 2}`);
   });
 });
 

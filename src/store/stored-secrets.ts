@@ -1,0 +1,177 @@
+/**
+ * The credentials the store keeps, brought under SECRETS_KEY at start (issue 76): every value an
+ * older release wrote in plaintext is sealed, and every value sealed with another key than the
+ * sealing one (a rotation: `SECRETS_KEY=new:...,old:...`) is opened and sealed again. SQL migrations
+ * cannot do this (they have no key), so it runs in code after them, on every start.
+ *
+ * Where the store keeps credentials: `mcp_upstreams.headers` (the values; names stay readable),
+ * `upstream_oauth.client_secret`, `.client` and `.tokens`, `upstream_oauth_pending.code_verifier`.
+ * A header value is sealed together with its upstream's URL (headerPlaintext): one who can write
+ * the database but lacks the key cannot point an upstream elsewhere and have its credential sent there.
+ *
+ * A start is refused, with what to set, when the store holds credentials and SECRETS_KEY is unset,
+ * or holds values sealed with a key id SECRETS_KEY lacks (the key was dropped too early). Each
+ * value is rewritten only if it is still the one read (compare and set): replicas starting side by
+ * side, or a registration landing meanwhile, are never overwritten.
+ */
+import { sql } from 'drizzle-orm';
+import { isSealed, sealedKeyId, SecretOpenError, type SecretBox } from '../lib/secret-box.js';
+import type { Logger } from '../logger.js';
+import { queryRows } from './database.js';
+import type { Executor } from './tool-store.js';
+
+/** What a header value is sealed as: the upstream's URL with it, so the value goes to that URL only. */
+export function headerPlaintext(url: string, value: string): string {
+  return JSON.stringify([url, value]);
+}
+
+/** The header value an opened plaintext holds for `url`; null when it was sealed for another URL (or is not one). */
+export function headerValueFor(url: string, plaintext: string): string | null {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(plaintext);
+  } catch {
+    return null;
+  }
+  return Array.isArray(parsed) && parsed.length === 2 && parsed[0] === url && typeof parsed[1] === 'string' ? parsed[1] : null;
+}
+
+/** The store holds credentials SECRETS_KEY cannot serve: the start stops with this. */
+export class StoredSecretsError extends Error {}
+
+/** One stored credential: where it lives, and how to write it back if unchanged. */
+interface StoredValue {
+  where: string;
+  value: string;
+  /** What a plaintext value is sealed as (a header value: with its URL). */
+  plaintext?: (value: string) => string;
+  /** Writes `next` in place of `value` if the row still holds `value`. */
+  replace(next: string): Promise<void>;
+}
+
+export interface SealReport {
+  /** Plaintext values sealed. */
+  sealed: number;
+  /** Values sealed with another key, sealed again with the first. */
+  resealed: number;
+  /** Values left as they were because they do not authenticate (each upstream's sync says so). */
+  unreadable: number;
+}
+
+/** Seals plaintext credentials and re-seals those under older keys; throws StoredSecretsError when SECRETS_KEY cannot serve the store. */
+export async function sealStoredSecrets(db: Executor, box: SecretBox, logger?: Logger): Promise<SealReport> {
+  const values = await storedValues(db);
+  const report: SealReport = { sealed: 0, resealed: 0, unreadable: 0 };
+  if (values.length === 0) return report;
+  if (box.keyId === null) {
+    const ids = [...new Set(values.map((value) => sealedKeyId(value.value)).filter((id) => id !== null))];
+    throw new StoredSecretsError(
+      `the store holds ${values.length} credential${values.length > 1 ? 's' : ''} (upstream header values, OAuth secrets) and SECRETS_KEY is not set: ` +
+        `set SECRETS_KEY ${ids.length > 0 ? `with the key${ids.length > 1 ? 's' : ''} ${ids.map((id) => `"${id}"`).join(', ')} they are sealed with` : 'to 32 random bytes (openssl rand -base64 32) to seal them'}`,
+    );
+  }
+  const missing = new Map<string, number>();
+  const work: { stored: StoredValue; next: string; kind: 'sealed' | 'resealed' }[] = [];
+  for (const stored of values) {
+    if (!isSealed(stored.value)) {
+      work.push({ stored, next: box.seal(stored.plaintext ? stored.plaintext(stored.value) : stored.value), kind: 'sealed' });
+      continue;
+    }
+    if (sealedKeyId(stored.value) === box.keyId) continue;
+    try {
+      work.push({ stored, next: box.seal(box.open(stored.value)), kind: 'resealed' });
+    } catch (error) {
+      if (!(error instanceof SecretOpenError)) throw error;
+      if (error.reason === 'unknown_key') missing.set(error.keyId!, (missing.get(error.keyId!) ?? 0) + 1);
+      else {
+        report.unreadable++;
+        logger?.warn({ where: stored.where, reason: error.reason }, 'a stored credential does not open with SECRETS_KEY: left as it is');
+      }
+    }
+  }
+  if (missing.size > 0) {
+    throw new StoredSecretsError(
+      `SECRETS_KEY does not hold ${[...missing].map(([id, count]) => `key id "${id}" (${count} stored credential${count > 1 ? 's' : ''} sealed with it)`).join(', ')}: ` +
+        `add it to SECRETS_KEY after the sealing key (SECRETS_KEY=<new id>:<new key>,<old id>:<old key>) until the start has re-sealed them`,
+    );
+  }
+  for (const { stored, next, kind } of work) {
+    await stored.replace(next);
+    report[kind]++;
+  }
+  if (report.sealed + report.resealed > 0) logger?.info({ ...report, keyId: box.keyId }, 'stored credentials sealed with SECRETS_KEY');
+  return report;
+}
+
+/** Every credential the store holds, each with its compare-and-set writer. */
+async function storedValues(db: Executor): Promise<StoredValue[]> {
+  const values: StoredValue[] = [];
+  const upstreams = await queryRows<{ catalogId: number; name: string; url: string; headers: string }>(
+    db,
+    sql`select catalog_id as "catalogId", name, url, headers::text as headers from mcp_upstreams where json_typeof(headers) = 'object' and headers::text <> '{}'`,
+  );
+  for (const row of upstreams) {
+    const headers = JSON.parse(row.headers) as Record<string, unknown>;
+    for (const [header, value] of Object.entries(headers)) {
+      if (typeof value !== 'string') continue;
+      values.push({
+        where: `upstream "${row.name}" (catalog ${row.catalogId}) header ${header}`,
+        value,
+        plaintext: (plain) => headerPlaintext(row.url, plain),
+        // The whole object is rewritten against the text read: a header changed meanwhile (a
+        // registration, or another of its values sealed first) leaves this one to the next start.
+        replace: async (next) => {
+          const current = await queryRows<{ headers: string }>(
+            db,
+            sql`select headers::text as headers from mcp_upstreams where catalog_id = ${row.catalogId} and name = ${row.name}`,
+          );
+          const before = current[0]?.headers;
+          if (before === undefined) return;
+          const object = JSON.parse(before) as Record<string, unknown>;
+          if (object[header] !== value) return;
+          await db.execute(sql`update mcp_upstreams set headers = ${JSON.stringify({ ...object, [header]: next })}::json
+            where catalog_id = ${row.catalogId} and name = ${row.name} and headers::text = ${before}`);
+        },
+      });
+    }
+  }
+  const oauth = await queryRows<{ catalogId: number; upstream: string; clientSecret: string | null; client: string | null; tokens: string | null }>(
+    db,
+    sql`select catalog_id as "catalogId", upstream, client_secret as "clientSecret", client, tokens from upstream_oauth
+        where client_secret is not null or client is not null or tokens is not null`,
+  );
+  for (const row of oauth) {
+    for (const [column, value] of [
+      ['client_secret', row.clientSecret],
+      ['client', row.client],
+      ['tokens', row.tokens],
+    ] as const) {
+      if (value === null) continue;
+      values.push({
+        where: `upstream "${row.upstream}" (catalog ${row.catalogId}) OAuth ${column}`,
+        value,
+        replace: async (next) => {
+          await db.execute(
+            sql`update upstream_oauth set ${sql.identifier(column)} = ${next} where catalog_id = ${row.catalogId} and upstream = ${row.upstream} and ${sql.identifier(column)} = ${value}`,
+          );
+        },
+      });
+    }
+  }
+  const pending = await queryRows<{ stateHash: string; catalogId: number; upstream: string; codeVerifier: string }>(
+    db,
+    sql`select state_hash as "stateHash", catalog_id as "catalogId", upstream, code_verifier as "codeVerifier" from upstream_oauth_pending`,
+  );
+  for (const row of pending) {
+    values.push({
+      where: `upstream "${row.upstream}" (catalog ${row.catalogId}) pending authorization`,
+      value: row.codeVerifier,
+      replace: async (next) => {
+        await db.execute(
+          sql`update upstream_oauth_pending set code_verifier = ${next} where state_hash = ${row.stateHash} and code_verifier = ${row.codeVerifier}`,
+        );
+      },
+    });
+  }
+  return values;
+}

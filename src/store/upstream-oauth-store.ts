@@ -1,0 +1,151 @@
+/**
+ * An upstream's OAuth row (migration 0018) and its pending authorizations. Secret columns are
+ * written and read as the sealed text the caller gives (SecretBox output): nothing here sees a
+ * plaintext token or client secret.
+ */
+import { sql } from 'drizzle-orm';
+import { queryRows, retryOnConflict, type Db } from './database.js';
+import type { Executor } from './tool-store.js';
+
+export type OAuthGrant = 'authorization_code' | 'client_credentials';
+export type OAuthStatus = 'authorized' | 'authorization_required' | 'refresh_failed';
+
+export interface OAuthRow {
+  catalogId: number;
+  upstream: string;
+  grantType: OAuthGrant;
+  scope: string | null;
+  clientId: string | null;
+  /** Sealed. */
+  clientSecret: string | null;
+  /** Sealed JSON of the client information in use. */
+  client: string | null;
+  discovery: Record<string, unknown> | null;
+  /** Sealed JSON of the tokens. */
+  tokens: string | null;
+  tokenVersion: number;
+  issuedAt: Date | null;
+  expiresAt: Date | null;
+  status: OAuthStatus;
+  lastError: string | null;
+  authorizedAt: Date | null;
+}
+
+/** The settings a registration gives (the secret sealed). */
+export interface OAuthSettingsRow {
+  grantType: OAuthGrant;
+  scope: string | null;
+  clientId: string | null;
+  clientSecret: string | null;
+}
+
+type Dated<T> = { [K in keyof T]: T[K] extends Date | null ? string | Date | null : T[K] };
+const date = (value: string | Date | null) => (value === null ? null : new Date(value));
+
+const columns = sql`catalog_id as "catalogId", upstream, grant_type as "grantType", scope, client_id as "clientId", client_secret as "clientSecret",
+  client, discovery, tokens, token_version as "tokenVersion", issued_at as "issuedAt", expires_at as "expiresAt", status, last_error as "lastError",
+  authorized_at as "authorizedAt"`;
+
+export async function getOAuth(db: Executor, catalogId: number, upstream: string): Promise<OAuthRow | undefined> {
+  const rows = await queryRows<Dated<OAuthRow>>(db, sql`select ${columns} from upstream_oauth where catalog_id = ${catalogId} and upstream = ${upstream}`);
+  const row = rows[0];
+  return row && { ...row, issuedAt: date(row.issuedAt), expiresAt: date(row.expiresAt), authorizedAt: date(row.authorizedAt) };
+}
+
+/**
+ * Writes a registration's OAuth settings. `keep` false (another server, grant, client or scope)
+ * forgets the client, discovery and tokens, and every pending authorization: they were for what
+ * the registration no longer says.
+ */
+export async function putOAuthSettings(db: Db, catalogId: number, upstream: string, settings: OAuthSettingsRow, keep: boolean): Promise<void> {
+  await retryOnConflict(() =>
+    db.transaction(async (tx) => {
+      await tx.execute(sql`insert into upstream_oauth (catalog_id, upstream, grant_type, scope, client_id, client_secret)
+        values (${catalogId}, ${upstream}, ${settings.grantType}, ${settings.scope}, ${settings.clientId}, ${settings.clientSecret})
+        on conflict (catalog_id, upstream) do update set grant_type = excluded.grant_type, scope = excluded.scope, client_id = excluded.client_id,
+          client_secret = excluded.client_secret`);
+      if (keep) return;
+      await tx.execute(sql`update upstream_oauth set client = null, discovery = null, tokens = null, token_version = token_version + 1, issued_at = null,
+        expires_at = null, status = 'authorization_required', last_error = null, authorized_at = null
+        where catalog_id = ${catalogId} and upstream = ${upstream}`);
+      await tx.execute(sql`delete from upstream_oauth_pending where catalog_id = ${catalogId} and upstream = ${upstream}`);
+    }),
+  );
+}
+
+/** A registration without OAuth: its OAuth row (and pending authorizations, by cascade of nothing: explicitly) go. */
+export async function deleteOAuth(db: Executor, catalogId: number, upstream: string): Promise<void> {
+  await db.execute(sql`delete from upstream_oauth_pending where catalog_id = ${catalogId} and upstream = ${upstream}`);
+  await db.execute(sql`delete from upstream_oauth where catalog_id = ${catalogId} and upstream = ${upstream}`);
+}
+
+export async function saveClient(db: Executor, catalogId: number, upstream: string, sealedClient: string | null): Promise<void> {
+  await db.execute(sql`update upstream_oauth set client = ${sealedClient} where catalog_id = ${catalogId} and upstream = ${upstream}`);
+}
+
+export async function saveDiscovery(db: Executor, catalogId: number, upstream: string, discovery: Record<string, unknown> | null): Promise<void> {
+  await db.execute(
+    sql`update upstream_oauth set discovery = ${discovery === null ? null : JSON.stringify(discovery)}::json where catalog_id = ${catalogId} and upstream = ${upstream}`,
+  );
+}
+
+/** Stores new tokens: authorized, the error cleared, the version bumped. Returns the new version. */
+export async function saveTokens(
+  db: Executor,
+  catalogId: number,
+  upstream: string,
+  tokens: { sealed: string; issuedAt: Date; expiresAt: Date | null },
+): Promise<number> {
+  const rows = await queryRows<{ version: number }>(
+    db,
+    sql`update upstream_oauth set tokens = ${tokens.sealed}, token_version = token_version + 1, issued_at = ${tokens.issuedAt.toISOString()}::timestamptz,
+      expires_at = ${tokens.expiresAt?.toISOString() ?? null}::timestamptz, status = 'authorized', last_error = null, authorized_at = coalesce(authorized_at, now())
+      where catalog_id = ${catalogId} and upstream = ${upstream} returning token_version as version`,
+  );
+  return rows[0]?.version ?? 0;
+}
+
+/**
+ * Forgets the tokens the server rejected, only if they are still the ones stored (`version`): a
+ * refresh another replica landed meanwhile is kept.
+ */
+export async function forgetTokens(db: Executor, catalogId: number, upstream: string, version: number): Promise<void> {
+  await db.execute(sql`update upstream_oauth set tokens = null, token_version = token_version + 1, issued_at = null, expires_at = null
+    where catalog_id = ${catalogId} and upstream = ${upstream} and token_version = ${version}`);
+}
+
+/** Records why the upstream cannot get a token (the gateway's own words), and the status it leaves. */
+export async function recordOAuthFailure(db: Executor, catalogId: number, upstream: string, status: OAuthStatus, error: string): Promise<void> {
+  await db.execute(sql`update upstream_oauth set status = ${status}, last_error = ${error} where catalog_id = ${catalogId} and upstream = ${upstream}`);
+}
+
+export interface PendingAuthorization {
+  catalogId: number;
+  upstream: string;
+  /** Sealed. */
+  codeVerifier: string;
+  redirectUri: string;
+}
+
+/** Starts a pending authorization; expired ones of every upstream are swept on the way. */
+export async function putPending(db: Executor, stateHash: string, pending: PendingAuthorization, expiresAt: Date): Promise<void> {
+  await db.execute(sql`delete from upstream_oauth_pending where expires_at < now()`);
+  await db.execute(sql`insert into upstream_oauth_pending (state_hash, catalog_id, upstream, code_verifier, redirect_uri, expires_at)
+    values (${stateHash}, ${pending.catalogId}, ${pending.upstream}, ${pending.codeVerifier}, ${pending.redirectUri}, ${expiresAt.toISOString()}::timestamptz)`);
+}
+
+/** Takes a pending authorization by its state's digest: single use (deleted as read); undefined when unknown or expired. */
+export async function takePending(db: Executor, stateHash: string): Promise<(PendingAuthorization & { tenant: string; catalog: string }) | undefined> {
+  const rows = await queryRows<PendingAuthorization & { tenant: string; catalog: string; expired: boolean }>(
+    db,
+    sql`with taken as (delete from upstream_oauth_pending where state_hash = ${stateHash}
+          returning catalog_id, upstream, code_verifier, redirect_uri, expires_at)
+        select t.catalog_id as "catalogId", t.upstream, t.code_verifier as "codeVerifier", t.redirect_uri as "redirectUri",
+          t.expires_at < now() as expired, c.tenant, c.name as catalog
+        from taken t join catalogs c on c.id = t.catalog_id`,
+  );
+  const row = rows[0];
+  if (!row || row.expired) return undefined;
+  const { expired: _expired, ...pending } = row;
+  return pending;
+}

@@ -1,0 +1,601 @@
+/**
+ * OAuth to upstream MCP servers, as the MCP authorization spec has it and the official SDK's
+ * `auth()` implements it: the server's 401 names its protected-resource metadata, that names the
+ * authorization server, whose metadata gives the endpoints; toolsift registers itself there
+ * (dynamic client registration) unless a client is configured, then gets tokens by the
+ * client_credentials grant (machine access) or by an authorization code with PKCE that an operator
+ * approves in a browser (`start` answers the authorization URL, `finish` takes the callback).
+ *
+ * Every request of it (discovery, registration, token) goes through the guarded fetch: metadata
+ * that points at an internal address is refused like an upstream URL would be. Tokens and client
+ * secrets are stored sealed (lib/secret-box.ts). An access token is renewed before it expires (a
+ * quarter of its lifetime, at most a minute, ahead); a renewal that fails is recorded in the
+ * upstream's OAuth state, its sync state, the audit and the metrics, in the gateway's own words,
+ * and the call that needed it answers a generic error.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import {
+  auth,
+  AuthorizationServerMismatchError,
+  extractWWWAuthenticateParams,
+  InsecureTokenEndpointError,
+  IssuerMismatchError,
+  OAuthError,
+  OAuthErrorCode,
+  RegistrationRejectedError,
+  type AuthProvider,
+  type FetchLike,
+  type OAuthClientMetadata,
+  type OAuthClientProvider,
+  type OAuthDiscoveryState,
+  type StoredOAuthClientInformation,
+  type StoredOAuthTokens,
+} from '@modelcontextprotocol/client';
+import type { AuditLog } from '../audit.js';
+import { AppError } from '../errors.js';
+import type { SecretBox } from '../lib/secret-box.js';
+import type { Logger } from '../logger.js';
+import type { Metrics } from '../metrics.js';
+import type { Db } from '../store/database.js';
+import * as store from '../store/upstream-oauth-store.js';
+import type { UpstreamRow } from '../store/upstream-store.js';
+import { getUpstream, recordUpstreamError } from '../store/upstream-store.js';
+import { describeUpstreamFailure, UpstreamRefused, type GuardedFetch } from './guarded-fetch.js';
+
+export type { OAuthGrant } from '../store/upstream-oauth-store.js';
+
+/** What a registration says about OAuth (`auth: {type: "oauth", ...}`). */
+export interface OAuthSettings {
+  grant: store.OAuthGrant;
+  clientId?: string;
+  clientSecret?: string;
+  scope?: string;
+}
+
+/** An upstream's OAuth state as its status view shows it: never a token or a secret. */
+export interface OAuthState {
+  type: 'oauth';
+  grant: store.OAuthGrant;
+  status: store.OAuthStatus;
+  /** configured: given at registration; registered: by dynamic client registration; null: none yet. */
+  client: 'configured' | 'registered' | null;
+  expires_at: string | null;
+  authorized_at: string | null;
+  last_error: string | null;
+}
+
+/** A pending authorization lives this long: the operator has that long to approve in the browser. */
+const PENDING_MS = 10 * 60_000;
+/** An access token is renewed this share of its lifetime before it expires ... */
+const RENEW_SHARE = 0.25;
+/** ... but never more than this ahead. */
+const RENEW_AHEAD_MAX_MS = 60_000;
+
+/**
+ * Why an upstream has no usable token, in the gateway's own words: shown in its sync state and
+ * OAuth status, never to an agent (a call answers a generic error).
+ */
+export class UpstreamAuthorizationFailed extends Error {
+  override readonly name = 'UpstreamAuthorizationFailed';
+  constructor(
+    message: string,
+    readonly status: store.OAuthStatus,
+  ) {
+    super(message);
+  }
+}
+
+/** Thrown inside the SDK's flow where it would send a browser somewhere: a background renewal cannot. */
+class NeedsOperator extends Error {}
+
+export interface UpstreamOAuthDeps {
+  db: Db;
+  secrets: SecretBox;
+  /** The guarded fetch: every OAuth request passes the address policy. */
+  fetch: GuardedFetch;
+  logger: Logger;
+  audit: AuditLog;
+  metrics?: Metrics;
+  version: string;
+}
+
+interface HeldToken {
+  access: string;
+  issuedAt: number;
+  expiresAt: number | null;
+}
+
+type Mode = { kind: 'background' } | { kind: 'start'; redirectUri: string; state: string } | { kind: 'callback'; redirectUri: string; codeVerifier: string };
+
+const keyOf = (row: Pick<UpstreamRow, 'catalogId' | 'name'>) => `${row.catalogId}\0${row.name}`;
+const digest = (state: string) => createHash('sha256').update(state).digest('hex');
+
+export class UpstreamOAuth {
+  readonly #deps: UpstreamOAuthDeps;
+  /** Access tokens as last read or written here, by upstream: a call does not read the store while one is fresh. */
+  readonly #held = new Map<string, HeldToken>();
+  /** One renewal at a time per upstream in this process. */
+  readonly #renewing = new Map<string, Promise<HeldToken>>();
+
+  constructor(deps: UpstreamOAuthDeps) {
+    this.#deps = deps;
+  }
+
+  /**
+   * Stores a registration's settings. The same server, grant, client and scope keep the client,
+   * discovery and tokens (re-registering does not ask for a new authorization); anything else
+   * forgets them. Null: the registration has no OAuth, and whatever it had goes.
+   */
+  async configure(catalogId: number, name: string, urlChanged: boolean, settings: OAuthSettings | null): Promise<void> {
+    this.#held.delete(keyOf({ catalogId, name }));
+    if (!settings) return store.deleteOAuth(this.#deps.db, catalogId, name);
+    const before = await store.getOAuth(this.#deps.db, catalogId, name);
+    const keep =
+      !urlChanged &&
+      before !== undefined &&
+      before.grantType === settings.grant &&
+      before.scope === (settings.scope ?? null) &&
+      before.clientId === (settings.clientId ?? null) &&
+      (before.clientSecret === null ? undefined : this.#deps.secrets.open(before.clientSecret)) === settings.clientSecret;
+    await store.putOAuthSettings(
+      this.#deps.db,
+      catalogId,
+      name,
+      {
+        grantType: settings.grant,
+        scope: settings.scope ?? null,
+        clientId: settings.clientId ?? null,
+        clientSecret: settings.clientSecret === undefined ? null : this.#deps.secrets.seal(settings.clientSecret),
+      },
+      keep,
+    );
+  }
+
+  /** The transport's view: a bearer token before each request (renewed when due), and what to do on a 401. */
+  authProvider(row: UpstreamRow): AuthProvider {
+    return {
+      token: () => this.#token(row),
+      onUnauthorized: async (context) => {
+        const { resourceMetadataUrl, scope } = extractWWWAuthenticateParams(context.response);
+        this.#held.delete(keyOf(row));
+        await this.#renew(row, { resourceMetadataUrl, scope });
+      },
+    };
+  }
+
+  /**
+   * Starts an authorization code flow for an operator: discovery (from the server's 401), the
+   * client (configured, or registered now for `redirectUri`), PKCE; answers the URL to open in a
+   * browser. The state is single use and expires; only its digest is stored.
+   */
+  async start(row: UpstreamRow, redirectUri: string): Promise<{ authorizationUrl: string; expiresAt: Date }> {
+    const settings = await this.#settings(row);
+    if (settings.grantType !== 'authorization_code')
+      throw new AppError('validation_failed', `upstream "${row.name}" uses the client_credentials grant: it gets its tokens itself, nothing to authorize`);
+    const state = randomBytes(32).toString('base64url');
+    const provider = new StoredProvider(this, row, settings, { kind: 'start', redirectUri, state });
+    const { fetch, refused } = this.#watchedFetch();
+    try {
+      const challenge = settings.discovery ? {} : await probeChallenge(row.url, fetch);
+      const result = await auth(provider, { serverUrl: row.url, fetchFn: fetch, forceReauthorization: true, ...challenge });
+      if (result !== 'REDIRECT' || !provider.authorizationUrl) throw new Error('the authorization server gave no authorization URL');
+    } catch (error) {
+      const failure = oauthFailure(error, { refused });
+      this.#note(row, 'start', 'error', failure.message);
+      throw new AppError('upstream_failed', `could not start the authorization of upstream "${row.name}": ${failure.message}`);
+    }
+    this.#note(row, 'start', 'ok');
+    return { authorizationUrl: provider.authorizationUrl.href, expiresAt: provider.pendingExpiresAt! };
+  }
+
+  /**
+   * The browser's return from the authorization server: the state (single use, unexpired) names
+   * the upstream, the code is exchanged with the verifier kept for it. Answers the upstream.
+   */
+  async finish(params: { state?: string; code?: string; iss?: string; error?: string }): Promise<{ tenant: string; catalog: string; upstream: string }> {
+    const pending = params.state ? await store.takePending(this.#deps.db, digest(params.state)) : undefined;
+    if (!pending) throw new AppError('validation_failed', 'unknown or expired authorization state: start the authorization again (POST .../oauth/start)');
+    const where = { tenant: pending.tenant, catalog: pending.catalog, upstream: pending.upstream };
+    const row = { catalogId: pending.catalogId, name: pending.upstream, tenant: pending.tenant, catalog: pending.catalog };
+    if (params.error !== undefined || params.code === undefined) {
+      const code = params.error !== undefined && KNOWN_CODES.has(params.error) ? params.error : 'no code';
+      const message = `the authorization was not granted (${code}): start it again (POST .../oauth/start)`;
+      await store.recordOAuthFailure(this.#deps.db, row.catalogId, row.name, 'authorization_required', message);
+      this.#note(row, 'callback', 'error', message);
+      throw new AppError('validation_failed', message);
+    }
+    const upstream = await this.#upstreamRow(pending.catalogId, pending.upstream, pending.tenant, pending.catalog);
+    const settings = await this.#settings(upstream);
+    const provider = new StoredProvider(this, upstream, settings, {
+      kind: 'callback',
+      redirectUri: pending.redirectUri,
+      codeVerifier: this.#deps.secrets.open(pending.codeVerifier),
+    });
+    const { fetch, refused } = this.#watchedFetch();
+    try {
+      await auth(provider, { serverUrl: upstream.url, authorizationCode: params.code, iss: params.iss, fetchFn: fetch });
+    } catch (error) {
+      const failure = oauthFailure(error, { refused });
+      await store.recordOAuthFailure(this.#deps.db, row.catalogId, row.name, 'authorization_required', failure.message);
+      this.#note(row, 'callback', 'error', failure.message);
+      throw new AppError('validation_failed', `the authorization of upstream "${row.name}" did not complete: ${failure.message}`);
+    }
+    this.#note(row, 'callback', 'ok');
+    return where;
+  }
+
+  /** The upstream's OAuth state for its status view, or null without OAuth. */
+  static stateOf(row: UpstreamRow): OAuthState | null {
+    const oauth = row.oauth;
+    if (!oauth) return null;
+    const iso = (value: string | null) => (value === null ? null : new Date(value).toISOString());
+    return {
+      type: 'oauth',
+      grant: oauth.grant,
+      status: oauth.status,
+      client: oauth.client,
+      expires_at: iso(oauth.expires_at),
+      authorized_at: iso(oauth.authorized_at),
+      last_error: oauth.last_error,
+    };
+  }
+
+  // --- the transport's token ---
+
+  async #token(row: UpstreamRow): Promise<string | undefined> {
+    const key = keyOf(row);
+    let held: HeldToken | undefined = this.#held.get(key);
+    if (!held || renewDue(held)) held = await this.#read(row);
+    // No token yet: the request goes without one and the server's 401 starts discovery.
+    if (!held) return undefined;
+    if (!renewDue(held)) return held.access;
+    try {
+      return (await this.#renew(row, {})).access;
+    } catch (error) {
+      // Renewal failed (recorded): a token that has not expired yet still serves.
+      if (!expired(held)) return held.access;
+      throw error;
+    }
+  }
+
+  /** The stored access token, held here from now on; undefined when there is none. */
+  async #read(row: UpstreamRow): Promise<HeldToken | undefined> {
+    const stored = await store.getOAuth(this.#deps.db, row.catalogId, row.name);
+    if (!stored?.tokens) return undefined;
+    const tokens = JSON.parse(this.#deps.secrets.open(stored.tokens)) as StoredOAuthTokens;
+    const held = { access: tokens.access_token, issuedAt: stored.issuedAt?.getTime() ?? Date.now(), expiresAt: stored.expiresAt?.getTime() ?? null };
+    this.#held.set(keyOf(row), held);
+    return held;
+  }
+
+  /**
+   * Gets a fresh token the way the SDK's `auth()` does (a refresh, the client_credentials grant,
+   * discovery first when nothing is known); one at a time per upstream. A failure is recorded and
+   * thrown as UpstreamAuthorizationFailed.
+   */
+  #renew(row: UpstreamRow, challenge: { resourceMetadataUrl?: URL; scope?: string }): Promise<HeldToken> {
+    const key = keyOf(row);
+    let running = this.#renewing.get(key);
+    if (!running) {
+      running = this.#renewNow(row, challenge).finally(() => this.#renewing.delete(key));
+      this.#renewing.set(key, running);
+    }
+    return running;
+  }
+
+  async #renewNow(row: UpstreamRow, challenge: { resourceMetadataUrl?: URL; scope?: string }): Promise<HeldToken> {
+    const settings = await this.#settings(row);
+    const provider = new StoredProvider(this, row, settings, { kind: 'background' });
+    const { fetch, refused } = this.#watchedFetch();
+    const action = settings.tokens ? (settings.grantType === 'client_credentials' ? 'token' : 'refresh') : 'token';
+    try {
+      await auth(provider, { serverUrl: row.url, fetchFn: fetch, ...challenge });
+    } catch (error) {
+      const failure = oauthFailure(error, { refused, refreshRejected: provider.refreshRejected, refreshFailed: provider.holdsRefreshToken });
+      await store.recordOAuthFailure(this.#deps.db, row.catalogId, row.name, failure.status, failure.message);
+      await recordUpstreamError(this.#deps.db, row.catalogId, row.name, `oauth: ${failure.message}`);
+      this.#note(row, action, 'error', failure.message);
+      throw failure;
+    }
+    const held = this.#held.get(keyOf(row));
+    if (!held) throw new UpstreamAuthorizationFailed('the authorization server answered no token', 'authorization_required');
+    this.#note(row, action, 'ok');
+    return held;
+  }
+
+  // --- for the provider ---
+
+  async #settings(row: Pick<UpstreamRow, 'catalogId' | 'name'>): Promise<store.OAuthRow> {
+    const settings = await store.getOAuth(this.#deps.db, row.catalogId, row.name);
+    if (!settings) throw new AppError('validation_failed', `upstream "${row.name}" is not registered with auth.type "oauth"`);
+    return settings;
+  }
+
+  async #upstreamRow(catalogId: number, name: string, tenant: string, catalog: string): Promise<UpstreamRow> {
+    const row = await getUpstream(this.#deps.db, tenant, catalog, name);
+    if (!row || row.catalogId !== catalogId) throw new AppError('not_found', `upstream "${name}" in catalog "${catalog}" not found`);
+    return row;
+  }
+
+  /** The guarded fetch, remembering what the address policy refused (the SDK swallows some discovery failures). */
+  #watchedFetch(): { fetch: FetchLike; refused: UpstreamRefused[] } {
+    const refused: UpstreamRefused[] = [];
+    const fetch: FetchLike = async (url, init) => {
+      try {
+        return await this.#deps.fetch(url, init);
+      } catch (error) {
+        const refusal = refusalIn(error);
+        if (refusal) refused.push(refusal);
+        throw error;
+      }
+    };
+    return { fetch, refused };
+  }
+
+  #note(row: Pick<UpstreamRow, 'tenant' | 'catalog' | 'name'>, action: string, outcome: 'ok' | 'error', reason?: string): void {
+    this.#deps.metrics?.upstreamOAuth.inc({ action, outcome });
+    this.#deps.audit.record({ event: 'oauth', tenant: row.tenant, catalog: row.catalog, upstream: row.name, action, outcome, ...(reason ? { reason } : {}) });
+  }
+
+  /** @internal The provider's writes. */
+  readonly store = {
+    secrets: () => this.#deps.secrets,
+    db: () => this.#deps.db,
+    hold: (row: UpstreamRow, held: HeldToken | undefined) => (held ? this.#held.set(keyOf(row), held) : this.#held.delete(keyOf(row))),
+    version: () => this.#deps.version,
+  };
+}
+
+/**
+ * The SDK's OAuthClientProvider over one upstream's stored row: what `auth()` reads and writes,
+ * sealed at rest. `mode` says what this run may do: a background renewal never registers a client
+ * for a browser flow nor starts one (it fails, recorded, for an operator to act on).
+ */
+class StoredProvider implements OAuthClientProvider {
+  authorizationUrl: URL | undefined;
+  pendingExpiresAt: Date | undefined;
+  /** The server refused the refresh token (invalid_grant): the tokens were forgotten. */
+  refreshRejected = false;
+
+  /** Tokens with a refresh token are still stored: a renewal that needs an operator means their refresh failed. */
+  get holdsRefreshToken(): boolean {
+    return this.tokens()?.refresh_token !== undefined;
+  }
+  #tokenVersion: number;
+
+  constructor(
+    private readonly oauth: UpstreamOAuth,
+    private readonly row: UpstreamRow,
+    private settings: store.OAuthRow,
+    private readonly mode: Mode,
+  ) {
+    this.#tokenVersion = settings.tokenVersion;
+  }
+
+  get redirectUrl(): string | undefined {
+    if (this.settings.grantType === 'client_credentials') return undefined;
+    if (this.mode.kind !== 'background') return this.mode.redirectUri;
+    // A refresh sends no redirect URI; the SDK needs one to know this is an interactive client.
+    return this.#client()?.redirect_uris?.[0] ?? 'urn:toolsift:background';
+  }
+
+  get clientMetadata(): OAuthClientMetadata {
+    const interactive = this.settings.grantType === 'authorization_code';
+    return {
+      client_name: 'toolsift',
+      software_id: 'toolsift',
+      software_version: this.oauth.store.version(),
+      redirect_uris: interactive && this.mode.kind !== 'background' ? [this.mode.redirectUri] : [],
+      grant_types: interactive ? ['authorization_code', 'refresh_token'] : ['client_credentials'],
+      response_types: interactive ? ['code'] : [],
+      token_endpoint_auth_method: 'client_secret_post',
+      ...(this.settings.scope ? { scope: this.settings.scope } : {}),
+    };
+  }
+
+  state(): string {
+    if (this.mode.kind !== 'start') throw new NeedsOperator();
+    return this.mode.state;
+  }
+
+  #client(): (StoredOAuthClientInformation & { redirect_uris?: string[] }) | undefined {
+    if (!this.settings.client) return undefined;
+    return JSON.parse(this.oauth.store.secrets().open(this.settings.client));
+  }
+
+  clientInformation(): StoredOAuthClientInformation | undefined {
+    const stored = this.#client();
+    const configured = this.settings.clientId;
+    if (configured !== null) {
+      if (stored?.client_id === configured) return stored;
+      const secret = this.settings.clientSecret === null ? undefined : this.oauth.store.secrets().open(this.settings.clientSecret);
+      return { client_id: configured, ...(secret === undefined ? {} : { client_secret: secret }) };
+    }
+    const usable =
+      stored && (this.mode.kind === 'background' || this.settings.grantType !== 'authorization_code' || stored.redirect_uris?.includes(this.mode.redirectUri));
+    if (usable) return stored;
+    // Registering an interactive client needs the callback URL, which only an operator's start gives.
+    if (this.mode.kind === 'background' && this.settings.grantType === 'authorization_code') throw new NeedsOperator();
+    return undefined;
+  }
+
+  async saveClientInformation(client: StoredOAuthClientInformation): Promise<void> {
+    const sealed = this.oauth.store.secrets().seal(JSON.stringify(client));
+    await store.saveClient(this.oauth.store.db(), this.row.catalogId, this.row.name, sealed);
+    this.settings = { ...this.settings, client: sealed };
+  }
+
+  tokens(): StoredOAuthTokens | undefined {
+    if (!this.settings.tokens) return undefined;
+    return JSON.parse(this.oauth.store.secrets().open(this.settings.tokens)) as StoredOAuthTokens;
+  }
+
+  async saveTokens(tokens: StoredOAuthTokens): Promise<void> {
+    const issuedAt = new Date();
+    // Kept from the last tokens when a refresh answer omits it (RFC 6749 §6 allows that).
+    const previous = this.tokens();
+    const kept = { ...tokens, ...(tokens.refresh_token === undefined && previous?.refresh_token ? { refresh_token: previous.refresh_token } : {}) };
+    const expiresAt = typeof tokens.expires_in === 'number' ? new Date(issuedAt.getTime() + tokens.expires_in * 1000) : null;
+    const sealed = this.oauth.store.secrets().seal(JSON.stringify(kept));
+    this.#tokenVersion = await store.saveTokens(this.oauth.store.db(), this.row.catalogId, this.row.name, { sealed, issuedAt, expiresAt });
+    this.settings = { ...this.settings, tokens: sealed, tokenVersion: this.#tokenVersion };
+    this.oauth.store.hold(this.row, { access: tokens.access_token, issuedAt: issuedAt.getTime(), expiresAt: expiresAt?.getTime() ?? null });
+  }
+
+  redirectToAuthorization(authorizationUrl: URL): void {
+    if (this.mode.kind !== 'start') throw new NeedsOperator();
+    this.authorizationUrl = authorizationUrl;
+  }
+
+  async saveCodeVerifier(codeVerifier: string): Promise<void> {
+    if (this.mode.kind !== 'start') throw new NeedsOperator();
+    this.pendingExpiresAt = new Date(Date.now() + PENDING_MS);
+    await store.putPending(
+      this.oauth.store.db(),
+      digest(this.mode.state),
+      {
+        catalogId: this.row.catalogId,
+        upstream: this.row.name,
+        codeVerifier: this.oauth.store.secrets().seal(codeVerifier),
+        redirectUri: this.mode.redirectUri,
+      },
+      this.pendingExpiresAt,
+    );
+  }
+
+  codeVerifier(): string {
+    if (this.mode.kind !== 'callback') throw new NeedsOperator();
+    return this.mode.codeVerifier;
+  }
+
+  prepareTokenRequest(scope?: string): URLSearchParams | undefined {
+    if (this.settings.grantType !== 'client_credentials') return undefined;
+    return new URLSearchParams({ grant_type: 'client_credentials', ...(scope ? { scope } : {}) });
+  }
+
+  async invalidateCredentials(scope: 'all' | 'client' | 'tokens' | 'verifier' | 'discovery'): Promise<void> {
+    const db = this.oauth.store.db();
+    if (scope === 'all' || scope === 'tokens') {
+      await store.forgetTokens(db, this.row.catalogId, this.row.name, this.#tokenVersion);
+      // Another replica may have renewed meanwhile (a rotating refresh token is then spent here):
+      // its tokens stay, and the SDK's retry refreshes with them.
+      const now = await store.getOAuth(db, this.row.catalogId, this.row.name);
+      if (scope === 'tokens' && now?.tokens) {
+        this.settings = { ...this.settings, tokens: now.tokens, tokenVersion: now.tokenVersion };
+        this.#tokenVersion = now.tokenVersion;
+      } else {
+        if (this.settings.tokens) this.refreshRejected = this.settings.grantType === 'authorization_code';
+        this.settings = { ...this.settings, tokens: null };
+        this.oauth.store.hold(this.row, undefined);
+      }
+    }
+    // A configured client stays (the operator gave it); a registered one is registered again.
+    if ((scope === 'all' || scope === 'client') && this.settings.clientId === null) {
+      await store.saveClient(db, this.row.catalogId, this.row.name, null);
+      this.settings = { ...this.settings, client: null };
+    }
+    if (scope === 'all' || scope === 'discovery') {
+      await store.saveDiscovery(db, this.row.catalogId, this.row.name, null);
+      this.settings = { ...this.settings, discovery: null };
+    }
+  }
+
+  discoveryState(): OAuthDiscoveryState | undefined {
+    return (this.settings.discovery as OAuthDiscoveryState | null) ?? undefined;
+  }
+
+  async saveDiscoveryState(state: OAuthDiscoveryState): Promise<void> {
+    await store.saveDiscovery(this.oauth.store.db(), this.row.catalogId, this.row.name, state as unknown as Record<string, unknown>);
+    this.settings = { ...this.settings, discovery: state as unknown as Record<string, unknown> };
+  }
+}
+
+function renewDue(held: HeldToken, now = Date.now()): boolean {
+  if (held.expiresAt === null) return false;
+  const ahead = Math.min(RENEW_AHEAD_MAX_MS, (held.expiresAt - held.issuedAt) * RENEW_SHARE);
+  return now >= held.expiresAt - ahead;
+}
+
+const expired = (held: HeldToken, now = Date.now()) => held.expiresAt !== null && now >= held.expiresAt;
+
+/**
+ * An unauthenticated request to the server, for its 401's challenge: where its protected-resource
+ * metadata is and what scope it asks for (the spec's first step of discovery).
+ */
+async function probeChallenge(url: string, fetch: FetchLike): Promise<{ resourceMetadataUrl?: URL; scope?: string }> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'toolsift', version: '0' } },
+    }),
+  });
+  await response.body?.cancel().catch(() => {});
+  if (response.status !== 401) return {};
+  const { resourceMetadataUrl, scope } = extractWWWAuthenticateParams(response);
+  return { ...(resourceMetadataUrl ? { resourceMetadataUrl } : {}), ...(scope ? { scope } : {}) };
+}
+
+const KNOWN_CODES: ReadonlySet<string> = new Set(Object.values(OAuthErrorCode));
+
+/** An OAuth failure in the gateway's own words (an authorization server's description is never repeated). */
+export function oauthFailure(
+  error: unknown,
+  { refused = [], refreshRejected = false, refreshFailed = false }: { refused?: UpstreamRefused[]; refreshRejected?: boolean; refreshFailed?: boolean } = {},
+): UpstreamAuthorizationFailed {
+  if (error instanceof UpstreamAuthorizationFailed) return error;
+  const again = 'an operator authorizes it again with POST /v1/catalogs/{catalog}/upstreams/{name}/oauth/start';
+  if (refused.length > 0 || error instanceof UpstreamRefused) {
+    const reason = (refused[0] ?? (error as UpstreamRefused)).reason;
+    return new UpstreamAuthorizationFailed(
+      `an OAuth address is refused by policy (${reason}): the metadata points where upstreams may not go`,
+      'authorization_required',
+    );
+  }
+  if (error instanceof NeedsOperator) {
+    if (refreshRejected)
+      return new UpstreamAuthorizationFailed(`the authorization server refused the refresh token (invalid_grant): ${again}`, 'refresh_failed');
+    // The SDK falls back to a new authorization when a refresh fails for another reason (the server unreachable, say): the tokens stay, the next renewal tries again.
+    if (refreshFailed)
+      return new UpstreamAuthorizationFailed(
+        'the token refresh failed (the authorization server did not answer it); the next use tries again',
+        'refresh_failed',
+      );
+    return new UpstreamAuthorizationFailed(`authorization required: ${again}`, 'authorization_required');
+  }
+  if (error instanceof InsecureTokenEndpointError) return new UpstreamAuthorizationFailed('the token endpoint is not https', 'authorization_required');
+  if (error instanceof IssuerMismatchError || error instanceof AuthorizationServerMismatchError)
+    return new UpstreamAuthorizationFailed('the authorization server metadata does not match its issuer', 'authorization_required');
+  if (error instanceof RegistrationRejectedError) return new UpstreamAuthorizationFailed('dynamic client registration was refused', 'authorization_required');
+  if (error instanceof OAuthError) {
+    const code = KNOWN_CODES.has(error.code) ? error.code : 'server_error';
+    return new UpstreamAuthorizationFailed(`the authorization server refused (${code})`, refreshRejected ? 'refresh_failed' : 'authorization_required');
+  }
+  const described = describeUpstreamFailure(error);
+  return new UpstreamAuthorizationFailed(
+    `OAuth ${described === 'connection failed' ? 'discovery or token request failed' : `failed (${described})`}`,
+    'authorization_required',
+  );
+}
+
+/** The OAuth failure in an error's cause chain, if any. */
+export function authorizationFailureIn(error: unknown): UpstreamAuthorizationFailed | undefined {
+  let link: unknown = error;
+  for (let depth = 0; depth < 8 && link; depth++) {
+    if (link instanceof UpstreamAuthorizationFailed) return link;
+    link = (link as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+function refusalIn(error: unknown): UpstreamRefused | undefined {
+  let link: unknown = error;
+  for (let depth = 0; depth < 8 && link; depth++) {
+    if (link instanceof UpstreamRefused) return link;
+    link = (link as { cause?: unknown }).cause;
+  }
+  return undefined;
+}

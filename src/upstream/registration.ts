@@ -1,0 +1,139 @@
+/**
+ * What a registration of an upstream MCP server may say, for every surface that registers one (the
+ * REST route `PUT /v1/catalogs/{catalog}/upstreams/{name}` and the MCP meta-tool
+ * `register_upstream`): one set of rules, so an agent cannot reach past what an operator's API
+ * call may do. The address policy, pinning and the scanner run in UpstreamService.register, after.
+ */
+import { z } from 'zod';
+import { AppError } from '../errors.js';
+import type { UpstreamRegistration } from './upstreams.js';
+
+const NAME = /^[A-Za-z0-9._-]{1,64}$/;
+/** `.` and `..` are path segments, not names: in a URL they would address another resource. */
+const notDots = (name: string) => name !== '.' && name !== '..';
+
+export const upstreamName = z
+  .string()
+  .regex(NAME, 'upstream names are 1-64 characters of A-Z a-z 0-9 . _ -')
+  .refine(notDots, 'upstream names may not be . or ..');
+
+/** An upstream's catalog and name, with the REST path's words for each. */
+export const upstreamRef = z.object({
+  catalog: z.string().regex(NAME, 'catalog names are 1-64 characters of A-Z, a-z, 0-9, ".", "_" and "-"').refine(notDots, 'catalog names may not be . or ..'),
+  name: upstreamName,
+});
+
+/**
+ * Headers the transport owns (framing, routing, the MCP session): set by a tenant they break or
+ * redirect the connection (a `Content-Length: 0` held a registration for 30 s).
+ */
+const RESERVED_HEADERS = new Set([
+  'host',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'upgrade',
+  'te',
+  'trailer',
+  'expect',
+  'content-type',
+  'accept',
+  'proxy-authorization',
+  'proxy-connection',
+  'mcp-session-id',
+  'mcp-protocol-version',
+  'last-event-id',
+  'cookie2',
+]);
+
+const headerName = z
+  .string()
+  .regex(/^[A-Za-z0-9-]{1,128}$/, 'header names are letters, digits and -')
+  .refine((name) => !RESERVED_HEADERS.has(name.toLowerCase()), 'this header is set by the transport and may not be given');
+
+/** A header value as HTTP allows it (no CR, LF or NUL); the message never repeats the value, a credential. */
+const headerValue = z
+  .string()
+  .max(8_192, 'header values are at most 8,192 characters')
+  .regex(/^[\t\x20-\x7e\x80-\xff]*$/, 'header values must be visible ASCII or Latin-1 without control characters (the value is not shown)');
+
+/**
+ * `auth: {type: "oauth"}`: toolsift gets its own tokens from the server's authorization server (the
+ * MCP authorization spec). A client may be configured (an id, and a secret for a confidential
+ * client); without one toolsift registers itself where the server offers dynamic registration.
+ */
+const oauthAuth = z
+  .object({
+    type: z.literal('oauth'),
+    /** authorization_code (default): an operator authorizes in a browser (POST .../oauth/start); client_credentials: machine access. */
+    grant: z.enum(['authorization_code', 'client_credentials']).default('authorization_code'),
+    client_id: z
+      .string()
+      .min(1)
+      .max(512)
+      .regex(/^[\x21-\x7e]+$/, 'client_id is visible ASCII without spaces')
+      .optional(),
+    client_secret: z
+      .string()
+      .min(1)
+      .max(4_096)
+      .regex(/^[\x20-\x7e]+$/, 'client_secret must be visible ASCII (the value is not shown)')
+      .optional(),
+    scope: z
+      .string()
+      .min(1)
+      .max(1_024)
+      .regex(/^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*$/, 'scope is space-separated scope tokens')
+      .optional(),
+  })
+  .strict()
+  .refine((value) => value.client_secret === undefined || value.client_id !== undefined, { message: 'client_secret needs client_id', path: ['client_secret'] });
+
+/** The registration's body: the REST request body, and register_upstream's arguments besides catalog and name. */
+export const upstreamRegistrationBody = z
+  .object({
+    url: z
+      .string()
+      .url()
+      .refine((value) => /^https?:\/\//i.test(value), 'url must be http:// or https:// (stdio servers come from UPSTREAMS_FILE, never the API)'),
+    headers: z.record(headerName, headerValue).optional(),
+    refresh_seconds: z.number().int().min(10).max(86_400).default(300),
+    trust: z.enum(['pin', 'auto']).default('pin'),
+    auth: oauthAuth.optional(),
+  })
+  .strict()
+  .refine((body) => !body.auth || !Object.keys(body.headers ?? {}).some((name) => name.toLowerCase() === 'authorization'), {
+    message: 'an Authorization header and auth.type "oauth" both set the bearer: give one',
+    path: ['headers'],
+  });
+
+export type UpstreamRegistrationBody = z.infer<typeof upstreamRegistrationBody>;
+
+/** The service's input from a parsed body. */
+export function registrationOf(name: string, body: UpstreamRegistrationBody): UpstreamRegistration {
+  const oauth = body.auth && {
+    grant: body.auth.grant,
+    ...(body.auth.client_id === undefined ? {} : { clientId: body.auth.client_id }),
+    ...(body.auth.client_secret === undefined ? {} : { clientSecret: body.auth.client_secret }),
+    ...(body.auth.scope === undefined ? {} : { scope: body.auth.scope }),
+  };
+  return { name, url: body.url, headers: body.headers ?? {}, refreshSeconds: body.refresh_seconds, trust: body.trust, oauth: oauth ?? null };
+}
+
+/**
+ * Parses with one of the schemas above; a failure is the 400 the REST API answers (`invalid <what>:
+ * <field>: <why>`), for surfaces without its parser (MCP). Never repeats a value.
+ */
+export function parseRegistrationPart<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const first = result.error.issues[0]!;
+  throw new AppError('validation_failed', `invalid ${what}: ${first.path.length ? first.path.join('.') : what}: ${first.message}`);
+}
+
+/** Who asked for a registration or removal, for the audit lines it causes: the key's id (never the key), and the surface when not REST. */
+export interface UpstreamActor {
+  key?: string;
+  via?: string;
+}

@@ -1,0 +1,480 @@
+/**
+ * Per-key policies (issue 76): a restricted key walks every route family, REST and MCP (the
+ * meta-tools, resources and prompts, drafts included), and nothing outside its scope may show:
+ * not a hidden tool's name, not another catalog, not a call that reaches an upstream. The routes
+ * are enumerated from the app itself and the MCP server's lists, so a new route or meta-tool
+ * without a row here fails the walk. Runs on the store the environment selects (PGlite, or
+ * PostgreSQL with DATABASE_URL).
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHostileUpstream } from '../fixtures/hostile-mcp-server.js';
+import { createApp } from '../../src/http/app.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { uniqueName } from '../helpers/database.js';
+
+const schema = (properties: Record<string, unknown>) => ({ type: 'object', properties });
+
+/** What the narrow key must never be shown: tools it does not see, and the other catalog's. */
+const HIDDEN_TOOLS = ['delete_order', 'refund_payment', 'b_secret_tool'];
+
+describe('per-key policies', () => {
+  let app: TestApp;
+  let dir: string;
+  const logs: Record<string, unknown>[] = [];
+  const prefix = uniqueName('pol');
+  const A = `${prefix}-a`;
+  const B = `${prefix}-b`;
+  const keys = {
+    admin: `admin-${prefix}-0123456789`,
+    narrow: `narrow-${prefix}-0123456789`,
+    searcher: `search-${prefix}-0123456789`,
+    manager: `manager-${prefix}-0123456789`,
+  };
+  const as = (key: string) => ({ authorization: `Bearer ${key}` });
+  let shipping: Awaited<ReturnType<typeof startHostileUpstream>>;
+  let payments: Awaited<ReturnType<typeof startHostileUpstream>>;
+  const clients: Client[] = [];
+
+  async function mcp(key: string, catalog?: string): Promise<Client> {
+    const client = new Client({ name: 'policy-walk', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${app.url}/mcp${catalog ? `/${catalog}` : ''}`), { requestInit: { headers: as(key) } }));
+    clients.push(client);
+    return client;
+  }
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'toolsift-keys-'));
+    const tenant = uniqueName('pol-tenant');
+    writeFileSync(
+      join(dir, 'keys.json'),
+      JSON.stringify({
+        keys: [
+          { key: keys.admin, id: 'admin', tenant },
+          {
+            key: keys.narrow,
+            id: 'narrow',
+            tenant,
+            catalogs: [A],
+            tools: { deny: ['delete_*'] },
+            servers: { deny: ['payments'] },
+            write: false,
+          },
+          { key: keys.searcher, id: 'searcher', tenant, catalogs: [A], call: false, write: false },
+          // The narrow key's scope, given management.
+          { key: keys.manager, id: 'narrow-manager', tenant, catalogs: [A], tools: { deny: ['delete_*'] }, servers: { deny: ['payments'] }, manage: true },
+        ],
+      }),
+    );
+    shipping = await startHostileUpstream({
+      host: '127.0.0.2',
+      label: 'SHIPPING',
+      tools: [{ name: 'ship_order', description: 'Ship an order to the customer.', inputSchema: schema({ order: { type: 'string' } }) }],
+    });
+    payments = await startHostileUpstream({
+      host: '127.0.0.2',
+      label: 'PAYMENTS',
+      tools: [{ name: 'refund_payment', description: 'Refund the payment of an order.', inputSchema: schema({ order: { type: 'string' } }) }],
+    });
+    const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
+    app = await startTestApp(
+      { API_KEYS_FILE: join(dir, 'keys.json'), UPSTREAM_ALLOW: '127.0.0.2/32', CODE_MODE: 'on', MCP_DRAFTS: 'on', METRICS_TOKEN: 'metrics-token-0123456789' },
+      { logger },
+    );
+    const admin = as(keys.admin);
+    const orders = ['get_order', 'list_orders', 'cancel_order', 'update_order', 'delete_order'].map((name) => ({
+      name,
+      description: `${name.split('_')[0]} the order of a customer (an order of the shop).`,
+      server: 'shop',
+    }));
+    expect((await app.request('PUT', `/v1/catalogs/${A}`, { tools: orders }, admin)).status).toBe(200);
+    expect(
+      (await app.request('PUT', `/v1/catalogs/${B}`, { tools: [{ name: 'b_secret_tool', description: 'Delete the order archive.' }] }, admin)).status,
+    ).toBe(200);
+    for (const [name, upstream] of [
+      ['shipping', shipping],
+      ['payments', payments],
+    ] as const) {
+      const put = await app.request('PUT', `/v1/catalogs/${A}/upstreams/${name}`, { url: upstream.url(), trust: 'auto' }, admin);
+      expect(put.status, put.text).toBe(200);
+    }
+  }, 120_000);
+
+  afterAll(async () => {
+    await Promise.all(clients.map((client) => client.close().catch(() => {})));
+    await app?.close();
+    await Promise.all([shipping?.close(), payments?.close()]);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** A raw JSON-RPC request (the drafts' methods are not the SDK client's). */
+  async function rpc(key: string, path: string, method: string, params: Record<string, unknown>): Promise<{ result?: any; error?: any }> {
+    const response = await app.request(
+      'POST',
+      path,
+      { jsonrpc: '2.0', id: 1, method, params },
+      {
+        ...as(key),
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2025-11-25',
+      },
+    );
+    return (
+      response.body ??
+      JSON.parse(
+        response.text
+          .split('\n')
+          .filter((line) => line.startsWith('data: '))
+          .at(-1)!
+          .slice(6),
+      )
+    );
+  }
+
+  /** Fails when an answer names a tool the key does not see, or (unless the request named it) the other catalog. */
+  const noLeak = (label: string, text: string, requestNamesB = false) => {
+    for (const secret of [...HIDDEN_TOOLS, ...(requestNamesB ? [] : [B])]) expect(text, `${label} leaks ${secret}`).not.toContain(secret);
+  };
+
+  /** Every route of the app, as express holds them: [method, path]. */
+  function appRoutes(): [string, string][] {
+    const found: [string, string][] = [];
+    const walk = (stack: any[]) => {
+      for (const layer of stack) {
+        if (layer.route) {
+          const paths: string[] = Array.isArray(layer.route.path) ? layer.route.path : [layer.route.path];
+          const methods = Object.keys(layer.route.methods).filter((method) => method !== '_all');
+          for (const path of paths) for (const method of layer.route.methods._all ? ['ALL'] : methods) found.push([method.toUpperCase(), path]);
+        } else if (layer.handle?.stack) walk(layer.handle.stack);
+      }
+    };
+    // A second app over the same deps, only for its routing table.
+    walk((createApp(app.deps) as any).router.stack);
+    return found;
+  }
+
+  it('walks every REST route with the narrow key: nothing outside its scope shows, every refusal is 403 or absent', async () => {
+    const narrow = as(keys.narrow);
+    const call = (method: string, path: string, body?: unknown) => app.request(method, path, body, narrow);
+    // method + route template -> the requests that exercise it, and what each must answer.
+    const WALK: Record<string, () => Promise<void>> = {
+      'GET /v1/catalogs': async () => {
+        const listed = await call('GET', '/v1/catalogs');
+        expect(listed.status).toBe(200);
+        expect(listed.body.catalogs.map((catalog: { name: string }) => catalog.name)).toContain(A);
+        noLeak('catalog list', listed.text);
+      },
+      'GET /v1/catalogs/:catalog': async () => {
+        const own = await call('GET', `/v1/catalogs/${A}`);
+        expect(own.status).toBe(200);
+        expect(own.body.upstreams.map((upstream: { name: string }) => upstream.name)).toEqual(['shipping']);
+        expect((await call('GET', `/v1/catalogs/${B}`)).status).toBe(403);
+        noLeak('catalog', own.text);
+      },
+      'PUT /v1/catalogs/:catalog': async () => expect((await call('PUT', `/v1/catalogs/${A}`, { tools: [] })).status).toBe(403),
+      'PATCH /v1/catalogs/:catalog': async () => expect((await call('PATCH', `/v1/catalogs/${A}`, { code_mode: false })).status).toBe(403),
+      'DELETE /v1/catalogs/:catalog': async () => expect((await call('DELETE', `/v1/catalogs/${B}`)).status).toBe(403),
+      'GET /v1/catalogs/:catalog/tools': async () => {
+        const names: string[] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await call('GET', `/v1/catalogs/${A}/tools?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+          expect(page.status).toBe(200);
+          noLeak('tool page', page.text);
+          names.push(...page.body.tools.map((tool: { name: string }) => tool.name));
+          cursor = page.body.next_cursor ?? undefined;
+        } while (cursor);
+        expect(names.sort()).toEqual(['cancel_order', 'get_order', 'list_orders', 'ship_order', 'update_order']);
+        expect((await call('GET', `/v1/catalogs/${B}/tools`)).status).toBe(403);
+      },
+      'POST /v1/catalogs/:catalog/tools': async () =>
+        expect((await call('POST', `/v1/catalogs/${A}/tools`, { tools: [{ name: 'x', description: 'y' }] })).status).toBe(403),
+      'GET /v1/catalogs/:catalog/tools/:name': async () => {
+        const hidden = await call('GET', `/v1/catalogs/${A}/tools/delete_order`);
+        const absent = await call('GET', `/v1/catalogs/${A}/tools/no_such_tool`);
+        // A hidden tool is answered as an absent one: the same status and the same words.
+        expect(hidden.status).toBe(404);
+        expect(hidden.body.error.message.replace('delete_order', 'X')).toBe(absent.body.error.message.replace('no_such_tool', 'X'));
+        expect((await call('GET', `/v1/catalogs/${A}/tools/refund_payment`)).status).toBe(404);
+        expect((await call('GET', `/v1/catalogs/${A}/tools/get_order`)).status).toBe(200);
+      },
+      'DELETE /v1/catalogs/:catalog/tools/:name': async () => expect((await call('DELETE', `/v1/catalogs/${A}/tools/get_order`)).status).toBe(403),
+      'POST /v1/catalogs/:catalog/search': async () => {
+        const found = await call('POST', `/v1/catalogs/${A}/search`, { query: 'delete_order refund the payment of an order', top_k: 3 });
+        expect(found.status).toBe(200);
+        noLeak('search', found.text);
+        // Filtered before the cut: still three.
+        expect(found.body.results).toHaveLength(3);
+        expect((await call('POST', `/v1/catalogs/${B}/search`, { query: 'delete' })).status).toBe(403);
+      },
+      'POST /v1/feedback': async () => {
+        const judged = await call('POST', '/v1/feedback', { catalog: A, query: 'remove an order', used: ['delete_order', 'get_order', 'no_such_tool'] });
+        expect(judged.status).toBe(200);
+        expect(judged.body.recorded).toEqual(['get_order']);
+        expect(judged.body.unknown).toEqual(['delete_order', 'no_such_tool']);
+        expect((await call('POST', '/v1/feedback', { catalog: B, query: 'x', used: ['b_secret_tool'] })).status).toBe(403);
+      },
+      'DELETE /v1/catalogs/:catalog/feedback': async () => expect((await call('DELETE', `/v1/catalogs/${A}/feedback`)).status).toBe(403),
+      'GET /v1/catalogs/:catalog/upstreams': async () => {
+        const listed = await call('GET', `/v1/catalogs/${A}/upstreams`);
+        expect(listed.status).toBe(200);
+        expect(listed.body.upstreams.map((upstream: { name: string }) => upstream.name)).toEqual(['shipping']);
+        noLeak('upstreams', listed.text);
+      },
+      'GET /v1/catalogs/:catalog/upstreams/:name': async () => {
+        expect((await call('GET', `/v1/catalogs/${A}/upstreams/shipping`)).status).toBe(200);
+        const refused = await call('GET', `/v1/catalogs/${A}/upstreams/payments`);
+        expect(refused.status).toBe(403);
+        noLeak('upstream review', refused.text.replace('"payments"', ''));
+      },
+      'PUT /v1/catalogs/:catalog/upstreams/:name': async () =>
+        expect((await call('PUT', `/v1/catalogs/${A}/upstreams/shipping`, { url: shipping.url() })).status).toBe(403),
+      'POST /v1/catalogs/:catalog/upstreams/:name/approve': async () =>
+        expect((await call('POST', `/v1/catalogs/${A}/upstreams/shipping/approve`, {})).status).toBe(403),
+      'POST /v1/catalogs/:catalog/upstreams/:name/reject': async () =>
+        expect((await call('POST', `/v1/catalogs/${A}/upstreams/shipping/reject`, {})).status).toBe(403),
+      'DELETE /v1/catalogs/:catalog/upstreams/:name': async () => expect((await call('DELETE', `/v1/catalogs/${A}/upstreams/shipping`)).status).toBe(403),
+      'POST /v1/catalogs/:catalog/upstreams/:name/oauth/start': async () =>
+        expect((await call('POST', `/v1/catalogs/${A}/upstreams/shipping/oauth/start`, {})).status).toBe(403),
+      // No key (an operator's browser): only a pending authorization's state opens it, and a forged one shows nothing.
+      'GET /oauth/callback': async () => {
+        const forged = await fetch(`${app.url}/oauth/callback?state=forged&code=x`);
+        expect(forged.status).toBe(400);
+        noLeak('oauth callback', await forged.text());
+      },
+      'POST /v1/tools/scan': async () => expect((await call('POST', '/v1/tools/scan', { tools: [{ name: 'x', description: 'y' }] })).status).toBe(200),
+      'POST /v1/tool-search': async () => {
+        const found = await call('POST', '/v1/tool-search', { catalog: A, query: 'delete_order refund the payment of an order', max_results: 3 });
+        expect(found.status).toBe(200);
+        expect(found.body.results).toHaveLength(3);
+        noLeak('tool-search', found.text);
+        const openai = await call('POST', '/v1/tool-search', { catalog: A, query: 'refund an order payment', format: 'openai' });
+        noLeak('tool-search openai', openai.text);
+        expect((await call('POST', '/v1/tool-search', { catalog: B, query: 'delete' })).status).toBe(403);
+      },
+      'POST /v1/tool-discovery/search': async () => {
+        for (const path of ['/v1/tool-discovery/search', '/api/compress/tool-discovery']) {
+          const chosen = await call('POST', path, {
+            catalog: A,
+            query: 'delete_order refund payment',
+            max_tools: 4,
+            always_keep: ['delete_order', 'refund_payment'],
+          });
+          expect(chosen.status).toBe(200);
+          noLeak('selector', chosen.text);
+          expect(chosen.body.selected_names).toHaveLength(4);
+          // Padding past what the ranking found fills with visible tools only.
+          const padded = await call('POST', path, { catalog: A, query: 'zzqx', max_tools: 20 });
+          noLeak('selector padding', padded.text);
+          expect(padded.body.selected_names.sort()).toEqual(['cancel_order', 'get_order', 'list_orders', 'ship_order', 'update_order']);
+          expect((await call('POST', path, { catalog: B, query: 'delete' })).status).toBe(403);
+        }
+      },
+      'POST /api/compress/tool-discovery': async () => {}, // walked with /v1/tool-discovery/search
+      'GET /v1/jobs/:id': async () => expect((await call('GET', '/v1/jobs/some-job')).status).toBe(403),
+      'ALL /mcp': async () => {
+        // The MCP test below walks the protocol; the HTTP route refuses another catalog before it is looked up.
+        const refused = await fetch(`${app.url}/mcp/${B}`, {
+          method: 'POST',
+          headers: { ...narrow, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+        });
+        expect(refused.status).toBe(403);
+      },
+      'ALL /mcp/:catalog': async () => {},
+    };
+    // Routes with no tenant data: not behind a key.
+    const PUBLIC = new Set(['GET /healthz', 'GET /readyz', 'GET /metrics', 'GET /openapi.yaml', 'GET /docs', 'GET /ui']);
+    const routes = appRoutes().map(([method, path]) => `${method} ${path}`);
+    expect(routes.length).toBeGreaterThan(20);
+    const unwalked = routes.filter((route) => !WALK[route] && !PUBLIC.has(route));
+    expect(unwalked, 'routes the policy walk does not cover: add a row (and enforcement)').toEqual([]);
+    for (const route of routes) if (WALK[route]) await WALK[route]!();
+  }, 120_000);
+
+  it('walks every MCP meta-tool, resource and prompt with the narrow key, at /mcp and /mcp/{catalog}', async () => {
+    for (const catalog of [undefined, A]) {
+      const client = await mcp(keys.narrow, catalog);
+      const prefixOf = (name: string) => (catalog ? name : `${A}/${name}`);
+      const text = (value: unknown) => JSON.stringify(value);
+      const tools = (await client.listTools()).tools.map((tool) => tool.name);
+      const WALK: Record<string, () => Promise<void>> = {
+        search_tools: async () => {
+          const found = (await client.callTool({ name: 'search_tools', arguments: { query: 'delete_order refund the payment of an order', limit: 3 } })) as any;
+          noLeak('search_tools', text(found));
+          expect(found.structuredContent.results).toHaveLength(3);
+        },
+        get_tool_details: async () => {
+          const details = (await client.callTool({
+            name: 'get_tool_details',
+            arguments: { names: [prefixOf('delete_order'), prefixOf('refund_payment'), prefixOf('no_such_tool'), prefixOf('get_order')] },
+          })) as any;
+          const [hidden, server, absent, seen] = details.structuredContent.tools;
+          expect([hidden.found, server.found, absent.found, seen.found]).toEqual([false, false, false, true]);
+          expect(hidden.error.replace('delete_order', 'X')).toBe(absent.error.replace('no_such_tool', 'X'));
+        },
+        list_tools: async () => {
+          const listed = (await client.callTool({ name: 'list_tools', arguments: {} })) as any;
+          noLeak('list_tools', text(listed));
+          expect(listed.structuredContent.names).toHaveLength(5);
+        },
+        call_tool: async () => {
+          const before = payments.calls.length;
+          const refused = (await client.callTool({ name: 'call_tool', arguments: { name: prefixOf('refund_payment'), arguments: { order: '1' } } })) as any;
+          expect(refused.isError).toBe(true);
+          expect(text(refused.content)).toMatch(/unknown tool/);
+          expect(payments.calls.length).toBe(before);
+          const shipped = (await client.callTool({ name: 'call_tool', arguments: { name: prefixOf('ship_order'), arguments: { order: '1' } } })) as any;
+          expect(shipped.isError ?? false, text(shipped)).toBe(false);
+        },
+        run_code: async () => {
+          const before = payments.calls.length;
+          // The program names hidden tools and an absent one: each is refused in the same words.
+          const names = [prefixOf('refund_payment'), prefixOf('delete_order'), `${B}/b_secret_tool`, prefixOf('no_such_tool')];
+          const program = `const out = [];
+            for (const name of ${JSON.stringify(names)}) {
+              try { await callTool(name, { order: "1" }); out.push("called"); } catch (error) { out.push(String(error.message)); }
+            }
+            return out;`;
+          const ran = (await client.callTool({ name: 'run_code', arguments: { code: program } })) as any;
+          const answers: string[] = ran.structuredContent.result;
+          expect(answers.map((answer, at) => answer.replace(names[at]!, 'X'))).toEqual(Array(4).fill(answers[3]!.replace(names[3]!, 'X')));
+          expect(answers[3]).toMatch(/unknown tool/);
+          expect(payments.calls.length).toBe(before);
+        },
+        x_amz_bedrock_agentcore_search: async () => {
+          const found = (await client.callTool({
+            name: 'x_amz_bedrock_agentcore_search',
+            arguments: { query: 'delete_order refund the payment of an order' },
+          })) as any;
+          noLeak('agentcore search', text(found));
+          expect(found.structuredContent.tools.length).toBeGreaterThan(0);
+        },
+      };
+      const unwalked = tools.filter((tool) => !WALK[tool]);
+      expect(unwalked, 'meta-tools the policy walk does not cover').toEqual([]);
+      for (const tool of tools) await WALK[tool]!();
+
+      // The drafts' methods: the catalog listing, descriptions and a call by address.
+      const path = `/mcp${catalog ? `/${catalog}` : ''}`;
+      const listing = await rpc(keys.narrow, path, 'tools/catalog', {});
+      expect(listing.result?.tools?.length).toBe(5);
+      noLeak('tools/catalog', text(listing));
+      const searched = await rpc(keys.narrow, path, 'tools/catalog', { query: 'refund the payment of an order' });
+      noLeak('tools/catalog query', text(searched));
+      const described = await rpc(keys.narrow, path, 'tools/describe', { names: [prefixOf('delete_order')] });
+      expect(described.error?.message).toMatch(/Unknown tool names/);
+      const direct = (await client.callTool({ name: prefixOf('refund_payment'), arguments: { order: '1' } })) as any;
+      expect(direct.isError).toBe(true);
+
+      // Resources: only the key's catalog, without the tools it does not see.
+      const templates = (await client.listResourceTemplates()).resourceTemplates.map((template) => template.name).sort();
+      expect(templates).toEqual(['catalog-index', 'tool-definition']);
+      const resources = (await client.listResources()).resources;
+      noLeak('resources/list', text(resources));
+      expect(resources.map((resource) => resource.uri)).toEqual([`toolsift://catalogs/${A}/index`]);
+      const index = await client.readResource({ uri: `toolsift://catalogs/${A}/index` });
+      noLeak('catalog index', text(index));
+      expect(text(index)).toContain('get_order');
+      await expect(client.readResource({ uri: `toolsift://catalogs/${B}/index` })).rejects.toThrow();
+      await expect(client.readResource({ uri: `toolsift://catalogs/${A}/tools/delete_order` })).rejects.toThrow(/unknown tool/);
+      expect((await client.readResource({ uri: `toolsift://catalogs/${A}/tools/get_order` })).contents).toHaveLength(1);
+
+      // Prompts say nothing of the catalogs; each is read.
+      for (const prompt of (await client.listPrompts()).prompts) {
+        const got = await client.getPrompt({ name: prompt.name, arguments: prompt.arguments?.length ? { task: 'refund an order' } : {} });
+        noLeak(`prompt ${prompt.name}`, text(got));
+      }
+    }
+  }, 120_000);
+
+  it('walks the management meta-tools, resource and prompt with a narrow manage key: only its catalogs and servers', async () => {
+    const client = await mcp(keys.manager);
+    const text = (value: unknown) => JSON.stringify(value);
+    const tools = (await client.listTools()).tools.map((tool) => tool.name);
+    const refused = async (name: string, args: Record<string, unknown>, pattern: RegExp) => {
+      const answer = (await client.callTool({ name, arguments: args })) as any;
+      expect(answer.isError, text(answer)).toBe(true);
+      expect(answer.content[0].text).toMatch(pattern);
+    };
+    const MANAGEMENT: Record<string, () => Promise<void>> = {
+      register_upstream: async () => {
+        await refused('register_upstream', { catalog: B, name: 'shipping', url: shipping.url() }, /may not use catalog/);
+        await refused('register_upstream', { catalog: A, name: 'payments', url: payments.url() }, /may not use upstream "payments"/);
+      },
+      deregister_upstream: async () => {
+        await refused('deregister_upstream', { catalog: A, name: 'payments' }, /may not use upstream "payments"/);
+        await refused('deregister_upstream', { catalog: B, name: 'payments' }, /may not use catalog/);
+      },
+      get_tool_details: async () => {
+        const details = (await client.callTool({ name: 'get_tool_details', arguments: { names: [`${A}/ship_order`, `${A}/refund_payment`] } })) as any;
+        expect(details.structuredContent.tools.map((tool: { found: boolean; credentials?: unknown }) => [tool.found, tool.credentials])).toEqual([
+          [true, { headers: [], env: [] }],
+          [false, undefined],
+        ]);
+      },
+    };
+    // The discovery meta-tools are walked with the narrow key above: the same scope.
+    const WALKED_ABOVE = new Set(['search_tools', 'list_tools', 'call_tool', 'run_code', 'x_amz_bedrock_agentcore_search']);
+    expect(
+      tools.filter((tool) => !MANAGEMENT[tool] && !WALKED_ABOVE.has(tool)),
+      'meta-tools the management walk does not cover',
+    ).toEqual([]);
+    for (const tool of Object.keys(MANAGEMENT)) await MANAGEMENT[tool]!();
+    const status = await client.readResource({ uri: 'toolsift://upstreams/status' });
+    noLeak('upstream status', text(status).replace(/may not use upstream/g, ''));
+    expect(text(status)).not.toContain('payments');
+    expect(JSON.parse((status.contents[0] as { text: string }).text).upstreams.map((upstream: { name: string }) => upstream.name)).toEqual(['shipping']);
+    const prompt = await client.getPrompt({ name: 'upstream_status' });
+    noLeak('upstream_status prompt', text(prompt));
+    expect(text(prompt)).not.toContain('payments');
+    // The upstreams are as they were.
+    const listed = await app.request('GET', `/v1/catalogs/${A}/upstreams`, undefined, as(keys.admin));
+    expect(listed.body.upstreams.map((upstream: { name: string }) => upstream.name)).toEqual(['payments', 'shipping']);
+  });
+
+  it('refuses a search-only key every call, with a clear error, and offers it no run_code', async () => {
+    const client = await mcp(keys.searcher);
+    const tools = (await client.listTools()).tools.map((tool) => tool.name);
+    expect(tools).not.toContain('run_code');
+    const before = shipping.calls.length;
+    const refused = (await client.callTool({ name: 'call_tool', arguments: { name: `${A}/ship_order`, arguments: { order: '1' } } })) as any;
+    expect(refused.isError).toBe(true);
+    expect(refused.content[0].text).toMatch(/API key "searcher" may search and read tools but not call them/);
+    const direct = (await client.callTool({ name: `${A}/ship_order`, arguments: { order: '1' } })) as any;
+    expect(direct.isError).toBe(true);
+    expect(shipping.calls.length).toBe(before);
+    const found = (await client.callTool({ name: 'search_tools', arguments: { query: 'ship an order' } })) as any;
+    expect(found.structuredContent.results.map((tool: { name: string }) => tool.name)).toContain(`${A}/ship_order`);
+    const write = await app.request('PUT', `/v1/catalogs/${A}`, { tools: [] }, as(keys.searcher));
+    expect(write.status).toBe(403);
+    expect(write.body.error.message).toMatch(/API key "searcher" may not write catalogs/);
+  });
+
+  it('shares one catalog between keys: the admin key sees and calls what the narrow one cannot', async () => {
+    const admin = as(keys.admin);
+    const found = await app.request('POST', `/v1/catalogs/${A}/search`, { query: 'delete_order refund the payment of an order', top_k: 3 }, admin);
+    expect(found.body.results.map((tool: { name: string }) => tool.name)).toContain('delete_order');
+    const client = await mcp(keys.admin, A);
+    const refunded = (await client.callTool({ name: 'call_tool', arguments: { name: 'refund_payment', arguments: { order: '1' } } })) as any;
+    expect(refunded.isError ?? false).toBe(false);
+  });
+
+  it('audits each denial with the key id (never the key) and counts decisions by surface', async () => {
+    const denials = logs.filter((line) => line.audit === 'policy');
+    expect(denials.length).toBeGreaterThan(5);
+    expect(denials.every((line) => line.outcome === 'deny' && typeof line.key === 'string')).toBe(true);
+    expect(denials.some((line) => line.key === 'narrow' && line.action === 'see_catalog' && line.catalog === B)).toBe(true);
+    expect(denials.some((line) => line.key === 'narrow' && line.action === 'see_tool' && line.via === 'get_tool_details')).toBe(true);
+    expect(denials.some((line) => line.key === 'searcher' && line.action === 'call')).toBe(true);
+    const everything = JSON.stringify(logs);
+    for (const key of Object.values(keys)) expect(everything).not.toContain(key);
+    const scraped = await (await fetch(`${app.url}/metrics`, { headers: { authorization: 'Bearer metrics-token-0123456789' } })).text();
+    expect(scraped).toMatch(/toolsift_policy_decisions_total\{surface="rest",action="see_catalog",decision="deny"\} [1-9]/);
+    expect(scraped).toMatch(/toolsift_policy_decisions_total\{surface="mcp",action="call",decision="deny"\} [1-9]/);
+  });
+});

@@ -1,0 +1,343 @@
+/**
+ * OAuth to upstream MCP servers, end to end against a server built from the official SDK's
+ * server-side auth support (test/fixtures/oauth-mcp-server.ts): registration -> the server's 401
+ * -> protected-resource and authorization-server discovery -> dynamic client registration ->
+ * authorization code with PKCE, the browser step done by an HTTP client following the redirects
+ * -> toolsift's callback -> tokens stored sealed -> sync -> call_tool with the bearer -> the token
+ * renewed before it expires -> a revoked refresh token shown in the upstream's status and metrics,
+ * never in the agent's answer. Then client_credentials, bad input, and metadata that points
+ * toolsift at internal addresses.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { queryRows } from '../../src/store/database.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { uniqueName } from '../helpers/database.js';
+import { startOAuthMcpServer, type OAuthMcpServer } from '../fixtures/oauth-mcp-server.js';
+
+const SECRETS_KEY = Buffer.alloc(32, 7).toString('base64');
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const text = (result: { content?: unknown }) => JSON.stringify(result.content);
+
+/** An access token lives this long at the test server: renewed from 3/4 of it on. */
+const ACCESS_SECONDS = 4;
+
+describe('OAuth upstreams', () => {
+  let app: TestApp;
+  let upstream: OAuthMcpServer;
+  let client: Client;
+  const catalog = uniqueName('oauth');
+  const key = { authorization: 'Bearer oa1' };
+  const path = (name: string, rest = '') => `/v1/catalogs/${catalog}/upstreams/${name}${rest}`;
+  const status = async (name: string) => (await app.request('GET', path(name), undefined, key)).body.upstream;
+  const call = (name: string, args: Record<string, unknown> = {}) => client.callTool({ name: 'call_tool', arguments: { name, arguments: args } });
+
+  /** The operator's browser: opens the authorization URL and follows every redirect back to toolsift's callback. */
+  async function authorizeInBrowser(name: string): Promise<{ status: number; page: string; url: string }> {
+    const started = await app.request('POST', path(name, '/oauth/start'), {}, key);
+    expect(started.status).toBe(200);
+    const authorizationUrl = new URL(started.body.authorization_url);
+    expect(authorizationUrl.origin).toBe(upstream.origin);
+    expect(authorizationUrl.searchParams.get('code_challenge_method')).toBe('S256');
+    expect(authorizationUrl.searchParams.get('code_challenge')).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(authorizationUrl.searchParams.get('redirect_uri')).toBe(`${app.url}/oauth/callback`);
+    expect(authorizationUrl.searchParams.get('resource')).toBe(upstream.url);
+    const browser = await fetch(authorizationUrl, { redirect: 'follow' });
+    return { status: browser.status, page: await browser.text(), url: browser.url };
+  }
+
+  beforeAll(async () => {
+    upstream = await startOAuthMcpServer();
+    upstream.provider.accessSeconds = ACCESS_SECONDS;
+    // The test server listens on loopback, which the address policy refuses unless opened.
+    app = await startTestApp({
+      API_KEYS: `oa1:${uniqueName('oauth-tenant')}`,
+      UPSTREAM_ALLOW: '127.0.0.1/32',
+      UPSTREAM_CALL_TIMEOUT_MS: '5000',
+      SECRETS_KEY,
+      METRICS_TOKEN: 'metrics-oauth-token-0123',
+    });
+    expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools: [] }, key)).status).toBe(200);
+    client = new Client({ name: 'oauth-test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${app.url}/mcp/${catalog}`), { requestInit: { headers: key } }));
+  }, 60_000);
+
+  afterAll(async () => {
+    await client?.close();
+    await app?.close();
+    await upstream?.close();
+  });
+
+  it('authorization code with PKCE: 401 -> discovery -> dynamic registration -> browser -> callback -> tokens -> sync -> calls with the bearer', async () => {
+    const put = await app.request('PUT', path('protected'), { url: upstream.url, auth: { type: 'oauth' } }, key);
+    expect(put.status).toBe(200);
+    // The server's 401 started discovery; a browser flow needs an operator.
+    expect(put.body.upstream).toMatchObject({ tool_count: 0, auth: { type: 'oauth', grant: 'authorization_code', status: 'authorization_required' } });
+    expect(put.body.upstream.last_error).toContain('authorization required');
+    expect(upstream.seen.unauthenticated).toBeGreaterThan(0);
+
+    const browser = await authorizeInBrowser('protected');
+    expect(browser.status).toBe(200);
+    expect(browser.url.startsWith(`${app.url}/oauth/callback?`)).toBe(true);
+    expect(browser.page).toContain('is authorized (2 tools served');
+    expect(upstream.provider.counts.codeExchanges).toBe(1);
+
+    const state = await status('protected');
+    expect(state).toMatchObject({ tool_count: 2, last_error: null, auth: { status: 'authorized', client: 'registered', last_error: null } });
+    expect(Date.parse(state.auth.expires_at)).toBeGreaterThan(Date.now());
+
+    const called = await call('whoami');
+    expect(called.isError).toBeFalsy();
+    const [registered] = upstream.seen.calls;
+    expect(registered?.clientId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(text(called)).toContain(`client ${registered!.clientId}`);
+    // The callback's state is single use: the same URL again is refused and changes nothing.
+    const replay = await fetch(browser.url);
+    expect(replay.status).toBe(400);
+    expect(await replay.text()).toContain('unknown or expired authorization state');
+    expect((await status('protected')).auth.status).toBe('authorized');
+  });
+
+  it('renews the access token before it expires: the server never sees an expired bearer', async () => {
+    const refreshes = upstream.provider.counts.refreshes;
+    const before = (await status('protected')).auth.expires_at;
+    await sleep(ACCESS_SECONDS * 750 + 300);
+    const called = await call('add_numbers', { a: 2, b: 3 });
+    expect(called.isError).toBeFalsy();
+    expect(text(called)).toContain('5');
+    expect(upstream.provider.counts.refreshes).toBe(refreshes + 1);
+    expect(upstream.seen.rejectedBearers).toBe(0);
+    expect(Date.parse((await status('protected')).auth.expires_at)).toBeGreaterThan(Date.parse(before));
+  });
+
+  it('tokens and client secrets are stored sealed: the table holds none of them', async () => {
+    const rows = await queryRows<Record<string, unknown>>(app.deps.catalog.db, sql`select * from upstream_oauth`);
+    const pending = await queryRows<Record<string, unknown>>(app.deps.catalog.db, sql`select * from upstream_oauth_pending`);
+    const dump = JSON.stringify([rows, pending]);
+    const live = [...upstream.provider.refreshTokens.keys(), ...upstream.seen.calls.map((seen) => seen.clientId)];
+    const accessTokens = [...(upstream.provider as unknown as { tokens: Map<string, unknown> }).tokens.keys()];
+    expect(live.length + accessTokens.length).toBeGreaterThan(2);
+    // A registered client's id is public; its secret, and every token, must not appear.
+    // Nor encoded: base64 of the tokens JSON would carry each token's encoding at one of three alignments.
+    const encodings = (value: string) => [
+      value,
+      ...[0, 1, 2].map((shift) =>
+        Buffer.from(`${'x'.repeat(shift)}${value}`)
+          .toString('base64')
+          .slice(4 + shift, -4),
+      ),
+    ];
+    for (const token of [...upstream.provider.refreshTokens.keys(), ...accessTokens]) for (const form of encodings(token)) expect(dump).not.toContain(form);
+    const registered = await upstream.provider.clientsStore.getClient(upstream.seen.calls[0]!.clientId);
+    expect(registered?.client_secret).toBeTruthy();
+    expect(dump).not.toContain(registered!.client_secret!);
+  });
+
+  it('a revoked refresh token shows in the upstream status and metrics, never in the agent answer; authorizing again mends it', async () => {
+    upstream.provider.revokeAll();
+    await sleep(ACCESS_SECONDS * 1000 + 300);
+    const called = await call('whoami');
+    expect(called.isError).toBe(true);
+    expect(text(called)).toContain('upstream \\"protected\\" is unavailable');
+    expect(text(called)).not.toMatch(/invalid_grant|refresh|oauth|authoriz|token/i);
+    expect(upstream.provider.counts.refreshRefused).toBeGreaterThan(0);
+
+    const state = await status('protected');
+    expect(state.auth).toMatchObject({ status: 'refresh_failed' });
+    expect(state.auth.last_error).toContain('refused the refresh token (invalid_grant)');
+    expect(state.last_error).toContain('oauth: the authorization server refused the refresh token');
+    const metrics = await fetch(`${app.url}/metrics`, { headers: { authorization: 'Bearer metrics-oauth-token-0123' } });
+    expect(await metrics.text()).toMatch(/toolsift_upstream_oauth_total\{action="refresh",outcome="error"\} [1-9]/);
+
+    const again = await authorizeInBrowser('protected');
+    expect(again.status).toBe(200);
+    expect((await status('protected')).auth).toMatchObject({ status: 'authorized', last_error: null });
+    expect((await call('whoami')).isError).toBeFalsy();
+  });
+
+  it('client_credentials with a configured client: tokens without a browser, renewed before expiry; the secret never shown', async () => {
+    await upstream.addClient({ client_id: 'machine', client_secret: 'machine-secret-value' });
+    const machine = `/v1/catalogs/${catalog}-m/upstreams/machine`;
+    const body = { url: upstream.url, auth: { type: 'oauth', grant: 'client_credentials', client_id: 'machine', client_secret: 'machine-secret-value' } };
+    const put = await app.request('PUT', machine, body, key);
+    expect(put.status).toBe(200);
+    expect(put.body.upstream).toMatchObject({
+      tool_count: 2,
+      last_error: null,
+      auth: { grant: 'client_credentials', status: 'authorized', client: 'configured' },
+    });
+    expect(put.text).not.toContain('machine-secret-value');
+    const grants = upstream.provider.counts.clientCredentials;
+    expect(grants).toBeGreaterThan(0);
+    const machineClient = new Client({ name: 'oauth-test-m', version: '1.0.0' });
+    await machineClient.connect(new StreamableHTTPClientTransport(new URL(`${app.url}/mcp/${catalog}-m`), { requestInit: { headers: key } }));
+    try {
+      expect(text(await machineClient.callTool({ name: 'call_tool', arguments: { name: 'whoami', arguments: {} } }))).toContain('client machine');
+      await sleep(ACCESS_SECONDS * 750 + 300);
+      const renewed = await machineClient.callTool({ name: 'call_tool', arguments: { name: 'whoami', arguments: {} } });
+      expect(text(renewed)).toContain('client machine');
+    } finally {
+      await machineClient.close();
+    }
+    expect(upstream.provider.counts.clientCredentials).toBe(grants + 1);
+    expect(upstream.seen.rejectedBearers).toBe(0);
+    // Registering again with the same settings keeps the token; only a changed setting forgets it.
+    expect((await app.request('PUT', machine, body, key)).body.upstream.auth.status).toBe('authorized');
+    expect(upstream.provider.counts.clientCredentials).toBe(grants + 1);
+    const rows = await queryRows<Record<string, unknown>>(app.deps.catalog.db, sql`select * from upstream_oauth`);
+    expect(JSON.stringify(rows)).not.toContain('machine-secret-value');
+  });
+
+  it('a wrong client secret is the status, in the gateway words', async () => {
+    const put = await app.request(
+      'PUT',
+      `/v1/catalogs/${catalog}-m/upstreams/wrong-secret`,
+      { url: upstream.url, auth: { type: 'oauth', grant: 'client_credentials', client_id: 'machine', client_secret: 'not-the-secret' } },
+      key,
+    );
+    expect(put.status).toBe(200);
+    expect(put.body.upstream.auth).toMatchObject({ status: 'authorization_required', last_error: 'the authorization server refused (invalid_client)' });
+    expect(put.body.upstream.last_error).toBe('oauth: the authorization server refused (invalid_client)');
+  });
+
+  it('bad input: a clear 400 naming what was wrong, nothing stored', async () => {
+    const cases: [unknown, string][] = [
+      [{ url: upstream.url, auth: { type: 'oauth', client_secret: 'x' } }, 'client_secret needs client_id'],
+      [{ url: upstream.url, auth: { type: 'oauth', grant: 'password' } }, 'auth.grant'],
+      [{ url: upstream.url, auth: { type: 'basic' } }, 'auth.type'],
+      [{ url: upstream.url, headers: { Authorization: 'Bearer x' }, auth: { type: 'oauth' } }, 'both set the bearer'],
+      [{ url: upstream.url, auth: { type: 'oauth', scope: 'a  b' } }, 'auth.scope'],
+    ];
+    for (const [body, message] of cases) {
+      const put = await app.request('PUT', path('bad'), body, key);
+      expect(put.status, JSON.stringify(body)).toBe(400);
+      expect(put.body.error.message).toContain(message);
+    }
+    expect((await app.request('GET', path('bad'), undefined, key)).status).toBe(404);
+    expect((await app.request('POST', `/v1/catalogs/${catalog}-m/upstreams/machine/oauth/start`, {}, key)).body.error.message).toContain('client_credentials');
+    expect((await app.request('POST', path('nothing-here', '/oauth/start'), {}, key)).status).toBe(404);
+    expect((await app.request('POST', path('protected', '/oauth/start'), { extra: 1 }, key)).status).toBe(400);
+    const bogus = await fetch(`${app.url}/oauth/callback?state=forged&code=x`);
+    expect(bogus.status).toBe(400);
+    expect(bogus.headers.get('content-security-policy')).toBe("default-src 'none'");
+    expect(await bogus.text()).toContain('unknown or expired authorization state');
+  });
+
+  it('a denied authorization is the status; the authorization server text is not repeated', async () => {
+    const started = await app.request('POST', path('protected', '/oauth/start'), {}, key);
+    const state = new URL(started.body.authorization_url).searchParams.get('state')!;
+    const denied = await fetch(`${app.url}/oauth/callback?state=${state}&error=access_denied&error_description=${encodeURIComponent('<script>x</script>')}`);
+    expect(denied.status).toBe(400);
+    const page = await denied.text();
+    expect(page).toContain('not granted (access_denied)');
+    expect(page).not.toContain('<script>');
+    expect((await status('protected')).auth.last_error).toContain('not granted (access_denied)');
+  });
+});
+
+/** A listener that counts what reaches it: an internal service OAuth metadata must not make toolsift call. */
+async function internalService(host: string): Promise<{ url: string; hits: () => number; close(): Promise<void> }> {
+  let hits = 0;
+  const server = http.createServer((_req, res) => {
+    hits++;
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+  });
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  return {
+    url: `http://${host}:${(server.address() as AddressInfo).port}`,
+    hits: () => hits,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/**
+ * A hostile MCP server on 127.0.0.2 (opened by UPSTREAM_ALLOW) whose 401 and metadata point toolsift
+ * at other addresses: every OAuth request goes through the guarded fetch, so none is reached.
+ */
+async function hostileAuthServer(host: string, point: { resourceMetadata?: string; authorizationServer?: string }) {
+  const server = http.createServer((req, res) => {
+    const origin = `http://${host}:${(server.address() as AddressInfo).port}`;
+    if (req.url?.startsWith('/.well-known/oauth-protected-resource')) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ resource: `${origin}/mcp`, authorization_servers: [point.authorizationServer ?? origin] }));
+      return;
+    }
+    if (req.url === '/mcp') {
+      const metadata = point.resourceMetadata ?? `${origin}/.well-known/oauth-protected-resource/mcp`;
+      res.writeHead(401, { 'www-authenticate': `Bearer resource_metadata="${metadata}"` }).end();
+      return;
+    }
+    res.writeHead(404).end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  return {
+    url: `http://${host}:${(server.address() as AddressInfo).port}/mcp`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+describe('OAuth metadata pointing at internal addresses', () => {
+  let app: TestApp;
+  let internal: Awaited<ReturnType<typeof internalService>>;
+  const closing: (() => Promise<void>)[] = [];
+  const catalog = uniqueName('oauth-ssrf');
+  const key = { authorization: 'Bearer os1' };
+
+  beforeAll(async () => {
+    internal = await internalService('127.0.0.1');
+    // Only the hostile server's address is opened; 127.0.0.1 and 169.254.169.254 stay refused.
+    app = await startTestApp({ API_KEYS: `os1:${uniqueName('oauth-ssrf-tenant')}`, UPSTREAM_ALLOW: '127.0.0.2/32', SECRETS_KEY });
+  }, 60_000);
+
+  afterAll(async () => {
+    await app?.close();
+    for (const close of closing) await close();
+    await internal?.close();
+  });
+
+  const cases: [string, () => { resourceMetadata?: string; authorizationServer?: string }, string][] = [
+    ['the 401 names protected-resource metadata on loopback', () => ({ resourceMetadata: `${internal.url}/.well-known/oauth-protected-resource` }), 'loopback'],
+    [
+      'the 401 names protected-resource metadata at the cloud metadata address',
+      () => ({ resourceMetadata: 'http://169.254.169.254/latest/meta-data/' }),
+      'link-local',
+    ],
+    ['the protected-resource metadata names an authorization server on loopback', () => ({ authorizationServer: `${internal.url}/` }), 'loopback'],
+    [
+      'the protected-resource metadata names the cloud metadata address as authorization server',
+      () => ({ authorizationServer: 'http://169.254.169.254/' }),
+      'link-local',
+    ],
+  ];
+
+  for (const [title, point, reason] of cases) {
+    it(`refuses when ${title}`, async () => {
+      const hostile = await hostileAuthServer('127.0.0.2', point());
+      closing.push(hostile.close);
+      const name = `hostile-${reason}-${closing.length}`;
+      const put = await app.request(
+        'PUT',
+        `/v1/catalogs/${catalog}/upstreams/${name}`,
+        { url: hostile.url, auth: { type: 'oauth', grant: 'client_credentials', client_id: 'c', client_secret: 'client-secret-value' } },
+        key,
+      );
+      expect(put.status).toBe(200);
+      expect(put.body.upstream.auth.last_error).toContain(`refused by policy (${reason})`);
+      expect(put.body.upstream.last_error).toContain(`refused by policy (${reason})`);
+      expect(internal.hits()).toBe(0);
+    });
+  }
+
+  it('refuses the operator start the same way', async () => {
+    const hostile = await hostileAuthServer('127.0.0.2', { authorizationServer: `${internal.url}/` });
+    closing.push(hostile.close);
+    expect((await app.request('PUT', `/v1/catalogs/${catalog}/upstreams/start-hostile`, { url: hostile.url, auth: { type: 'oauth' } }, key)).status).toBe(200);
+    const started = await app.request('POST', `/v1/catalogs/${catalog}/upstreams/start-hostile/oauth/start`, {}, key);
+    expect(started.status).toBe(502);
+    expect(started.body.error.message).toContain('refused by policy (loopback)');
+    expect(internal.hits()).toBe(0);
+  });
+});
