@@ -6,6 +6,7 @@ import { loadConfig, type Config } from '../../src/config.js';
 import { createDeps, type Deps, type DepsOverrides } from '../../src/deps.js';
 import { createApp } from '../../src/http/app.js';
 import { testDatabase } from './database.js';
+import { TEST_SECRETS_KEY } from './process.js';
 import { assertMatchesSpec } from './openapi.js';
 
 export interface TestApp {
@@ -22,12 +23,7 @@ export interface TestResponse {
   text: string;
 }
 
-/**
- * The SECRETS_KEY of every test app (upstream header values are sealed with it): fixed, because the
- * shared database outlives a run on PostgreSQL. A test of other keys (rotation, a missing key) uses
- * a scratch database of its own: a start re-seals every stored credential with its first key.
- */
-export const TEST_SECRETS_KEY = Buffer.alloc(32, 7).toString('base64');
+export { TEST_SECRETS_KEY };
 
 /** The real app on a real port over the shared test database; `env` overrides config values. */
 export async function startTestApp(env: Record<string, string> = {}, overrides: DepsOverrides = {}): Promise<TestApp> {

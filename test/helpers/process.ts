@@ -4,6 +4,15 @@ import { createServer } from 'node:net';
 
 const root = new URL('../..', import.meta.url).pathname;
 
+/**
+ * The SECRETS_KEY of every test app and every service a test starts (upstream header values are
+ * sealed with it): fixed, because the shared database outlives a run on PostgreSQL and a service
+ * started on a store holding credentials without their key does not start. A test of other keys
+ * (rotation, a missing key) uses a scratch database of its own: a start re-seals every stored
+ * credential with its first key.
+ */
+export const TEST_SECRETS_KEY = Buffer.alloc(32, 7).toString('base64');
+
 /** A TCP port nothing listens on right now, for a server process a test starts. */
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -92,7 +101,12 @@ export async function waitUntilAnswering(service: CapturedProcess, url: string, 
 /** The service from source (`src/main.ts`) on a free port with `env`, once `/readyz` answers 200. */
 export async function startService(env: Record<string, string>, timeoutMs = 60_000): Promise<CapturedProcess & { base: string }> {
   const port = await freePort();
-  const service = spawnCaptured(process.execPath, ['--import', 'tsx', 'src/main.ts'], { PORT: String(port), HOST: '127.0.0.1', ...env });
+  const service = spawnCaptured(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    SECRETS_KEY: TEST_SECRETS_KEY,
+    ...env,
+  });
   const base = `http://127.0.0.1:${port}`;
   try {
     await waitUntilAnswering(service, `${base}/readyz`, timeoutMs);
