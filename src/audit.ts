@@ -69,12 +69,15 @@ export function auditLog(logger: Logger, metrics?: Metrics): AuditLog {
 export interface PolicyDecisionEvent {
   decision: 'allow' | 'deny';
   action: string;
+  /** rest or mcp: the metric's label. */
   surface: 'rest' | 'mcp';
+  /** The route or meta-tool. */
   via: string;
   key: string;
   tenant: string;
   catalog?: string;
   tool?: string;
+  /** An upstream (server) the decision was about. */
   server?: string;
 }
 

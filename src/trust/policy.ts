@@ -9,6 +9,7 @@
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import type { PolicyDecisionEvent } from '../audit.js';
 import { AppError } from '../errors.js';
 import { globMatches } from '../lib/glob.js';
 
@@ -92,19 +93,8 @@ export function canSeeServer(policy: KeyPolicy, catalog: string, server: string)
 export type PolicyAction = 'see_catalog' | 'see_tool' | 'call' | 'write' | 'manage';
 
 /** One decision, as the audit log and the metric record it. */
-export interface PolicyDecision {
-  decision: 'allow' | 'deny';
+export interface PolicyDecision extends PolicyDecisionEvent {
   action: PolicyAction;
-  /** rest or mcp: the metric's label. */
-  surface: 'rest' | 'mcp';
-  /** The route or meta-tool. */
-  via: string;
-  key: string;
-  tenant: string;
-  catalog?: string;
-  tool?: string;
-  /** An upstream (server) the decision was about. */
-  server?: string;
 }
 
 /**
