@@ -13,7 +13,7 @@ import { upsertCatalogTools } from '../../src/store/catalog-store.js';
 import { queryRows, type Db } from '../../src/store/database.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { until } from '../helpers/assertions.js';
-import { testDatabase, uniqueName } from '../helpers/database.js';
+import { scratchDatabase, storeKind, testDatabase, uniqueName } from '../helpers/database.js';
 import { countingEmbedder, dropQueuePrefix, startRedisProxy, testRedisUrl, toDocuments, uniqueTools } from '../helpers/queue.js';
 
 const logger = pino({ level: 'silent' });
@@ -67,8 +67,8 @@ describe('BullMQ embedding queue (real Redis and database)', { timeout: 180_000 
     return app;
   }
 
-  async function worker(embedder: Embedder): Promise<EmbedWorker> {
-    const started = await startEmbedWorker({ db, embedder, redisUrl: testRedisUrl(), prefix, concurrency: 2, stalledMs: 5000, logger });
+  async function worker(embedder: Embedder, on: Db = db): Promise<EmbedWorker> {
+    const started = await startEmbedWorker({ db: on, embedder, redisUrl: testRedisUrl(), prefix, concurrency: 2, stalledMs: 5000, logger });
     closers.push(() => started.close());
     return started;
   }
@@ -145,9 +145,13 @@ describe('BullMQ embedding queue (real Redis and database)', { timeout: 180_000 
     prefix = uniqueName('tq');
     const proxy = await startRedisProxy();
     closers.push(() => proxy.close());
+    // A database of its own: the app's start-up sweep queues every stored tool still lacking a
+    // vector, and the shared one holds thousands from other tests (minutes of embedding).
+    const scratch = await scratchDatabase(storeKind(), 'tq_lost');
+    closers.push(() => scratch.drop());
     const app = await startTestApp(
       { EMBED_MODEL: model.modelId, REDIS_URL: proxy.url, QUEUE_PREFIX: prefix, EMBED_WORKER: 'off', EMBED_BATCH_SIZE: '8' },
-      { embedder: model },
+      { embedder: model, database: scratch.database },
     );
     closers.push(() => app.close());
     const catalog = uniqueName('lost');
@@ -168,12 +172,11 @@ describe('BullMQ embedding queue (real Redis and database)', { timeout: 180_000 
     expect(during.body.embedding).toEqual({ model: model.modelId, total: 12, done: 0, pending: 12, failed: 0 });
 
     await proxy.restore();
-    // The app's start-up sweep may have queued other tests' documents (shared database) ahead of these.
     await until('the reconnect sweep to enqueue the missing tools', async () => {
       const queue = app.deps.queue as BullmqEmbedQueue;
       return queue.connected && (await queue.status()).waiting >= 2;
     });
-    await worker(countingEmbedder(model));
+    await worker(countingEmbedder(model), scratch.database.db);
     await until('every tool to be embedded', async () => (await app.request('GET', `/v1/catalogs/${catalog}`)).body.embedding.done === 12, 120_000);
     expect((await app.request('GET', `/v1/catalogs/${catalog}`)).body.embedding).toEqual({ model: model.modelId, total: 12, done: 12, pending: 0, failed: 0 });
     // With a worker consuming, the queue is ready again and counts it.
