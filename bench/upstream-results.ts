@@ -87,9 +87,10 @@ async function runService(cap: string) {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const base = `http://127.0.0.1:${port}`;
+  // /readyz, not /healthz: the port answers /healthz while the service is still being built.
   for (let tries = 0; ; tries++) {
     if (
-      await fetch(`${base}/healthz`).then(
+      await fetch(`${base}/readyz`).then(
         (r) => r.ok,
         () => false,
       )
