@@ -16,7 +16,7 @@ import type { CatalogEmbeddingStatus } from './embedding-status.js';
 import { documentTerms, TERMS_VERSION } from '../ranking/search-text.js';
 import { countDefinitions, countHere, type TextCounter } from './tokens.js';
 import { normalizeTools, toolWarnings, type ToolWarning } from './tool-formats.js';
-import type { Tool } from '../lib/tool.js';
+import type { Tool, WireShape } from '../lib/tool.js';
 
 /** What the catalog operations need; built once in deps.ts. */
 export interface CatalogDeps {
@@ -290,8 +290,10 @@ export async function upsertTools(deps: CatalogDeps, ref: CatalogRef, raws: unkn
     ahead.documents.map((doc) => doc.hash),
   );
   const write = await heldAsConflict(catalogStore.upsertCatalogTools(deps.db, ref.tenant, ref.name, ahead.documents, ahead.unstored));
+  const written = await afterWrite(deps, write, ahead);
   return {
-    ...(await afterWrite(deps, write, ahead)),
+    ...written,
+    catalog: await seenCatalog(deps, written.catalog, access),
     newDocuments: newToTenant(ahead.documents, known),
     warnings: raws.flatMap((raw, index) => toolWarnings(raw, index)),
     findings,
@@ -387,6 +389,79 @@ export async function updateCatalogSettings(deps: CatalogDeps, ref: CatalogRef, 
   return catalog;
 }
 
+/**
+ * The tools of each catalog (by id) that `access` sees, and the names of those it does not: one
+ * statement however many catalogs.
+ */
+export async function toolsSeen(
+  deps: Pick<CatalogDeps, 'db'>,
+  catalogs: readonly catalogStore.CatalogSummary[],
+  access: Access,
+): Promise<Map<number, { seen: catalogStore.ToolSize[]; hidden: string[] }>> {
+  const names = new Map(catalogs.map((catalog) => [catalog.id, catalog.name]));
+  const byCatalog = new Map(catalogs.map((catalog) => [catalog.id, { seen: [] as catalogStore.ToolSize[], hidden: [] as string[] }]));
+  for (const tool of await catalogStore.catalogToolSizes(deps.db, [...names.keys()])) {
+    const own = byCatalog.get(tool.catalogId)!;
+    if (access.seesTool({ catalog: names.get(tool.catalogId)!, name: tool.name, server: tool.server })) own.seen.push(tool);
+    else own.hidden.push(tool.name);
+  }
+  return byCatalog;
+}
+
+/** The definition tokens of `tools` in `shape`, as a catalog's sums count them (a tool not counted yet adds 0). */
+export const tokensOfTools = (tools: readonly catalogStore.ToolSize[], shape: WireShape) => tools.reduce((sum, tool) => sum + (tool[shape] ?? 0), 0);
+
+/** The catalog's summary over `tools` alone. */
+const summaryOver = (catalog: catalogStore.CatalogSummary, tools: readonly catalogStore.ToolSize[]): catalogStore.CatalogSummary => ({
+  ...catalog,
+  toolCount: tools.length,
+  definitionTokens: { anthropic: tokensOfTools(tools, 'anthropic'), openai: tokensOfTools(tools, 'openai'), as_sent: tokensOfTools(tools, 'as_sent') },
+});
+
+/**
+ * The catalogs as `access` sees them: a key that sees only some tools is told the tool count and
+ * definition tokens of those alone (the catalog's would tell how many tools it does not see, and
+ * how large they are). One statement for them all; none for a key that sees every tool.
+ */
+export async function seenCatalogs(
+  deps: Pick<CatalogDeps, 'db'>,
+  catalogs: catalogStore.CatalogSummary[],
+  access?: Access,
+): Promise<catalogStore.CatalogSummary[]> {
+  if (!access?.limitsTools || catalogs.length === 0) return catalogs;
+  const tools = await toolsSeen(deps, catalogs, access);
+  return catalogs.map((catalog) => summaryOver(catalog, tools.get(catalog.id)!.seen));
+}
+
+export async function seenCatalog(deps: Pick<CatalogDeps, 'db'>, catalog: catalogStore.CatalogSummary, access?: Access): Promise<catalogStore.CatalogSummary> {
+  return (await seenCatalogs(deps, [catalog], access))[0]!;
+}
+
+/** A catalog as `access` sees it, with its embedding progress: both over the tools it sees. */
+export async function catalogWithProgress(
+  deps: CatalogDeps,
+  ref: CatalogRef,
+  access?: Access,
+): Promise<{ catalog: catalogStore.CatalogSummary; embedding: EmbeddingProgress | null }> {
+  const catalog = await getCatalog(deps, ref);
+  if (!access?.limitsTools) return { catalog, embedding: await embeddingProgress(deps, catalog) };
+  const { seen } = (await toolsSeen(deps, [catalog], access)).get(catalog.id)!;
+  return {
+    catalog: summaryOver(catalog, seen),
+    embedding: await embeddingProgress(
+      deps,
+      catalog,
+      seen.map((tool) => tool.hash),
+    ),
+  };
+}
+
+/** Of `hashes` (tools of the catalog), those that lack a current vector of `model`. */
+export async function withoutVector(deps: Pick<CatalogDeps, 'db'>, catalogId: number, model: string, hashes: readonly string[]): Promise<string[]> {
+  const missing = new Set(await catalogHashesWithoutVector(deps.db, catalogId, currentRecipe(model)));
+  return hashes.filter((hash) => missing.has(hash));
+}
+
 /** The tenant's catalogs, those `access` may use. */
 export async function listCatalogs(deps: CatalogDeps, tenant: string, access?: Access): Promise<catalogStore.CatalogSummary[]> {
   const listed = await catalogStore.listCatalogs(deps.db, tenant);
@@ -449,17 +524,31 @@ export async function catalogUpstreams(deps: CatalogDeps, ref: CatalogRef): Prom
   return listUpstreams(deps.db, ref.tenant, ref.name);
 }
 
-export async function embeddingProgress(deps: CatalogDeps, catalog: catalogStore.CatalogSummary): Promise<EmbeddingProgress | null> {
+/**
+ * The catalog's embedding progress; with `seen` (the hashes of the tools a key that sees only some
+ * tools sees), over those tools alone.
+ */
+export async function embeddingProgress(deps: CatalogDeps, catalog: catalogStore.CatalogSummary, seen?: readonly string[]): Promise<EmbeddingProgress | null> {
   if (!deps.embedding) return null;
   const { model } = deps.embedding;
   const { total, done } = await deps.embedding.status.progress(deps.db, catalog, model);
-  let failed = 0;
-  if (done < total) {
-    // Failures are looked up only while something is missing; a finished catalog costs one query.
-    const failedHashes = await deps.embedding.failedHashes().catch(() => new Set<string>());
-    if (failedHashes.size > 0) {
-      failed = (await catalogHashesWithoutVector(deps.db, catalog.id, currentRecipe(model))).filter((hash) => failedHashes.has(hash)).length;
-    }
+  // Every tool has its vector: every tool the key sees too.
+  if (done >= total) return seen ? progressOf(model, seen.length, seen.length, 0) : progressOf(model, total, done, 0);
+  // Failures are looked up only while something is missing; a finished catalog costs one query.
+  const failedHashes = await deps.embedding.failedHashes().catch(() => new Set<string>());
+  if (seen) {
+    const missing = await withoutVector(deps, catalog.id, model, seen);
+    return progressOf(model, seen.length, seen.length - missing.length, missing.filter((hash) => failedHashes.has(hash)).length);
   }
-  return { model, total, done, pending: total - done - failed, failed };
+  const failed =
+    failedHashes.size > 0 ? (await catalogHashesWithoutVector(deps.db, catalog.id, currentRecipe(model))).filter((hash) => failedHashes.has(hash)).length : 0;
+  return progressOf(model, total, done, failed);
 }
+
+const progressOf = (model: string, total: number, done: number, failed: number): EmbeddingProgress => ({
+  model,
+  total,
+  done,
+  pending: total - done - failed,
+  failed,
+});

@@ -25,6 +25,9 @@ export interface PendingEmbeddings {
   total: number;
 }
 
+/** How often a search's count of a pending revision is renewed at most (`pending`), ms. */
+export const SEARCH_RECOUNT_MS = 1_000;
+
 /** A pending revision is recounted after this many times its last count's duration. */
 const RECOUNT_COST_FACTOR = 20;
 /**
@@ -37,6 +40,15 @@ const recountAfterMs = (count: Count): number => RECOUNT_COST_FACTOR * Math.min(
 
 /** At most this many changed names are probed to tell a revision from a complete one; more, and it is counted whole. */
 export const CHANGED_NAMES_MAX = 10_000;
+
+/**
+ * A key that sees only some tools of the catalog: its progress is counted over those tools, by
+ * `count`, and kept apart under `id` (the key's), with the same recounting rules.
+ */
+export interface ProgressScope {
+  id: string;
+  count: () => Promise<PendingEmbeddings>;
+}
 
 interface Count {
   at: number;
@@ -57,10 +69,11 @@ export class CatalogEmbeddingStatus {
   /**
    * The revision's tool count and how many have a current vector of `model`, recounted when the
    * last count is older than `minRecountMs` and than 20 times its duration (capped by its size).
+   * With `scope`, the count over the tools a key sees.
    */
-  async progress(db: Executor, catalog: { id: number; revision: number }, model: string, minRecountMs = 0): Promise<PendingEmbeddings> {
+  async progress(db: Executor, catalog: { id: number; revision: number }, model: string, minRecountMs = 0, scope?: ProgressScope): Promise<PendingEmbeddings> {
     const recipe = currentRecipe(model);
-    const key = `${catalog.id}:${catalog.revision}:${model}:${recipe.textVersion}`;
+    const key = `${catalog.id}:${catalog.revision}:${model}:${recipe.textVersion}${scope ? `:${scope.id}` : ''}`;
     const catalogKey = `${catalog.id}:${model}:${recipe.textVersion}`;
     const total = this.complete.get(key);
     if (total !== undefined) return { done: total, total };
@@ -70,6 +83,11 @@ export class CatalogEmbeddingStatus {
     if (!counting) {
       counting = (async () => {
         const started = this.now();
+        if (scope) {
+          const progress = await scope.count();
+          const at = this.now();
+          return { at, tookMs: at - started, progress };
+        }
         const from = this.newestComplete.get(catalogKey);
         const since =
           from !== undefined && from < catalog.revision ? await catalogEmbeddingProgressSince(db, catalog.id, from, recipe, CHANGED_NAMES_MAX) : undefined;
@@ -83,7 +101,7 @@ export class CatalogEmbeddingStatus {
     if (count.progress.done >= count.progress.total) {
       this.complete.set(key, count.progress.total);
       this.counted.delete(key);
-      if (catalog.revision > (this.newestComplete.get(catalogKey) ?? 0)) this.newestComplete.set(catalogKey, catalog.revision);
+      if (!scope && catalog.revision > (this.newestComplete.get(catalogKey) ?? 0)) this.newestComplete.set(catalogKey, catalog.revision);
     } else {
       this.counted.set(key, count);
     }
@@ -92,7 +110,7 @@ export class CatalogEmbeddingStatus {
 
   /** The catalog's progress while some tool lacks a current vector of `model`; undefined once all have one. */
   async pending(db: Executor, catalog: { id: number; revision: number }, model: string): Promise<PendingEmbeddings | undefined> {
-    const progress = await this.progress(db, catalog, model, 1_000);
+    const progress = await this.progress(db, catalog, model, SEARCH_RECOUNT_MS);
     return progress.done >= progress.total ? undefined : progress;
   }
 }

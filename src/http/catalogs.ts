@@ -93,16 +93,16 @@ export function catalogRoutes(deps: catalogs.CatalogDeps): Router {
   const router = Router();
 
   router.get('/v1/catalogs', async (_req, res) => {
-    const list = await catalogs.listCatalogs(deps, String(res.locals.tenant), requestAccess(res, 'GET /v1/catalogs'));
-    res.json({ catalogs: list.map(catalogJson) });
+    const access = requestAccess(res, 'GET /v1/catalogs');
+    const list = await catalogs.listCatalogs(deps, String(res.locals.tenant), access);
+    res.json({ catalogs: (await catalogs.seenCatalogs(deps, list, access)).map(catalogJson) });
   });
 
   router.get('/v1/catalogs/:catalog', async (req, res) => {
     const ref = catalogRef(req, res);
-    const catalog = await catalogs.getCatalog(deps, ref);
-    // Only this route reports embedding progress and upstreams: the list stays one cheap query.
-    const [embedding, upstreams] = await Promise.all([catalogs.embeddingProgress(deps, catalog), catalogs.catalogUpstreams(deps, ref)]);
     const access = requestAccess(res, 'GET /v1/catalogs/{catalog}');
+    // Only this route reports embedding progress and upstreams: the list stays one cheap query.
+    const [{ catalog, embedding }, upstreams] = await Promise.all([catalogs.catalogWithProgress(deps, ref, access), catalogs.catalogUpstreams(deps, ref)]);
     res.json({
       ...catalogJson(catalog),
       embedding,
@@ -119,7 +119,8 @@ export function catalogRoutes(deps: catalogs.CatalogDeps): Router {
   router.patch('/v1/catalogs/:catalog', async (req, res) => {
     const ref = catalogRef(req, res);
     const settings = parseInput(settingsBody, req.body, 'body');
-    res.json(catalogJson(await catalogs.updateCatalogSettings(deps, ref, { codeMode: settings.code_mode })));
+    const catalog = await catalogs.updateCatalogSettings(deps, ref, { codeMode: settings.code_mode });
+    res.json(catalogJson(await catalogs.seenCatalog(deps, catalog, requestAccess(res, 'PATCH /v1/catalogs/{catalog}'))));
   });
 
   router.delete('/v1/catalogs/:catalog', async (req, res) => {

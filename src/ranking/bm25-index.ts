@@ -509,6 +509,15 @@ export class Bm25Index {
     return this.df(term) > 0;
   }
 
+  /** Whether a document `keep` accepts (by its index) holds `term`: its postings read until one does. */
+  hasIn(term: string, keep: (index: number) => boolean): boolean {
+    for (const list of this.listsOf(term)) {
+      if (!list) continue;
+      for (let i = 0; i < list.length; i += 2) if (!this.dead?.[list[i]!] && keep(list[i]!)) return true;
+    }
+    return false;
+  }
+
   /** Documents holding `term` (the Vocabulary of ranking/fuzzy-terms.ts). */
   df(term: string): number {
     const base = (this.postings.get(term)?.length ?? 0) / 2;

@@ -5,7 +5,8 @@ import { rankingConfidences } from '../ranking/confidence.js';
 import type { CatalogSummary, CatalogToolRow } from '../store/catalog-store.js';
 import { EmbedderBusy, expandQuery, HIDDEN_DEPTH_MAX, rankCorpus, type RankDeps, type RankQuery, type RankedTool, type RankResult } from './hybrid-search.js';
 import { rememberedCatalogSource, storedCatalogSource } from './corpus-source.js';
-import type { PendingEmbeddings } from '../catalog/embedding-status.js';
+import { SEARCH_RECOUNT_MS, type PendingEmbeddings } from '../catalog/embedding-status.js';
+import { toolsSeen, withoutVector } from '../catalog/catalog-service.js';
 import { nameCandidates } from './patterns.js';
 import type { Bm25Index } from '../ranking/bm25-index.js';
 import type { CatalogIndex } from './catalog-index.js';
@@ -34,7 +35,7 @@ export interface CatalogSearchResult {
   degraded?: RankResult['degraded'] | 'embeddings_pending' | 'query_language';
   /** A query in another language than English: its tag and whether the model read it (RankResult's). */
   language?: RankResult['language'];
-  /** With `embeddings_pending`: tools of the catalog with a current vector, of all. */
+  /** With `embeddings_pending`: tools of the catalog with a current vector, of all (of those the key sees, for a key that sees only some). */
   embedding?: PendingEmbeddings;
   timings: RankResult['timings'];
   bests: RankResult['bests'];
@@ -119,6 +120,9 @@ async function searchCatalogOnce(
       ? visibleInIndex(request.access, catalog.name, index)
       : visibleIn(request.access, catalog.name, await catalogToolServers(deps.db, catalog.id))
     : undefined;
+  // Such a key is told how far the tools it sees are embedded: the catalog's count would tell of the others.
+  const seenEmbedding = pending && request.access?.limitsTools ? seenPending(deps, catalog, request.access) : undefined;
+  seenEmbedding?.catch(() => {}); // awaited with the answer
   // A complete catalog's vectors in process (search/catalog-vectors.ts), scanned exactly. A mid-size
   // one's are read for its search: the alternative is a filter over the HNSW graph every catalog
   // shares. A small one's are used once held, and read after its first search, which ranks in SQL
@@ -214,6 +218,7 @@ async function searchCatalogOnce(
   deps.seenTools?.remember(catalog.id, rows.values());
   // A small catalog's vectors, read once per revision after the search that ranked without them.
   if (keepVectors && !vectorsNow) keepVectors.cache.get(deps.db, catalog, keepVectors.recipe).catch(() => {});
+  const embedding = seenEmbedding ? await seenEmbedding : pending;
   return {
     tools: ranked.tools.flatMap((tool) => {
       const row = rows.get(tool.id);
@@ -224,14 +229,32 @@ async function searchCatalogOnce(
     // A model that did not answer says more than the vectors still missing.
     ...(ranked.degraded
       ? { degraded: ranked.degraded }
-      : pending
-        ? { degraded: 'embeddings_pending' as const, embedding: pending }
+      : embedding
+        ? { degraded: 'embeddings_pending' as const, embedding }
         : ranked.language?.understood === false
           ? { degraded: 'query_language' as const }
           : {}),
     ...(ranked.rerank ? { rerank: ranked.rerank } : {}),
     ...(ranked.language ? { language: ranked.language } : {}),
   };
+}
+
+/** How far the tools of `catalog` that `access` sees are embedded, counted as often as the catalog's pending count. */
+function seenPending(deps: RankDeps, catalog: CatalogSummary, access: Access): Promise<PendingEmbeddings> {
+  const model = deps.embedder!.modelId;
+  return deps.embeddingStatus!.progress(deps.db, catalog, model, SEARCH_RECOUNT_MS, {
+    id: access.policy.id,
+    count: async () => {
+      const { seen } = (await toolsSeen(deps, [catalog], access)).get(catalog.id)!;
+      const missing = await withoutVector(
+        deps,
+        catalog.id,
+        model,
+        seen.map((tool) => tool.hash),
+      );
+      return { done: seen.length - missing.length, total: seen.length };
+    },
+  });
 }
 
 /**

@@ -12,6 +12,9 @@ import { catalogKnownTerms } from '../store/search-store.js';
 import { rankCatalog, type CatalogRanking } from './catalog-search.js';
 import type { RankDeps } from './hybrid-search.js';
 import type { CatalogIndex } from './catalog-index.js';
+import { toolsSeen, tokensOfTools } from '../catalog/catalog-service.js';
+import type { CatalogSummary } from '../store/catalog-store.js';
+import { visibleHas, visibleInIndex, visibleTokens } from './visibility.js';
 import { carriesTag } from '../ranking/tags.js';
 import type { Access } from '../trust/policy.js';
 import { selectTools, storeDeadlineMs, type CachedToolList, type SelectorDeps } from './selector.js';
@@ -57,9 +60,9 @@ export interface ToolSearchResult {
   results: FoundTool[];
   /** The answer's confidence: its best result's, before any min_confidence cut (0 when nothing matched). */
   confidence: number;
-  /** Query words no candidate tool contains: a typo, or a capability nobody offers. */
+  /** Query words no candidate tool contains (of a catalog, no tool the key sees): a typo, or a capability nobody offers. */
   unmatchedTerms: string[];
-  /** Definition tokens of every candidate (for a catalog: all of its tools, summed by its writes) and of the answer. */
+  /** Definition tokens of every candidate (for a catalog: all of its tools the key sees, summed by its writes) and of the answer. */
   tokens: { offered: number; selected: number };
   degraded?: string;
   /** A query in another language than English over a catalog: its tag and whether the model read it (ranking/language.ts). */
@@ -189,19 +192,45 @@ async function storedAnswer(
     estimatedTokens: row.tokens[input.shape] ?? late.get(name)!,
   }));
   const { results, confidence, selected } = answerFrom(ranked, input);
-  // The catalog's index for this revision knows its words (as an inline list's, selector.ts knowsTerm); without it in hand, the store does.
-  const index = deps.search.catalogIndexes?.held(catalog);
-  const known = index ? new Set(terms.filter((term) => index.bm25.has(term))) : await catalogKnownTerms(deps.search.db, catalog.id, terms);
+  const { offered, known } = await offeredAndKnown(deps, input, catalog, terms);
   return {
     results,
     confidence,
     unmatchedTerms: terms.filter((term) => !known.has(term)),
-    // The whole catalog is what the caller would send without a search (tags narrow the search, not that).
-    tokens: { offered: catalog.definitionTokens[input.shape], selected },
+    tokens: { offered, selected },
     ...(result.degraded ? { degraded: result.degraded } : {}),
     ...(result.language ? { language: result.language } : {}),
     timings: result.timings,
   };
+}
+
+/**
+ * What a stored catalog offers the caller (its definition tokens in `input.shape`) and which of
+ * `terms` its tools hold: the whole catalog is what the caller would send without a search (tags
+ * narrow the search, not that). For a key that sees only some tools, those tools alone: the
+ * catalog's would tell how large the others are and which words they hold.
+ */
+async function offeredAndKnown(
+  deps: ToolSearchDeps,
+  input: ToolSearchInput,
+  catalog: CatalogSummary,
+  terms: string[],
+): Promise<{ offered: number; known: Set<string> }> {
+  // The catalog's index for this revision knows its words (as an inline list's, selector.ts knowsTerm); without it in hand, the store does.
+  const index = deps.search.catalogIndexes?.held(catalog);
+  const { access } = input;
+  if (!access?.limitsTools) {
+    const known = index ? new Set(terms.filter((term) => index.bm25.has(term))) : await catalogKnownTerms(deps.search.db, catalog.id, terms);
+    return { offered: catalog.definitionTokens[input.shape], known };
+  }
+  if (index) {
+    const visible = visibleInIndex(access, catalog.name, index)!;
+    const offered = visibleTokens(index, visible, input.shape);
+    if (offered !== undefined) return { offered, known: new Set(terms.filter((term) => visibleHas(index, visible, term))) };
+  }
+  // Without the index (or with a row it has not counted yet): the tools' rows, and the words of those the key sees.
+  const { seen, hidden } = (await toolsSeen(deps.search, [catalog], access)).get(catalog.id)!;
+  return { offered: tokensOfTools(seen, input.shape), known: await catalogKnownTerms(deps.search.db, catalog.id, terms, hidden) };
 }
 
 /** Whether the catalog's index as last seen here can answer `input` (`rememberedAnswer`): definitions need the seen rows, every answer the tokens. */
@@ -227,7 +256,9 @@ function rememberedAnswer(
 ): ToolSearchResult {
   const { ranked } = ranking;
   const index = ranking.index!;
-  const offered = index.totalTokens(input.shape)!;
+  // A key that sees only some tools: the totals of those (`offeredAndKnown`); counted whenever the catalog's are (`rememberedIndex`).
+  const visible = input.access?.limitsTools ? visibleInIndex(input.access, input.catalog!, index) : undefined;
+  const offered = (visible ? visibleTokens(index, visible, input.shape) : index.totalTokens(input.shape))!;
   const all = ranking.tools.flatMap((tool): FoundTool[] => {
     const estimatedTokens = index.tokensOf(tool.name, input.shape)!;
     if (!input.definitions) return [{ ...tool, estimatedTokens }];
@@ -239,7 +270,7 @@ function rememberedAnswer(
   return {
     results,
     confidence,
-    unmatchedTerms: terms.filter((term) => !index.bm25.has(term)),
+    unmatchedTerms: terms.filter((term) => !(visible ? visibleHas(index, visible, term) : index.bm25.has(term))),
     tokens: { offered, selected },
     degraded: 'store_error',
     ...(ranked.language ? { language: ranked.language } : {}),

@@ -8,6 +8,7 @@
 import type { Access } from '../trust/policy.js';
 import type { CatalogIndex } from './catalog-index.js';
 import type { Bm25Index } from '../ranking/bm25-index.js';
+import type { WireShape } from '../lib/tool.js';
 
 export interface Visible {
   keep(id: string): boolean;
@@ -44,6 +45,37 @@ export function visibleInIndex(access: Access | undefined, catalog: string, inde
   )!;
   perKey.set(access.policy.id, visible);
   return visible;
+}
+
+/** `visibleTokens`, once asked, per `Visible` of an index (itself kept per index and key). */
+const tokensByVisible = new WeakMap<Visible, Map<WireShape, number | undefined>>();
+
+/**
+ * The definition tokens in `shape` of the index's tools `visible` keeps: what a key that sees only
+ * some tools is offered (the catalog's total would tell how large the others are). Undefined when
+ * one of them was not counted yet (an older release's row).
+ */
+export function visibleTokens(index: CatalogIndex, visible: Visible, shape: WireShape): number | undefined {
+  let totals = tokensByVisible.get(visible);
+  if (!totals) tokensByVisible.set(visible, (totals = new Map()));
+  if (totals.has(shape)) return totals.get(shape);
+  let total: number | undefined = 0;
+  for (const name of indexNames(index.bm25)) {
+    if (!visible.keep(name)) continue;
+    const tokens = index.tokensOf(name, shape);
+    if (tokens === undefined) {
+      total = undefined;
+      break;
+    }
+    total += tokens;
+  }
+  totals.set(shape, total);
+  return total;
+}
+
+/** Whether a tool of the index that `visible` keeps holds `term` (a query word no such tool holds is unmatched, whatever the others hold). */
+export function visibleHas(index: CatalogIndex, visible: Visible, term: string): boolean {
+  return index.bm25.hasIn(term, (at) => visible.keep(index.bm25.idAt(at)));
 }
 
 /** The index's names (a derived index's place of a removed tool may hold a name it no longer knows there). */

@@ -401,6 +401,21 @@ export async function catalogToolServers(db: Executor, catalogId: number): Promi
   );
 }
 
+/** A catalog's tool as a catalog's totals are summed from: its server, content hash and definition tokens (null: not counted yet, 0 in the sums). */
+export type ToolSize = { catalogId: number; name: string; server: string | null; hash: string } & Record<keyof DefinitionTokens, number | null>;
+
+/** Every tool of the catalogs, with what their totals sum (`ToolSize`): what a key that sees only some tools is counted over. */
+export async function catalogToolSizes(db: Executor, catalogIds: readonly number[]): Promise<ToolSize[]> {
+  if (catalogIds.length === 0) return [];
+  return queryRows<ToolSize>(
+    db,
+    sql`select ct.catalog_id as "catalogId", ct.name, d.server, ct.hash,
+               d.tokens_anthropic as anthropic, d.tokens_openai as openai, ct.tokens_as_sent as as_sent
+        from catalog_tools ct join tool_documents d on d.hash = ct.hash
+        where ct.catalog_id = any(${sql.param([...catalogIds])}::int[])`,
+  );
+}
+
 export async function deleteCatalogTool(db: Db, tenant: string, catalog: string, toolName: string): Promise<boolean> {
   return retryOnConflict(() =>
     db.transaction(async (tx) => {

@@ -512,14 +512,18 @@ export async function existingNames(db: Executor, catalogId: number, names: stri
   return rows.map((row) => row.name);
 }
 
-/** Which of `terms` occur in at least one tool of the catalog (through tool_terms' term index). */
-export async function catalogKnownTerms(db: Executor, catalogId: number, terms: string[]): Promise<Set<string>> {
+/**
+ * Which of `terms` occur in at least one tool of the catalog (through tool_terms' term index), or
+ * with `hidden`, in one not named there (the tools a key does not see).
+ */
+export async function catalogKnownTerms(db: Executor, catalogId: number, terms: string[], hidden: readonly string[] = []): Promise<Set<string>> {
   if (terms.length === 0) return new Set();
   const rows = await queryRows<{ term: string }>(
     db,
     sql`select q.term from unnest(${sql.param(terms)}::text[]) as q(term)
         where exists (select 1 from tool_terms t join catalog_tools ct on ct.hash = t.hash
-                      where t.term = q.term and ct.catalog_id = ${catalogId})`,
+                      where t.term = q.term and ct.catalog_id = ${catalogId}
+                        ${hidden.length > 0 ? sql`and not (ct.name = any(${sql.param([...hidden])}::text[]))` : sql``})`,
   );
   return new Set(rows.map((row) => row.term));
 }

@@ -1,7 +1,8 @@
 /**
  * Per-key policies (issue 76): a restricted key walks every route family, REST and MCP (the
  * meta-tools, resources and prompts, drafts included), and nothing outside its scope may show:
- * not a hidden tool's name, not another catalog, not a call that reaches an upstream. The routes
+ * not a hidden tool's name, not another catalog, not a call that reaches an upstream, not a total
+ * (tool count, tokens, words, embedding progress) that counts hidden tools. The routes
  * are enumerated from the app itself and the MCP server's lists, so a new route or meta-tool
  * without a row here fails the walk. Runs on the store the environment selects (PGlite, or
  * PostgreSQL with DATABASE_URL).
@@ -16,6 +17,12 @@ import { startHostileUpstream } from '../fixtures/hostile-mcp-server.js';
 import { createApp } from '../../src/http/app.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
+import { dropQueuePrefix, testRedisUrl } from '../helpers/queue.js';
+import { sql } from 'drizzle-orm';
+import { queryRows } from '../../src/store/database.js';
+import { getCatalog } from '../../src/store/catalog-store.js';
+import { writeVectors } from '../../src/store/embedding-store.js';
+import { currentRecipe } from '../../src/embed/embed-documents.js';
 
 const schema = (properties: Record<string, unknown>) => ({ type: 'object', properties });
 
@@ -27,6 +34,7 @@ describe('per-key policies', () => {
   let dir: string;
   const logs: Record<string, unknown>[] = [];
   const prefix = uniqueName('pol');
+  const tenant = uniqueName('pol-tenant');
   const A = `${prefix}-a`;
   const B = `${prefix}-b`;
   const keys = {
@@ -49,7 +57,6 @@ describe('per-key policies', () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'toolsift-keys-'));
-    const tenant = uniqueName('pol-tenant');
     writeFileSync(
       join(dir, 'keys.json'),
       JSON.stringify({
@@ -464,6 +471,91 @@ describe('per-key policies', () => {
     expect(refunded.isError ?? false).toBe(false);
   });
 
+  it("tells the narrow key totals over the tools it sees: catalogs, a writer's answers, tool-search (index and store)", async () => {
+    const admin = as(keys.admin);
+    const narrow = as(keys.narrow);
+    const db = app.deps.search.db;
+    const summary = (await getCatalog(db, tenant, A))!;
+    const SHAPES = ['anthropic', 'openai', 'as_sent'] as const;
+    /** A's tools' definition tokens as stored, by name. */
+    const sizes = async () =>
+      new Map(
+        (
+          await queryRows<{ name: string; anthropic: number; openai: number; as_sent: number }>(
+            db,
+            sql`select ct.name, d.tokens_anthropic as anthropic, d.tokens_openai as openai, ct.tokens_as_sent as as_sent
+                from catalog_tools ct join tool_documents d on d.hash = ct.hash where ct.catalog_id = ${summary.id}`,
+          )
+        ).map((row) => [row.name, row]),
+      );
+    const sumOf = (rows: Map<string, Record<(typeof SHAPES)[number], number>>, names: readonly string[]) =>
+      Object.fromEntries(SHAPES.map((shape) => [shape, names.reduce((sum, name) => sum + Number(rows.get(name)![shape]), 0)]));
+    const rows = await sizes();
+    const hidden = ['delete_order', 'refund_payment'];
+    const seen = (await app.request('GET', `/v1/catalogs/${A}/tools?limit=100`, undefined, narrow)).body.tools.map((tool: { name: string }) => tool.name);
+    expect([...rows.keys()].sort()).toEqual([...seen, ...hidden].sort());
+    const seenTokens = sumOf(rows, seen);
+
+    // The catalog and the list: the admin's are the whole catalog's, the narrow key's its tools'.
+    const whole = (await app.request('GET', `/v1/catalogs/${A}`, undefined, admin)).body;
+    expect(whole).toMatchObject({ tool_count: rows.size, definition_tokens: sumOf(rows, [...rows.keys()]) });
+    const own = (await app.request('GET', `/v1/catalogs/${A}`, undefined, narrow)).body;
+    expect(own).toMatchObject({ tool_count: seen.length, definition_tokens: seenTokens });
+    for (const shape of SHAPES) expect(own.definition_tokens[shape]).toBeLessThan(whole.definition_tokens[shape]);
+    const listed = async (key: Record<string, string>) =>
+      (await app.request('GET', '/v1/catalogs', undefined, key)).body.catalogs.find((catalog: { name: string }) => catalog.name === A);
+    expect(await listed(narrow)).toMatchObject({ tool_count: seen.length, definition_tokens: seenTokens });
+    expect(await listed(admin)).toMatchObject({ tool_count: rows.size, definition_tokens: whole.definition_tokens });
+
+    // A writer that sees the same tools: a setting's and a single tool's answers count its tools too.
+    const manager = as(keys.manager);
+    const patched = await app.request('PATCH', `/v1/catalogs/${A}`, { code_mode: whole.code_mode }, manager);
+    expect(patched.status, patched.text).toBe(200);
+    expect(patched.body).toMatchObject({ tool_count: seen.length, definition_tokens: seenTokens });
+    const pushed = await app.request(
+      'POST',
+      `/v1/catalogs/${A}/tools`,
+      { tools: [{ name: 'note_order', description: 'Note on the order of a customer.' }] },
+      manager,
+    );
+    expect(pushed.status, pushed.text).toBe(200);
+    expect(pushed.body.catalog).toMatchObject({ tool_count: seen.length + 1, definition_tokens: sumOf(await sizes(), [...seen, 'note_order']) });
+    expect((await app.request('DELETE', `/v1/catalogs/${A}/tools/note_order`, undefined, manager)).status).toBe(204);
+
+    // tool-search: what the narrow key is offered, and the words only hidden tools hold.
+    const toolSearch = (target: TestApp, key: Record<string, string>, query: string) =>
+      target.request('POST', '/v1/tool-search', { catalog: A, query, max_results: 100 }, key);
+    const current = (await getCatalog(db, tenant, A))!;
+    expect(await app.deps.search.catalogIndexes!.get(current)).toBeDefined();
+    // CATALOG_INDEX_MEMORY=0: no index is ever held, the store answers.
+    const storeOnly = await startTestApp({ API_KEYS_FILE: join(dir, 'keys.json'), UPSTREAM_ALLOW: '127.0.0.2/32', CATALOG_INDEX_MEMORY: '0' });
+    try {
+      for (const [label, target] of [
+        ['index', app],
+        ['store', storeOnly],
+      ] as const) {
+        const everything = await toolSearch(target, admin, 'order');
+        expect(everything.body.results.map((tool: { name: string }) => tool.name).sort(), label).toEqual([...rows.keys()].sort());
+        expect(everything.body.tokens.offered, label).toBe(whole.definition_tokens.as_sent);
+        const hiddenTokens = everything.body.results
+          .filter((tool: { name: string }) => hidden.includes(tool.name))
+          .reduce((sum: number, tool: { estimated_tokens: number }) => sum + tool.estimated_tokens, 0);
+        const offered = (await toolSearch(target, narrow, 'order')).body.tokens.offered;
+        expect(offered, label).toBe(whole.definition_tokens.as_sent - hiddenTokens);
+        expect(offered, label).toBe(seenTokens.as_sent);
+        // "refund" and "payment" are only refund_payment's words: unmatched for the key that does not see it.
+        expect((await toolSearch(target, admin, 'refund payment order')).body.unmatched_terms, label).toEqual([]);
+        const unmatched = (await toolSearch(target, narrow, 'refund payment order')).body.unmatched_terms;
+        expect(unmatched, label).toHaveLength(2);
+        expect(unmatched.join(' '), label).toMatch(/^refund\S* payment\S*$/);
+      }
+      expect(storeOnly.deps.search.catalogIndexes?.held(current)).toBeUndefined();
+      expect(app.deps.search.catalogIndexes?.held(current)).toBeDefined();
+    } finally {
+      await storeOnly.close();
+    }
+  }, 120_000);
+
   it('audits each denial with the key id (never the key) and counts decisions by surface', async () => {
     const denials = logs.filter((line) => line.audit === 'policy');
     expect(denials.length).toBeGreaterThan(5);
@@ -477,4 +569,72 @@ describe('per-key policies', () => {
     expect(scraped).toMatch(/toolsift_policy_decisions_total\{surface="rest",action="see_catalog",decision="deny"\} [1-9]/);
     expect(scraped).toMatch(/toolsift_policy_decisions_total\{surface="mcp",action="call",decision="deny"\} [1-9]/);
   });
+});
+
+describe('per-key policies: embedding progress of a catalog being embedded', () => {
+  let app: TestApp;
+  let dir: string;
+  const tenant = uniqueName('pol-embed');
+  const catalog = uniqueName('pol-embed');
+  const prefix = uniqueName('pol-pending');
+  const keys = { admin: `admin-${catalog}-0123456789`, narrow: `narrow-${catalog}-0123456789` };
+  const as = (key: string) => ({ authorization: `Bearer ${key}` });
+  // Content never stored before (vectors are shared by content across catalogs and tests).
+  const tools = ['get_invoice', 'list_invoices', 'delete_invoice', 'delete_customer'].map((name) => ({
+    name,
+    description: `${name.replace(/_/g, ' ')} (${catalog}).`,
+  }));
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'toolsift-keys-'));
+    writeFileSync(
+      join(dir, 'keys.json'),
+      JSON.stringify({
+        keys: [
+          { key: keys.admin, id: 'admin', tenant },
+          { key: keys.narrow, id: 'narrow', tenant, tools: { deny: ['delete_*'] }, write: false },
+        ],
+      }),
+    );
+    // The model loads but nothing embeds: no worker in this process, and a queue prefix no other one
+    // reads (the queue is what makes the catalog report its progress).
+    app = await startTestApp({
+      API_KEYS_FILE: join(dir, 'keys.json'),
+      EMBED_MODEL: 'use-lite',
+      EMBED_WORKER: 'off',
+      REDIS_URL: testRedisUrl(),
+      QUEUE_PREFIX: prefix,
+    });
+    expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools }, as(keys.admin))).status).toBe(200);
+  }, 120_000);
+
+  afterAll(async () => {
+    await app?.close();
+    await dropQueuePrefix(prefix);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("counts only the narrow key's tools, in GET /v1/catalogs/{catalog} and in a search's pending counts", async () => {
+    const progress = async (key: string) => (await app.request('GET', `/v1/catalogs/${catalog}`, undefined, as(key))).body.embedding;
+    const searched = async (key: string) => (await app.request('POST', `/v1/catalogs/${catalog}/search`, { query: 'list the invoices' }, as(key))).body;
+    expect(await progress(keys.admin)).toMatchObject({ total: 4, done: 0, pending: 4, failed: 0 });
+    expect(await progress(keys.narrow)).toMatchObject({ total: 2, done: 0, pending: 2, failed: 0 });
+    expect(await searched(keys.admin)).toMatchObject({ degraded: 'embeddings_pending', embedding: { done: 0, total: 4 } });
+    expect(await searched(keys.narrow)).toMatchObject({ degraded: 'embeddings_pending', embedding: { done: 0, total: 2 } });
+
+    // One tool the key sees and both it does not get their vectors (written here as the queue would).
+    const embedder = app.deps.search.embedder!;
+    const rows = await queryRows<{ hash: string; name: string }>(
+      app.deps.search.db,
+      sql`select ct.hash, ct.name from catalog_tools ct join catalogs c on c.id = ct.catalog_id where c.tenant = ${tenant} and c.name = ${catalog}`,
+    );
+    const embedded = rows.filter((row) => row.name !== 'list_invoices');
+    const vectors = await Promise.all(embedded.map(async (row) => ({ hash: row.hash, vector: await embedder.embedQuery(row.name.replace(/_/g, ' ')) })));
+    await writeVectors(app.deps.search.db, currentRecipe(embedder.modelId), vectors);
+    await new Promise((resolve) => setTimeout(resolve, 1100)); // a pending catalog is counted at most once a second
+    expect(await progress(keys.admin)).toMatchObject({ total: 4, done: 3, pending: 1 });
+    expect(await progress(keys.narrow)).toMatchObject({ total: 2, done: 1, pending: 1 });
+    expect((await searched(keys.admin)).embedding).toEqual({ done: 3, total: 4 });
+    expect((await searched(keys.narrow)).embedding).toEqual({ done: 1, total: 2 });
+  }, 120_000);
 });

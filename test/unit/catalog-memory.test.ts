@@ -1,7 +1,8 @@
 /**
  * The padding of the selector's answer from memory (search/catalog-search.ts `firstNames`): the
  * index's live names in the store's order (`collate "C"`: code points), also after a derive moved,
- * dropped and added tools; and what `storeOrMemory` answers when the store is late.
+ * dropped and added tools; what `storeOrMemory` answers when the store is late; and a key limited
+ * to some tools' totals from the index (search/visibility.ts).
  */
 import { describe, expect, it } from 'vitest';
 import { CatalogIndex } from '../../src/search/catalog-index.js';
@@ -9,6 +10,8 @@ import { firstNames, readCatalogRow, storeOrMemory } from '../../src/search/cata
 import type { RankDeps } from '../../src/search/hybrid-search.js';
 import { AppError } from '../../src/errors.js';
 import type { CatalogIndexRow } from '../../src/store/search-store.js';
+import { visibleHas, visibleInIndex, visibleTokens } from '../../src/search/visibility.js';
+import { Access } from '../../src/trust/policy.js';
 
 const row = (name: string): CatalogIndexRow => ({
   name,
@@ -92,5 +95,62 @@ describe('storeOrMemory: a store that does not answer in time', () => {
         async () => 'memory',
       ),
     ).toBe('memory');
+  });
+});
+
+describe("a limited key's totals from memory (search/visibility.ts)", () => {
+  const sized = (name: string, asSent: number, terms: string, server: string | null = null): CatalogIndexRow => ({
+    name,
+    length: 2,
+    server,
+    tags: [],
+    tokens: { anthropic: asSent + 1, openai: asSent + 2, as_sent: asSent },
+    terms,
+  });
+  const access = new Access({
+    id: 'narrow',
+    tenant: 't',
+    tools: { deny: ['delete_*'] },
+    servers: { deny: ['payments'] },
+    call: true,
+    write: false,
+    manage: false,
+  });
+  const rows = [
+    sized('get_a', 10, 'alpha 1 shared 1'),
+    sized('get_b', 20, 'beta 1 shared 1', 'shop'),
+    sized('delete_c', 40, 'secret 1 shared 1'),
+    sized('refund', 80, 'refund 1 shared 1', 'payments'),
+  ];
+
+  it('offers the tools the key sees and knows only their words', async () => {
+    const index = await CatalogIndex.build(7, 1, rows);
+    const visible = visibleInIndex(access, 'c', index)!;
+    expect(index.totalTokens('as_sent')).toBe(150);
+    expect(visibleTokens(index, visible, 'as_sent')).toBe(30);
+    expect(visibleTokens(index, visible, 'anthropic')).toBe(32);
+    expect(['alpha', 'shared', 'secret', 'refund', 'none'].map((term) => visibleHas(index, visible, term))).toEqual([true, true, false, false, false]);
+    expect(['secret', 'refund'].map((term) => index.bm25.has(term))).toEqual([true, true]);
+  });
+
+  it('counts an overlay and a derived index as their live tools: a dropped tool leaves, an added one counts', async () => {
+    const base = await CatalogIndex.build(7, 1, rows);
+    const changes = { revision: 2, rows: [sized('delete_d', 5, 'alpha 1'), sized('get_e', 7, 'epsilon 1 secret 1')], removed: ['get_a'] };
+    for (const index of [CatalogIndex.overlay(base, changes), await CatalogIndex.derive(base, changes)]) {
+      const visible = visibleInIndex(access, 'c', index)!;
+      expect(visibleTokens(index, visible, 'as_sent')).toBe(27);
+      // "alpha" is held by a hidden tool only now; "secret" by a visible one too.
+      expect(['alpha', 'epsilon', 'secret', 'refund'].map((term) => visibleHas(index, visible, term))).toEqual([false, true, true, false]);
+      expect(index.bm25.has('alpha')).toBe(true);
+    }
+  });
+
+  it('is undefined while a tool the key sees has no count, and counts without the ones it does not see', async () => {
+    const uncounted = (row: CatalogIndexRow): CatalogIndexRow => ({ ...row, tokens: { anthropic: null, openai: null, as_sent: null } });
+    const hiddenUncounted = await CatalogIndex.build(7, 1, [rows[0]!, uncounted(rows[2]!)]);
+    expect(hiddenUncounted.totalTokens('as_sent')).toBeUndefined();
+    expect(visibleTokens(hiddenUncounted, visibleInIndex(access, 'c', hiddenUncounted)!, 'as_sent')).toBe(10);
+    const seenUncounted = await CatalogIndex.build(7, 1, [uncounted(rows[0]!), rows[2]!]);
+    expect(visibleTokens(seenUncounted, visibleInIndex(access, 'c', seenUncounted)!, 'as_sent')).toBeUndefined();
   });
 });
