@@ -795,14 +795,15 @@ export interface components {
         };
         CatalogSummary: {
             name: string;
+            /** @description The catalog's tools (for a key limited to some tools, those it sees). */
             tool_count: number;
             /**
              * @description Estimated tokens (o200k, gpt-tokenizer; an estimate for other models) of every tool's
-             *     definition: what sending the whole catalog to a model would cost, in Anthropic's shape,
-             *     OpenAI Responses' shape, and as the definitions were pushed. Counted when tools are
-             *     written and summed by each write. A word longer than 256 characters is counted in
-             *     pieces of 256 (within about a token a piece; the tokenizer's time grows with the
-             *     square of a word's length).
+             *     definition (for a key limited to some tools, of those it sees): what sending the whole
+             *     catalog to a model would cost, in Anthropic's shape, OpenAI Responses' shape, and as
+             *     the definitions were pushed. Counted when tools are written and summed by each write. A
+             *     word longer than 256 characters is counted in pieces of 256 (within about a token a
+             *     piece; the tokenizer's time grows with the square of a word's length).
              */
             definition_tokens: {
                 anthropic: number;
@@ -819,13 +820,14 @@ export interface components {
             updated_at: string;
         };
         /**
-         * @description How many of the catalog's tools have a current vector for the active model. `pending` are
-         *     still queued or running; `failed` exhausted their retries (they are retried when the catalog
-         *     or the same tools are pushed again, and on restart). After an upgrade that changes how a
-         *     tool's embedded text is built, older vectors count as pending until they are re-embedded;
-         *     search keeps using each one until its replacement is written. While tools are pending, the
-         *     count may be a few seconds old on a large catalog (a process recounts no sooner than 20
-         *     times its last count took); a complete count is exact.
+         * @description How many of the catalog's tools (for a key limited to some tools, of those it sees) have a
+         *     current vector for the active model. `pending` are still queued or running; `failed`
+         *     exhausted their retries (they are retried when the catalog or the same tools are pushed
+         *     again, and on restart). After an upgrade that changes how a tool's embedded text is built,
+         *     older vectors count as pending until they are re-embedded; search keeps using each one
+         *     until its replacement is written. While tools are pending, the count may be a few seconds
+         *     old on a large catalog (a process recounts no sooner than 20 times its last count took); a
+         *     complete count is exact.
          */
         EmbeddingProgress: {
             model: string;
@@ -956,7 +958,7 @@ export interface components {
              */
             degraded?: "embedder_unavailable" | "embedder_error" | "embedder_busy" | "embeddings_pending" | "query_language" | "store_error";
             query_language?: components["schemas"]["QueryLanguage"];
-            /** @description With `degraded=embeddings_pending`, the catalog's tools with a current vector, of all. */
+            /** @description With `degraded=embeddings_pending`, the catalog's tools with a current vector, of all (for a key limited to some tools, of those it sees). */
             embedding?: {
                 done: number;
                 total: number;
@@ -2159,9 +2161,10 @@ export interface operations {
                         }[];
                         /** @description The best result's confidence, before min_confidence (0 when nothing matched). */
                         confidence: number;
+                        /** @description Query words no candidate holds (of a catalog, no tool the key sees): a typo, or a capability nobody offers. */
                         unmatched_terms: string[];
                         tokens: {
-                            /** @description Definition tokens of all candidates: the inline tools, or every tool of the catalog (summed by its writes). */
+                            /** @description Definition tokens of all candidates: the inline tools, or every tool of the catalog the key sees (summed by its writes). */
                             offered: number;
                             selected: number;
                         };
