@@ -2,6 +2,7 @@ import type { Config } from './config.js';
 import type { CatalogDeps } from './catalog/catalog-service.js';
 import type { Embedder, EmbedderStatus } from './embed/embedder.js';
 import { loadEmbedder } from './embed/create-embedder.js';
+import { withVectorFile } from './embed/vector-file.js';
 import { withQueryCache } from './embed/query-cache.js';
 import type { ReadinessCheck } from './http/health.js';
 import type { EmbedQueue } from './jobs/embed-queue.js';
@@ -91,6 +92,8 @@ export interface DepsOverrides {
   onPhase?: (phase: string) => void;
   /** The background refresh of older BM25 terms waits for this too (tests search while terms are stale). */
   holdTermsRefresh?: Promise<unknown>;
+  /** The model's vectors kept in (and answered from) this file (embed/vector-file.ts): `npm run eval -- --vector-file`. */
+  vectorFile?: string;
 }
 
 export async function createDeps(config: Config, overrides: DepsOverrides = {}): Promise<Deps> {
@@ -156,7 +159,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
           },
           logger,
         );
-  const embedder = loaded.embedder && config.QUERY_CACHE_SIZE > 0 ? withQueryCache(loaded.embedder, config.QUERY_CACHE_SIZE) : loaded.embedder;
+  const model = loaded.embedder && overrides.vectorFile ? withVectorFile(loaded.embedder, overrides.vectorFile) : loaded.embedder;
+  const embedder = model && config.QUERY_CACHE_SIZE > 0 ? withQueryCache(model, config.QUERY_CACHE_SIZE) : model;
   // The English words that tell typos apart for the dense query (~12 MB), read now rather than on the
   // first query with a misspelled word (~40 ms); without a model, or in a worker, nothing reads them.
   if (embedder && overrides.searches !== false) loadEnglishWords();

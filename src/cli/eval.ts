@@ -15,6 +15,8 @@ import { openPglite, openPostgres } from '../store/database.js';
 
 const USAGE = `usage: npm run eval -- --dataset <dir> [--queries <file>] [--modes hybrid,bm25,vector] [--out <file>] [--json]
        npm run eval -- --all <folder of datasets> [--modes ...] [--json]
+       add --vector-file <file> to keep the model's vectors in <file> and read them from there on the
+       next run (name it after the model and its code: nothing in it says which model made it)
        add --typos <rate> [--seed <n>] to rank the queries again with each word of 4+ letters misspelled
        with that probability (seeded), reported beside the clean run with the share of nDCG@10 kept
        (with --out, the typo run's rankings go to the same file name with .typos before its extension)
@@ -49,6 +51,7 @@ const { values } = parseArgs({
     'learned-weights': { type: 'string' },
     /** Settings of the learned list to replay, as a grid: "minSimilarity=0.5,0.7 weight=1,2" (LearnedParams names). */
     'learned-grid': { type: 'string' },
+    'vector-file': { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
@@ -87,7 +90,11 @@ if (datasets.length === 0) {
 const config = loadConfigOrExit({ ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn' });
 const database = config.DATABASE_URL ? openPostgres(config.DATABASE_URL) : await openPglite('memory://');
 await database.migrate();
-const deps = await createDeps(config, { database, logger: pino({ level: config.LOG_LEVEL }) });
+const deps = await createDeps(config, {
+  database,
+  logger: pino({ level: config.LOG_LEVEL }),
+  ...(values['vector-file'] ? { vectorFile: values['vector-file'] } : {}),
+});
 if (values.multilingual !== undefined) {
   if (!values.all) {
     console.error('--multilingual <fixtures> needs --all <folder of datasets> (where its corpora are)');

@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -52,6 +53,20 @@ const EVAL_TIMEOUT_MS = 2_400_000;
  * times slower: BFCL took over 15 minutes on a slow machine), else the CLI's own in-memory
  * PGlite; the in-process queue.
  */
+/**
+ * The model's vectors, kept across this file's evals and the next run's (`--vector-file`): the
+ * second store of a CI run ranks the same texts, and the small catalogs ask the same queries, so
+ * each text is embedded once. Named after what makes the vectors (the model's code and the
+ * locked packages): a change to either starts a new file. node_modules/.cache is the cache
+ * folder tools share (a clean install starts without one).
+ */
+const VECTOR_FILE = (() => {
+  const root = new URL('../../', import.meta.url).pathname;
+  const hash = createHash('sha256').update(readFileSync(join(root, 'package-lock.json')));
+  for (const name of readdirSync(join(root, 'src/embed')).sort()) hash.update(name).update(readFileSync(join(root, 'src/embed', name)));
+  return join(root, 'node_modules/.cache/toolsift/eval-vectors', `use-lite-${hash.digest('hex').slice(0, 16)}.vec`);
+})();
+
 async function evalCommand(datasetDir: string, extra: string[] = []): Promise<EvalRow> {
   const root = new URL('../../', import.meta.url).pathname;
   const env: NodeJS.ProcessEnv = { ...process.env, EMBED_MODEL: 'use-lite', LOG_LEVEL: 'warn' };
@@ -62,13 +77,17 @@ async function evalCommand(datasetDir: string, extra: string[] = []): Promise<Ev
     env.DATABASE_URL = scratch.url;
   }
   try {
-    const { stdout } = await run(process.execPath, ['--import', 'tsx', 'src/cli/eval.ts', '--dataset', datasetDir, '--json', ...extra], {
-      cwd: root,
-      env,
-      maxBuffer: 16 * 1024 * 1024,
-      timeout: EVAL_TIMEOUT_MS - 10_000,
-      killSignal: 'SIGKILL',
-    });
+    const { stdout } = await run(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli/eval.ts', '--dataset', datasetDir, '--json', '--vector-file', VECTOR_FILE, ...extra],
+      {
+        cwd: root,
+        env,
+        maxBuffer: 16 * 1024 * 1024,
+        timeout: EVAL_TIMEOUT_MS - 10_000,
+        killSignal: 'SIGKILL',
+      },
+    );
     return JSON.parse(stdout) as EvalRow;
   } finally {
     await scratch?.drop();
