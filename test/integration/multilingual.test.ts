@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UNREAD_LANGUAGE_SCALE } from '../../src/ranking/confidence.js';
 import { detectLanguage } from '../../src/ranking/language.js';
 import { startTestApp, untilEmbedded, type TestApp } from '../helpers/app.js';
-import { uniqueName } from '../helpers/database.js';
+import { scratchDatabase, storeKind, uniqueName, type ScratchDatabase } from '../helpers/database.js';
 
 /**
  * Issue 74, queries in other languages: the labelled non-English queries (test/fixtures/multilingual,
@@ -67,8 +67,13 @@ describe.skipIf(!existsSync(`${SHARED}livemcpbench/catalog.jsonl`))('queries in 
   const foreign = readJsonl<LabelledQuery>(`${FIXTURES}livemcpbench.jsonl`);
   const english = readJsonl<LabelledQuery>(`${FIXTURES}livemcpbench.en.jsonl`);
 
+  let scratch: ScratchDatabase | undefined;
+
   beforeAll(async () => {
-    app = await startTestApp({ EMBED_MODEL: 'use-lite' });
+    // A database of its own: the model's start-up sweep would embed every other test's tools in the
+    // shared one first (48 s on PostgreSQL, where this file runs after most of them).
+    scratch = await scratchDatabase(storeKind(), 'lang');
+    app = await startTestApp({ EMBED_MODEL: 'use-lite' }, { database: scratch.database });
     const tools = readJsonl<Record<string, unknown>>(`${SHARED}livemcpbench/catalog.jsonl`).map(({ name, description, input_schema, tags, server }) => ({
       name,
       description,
@@ -79,7 +84,10 @@ describe.skipIf(!existsSync(`${SHARED}livemcpbench/catalog.jsonl`))('queries in 
     expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools })).status).toBe(200);
     await untilEmbedded(app, catalog);
   });
-  afterAll(() => app?.close());
+  afterAll(async () => {
+    await app?.close();
+    await scratch?.drop();
+  });
 
   const search = (query: string) => app.request('POST', `/v1/catalogs/${catalog}/search`, { query, top_k: 10 });
 
