@@ -10,11 +10,18 @@ import { defineConfig } from 'vitest/config';
 const OPENS_THE_STORE =
   /testDatabase|createDeps|openDatabase|openPglite|openPostgres|DATABASE_URL|\bspawn\w*\(|startService|startEverything|main\.(js|ts)|runBench/;
 
+/**
+ * A file that never opens the store the run is given says so (an embedded PGlite of its own, a
+ * service started with DATABASE_URL emptied, or only the text of a file that does).
+ */
+const STORE_INDEPENDENT = /^\/\/ @store-independent\b/m;
+
 /** Whether `file`, or a test or bench helper it imports (transitively), opens the store. */
 function opensTheStore(file: string, seen = new Set<string>()): boolean {
   if (seen.has(file)) return false;
   seen.add(file);
   const text = readFileSync(file, 'utf8');
+  if (seen.size === 1 && STORE_INDEPENDENT.test(text)) return false;
   if (OPENS_THE_STORE.test(text)) return true;
   for (const [, spec] of text.matchAll(/from\s+['"](\.{1,2}\/[^'"]+)['"]/g)) {
     const target = resolve(dirname(file), spec!).replace(/\.js$/, '.ts');

@@ -1,3 +1,4 @@
+// @store-independent: never opens the store the suite is given (vitest.config.ts runs it once, not again on PostgreSQL).
 /**
  * A container runs node as PID 1: after a SIGKILL the embedded store's lock says "1", and the
  * restarted service is PID 1 again. It must start (the lock names a process that no longer runs),

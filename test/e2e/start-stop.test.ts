@@ -1,3 +1,4 @@
+// @store-independent: never opens the store the suite is given (vitest.config.ts runs it once, not again on PostgreSQL).
 /**
  * Starting and stopping the way a newcomer and a process manager do: `npm start` on a built tree
  * (no tsc before every start), SIGTERM sent to npm's own process reaching the service, and a port

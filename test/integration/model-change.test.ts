@@ -1,3 +1,4 @@
+// @store-independent: never opens the store the suite is given (vitest.config.ts runs it once, not again on PostgreSQL).
 import { sql } from 'drizzle-orm';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';

@@ -1,3 +1,4 @@
+// @store-independent: never opens the store the suite is given (vitest.config.ts runs it once, not again on PostgreSQL).
 /**
  * The counting thread (catalog/token-thread.ts) on a real worker thread: the same counts as this
  * thread's, in order, across its slices; a write still gets its counts when the thread is gone; and

@@ -1,3 +1,4 @@
+// @store-independent: never opens the store the suite is given (vitest.config.ts runs it once, not again on PostgreSQL).
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 

@@ -1,3 +1,4 @@
+// @store-independent: never opens the store the suite is given (vitest.config.ts runs it once, not again on PostgreSQL).
 /**
  * The layering is checked, not hoped for: data flows one way, from the surfaces (HTTP, MCP) through
  * the catalog and search to the store and the embedder, with pure ranking maths and leaf utilities

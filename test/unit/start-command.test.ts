@@ -1,3 +1,4 @@
+// @store-independent: never opens the store the suite is given (vitest.config.ts runs it once, not again on PostgreSQL).
 /**
  * The service runs with the same node flags however it is started: `npm start`, the container
  * (Dockerfile CMD) and `npm run bench` (which reads the start script). The flags are part of the
