@@ -623,19 +623,19 @@ export interface components {
             trust: "pin" | "auto";
             /** Format: date-time */
             last_sync_at: string | null;
-            /** @description Tools from this upstream served in the catalog (approved, as listed now). */
+            /** @description Tools from this upstream served in the catalog, approved as listed now (for a key limited to some tools, those it sees). */
             tool_count: number;
-            /** @description Tools waiting for approval (GET .../upstreams/{name} shows them with a diff). */
+            /** @description Tools waiting for approval (for a key limited to some tools, those it sees); GET .../upstreams/{name} shows them with a diff. */
             pending: number;
-            /** @description What the last successful sync changed in the catalog, by tool name and content hash. */
+            /** @description What the last successful sync changed in the catalog, by tool name and content hash (over all its tools, whatever the key sees). */
             last_sync: {
                 added?: number;
                 changed?: number;
                 removed?: number;
             } | null;
-            /** @description The gateway's own words, never the upstream's: "refused by policy (loopback)", "connection failed", "HTTP 404", "not an MCP server", "malformed tool list: ...", or the tools a sync left out (names held by another source). */
+            /** @description The gateway's own words, never the upstream's: "refused by policy (loopback)", "connection failed", "HTTP 404", "not an MCP server", "malformed tool list: ...", or the tools a sync left out (names held by another source; for a key limited to some tools, those of its `conflicts`). */
             last_error: string | null;
-            /** @description Tools the last sync left out because another source of the catalog (a pushed tool, another upstream) holds their names. */
+            /** @description Tools the last sync left out because another source of the catalog (a pushed tool, another upstream) holds their names; for a key limited to some tools, those where it sees both the tool and the one holding its name. */
             conflicts: {
                 name: string;
                 held_by: string;

@@ -5,7 +5,7 @@ import { firstSentence, parameterNames } from '../catalog/describe.js';
 import { extractToolList } from '../catalog/tool-formats.js';
 import { AppError } from '../errors.js';
 import type { CatalogSummary, CatalogToolRow } from '../store/catalog-store.js';
-import { upstreamState } from '../upstream/upstreams.js';
+import { seenUpstreams, upstreamState } from '../upstream/upstreams.js';
 import { canSeeServer } from '../trust/policy.js';
 import { parseInput } from './errors.js';
 import { requestAccess } from './middleware.js';
@@ -103,11 +103,8 @@ export function catalogRoutes(deps: catalogs.CatalogDeps): Router {
     const access = requestAccess(res, 'GET /v1/catalogs/{catalog}');
     // Only this route reports embedding progress and upstreams: the list stays one cheap query.
     const [{ catalog, embedding }, upstreams] = await Promise.all([catalogs.catalogWithProgress(deps, ref, access), catalogs.catalogUpstreams(deps, ref)]);
-    res.json({
-      ...catalogJson(catalog),
-      embedding,
-      upstreams: upstreams.filter((upstream) => canSeeServer(access.policy, ref.name, upstream.name)).map(upstreamState),
-    });
+    const visible = upstreams.filter((upstream) => canSeeServer(access.policy, ref.name, upstream.name)).map(upstreamState);
+    res.json({ ...catalogJson(catalog), embedding, upstreams: await seenUpstreams(deps.db, access, ref.tenant, ref.name, visible) });
   });
 
   router.put('/v1/catalogs/:catalog', async (req, res) => {

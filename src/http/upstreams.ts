@@ -48,29 +48,38 @@ export function upstreamRoutes(upstreams: UpstreamService | null, options: { red
     const access = requestAccess(res, 'PUT /v1/catalogs/{catalog}/upstreams/{name}');
     access.requireServer(catalog, name);
     const body = parseInput(upstreamRegistrationBody, req.body, 'body');
-    const state = await upstreams!.register(String(res.locals.tenant), catalog, registrationOf(name, body), { key: access.policy.id });
-    res.json({ upstream: state });
+    const tenant = String(res.locals.tenant);
+    const state = await upstreams!.register(tenant, catalog, registrationOf(name, body), { key: access.policy.id });
+    res.json({ upstream: (await upstreams!.seen(tenant, catalog, [state], access))[0] });
   });
   router.get('/v1/catalogs/:catalog/upstreams', async (req, res) => {
     const { catalog } = parseInput(catalogParams, req.params, 'path');
-    const { policy } = requestAccess(res, 'GET /v1/catalogs/{catalog}/upstreams');
-    res.json({ upstreams: (await upstreams!.list(String(res.locals.tenant), catalog)).filter((upstream) => canSeeServer(policy, catalog, upstream.name)) });
+    const access = requestAccess(res, 'GET /v1/catalogs/{catalog}/upstreams');
+    const tenant = String(res.locals.tenant);
+    const visible = (await upstreams!.list(tenant, catalog)).filter((upstream) => canSeeServer(access.policy, catalog, upstream.name));
+    res.json({ upstreams: await upstreams!.seen(tenant, catalog, visible, access) });
   });
   router.get('/v1/catalogs/:catalog/upstreams/:name', async (req, res) => {
     const { catalog, name } = parseInput(upstreamRef, req.params, 'path');
     const access = requestAccess(res, 'GET /v1/catalogs/{catalog}/upstreams/{name}');
     access.requireServer(catalog, name);
-    const review = await upstreams!.review(String(res.locals.tenant), catalog, name);
-    res.json({ ...review, tools: review.tools.filter((tool) => access.seesTool({ catalog, name: tool.name, server: name })) });
+    const tenant = String(res.locals.tenant);
+    const review = await upstreams!.review(tenant, catalog, name);
+    res.json({
+      upstream: (await upstreams!.seen(tenant, catalog, [review.upstream], access))[0],
+      tools: review.tools.filter((tool) => access.seesTool({ catalog, name: tool.name, server: name })),
+    });
   });
   for (const decision of ['approve', 'reject'] as const) {
     router.post(`/v1/catalogs/:catalog/upstreams/:name/${decision}`, async (req, res) => {
       const { catalog, name } = parseInput(upstreamRef, req.params, 'path');
-      requestAccess(res, `POST /v1/catalogs/{catalog}/upstreams/{name}/${decision}`).requireServer(catalog, name);
+      const access = requestAccess(res, `POST /v1/catalogs/{catalog}/upstreams/{name}/${decision}`);
+      access.requireServer(catalog, name);
       const body = parseInput(decisionRequest, req.body ?? {}, 'body');
       const selection = body.tools?.map((item) => (typeof item === 'string' ? { name: item } : item)) ?? null;
-      const { upstream, decided } = await upstreams!.decide(String(res.locals.tenant), catalog, name, decision, selection);
-      res.json({ upstream, [decision === 'approve' ? 'approved' : 'rejected']: decided });
+      const tenant = String(res.locals.tenant);
+      const { upstream, decided } = await upstreams!.decide(tenant, catalog, name, decision, selection);
+      res.json({ upstream: (await upstreams!.seen(tenant, catalog, [upstream], access))[0], [decision === 'approve' ? 'approved' : 'rejected']: decided });
     });
   }
   router.delete('/v1/catalogs/:catalog/upstreams/:name', async (req, res) => {

@@ -308,3 +308,39 @@ export async function upstreamToolNames(db: Executor, catalogId: number, upstrea
   const rows = await queryRows<{ name: string }>(db, sql`select name from catalog_tools where catalog_id = ${catalogId} and upstream = ${upstream}`);
   return rows.map((row) => row.name);
 }
+
+/**
+ * The tools of a catalog that its upstreams `upstreams` synced, and those holding the names
+ * `held` (their conflicts), each by name, server and the upstream that synced it (null: pushed):
+ * what an upstream's counts are narrowed by for a key that sees only some tools.
+ */
+export async function upstreamToolOwners(
+  db: Executor,
+  tenant: string,
+  catalog: string,
+  upstreams: readonly string[],
+  held: readonly string[],
+): Promise<{ name: string; server: string | null; upstream: string | null }[]> {
+  return queryRows<{ name: string; server: string | null; upstream: string | null }>(
+    db,
+    sql`select ct.name, d.server, ct.upstream
+        from catalogs c join catalog_tools ct on ct.catalog_id = c.id join tool_documents d on d.hash = ct.hash
+        where c.tenant = ${tenant} and c.name = ${catalog}
+          and (ct.upstream = any(${sql.param([...upstreams])}::text[]) or ct.name = any(${sql.param([...held])}::text[]))`,
+  );
+}
+
+/** The pins of a catalog's upstreams `upstreams` without their definitions: by upstream and name, what their status is read from. */
+export async function upstreamPinStates(
+  db: Executor,
+  tenant: string,
+  catalog: string,
+  upstreams: readonly string[],
+): Promise<(Pick<PinRow, 'name' | 'currentHash' | 'approvedHash' | 'rejectedHash'> & { upstream: string })[]> {
+  return queryRows<Pick<PinRow, 'name' | 'currentHash' | 'approvedHash' | 'rejectedHash'> & { upstream: string }>(
+    db,
+    sql`select p.upstream, p.name, p.current_hash as "currentHash", p.approved_hash as "approvedHash", p.rejected_hash as "rejectedHash"
+        from catalogs c join upstream_tools p on p.catalog_id = c.id
+        where c.tenant = ${tenant} and c.name = ${catalog} and p.upstream = any(${sql.param([...upstreams])}::text[])`,
+  );
+}

@@ -5,10 +5,10 @@
  * is given. Never a credential's value, an upstream's own error text or a definition.
  */
 import { canSeeServer, type Access } from '../trust/policy.js';
-import { STDIO_URL_PREFIX, type UpstreamCredentials, type UpstreamService, type UpstreamState } from './upstreams.js';
+import { isConflictsError, STDIO_URL_PREFIX, type UpstreamCredentials, type UpstreamService, type UpstreamState } from './upstreams.js';
 
 /** What management reads and does through the upstream service. */
-export type UpstreamManagement = Pick<UpstreamService, 'register' | 'remove' | 'listTenant' | 'review' | 'credentialNames'>;
+export type UpstreamManagement = Pick<UpstreamService, 'register' | 'remove' | 'listTenant' | 'review' | 'seen' | 'credentialNames'>;
 
 /** A last_error (the gateway's own words, upstreams.ts) as a stable class an agent can branch on. */
 export type UpstreamErrorClass =
@@ -31,7 +31,7 @@ export function errorClass(lastError: string): UpstreamErrorClass {
   if (lastError.startsWith('refused by policy')) return 'refused_address';
   if (lastError.startsWith('malformed tool list')) return 'malformed_list';
   // A sync that served its tools but left some out (a name another source holds, or invisible characters).
-  if (/not synced, the name held by|^not served, the name carries/.test(lastError)) return 'name_conflict';
+  if (isConflictsError(lastError)) return 'name_conflict';
   return 'other';
 }
 
@@ -50,13 +50,13 @@ export interface UpstreamStatus {
   state: 'synced' | 'failing' | 'not_synced';
   last_sync_at: string | null;
   trust: UpstreamState['trust'];
-  /** Tools served. */
+  /** Tools served (of those the key sees). */
   tool_count: number;
-  /** Tools whose current definition waits for approval (new, or changed since approved). */
+  /** Tools whose current definition waits for approval, new or changed since approved (of those the key sees). */
   pending: number;
   /** Those of them the key sees, each with why it waits: its change and the scanner's finding codes. */
   pending_tools: { name: string; change: 'new' | 'changed'; findings: string[] }[];
-  /** Tools left out because another source of the catalog holds their names. */
+  /** Tools left out because another source of the catalog holds their names (of those the key sees). */
   conflicts: number;
   last_error: { class: UpstreamErrorClass; message: string } | null;
   /** The credentials its tools are called with, by name only. */
@@ -70,6 +70,25 @@ export async function upstreamStatusOf(
   tenant: string,
   state: UpstreamState & { catalog: string },
 ): Promise<UpstreamStatus> {
+  const [seen] = await management.seen(tenant, state.catalog, [state], access);
+  return statusOf(management, access, tenant, seen!);
+}
+
+/** Every upstream of the tenant the key sees (its catalogs, and its servers' allow and deny lists). */
+export async function upstreamStatus(management: UpstreamManagement, access: Access, tenant: string): Promise<UpstreamStatus[]> {
+  const visible = (await management.listTenant(tenant)).filter((state) => canSeeServer(access.policy, state.catalog, state.name));
+  const byCatalog = new Map<string, typeof visible>();
+  for (const state of visible) {
+    const group = byCatalog.get(state.catalog);
+    if (group) group.push(state);
+    else byCatalog.set(state.catalog, [state]);
+  }
+  const seen = await Promise.all([...byCatalog].map(([catalog, states]) => management.seen(tenant, catalog, states, access)));
+  return Promise.all(seen.flat().map((state) => statusOf(management, access, tenant, state)));
+}
+
+/** The status of `state`, already as the key sees it. */
+async function statusOf(management: UpstreamManagement, access: Access, tenant: string, state: UpstreamState & { catalog: string }): Promise<UpstreamStatus> {
   const { catalog } = state;
   const pendingTools =
     state.pending > 0
@@ -95,12 +114,6 @@ export async function upstreamStatusOf(
     last_error: state.last_error === null ? null : { class: errorClass(state.last_error), message: cut(state.last_error) },
     credentials: management.credentialNames({ tenant, ...state }),
   };
-}
-
-/** Every upstream of the tenant the key sees (its catalogs, and its servers' allow and deny lists). */
-export async function upstreamStatus(management: UpstreamManagement, access: Access, tenant: string): Promise<UpstreamStatus[]> {
-  const visible = (await management.listTenant(tenant)).filter((state) => canSeeServer(access.policy, state.catalog, state.name));
-  return Promise.all(visible.map((state) => upstreamStatusOf(management, access, tenant, state)));
 }
 
 function withoutQuery(url: string): string {

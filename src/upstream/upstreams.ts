@@ -24,8 +24,10 @@ import { AppError, notFound } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import type { Db } from '../store/database.js';
+import type { Executor } from '../store/tool-store.js';
 import { catalogToolNames } from '../store/catalog-store.js';
 import * as store from '../store/upstream-store.js';
+import type { Access } from '../trust/policy.js';
 import { diffDefinitions, listedDefinition, pinHash, pinStatus, planPins, type ListedTool, type PinRow } from '../trust/pins.js';
 import { RESERVED_TOOL_NAMES } from '../trust/reserved-names.js';
 import { scanTool } from '../trust/scan-tool.js';
@@ -145,6 +147,48 @@ export function upstreamState(row: store.UpstreamRow): UpstreamState {
     conflicts: row.conflicts ?? [],
     auth: UpstreamOAuth.stateOf(row),
   };
+}
+
+/**
+ * `states`, upstreams of `catalog`, as `access` sees them. A key that sees only some tools is told
+ * counts and names over those alone (the stored ones would tell how many tools it does not see,
+ * and name them): `tool_count` its served tools the key sees, `pending` its waiting tools the key
+ * sees (as `review` names them), `conflicts` those whose tool and holder it sees, and a conflicts
+ * `last_error` written again from them. Two statements for them all; none for a key that sees
+ * every tool.
+ */
+export async function seenUpstreams<S extends UpstreamState>(
+  db: Executor,
+  access: Access,
+  tenant: string,
+  catalog: string,
+  states: readonly S[],
+): Promise<S[]> {
+  if (!access.limitsTools || states.length === 0) return [...states];
+  const names = states.map((state) => state.name);
+  const held = [...new Set(states.flatMap((state) => state.conflicts.map((conflict) => conflict.name)))];
+  const [tools, pins] = await Promise.all([store.upstreamToolOwners(db, tenant, catalog, names, held), store.upstreamPinStates(db, tenant, catalog, names)]);
+  const sees = (name: string, server: string | null) => access.seesTool({ catalog, name, server });
+  const holders = new Map(tools.map((tool) => [tool.name, tool]));
+  return states.map((state) => {
+    const own = pins.filter((pin) => pin.upstream === state.name);
+    // A conflict names the listed tool and the one holding its name: shown when the key sees both.
+    const conflicts = state.conflicts.filter((conflict) => {
+      const holder = holders.get(conflict.name);
+      return sees(conflict.name, state.name) && (!holder || sees(holder.name, holder.server));
+    });
+    const unservable = own
+      .filter((pin) => pinStatus(pin) === 'approved' && stripInvisible(pin.name) !== pin.name)
+      .map((pin) => stripInvisible(pin.name))
+      .filter((name) => sees(name, state.name));
+    return {
+      ...state,
+      tool_count: tools.filter((tool) => tool.upstream === state.name && sees(tool.name, tool.server)).length,
+      pending: own.filter((pin) => pinStatus(pin) === 'pending' && sees(revealInvisible(pin.name), state.name)).length,
+      conflicts,
+      last_error: state.last_error !== null && isConflictsError(state.last_error) ? conflictsError(conflicts, unservable) : state.last_error,
+    };
+  });
 }
 
 /** What credentials an upstream is given, by name only. */
@@ -342,6 +386,11 @@ export class UpstreamService implements UpstreamCaller {
     const stdio = row.url.startsWith(STDIO_URL_PREFIX) ? this.#deps.stdioServers?.get(row.url.slice(STDIO_URL_PREFIX.length)) : undefined;
     const env = stdio && stdio.tenant === row.tenant && stdio.catalog === row.catalog ? Object.keys(stdio.env).sort() : [];
     return { headers: [...row.header_names], env };
+  }
+
+  /** `states`, upstreams of `catalog`, as `access` sees them (seenUpstreams). */
+  seen<S extends UpstreamState>(tenant: string, catalog: string, states: readonly S[], access: Access): Promise<S[]> {
+    return seenUpstreams(this.#deps.db, access, tenant, catalog, states);
   }
 
   /** One upstream's state with the tools waiting for a decision (each with its findings and diff) and the rejected ones. */
@@ -661,6 +710,9 @@ const approvedKey = (pins: PinRow[]) =>
     .filter((pin) => pinStatus(pin) === 'approved')
     .map((pin) => `${pin.name}\0${pin.currentHash}`)
     .join('\n');
+
+/** Whether a last_error is only the names a sync left out (conflictsError's words): a sync that served its tools. */
+export const isConflictsError = (lastError: string) => /not synced, the name held by|^not served, the name carries/.test(lastError);
 
 function conflictsError(conflicts: { name: string; held_by: string }[], unservable: string[]): string | null {
   const parts = [

@@ -27,7 +27,7 @@ import { currentRecipe } from '../../src/embed/embed-documents.js';
 const schema = (properties: Record<string, unknown>) => ({ type: 'object', properties });
 
 /** What the narrow key must never be shown: tools it does not see, and the other catalog's. */
-const HIDDEN_TOOLS = ['delete_order', 'refund_payment', 'b_secret_tool'];
+const HIDDEN_TOOLS = ['delete_order', 'refund_payment', 'b_secret_tool', 'delete_shipment'];
 
 describe('per-key policies', () => {
   let app: TestApp;
@@ -80,7 +80,11 @@ describe('per-key policies', () => {
     shipping = await startHostileUpstream({
       host: '127.0.0.2',
       label: 'SHIPPING',
-      tools: [{ name: 'ship_order', description: 'Ship an order to the customer.', inputSchema: schema({ order: { type: 'string' } }) }],
+      tools: [
+        { name: 'ship_order', description: 'Ship an order to the customer.', inputSchema: schema({ order: { type: 'string' } }) },
+        // Served by an upstream the narrow key sees, outside its tools patterns.
+        { name: 'delete_shipment', description: 'Delete the shipment of an order.', inputSchema: schema({ order: { type: 'string' } }) },
+      ],
     });
     payments = await startHostileUpstream({
       host: '127.0.0.2',
@@ -491,7 +495,7 @@ describe('per-key policies', () => {
     const sumOf = (rows: Map<string, Record<(typeof SHAPES)[number], number>>, names: readonly string[]) =>
       Object.fromEntries(SHAPES.map((shape) => [shape, names.reduce((sum, name) => sum + Number(rows.get(name)![shape]), 0)]));
     const rows = await sizes();
-    const hidden = ['delete_order', 'refund_payment'];
+    const hidden = ['delete_order', 'refund_payment', 'delete_shipment'];
     const seen = (await app.request('GET', `/v1/catalogs/${A}/tools?limit=100`, undefined, narrow)).body.tools.map((tool: { name: string }) => tool.name);
     expect([...rows.keys()].sort()).toEqual([...seen, ...hidden].sort());
     const seenTokens = sumOf(rows, seen);
@@ -569,6 +573,84 @@ describe('per-key policies', () => {
     expect(scraped).toMatch(/toolsift_policy_decisions_total\{surface="rest",action="see_catalog",decision="deny"\} [1-9]/);
     expect(scraped).toMatch(/toolsift_policy_decisions_total\{surface="mcp",action="call",decision="deny"\} [1-9]/);
   });
+  it("tells the narrow key an upstream's tool_count, pending and conflicts over the tools it sees, in every view", async () => {
+    const admin = as(keys.admin);
+    const narrow = as(keys.narrow);
+    const manager = as(keys.manager);
+    const tool = (name: string) => ({ name, description: `${name.replace(/_/g, ' ')} of a customer.`, inputSchema: schema({ order: { type: 'string' } }) });
+    // Under pin, what shipping lists from now on waits: a tool the narrow key sees and one it does not.
+    shipping.tools = [...shipping.tools, tool('track_order'), tool('delete_label')];
+    // Names other sources hold, approved so they conflict: a pushed tool it sees, a pushed tool and a
+    // hidden upstream's tool it does not.
+    shipping.tools.push(tool('get_order'), tool('delete_order'), tool('refund_payment'));
+    expect((await app.request('PUT', `/v1/catalogs/${A}/upstreams/shipping`, { url: shipping.url(), trust: 'pin' }, admin)).status).toBe(200);
+    const conflicting = ['get_order', 'delete_order', 'refund_payment'];
+    expect((await app.request('POST', `/v1/catalogs/${A}/upstreams/shipping/approve`, { tools: conflicting }, admin)).status).toBe(200);
+    // A sync writes the conflicts' last_error.
+    const synced = await app.request('PUT', `/v1/catalogs/${A}/upstreams/shipping`, { url: shipping.url(), trust: 'pin' }, admin);
+    expect(synced.status, synced.text).toBe(200);
+
+    // The admin key: the upstream's own counts.
+    const full = { tool_count: 2, pending: 2 };
+    expect(synced.body.upstream).toMatchObject(full);
+    expect(synced.body.upstream.conflicts.map((conflict: { name: string }) => conflict.name).sort()).toEqual([...conflicting].sort());
+    expect(synced.body.upstream.last_error).toMatch(/^3 tools not synced/);
+    const shippingOf = (body: { upstreams: { name: string }[] }) => body.upstreams.find((upstream) => upstream.name === 'shipping');
+    expect(shippingOf((await app.request('GET', `/v1/catalogs/${A}/upstreams`, undefined, admin)).body)).toMatchObject(full);
+    expect((await app.request('GET', `/v1/catalogs/${A}/upstreams/shipping`, undefined, admin)).body.upstream).toMatchObject(full);
+    expect(shippingOf((await app.request('GET', `/v1/catalogs/${A}`, undefined, admin)).body)).toMatchObject(full);
+
+    // The narrow key: counts over what it is shown of the upstream's tools.
+    const served = (await app.request('GET', `/v1/catalogs/${A}/tools?limit=100`, undefined, narrow)).body.tools
+      .filter((listed: { server: string }) => listed.server === 'shipping')
+      .map((listed: { name: string }) => listed.name);
+    expect(served).toEqual(['ship_order']);
+    const review = await app.request('GET', `/v1/catalogs/${A}/upstreams/shipping`, undefined, narrow);
+    expect(review.body.tools.map((waiting: { name: string }) => waiting.name)).toEqual(['track_order']);
+    const seen = {
+      tool_count: served.length,
+      pending: review.body.tools.length,
+      conflicts: [{ name: 'get_order', held_by: 'a pushed tool' }],
+      last_error: '1 tool not synced, the name held by another source of the catalog: get_order (a pushed tool)',
+    };
+    const views: [string, unknown][] = [
+      ['upstream list', shippingOf((await app.request('GET', `/v1/catalogs/${A}/upstreams`, undefined, narrow)).body)],
+      ['upstream', review.body.upstream],
+      ['catalog', shippingOf((await app.request('GET', `/v1/catalogs/${A}`, undefined, narrow)).body)],
+    ];
+    // A writer with the same limits: a registration's answer.
+    const registered = await app.request('PUT', `/v1/catalogs/${A}/upstreams/shipping`, { url: shipping.url(), trust: 'pin' }, manager);
+    expect(registered.status, registered.text).toBe(200);
+    views.push(['registration', registered.body.upstream]);
+    for (const [label, view] of views) {
+      expect(view, label).toMatchObject(seen);
+      noLeak(label, JSON.stringify(view));
+    }
+
+    // The MCP management status (resource and prompt) and register_upstream's answer.
+    const client = await mcp(keys.manager);
+    const status = await client.readResource({ uri: 'toolsift://upstreams/status' });
+    const statusText = (status.contents[0] as { text: string }).text;
+    const own = { tool_count: seen.tool_count, pending: seen.pending, conflicts: 1, pending_tools: [{ name: 'track_order', change: 'new', findings: [] }] };
+    expect(JSON.parse(statusText).upstreams.find((upstream: { name: string }) => upstream.name === 'shipping')).toMatchObject(own);
+    noLeak('upstream status', statusText);
+    const prompt = JSON.stringify(await client.getPrompt({ name: 'upstream_status' }));
+    expect(prompt).toContain(`${seen.tool_count} tools served; ${seen.pending} waiting for approval`);
+    noLeak('upstream_status prompt', prompt);
+    const answer = (await client.callTool({
+      name: 'register_upstream',
+      arguments: { catalog: A, name: 'shipping', url: shipping.url(), trust: 'pin' },
+    })) as any;
+    expect(answer.isError ?? false, JSON.stringify(answer)).toBe(false);
+    expect(answer.structuredContent.upstream).toMatchObject({ ...own, last_error: { class: 'name_conflict', message: seen.last_error } });
+    noLeak('register_upstream', JSON.stringify(answer));
+
+    // An approval's answer: the narrow writer's count rises by the tool it approved, the admin's too.
+    const approved = await app.request('POST', `/v1/catalogs/${A}/upstreams/shipping/approve`, { tools: ['track_order'] }, manager);
+    expect(approved.status, approved.text).toBe(200);
+    expect(approved.body.upstream).toMatchObject({ tool_count: seen.tool_count + 1, pending: 0, conflicts: seen.conflicts });
+    expect((await app.request('GET', `/v1/catalogs/${A}/upstreams/shipping`, undefined, admin)).body.upstream).toMatchObject({ tool_count: 3, pending: 1 });
+  }, 120_000);
 });
 
 describe('per-key policies: embedding progress of a catalog being embedded', () => {
