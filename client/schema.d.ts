@@ -303,7 +303,7 @@ export interface paths {
         put?: never;
         /**
          * Approve an upstream's tools (all waiting ones, or those named).
-         * @description The current definitions become the approved ones and are served (searchable, listed, described, callable).
+         * @description The current definitions become the approved ones and are served (searchable, listed, described, callable). A key limited to some tools decides only those it sees; one it does not see, named, is a 404 as an unknown name is, and nothing is decided.
          */
         post: operations["approveUpstreamTools"];
         delete?: never;
@@ -323,7 +323,7 @@ export interface paths {
         put?: never;
         /**
          * Reject an upstream's tools (all waiting ones, or those named).
-         * @description The current definitions stay out until the upstream changes them again; an approved tool rejected leaves the catalog.
+         * @description The current definitions stay out until the upstream changes them again; an approved tool rejected leaves the catalog. A key limited to some tools decides only those it sees; one it does not see, named, is a 404 as an unknown name is, and nothing is decided.
          */
         post: operations["rejectUpstreamTools"];
         delete?: never;
@@ -708,7 +708,7 @@ export interface components {
             }[];
         };
         Decision: {
-            /** @description Absent: every tool waiting for a decision. Each item a name, or `{name, hash}` to decide exactly the definition reviewed (409 when it changed since). */
+            /** @description Absent: every tool waiting for a decision (for a key limited to some tools, every one it sees). Each item a name, or `{name, hash}` to decide exactly the definition reviewed (409 when it changed since; 404 for an unknown name, or one the key does not see). */
             tools?: (string | {
                 name: string;
                 hash: string;

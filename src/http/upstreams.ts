@@ -10,7 +10,7 @@ import { requestAccess } from './middleware.js';
 
 const decisionRequest = z
   .object({
-    /** Absent: every tool waiting for a decision. A name, or {name, hash} to decide exactly the definition reviewed. */
+    /** Absent: every tool waiting for a decision (that the key sees). A name, or {name, hash} to decide exactly the definition reviewed. */
     tools: z
       .array(
         z.union([
@@ -78,7 +78,7 @@ export function upstreamRoutes(upstreams: UpstreamService | null, options: { red
       const body = parseInput(decisionRequest, req.body ?? {}, 'body');
       const selection = body.tools?.map((item) => (typeof item === 'string' ? { name: item } : item)) ?? null;
       const tenant = String(res.locals.tenant);
-      const { upstream, decided } = await upstreams!.decide(tenant, catalog, name, decision, selection);
+      const { upstream, decided } = await upstreams!.decide(tenant, catalog, name, decision, selection, access);
       res.json({ upstream: (await upstreams!.seen(tenant, catalog, [upstream], access))[0], [decision === 'approve' ? 'approved' : 'rejected']: decided });
     });
   }

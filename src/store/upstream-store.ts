@@ -213,7 +213,9 @@ export type PinSelection = null | { name: string; hash?: string }[];
 /**
  * Approves (the current definition becomes the approved one) or rejects (it stays out until it
  * changes; an approved tool rejected leaves) the selected tools, in one statement. A name whose
- * current hash is not the one its caller saw is left alone and returned as `stale`.
+ * current hash is not the one its caller saw is left alone and returned as `stale`. With no
+ * selection, `among` keeps the decision to the waiting tools of these names (those a key sees):
+ * the waiting set is still read by the update itself, so a tool decided meanwhile is not decided again.
  */
 export async function decidePins(
   db: Executor,
@@ -221,13 +223,16 @@ export async function decidePins(
   upstream: string,
   decision: 'approve' | 'reject',
   selection: PinSelection,
+  among?: readonly string[],
 ): Promise<{ decided: { name: string; hash: string }[]; stale: string[]; unknown: string[] }> {
   const pending = sql`current_hash is distinct from approved_hash and current_hash is distinct from rejected_hash`;
   const names = selection?.map((item) => item.name) ?? [];
   const hashes = selection?.map((item) => item.hash ?? '') ?? [];
   const chosen =
     selection === null
-      ? pending
+      ? among
+        ? sql`${pending} and name = any(${sql.param([...among])}::text[])`
+        : pending
       : sql`exists (select 1 from unnest(${sql.param(names)}::text[], ${sql.param(hashes)}::text[]) as s(n, h)
                     where s.n = upstream_tools.name and (s.h = '' or s.h = upstream_tools.current_hash))`;
   const set =

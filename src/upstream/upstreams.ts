@@ -420,7 +420,9 @@ export class UpstreamService implements UpstreamCaller {
   /**
    * Approves or rejects an upstream's tools (all waiting ones, or those named, each optionally at
    * the hash its caller reviewed), then serves what is approved. A named tool that is unknown, or
-   * changed since the hash given, is a 404 / 409 and nothing is decided.
+   * changed since the hash given, is a 404 / 409 and nothing is decided. A key that sees only some
+   * tools (`access`) decides only those: no names means the waiting tools it sees, and a name it
+   * does not see is answered as unknown (the refusal recorded), so it neither learns nor decides it.
    */
   async decide(
     tenant: string,
@@ -428,17 +430,24 @@ export class UpstreamService implements UpstreamCaller {
     name: string,
     decision: 'approve' | 'reject',
     selection: store.PinSelection,
+    access?: Access,
   ): Promise<{ upstream: UpstreamState; decided: string[] }> {
     const row = await this.#row(tenant, catalog, name);
+    const limited = access?.limitsTools ? access : undefined;
+    const sees = (tool: string) => !limited || limited.seesTool({ catalog, name: tool, server: name });
     const decided = await this.#serialized(row, async () => {
+      let among: string[] | undefined;
       if (selection !== null) {
         const pins = new Map((await store.listPins(this.#deps.db, row.catalogId, name)).map((pin) => [pin.name, pin]));
-        const unknown = selection.filter((item) => !pins.has(item.name)).map((item) => item.name);
+        for (const item of selection) if (pins.has(item.name) && !sees(item.name)) limited!.hidden('write', { catalog, tool: item.name });
+        const unknown = selection.filter((item) => !pins.has(item.name) || !sees(item.name)).map((item) => item.name);
         if (unknown.length > 0) throw notFound(`tool${unknown.length > 1 ? 's' : ''} ${unknown.map((tool) => `"${tool}"`).join(', ')} of upstream "${name}"`);
         const stale = selection.filter((item) => item.hash !== undefined && pins.get(item.name)!.currentHash !== item.hash).map((item) => item.name);
         if (stale.length > 0) throw staleDecision(stale);
+      } else if (limited) {
+        among = (await store.listPins(this.#deps.db, row.catalogId, name)).map((pin) => pin.name).filter(sees);
       }
-      const result = await store.decidePins(this.#deps.db, row.catalogId, name, decision, selection);
+      const result = await store.decidePins(this.#deps.db, row.catalogId, name, decision, selection, among);
       // Changed between the check above and the update (a sync landed): decided only what was seen.
       if (result.stale.length > 0) throw staleDecision(result.stale);
       const served = await this.#serve(row);

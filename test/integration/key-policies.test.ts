@@ -651,6 +651,70 @@ describe('per-key policies', () => {
     expect(approved.body.upstream).toMatchObject({ tool_count: seen.tool_count + 1, pending: 0, conflicts: seen.conflicts });
     expect((await app.request('GET', `/v1/catalogs/${A}/upstreams/shipping`, undefined, admin)).body.upstream).toMatchObject({ tool_count: 3, pending: 1 });
   }, 120_000);
+
+  it('lets a narrow writer approve or reject only the waiting tools it sees; a hidden one named is answered as unknown', async () => {
+    const admin = as(keys.admin);
+    const manager = as(keys.manager);
+    const tool = (name: string) => ({ name, description: `${name.replace(/_/g, ' ')} of a customer.`, inputSchema: schema({ order: { type: 'string' } }) });
+    // Under pin these wait: two tools the narrow writer sees, one it does not.
+    shipping.tools = [...shipping.tools, tool('weigh_order'), tool('pack_order'), tool('delete_parcel')];
+    expect((await app.request('PUT', `/v1/catalogs/${A}/upstreams/shipping`, { url: shipping.url(), trust: 'pin' }, admin)).status).toBe(200);
+    const waiting = async () =>
+      (await app.request('GET', `/v1/catalogs/${A}/upstreams/shipping`, undefined, admin)).body.tools
+        .filter((listed: { status: string }) => listed.status === 'pending')
+        .map((listed: { name: string }) => listed.name);
+    expect(await waiting()).toEqual(expect.arrayContaining(['weigh_order', 'pack_order', 'delete_parcel']));
+    const decide = (decision: 'approve' | 'reject', body: unknown, key = manager) =>
+      app.request('POST', `/v1/catalogs/${A}/upstreams/shipping/${decision}`, body, key);
+    const hidden = ['delete_parcel', 'delete_label'];
+    const noHidden = (label: string, text: string) => {
+      noLeak(label, text);
+      for (const name of hidden) expect(text, `${label} names ${name}`).not.toContain(name);
+    };
+
+    // A hidden tool named, alone, at its hash or beside one the key sees: answered as a name that does not exist, nothing decided.
+    const unknown = await decide('approve', { tools: ['no_such_tool'] });
+    expect(unknown.status).toBe(404);
+    const hash = (await app.request('GET', `/v1/catalogs/${A}/upstreams/shipping`, undefined, admin)).body.tools.find(
+      (listed: { name: string }) => listed.name === 'delete_parcel',
+    ).hash;
+    for (const [decision, tools] of [
+      ['approve', ['delete_parcel']],
+      ['reject', ['delete_parcel']],
+      ['approve', [{ name: 'delete_parcel', hash }]],
+      ['approve', ['pack_order', 'delete_parcel']],
+    ] as const) {
+      const refused = await decide(decision, { tools });
+      expect(refused.status, `${decision} ${JSON.stringify(tools)}`).toBe(unknown.status);
+      expect(refused.body.error.code).toBe(unknown.body.error.code);
+      expect(refused.body.error.message.replace('delete_parcel', 'no_such_tool')).toBe(unknown.body.error.message);
+    }
+    expect(await waiting()).toEqual(expect.arrayContaining(['weigh_order', 'pack_order', 'delete_parcel']));
+    expect(logs.some((line) => line.audit === 'policy' && line.key === 'narrow-manager' && line.action === 'write' && line.tool === 'delete_parcel')).toBe(
+      true,
+    );
+
+    // No names: every waiting tool the key sees, and none it does not; the answer names none of those.
+    const approved = await decide('approve', {});
+    expect(approved.status, approved.text).toBe(200);
+    expect([...approved.body.approved].sort()).toEqual(['pack_order', 'weigh_order']);
+    noHidden('approve with no names', approved.text);
+    const left = await waiting();
+    expect(left).toContain('delete_parcel');
+    expect(left).not.toContain('weigh_order');
+    // Nothing it sees waits now: a rejection with no names decides nothing.
+    const rejected = await decide('reject', {});
+    expect(rejected.status, rejected.text).toBe(200);
+    expect(rejected.body.rejected).toEqual([]);
+    noHidden('reject with no names', rejected.text);
+    expect(await waiting()).toEqual(left);
+
+    // The admin key still decides it.
+    const before = (await app.request('GET', `/v1/catalogs/${A}/upstreams/shipping`, undefined, admin)).body.upstream;
+    const byAdmin = await decide('approve', { tools: ['delete_parcel'] }, admin);
+    expect(byAdmin.status, byAdmin.text).toBe(200);
+    expect(byAdmin.body).toMatchObject({ approved: ['delete_parcel'], upstream: { tool_count: before.tool_count + 1, pending: before.pending - 1 } });
+  }, 120_000);
 });
 
 describe('per-key policies: embedding progress of a catalog being embedded', () => {
