@@ -38,6 +38,27 @@ export function loadQueries(path: string): EvalQuery[] {
   });
 }
 
+/**
+ * Queries ranked at once: the model runs on two threads by default (EMBED_THREADS), and one query
+ * at a time leaves one idle. No search changes another's answer, so the figures are those of one
+ * query at a time; results are read in the queries' order.
+ */
+const QUERIES_AT_ONCE = 2;
+
+/** `run` over `items`, at most `width` at once, the results in the items' order. */
+async function inOrder<T, R>(items: readonly T[], width: number, run: (item: T) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) {
+      const at = next++;
+      results[at] = await run(items[at]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(width, items.length) }, lane));
+  return results;
+}
+
 export interface EvalReport {
   dataset: string;
   tools: number;
@@ -74,8 +95,9 @@ export async function runEval(
     const report: EvalReport = { dataset: options.dataset, tools: tools.length, modes: {}, rankings: [] };
     for (const [modeIndex, mode] of options.modes.entries()) {
       const perQuery: QueryMetrics[] = [];
-      for (const query of queries) {
-        const result = await searchCatalog(deps.search, ref, { query: query.query, topK: 50, mode });
+      const results = await inOrder(queries, QUERIES_AT_ONCE, (query) => searchCatalog(deps.search, ref, { query: query.query, topK: 50, mode }));
+      for (const [at, query] of queries.entries()) {
+        const result = results[at]!;
         options.onResult?.(query, mode, result);
         const ranked = result.tools.map((tool) => tool.id);
         perQuery.push(scoreQuery(ranked, { relevant: query.relevant, relevantGroups: query.relevant_groups }));
