@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 
 const root = new URL('..', import.meta.url).pathname;
 
@@ -31,7 +31,16 @@ interface LoadSummary {
  * full. No speed is asserted: targets are the benches' own, judged in full-length runs, and a
  * missed target still ends in a complete report.
  */
-describe('benches, smoke runs', () => {
+describe.concurrent('benches, smoke runs', () => {
+  // Two benches at once (bench/vitest.config.ts maxConcurrency): each is its own processes, scratch
+  // databases, queue prefixes and free ports, and much of a tiny run is waiting (a start, a model
+  // load, a timed load of a second). The built tree some of them start is built once, here, not
+  // by two of them at once.
+  beforeAll(async () => {
+    const build = await runBench(['scripts/build.mjs']);
+    expect(build.code, build.stderr.slice(-3000)).toBe(0);
+  });
+
   it('npm run bench:start-time: /healthz, /readyz and a taken port, timed over one start', async () => {
     const { code, stdout, stderr } = await runBench(['bench/start-time.ts', '--starts', '1', '--model', 'none']);
     expect([0, 1], `bench exited with ${code}:\n${stderr.slice(-3000)}`).toContain(code);
