@@ -282,10 +282,15 @@ export interface paths {
          * @description toolsift connects as an MCP client (Streamable HTTP, falling back to the legacy SSE transport), reads every page of tools/list and stores the tools with `server` = `name` through the same path as REST ingestion. It re-syncs on tools/list_changed and every `refresh_seconds`. A sync is all or nothing: a failure keeps the previous tools and is reported in `last_error` (the answer is still 200: the upstream is registered). Creates the catalog when missing. Local stdio servers are never accepted here.
          *
          *     The address policy: http(s) only, no credentials in the URL, and the host must resolve to public addresses only (loopback, private, link-local and metadata, CGNAT, multicast and unspecified addresses are refused however spelled, unless `UPSTREAM_ALLOW` opens them): a 400 before anything is stored or sent, and checked again at every connection. Each listed tool is scanned and pinned: this registration approves what it lists except what the scanner rates high; later new or changed tools wait for approval (`trust: "pin"`, the default) or are approved when the scanner passes them (`trust: "auto"`). A tool whose name another source of the catalog holds is left out (see `conflicts`). The same URL again keeps the pins; another URL is a new server and pins afresh.
+         *
+         *     A key with `tools` patterns (API_KEYS_FILE) is refused (403): a registration decides every tool the server lists, including ones it does not see. The same holds for removing the upstream and starting its OAuth.
          */
         put: operations["putUpstream"];
         post?: never;
-        /** Remove the upstream and the tools it brought. */
+        /**
+         * Remove the upstream and the tools it brought.
+         * @description A key with `tools` patterns (API_KEYS_FILE) is refused (403), as for registering.
+         */
         delete: operations["deleteUpstream"];
         options?: never;
         head?: never;

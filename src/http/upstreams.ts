@@ -36,7 +36,7 @@ export function upstreamRoutes(upstreams: UpstreamService | null, options: { red
   const router = Router();
   router.post('/v1/catalogs/:catalog/upstreams/:name/oauth/start', async (req, res) => {
     const { catalog, name } = parseInput(upstreamRef, req.params, 'path');
-    requestAccess(res, 'POST /v1/catalogs/{catalog}/upstreams/{name}/oauth/start').requireServer(catalog, name);
+    requestAccess(res, 'POST /v1/catalogs/{catalog}/upstreams/{name}/oauth/start').requireWholeServer(catalog, name);
     parseInput(oauthStartRequest, req.body ?? {}, 'body');
     const redirectUri = callbackUrl(req, options.redirectUrl);
     const started = await upstreams!.startAuthorization(String(res.locals.tenant), catalog, name, redirectUri);
@@ -46,7 +46,7 @@ export function upstreamRoutes(upstreams: UpstreamService | null, options: { red
   router.put('/v1/catalogs/:catalog/upstreams/:name', async (req, res) => {
     const { catalog, name } = parseInput(upstreamRef, req.params, 'path');
     const access = requestAccess(res, 'PUT /v1/catalogs/{catalog}/upstreams/{name}');
-    access.requireServer(catalog, name);
+    access.requireWholeServer(catalog, name);
     const body = parseInput(upstreamRegistrationBody, req.body, 'body');
     const tenant = String(res.locals.tenant);
     const state = await upstreams!.register(tenant, catalog, registrationOf(name, body), { key: access.policy.id });
@@ -85,7 +85,7 @@ export function upstreamRoutes(upstreams: UpstreamService | null, options: { red
   router.delete('/v1/catalogs/:catalog/upstreams/:name', async (req, res) => {
     const { catalog, name } = parseInput(upstreamRef, req.params, 'path');
     const access = requestAccess(res, 'DELETE /v1/catalogs/{catalog}/upstreams/{name}');
-    access.requireServer(catalog, name);
+    access.requireWholeServer(catalog, name);
     await upstreams!.remove(String(res.locals.tenant), catalog, name, { key: access.policy.id });
     res.status(204).end();
   });

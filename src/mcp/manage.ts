@@ -41,7 +41,7 @@ function admitChange(scope: DiscoveryScope, input: { catalog: string; name: stri
   const access = scope.access!;
   const { catalog, name } = parseRegistrationPart(upstreamRef, { catalog: input.catalog, name: input.name }, 'arguments');
   access.requireWrite(catalog);
-  access.requireServer(catalog, name);
+  access.requireWholeServer(catalog, name);
   access.allowed('manage', { catalog });
   return { access, catalog, name, actor: { key: access.policy.id, via: 'mcp' } };
 }

@@ -194,6 +194,22 @@ export class Access {
     throw forbidden(`API key "${this.policy.id}" may not use upstream "${server}": it is outside the key's servers`, { catalog, upstream: server });
   }
 
+  /**
+   * 403 unless the key may register, change or remove upstream `server` as a whole: it sees the
+   * server, and no tool-name pattern hides some of the server's tools from it. An upstream's tools
+   * are whatever the server lists, and a registration decides all of them at once (trust "auto"
+   * serves them, a removal drops them): a key that sees only some by name would decide the others.
+   */
+  requireWholeServer(catalog: string, server: string): void {
+    this.requireServer(catalog, server);
+    if (!this.policy.tools) return;
+    this.note('deny', 'write', { catalog, server });
+    throw forbidden(
+      `API key "${this.policy.id}" sees only some tools by name, so it may not register, change or remove upstreams (their tools may include ones it does not see): approve or reject the tools it sees`,
+      { catalog, upstream: server },
+    );
+  }
+
   /** Why a call is refused before anything is looked up, or undefined when the key may call at all. */
   callRefusal(where: { catalog?: string; tool?: string } = {}): string | undefined {
     if (this.policy.call) return undefined;

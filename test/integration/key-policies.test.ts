@@ -42,6 +42,7 @@ describe('per-key policies', () => {
     narrow: `narrow-${prefix}-0123456789`,
     searcher: `search-${prefix}-0123456789`,
     manager: `manager-${prefix}-0123456789`,
+    serverWriter: `servers-${prefix}-0123456789`,
   };
   const as = (key: string) => ({ authorization: `Bearer ${key}` });
   let shipping: Awaited<ReturnType<typeof startHostileUpstream>>;
@@ -74,6 +75,8 @@ describe('per-key policies', () => {
           { key: keys.searcher, id: 'searcher', tenant, catalogs: [A], call: false, write: false },
           // The narrow key's scope, given management.
           { key: keys.manager, id: 'narrow-manager', tenant, catalogs: [A], tools: { deny: ['delete_*'] }, servers: { deny: ['payments'] }, manage: true },
+          // Limited by servers alone: it sees every tool of the servers it sees.
+          { key: keys.serverWriter, id: 'server-writer', tenant, catalogs: [A], servers: { deny: ['payments'] } },
         ],
       }),
     );
@@ -618,10 +621,19 @@ describe('per-key policies', () => {
       ['upstream', review.body.upstream],
       ['catalog', shippingOf((await app.request('GET', `/v1/catalogs/${A}`, undefined, narrow)).body)],
     ];
-    // A writer with the same limits: a registration's answer.
-    const registered = await app.request('PUT', `/v1/catalogs/${A}/upstreams/shipping`, { url: shipping.url(), trust: 'pin' }, manager);
-    expect(registered.status, registered.text).toBe(200);
-    views.push(['registration', registered.body.upstream]);
+    // A writer with the same limits may not register, change or remove the upstream: a registration
+    // decides every tool the server lists (trust "auto" would serve delete_label), and a removal drops them.
+    const refusal = /sees only some tools by name, so it may not register, change or remove upstreams/;
+    for (const [method, path, body] of [
+      ['PUT', `/v1/catalogs/${A}/upstreams/shipping`, { url: shipping.url(), trust: 'auto' }],
+      ['DELETE', `/v1/catalogs/${A}/upstreams/shipping`, undefined],
+      ['POST', `/v1/catalogs/${A}/upstreams/shipping/oauth/start`, {}],
+    ] as const) {
+      const refused = await app.request(method, path, body, manager);
+      expect(refused.status, `${method} ${path}: ${refused.text}`).toBe(403);
+      expect(refused.body.error.message).toMatch(refusal);
+    }
+    expect((await app.request('GET', `/v1/catalogs/${A}/upstreams/shipping`, undefined, admin)).body.upstream).toMatchObject({ ...full, trust: 'pin' });
     for (const [label, view] of views) {
       expect(view, label).toMatchObject(seen);
       noLeak(label, JSON.stringify(view));
@@ -637,13 +649,18 @@ describe('per-key policies', () => {
     const prompt = JSON.stringify(await client.getPrompt({ name: 'upstream_status' }));
     expect(prompt).toContain(`${seen.tool_count} tools served; ${seen.pending} waiting for approval`);
     noLeak('upstream_status prompt', prompt);
-    const answer = (await client.callTool({
-      name: 'register_upstream',
-      arguments: { catalog: A, name: 'shipping', url: shipping.url(), trust: 'pin' },
-    })) as any;
-    expect(answer.isError ?? false, JSON.stringify(answer)).toBe(false);
-    expect(answer.structuredContent.upstream).toMatchObject({ ...own, last_error: { class: 'name_conflict', message: seen.last_error } });
-    noLeak('register_upstream', JSON.stringify(answer));
+    for (const [name, args] of [
+      ['register_upstream', { catalog: A, name: 'shipping', url: shipping.url(), trust: 'auto' }],
+      ['deregister_upstream', { catalog: A, name: 'shipping' }],
+    ] as const) {
+      const answer = (await client.callTool({ name, arguments: args })) as any;
+      expect(answer.isError, JSON.stringify(answer)).toBe(true);
+      expect(JSON.stringify(answer.content)).toMatch(refusal);
+    }
+    // A writer limited by servers alone sees every tool of the servers it sees: it registers them, and is told all of them.
+    const registered = await app.request('PUT', `/v1/catalogs/${A}/upstreams/shipping`, { url: shipping.url(), trust: 'pin' }, as(keys.serverWriter));
+    expect(registered.status, registered.text).toBe(200);
+    expect(registered.body.upstream).toMatchObject(full);
 
     // An approval's answer: the narrow writer's count rises by the tool it approved, the admin's too.
     const approved = await app.request('POST', `/v1/catalogs/${A}/upstreams/shipping/approve`, { tools: ['track_order'] }, manager);
