@@ -7,9 +7,6 @@
  * without a row here fails the walk. Runs on the store the environment selects (PGlite, or
  * PostgreSQL with DATABASE_URL).
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +14,7 @@ import { startHostileUpstream } from '../fixtures/hostile-mcp-server.js';
 import { createApp } from '../../src/http/app.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
+import { keysFile } from '../helpers/keys-file.js';
 import { dropQueuePrefix, testRedisUrl } from '../helpers/queue.js';
 import { sql } from 'drizzle-orm';
 import { queryRows } from '../../src/store/database.js';
@@ -31,7 +29,7 @@ const HIDDEN_TOOLS = ['delete_order', 'refund_payment', 'b_secret_tool', 'delete
 
 describe('per-key policies', () => {
   let app: TestApp;
-  let dir: string;
+  let keysOf: ReturnType<typeof keysFile>;
   const logs: Record<string, unknown>[] = [];
   const prefix = uniqueName('pol');
   const tenant = uniqueName('pol-tenant');
@@ -57,29 +55,23 @@ describe('per-key policies', () => {
   }
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'toolsift-keys-'));
-    writeFileSync(
-      join(dir, 'keys.json'),
-      JSON.stringify({
-        keys: [
-          { key: keys.admin, id: 'admin', tenant },
-          {
-            key: keys.narrow,
-            id: 'narrow',
-            tenant,
-            catalogs: [A],
-            tools: { deny: ['delete_*'] },
-            servers: { deny: ['payments'] },
-            write: false,
-          },
-          { key: keys.searcher, id: 'searcher', tenant, catalogs: [A], call: false, write: false },
-          // The narrow key's scope, given management.
-          { key: keys.manager, id: 'narrow-manager', tenant, catalogs: [A], tools: { deny: ['delete_*'] }, servers: { deny: ['payments'] }, manage: true },
-          // Limited by servers alone: it sees every tool of the servers it sees.
-          { key: keys.serverWriter, id: 'server-writer', tenant, catalogs: [A], servers: { deny: ['payments'] } },
-        ],
-      }),
-    );
+    keysOf = keysFile([
+      { key: keys.admin, id: 'admin', tenant },
+      {
+        key: keys.narrow,
+        id: 'narrow',
+        tenant,
+        catalogs: [A],
+        tools: { deny: ['delete_*'] },
+        servers: { deny: ['payments'] },
+        write: false,
+      },
+      { key: keys.searcher, id: 'searcher', tenant, catalogs: [A], call: false, write: false },
+      // The narrow key's scope, given management.
+      { key: keys.manager, id: 'narrow-manager', tenant, catalogs: [A], tools: { deny: ['delete_*'] }, servers: { deny: ['payments'] }, manage: true },
+      // Limited by servers alone: it sees every tool of the servers it sees.
+      { key: keys.serverWriter, id: 'server-writer', tenant, catalogs: [A], servers: { deny: ['payments'] } },
+    ]);
     shipping = await startHostileUpstream({
       host: '127.0.0.2',
       label: 'SHIPPING',
@@ -96,7 +88,7 @@ describe('per-key policies', () => {
     });
     const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
     app = await startTestApp(
-      { API_KEYS_FILE: join(dir, 'keys.json'), UPSTREAM_ALLOW: '127.0.0.2/32', CODE_MODE: 'on', MCP_DRAFTS: 'on', METRICS_TOKEN: 'metrics-token-0123456789' },
+      { API_KEYS_FILE: keysOf.path, UPSTREAM_ALLOW: '127.0.0.2/32', CODE_MODE: 'on', MCP_DRAFTS: 'on', METRICS_TOKEN: 'metrics-token-0123456789' },
       { logger },
     );
     const admin = as(keys.admin);
@@ -122,7 +114,7 @@ describe('per-key policies', () => {
     await Promise.all(clients.map((client) => client.close().catch(() => {})));
     await app?.close();
     await Promise.all([shipping?.close(), payments?.close()]);
-    rmSync(dir, { recursive: true, force: true });
+    keysOf.remove();
   });
 
   /** A raw JSON-RPC request (the drafts' methods are not the SDK client's). */
@@ -535,7 +527,7 @@ describe('per-key policies', () => {
     const current = (await getCatalog(db, tenant, A))!;
     expect(await app.deps.search.catalogIndexes!.get(current)).toBeDefined();
     // CATALOG_INDEX_MEMORY=0: no index is ever held, the store answers.
-    const storeOnly = await startTestApp({ API_KEYS_FILE: join(dir, 'keys.json'), UPSTREAM_ALLOW: '127.0.0.2/32', CATALOG_INDEX_MEMORY: '0' });
+    const storeOnly = await startTestApp({ API_KEYS_FILE: keysOf.path, UPSTREAM_ALLOW: '127.0.0.2/32', CATALOG_INDEX_MEMORY: '0' });
     try {
       for (const [label, target] of [
         ['index', app],
@@ -736,7 +728,7 @@ describe('per-key policies', () => {
 
 describe('per-key policies: embedding progress of a catalog being embedded', () => {
   let app: TestApp;
-  let dir: string;
+  let keysOf: ReturnType<typeof keysFile>;
   const tenant = uniqueName('pol-embed');
   const catalog = uniqueName('pol-embed');
   const prefix = uniqueName('pol-pending');
@@ -749,20 +741,14 @@ describe('per-key policies: embedding progress of a catalog being embedded', () 
   }));
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'toolsift-keys-'));
-    writeFileSync(
-      join(dir, 'keys.json'),
-      JSON.stringify({
-        keys: [
-          { key: keys.admin, id: 'admin', tenant },
-          { key: keys.narrow, id: 'narrow', tenant, tools: { deny: ['delete_*'] }, write: false },
-        ],
-      }),
-    );
+    keysOf = keysFile([
+      { key: keys.admin, id: 'admin', tenant },
+      { key: keys.narrow, id: 'narrow', tenant, tools: { deny: ['delete_*'] }, write: false },
+    ]);
     // The model loads but nothing embeds: no worker in this process, and a queue prefix no other one
     // reads (the queue is what makes the catalog report its progress).
     app = await startTestApp({
-      API_KEYS_FILE: join(dir, 'keys.json'),
+      API_KEYS_FILE: keysOf.path,
       EMBED_MODEL: 'use-lite',
       EMBED_WORKER: 'off',
       REDIS_URL: testRedisUrl(),
@@ -774,7 +760,7 @@ describe('per-key policies: embedding progress of a catalog being embedded', () 
   afterAll(async () => {
     await app?.close();
     await dropQueuePrefix(prefix);
-    rmSync(dir, { recursive: true, force: true });
+    keysOf.remove();
   });
 
   it("counts only the narrow key's tools, in GET /v1/catalogs/{catalog} and in a search's pending counts", async () => {

@@ -8,7 +8,7 @@
  * "internal service" listens on 127.0.0.1, which stays refused like every other internal address.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { connect } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
@@ -20,6 +20,7 @@ import { queryRows } from '../../src/store/database.js';
 import { startHostileUpstream, startInternalService, type HostileTool } from '../fixtures/hostile-mcp-server.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
+import { keysFile } from '../helpers/keys-file.js';
 import { freePort } from '../helpers/process.js';
 
 export interface Seen {
@@ -89,28 +90,22 @@ export async function startSecurityContext(): Promise<SecurityContext> {
   const betaKey = `kb-${uniqueName('k')}`;
   const alphaTenant = uniqueName('alpha');
   const catalog = uniqueName('sec');
-  const keysDir = mkdtempSync(join(tmpdir(), 'toolsift-sec-keys-'));
   const scopedKeys = {
     searchOnly: `ks-${uniqueName('key')}-0123456789`,
     otherCatalog: `ko-${uniqueName('key')}-0123456789`,
     noReadFile: `kr-${uniqueName('key')}-0123456789`,
     manager: `km-${uniqueName('key')}-0123456789`,
   };
-  writeFileSync(
-    join(keysDir, 'keys.json'),
-    JSON.stringify({
-      keys: [
-        { key: scopedKeys.searchOnly, id: 'search-only', tenant: alphaTenant, call: false, write: false },
-        { key: scopedKeys.otherCatalog, id: 'other-catalog', tenant: alphaTenant, catalogs: [`${catalog}-other`] },
-        { key: scopedKeys.noReadFile, id: 'no-read-file', tenant: alphaTenant, tools: { deny: ['read_file'] } },
-        { key: scopedKeys.manager, id: 'manager', tenant: alphaTenant, manage: true },
-      ],
-    }),
-  );
+  const keysOf = keysFile([
+    { key: scopedKeys.searchOnly, id: 'search-only', tenant: alphaTenant, call: false, write: false },
+    { key: scopedKeys.otherCatalog, id: 'other-catalog', tenant: alphaTenant, catalogs: [`${catalog}-other`] },
+    { key: scopedKeys.noReadFile, id: 'no-read-file', tenant: alphaTenant, tools: { deny: ['read_file'] } },
+    { key: scopedKeys.manager, id: 'manager', tenant: alphaTenant, manage: true },
+  ]);
   const app = await startTestApp(
     {
       API_KEYS: `${alphaKey}:${alphaTenant},${betaKey}:${uniqueName('beta')}`,
-      API_KEYS_FILE: join(keysDir, 'keys.json'),
+      API_KEYS_FILE: keysOf.path,
       UPSTREAM_ALLOW: '127.0.0.2/32',
       UPSTREAM_CONNECT_TIMEOUT_MS: '2000',
       UPSTREAM_CALL_TIMEOUT_MS: '20000',
@@ -155,7 +150,7 @@ export async function startSecurityContext(): Promise<SecurityContext> {
       await app.close();
       await open.close();
       await Promise.all([trusted.close(), evil.close(), internal.close()]);
-      rmSync(keysDir, { recursive: true, force: true });
+      keysOf.remove();
     },
   };
 }
