@@ -1,5 +1,5 @@
 import type { Config } from './config.js';
-import type { CatalogDeps } from './catalog/catalog-service.js';
+import type { CatalogDeps, WrittenChanges } from './catalog/catalog-service.js';
 import type { Embedder, EmbedderStatus } from './embed/embedder.js';
 import { loadEmbedder } from './embed/create-embedder.js';
 import { withVectorFile } from './embed/vector-file.js';
@@ -270,7 +270,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     // A searched catalog's new index is derived as the write answers: its next search here finds it
     // ready. Through the request path's connections: a search may join this derivation, and must
     // not wait past DB_TIMEOUT_MS for it.
-    onCatalogChanged: (catalog: { id: number; revision: number }) => catalogIndexes.refresh(catalog, database.db),
+    onCatalogChanged: (catalog: { id: number; revision: number }, written?: WrittenChanges) => catalogIndexes.refresh(catalog, database.db, written),
     writeSlice: STORE_SLICE[database.kind],
     writeConcurrency: STORE_CONCURRENCY[database.kind],
     onDocumentsWritten: queue ? (hashes: string[]) => queue!.enqueue(hashes) : undefined,

@@ -5,6 +5,7 @@ import * as catalogStore from '../store/catalog-store.js';
 import { catalogHashesWithoutVector } from '../store/embedding-store.js';
 import type { Db } from '../store/database.js';
 import { STORE_SLICE, storeDocuments, type CountedDocument, type ToolDocument } from '../store/tool-store.js';
+import { documentIndexRow, type CatalogIndexRow } from '../store/search-store.js';
 import { listUpstreams, type UpstreamRow } from '../store/upstream-store.js';
 import { mapYielding } from '../lib/time-slice.js';
 import { RESERVED_TOOL_NAMES } from '../trust/reserved-names.js';
@@ -28,7 +29,7 @@ export interface CatalogDeps {
   /** Called with hashes that may lack an embedding for the active model (the embedding queue). */
   onDocumentsWritten?: (hashes: string[]) => Promise<string[]>;
   /** Told of each catalog write that made a new revision (after it committed); must not throw. */
-  onCatalogChanged?: (catalog: { id: number; revision: number }) => void;
+  onCatalogChanged?: (catalog: { id: number; revision: number }, written?: WrittenChanges) => void;
   /** The active embedding model and the queue's failures; absent when nothing is embedded. */
   embedding?: {
     model: string;
@@ -249,8 +250,31 @@ async function storeAhead(deps: CatalogDeps, tools: Tool[]): Promise<WrittenAhea
   return { documents, unstored: [], newHashes, jobIds: [], queued: new Set() };
 }
 
-async function afterWrite(deps: CatalogDeps, write: catalogStore.CatalogWrite, ahead: WrittenAhead) {
-  deps.onCatalogChanged?.(write.catalog);
+/**
+ * What a write changed, from its own documents: the index of the revision it made is laid over the
+ * last one's at once (search/catalog-index.ts `refresh`), so the next search does not wait for
+ * those rows to be read back (~0.7 s for 5,000 tools of 100,000).
+ */
+export interface WrittenChanges {
+  /** The revision the changes apply to (the new one less one). */
+  from: number;
+  rows: CatalogIndexRow[];
+  removed: string[];
+}
+
+/** A write's changes when it can tell them (`CatalogWrite.changed`): the documents now behind the changed names. */
+export function writtenChanges(write: catalogStore.CatalogWrite, documents: readonly CountedDocument[]): WrittenChanges | undefined {
+  if (!write.changed) return undefined;
+  const byName = new Map(documents.map((doc) => [doc.tool.name, doc]));
+  const rows = write.changed.flatMap((name) => {
+    const doc = byName.get(name);
+    return doc ? [documentIndexRow(doc)] : [];
+  });
+  return rows.length === write.changed.length ? { from: write.catalog.revision - 1, rows, removed: [] } : undefined;
+}
+
+async function afterWrite(deps: CatalogDeps, write: catalogStore.CatalogWrite, ahead: WrittenAhead, written?: WrittenChanges) {
+  deps.onCatalogChanged?.(write.catalog, written);
   // A document queued ahead that a sweep then removed was stored again by the write: queued again.
   const again = new Set(write.newHashes);
   const rest = ahead.documents.map((doc) => doc.hash).filter((hash) => !ahead.queued.has(hash) || again.has(hash));
@@ -290,7 +314,7 @@ export async function upsertTools(deps: CatalogDeps, ref: CatalogRef, raws: unkn
     ahead.documents.map((doc) => doc.hash),
   );
   const write = await heldAsConflict(catalogStore.upsertCatalogTools(deps.db, ref.tenant, ref.name, ahead.documents, ahead.unstored));
-  const written = await afterWrite(deps, write, ahead);
+  const written = await afterWrite(deps, write, ahead, writtenChanges(write, ahead.documents));
   return {
     ...written,
     catalog: await seenCatalog(deps, written.catalog, access),

@@ -662,9 +662,20 @@ export class CatalogIndexCache {
    * After a write on this replica: when an older revision's index is held (the catalog is being
    * searched here), the new one is derived now, in the background, so the next search finds it.
    */
-  refresh(catalog: { id: number; revision: number }, db: Executor): void {
+  refresh(catalog: { id: number; revision: number }, db: Executor, written?: { from: number; rows: CatalogIndexRow[]; removed: string[] }): void {
     const kept = this.entries.get(catalog.id);
-    if (kept && kept.revision < catalog.revision) void this.derive(kept, catalog, db).catch(() => {});
+    if (!kept || kept.revision >= catalog.revision) return;
+    // The writer's own changes over the revision they apply to: laid over it now (milliseconds),
+    // rather than read back. Another write between (another replica's) leaves it to the read.
+    if (written && kept.revision === written.from) {
+      const index = CatalogIndex.overlay(kept, { revision: catalog.revision, rows: written.rows, removed: written.removed });
+      if (index.deltaNames <= DERIVE_MAX_NAMES && index.bytes <= this.memoryBytes) {
+        this.keep(index);
+        this.planMerge(index);
+        return;
+      }
+    }
+    void this.derive(kept, catalog, db).catch(() => {});
   }
 
   /**

@@ -177,6 +177,11 @@ export interface CatalogWrite {
   catalog: CatalogSummary;
   /** Hashes this write stored, for the first time or again after a sweep removed them: their embeddings are still to be computed. */
   newHashes: string[];
+  /**
+   * The names this write pointed at other content, when it made a new revision (the last one plus
+   * one) and can tell them; undefined when it made none, or replaced the catalog whole.
+   */
+  changed?: string[];
 }
 
 /**
@@ -220,7 +225,8 @@ async function writeCatalog(
       } else if (tokens.as_sent !== 0 || tokens.anthropic !== 0 || tokens.openai !== 0) {
         await tx.execute(sql`update catalogs set ${addTokens(tokens)} where id = ${id}`);
       }
-      return { catalog: (await getCatalog(tx, tenant, name))!, newHashes };
+      const catalog = (await getCatalog(tx, tenant, name))!;
+      return { catalog, newHashes, ...(!created && changed !== null && changed.length > 0 ? { changed } : {}) };
     }),
   );
 }

@@ -4,7 +4,7 @@ import { queryRows, sendsBinaryParameters, type Db } from './database.js';
 import { vectorColumn, vectorLiteral, vectorRead } from './vector-literal.js';
 import { changesSince, changesTold, type CatalogToolRow } from './catalog-store.js';
 import type { VectorRecipe } from './embedding-store.js';
-import { NO_TERMS, type Executor } from './tool-store.js';
+import { NO_TERMS, type CountedDocument, type Executor } from './tool-store.js';
 import { documentTerms, TERMS_VERSION } from '../ranking/search-text.js';
 import { TimeSlice } from '../lib/time-slice.js';
 
@@ -259,6 +259,23 @@ export interface CatalogIndexRow {
   terms: string;
   /** Its definition's estimated tokens as stored (`CatalogToolRow.tokens`). */
   tokens: CatalogToolRow['tokens'];
+}
+
+/**
+ * A document as the catalog's index reads its row (`loadCatalogIndexRows`): what a writer hands
+ * the index of the revision it made, instead of the index reading the rows it just wrote.
+ */
+export function documentIndexRow(doc: CountedDocument): CatalogIndexRow {
+  let terms = '';
+  for (const [term, tf] of doc.termFreqs) terms += `${term} ${tf} `;
+  return {
+    name: doc.tool.name,
+    length: doc.length,
+    server: doc.tool.server ?? null,
+    tags: doc.tool.tags,
+    terms,
+    tokens: { anthropic: doc.tokens.anthropic, openai: doc.tokens.openai, as_sent: doc.tokens.as_sent },
+  };
 }
 
 /**

@@ -8,7 +8,8 @@ import { EMBED_TEXT_VERSION, TERMS_VERSION } from '../../src/ranking/search-text
 import { writeVectors } from '../../src/store/embedding-store.js';
 import { searchBm25, searchServersBm25, searchServersVector, searchVector, type Corpus } from '../../src/store/search-store.js';
 import { queryRows } from '../../src/store/database.js';
-import type { CountedDocument } from '../../src/store/tool-store.js';
+import type { CountedDocument, Executor } from '../../src/store/tool-store.js';
+import { writtenChanges } from '../../src/catalog/catalog-service.js';
 import { observing, storeKind, testDatabase, uniqueName } from '../helpers/database.js';
 
 /** A document with hand-set term counts (the SQL must use exactly these, not re-tokenize). */
@@ -333,8 +334,26 @@ describe("a newer revision's index derived from the older one and the change log
     const indexes = new CatalogIndexCache(database.db);
     const merging = new CatalogIndexCache(database.db, undefined, { minNames: 1, quietMs: 0 });
     const replica = new CatalogIndexCache(database.db, undefined, { minNames: 4, quietMs: 0 });
+    // `writer`, the process that writes: each upsert's index laid over the last from the write's own
+    // documents (catalog-service `writtenChanges`), never read back: its reads fail.
+    const writer = new CatalogIndexCache(database.db);
+    const unread = new Proxy(
+      {},
+      {
+        get() {
+          throw new Error('the writer read its own changes back');
+        },
+      },
+    ) as unknown as Executor;
+    let writerHolds = false;
+    const upsert = async (written: CountedDocument[], laid = true) => {
+      const write = await upsertCatalogTools(database.db, tenant, name, written);
+      writer.refresh(write.catalog, unread, writtenChanges(write, written));
+      writerHolds = laid;
+    };
     const means = new ServerStatsCache();
     let catalog = (await getCatalog(database.db, tenant, name))!;
+    await writer.get(catalog);
     await indexes.get(catalog);
     await merging.get(catalog);
     await replica.get(catalog);
@@ -421,6 +440,12 @@ describe("a newer revision's index derived from the older one and the change log
       if (derived.delta) overlays++;
       const whole = (await new CatalogIndexCache(database.db).get(catalog))!;
       await expectEqual(label, derived, whole);
+      // The writer's own index of its upsert, in hand before any search; after other writes, read.
+      if (writerHolds) {
+        expect(writer.held(catalog), `${label}: the writer's index`).toBeDefined();
+        await expectEqual(`${label}, from the write's own documents`, writer.held(catalog)!, whole);
+      } else await writer.forSearch(catalog, database.db);
+      writerHolds = false;
       // Merged in the background: searched while the merge runs, then merged.
       const laid = (await merging.forSearch(catalog, database.db))!;
       await expectEqual(`${label}, laid over before the merge`, laid, whole);
@@ -445,7 +470,7 @@ describe("a newer revision's index derived from the older one and the change log
 
     // New tools (one on a new server), changed ones (one moving to another server), none removed.
     const added = [tool('n1', 's9'), tool('n2', 's0'), tool('n3', null), { ...tool('t01', 's2') }, tool('t02', 's2')];
-    await upsertCatalogTools(database.db, tenant, name, added);
+    await upsert(added);
     await writeVectors(database.db, recipe, vectorsOf(added));
     await expectSame('upsert');
     // A tool removed, then every tool of one server (the server goes).
@@ -458,13 +483,14 @@ describe("a newer revision's index derived from the older one and the change log
     const synced = [tool('t03', 's3'), tool('u1', 's3')];
     await replaceServerTools(database.db, tenant, name, 's3', synced);
     await writeVectors(database.db, recipe, vectorsOf(synced));
-    await upsertCatalogTools(database.db, tenant, name, [tool('n1', 's1')]);
+    // Two revisions: the sync's is not the writer's, so the upsert's index is read.
+    await upsert([tool('n1', 's1')], false);
     await expectSame('sync and upsert');
     // Two derivations with no means between: the means kept two revisions back serve.
-    await upsertCatalogTools(database.db, tenant, name, [tool('t20', 's4')]);
+    await upsert([tool('t20', 's4')]);
     await expectSame('first of two', false);
     const two = [tool('n5', 's0'), tool('n6', 's8')];
-    await upsertCatalogTools(database.db, tenant, name, two);
+    await upsert(two);
     await writeVectors(database.db, recipe, vectorsOf([...two]));
     await expectSame('second of two');
     // A bulk revision in place: a dozen tools keep their terms and gain one (each goes back to its
@@ -473,14 +499,14 @@ describe("a newer revision's index derived from the older one and the change log
       const doc = toyDocument(toolName, { ...termsOf.get(toolName)!, revised: 1 + (k % 2) });
       return { ...doc, tool: { ...doc.tool, server: k === 0 ? 's4' : `s${Number(toolName.slice(1)) % 6}`, tags: ['alpha'] } };
     });
-    await upsertCatalogTools(database.db, tenant, name, revised);
+    await upsert(revised);
     await writeVectors(database.db, recipe, vectorsOf(revised));
     await expectSame('revision in place');
     // A run of small writes, each index derived from the last (its id lookup chains over the last
     // one's and is built afresh past LOOKUP_DEPTH), one of them removing the catalog's first tool.
     for (let k = 0; k < 10; k++) {
       if (k === 4) await deleteCatalogTool(database.db, tenant, name, 't00');
-      else await upsertCatalogTools(database.db, tenant, name, [tool(`t${30 + k}`, `s${k % 6}`)]);
+      else await upsert([tool(`t${30 + k}`, `s${k % 6}`)]);
       await expectSame(`small write ${k}`, false);
     }
 
