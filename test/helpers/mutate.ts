@@ -23,3 +23,31 @@ export function mutate(value: unknown, random: () => number, nasty: readonly unk
   }
   return random() < 0.5 ? pick(nasty) : value;
 }
+
+/**
+ * JSON values that break parsers and handlers, for `mutate`'s `nasty`: wrong types, extremes, blank
+ * text, NULs and lone surrogates, prototype keys. Each fuzz test adds its surface's own (long
+ * strings, path pieces, tool names).
+ */
+export const HOSTILE_VALUES: readonly unknown[] = [
+  null,
+  true,
+  0,
+  -1,
+  1.5,
+  1e308,
+  -0,
+  '',
+  ' ',
+  '\u0000',
+  'a\u0000b',
+  '\ud800',
+  'ls\udc00x',
+  '😀',
+  [],
+  [null],
+  [''],
+  {},
+  { constructor: 'x' },
+  { __proto__: { polluted: true } },
+];

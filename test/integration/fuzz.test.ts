@@ -15,7 +15,7 @@ import { parse } from 'yaml';
 import { seededRandom } from '../../src/eval/seeded-random.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
-import { mutate } from '../helpers/mutate.js';
+import { HOSTILE_VALUES, mutate } from '../helpers/mutate.js';
 
 const CASES = Number(process.env.FUZZ_CASES ?? 40);
 const SEED = Number(process.env.FUZZ_SEED ?? 1);
@@ -73,26 +73,8 @@ function sample(schema: any, depth = 0, random?: () => number): unknown {
 }
 
 const nasty: unknown[] = [
-  null,
-  true,
-  0,
-  -1,
-  1.5,
-  1e308,
-  -0,
-  '',
-  ' ',
+  ...HOSTILE_VALUES,
   'x'.repeat(20_000),
-  '\u0000',
-  'a\u0000b',
-  '\ud800',
-  'ls\udc00x',
-  '😀',
-  [],
-  [null],
-  {},
-  { __proto__: { polluted: true } },
-  { constructor: 'x' },
   Array.from({ length: 300 }, (_, i) => i),
   'read_file',
   { name: 'x' },

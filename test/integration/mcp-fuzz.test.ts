@@ -16,38 +16,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seededRandom } from '../../src/eval/seeded-random.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
-import { mutate } from '../helpers/mutate.js';
+import { HOSTILE_VALUES, mutate } from '../helpers/mutate.js';
 
 const CASES = Number(process.env.MCP_FUZZ_CASES ?? 40);
 const SEED = Number(process.env.MCP_FUZZ_SEED ?? 1);
 
 const nasty: unknown[] = [
-  null,
-  true,
-  0,
-  -1,
-  1.5,
-  1e308,
-  -0,
-  '',
-  ' ',
+  ...HOSTILE_VALUES,
   'x'.repeat(5_000),
-  '\u0000',
-  'a\u0000b',
-  '\ud800',
-  'ls\udc00x',
-  '😀',
   '%ZZ',
   '../..',
   '*',
   'a/b/c',
   '/',
-  [],
-  [null],
-  [''],
-  {},
-  { constructor: 'x' },
-  { __proto__: { polluted: true } },
   Array.from({ length: 50 }, (_, i) => `t${i}`),
   'read_file',
   'web_search',

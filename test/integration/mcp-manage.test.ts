@@ -20,7 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
-import { mutate } from '../helpers/mutate.js';
+import { HOSTILE_VALUES, mutate } from '../helpers/mutate.js';
 
 const fixture = new URL('../fixtures/changing-mcp-server.mjs', import.meta.url).pathname;
 const TOKEN = `tide-token-${uniqueName('v')}`;
@@ -360,26 +360,7 @@ describe('management over MCP', () => {
 
   it('answers broken management calls with an isError naming the problem, never an internal error (seeded)', { timeout: 120_000 }, async () => {
     const random = seededRandom(76);
-    const nasty: unknown[] = [
-      null,
-      true,
-      0,
-      -1,
-      1.5,
-      1e308,
-      '',
-      ' ',
-      'x'.repeat(5_000),
-      '\u0000',
-      '\ud800',
-      '..',
-      '/',
-      '%ZZ',
-      [],
-      [''],
-      {},
-      { constructor: 'x' },
-    ];
+    const nasty: unknown[] = [...HOSTILE_VALUES, 'x'.repeat(5_000), '..', '/', '%ZZ'];
     const client = await mcp(keys.manager);
     const samples: Record<string, Record<string, unknown>> = {
       register_upstream: { catalog: `${prefix}-fuzz`, name: 'f', url: 'http://127.0.0.2:9/mcp', headers: { 'X-Key': 'v' }, refresh_seconds: 60, trust: 'pin' },
