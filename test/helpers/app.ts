@@ -25,6 +25,20 @@ export interface TestResponse {
 
 export { TEST_SECRETS_KEY };
 
+/** A JSON-RPC answer sent over MCP's Streamable HTTP: the JSON body, or the last `data:` line of an event stream. */
+export function rpcAnswer(response: TestResponse): any {
+  return (
+    response.body ??
+    JSON.parse(
+      response.text
+        .split('\n')
+        .filter((line) => line.startsWith('data: '))
+        .at(-1)!
+        .slice(6),
+    )
+  );
+}
+
 /** The real app on a real port over the shared test database; `env` overrides config values. */
 export async function startTestApp(env: Record<string, string> = {}, overrides: DepsOverrides = {}): Promise<TestApp> {
   // A loaded CI machine can take longer than the selector's 100 ms budget to embed a query; tests

@@ -12,7 +12,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHostileUpstream } from '../fixtures/hostile-mcp-server.js';
 import { createApp } from '../../src/http/app.js';
-import { startTestApp, type TestApp } from '../helpers/app.js';
+import { rpcAnswer, startTestApp, type TestApp } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
 import { keysFile } from '../helpers/keys-file.js';
 import { dropQueuePrefix, testRedisUrl } from '../helpers/queue.js';
@@ -129,16 +129,7 @@ describe('per-key policies', () => {
         'mcp-protocol-version': '2025-11-25',
       },
     );
-    return (
-      response.body ??
-      JSON.parse(
-        response.text
-          .split('\n')
-          .filter((line) => line.startsWith('data: '))
-          .at(-1)!
-          .slice(6),
-      )
-    );
+    return rpcAnswer(response);
   }
 
   /** Fails when an answer names a tool the key does not see, or (unless the request named it) the other catalog. */

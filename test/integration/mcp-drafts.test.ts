@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { CallToolResultSchema, ListToolsResultSchema, ToolSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../helpers/app.js';
+import { rpcAnswer, startTestApp, type TestApp } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
 
 const files = [
@@ -121,15 +121,7 @@ async function rpc(app: TestApp, path: string, method: string, params: Record<st
   };
   const body = { jsonrpc: '2.0', id: nextId++, method, params: modern ? { ...params, _meta: envelope } : params };
   const response = await app.request('POST', path, body, headers);
-  const message =
-    response.body ??
-    JSON.parse(
-      response.text
-        .split('\n')
-        .filter((line) => line.startsWith('data: '))
-        .at(-1)!
-        .slice(6),
-    );
+  const message = rpcAnswer(response);
   expect(message.jsonrpc).toBe('2.0');
   return { status: response.status, ...(message.error ? { error: message.error } : { result: message.result }) };
 }
