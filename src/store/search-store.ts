@@ -266,16 +266,21 @@ export interface CatalogIndexRow {
  * the index of the revision it made, instead of the index reading the rows it just wrote.
  */
 export function documentIndexRow(doc: CountedDocument): CatalogIndexRow {
-  let terms = '';
-  for (const [term, tf] of doc.termFreqs) terms += `${term} ${tf} `;
   return {
     name: doc.tool.name,
     length: doc.length,
     server: doc.tool.server ?? null,
     tags: doc.tool.tags,
-    terms,
+    terms: termsText(doc.termFreqs),
     tokens: { anthropic: doc.tokens.anthropic, openai: doc.tokens.openai, as_sent: doc.tokens.as_sent },
   };
+}
+
+/** Terms as a row's terms text ("term tf term tf", what `forEachTerm` reads). */
+function termsText(termFreqs: ReadonlyMap<string, number>): string {
+  let terms = '';
+  for (const [term, tf] of termFreqs) terms += terms === '' ? `${term} ${tf}` : ` ${term} ${tf}`;
+  return terms;
 }
 
 /**
@@ -416,9 +421,7 @@ async function indexRows(read: { row: IndexRowText; name: string }[]): Promise<C
         tags: row.tags ?? [],
         server: row.server,
       });
-      let terms = '';
-      for (const [term, tf] of termFreqs) terms += terms === '' ? `${term} ${tf}` : ` ${term} ${tf}`;
-      indexed.terms = terms;
+      indexed.terms = termsText(termFreqs);
       indexed.length = length;
     }
     rows.push(indexed);
