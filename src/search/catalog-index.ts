@@ -660,32 +660,32 @@ export class CatalogIndexCache {
 
   /**
    * After a write on this replica: when an older revision's index is held (the catalog is being
-   * searched here), the new one is derived now, in the background, so the next search finds it.
+   * searched here), the new one is derived now, in the background, so the next search finds it
+   * (from `written`, the write's own changes, when they apply to the index held).
    */
   refresh(catalog: { id: number; revision: number }, db: Executor, written?: { from: number; rows: CatalogIndexRow[]; removed: string[] }): void {
     const kept = this.entries.get(catalog.id);
-    if (!kept || kept.revision >= catalog.revision) return;
-    // The writer's own changes over the revision they apply to: laid over it now (milliseconds),
-    // rather than read back. Another write between (another replica's) leaves it to the read.
-    if (written && kept.revision === written.from) {
-      const index = CatalogIndex.overlay(kept, { revision: catalog.revision, rows: written.rows, removed: written.removed });
-      if (index.deltaNames <= DERIVE_MAX_NAMES && index.bytes <= this.memoryBytes) {
-        this.keep(index);
-        this.planMerge(index);
-        return;
-      }
-    }
-    void this.derive(kept, catalog, db).catch(() => {});
+    if (kept && kept.revision < catalog.revision) void this.derive(kept, catalog, db, written?.from === kept.revision ? written : undefined).catch(() => {});
   }
 
   /**
-   * The index of `catalog`'s revision from `base` and the changes logged since: laid over base's
-   * own base (`CatalogIndex.overlay`, milliseconds), its merge planned; derived whole at once only
-   * when the changes since that base pass DERIVE_MAX_NAMES (a run of writes no merge kept up with).
+   * The index of `catalog`'s revision from `base` and the changes since: the writer's own
+   * (`written`, laid over once the write has answered; a search meanwhile joins it), else those
+   * logged, read back (another replica's write, or one between). Laid over base's own base
+   * (`CatalogIndex.overlay`, milliseconds), its merge planned; derived whole at once only when the
+   * changes since that base pass DERIVE_MAX_NAMES (a run of writes no merge kept up with).
    */
-  private derive(base: CatalogIndex, catalog: { id: number; revision: number }, db: Executor): Promise<CatalogIndex | undefined> {
+  private derive(
+    base: CatalogIndex,
+    catalog: { id: number; revision: number },
+    db: Executor,
+    written?: { rows: CatalogIndexRow[]; removed: string[] },
+  ): Promise<CatalogIndex | undefined> {
     return this.once(this.deriving, catalog, async () => {
-      const changes = await loadCatalogChanges(db, catalog.id, base.revision, DERIVE_MAX_NAMES);
+      if (written) await new Promise((resolve) => setImmediate(resolve));
+      const changes = written
+        ? { revision: catalog.revision, rows: written.rows, removed: written.removed }
+        : await loadCatalogChanges(db, catalog.id, base.revision, DERIVE_MAX_NAMES);
       if (!changes) return undefined;
       let index = CatalogIndex.overlay(base, changes);
       if (index.deltaNames > DERIVE_MAX_NAMES) index = await CatalogIndex.derive(index.delta!.root, index.deltaChanges()!);

@@ -335,7 +335,7 @@ describe("a newer revision's index derived from the older one and the change log
     const merging = new CatalogIndexCache(database.db, undefined, { minNames: 1, quietMs: 0 });
     const replica = new CatalogIndexCache(database.db, undefined, { minNames: 4, quietMs: 0 });
     // `writer`, the process that writes: each upsert's index laid over the last from the write's own
-    // documents (catalog-service `writtenChanges`), never read back: its reads fail.
+    // documents (catalog-service `writtenChanges`), never read back: its reads fail, the search's too.
     const writer = new CatalogIndexCache(database.db);
     const unread = new Proxy(
       {},
@@ -442,8 +442,9 @@ describe("a newer revision's index derived from the older one and the change log
       await expectEqual(label, derived, whole);
       // The writer's own index of its upsert, in hand before any search; after other writes, read.
       if (writerHolds) {
-        expect(writer.held(catalog), `${label}: the writer's index`).toBeDefined();
-        await expectEqual(`${label}, from the write's own documents`, writer.held(catalog)!, whole);
+        const own = await writer.forSearch(catalog, unread);
+        expect(own, `${label}: the writer's index`).toBeDefined();
+        await expectEqual(`${label}, from the write's own documents`, own!, whole);
       } else await writer.forSearch(catalog, database.db);
       writerHolds = false;
       // Merged in the background: searched while the merge runs, then merged.
