@@ -70,7 +70,29 @@ export interface LearnedParams {
    * words may have wanted a sibling tool.
    */
   peakExponent: number;
+  /**
+   * How much a past query's vote for a tool is held to the words that tied it to that tool: the
+   * vote is scaled by the idf share of the past query's words the tool holds that this query holds
+   * too, raised to this (0: not at all). A sibling's request in nearly the same words differs in
+   * the words that named the sibling.
+   */
+  anchorPower: number;
+  /**
+   * How much this query's own words that the tool lacks, and the past query lacked, hold the vote
+   * back: scaled by (1 - their share of this query's words, by the catalog's idf) ^ this (0: not at
+   * all). A word no tool holds (a number, a name) weighs nothing.
+   */
+  gainedPower: number;
 }
+
+/**
+ * Of `words`, those each of `tools` holds, and each word's weight in the catalog (its idf; 0: no
+ * tool holds it): the evidence the anchor reads (LearnedParams.anchorPower).
+ */
+export type ToolWords = (
+  tools: readonly string[],
+  words: readonly string[],
+) => { held: ReadonlyMap<string, ReadonlySet<string>>; weight: ReadonlyMap<string, number> };
 
 export const DEFAULT_LEARNED_PARAMS: LearnedParams = {
   weight: LEARNED_WEIGHT,
@@ -82,6 +104,8 @@ export const DEFAULT_LEARNED_PARAMS: LearnedParams = {
   callerCap: LEARNED_CALLER_CAP,
   concentration: LEARNED_CONCENTRATION,
   peakExponent: LEARNED_PEAK_EXPONENT,
+  anchorPower: 0,
+  gainedPower: 0,
 };
 
 /** The learned list for one query: tools by evidence, and how many events stand behind each. */
@@ -173,6 +197,7 @@ export class LearnedIndex {
     vector: ArrayLike<number> | undefined,
     now: number,
     params: LearnedParams = DEFAULT_LEARNED_PARAMS,
+    toolWords?: ToolWords,
   ): LearnedList {
     const weights = new Map([...new Set(terms)].map((term) => [term, this.idf(term) ** 2]));
     let queryNorm = 0;
@@ -195,19 +220,31 @@ export class LearnedIndex {
       similarities.set(id, counted);
       return counted;
     };
-    const ranked: [string, number][] = [];
-    const events = new Map<string, number>();
+    // The events that count, by tool: each past query like this one, its similarity and the event.
+    const counting = new Map<string, { id: number; weight: number; event: LearnedEvent }[]>();
     for (const tool of new Set(candidates)) {
       const used = this.byTool.get(tool);
       if (!used) continue;
-      const byCaller = new Map<string, number>();
-      let counted = 0;
+      const kept: { id: number; weight: number; event: LearnedEvent }[] = [];
       for (let at = used.length - 1; at >= Math.max(0, used.length - LEARNED_EVENTS_PER_TOOL); at--) {
         const { query: id, event } = used[at]!;
         const weight = similarity(id);
-        if (weight === 0) continue;
+        if (weight > 0) kept.push({ id, weight, event });
+      }
+      if (kept.length) counting.set(tool, kept);
+    }
+    const anchored = (params.anchorPower > 0 || params.gainedPower > 0) && toolWords && counting.size > 0;
+    const anchor = anchored ? this.anchor(counting, terms, toolWords, params) : undefined;
+    const ranked: [string, number][] = [];
+    const events = new Map<string, number>();
+    for (const [tool, kept] of counting) {
+      const byCaller = new Map<string, number>();
+      let counted = 0;
+      for (const { id, weight, event } of kept) {
+        const held = anchor ? anchor(tool, id) : 1;
+        if (held === 0) continue;
         const decay = 0.5 ** (Math.max(0, now - event.at) / params.halfLifeSeconds);
-        byCaller.set(event.caller, (byCaller.get(event.caller) ?? 0) + weight * event.strength * decay);
+        byCaller.set(event.caller, (byCaller.get(event.caller) ?? 0) + weight * held * event.strength * decay);
         counted++;
       }
       let score = 0;
@@ -223,6 +260,50 @@ export class LearnedIndex {
     }
     ranked.sort(byScoreThenId);
     return { ranked: ranked.slice(0, LEARNED_DEPTH), events, weight: params.weight, evidenceFull: params.evidenceFull, peakExponent: params.peakExponent };
+  }
+
+  /**
+   * How much of a past query's vote for a tool this query keeps (LearnedParams.anchorPower,
+   * gainedPower): the share of the words that tied the past query to the tool that this query
+   * holds too, and the share of this query's own words that neither the tool nor the past query holds.
+   */
+  private anchor(
+    counting: ReadonlyMap<string, readonly { id: number }[]>,
+    terms: readonly string[],
+    toolWords: ToolWords,
+    params: LearnedParams,
+  ): (tool: string, id: number) => number {
+    const own = new Set(terms);
+    const words = new Set(own);
+    for (const kept of counting.values()) for (const { id } of kept) for (const term of this.queries[id]!.terms) words.add(term);
+    const { held, weight } = toolWords([...counting.keys()], [...words]);
+    const weightOf = (term: string) => weight.get(term) ?? 0;
+    let ownTotal = 0;
+    for (const term of own) ownTotal += weightOf(term);
+    const kept = new Map<string, number>();
+    return (tool, id) => {
+      const key = `${id} ${tool}`;
+      const known = kept.get(key);
+      if (known !== undefined) return known;
+      const holds = held.get(tool) ?? new Set<string>();
+      const past = this.queries[id]!.terms;
+      let tied = 0;
+      let tiedKept = 0;
+      for (const term of past) {
+        if (!holds.has(term)) continue;
+        tied += weightOf(term);
+        if (own.has(term)) tiedKept += weightOf(term);
+      }
+      let share = tied > 0 ? (tiedKept / tied) ** params.anchorPower : 1;
+      if (params.gainedPower > 0 && ownTotal > 0) {
+        const pastWords = new Set(past);
+        let gained = 0;
+        for (const term of own) if (!pastWords.has(term) && !holds.has(term)) gained += weightOf(term);
+        share *= (1 - gained / ownTotal) ** params.gainedPower;
+      }
+      kept.set(key, share);
+      return share;
+    };
   }
 }
 

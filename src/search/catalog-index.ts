@@ -19,6 +19,7 @@ import { REPLACE_LOGGED_NAMES_MAX, type CatalogSummary } from '../store/catalog-
 import type { Executor } from '../store/tool-store.js';
 import { TimeSlice } from '../lib/time-slice.js';
 import { Bm25Builder, Bm25Index, patchLists, pushTo, slotPlan, TwoPassPostings, type SlotPlan } from '../ranking/bm25-index.js';
+import type { ToolWords } from '../ranking/learned.js';
 import { serverPostings, ServerDocumentsBuilder } from '../ranking/servers.js';
 import { REREAD_MAX, type ChangedServers, type ServerIndex, type ToolServers } from './server-stats.js';
 
@@ -103,6 +104,20 @@ export class CatalogIndex {
     const serverBm25 = delta ? delta.root.servers.bm25 : servers.bm25;
     const postings = bm25.postingCount + serverBm25.postingCount;
     this.bytes = 350 * bm25.size + 2 * stringBytes + 8 * postings + 100 * (bm25.termCount + serverBm25.termCount);
+  }
+
+  /** Of `words`, those each of `tools` holds, and each word's idf in the catalog (ranking/learned.ts ToolWords). */
+  toolWords(tools: readonly string[], words: readonly string[]): ReturnType<ToolWords> {
+    const places = new Map<number, string>();
+    for (const tool of tools) {
+      const at = this.bm25.indexOf(tool);
+      if (at !== undefined && this.bm25.isLive(at)) places.set(at, tool);
+    }
+    const terms = this.bm25.termsOf(new Set(places.keys()), words);
+    const held = new Map<string, ReadonlySet<string>>();
+    for (const [place, termFreqs] of terms) held.set(places.get(place)!, new Set(termFreqs.keys()));
+    const weight = new Map(words.map((word) => [word, this.bm25.df(word) > 0 ? this.bm25.idf(word) : 0]));
+    return { held, weight };
   }
 
   private serverOfTool(name: string): string | undefined {

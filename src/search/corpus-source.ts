@@ -18,7 +18,7 @@ import type { Embedder } from '../embed/embedder.js';
 import type { Bm25Index } from '../ranking/bm25-index.js';
 import type { Vocabulary } from '../ranking/fuzzy-terms.js';
 import type { ServerMembers } from '../ranking/servers.js';
-import type { LearnedIndex, LearnedList, LearnedParams } from '../ranking/learned.js';
+import type { LearnedIndex, LearnedList, LearnedParams, ToolWords } from '../ranking/learned.js';
 import type { Db } from '../store/database.js';
 import {
   type Corpus,
@@ -181,7 +181,10 @@ export interface CatalogInHand {
 function learnedFrom(held: CatalogInHand): CorpusSource['learned'] {
   const learned = held.learned;
   if (!learned) return undefined;
-  return async (terms, vector, candidates) => (await learned.index.catch(() => undefined))?.list(candidates, terms, vector, Date.now() / 1000, learned.params);
+  const index = held.index;
+  const toolWords: ToolWords | undefined = index ? (tools, words) => index.toolWords(tools, words) : undefined;
+  return async (terms, vector, candidates) =>
+    (await learned.index.catch(() => undefined))?.list(candidates, terms, vector, Date.now() / 1000, learned.params, toolWords);
 }
 
 /** A stored catalog through the store: in process what `held` has, in SQL the rest. */

@@ -154,3 +154,25 @@ describe("a limited key's totals from memory (search/visibility.ts)", () => {
     expect(visibleTokens(seenUncounted, visibleInIndex(access, 'c', seenUncounted)!, 'as_sent')).toBeUndefined();
   });
 });
+
+describe('CatalogIndex.toolWords: the words the learned list anchors on', () => {
+  const tool = (name: string, terms: string): CatalogIndexRow => ({ ...row(name), terms });
+  const rows = [tool('circle_area', 'area 2 circle 2 radius 1'), tool('triangle_area', 'area 2 triangle 2 base 1 height 1'), tool('clock', 'time 2')];
+
+  it('gives each tool the asked words it holds and each word the catalog’s idf (0: no tool holds it), also after an overlay', async () => {
+    const base = await CatalogIndex.build(1, 1, rows);
+    for (const index of [base, CatalogIndex.overlay(base, { revision: 2, rows: [tool('circle_area', 'round 2 area 2')], removed: ['clock'] })]) {
+      const { held, weight } = index.toolWords(['circle_area', 'triangle_area', 'clock', 'absent'], ['area', 'circle', 'triangle', 'round', 'time', 'seven']);
+      const circle = index === base ? ['area', 'circle'] : ['area', 'round'];
+      expect([...(held.get('circle_area') ?? [])].sort()).toEqual(circle);
+      expect([...(held.get('triangle_area') ?? [])].sort()).toEqual(['area', 'triangle']);
+      // A removed tool and an unknown one hold nothing.
+      expect(held.has('clock')).toBe(index === base);
+      expect(held.has('absent')).toBe(false);
+      expect(weight.get('seven')).toBe(0);
+      expect(weight.get('area')).toBeCloseTo(index.bm25.idf('area'), 12);
+      // A word fewer tools hold weighs more.
+      expect(weight.get('triangle')!).toBeGreaterThan(weight.get('area')!);
+    }
+  });
+});

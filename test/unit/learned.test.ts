@@ -66,4 +66,39 @@ describe('the learned list', () => {
     // Nothing learned that another list supports: the order stays.
     expect(addLearnedVotes(fused, [['unsupported', 10]]).fused).toEqual(fused);
   });
+
+  it('holds a past query’s vote to the words that tied it to the tool (anchorPower) and to this query’s words the tool lacks (gainedPower)', () => {
+    const index = new LearnedIndex();
+    index.add('area of a circle of radius 5', terms('area circle radius'), null, event('circle_area'));
+    const holds: Record<string, string[]> = { circle_area: ['area', 'circle', 'radius'], triangle_area: ['area', 'triangle', 'base', 'height'] };
+    const weight = new Map([
+      ['area', 1],
+      ['circle', 2],
+      ['radius', 2],
+      ['triangle', 2],
+      ['base', 1],
+      ['height', 1],
+      ['round', 0],
+    ]);
+    const toolWords = (tools: readonly string[], words: readonly string[]) => ({
+      held: new Map(tools.map((tool) => [tool, new Set((holds[tool] ?? []).filter((word) => words.includes(word)))])),
+      weight: new Map(words.map((word) => [word, weight.get(word) ?? 0])),
+    });
+    const loose = { ...DEFAULT_LEARNED_PARAMS, minSimilarity: 0.1, similarityPower: 1 };
+    const vote = (query: string, params: typeof loose) =>
+      index.list(['circle_area', 'triangle_area'], terms(query), undefined, NOW, params, toolWords).ranked.find(([tool]) => tool === 'circle_area')?.[1] ?? 0;
+    const sibling = 'area triangle radius';
+    const plain = vote(sibling, loose);
+    expect(plain).toBeGreaterThan(0);
+    // The sibling's request keeps "area" and "radius" of the words (area 1, circle 2, radius 2) that tied it: 3/5 of them.
+    expect(vote(sibling, { ...loose, anchorPower: 1 })).toBeCloseTo(plain * (3 / 5), 9);
+    expect(vote(sibling, { ...loose, anchorPower: 2 })).toBeCloseTo(plain * (3 / 5) ** 2, 9);
+    // Its own "triangle" (weight 2 of 5), which neither the tool nor the past query holds, holds the vote back too.
+    expect(vote(sibling, { ...loose, gainedPower: 1 })).toBeCloseTo(plain * (1 - 2 / 5), 9);
+    // A repeat in the same words keeps its whole vote; a word no tool holds ("round", weight 0) costs nothing.
+    const repeat = vote('area circle radius round', loose);
+    expect(vote('area circle radius round', { ...loose, anchorPower: 2, gainedPower: 2 })).toBeCloseTo(repeat, 9);
+    // Without the tools' words (a source that cannot tell them), the knobs change nothing.
+    expect(index.list(['circle_area'], terms(sibling), undefined, NOW, { ...loose, anchorPower: 2 }).ranked[0]![1]).toBeCloseTo(plain, 9);
+  });
 });
