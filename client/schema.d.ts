@@ -958,10 +958,10 @@ export interface components {
              */
             rerank?: "ok" | "timeout" | "error";
             /**
-             * @description Present when the answer is not what the mode promises: the model is unavailable, failed or busy (BM25 alone), or some of the catalog's tools have no vector yet (`embeddings_pending`: those tools are found by BM25 only, and `mode=vector` cannot return them; see `embedding`). A process counts a pending catalog for searches at most once a second, so this can outlast the last vector by up to a second. `query_language` (when nothing else is amiss): the query is not in English and the embedding model does not read its language (see `query_language`). `store_error`: the store did not answer and this is the catalog as this process last saw it (BM25 with typo matching and server votes, and its vectors when held; text only for tools a search here answered with before; no `explain`), as tool-search, the selector and MCP answer it; without such a memory, a 503.
+             * @description Present when the answer is not what the mode promises: the model is unavailable, failed or busy (BM25 alone), or some of the catalog's tools have no vector yet (`embeddings_pending`: those tools are found by BM25 only, and `mode=vector` cannot return them; see `embedding`). A process counts a pending catalog for searches at most once a second, so this can outlast the last vector by up to a second. `terms_refreshing`: this release recomputes the stored BM25 terms of an older one (`/readyz` `terms`) and the catalog's index, from which BM25 ranks meanwhile, does not fit CATALOG_INDEX_MEMORY: ranked by meaning alone (exact names first), as `mode=vector` would; `mode=bm25`, or no model, is a 503 until the refresh is done. `query_language` (when nothing else is amiss): the query is not in English and the embedding model does not read its language (see `query_language`). `store_error`: the store did not answer and this is the catalog as this process last saw it (BM25 with typo matching and server votes, and its vectors when held; text only for tools a search here answered with before; no `explain`), as tool-search, the selector and MCP answer it; without such a memory, a 503.
              * @enum {string}
              */
-            degraded?: "embedder_unavailable" | "embedder_error" | "embedder_busy" | "embeddings_pending" | "query_language" | "store_error";
+            degraded?: "embedder_unavailable" | "embedder_error" | "embedder_busy" | "embeddings_pending" | "terms_refreshing" | "query_language" | "store_error";
             query_language?: components["schemas"]["QueryLanguage"];
             /** @description With `degraded=embeddings_pending`, the catalog's tools with a current vector, of all (for a key limited to some tools, of those it sees). */
             embedding?: {
@@ -2173,7 +2173,7 @@ export interface operations {
                             offered: number;
                             selected: number;
                         };
-                        /** @description Why this is not the full hybrid ranking: embedder_unavailable, embedder_busy, embedder_error, embeddings_pending, store_error (ranked without the store: inline tools, or a catalog from memory), or query_language (a query in a language the model does not read, inline tools or a catalog; see query_language). */
+                        /** @description Why this is not the full hybrid ranking: embedder_unavailable, embedder_busy, embedder_error, embeddings_pending, terms_refreshing (a catalog ranked by meaning alone while its stored BM25 terms are recomputed), store_error (ranked without the store: inline tools, or a catalog from memory), or query_language (a query in a language the model does not read, inline tools or a catalog; see query_language). */
                         degraded?: string;
                         query_language?: components["schemas"]["QueryLanguage"];
                     } | {

@@ -82,7 +82,7 @@ export function createMetrics(sources: MetricSources): Metrics {
     }),
     searchDegraded: new Counter({
       name: 'toolsift_search_degraded_total',
-      help: "Search answers (catalog search, tool-search, MCP search_tools) not from the full hybrid ranking, by endpoint and reason: the embedder unavailable, busy or failing, a catalog's vectors still being written, a query in a language the model does not read (query_language), or the store (tool-search over inline tools; tool-search and MCP search_tools over a catalog answered from memory). The gateway selector counts its own in toolsift_selector_fallbacks_total.",
+      help: "Search answers (catalog search, tool-search, MCP search_tools) not from the full hybrid ranking, by endpoint and reason: the embedder unavailable, busy or failing, a catalog's vectors still being written, a catalog ranked by meaning alone while its stored BM25 terms are recomputed (terms_refreshing), a query in a language the model does not read (query_language), or the store (tool-search over inline tools; tool-search and MCP search_tools over a catalog answered from memory). The gateway selector counts its own in toolsift_selector_fallbacks_total.",
       labelNames: ['endpoint', 'reason'],
       registers: [registry],
     }),

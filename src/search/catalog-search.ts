@@ -32,7 +32,7 @@ export type CatalogQuery = Omit<RankQuery, 'exactIds' | 'visible'> & {
 export interface CatalogSearchResult {
   tools: (RankedTool & { tool: CatalogToolRow })[];
   /** `query_language`: the query is not in English and the model does not read its language (`language`), and nothing else is amiss. */
-  degraded?: RankResult['degraded'] | 'embeddings_pending' | 'query_language';
+  degraded?: RankResult['degraded'] | 'embeddings_pending' | 'query_language' | 'terms_refreshing';
   /** A query in another language than English: its tag and whether the model read it (RankResult's). */
   language?: RankResult['language'];
   /** With `embeddings_pending`: tools of the catalog with a current vector, of all (of those the key sees, for a key that sees only some). */
@@ -108,12 +108,21 @@ async function searchCatalogOnce(
   // words' postings over every catalog: ~100 ms for a 1,460-tool catalog beside a 100,000-tool one).
   // Which names the query mentions exist: the index in hand knows its revision's names, else the store.
   const held = deps.catalogIndexes?.held(catalog);
+  // While stored terms of another recipe are refreshed, BM25 comes from the catalog's index alone;
+  // a catalog whose index cannot be held ranks by meaning meanwhile (`termsRefreshing`).
+  const refreshing = deps.storedTerms !== undefined && !deps.storedTerms.current;
   const [index, existing, pending] = await Promise.all([
-    deps.storedTerms && !deps.storedTerms.current ? indexOfOneRecipe(deps, ref, catalog) : deps.catalogIndexes?.forSearch(catalog, deps.db),
+    refreshing ? indexOfOneRecipe(deps, catalog) : deps.catalogIndexes?.forSearch(catalog, deps.db),
     held ? candidates.filter((name) => held.bm25.indexOf(name) !== undefined) : existingNames(deps.db, catalog.id, candidates),
     request.mode !== 'bm25' && deps.embedder && deps.embeddingStatus ? deps.embeddingStatus.pending(deps.db, catalog, deps.embedder.modelId) : undefined,
   ]);
   const found = new Set(existing);
+  // Stored terms being refreshed and no index to rank BM25 from (a catalog larger than
+  // CATALOG_INDEX_MEMORY): ranked by meaning alone meanwhile, exact names first, and said so. BM25
+  // over the store's terms would mix two recipes' scores; nothing is answered that cannot be ranked.
+  const termsRefreshing = refreshing && !index;
+  if (termsRefreshing && request.mode === 'bm25') throw termsRefreshingError(ref.name, 'mode "bm25" needs them');
+  if (termsRefreshing && !deps.embedder) throw termsRefreshingError(ref.name, 'without the embedding model nothing else ranks it');
   // A key that sees only some tools: those it does not see leave the ranking before its cut.
   const visible = request.access?.limitsTools
     ? index
@@ -200,6 +209,7 @@ async function searchCatalogOnce(
       ...(deps.storedTerms ? { termsVersion: deps.storedTerms.version } : {}),
       denseComplete: deps.embeddingStatus !== undefined && pending === undefined,
       ...(learned ? { learned } : {}),
+      ...(termsRefreshing ? { withoutTerms: true } : {}),
     },
     catalog.toolCount > EXACT_SCAN_MAX,
   );
@@ -207,9 +217,18 @@ async function searchCatalogOnce(
   const ranked = await rankCorpus(
     deps,
     source,
-    { ...query, exactIds: candidates.filter((name) => found.has(name)), ...(visible ? { visible } : {}) },
+    {
+      ...query,
+      ...(termsRefreshing ? { mode: 'vector' as const } : {}),
+      exactIds: candidates.filter((name) => found.has(name)),
+      ...(visible ? { visible } : {}),
+    },
     { ...(queryVector ? { queryVector, queryText } : {}), ...(expandedQuery ? { expandedQuery } : {}), ...(embedQuery ? { embedQuery } : {}) },
-  );
+  ).catch((error: unknown) => {
+    // The query's embedding failed (not the store, which the callers' fallbacks read).
+    if (!termsRefreshing || request.mode === 'vector' || isDatabaseUnavailable(error)) throw error;
+    throw termsRefreshingError(ref.name, `the embedding model did not answer either (${error instanceof Error ? error.message : String(error)})`);
+  });
   const rows = await loadCatalogTools(
     deps.db,
     catalog.id,
@@ -226,14 +245,16 @@ async function searchCatalogOnce(
     }),
     timings: ranked.timings,
     bests: ranked.bests,
-    // A model that did not answer says more than the vectors still missing.
-    ...(ranked.degraded
-      ? { degraded: ranked.degraded }
-      : embedding
-        ? { degraded: 'embeddings_pending' as const, embedding }
-        : ranked.language?.understood === false
-          ? { degraded: 'query_language' as const }
-          : {}),
+    // Ranked without BM25 says the most; a model that did not answer more than the vectors still missing.
+    ...(termsRefreshing && request.mode !== 'vector'
+      ? { degraded: 'terms_refreshing' as const }
+      : ranked.degraded
+        ? { degraded: ranked.degraded }
+        : embedding
+          ? { degraded: 'embeddings_pending' as const, embedding }
+          : ranked.language?.understood === false
+            ? { degraded: 'query_language' as const }
+            : {}),
     ...(ranked.rerank ? { rerank: ranked.rerank } : {}),
     ...(ranked.language ? { language: ranked.language } : {}),
   };
@@ -263,16 +284,16 @@ function seenPending(deps: RankDeps, catalog: CatalogSummary, access: Access): P
  * store's BM25 lists would mix two ways of counting in one score, so the search waits for the index
  * (read whole if need be), whose rows of another recipe take their terms from their text.
  */
-async function indexOfOneRecipe(deps: RankDeps, ref: { name: string }, catalog: CatalogSummary): Promise<CatalogIndex> {
-  const index = (await deps.catalogIndexes?.forSearch(catalog, deps.db)) ?? (await deps.catalogIndexes?.get(catalog));
-  if (!index) {
-    throw new AppError(
-      'service_unavailable',
-      `catalog "${ref.name}": its BM25 terms are being recomputed for this release (see /readyz, terms) and its index could not be read into process (CATALOG_INDEX_MEMORY); retry shortly`,
-    );
-  }
-  return index;
+async function indexOfOneRecipe(deps: RankDeps, catalog: CatalogSummary): Promise<CatalogIndex | undefined> {
+  return (await deps.catalogIndexes?.forSearch(catalog, deps.db)) ?? (await deps.catalogIndexes?.get(catalog));
 }
+
+/** No BM25 for a catalog while its stored terms are refreshed and its index cannot be held: what can rank it, and what cannot. */
+const termsRefreshingError = (name: string, why: string) =>
+  new AppError(
+    'service_unavailable',
+    `catalog "${name}": its BM25 terms are being recomputed for this release (see /readyz, terms) and its index could not be read into process (CATALOG_INDEX_MEMORY); ${why}; retry shortly`,
+  );
 
 /**
  * A stored catalog ranked for a query: by the store (the catalog search, with its row), or, when the

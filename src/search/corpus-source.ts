@@ -175,6 +175,8 @@ export interface CatalogInHand {
   termsVersion?: number;
   /** What was learned from use in the catalog (being read, or held), and how to read it. */
   learned?: { index: Promise<LearnedIndex | undefined>; params: LearnedParams };
+  /** The store's terms are of two recipes (being refreshed) and no index is in hand: nothing reads them (no BM25, no typo matching). */
+  withoutTerms?: boolean;
 }
 
 /** The learned list from a catalog's learned index in hand (none: nothing learned yet, or it could not be read). */
@@ -203,8 +205,9 @@ export function storedCatalogSource(db: Db, held: CatalogInHand, useVectorIndex:
     tagsOf: async (ids) => (index ? index.tagsOf(ids) : tagsOf(db, corpus, ids)),
     tags: tagged,
     denseComplete: () => held.denseComplete === true,
-    serverVotes: !held.withoutServers,
+    serverVotes: !held.withoutServers && !held.withoutTerms,
     ...(held.learned ? { learned: learnedFrom(held) } : {}),
+    ...(held.withoutTerms ? { termFrequencies: async () => new Map<string, number>(), bm25: async () => [] } : {}),
   };
 }
 

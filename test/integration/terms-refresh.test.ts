@@ -163,3 +163,75 @@ describe('a start with stored terms of another BM25 recipe', () => {
     }
   }, 120_000);
 });
+
+describe('a catalog whose index cannot be held while its stored terms are refreshed', () => {
+  let scratch: ScratchDatabase;
+
+  beforeAll(async () => {
+    scratch = await scratchDatabase(storeKind(), 'terms-dense');
+    const writer = await startTestApp({ EMBED_MODEL: 'use-lite' }, { database: scratch.database });
+    try {
+      expect((await writer.request('PUT', `/v1/catalogs/${CATALOG}`, { tools: TOOLS })).status).toBe(200);
+      await writer.deps.queue?.whenIdle();
+    } finally {
+      await writer.close();
+    }
+    await restamp(scratch, TERMS_VERSION - 1);
+  }, 180_000);
+  afterAll(() => scratch?.drop());
+
+  it('ranks by meaning alone meanwhile, exact names first, and says so; BM25 alone is a 503 naming the refresh', async () => {
+    let release!: () => void;
+    const app = await startTestApp(
+      { EMBED_MODEL: 'use-lite', CATALOG_INDEX_MEMORY: '0' },
+      { database: scratch.database, holdTermsRefresh: new Promise<void>((resolve) => (release = resolve)) },
+    );
+    try {
+      expect((await app.request('GET', '/readyz')).body.components.terms.state).toBe('refreshing');
+      const search = (body: Record<string, unknown>) => app.request('POST', `/v1/catalogs/${CATALOG}/search`, { top_k: 5, explain: true, ...body });
+      const named = String(TOOLS[3]!.name);
+      const byMeaning: string[][] = [];
+      for (const query of [QUERIES[0]!, QUERIES[1]!, `use ${named} to ${QUERIES[2]!}`]) {
+        const hybrid = await search({ query });
+        expect(hybrid.status, hybrid.text).toBe(200);
+        expect(hybrid.body.degraded).toBe('terms_refreshing');
+        // No BM25 rank: the store's terms are of two recipes and none of them is read.
+        for (const result of hybrid.body.results) expect(result.explain.bm25).toBeNull();
+        byMeaning.push(hybrid.body.results.map((result: { name: string }) => result.name));
+      }
+      expect(byMeaning[2]![0]).toBe(named);
+      const bm25 = await search({ query: QUERIES[0]!, mode: 'bm25' });
+      expect(bm25.status).toBe(503);
+      expect(bm25.body.error.message).toMatch(/BM25 terms are being recomputed.*mode "bm25" needs them/);
+      // Once the terms are this recipe's, the store's BM25 ranks again, and the dense list is the same.
+      release();
+      await until('terms refreshed', async () => (await app.request('GET', '/readyz')).body.components.terms.state === 'current');
+      const after = await search({ query: QUERIES[0]! });
+      expect(after.status).toBe(200);
+      expect(after.body.degraded).toBeUndefined();
+      expect(after.body.results.some((result: { explain: { bm25: number | null } }) => result.explain.bm25 !== null)).toBe(true);
+      const vector = await search({ query: QUERIES[0]!, mode: 'vector' });
+      expect(vector.body.results.map((result: { name: string }) => result.name)).toEqual(byMeaning[0]);
+      expect((await search({ query: QUERIES[0]!, mode: 'bm25' })).status).toBe(200);
+    } finally {
+      await app.close();
+    }
+  }, 180_000);
+
+  it('without the model there is nothing to rank it by: a 503 naming the refresh, not an empty answer', async () => {
+    await restamp(scratch, TERMS_VERSION - 1);
+    let release!: () => void;
+    const app = await startTestApp(
+      { CATALOG_INDEX_MEMORY: '0' },
+      { database: scratch.database, holdTermsRefresh: new Promise<void>((resolve) => (release = resolve)) },
+    );
+    try {
+      const answer = await app.request('POST', `/v1/catalogs/${CATALOG}/search`, { query: QUERIES[0]! });
+      expect(answer.status).toBe(503);
+      expect(answer.body.error.message).toMatch(/without the embedding model nothing else ranks it/);
+    } finally {
+      release();
+      await app.close();
+    }
+  }, 120_000);
+});
