@@ -9,12 +9,14 @@
  *   npx tsx bench/scan-tools.ts [--root ../shared/eval]
  */
 import { existsSync } from 'node:fs';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { readJsonl } from '../src/eval/run-eval.js';
 import { RESERVED_TOOL_NAMES } from '../src/trust/reserved-names.js';
-import { isFlagged, NameIndex, scanTool, type Finding, type ScanContext, type ScannedTool } from '../src/trust/scan-tool.js';
+import { isFlagged, NameIndex, scanResult, scanTool, type Finding, type ScanContext, type ScannedTool } from '../src/trust/scan-tool.js';
+import { RESULT_SCAN_CHARS_DEFAULT } from '../src/mcp/result-scan.js';
 
 const { values } = parseArgs({
   options: { root: { type: 'string', default: fileURLToPath(new URL('../../shared/eval', import.meta.url)) } },
@@ -23,6 +25,8 @@ const ROOT = resolve(values.root!);
 const RESERVED = RESERVED_TOOL_NAMES;
 const CORPORA = ['bfcl', 'livemcpbench', 'sealtools', 'toolbench_stable'];
 const PASSES = 5;
+/** Text of one result read, as RESULT_SCAN_MAX_CHARS's default. */
+const RESULT_CHARS = RESULT_SCAN_CHARS_DEFAULT;
 
 interface PoisonCase {
   id: string;
@@ -51,7 +55,7 @@ function table(header: string[], rows: (string | number)[][]): void {
   console.log('');
 }
 
-function report(): void {
+function report(): ScannedTool[] {
   // --- the labelled poison set ------------------------------------------------------------------
   const poisonPath = `${ROOT}/poison/tools.dev.jsonl`;
   if (existsSync(poisonPath)) {
@@ -239,10 +243,88 @@ function report(): void {
   } else {
     console.log(`(no ${CORPORA.join(', ')} catalogs under ${ROOT}: real-tool and cost tables skipped)`);
   }
+  return corpora.flatMap(({ tools }) => tools);
+}
+
+/**
+ * The same rules over tool results (scanResult, RESULT_SCAN): the poison set's descriptions and
+ * every real tool's description and definition as a result's text (there is no labelled set of
+ * results; an injected result is the same words as a poisoned description), and the cost per size.
+ */
+async function results(tools: ScannedTool[]): Promise<void> {
+  const poisonPath = `${ROOT}/poison/tools.dev.jsonl`;
+  const asResult = (value: string) => ({ content: [{ type: 'text', text: value }] });
+  const found = async (result: unknown) => (await scanResult(result, RESULT_CHARS)).findings.length > 0;
+  const hits = async <T>(list: T[], result: (item: T) => unknown) => {
+    const hit: T[] = [];
+    for (const item of list) if (await found(result(item))) hit.push(item);
+    return hit;
+  };
+  console.log('## As tool results (RESULT_SCAN: a result counts as flagged with at least one high finding of the result codes)\n');
+  const rows: (string | number)[][] = [];
+  if (existsSync(poisonPath)) {
+    const cases = readJsonl(poisonPath) as PoisonCase[];
+    for (const label of ['poisoned', 'benign'] as const) {
+      const of = cases.filter((c) => c.label === label);
+      const hit = await hits(of, (c) => asResult(c.description));
+      rows.push([
+        `poison set, ${label} descriptions`,
+        of.length,
+        `${hit.length} (${pct(hit.length, of.length)})`,
+        label === 'benign' ? hit.map((c) => c.id).join(' ') : '',
+      ]);
+    }
+  }
+  if (tools.length > 0) {
+    const hitText = await hits(tools, (t) => asResult(t.description ?? ''));
+    rows.push([
+      'real tools: description as text',
+      tools.length,
+      `${hitText.length} (${pct(hitText.length, tools.length)})`,
+      hitText.map((t) => t.name).join(' '),
+    ]);
+    const hitJson = await hits(tools, (t) => ({ content: [], structuredContent: t }));
+    rows.push([
+      'real tools: definition as structuredContent',
+      tools.length,
+      `${hitJson.length} (${pct(hitJson.length, tools.length)})`,
+      hitJson.map((t) => t.name).join(' '),
+    ]);
+  }
+  table(['text', 'count', 'flagged', 'flagged (benign only)'], rows);
+  if (tools.length === 0) return;
+  // Cost by size: real descriptions joined into one text, and the definitions as JSON text; and the
+  // longest the thread was held meanwhile (the event loop's largest delay, 1 ms resolution).
+  const prose = tools.map((t) => t.description ?? '').join('\n');
+  const json = JSON.stringify(tools);
+  const sizes = [16 * 1024, 256 * 1024, 1024 * 1024];
+  const timed = async (value: string) => {
+    const runs: number[] = [];
+    const delay = monitorEventLoopDelay({ resolution: 1 });
+    delay.enable();
+    for (let pass = 0; pass < PASSES; pass++) {
+      const started = process.hrtime.bigint();
+      await scanResult(asResult(value), value.length);
+      runs.push(Number(process.hrtime.bigint() - started) / 1e6);
+    }
+    delay.disable();
+    runs.sort((a, b) => a - b);
+    return `${runs[Math.floor(PASSES / 2)]!.toFixed(1)} [${runs[0]!.toFixed(1)} .. ${runs[PASSES - 1]!.toFixed(1)}], held ${(delay.max / 1e6).toFixed(1)}`;
+  };
+  await timed(prose.slice(0, 64 * 1024)); // warm up the JIT
+  const cells: (string | number)[][] = [];
+  for (const size of sizes) {
+    cells.push([
+      size,
+      await timed(prose.repeat(Math.ceil(size / prose.length)).slice(0, size)),
+      await timed(json.repeat(Math.ceil(size / json.length)).slice(0, size)),
+    ]);
+  }
+  table(['characters', 'ms, prose (median [min .. max] of passes), longest hold of the thread', 'ms, JSON'], cells);
 }
 
 try {
-  report();
+  await results(report());
 } catch (error) {
   // A report, not a gate: say what went wrong and still exit 0.
   console.error(`scan-tools: ${(error as Error).stack ?? String(error)}`);

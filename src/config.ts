@@ -4,6 +4,7 @@ import { DEFAULT_USE_LITE_NICE } from './embed/use-lite.js';
 import { parseSecretKeys } from './lib/secret-box.js';
 import { parseAllowList } from './upstream/address-policy.js';
 import { KeysFileError, parseKeysFile, type KeyPolicy } from './trust/policy.js';
+import { RESULT_SCAN_CHARS_DEFAULT } from './mcp/result-scan.js';
 
 const booleanFlag = z.enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off']).transform((value) => ['true', '1', 'yes', 'on'].includes(value));
 
@@ -154,6 +155,20 @@ export const configSchema = z.preprocess(
      * (stored, findings in the answer) or off. Upstream syncs always quarantine such tools.
      */
     SCAN_POLICY: z.enum(['refuse', 'warn', 'off']).default('refuse'),
+    /**
+     * What a proxied call's result (MCP call_tool, run_code's calls) gets when it holds text addressed
+     * to the model (an injected instruction, a forged system message, hidden characters carrying
+     * text): flag (passed after a notice the model reads first, findings in _meta), block (withheld:
+     * an isError result naming the findings) or off.
+     */
+    RESULT_SCAN: z.enum(['flag', 'block', 'off']).default('flag'),
+    /** Text of one result the scan reads (~65 ms of one core per 256 KiB); with RESULT_SCAN=block a result with more text is withheld. */
+    RESULT_SCAN_MAX_CHARS: z.coerce
+      .number()
+      .int()
+      .min(1024)
+      .max(64 * 1024 * 1024)
+      .default(RESULT_SCAN_CHARS_DEFAULT),
     /** Documents no catalog holds and no request used for this long are removed in the background, hours. */
     DOCUMENT_RETENTION_HOURS: z.coerce.number().min(0.01).max(87_600).default(24),
     /** Learning from use (issue 72): what agents use after a search ranks the next similar search. off: nothing recorded or read. */

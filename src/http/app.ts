@@ -23,6 +23,7 @@ import { jsonInSlices } from './json-body.js';
 import { TOOL_SEARCH_PATH, toolSearchRoutes } from './tool-search.js';
 import { catalogListCache, toolRowCache, upstreamRowCache } from '../mcp/discovery.js';
 import { argumentChecks } from '../catalog/tool-arguments.js';
+import { RESULT_SCAN_CHARS_DEFAULT, type ResultScanMode } from '../mcp/result-scan.js';
 import { policyRecorder, type AuditLog } from '../audit.js';
 import type { KeyPolicy } from '../trust/policy.js';
 import { catalogAccess } from './catalog-access.js';
@@ -48,6 +49,9 @@ export interface AppDeps {
     MCP_DRAFTS?: 'on' | 'off';
     /** Toolsift's OAuth callback as an operator's browser reaches it; unset: from the start request. */
     OAUTH_REDIRECT_URL?: string;
+    /** What proxied calls' results are screened for (mcp/result-scan.ts); unset: flag, up to RESULT_SCAN_CHARS_DEFAULT. */
+    RESULT_SCAN?: ResultScanMode;
+    RESULT_SCAN_MAX_CHARS?: number;
   };
   logger: Logger;
   catalog: CatalogDeps;
@@ -113,6 +117,7 @@ export function createApp(deps: AppDeps): Express {
       catalogLists: catalogListCache(),
       upstreamRows: upstreamRowCache(),
       argumentChecks: argumentChecks(),
+      resultScan: { mode: deps.config.RESULT_SCAN ?? 'flag', maxChars: deps.config.RESULT_SCAN_MAX_CHARS ?? RESULT_SCAN_CHARS_DEFAULT },
       audit: deps.audit,
       logger: deps.logger,
       metrics: deps.metrics,

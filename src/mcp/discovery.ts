@@ -24,6 +24,7 @@ import { upstreamState, type UpstreamCredentials } from '../upstream/upstreams.j
 import { ANONYMOUS_CALLER, recordFeedback, STRENGTH } from '../search/feedback.js';
 import type { Logger } from '../logger.js';
 import type { Access } from '../trust/policy.js';
+import { describeFindings, screenResult, type ResultScanSettings } from './result-scan.js';
 
 export interface DiscoveryDeps {
   catalog: catalogs.CatalogDeps;
@@ -43,6 +44,8 @@ export interface DiscoveryDeps {
   logger?: Logger;
   /** The upstream service for management (mcp/manage.ts) and credential names; absent: neither. */
   management?: UpstreamManagement | null;
+  /** What a proxied call's result is screened for before the agent reads it (mcp/result-scan.ts); absent: not screened. */
+  resultScan?: ResultScanSettings;
 }
 
 /** Who is asking, and over which catalogs: all of the tenant's (`/mcp`) or one (`/mcp/{catalog}`). */
@@ -709,8 +712,13 @@ export async function callTool(
   });
   if (result.isError && result.unknownUpstream) return noUpstream();
   const { unknownUpstream: _unknown, failure, ...answer } = result;
-  audited(failure ? 'failed' : answer.isError ? 'tool_error' : 'ok', failure);
-  return { ...answer, upstream, split: { lookup_ms: lookupMs, upstream_ms: performance.now() - called } };
+  const upstreamMs = performance.now() - called;
+  // Text in the result addressed to the model is flagged, or the result withheld, before the agent reads it.
+  const screened = failure || !deps.resultScan ? undefined : await screenResult(deps.resultScan, answer, { tool: tool.name, upstream });
+  const found = screened?.findings.length ? `result: ${describeFindings(screened.findings)}` : undefined;
+  if (screened?.action === 'withheld') audited('withheld', found ?? `result: over RESULT_SCAN_MAX_CHARS, not all read`);
+  else audited(failure ? 'failed' : answer.isError ? 'tool_error' : screened?.action === 'flagged' ? 'flagged' : 'ok', failure ?? found);
+  return { ...(screened?.result ?? answer), upstream, split: { lookup_ms: lookupMs, upstream_ms: upstreamMs } };
 }
 
 /** A search's answer, remembered for the calls that follow it (search/feedback.ts RecentSearches). */

@@ -10,6 +10,7 @@
  * previous instructions'") is downgraded one severity instead of being dropped, the way
  * mcpproxy-go classifies the position of a match. Only `high` findings should stop a tool.
  */
+import { setImmediate as yieldThread } from 'node:timers/promises';
 import { foldLookAlikes, mixesScripts, nameSkeleton } from './confusables.js';
 import { escapeLength, hiddenKind, MAYBE_HIDDEN, showInvisible, stripInvisible } from './visible-text.js';
 
@@ -1059,7 +1060,7 @@ const DIRECTIVE_CODES = new Set<ScanCode>([
 
 class ToolScan {
   readonly findings = new Map<string, Finding>();
-  budget = MAX_SCAN_CHARS;
+  budget: number;
   truncatedAt: string | undefined;
   tooDeep = false;
   hype = { score: 0, path: '', excerpt: '' };
@@ -1068,6 +1069,10 @@ class ToolScan {
 
   /** Codes with a medium finding said outright (not quoted or described): two make combined_signals. */
   readonly directives = new Map<ScanCode, Finding>();
+
+  constructor(budget = MAX_SCAN_CHARS) {
+    this.budget = budget;
+  }
 
   add(code: ScanCode, severity: Severity, path: string, excerpt: string, native = true): void {
     if (native && severity === 'medium' && DIRECTIVE_CODES.has(code) && !this.directives.has(code)) {
@@ -1569,4 +1574,83 @@ export function scanTool(tool: ScannedTool, context: ScanContext = {}): Finding[
     scan.add('too_large', 'low', scan.truncatedAt, `text beyond ${MAX_SCAN_CHARS} characters was not scanned`);
   }
   return [...scan.findings.values()].sort((a, b) => RANK[b.severity] - RANK[a.severity]);
+}
+
+/**
+ * The codes that, rated high in what a tool returned, mean text addressed to the model rather than
+ * data: instructions, forged messages, hidden characters that carry text. Left out: what honest
+ * results carry (a terminal's colours and control characters, a web page's marketing or privacy
+ * wording, two medium phrases in a long page) and what only a definition can be (its name).
+ */
+const RESULT_CODES = new Set<ScanCode>([
+  'invisible_character',
+  'bidi_control',
+  'tag_characters',
+  'variation_selector_run',
+  'hidden_instruction_tag',
+  'html_comment',
+  'chat_template_token',
+  'fake_system_message',
+  'instruction_override',
+  'system_prompt_leak',
+  'secrecy_instruction',
+  'safety_bypass',
+  'sensitive_file_access',
+  'secret_exfiltration',
+  'exfiltration',
+  'hidden_recipient',
+  'tool_shadowing',
+  'preemptive_call',
+  'rug_pull',
+  'encoded_payload',
+  'response_manipulation',
+  'shell_payload',
+  'decode_instruction',
+]);
+
+/** A long result's text is read in windows of this many characters (the rules' cost grows faster than the text's length)... */
+const RESULT_WINDOW = 16 * 1024;
+/** ...each overlapping the last by this much: a phrase or encoded run shorter than this is always inside one window. */
+const RESULT_OVERLAP = 1024;
+
+/**
+ * `text` in overlapping windows, each scanned as a string of its own at the same path, the thread
+ * handed back between windows (a result of RESULT_SCAN_MAX_CHARS holds it for one window at a time).
+ */
+async function scanLong(path: string, text: string, scan: ToolScan): Promise<void> {
+  if (text.length <= RESULT_WINDOW + RESULT_OVERLAP) {
+    scanString(path, text, scan);
+    return;
+  }
+  for (let start = 0; start < text.length && scan.budget > 0; start += RESULT_WINDOW) {
+    const window = text.slice(start, start + RESULT_WINDOW + RESULT_OVERLAP);
+    // The overlap was paid for by the window before: only what is new costs budget.
+    if (start > 0) {
+      scan.budget += Math.min(RESULT_OVERLAP, window.length);
+      await yieldThread();
+    }
+    scanString(path, window, scan);
+    if (start + window.length >= text.length) break;
+  }
+}
+
+/**
+ * The findings, high only, for what a tool returned (an MCP CallToolResult): text addressed to the
+ * model in its content blocks' text, embedded resources' text and structuredContent (keys
+ * included), up to `maxChars` characters; binary data (images, audio, blobs) is not text and is
+ * not read. `truncated`: text beyond `maxChars` was not scanned.
+ */
+export async function scanResult(result: unknown, maxChars: number): Promise<{ findings: Finding[]; truncated: boolean }> {
+  const scan = new ToolScan(maxChars);
+  const answer = (result ?? {}) as { content?: unknown; structuredContent?: unknown };
+  const blocks: unknown[] = Array.isArray(answer.content) ? answer.content : [];
+  for (const [i, block] of blocks.entries()) {
+    if (!block || typeof block !== 'object') continue;
+    const { text, resource } = block as { text?: unknown; resource?: { text?: unknown } };
+    if (typeof text === 'string') await scanLong(`content[${i}].text`, text, scan);
+    if (resource && typeof resource === 'object' && typeof resource.text === 'string') await scanLong(`content[${i}].resource.text`, resource.text, scan);
+  }
+  if (answer.structuredContent !== undefined) walk(answer.structuredContent, 'structuredContent', 0, scan);
+  const findings = [...scan.findings.values()].filter((finding) => finding.severity === 'high' && RESULT_CODES.has(finding.code as ScanCode));
+  return { findings, truncated: scan.truncatedAt !== undefined };
 }
