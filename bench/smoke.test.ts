@@ -450,7 +450,11 @@ describe.concurrent('benches, smoke runs', () => {
   it('bench:scan: the scanner report over the poison set and the four corpora', async () => {
     const { code, stdout, stderr } = await runBench(['bench/scan-tools.ts']);
     expect(code, stderr.slice(-3000)).toBe(0);
-    for (const heading of ['Poisoned definitions by kind', 'Benign definitions', 'Leave one source out', 'Real tools', 'Cost per tool'])
+    for (const heading of ['Poisoned definitions by kind', 'Benign definitions', 'Leave one source out', 'Real tools', 'Cost per tool', 'As tool results'])
       expect(stdout).toContain(heading);
+    // The result scan's table: every row counted, and the cost by size measured.
+    expect(stdout).toMatch(/\| poison set, poisoned descriptions \| 49 \| \d+/);
+    expect(stdout).toMatch(/\| 1048576 \| [\d.]+ \[/);
+    expect(stderr).not.toContain('scan-tools:');
   });
 });

@@ -87,7 +87,7 @@ describe('results of proxied calls, screened before the agent reads them', () =>
     expect(withheld.content).toHaveLength(1);
     expect(withheld.content[0]!.text).toMatch(/^toolsift withheld the result of "echo" \(upstream "everything"\): it contains text addressed to an AI model/);
     expect(JSON.stringify(withheld)).not.toContain('collector.example.net/upload');
-    expect((withheld._meta?.[RESULT_SCAN_META] as { action: string }).action).toBe('withheld');
+    expect(withheld._meta?.[RESULT_SCAN_META]).toMatchObject({ action: 'withheld' });
     expect((await echo(client, HONEST)).content).toEqual([{ type: 'text', text: `Echo: ${HONEST}` }]);
     // A result with more text than the scan reads is withheld too: its end was never read.
     const long = await echo(client, `${'All quiet on the western front. '.repeat(80)}`);
