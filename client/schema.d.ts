@@ -963,7 +963,7 @@ export interface components {
              */
             degraded?: "embedder_unavailable" | "embedder_error" | "embedder_busy" | "embeddings_pending" | "terms_refreshing" | "query_language" | "store_error";
             query_language?: components["schemas"]["QueryLanguage"];
-            /** @description With `degraded=embeddings_pending`, the catalog's tools with a current vector, of all (for a key limited to some tools, of those it sees). */
+            /** @description With `degraded=embeddings_pending`, the catalog's tools with a current vector, of all (for a key limited to some tools, of those it sees; such a key whose tools all have theirs gets neither field). */
             embedding?: {
                 done: number;
                 total: number;

@@ -237,7 +237,9 @@ async function searchCatalogOnce(
   deps.seenTools?.remember(catalog.id, rows.values());
   // A small catalog's vectors, read once per revision after the search that ranked without them.
   if (keepVectors && !vectorsNow) keepVectors.cache.get(deps.db, catalog, keepVectors.recipe).catch(() => {});
-  const embedding = seenEmbedding ? await seenEmbedding : pending;
+  // A key whose tools all have their vectors is answered whole: a hidden tool's pending vector is not its news.
+  const seen = seenEmbedding ? await seenEmbedding : undefined;
+  const embedding = seen ? (seen.done < seen.total ? seen : undefined) : pending;
   return {
     tools: ranked.tools.flatMap((tool) => {
       const row = rows.get(tool.id);

@@ -776,5 +776,19 @@ describe('per-key policies: embedding progress of a catalog being embedded', () 
     expect(await progress(keys.narrow)).toMatchObject({ total: 2, done: 1, pending: 1 });
     expect((await searched(keys.admin)).embedding).toEqual({ done: 3, total: 4 });
     expect((await searched(keys.narrow)).embedding).toEqual({ done: 1, total: 2 });
+
+    // Every tool the key sees has its vector, a hidden one has none: its searches are whole, not
+    // "pending" (which would tell it a tool it cannot see is still being embedded).
+    const listInvoices = rows.find((row) => row.name === 'list_invoices')!;
+    const hidden = rows.find((row) => row.name === 'delete_customer')!;
+    await writeVectors(app.deps.search.db, currentRecipe(embedder.modelId), [{ hash: listInvoices.hash, vector: await embedder.embedQuery('list invoices') }]);
+    await app.deps.search.db.execute(sql`delete from tool_embeddings where hash = ${hidden.hash}`);
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    expect(await progress(keys.admin)).toMatchObject({ total: 4, done: 3, pending: 1 });
+    expect(await progress(keys.narrow)).toMatchObject({ total: 2, done: 2, pending: 0 });
+    expect(await searched(keys.admin)).toMatchObject({ degraded: 'embeddings_pending', embedding: { done: 3, total: 4 } });
+    const whole = await searched(keys.narrow);
+    expect(whole.degraded).toBeUndefined();
+    expect(whole.embedding).toBeUndefined();
   }, 120_000);
 });
