@@ -632,7 +632,7 @@ export interface components {
             tool_count: number;
             /** @description Tools waiting for approval (for a key limited to some tools, those it sees); GET .../upstreams/{name} shows them with a diff. */
             pending: number;
-            /** @description What the last successful sync changed in the catalog, by tool name and content hash (over all its tools, whatever the key sees). */
+            /** @description What the last successful sync changed in the catalog, by tool name and content hash, over all its tools; null before the first sync, and for a key limited by tool names (the counts would include tools it does not see; `last_sync_at` still says when). */
             last_sync: {
                 added?: number;
                 changed?: number;

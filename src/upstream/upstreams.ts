@@ -154,8 +154,9 @@ export function upstreamState(row: store.UpstreamRow): UpstreamState {
  * counts and names over those alone (the stored ones would tell how many tools it does not see,
  * and name them): `tool_count` its served tools the key sees, `pending` its waiting tools the key
  * sees (as `review` names them), `conflicts` those whose tool and holder it sees, and a conflicts
- * `last_error` written again from them. Two statements for them all; none for a key that sees
- * every tool.
+ * `last_error` written again from them, and no `last_sync` for a key limited by tool names (its
+ * counts are over every tool, removed ones too). Two statements for them all; none for a key that
+ * sees every tool.
  */
 export async function seenUpstreams<S extends UpstreamState>(
   db: Executor,
@@ -187,6 +188,9 @@ export async function seenUpstreams<S extends UpstreamState>(
       pending: own.filter((pin) => pinStatus(pin) === 'pending' && sees(revealInvisible(pin.name), state.name)).length,
       conflicts,
       last_error: state.last_error !== null && isConflictsError(state.last_error) ? conflictsError(conflicts, unservable) : state.last_error,
+      // What the last sync added, changed and removed is counted over every tool, gone ones too: a key
+      // limited by tool names is not told it (a key limited by servers sees whole upstreams).
+      last_sync: access.policy.tools ? null : state.last_sync,
     };
   });
 }

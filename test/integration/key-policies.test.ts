@@ -579,6 +579,10 @@ describe('per-key policies', () => {
     // The admin key: the upstream's own counts.
     const full = { tool_count: 2, pending: 2 };
     expect(synced.body.upstream).toMatchObject(full);
+    expect(synced.body.upstream.last_sync).toEqual({ added: expect.any(Number), changed: expect.any(Number), removed: expect.any(Number) });
+    // A key limited by servers sees whole upstreams, and their last sync.
+    const byServers = (await app.request('GET', `/v1/catalogs/${A}/upstreams/shipping`, undefined, as(keys.serverWriter))).body.upstream;
+    expect(byServers.last_sync).toEqual(synced.body.upstream.last_sync);
     expect(synced.body.upstream.conflicts.map((conflict: { name: string }) => conflict.name).sort()).toEqual([...conflicting].sort());
     expect(synced.body.upstream.last_error).toMatch(/^3 tools not synced/);
     const shippingOf = (body: { upstreams: { name: string }[] }) => body.upstreams.find((upstream) => upstream.name === 'shipping');
@@ -598,6 +602,8 @@ describe('per-key policies', () => {
       pending: review.body.tools.length,
       conflicts: [{ name: 'get_order', held_by: 'a pushed tool' }],
       last_error: '1 tool not synced, the name held by another source of the catalog: get_order (a pushed tool)',
+      // The last sync's counts are over every tool, removed ones too: not told to a key limited by tool names.
+      last_sync: null,
     };
     const views: [string, unknown][] = [
       ['upstream list', shippingOf((await app.request('GET', `/v1/catalogs/${A}/upstreams`, undefined, narrow)).body)],
