@@ -52,6 +52,8 @@ export interface ConnectionDeps {
   fetch: GuardedFetch;
   /** Deadline of opening a connection (the MCP handshake), ms. */
   connectTimeoutMs: number;
+  /** Largest message read from a stdio child, bytes (UPSTREAM_MAX_RESULT_BYTES; remote answers are cut by `fetch`). */
+  maxResultBytes: number;
   /** Opens the header values, which the store keeps sealed. */
   secrets: SecretBox;
   /** The bearer token of an OAuth upstream, renewed as needed (oauth.ts); undefined: static headers only. */
@@ -127,7 +129,15 @@ export class UpstreamConnections {
       const client = make();
       await opening(
         client,
-        new StdioClientTransport({ command: server.command, args: server.args, env: { ...getDefaultEnvironment(), ...server.env }, stderr: 'ignore' }),
+        // A line (one message) longer than UPSTREAM_MAX_RESULT_BYTES ends the child's connection, as a
+        // remote answer that long is cut: the call ends isError and the child is started again.
+        new StdioClientTransport({
+          command: server.command,
+          args: server.args,
+          env: { ...getDefaultEnvironment(), ...server.env },
+          stderr: 'ignore',
+          maxBufferSize: this.#deps.maxResultBytes,
+        }),
         timeout,
       );
       // Supervised: a child that exits on its own is started again (and re-synced) after a backoff.

@@ -261,6 +261,7 @@ export class UpstreamService implements UpstreamCaller {
       version: deps.version,
       fetch: this.#fetch,
       connectTimeoutMs: deps.connectTimeoutMs,
+      maxResultBytes: deps.maxResultBytes,
       onListChanged: (row) => void this.sync(row.tenant, row.catalog, row.name).catch(() => {}),
       onChildExited: async (row) => {
         try {

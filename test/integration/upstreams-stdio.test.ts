@@ -80,6 +80,24 @@ describe('stdio upstreams from UPSTREAMS_FILE', () => {
     expect(JSON.stringify(named.content)).toContain('lone UTF-16 surrogate');
   });
 
+  it('ends a call whose answer passes UPSTREAM_MAX_RESULT_BYTES with isError, as for a remote server, and the child serves again', async () => {
+    // 3 MB of text, which the server sends twice (content and structuredContent): over the default
+    // 4 MB cap, under the SDK's own 10 MB buffer (what capped it before).
+    const path = join(folder, 'large.txt');
+    writeFileSync(path, `${'0123456789abcdef'.repeat(64)}\n`.repeat(3 * 1024));
+    const large = await client.callTool({ name: 'call_tool', arguments: { name: 'read_text_file', arguments: { path } } });
+    expect(large.isError, JSON.stringify(large).slice(0, 500)).toBe(true);
+    expect(JSON.stringify(large.content)).not.toContain('0123456789abcdef');
+    // The child is started again: the next call is answered.
+    let again: Awaited<ReturnType<Client['callTool']>> | undefined;
+    for (let tries = 0; tries < 100; tries++) {
+      again = await client.callTool({ name: 'call_tool', arguments: { name: 'read_text_file', arguments: { path: join(folder, 'notes.txt') } } });
+      if (!again.isError) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(JSON.stringify(again!.content)).toContain('the launch code is 4217');
+  }, 60_000);
+
   it('removes a server taken out of UPSTREAMS_FILE, with its tools, at the next start', async () => {
     await client.close();
     await app.close();
