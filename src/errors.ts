@@ -16,6 +16,7 @@ export const ERROR_CODES = [
   'malformed_request',
   'request_timeout',
   'headers_too_large',
+  'rate_limited',
   'service_unavailable',
   'upstream_failed',
   'internal_error',

@@ -24,6 +24,7 @@ export interface Metrics {
   rerankRequests: Histogram<'outcome'>;
   sandboxWorkersLost: Counter;
   auditEvents: Counter<'event' | 'outcome'>;
+  rateLimited: Counter<'key'>;
   policyDecisions: Counter<'surface' | 'action' | 'decision'>;
   upstreamOAuth: Counter<'action' | 'outcome'>;
   toolTokens: Counter<'endpoint' | 'tenant' | 'kind'>;
@@ -152,6 +153,12 @@ export function createMetrics(sources: MetricSources): Metrics {
     sandboxWorkersLost: new Counter({
       name: 'toolsift_sandbox_workers_lost_total',
       help: 'Sandbox worker threads that died or were terminated (a stopped program that did not end in time); each is replaced.',
+      registers: [registry],
+    }),
+    rateLimited: new Counter({
+      name: 'toolsift_rate_limited_total',
+      help: 'Requests answered 429 because their API key was past its requests a minute (API_KEYS_FILE requests_per_minute, RATE_LIMIT_PER_MINUTE), by key id.',
+      labelNames: ['key'],
       registers: [registry],
     }),
     auditEvents: new Counter({

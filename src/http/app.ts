@@ -27,6 +27,7 @@ import { RESULT_SCAN_CHARS_DEFAULT, type ResultScanMode } from '../mcp/result-sc
 import { policyRecorder, type AuditLog } from '../audit.js';
 import type { KeyPolicy } from '../trust/policy.js';
 import { catalogAccess } from './catalog-access.js';
+import { rateLimit } from './rate-limit.js';
 import { serviceVersion } from '../lib/paths.js';
 import type { UpstreamService } from '../upstream/upstreams.js';
 import { oauthCallbackRoutes, upstreamRoutes } from './upstreams.js';
@@ -49,6 +50,8 @@ export interface AppDeps {
     MCP_DRAFTS?: 'on' | 'off';
     /** Toolsift's OAuth callback as an operator's browser reaches it; unset: from the start request. */
     OAUTH_REDIRECT_URL?: string;
+    /** Requests a minute for keys without their own (http/rate-limit.ts); unset: none. */
+    RATE_LIMIT_PER_MINUTE?: number;
     /** What proxied calls' results are screened for (mcp/result-scan.ts); unset: flag, up to RESULT_SCAN_CHARS_DEFAULT. */
     RESULT_SCAN?: ResultScanMode;
     RESULT_SCAN_MAX_CHARS?: number;
@@ -87,6 +90,8 @@ export function createApp(deps: AppDeps): Express {
   app.use(
     ['/v1', '/api', '/mcp'],
     authenticate(deps.config.API_KEYS, { policies: deps.config.KEY_POLICIES, record: policyRecorder(deps.audit, deps.metrics) }),
+    // A key past its requests a minute is answered before anything else is done for it.
+    rateLimit({ perMinute: deps.config.RATE_LIMIT_PER_MINUTE, metrics: deps.metrics }),
   );
   // The key's catalog-level scope on every /v1/catalogs/{catalog} route, before a body is read.
   app.use('/v1/catalogs/:catalog', catalogAccess);

@@ -35,6 +35,8 @@ export interface KeyPolicy {
   write: boolean;
   /** May use the management meta-tools, resource and prompt at /mcp (mcp/manage.ts); register_upstream and deregister_upstream also need `write`. */
   manage: boolean;
+  /** Requests a minute this key may send (http/rate-limit.ts); absent: RATE_LIMIT_PER_MINUTE's, if set. */
+  requestsPerMinute?: number;
 }
 
 /** A tool as a decision needs it. */
@@ -271,6 +273,7 @@ const keyEntry = z
     call: z.boolean().default(true),
     write: z.boolean().default(true),
     manage: z.boolean().default(false),
+    requests_per_minute: z.number().int().min(1).max(1_000_000).optional(),
   })
   .strict();
 
@@ -280,7 +283,7 @@ export class KeysFileError extends Error {}
 
 /**
  * The keys file's keys and their policies: `{"keys": [{"key", "tenant", "id"?, "catalogs"?,
- * "tools"?, "servers"?, "call"?, "write"?, "manage"?}]}`. Unknown fields are refused (a misspelt
+ * "tools"?, "servers"?, "call"?, "write"?, "manage"?, "requests_per_minute"?}]}`. Unknown fields are refused (a misspelt
  * scope must not pass for full access); a problem names the key's id (or its place) and the field.
  */
 export function parseKeysFile(text: string): Map<string, KeyPolicy> {
@@ -299,11 +302,11 @@ export function parseKeysFile(text: string): Map<string, KeyPolicy> {
     const label = named ? `key "${named}"` : `keys[${index}]`;
     const entry = keyEntry.safeParse(raw);
     if (!entry.success) throw new KeysFileError(`${label}: ${issueText(entry.error.issues[0]!)}`);
-    const { key, id = keyDigest(entry.data.key), ...scopes } = entry.data;
+    const { key, id = keyDigest(entry.data.key), requests_per_minute: requestsPerMinute, ...scopes } = entry.data;
     if (keys.has(key)) throw new KeysFileError(`${label}: the same key is listed twice`);
     if (ids.has(id)) throw new KeysFileError(`${label}: id "${id}" is given to two keys`);
     ids.add(id);
-    keys.set(key, { id, ...scopes });
+    keys.set(key, { id, ...scopes, ...(requestsPerMinute ? { requestsPerMinute } : {}) });
   });
   return keys;
 }

@@ -1,0 +1,65 @@
+/**
+ * Requests per minute, per API key (API_KEYS_FILE `requests_per_minute`, else RATE_LIMIT_PER_MINUTE
+ * for every key; unset: none). A token bucket per key id: it holds a minute's worth and refills
+ * continuously, so a key may send its minute's requests at once and then one every 60/N seconds.
+ * Counted in this process: N replicas let a key through N times as often. Past it: 429
+ * `rate_limited` with `Retry-After`, before the request's body is read. Every answer to a limited
+ * key carries `RateLimit-Limit` and `RateLimit-Remaining`.
+ */
+import type { RequestHandler } from 'express';
+import { AppError } from '../errors.js';
+import { LruCache } from '../lib/lru-cache.js';
+import type { Metrics } from '../metrics.js';
+import type { Access } from '../trust/policy.js';
+
+/** Keys whose buckets are kept at once: a bucket forgotten is a full one, which only lets a key through. */
+const BUCKETS_MAX = 100_000;
+
+interface Bucket {
+  tokens: number;
+  at: number;
+}
+
+/** The buckets, one per key id, read at `now` (ms). Pure: the clock comes in. */
+export class RateLimiter {
+  private readonly buckets = new LruCache<string, Bucket>(BUCKETS_MAX);
+
+  /** Takes one request of `id`'s `perMinute`: whether it may pass, what is left, and when the next one may. */
+  take(id: string, perMinute: number, now: number): { ok: boolean; remaining: number; retryAfterMs: number } {
+    const perMs = perMinute / 60_000;
+    const known = this.buckets.get(id);
+    const bucket = known ?? { tokens: perMinute, at: now };
+    bucket.tokens = Math.min(perMinute, bucket.tokens + Math.max(0, now - bucket.at) * perMs);
+    bucket.at = now;
+    if (!known) this.buckets.set(id, bucket);
+    if (bucket.tokens < 1) return { ok: false, remaining: 0, retryAfterMs: (1 - bucket.tokens) / perMs };
+    bucket.tokens -= 1;
+    return { ok: true, remaining: Math.floor(bucket.tokens), retryAfterMs: 0 };
+  }
+}
+
+/** The middleware, after `authenticate` (it reads the key's policy from `res.locals.access`). */
+export function rateLimit(options: { perMinute: number | undefined; metrics?: Metrics; clock?: () => number }): RequestHandler {
+  const limiter = new RateLimiter();
+  const clock = options.clock ?? (() => performance.now());
+  return (_req, res, next) => {
+    const access = res.locals.access as Access | undefined;
+    const perMinute = access?.policy.requestsPerMinute ?? options.perMinute;
+    if (!access || !perMinute) {
+      next();
+      return;
+    }
+    const id = access.policy.id;
+    const taken = limiter.take(id, perMinute, clock());
+    res.setHeader('RateLimit-Limit', String(perMinute));
+    res.setHeader('RateLimit-Remaining', String(taken.remaining));
+    if (taken.ok) {
+      next();
+      return;
+    }
+    const seconds = Math.max(1, Math.ceil(taken.retryAfterMs / 1000));
+    res.setHeader('Retry-After', String(seconds));
+    options.metrics?.rateLimited.inc({ key: id });
+    throw new AppError('rate_limited', `key "${id}" is limited to ${perMinute} requests a minute: retry in ${seconds} s`);
+  };
+}

@@ -1,0 +1,77 @@
+/**
+ * Per-key rate limits on the real app (http/rate-limit.ts): a key of API_KEYS_FILE with its own
+ * `requests_per_minute`, the RATE_LIMIT_PER_MINUTE default for the others, REST and /mcp alike;
+ * health and readiness are never limited.
+ */
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { uniqueName } from '../helpers/database.js';
+import { keysFile } from '../helpers/keys-file.js';
+
+const METRICS = 'metrics-token-0123456789';
+
+describe('per-key rate limits', () => {
+  let app: TestApp;
+  let keysOf: ReturnType<typeof keysFile>;
+  const tenant = uniqueName('rate');
+  const keys = { tight: `tight-${tenant}-0123456789`, open: `open-${tenant}-0123456789`, plain: `plain-${tenant}-0123456789` };
+  const as = (key: string) => ({ authorization: `Bearer ${key}` });
+
+  beforeAll(async () => {
+    keysOf = keysFile([
+      { key: keys.tight, id: 'tight', tenant, requests_per_minute: 3 },
+      { key: keys.open, id: 'roomy', tenant, requests_per_minute: 1000 },
+    ]);
+    app = await startTestApp({ API_KEYS_FILE: keysOf.path, API_KEYS: `${keys.plain}:${tenant}`, RATE_LIMIT_PER_MINUTE: '2', METRICS_TOKEN: METRICS });
+  }, 60_000);
+
+  afterAll(async () => {
+    await app?.close();
+    keysOf?.remove();
+  });
+
+  it('answers a key past its minute 429 with Retry-After, before anything else, and leaves other keys alone', async () => {
+    const listed = [];
+    for (let i = 0; i < 3; i++) listed.push(await app.request('GET', '/v1/catalogs', undefined, as(keys.tight)));
+    expect(listed.map((response) => response.status)).toEqual([200, 200, 200]);
+    expect(listed.map((response) => response.headers.get('ratelimit-remaining'))).toEqual(['2', '1', '0']);
+    expect(listed[0]!.headers.get('ratelimit-limit')).toBe('3');
+    const refused = await app.request('GET', '/v1/catalogs', undefined, as(keys.tight));
+    expect(refused.status).toBe(429);
+    expect(refused.body.error).toMatchObject({
+      code: 'rate_limited',
+      message: expect.stringMatching(/^key "tight" is limited to 3 requests a minute: retry in \d+ s$/),
+    });
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(Number(refused.headers.get('retry-after'))).toBeLessThanOrEqual(20);
+    // Refused before its body is read or anything written: a push is not stored.
+    const push = await app.request(
+      'PUT',
+      `/v1/catalogs/${uniqueName('limited')}`,
+      { tools: [{ name: 'never_written', description: 'Not stored.' }] },
+      as(keys.tight),
+    );
+    expect(push.status).toBe(429);
+    expect((await app.request('GET', '/v1/catalogs', undefined, as(keys.open))).body.catalogs.map((c: { name: string }) => c.name)).not.toContain(
+      expect.stringMatching(/^limited/),
+    );
+    // Another key of the same tenant has its own minute; health and readiness are not limited.
+    for (let i = 0; i < 5; i++) expect((await app.request('GET', '/v1/catalogs', undefined, as(keys.open))).status).toBe(200);
+    expect((await app.request('GET', '/healthz')).status).toBe(200);
+    expect((await app.request('GET', '/readyz')).status).toBe(200);
+    expect((await app.request('GET', '/metrics', undefined, { authorization: `Bearer ${METRICS}` })).text).toMatch(
+      /toolsift_rate_limited_total\{key="tight"\} [1-9]/,
+    );
+  });
+
+  it('gives keys without their own limit RATE_LIMIT_PER_MINUTE, on /mcp too', async () => {
+    expect((await app.request('GET', '/v1/catalogs', undefined, as(keys.plain))).status).toBe(200);
+    expect((await app.request('GET', '/v1/catalogs', undefined, as(keys.plain))).headers.get('ratelimit-limit')).toBe('2');
+    const client = new Client({ name: 'rate-test', version: '1.0.0' });
+    await expect(client.connect(new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), { requestInit: { headers: as(keys.plain) } }))).rejects.toThrow(
+      /429|rate_limited|limited to 2 requests a minute/,
+    );
+    await client.close().catch(() => {});
+  });
+});
