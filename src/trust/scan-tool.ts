@@ -1070,7 +1070,15 @@ class ToolScan {
   /** Codes with a medium finding said outright (not quoted or described): two make combined_signals. */
   readonly directives = new Map<ScanCode, Finding>();
 
-  constructor(budget = MAX_SCAN_CHARS) {
+  /**
+   * @param literal Quoting and describing do not soften a finding: in what a tool returned, the
+   *   author of the text is whoever the tool read it from, and quotes or "for example" cost an
+   *   attacker nothing (a JSON result quotes every string).
+   */
+  constructor(
+    budget = MAX_SCAN_CHARS,
+    readonly literal = false,
+  ) {
     this.budget = budget;
   }
 
@@ -1379,7 +1387,7 @@ function scanPhrases(path: string, visible: string, lower: string, gate: Gate, s
       const match = pattern.exec(lower);
       if (match === null) break;
       if (match[0].length === 0) pattern.lastIndex++;
-      const framing = phrase.framed ? framingOf(lower, match.index) : 'said';
+      const framing = phrase.framed && !scan.literal ? framingOf(lower, match.index) : 'said';
       const severity = framing === 'said' ? phrase.severity : DOWNGRADE[phrase.severity];
       if (best === undefined || RANK[severity] > RANK[best]) {
         best = severity;
@@ -1411,7 +1419,7 @@ function scanTags(path: string, source: string, lower: string, scan: ToolScan): 
     const close = window.indexOf(`</${tag}`);
     const body = close < 0 ? window.slice(0, 300) : window.slice(0, close);
     const native: Severity = ALWAYS_HOSTILE_TAGS.has(tag) || DIRECTIVE_CUE.test(body) ? 'high' : 'medium';
-    const severity = framingOf(lower, match.index) === 'said' ? native : DOWNGRADE[native];
+    const severity = scan.literal || framingOf(lower, match.index) === 'said' ? native : DOWNGRADE[native];
     scan.add('hidden_instruction_tag', severity, path, around(source, match.index, match[0].length + body.length), severity === native);
     if (severity === 'high') return;
   }
@@ -1433,7 +1441,7 @@ function scanComments(path: string, source: string, lower: string, scan: ToolSca
       const body = close < 0 ? window : window.slice(0, close);
       if (!COMMENT_WORDS.test(body)) continue;
       const native: Severity = COMMENT_CUE.test(body) ? 'high' : 'medium';
-      const severity = framingOf(lower, open) === 'said' ? native : DOWNGRADE[native];
+      const severity = scan.literal || framingOf(lower, open) === 'said' ? native : DOWNGRADE[native];
       scan.add('html_comment', severity, path, around(source, open, opener.length + body.length + closer.length), severity === native);
       if (severity === 'high') return;
     }
@@ -1641,7 +1649,7 @@ async function scanLong(path: string, text: string, scan: ToolScan): Promise<voi
  * not read. `truncated`: text beyond `maxChars` was not scanned.
  */
 export async function scanResult(result: unknown, maxChars: number): Promise<{ findings: Finding[]; truncated: boolean }> {
-  const scan = new ToolScan(maxChars);
+  const scan = new ToolScan(maxChars, true);
   const answer = (result ?? {}) as { content?: unknown; structuredContent?: unknown };
   const blocks: unknown[] = Array.isArray(answer.content) ? answer.content : [];
   for (const [i, block] of blocks.entries()) {
