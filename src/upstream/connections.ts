@@ -30,6 +30,8 @@ export interface StdioServer {
 }
 
 export const STDIO_URL_PREFIX = 'stdio:';
+/** The SDK's stdio transport's error for a message over its `maxBufferSize`. */
+const STDIO_TOO_LARGE = /^ReadBuffer exceeded maximum size/;
 
 interface Connection {
   client: Client;
@@ -71,6 +73,8 @@ export class UpstreamConnections {
   readonly #deps: ConnectionDeps;
   /** Open client connections by upstream key; dropped on failure, reopened on demand. */
   readonly #connections = new Map<string, Promise<Connection>>();
+  /** Stdio upstreams whose last message passed UPSTREAM_MAX_RESULT_BYTES (read once by `tooLarge`). */
+  readonly #tooLarge = new Set<string>();
   /** Stdio children that exited on their own, by upstream key: restarts so far, and the pending one. */
   readonly #restarts = new Map<string, { count: number; timer?: NodeJS.Timeout }>();
   #closed = false;
@@ -106,6 +110,11 @@ export class UpstreamConnections {
     return (await connection).client;
   }
 
+  /** Whether the upstream's connection ended because a message passed the cap (asked once per such end). */
+  tooLarge(catalogId: number, name: string): boolean {
+    return this.#tooLarge.delete(`${catalogId}\0${name}`);
+  }
+
   async drop(catalogId: number, name: string): Promise<void> {
     const key = `${catalogId}\0${name}`;
     const connection = this.#connections.get(key);
@@ -127,19 +136,22 @@ export class UpstreamConnections {
       const server = this.#deps.stdioServers?.get(row.url.slice(STDIO_URL_PREFIX.length));
       if (!server) throw new Error(`${row.url} is not in UPSTREAMS_FILE`);
       const client = make();
-      await opening(
-        client,
-        // A line (one message) longer than UPSTREAM_MAX_RESULT_BYTES ends the child's connection, as a
-        // remote answer that long is cut: the call ends isError and the child is started again.
-        new StdioClientTransport({
-          command: server.command,
-          args: server.args,
-          env: { ...getDefaultEnvironment(), ...server.env },
-          stderr: 'ignore',
-          maxBufferSize: this.#deps.maxResultBytes,
-        }),
-        timeout,
-      );
+      // A line (one message) longer than UPSTREAM_MAX_RESULT_BYTES ends the child's connection, as a
+      // remote answer that long is cut: the call ends isError and the child is started again.
+      const transport = new StdioClientTransport({
+        command: server.command,
+        args: server.args,
+        env: { ...getDefaultEnvironment(), ...server.env },
+        stderr: 'ignore',
+        maxBufferSize: this.#deps.maxResultBytes,
+      });
+      await opening(client, transport, timeout);
+      // The SDK tells only its transport's error handler why it closed: a call it ends learns why here.
+      const handled = transport.onerror;
+      transport.onerror = (error) => {
+        if (STDIO_TOO_LARGE.test(error.message)) this.#tooLarge.add(`${row.catalogId}\0${row.name}`);
+        handled?.(error);
+      };
       // Supervised: a child that exits on its own is started again (and re-synced) after a backoff.
       client.onclose = () => this.#restartLater(row);
       return { client, registration: opened };

@@ -519,13 +519,15 @@ export class UpstreamService implements UpstreamCaller {
       );
       return result as UpstreamCallResult;
     } catch (error) {
+      const overflowed = this.#connections.tooLarge(row.catalogId, row.name);
       await this.#connections.drop(row.catalogId, row.name);
       // No token to call with: why is in the upstream's status (oauth.ts recorded it), not in an agent's answer.
       if (authorizationFailureIn(error)) {
         this.#deps.logger.warn({ upstream: row.name, catalog: row.catalog, tool: input.tool, failure: 'oauth' }, 'upstream call failed: no usable OAuth token');
         return { ...errorResult(`upstream "${row.name}" is unavailable; "${input.tool}" was not run`), failure: 'upstream unavailable' };
       }
-      const cause = call.signal.reason instanceof UpstreamTooLarge ? call.signal.reason : error;
+      const cause =
+        call.signal.reason instanceof UpstreamTooLarge ? call.signal.reason : overflowed ? new UpstreamTooLarge(this.#deps.maxResultBytes, row.url, []) : error;
       const failure = describeUpstreamFailure(cause);
       this.#noteRefusal(row, cause);
       this.#deps.logger.warn({ upstream: row.name, catalog: row.catalog, tool: input.tool, failure, error: errorName(cause) }, 'upstream call failed');

@@ -88,6 +88,7 @@ describe('stdio upstreams from UPSTREAMS_FILE', () => {
     const large = await client.callTool({ name: 'call_tool', arguments: { name: 'read_text_file', arguments: { path } } });
     expect(large.isError, JSON.stringify(large).slice(0, 500)).toBe(true);
     expect(JSON.stringify(large.content)).not.toContain('0123456789abcdef');
+    expect(JSON.stringify(large.content)).toMatch(/result too large \(over UPSTREAM_MAX_RESULT_BYTES, 4194304 bytes/);
     // The child is started again: the next call is answered.
     let again: Awaited<ReturnType<Client['callTool']>> | undefined;
     for (let tries = 0; tries < 100; tries++) {
