@@ -30,6 +30,8 @@ export interface StdioServer {
 }
 
 export const STDIO_URL_PREFIX = 'stdio:';
+/** An upstream's key in this process's maps: its catalog and name. */
+const upstreamKey = (catalogId: number, name: string) => `${catalogId}\0${name}`;
 /** The SDK's stdio transport's error for a message over its `maxBufferSize`. */
 const STDIO_TOO_LARGE = /^ReadBuffer exceeded maximum size/;
 
@@ -93,7 +95,7 @@ export class UpstreamConnections {
 
   /** The upstream's client, opened (or reopened for a changed registration) when needed. */
   async client(row: UpstreamRow): Promise<Client> {
-    const key = `${row.catalogId}\0${row.name}`;
+    const key = upstreamKey(row.catalogId, row.name);
     const open = this.#connections.get(key);
     if (open) {
       // A PUT on another replica changes the row, not this replica's connection: reopen for the new one.
@@ -112,11 +114,11 @@ export class UpstreamConnections {
 
   /** Whether the upstream's connection ended because a message passed the cap (asked once per such end). */
   tooLarge(catalogId: number, name: string): boolean {
-    return this.#tooLarge.delete(`${catalogId}\0${name}`);
+    return this.#tooLarge.delete(upstreamKey(catalogId, name));
   }
 
   async drop(catalogId: number, name: string): Promise<void> {
-    const key = `${catalogId}\0${name}`;
+    const key = upstreamKey(catalogId, name);
     const connection = this.#connections.get(key);
     this.#connections.delete(key);
     // Closed on purpose: not a child that exited on its own, so no restart. One still opening is
@@ -149,7 +151,7 @@ export class UpstreamConnections {
       // The SDK tells only its transport's error handler why it closed: a call it ends learns why here.
       const handled = transport.onerror;
       transport.onerror = (error) => {
-        if (STDIO_TOO_LARGE.test(error.message)) this.#tooLarge.add(`${row.catalogId}\0${row.name}`);
+        if (STDIO_TOO_LARGE.test(error.message)) this.#tooLarge.add(upstreamKey(row.catalogId, row.name));
         handled?.(error);
       };
       // Supervised: a child that exits on its own is started again (and re-synced) after a backoff.
@@ -188,7 +190,7 @@ export class UpstreamConnections {
    * 4 s ... up to a minute between attempts; a sync that works resets the backoff.
    */
   #restartLater(row: UpstreamRow): void {
-    const key = `${row.catalogId}\0${row.name}`;
+    const key = upstreamKey(row.catalogId, row.name);
     this.#connections.delete(key);
     if (this.#closed || this.#restarts.get(key)?.timer) return;
     const restart = this.#restarts.get(key) ?? { count: 0 };
