@@ -1530,10 +1530,17 @@ function foldMixedWords(path: string, visible: string, scan: ToolScan): string {
   return pieces.join('');
 }
 
-function walk(value: unknown, path: string, depth: number, scan: ToolScan): void {
+/** Every string of `value` (keys included) handed to `visit` with its path, every other node costing budget. */
+function walk(
+  value: unknown,
+  path: string,
+  depth: number,
+  scan: ToolScan,
+  visit: (path: string, text: string) => void = (at, text) => scanString(at, text, scan),
+): void {
   if (scan.budget <= 0) return;
   if (typeof value === 'string') {
-    scanString(path, value, scan);
+    visit(path, value);
     return;
   }
   // Every node costs budget, so a million-element array of numbers is bounded like text.
@@ -1545,14 +1552,14 @@ function walk(value: unknown, path: string, depth: number, scan: ToolScan): void
     return;
   }
   if (Array.isArray(value)) {
-    for (let i = 0; i < value.length && scan.budget > 0; i++) walk(value[i], `${path}[${i}]`, depth + 1, scan);
+    for (let i = 0; i < value.length && scan.budget > 0; i++) walk(value[i], `${path}[${i}]`, depth + 1, scan, visit);
     return;
   }
   for (const key of Object.keys(value)) {
     if (scan.budget <= 0) return;
     const child = `${path}.${key}`;
-    scanString(child, key, scan);
-    walk((value as Record<string, unknown>)[key], child, depth + 1, scan);
+    visit(child, key);
+    walk((value as Record<string, unknown>)[key], child, depth + 1, scan, visit);
   }
 }
 
@@ -1658,7 +1665,12 @@ export async function scanResult(result: unknown, maxChars: number): Promise<{ f
     if (typeof text === 'string') await scanLong(`content[${i}].text`, text, scan);
     if (resource && typeof resource === 'object' && typeof resource.text === 'string') await scanLong(`content[${i}].resource.text`, resource.text, scan);
   }
-  if (answer.structuredContent !== undefined) walk(answer.structuredContent, 'structuredContent', 0, scan);
+  if (answer.structuredContent !== undefined) {
+    // Its strings read as the blocks' text is: a long one in windows, the thread handed back between.
+    const strings: [path: string, text: string][] = [];
+    walk(answer.structuredContent, 'structuredContent', 0, scan, (path, text) => strings.push([path, text]));
+    for (const [path, text] of strings) await scanLong(path, text, scan);
+  }
   const findings = [...scan.findings.values()].filter((finding) => finding.severity === 'high' && RESULT_CODES.has(finding.code as ScanCode));
   return { findings, truncated: scan.truncatedAt !== undefined };
 }

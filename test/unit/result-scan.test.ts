@@ -64,6 +64,18 @@ describe('scanResult', async () => {
     }
   });
 
+  it('hands the thread back between windows, for a long block of text and a long string of structuredContent alike', async () => {
+    const long = 'the quick brown fox jumps over the lazy dog. '.repeat(2000);
+    for (const result of [{ content: [text(long)] }, { content: [], structuredContent: { page: { body: long } } }]) {
+      let ticked = false;
+      setImmediate(() => {
+        ticked = true;
+      });
+      // Resolved only after a macrotask ran: the scan yielded at least once on the way.
+      expect(await scanResult(result, 200_000).then(() => ticked)).toBe(true);
+    }
+  });
+
   it('reads up to maxChars and says when there was more', async () => {
     const padded = `${'a quiet line of text. '.repeat(100)}${INJECTION}`;
     expect(await scanResult({ content: [text(padded)] }, 100_000)).toMatchObject({
