@@ -23,7 +23,7 @@ import { jsonInSlices } from './json-body.js';
 import { TOOL_SEARCH_PATH, toolSearchRoutes } from './tool-search.js';
 import { catalogListCache, toolRowCache, upstreamRowCache } from '../mcp/discovery.js';
 import { argumentChecks } from '../catalog/tool-arguments.js';
-import { RESULT_SCAN_CHARS_DEFAULT, type ResultScanMode } from '../mcp/result-scan.js';
+import type { ResultScanMode } from '../mcp/result-scan.js';
 import { policyRecorder, type AuditLog } from '../audit.js';
 import type { KeyPolicy } from '../trust/policy.js';
 import { catalogAccess } from './catalog-access.js';
@@ -52,9 +52,9 @@ export interface AppDeps {
     OAUTH_REDIRECT_URL?: string;
     /** Requests a minute for keys without their own (http/rate-limit.ts); unset: none. */
     RATE_LIMIT_PER_MINUTE?: number;
-    /** What proxied calls' results are screened for (mcp/result-scan.ts); unset: flag, up to RESULT_SCAN_CHARS_DEFAULT. */
-    RESULT_SCAN?: ResultScanMode;
-    RESULT_SCAN_MAX_CHARS?: number;
+    /** What proxied calls' results are screened for (mcp/result-scan.ts), and how much of each is read. */
+    RESULT_SCAN: ResultScanMode;
+    RESULT_SCAN_MAX_CHARS: number;
   };
   logger: Logger;
   catalog: CatalogDeps;
@@ -122,7 +122,7 @@ export function createApp(deps: AppDeps): Express {
       catalogLists: catalogListCache(),
       upstreamRows: upstreamRowCache(),
       argumentChecks: argumentChecks(),
-      resultScan: { mode: deps.config.RESULT_SCAN ?? 'flag', maxChars: deps.config.RESULT_SCAN_MAX_CHARS ?? RESULT_SCAN_CHARS_DEFAULT },
+      resultScan: { mode: deps.config.RESULT_SCAN, maxChars: deps.config.RESULT_SCAN_MAX_CHARS },
       audit: deps.audit,
       logger: deps.logger,
       metrics: deps.metrics,
