@@ -39,9 +39,8 @@ export class RateLimiter {
 }
 
 /** The middleware, after `authenticate` (it reads the key's policy from `res.locals.access`). */
-export function rateLimit(options: { perMinute: number | undefined; metrics?: Metrics; clock?: () => number }): RequestHandler {
+export function rateLimit(options: { perMinute: number | undefined; metrics?: Metrics }): RequestHandler {
   const limiter = new RateLimiter();
-  const clock = options.clock ?? (() => performance.now());
   return (_req, res, next) => {
     const access = res.locals.access as Access | undefined;
     const perMinute = access?.policy.requestsPerMinute ?? options.perMinute;
@@ -50,7 +49,7 @@ export function rateLimit(options: { perMinute: number | undefined; metrics?: Me
       return;
     }
     const id = access.policy.id;
-    const taken = limiter.take(id, perMinute, clock());
+    const taken = limiter.take(id, perMinute, performance.now());
     res.setHeader('RateLimit-Limit', String(perMinute));
     res.setHeader('RateLimit-Remaining', String(taken.remaining));
     if (taken.ok) {
