@@ -925,6 +925,9 @@ function framingOf(lower: string, at: number): Framing {
   return 'said';
 }
 
+/** How the match at `at` is framed for `scan`: always 'said' when it reads literally (a tool's result). */
+const framingIn = (scan: ToolScan, lower: string, at: number): Framing => (scan.literal ? 'said' : framingOf(lower, at));
+
 /** An odd number of quote marks before the match; apostrophes inside words (user's, don't) do not count. */
 function insideQuote(window: string): boolean {
   let quotes = 0;
@@ -1387,7 +1390,7 @@ function scanPhrases(path: string, visible: string, lower: string, gate: Gate, s
       const match = pattern.exec(lower);
       if (match === null) break;
       if (match[0].length === 0) pattern.lastIndex++;
-      const framing = phrase.framed && !scan.literal ? framingOf(lower, match.index) : 'said';
+      const framing = phrase.framed ? framingIn(scan, lower, match.index) : 'said';
       const severity = framing === 'said' ? phrase.severity : DOWNGRADE[phrase.severity];
       if (best === undefined || RANK[severity] > RANK[best]) {
         best = severity;
@@ -1419,7 +1422,7 @@ function scanTags(path: string, source: string, lower: string, scan: ToolScan): 
     const close = window.indexOf(`</${tag}`);
     const body = close < 0 ? window.slice(0, 300) : window.slice(0, close);
     const native: Severity = ALWAYS_HOSTILE_TAGS.has(tag) || DIRECTIVE_CUE.test(body) ? 'high' : 'medium';
-    const severity = scan.literal || framingOf(lower, match.index) === 'said' ? native : DOWNGRADE[native];
+    const severity = framingIn(scan, lower, match.index) === 'said' ? native : DOWNGRADE[native];
     scan.add('hidden_instruction_tag', severity, path, around(source, match.index, match[0].length + body.length), severity === native);
     if (severity === 'high') return;
   }
@@ -1441,7 +1444,7 @@ function scanComments(path: string, source: string, lower: string, scan: ToolSca
       const body = close < 0 ? window : window.slice(0, close);
       if (!COMMENT_WORDS.test(body)) continue;
       const native: Severity = COMMENT_CUE.test(body) ? 'high' : 'medium';
-      const severity = scan.literal || framingOf(lower, open) === 'said' ? native : DOWNGRADE[native];
+      const severity = framingIn(scan, lower, open) === 'said' ? native : DOWNGRADE[native];
       scan.add('html_comment', severity, path, around(source, open, opener.length + body.length + closer.length), severity === native);
       if (severity === 'high') return;
     }
