@@ -23,7 +23,7 @@ import type { UpstreamManagement } from '../upstream/status.js';
 import { upstreamState, type UpstreamCredentials } from '../upstream/upstreams.js';
 import { ANONYMOUS_CALLER, recordFeedback, STRENGTH } from '../search/feedback.js';
 import type { Logger } from '../logger.js';
-import type { Access } from '../trust/policy.js';
+import { openAccess, type Access } from '../trust/policy.js';
 import { describeFindings, screenResult, type ResultScanSettings } from './result-scan.js';
 
 export interface DiscoveryDeps {
@@ -223,8 +223,8 @@ export async function searchTools(
     server?: string;
     signatures?: boolean;
     definitions?: boolean;
-    /** Only tools whose address here it accepts (as `server`, a cut after the ranking). */
-    keep?: (address: string) => boolean;
+    /** Only tools whose address here `keep` accepts (SEP-2564's namePatterns); `key` tells one filter from another. */
+    within?: { key: string; keep: (address: string) => boolean };
   },
 ): Promise<SearchAnswer & { split: TimeSplit; degraded?: string; language?: { tag: string; understood: boolean } }> {
   // The ranking's stages, summed over the catalogs searched (which run side by side).
@@ -232,14 +232,18 @@ export async function searchTools(
   const limit = Math.min(input.limit ?? SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX);
   const inScope = await scopeCatalogs(deps, scope);
   if (inScope.length === 0) return { results: [], hint: 'This tenant has no catalogs yet: push tools with PUT /v1/catalogs/{catalog}.', split };
-  // A server (or address) filter cuts after ranking, so ask for more to still fill `limit`.
-  const depth = input.server || input.keep ? Math.min(limit * 5, 100) : limit;
+  // A server or address filter narrows what the ranking sees, as a key's own limits do: the tools
+  // outside it leave before the cut, however deep they would have pushed the others.
+  let access = scope.access;
+  const { server, within } = input;
+  if (server !== undefined) access = (access ?? openAccess(scope.tenant)).narrowed(`server:${server}`, (tool) => tool.server === server);
+  if (within) access = (access ?? openAccess(scope.tenant)).narrowed(`address:${within.key}`, (tool) => within.keep(address(scope, tool.catalog, tool.name)));
   const ranked = await Promise.all(
     inScope.map(async (catalog) => {
       const ranking = await rankCatalog(
         deps.search,
         { tenant: scope.tenant, name: catalog.name },
-        { query: input.query, topK: depth, mode: 'hybrid', tags: input.tags, ...(scope.access ? { access: scope.access } : {}) },
+        { query: input.query, topK: limit, mode: 'hybrid', tags: input.tags, ...(access ? { access } : {}) },
         // At /mcp a catalog this process never read adds nothing while the store is down; the others answer.
         { read: catalog, orNothing: !scope.catalog },
       );
@@ -255,10 +259,7 @@ export async function searchTools(
   // Catalogs are ranked apart (each its own BM25 statistics and dense weight), so their fused
   // scores do not compare; the calibrated confidence, an estimated probability of relevance, does.
   const merged = collapseSameTools(
-    ranked
-      .flatMap((ranking) => ranking.tools)
-      .filter((tool) => (!input.server || tool.server === input.server) && (!input.keep || input.keep(address(scope, tool.catalog, tool.name))))
-      .sort((a, b) => (inScope.length === 1 ? 0 : b.confidence - a.confidence || b.score - a.score)),
+    ranked.flatMap((ranking) => ranking.tools).sort((a, b) => (inScope.length === 1 ? 0 : b.confidence - a.confidence || b.score - a.score)),
   ).slice(0, limit);
   rememberSearch(deps, scope, input.query, merged);
   const results = merged.map((tool) => {

@@ -240,7 +240,12 @@ export function registerDrafts(
       const keep = patterns ? (address: string) => matchesAny(patterns, address) : undefined;
       if (query !== undefined) {
         // The same search as search_tools; one answer, the best first (no cursor).
-        const found = await searchTools(deps, scope, { query, limit: limit ?? QUERY_RESULTS, definitions: true, keep });
+        const found = await searchTools(deps, scope, {
+          query,
+          limit: limit ?? QUERY_RESULTS,
+          definitions: true,
+          ...(keep ? { within: { key: JSON.stringify(patterns), keep } } : {}),
+        });
         return { tools: found.results.flatMap((result) => (result.tool ? [catalogEntry(result.name, result.tool)] : [])) };
       }
       const page = await listScopeTools(deps, scope, {

@@ -266,7 +266,7 @@ async function searchCatalogOnce(
 function seenPending(deps: RankDeps, catalog: CatalogSummary, access: Access): Promise<PendingEmbeddings> {
   const model = deps.embedder!.modelId;
   return deps.embeddingStatus!.progress(deps.db, catalog, model, SEARCH_RECOUNT_MS, {
-    id: access.policy.id,
+    id: access.scopeId,
     count: async () => {
       const { seen } = (await toolsSeen(deps, [catalog], access)).get(catalog.id)!;
       const missing = await withoutVector(

@@ -34,15 +34,19 @@ export function visibleIn(
 /** `visibleIn` over a catalog's index as held (its names and servers), kept with the index. */
 export function visibleInIndex(access: Access | undefined, catalog: string, index: CatalogIndex): Visible | undefined {
   if (!access?.limitsTools) return undefined;
+  const listed = () =>
+    visibleIn(
+      access,
+      catalog,
+      [...indexNames(index.bm25)].map((name) => ({ name, server: index.servers.serverOf.get(name) ?? null })),
+    )!;
+  // A caller's own filter (Access.narrowed) varies by request: kept, every pattern asked would hold a set per index.
+  if (access.isNarrowed) return listed();
   let perKey = byIndex.get(index);
   if (!perKey) byIndex.set(index, (perKey = new Map()));
   const known = perKey.get(access.policy.id);
   if (known) return known;
-  const visible = visibleIn(
-    access,
-    catalog,
-    [...indexNames(index.bm25)].map((name) => ({ name, server: index.servers.serverOf.get(name) ?? null })),
-  )!;
+  const visible = listed();
   perKey.set(access.policy.id, visible);
   return visible;
 }

@@ -109,11 +109,36 @@ export class Access {
     private readonly record: (decision: PolicyDecision) => void = () => {},
     readonly surface: 'rest' | 'mcp' = 'rest',
     readonly via = '',
+    /** A filter the caller asked for besides the key's own limits (`narrowed`). */
+    private readonly within?: { key: string; sees: (tool: ToolRef) => boolean },
   ) {}
 
   /** The same key at another entry point (an MCP meta-tool, a route). */
   at(surface: 'rest' | 'mcp', via: string): Access {
-    return new Access(this.policy, this.record, surface, via);
+    return new Access(this.policy, this.record, surface, via, this.within);
+  }
+
+  /**
+   * The same key seeing only the tools `sees` accepts as well: a filter the caller asked for (SEP-2564's
+   * `namePatterns`), applied before a ranking's cut as the key's own limits are. `key` tells one
+   * filter from another (`scopeId`). Only for reading: writes are judged by the key's policy alone.
+   */
+  narrowed(key: string, sees: (tool: ToolRef) => boolean): Access {
+    const outer = this.within;
+    return new Access(this.policy, this.record, this.surface, this.via, {
+      key: outer ? `${outer.key}\u0000${key}` : key,
+      sees: outer ? (tool) => outer.sees(tool) && sees(tool) : sees,
+    });
+  }
+
+  /** Whether a caller's filter narrows this view (`narrowed`): what it sees is then not the key's alone. */
+  get isNarrowed(): boolean {
+    return this.within !== undefined;
+  }
+
+  /** What the key sees, as a cache's key: the key's id, and its filter's when narrowed. */
+  get scopeId(): string {
+    return this.within ? `${this.policy.id}\u0000${this.within.key}` : this.policy.id;
   }
 
   get tenant() {
@@ -125,12 +150,12 @@ export class Access {
   }
 
   seesTool(tool: ToolRef): boolean {
-    return canSeeTool(this.policy, tool);
+    return canSeeTool(this.policy, tool) && (!this.within || this.within.sees(tool));
   }
 
-  /** Whether the key sees only some tools of its catalogs: searches and lists then filter. */
+  /** Whether the key (or a filter it was narrowed by) sees only some tools of its catalogs: searches and lists then filter. */
   get limitsTools(): boolean {
-    return limitsTools(this.policy);
+    return this.within !== undefined || limitsTools(this.policy);
   }
 
   /** Records a refusal that was answered as "not found" (a hidden tool looked up by name). */
@@ -162,7 +187,7 @@ export class Access {
 
   /** 403 unless the key may write at all (embedding jobs, which only writes start and which name tools' contents). */
   requireWriter(what: string): void {
-    if (this.policy.write && !this.limitsTools && !this.policy.catalogs) return;
+    if (this.policy.write && !limitsTools(this.policy) && !this.policy.catalogs) return;
     this.note('deny', 'write', {});
     throw forbidden(`API key "${this.policy.id}" may not ${what}: it needs write: true and no catalogs, tools or servers limits`, {});
   }
@@ -170,7 +195,7 @@ export class Access {
   /** 403 when a write would reach tools the key does not see: replacing or deleting a whole catalog. */
   requireWholeCatalog(catalog: string): void {
     this.requireWrite(catalog);
-    if (!this.limitsTools) return;
+    if (!limitsTools(this.policy)) return;
     this.note('deny', 'write', { catalog });
     throw forbidden(`API key "${this.policy.id}" sees only some tools, so it may not replace or delete whole catalogs: push or delete single tools`, {
       catalog,

@@ -244,6 +244,31 @@ describe('MCP drafts on /mcp (MCP_DRAFTS=on), raw JSON-RPC', () => {
     expect(devRanked[0]).toBe(`${devCatalog}/fetch_url`);
   });
 
+  it("narrows the ranking before its cut: a pattern's (or search_tools' server's) tools come back however far the others outrank them", async () => {
+    const deep = uniqueName('drafts-deep');
+    const invoices = Array.from({ length: 12 }, (_, i) => ({
+      name: `invoice_${String(i).padStart(2, '0')}`,
+      description: 'Create an invoice for a customer order and email it.',
+      inputSchema: { type: 'object', properties: {} },
+    }));
+    const mail = { name: 'send_email', description: 'Send an email message.', inputSchema: { type: 'object', properties: {} }, server: 'mail' };
+    expect((await app.request('PUT', `/v1/catalogs/${deep}`, { tools: [...invoices, mail] }, { authorization: 'Bearer dk1' })).status).toBe(200);
+    try {
+      const query = 'create an invoice for a customer order and email it';
+      const ranked = (path: string, args: Record<string, unknown>) =>
+        rpc(app, path, 'tools/call', { name: 'search_tools', arguments: { query, ...args } }).then((answer) =>
+          (CallToolResultSchema.parse(answer.result).structuredContent!.results as { name: string }[]).map((tool) => tool.name),
+        );
+      // Unfiltered, send_email ranks below every invoice tool: a cut at five times the limit before filtering would miss it.
+      expect((await ranked(`/mcp/${deep}`, { limit: 13 })).indexOf('send_email')).toBe(12);
+      const filtered = await rpc(app, `/mcp/${deep}`, 'tools/catalog', { query, limit: 1, filter: { namePatterns: ['send_*'] } });
+      expect(filtered.result.tools.map((entry: { name: string }) => entry.name)).toEqual(['send_email']);
+      expect(await ranked(`/mcp/${deep}`, { limit: 1, server: 'mail' })).toEqual(['send_email']);
+    } finally {
+      await app.request('DELETE', `/v1/catalogs/${deep}`, undefined, { authorization: 'Bearer dk1' });
+    }
+  });
+
   it('SEP-2636: tools/describe gives MCP Tools in the order asked, and names every unknown name in one error', async () => {
     for (const era of ['legacy', 'modern'] as const) {
       const names = [`${devCatalog}/web_search`, `${filesCatalog}/read_file`];

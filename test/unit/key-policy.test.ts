@@ -113,6 +113,27 @@ describe('policy decisions', () => {
     expect(canSeeTool({ ...fullAccess('acme', 'bot'), servers: { deny: ['github'] } }, tool('c', 'x', null))).toBe(true);
   });
 
+  it("narrows a key's view by a caller's filter: the two together, a scope of its own, writes judged by the key alone", () => {
+    const open = new Access(fullAccess('acme', 'writer'));
+    const byServer = open.narrowed('server:github', (tool) => tool.server === 'github');
+    expect(open.limitsTools).toBe(false);
+    expect(byServer.limitsTools).toBe(true);
+    expect(byServer.seesTool(tool('c', 'x', 'github'))).toBe(true);
+    expect(byServer.seesTool(tool('c', 'x', 'jira'))).toBe(false);
+    // The filter narrows the view only: a key that may write whole catalogs still may.
+    expect(() => byServer.requireWholeCatalog('c')).not.toThrow();
+    expect(() => byServer.requireWriter('embed')).not.toThrow();
+    // A limited key narrowed sees what both let through, under a scope id of its own.
+    const limited = new Access(policy).narrowed('names', (tool) => tool.name.endsWith('_order'));
+    expect(limited.seesTool(tool('shop-a', 'get_order'))).toBe(true);
+    expect(limited.seesTool(tool('shop-a', 'get_orders'))).toBe(false);
+    expect(limited.seesTool(tool('shop-a', 'list_order'))).toBe(false);
+    expect(limited.seesTool(tool('shop-a', 'get_secret_order'))).toBe(false);
+    expect(limited.scopeId).not.toBe(new Access(policy).scopeId);
+    expect(limited.narrowed('more', () => true).scopeId).not.toBe(limited.scopeId);
+    expect(limited.at('mcp', 'search_tools').scopeId).toBe(limited.scopeId);
+  });
+
   it('records each refusal once, with the key id and where it was made, and throws a 403 naming what is not allowed', () => {
     const seen: PolicyDecision[] = [];
     const access = new Access(policy, (decision) => seen.push(decision)).at('rest', 'GET /v1/catalogs/{catalog}');
