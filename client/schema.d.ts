@@ -934,7 +934,7 @@ export interface components {
         /** @description Present when the query is not in English (told cheaply from its script, and for Latin script from German, French and Spanish function words, letters and endings). `understood` false: the embedding model does not read that language (the default, use-lite, reads English only; EMBED_MULTILINGUAL or a known multilingual model reads it): hybrid then ranks BM25's list first and the model's nearest tools only after it (fused, they are noise), so the tools were matched by the words they share with the query (names, numbers, cognates), and their confidences are scaled down (x0.75). A query in another language is never typo-corrected into English words (only a word one letter longer or shorter at its end is matched). */
         QueryLanguage: {
             /**
-             * @description BCP 47: de, fr, es, zh, ja, ko, or und-<Script> (und-Cyrl, und-Arab, ...) when only the script is told.
+             * @description BCP 47: de, fr, es, it, pt, nl, zh, ja, ko, or und-<Script> (und-Cyrl, und-Arab, ...) when only the script is told.
              * @example de
              * @example zh
              * @example und-Cyrl

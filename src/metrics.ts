@@ -89,7 +89,7 @@ export function createMetrics(sources: MetricSources): Metrics {
     }),
     searchLanguages: new Counter({
       name: 'toolsift_search_query_languages_total',
-      help: 'Searches (catalog search, tool-search over a catalog, MCP search_tools) whose query is not in English, by endpoint, language (BCP 47: de, fr, es, zh, ja, ko, or und-<Script>) and whether the embedding model reads it (understood=false: ranked by BM25 first, answered with degraded query_language; ranking/language.ts).',
+      help: 'Searches (catalog search, tool-search, MCP search_tools, the gateway selector over inline tools and over a catalog) whose query is not in English, by endpoint, language (BCP 47: de, fr, es, it, pt, nl, zh, ja, ko, or und-<Script>) and whether the embedding model reads it (understood=false: ranked by BM25 first, answered with degraded query_language; ranking/language.ts).',
       labelNames: ['endpoint', 'language', 'understood'],
       registers: [registry],
     }),

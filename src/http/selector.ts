@@ -25,6 +25,9 @@ function recordSelection(metrics: Metrics | undefined, selection: Selection): vo
   metrics.selectorConfidence.observe(answerConfidence(selection));
   if (selection.fallback) metrics.selectorFallbacks.inc({ reason: selection.fallback });
   if (selection.fallback === 'blank_pattern') metrics.selectorBlankPatterns.inc();
+  // The contract's answer has no place for the query's language: the metric tells it.
+  if (selection.language)
+    metrics.searchLanguages.inc({ endpoint: 'selector', language: selection.language.tag, understood: String(selection.language.understood) });
   for (const stage of ['parse', 'query_embedding', 'ranking'] as const) {
     metrics.stageDuration.observe({ endpoint: 'selector', stage }, selection.timings[`${stage}_ms`] / 1000);
   }
@@ -149,7 +152,7 @@ export function selectorRoutes(deps: SelectorDeps, search: RankDeps = deps): Rou
       deps.metrics?.selectorConfidence.observe(selected.confidence);
       if (selected.fallback) deps.metrics?.selectorFallbacks.inc({ reason: selected.fallback });
       if (selected.tokens) recordTokens(deps.metrics, res.locals.tenant as string, selected.tokens);
-      recordSearch(deps.metrics, 'selector_catalog', selected.timings);
+      recordSearch(deps.metrics, 'selector_catalog', selected.timings, undefined, selected.language);
       res.json({ selected_names: selected.names, success: true, data: { relevant_tools: selected.names } } satisfies SelectorResponse);
       (res.locals.log as Logger)[selected.fallback ? 'warn' : 'info'](
         {
@@ -161,6 +164,7 @@ export function selectorRoutes(deps: SelectorDeps, search: RankDeps = deps): Rou
           confidence: Math.round(selected.confidence * 1000) / 1000,
           tokens: selected.tokens,
           ...(selected.fallback ? { fallback: selected.fallback } : {}),
+          ...(selected.language ? { language: selected.language } : {}),
           timings: { ...roundedTimings(selected.timings), total_ms: Math.round((performance.now() - started) * 100) / 100 },
         },
         'tool selection',
@@ -204,6 +208,7 @@ export function selectorRoutes(deps: SelectorDeps, search: RankDeps = deps): Rou
             fallback: selection.fallback ?? null,
             confidence: Math.round(answerConfidence(selection) * 1000) / 1000,
             evidence: selection.evidence,
+            ...(selection.language ? { language: selection.language } : {}),
             tokens,
             timings: roundedTimings(selection.timings),
           },

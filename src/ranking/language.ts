@@ -8,7 +8,8 @@
  * says its language. Scripts first: letters of a script other than Latin that outweigh the Latin words (two CJK
  * characters, or one word of a spaced script, against one Latin word) decide it: kana makes it
  * Japanese, Hangul Korean, Han alone Chinese; another script is named by its script only
- * (`und-Cyrl`). Latin text is English unless it carries evidence of German, French or Spanish in
+ * (`und-Cyrl`). Latin text is English unless it carries evidence of German, French, Spanish, Italian,
+ * Portuguese or Dutch in
  * at least MIN_FOREIGN_WORDS of its words, weighing more than its evidence of English: function
  * words of each language, its diacritics, and suffixes English words do not have. A word that is
  * English (ranking/dictionary.ts, read only once a query shows such evidence) counts for English,
@@ -19,9 +20,9 @@
 import { isEnglishWord } from './dictionary.js';
 import { STOP_WORDS } from './tokenizer.js';
 
-export type LatinLanguage = 'de' | 'fr' | 'es';
+export type LatinLanguage = 'de' | 'fr' | 'es' | 'it' | 'pt' | 'nl';
 
-/** A query's language: a BCP 47 tag (`en`, `de`, `fr`, `es`, `zh`, `ja`, `ko`, or `und-<Script>`). */
+/** A query's language: a BCP 47 tag (`en`, `de`, `fr`, `es`, `it`, `pt`, `nl`, `zh`, `ja`, `ko`, or `und-<Script>`). */
 export interface QueryLanguage {
   tag: string;
   english: boolean;
@@ -71,19 +72,50 @@ const FUNCTION_WORDS: Record<LatinLanguage, ReadonlySet<string>> = {
       'dame dime muestra muéstrame busca búscame encuentra haz hazme puedes quiero necesito'
     ).split(' '),
   ),
+  // Italian, Portuguese and Dutch: their words that English writes as often ("come", "dove", "per",
+  // "com", "die", "of", "over", "van") are left out, so that an English request never reads as one of them.
+  it: new Set(
+    (
+      'il lo la gli le un uno una di da del dello della dei degli delle al allo alla ai agli alle dal dalla dai nel nello nella nei negli nelle sul sulla sui ' +
+      'è sono siamo ho hai abbiamo essere avere fatto fare questo questa questi queste quello quella quelli mio mia miei mie tuo tua suo sua nostro nostra vostro loro ' +
+      'tu lui lei noi voi mi ti ci vi si che chi cosa quando perché quale quali quanto quanta quanti quante non più molto anche tutto tutti ' +
+      'oggi domani ieri adesso ancora mostrami dammi dimmi trova trovami cerca cercami fammi puoi voglio vorrei ho bisogno'
+    ).split(' '),
+  ),
+  pt: new Set(
+    (
+      'de da do que como com o os um uma uns umas dos das deste desta neste nesta ainda se na nas ao aos pelo pela pelos pelas em ou mas quem qual quais quando onde porque por para sem sobre entre até desde ' +
+      'é são está estão foi ser estar ter tem têm este esta estes estas esse essa isso isto aquele aquela meu minha meus minhas seu sua seus suas nosso nossa ' +
+      'eu ele ela nós eles elas lhe não sim muito mais também hoje amanhã ontem agora mostre mostra mostrar encontre encontrar busque procure quero preciso pode poderia você vocês'
+    ).split(' '),
+  ),
+  nl: new Set(
+    (
+      'de het een en aan voor met naar bij uit onder tussen door om zijn heb hebben heeft wordt worden kunnen moet zou niet geen ook nog heel meer ' +
+      'ik jij je hij zij wij jullie mij mijn jouw uw onze wat wie waar wanneer waarom welke hoeveel deze dit dat alle graag vandaag morgen gisteren ' +
+      'toon geef zoek vind maak kun kunt'
+    ).split(' '),
+  ),
 };
 
 /** Words English writes too and uses as often, besides the tokenizer's STOP_WORDS: they count for English. */
 const ENGLISH_REQUEST_WORDS: ReadonlySet<string> = new Set(['get', 'find', 'show', 'list', 'give', 'tell', 'make', 'search', 'want', 'need', 'using', 'use']);
 
-const LATIN_LANGUAGES: readonly LatinLanguage[] = ['de', 'fr', 'es'];
+const LATIN_LANGUAGES: readonly LatinLanguage[] = ['de', 'fr', 'es', 'it', 'pt', 'nl'];
 
-/** Letters only one of the three writes (é both French and Spanish). */
+/** Letters each writes, shared among those that write them (é by French, Spanish, Italian and Portuguese). */
 const DIACRITICS: readonly [RegExp, Partial<Record<LatinLanguage, number>>][] = [
   [/[äöüß]/, { de: 1 }],
-  [/[àâæçèêëîïôœùûÿ]/, { fr: 1 }],
-  [/[ñáíóú]/, { es: 1 }],
-  [/é/, { fr: 0.5, es: 0.5 }],
+  [/[æëîïœûÿ]/, { fr: 1 }],
+  [/[èù]/, { fr: 0.5, it: 0.5 }],
+  [/[âêô]/, { fr: 0.5, pt: 0.5 }],
+  [/ç/, { fr: 0.5, pt: 0.5 }],
+  [/à/, { fr: 0.34, it: 0.33, pt: 0.33 }],
+  [/ñ/, { es: 1 }],
+  [/[ìò]/, { it: 1 }],
+  [/[ãõ]/, { pt: 1 }],
+  [/[áíóú]/, { es: 0.5, pt: 0.5 }],
+  [/é/, { fr: 0.25, es: 0.25, it: 0.25, pt: 0.25 }],
 ];
 
 /** Endings of words that are no English words (checked by the caller): German nouns and adjectives, French and Spanish derivations. */
@@ -91,15 +123,27 @@ const SUFFIXES: readonly [RegExp, Partial<Record<LatinLanguage, number>>][] = [
   [/(?:ung|ungen|isch|ische|ischen|ischer|lich|liche|lichen|keit|heit|schaft)$/, { de: 1 }],
   [/(?:[^aeiou]en)$/, { de: 0.5 }],
   [/(?:eau|eaux|eux|euse|euses|ement|ements|aire|aires|ais|aise|ait|aient|ez|ique|iques)$/, { fr: 1 }],
-  [/(?:cion|ciones|dad|dades|mente|ado|ada|ados|adas|ido|ida|idos|idas|amos|ando|iendo|eza|eses|anos|anas|icos|icas)$/, { es: 1 }],
-  [/(?:ar)$/, { es: 0.5 }],
+  [/(?:cion|ciones|dad|dades|ado|ada|ados|adas|ido|ida|idos|idas|amos|ando|iendo|eza|eses|anos|anas|icos|icas)$/, { es: 1 }],
+  [/(?:ar)$/, { es: 0.5, pt: 0.5 }],
   [/(?:ir)$/, { fr: 0.5, es: 0.5 }],
+  [/(?:zione|zioni|are|ere|etto|etta|ggio|ggi|gli|zza|ssimo)$/, { it: 1 }],
+  [/(?:mente)$/, { es: 0.5, it: 0.5, pt: 0.5 }],
+  [/(?:cao|coes|dade|dades|agem|eiro|eira|inho|inha|amento)$/, { pt: 1 }],
+  [/(?<!^[io])(?<=[aeiou])(?:nh|lh)[aeiou]/, { pt: 1 }],
+  [/(?:ese|esi|ione|ioni)$/, { it: 1 }],
+  [/gn[aeiou]/, { it: 0.5, fr: 0.5 }],
+  [/(?:aa|uu)/, { nl: 1 }],
+  [/(?:oe|ui|eu)/, { nl: 0.5 }],
+  [/(?:heid|lijk|lijke|lijks|tje|tjes|schap|ijn|aag|oek)$/, { nl: 1 }],
+  [/ij/, { nl: 1 }],
 ];
 
 const WORD = /[\p{L}\p{M}]+/gu;
 const LETTER = /\p{L}/u;
 /** A span in quotation marks is what the request is about (a phrase to translate, a title), not the request's language. */
 const QUOTED = /"[^"]*"|“[^”]*”|„[^“”]*[“”]|«[^»]*»|「[^」]*」|『[^』]*』/g;
+/** A path, an address or a file name (`/root/notes.txt`, `mybakery.com`, `a@b.c`): no language's words. */
+const ADDRESS = /\S*[\p{L}\p{N}][/\\.@:][\p{L}\p{N}]\S*/gu;
 const SPACELESS = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}]/u;
 const KANA = /[\p{Script=Hiragana}\p{Script=Katakana}]/u;
 const LATIN = /\p{Script=Latin}/u;
@@ -119,7 +163,7 @@ const CJK_CHARACTERS_PER_WORD = 2;
 /** The query's language (see the file comment). Pure but for the dictionary's first read; any string in. */
 export function detectLanguage(text: string): QueryLanguage {
   if (typeof text !== 'string' || text.length === 0) return ENGLISH;
-  const unquoted = text.replace(QUOTED, ' ');
+  const unquoted = text.replace(QUOTED, ' ').replace(ADDRESS, ' ');
   const words = (LETTER.test(unquoted) ? unquoted : text).normalize('NFKC').match(WORD) ?? [];
   const latin: string[] = [];
   const weight = new Map<string, number>();
@@ -153,9 +197,9 @@ export function detectLanguage(text: string): QueryLanguage {
   return foreign ? { tag: foreign, english: false } : ENGLISH;
 }
 
-/** German, French or Spanish when the Latin words show it (see the file comment), else undefined (English). */
+/** German, French, Spanish, Italian, Portuguese or Dutch when the Latin words show it (see the file comment), else undefined (English). */
 function latinLanguage(words: readonly string[], invertedMarks: boolean): LatinLanguage | undefined {
-  const score: Record<LatinLanguage, number> = { de: 0, fr: 0, es: 0 };
+  const score: Record<LatinLanguage, number> = { de: 0, fr: 0, es: 0, it: 0, pt: 0, nl: 0 };
   if (invertedMarks) score.es += 1;
   let english = 0;
   let evidence = invertedMarks ? 1 : 0;
@@ -178,17 +222,21 @@ function latinLanguage(words: readonly string[], invertedMarks: boolean): LatinL
       if (isEnglishWord(word) || isEnglishWord(stripMarks(word))) english += ENGLISH_CONTENT_WEIGHT;
       else {
         for (const language of LATIN_LANGUAGES) score[language] += cues[language] ?? 0;
-        if (Math.max(...Object.values(cues)) >= 0.5) evidence++;
+        // A letter or ending several of them share is evidence all the same: of a language that is not English.
+        if (Object.values(cues).reduce((sum, cue) => sum + cue, 0) >= 0.5) evidence++;
       }
       continue;
     }
     unread.push(word);
   }
-  const [top, topScore] = LATIN_LANGUAGES.map((language) => [language, score[language]] as const).reduce((a, b) => (b[1] > a[1] ? b : a));
-  if (evidence < MIN_FOREIGN_WORDS || topScore < 1 || topScore <= english) return undefined;
+  // Foreign at all is judged on the evidence summed over the languages (words they share count for
+  // each in part); which one, by the most.
+  const [top] = LATIN_LANGUAGES.map((language) => [language, score[language]] as const).reduce((a, b) => (b[1] > a[1] ? b : a));
+  const foreign = LATIN_LANGUAGES.reduce((sum, language) => sum + score[language], 0);
+  if (evidence < MIN_FOREIGN_WORDS || foreign < 1 || foreign <= english) return undefined;
   // Only now is the dictionary read: most queries never get here.
   for (const word of unread) if (isEnglishWord(word)) english += ENGLISH_CONTENT_WEIGHT;
-  return topScore > english ? top : undefined;
+  return foreign > english ? top : undefined;
 }
 
 /** What a word's letters and ending say (each language at most 1), or undefined when nothing. */

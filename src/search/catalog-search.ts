@@ -382,6 +382,8 @@ export interface CatalogSelection {
   timings: CatalogSelectionTimings;
   /** Set when the store did not answer and the catalog as last seen here did (`selectFromMemory`). */
   fallback?: 'store_error';
+  /** A query in another language than English (RankResult's): the selector's contract cannot carry it; metrics and the log line do. */
+  language?: RankResult['language'];
 }
 
 /**
@@ -517,6 +519,7 @@ async function selectedFromStore(
     confidence: Math.max(0, ...ranking.confidences),
     tokens: { offered: catalog.definitionTokens.as_sent, selected },
     timings,
+    ...(result.language ? { language: result.language } : {}),
   };
 }
 
@@ -547,7 +550,14 @@ function selectedFromMemory(
     names = [...new Set([...names, ...(visible ? first.filter((name) => visible.keep(name)) : first)])];
     timings.padding_ms = performance.now() - paddingStarted;
   }
-  return { names: names.slice(0, input.topK), ranked: ranked.found.length, confidence: Math.max(0, ...ranked.confidences), timings, fallback: 'store_error' };
+  return {
+    names: names.slice(0, input.topK),
+    ranked: ranked.found.length,
+    confidence: Math.max(0, ...ranked.confidences),
+    timings,
+    fallback: 'store_error',
+    ...(ranked.language ? { language: ranked.language } : {}),
+  };
 }
 
 /** The catalog's first `count` tools in name order that `sees` accepts: a selection's padding. */

@@ -46,6 +46,25 @@ describe('detectLanguage: Latin script', () => {
     expect(tag('necesito enviar un correo a mi jefe')).toBe('es');
   });
 
+  it('tells Italian, Portuguese and Dutch too, words they share with the others counting for each in part', () => {
+    expect(tag('Mostrami le ultime notizie sul meteo di domani')).toBe('it');
+    expect(tag('Quanto costa un biglietto del treno per Milano?')).toBe('it');
+    expect(tag('Qual é a previsão do tempo para amanhã em Lisboa?')).toBe('pt');
+    expect(tag('Obtenha a transcrição deste vídeo')).toBe('pt');
+    expect(tag('Wat is het weer morgen in Amsterdam?')).toBe('nl');
+    expect(tag('Controleer of de domeinnaam nog beschikbaar is')).toBe('nl');
+    // Spanish and French words that the new lists share (la, de, que) leave them what they were.
+    expect(tag('Traduce la palabra inglesa al italiano')).toBe('es');
+    expect(tag('Quelle est la météo de demain ?')).toBe('fr');
+  });
+
+  it('leaves a path, an address or a file name out of the count', () => {
+    // Three Cyrillic words against a path's three Latin ones: the path is no language's words.
+    expect(tag('Прочитай содержимое файла /root/notes.txt')).toBe('und-Cyrl');
+    expect(tag('اقرأ محتوى الملف /root/notes.txt')).toBe('und-Arab');
+    expect(tag('read /srv/daten/über.txt and summarize it')).toBe('en');
+  });
+
   it('reads the queries of issue 74 as what they are', () => {
     expect(tag('Währung umrechnen')).toBe('de');
     expect(tag('météo à Paris demain')).toBe('fr');
@@ -67,6 +86,11 @@ describe('detectLanguage: Latin script', () => {
       'get the crème brûlée recipe',
       'send a message to José on Slack',
       'München Oktoberfest dates',
+      'Beijing weather forecast for tomorrow',
+      'non-profit organisations in Amsterdam',
+      'vinho verde wine pairing',
+      'cost of a latte in Milano',
+      'socket.io chat example with Node.js',
     ])
       expect(tag(query), query).toBe('en');
   });
