@@ -626,6 +626,11 @@ export interface components {
              * @enum {string}
              */
             trust: "pin" | "auto";
+            /**
+             * @description How this upstream's call results are read (RESULT_SCAN for it alone); null: the service's.
+             * @enum {string|null}
+             */
+            result_scan: "flag" | "block" | "off" | null;
             /** Format: date-time */
             last_sync_at: string | null;
             /** @description Tools from this upstream served in the catalog, approved as listed now (for a key limited to some tools, those it sees). */
@@ -1796,6 +1801,11 @@ export interface operations {
                      * @enum {string}
                      */
                     trust?: "pin" | "auto";
+                    /**
+                     * @description How this upstream's call results are read for text addressed to the model (RESULT_SCAN for it alone): flag, block or off; absent or null: the service's RESULT_SCAN. Below RESULT_SCAN_MIN: 400.
+                     * @enum {string|null}
+                     */
+                    result_scan?: "flag" | "block" | "off" | null;
                     auth?: components["schemas"]["UpstreamOAuthSettings"];
                 };
             };

@@ -162,6 +162,12 @@ export const configSchema = z.preprocess(
      * an isError result naming the findings) or off.
      */
     RESULT_SCAN: z.enum(['flag', 'block', 'off']).default('flag'),
+    /**
+     * The least an upstream's own `result_scan` may set for its results: off (default: a catalog's
+     * writers choose per upstream, looser or stricter than RESULT_SCAN), flag, or block. A registration
+     * asking for less is refused (400).
+     */
+    RESULT_SCAN_MIN: z.enum(['off', 'flag', 'block']).default('off'),
     /** Requests a minute each API key may send, for keys without their own `requests_per_minute` (API_KEYS_FILE); unset: no limit. Per process. */
     RATE_LIMIT_PER_MINUTE: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1_000_000).optional()),
     /** Text of one result the scan reads (26-53 ms of one core per 256 KiB, bench:scan); with RESULT_SCAN=block a result with more text is withheld. */

@@ -292,6 +292,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     allow: parseAllowList(config.UPSTREAM_ALLOW),
     version: serviceVersion(),
     secrets,
+    resultScanMin: config.RESULT_SCAN_MIN,
   });
   upstreams.start();
   phase('starting the stdio upstream servers (UPSTREAMS_FILE)');

@@ -715,7 +715,9 @@ export async function callTool(
   const { unknownUpstream: _unknown, failure, ...answer } = result;
   const upstreamMs = performance.now() - called;
   // Text in the result addressed to the model is flagged, or the result withheld, before the agent reads it.
-  const screened = failure || !deps.resultScan ? undefined : await screenResult(deps.resultScan, answer, { tool: tool.name, upstream });
+  // The upstream's own setting, where it has one, over the service's.
+  const scan = deps.resultScan && (tool.upstream.resultScan ? { ...deps.resultScan, mode: tool.upstream.resultScan } : deps.resultScan);
+  const screened = failure || !scan ? undefined : await screenResult(scan, answer, { tool: tool.name, upstream });
   const found = screened?.findings.length ? `result: ${describeFindings(screened.findings)}` : undefined;
   if (screened?.action === 'withheld') audited('withheld', found ?? `result: over RESULT_SCAN_MAX_CHARS, not all read`);
   else audited(failure ? 'failed' : answer.isError ? 'tool_error' : screened?.action === 'flagged' ? 'flagged' : 'ok', failure ?? found);

@@ -34,6 +34,7 @@ export interface RegisterInput {
   headers?: Record<string, string>;
   refresh_seconds?: number;
   trust?: 'pin' | 'auto';
+  result_scan?: 'flag' | 'block' | 'off';
 }
 
 /** The key's checks of a change to upstream `catalog`/`name`, in the order REST makes them; the names parsed by REST's rules. */

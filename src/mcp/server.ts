@@ -143,6 +143,7 @@ const upstreamStatusShape = z.object({
   state: z.enum(['synced', 'failing', 'not_synced']),
   last_sync_at: z.string().nullable(),
   trust: z.enum(['pin', 'auto']),
+  result_scan: z.enum(['flag', 'block', 'off']).nullable(),
   tool_count: z.number(),
   pending: z.number(),
   pending_tools: z.array(z.object({ name: z.string(), change: z.enum(['new', 'changed']), findings: z.array(z.string()) })),
@@ -161,6 +162,10 @@ const registerInput = z.object({
   headers: z.record(z.string(), z.string()).optional().describe('Headers sent to it, name -> value (credentials: never shown back)'),
   refresh_seconds: z.number().optional().describe('How often its tools are listed again, 10-86400 (default 300)'),
   trust: z.enum(['pin', 'auto']).optional().describe('pin (default): new and changed tools wait for approval; auto: those the scanner passes are approved'),
+  result_scan: z
+    .enum(['flag', 'block', 'off'])
+    .optional()
+    .describe("How this upstream's results are read for instructions to the model: flag, block or off (default: the service's RESULT_SCAN)"),
 });
 const deregisterInput = z.object({ catalog: z.string().describe('Its catalog'), name: z.string().describe("The upstream's name") });
 

@@ -200,6 +200,8 @@ export const mcpUpstreams = pgTable(
     pinnedAt: timestamp('pinned_at', { withTimezone: true }),
     /** Tools the last sync left out because another source of the catalog holds their names. */
     conflicts: json('conflicts').notNull().default(sql`'[]'::json`),
+    /** How its tools' results are read (`flag`, `block`, `off`); null: the service's RESULT_SCAN. */
+    resultScan: text('result_scan'),
   },
   (table) => [primaryKey({ name: 'mcp_upstreams_pk', columns: [table.catalogId, table.name] })],
 );

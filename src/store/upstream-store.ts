@@ -23,6 +23,8 @@ export interface UpstreamRow {
   pinnedAt: Date | null;
   /** Tools the last sync left out because another source of the catalog holds their names. */
   conflicts: { name: string; held_by: string }[];
+  /** How its tools' results are read; null: the service's RESULT_SCAN. */
+  resultScan: UpstreamResultScan | null;
   /** Tools waiting for approval (their current definition neither approved nor rejected). */
   pending: number;
   /** Its OAuth state (upstream-oauth-store.ts) when registered with `auth.type` oauth: never a token or a secret. */
@@ -40,10 +42,11 @@ export interface UpstreamOAuthSummary {
 }
 
 export type UpstreamTrust = 'pin' | 'auto';
+export type UpstreamResultScan = 'flag' | 'block' | 'off';
 
 const columns = sql`u.catalog_id as "catalogId", c.name as catalog, c.tenant, u.name, u.url, u.headers, u.refresh_seconds as "refreshSeconds",
   u.last_sync_at as "lastSyncAt", u.tool_count as "toolCount", u.last_added as "lastAdded", u.last_changed as "lastChanged",
-  u.last_removed as "lastRemoved", u.last_error as "lastError", u.trust, u.pinned_at as "pinnedAt", u.conflicts,
+  u.last_removed as "lastRemoved", u.last_error as "lastError", u.trust, u.pinned_at as "pinnedAt", u.conflicts, u.result_scan as "resultScan",
   (select count(*)::int from upstream_tools p where p.catalog_id = u.catalog_id and p.upstream = u.name
      and p.current_hash is distinct from p.approved_hash and p.current_hash is distinct from p.rejected_hash) as pending,
   (select json_build_object('grant', o.grant_type, 'status', o.status, 'expires_at', o.expires_at, 'authorized_at', o.authorized_at, 'last_error', o.last_error,
@@ -58,7 +61,14 @@ const columns = sql`u.catalog_id as "catalogId", c.name as catalog, c.tenant, u.
 export async function putUpstream(
   db: Db,
   catalogId: number,
-  upstream: { name: string; url: string; headers: Record<string, string>; refreshSeconds: number; trust: UpstreamTrust },
+  upstream: {
+    name: string;
+    url: string;
+    headers: Record<string, string>;
+    refreshSeconds: number;
+    trust: UpstreamTrust;
+    resultScan?: UpstreamResultScan | null;
+  },
 ): Promise<boolean> {
   return retryOnConflict(() =>
     db.transaction(async (tx) => {
@@ -74,9 +84,10 @@ export async function putUpstream(
         sql`select name from mcp_upstreams where catalog_id = ${catalogId} and name = ${upstream.name} and url <> ${upstream.url} for update`,
       );
       if (moved.length > 0) await tx.execute(sql`delete from upstream_tools where catalog_id = ${catalogId} and upstream = ${upstream.name}`);
-      await tx.execute(sql`insert into mcp_upstreams (catalog_id, name, url, headers, refresh_seconds, trust)
-      values (${catalogId}, ${upstream.name}, ${upstream.url}, ${JSON.stringify(upstream.headers)}::json, ${upstream.refreshSeconds}, ${upstream.trust})
+      await tx.execute(sql`insert into mcp_upstreams (catalog_id, name, url, headers, refresh_seconds, trust, result_scan)
+      values (${catalogId}, ${upstream.name}, ${upstream.url}, ${JSON.stringify(upstream.headers)}::json, ${upstream.refreshSeconds}, ${upstream.trust}, ${upstream.resultScan ?? null})
       on conflict (catalog_id, name) do update set url = excluded.url, headers = excluded.headers, refresh_seconds = excluded.refresh_seconds, trust = excluded.trust,
+        result_scan = excluded.result_scan,
         pinned_at = case when mcp_upstreams.url = excluded.url then mcp_upstreams.pinned_at else null end`);
       return true;
     }),

@@ -27,6 +27,8 @@ export interface StdioServer {
   catalog: string;
   refresh_seconds: number;
   trust: 'pin' | 'auto';
+  /** How its tools' results are read (RESULT_SCAN for it alone); absent: the service's. */
+  result_scan?: 'flag' | 'block' | 'off';
 }
 
 export const STDIO_URL_PREFIX = 'stdio:';

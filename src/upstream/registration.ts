@@ -100,6 +100,8 @@ export const upstreamRegistrationBody = z
     headers: z.record(headerName, headerValue).optional(),
     refresh_seconds: z.number().int().min(10).max(86_400).default(300),
     trust: z.enum(['pin', 'auto']).default('pin'),
+    /** How this upstream's results are read (RESULT_SCAN for it alone); absent or null: the service's. */
+    result_scan: z.enum(['flag', 'block', 'off']).nullable().optional(),
     auth: oauthAuth.optional(),
   })
   .strict()
@@ -118,7 +120,15 @@ export function registrationOf(name: string, body: UpstreamRegistrationBody): Up
     ...(body.auth.client_secret === undefined ? {} : { clientSecret: body.auth.client_secret }),
     ...(body.auth.scope === undefined ? {} : { scope: body.auth.scope }),
   };
-  return { name, url: body.url, headers: body.headers ?? {}, refreshSeconds: body.refresh_seconds, trust: body.trust, oauth: oauth ?? null };
+  return {
+    name,
+    url: body.url,
+    headers: body.headers ?? {},
+    refreshSeconds: body.refresh_seconds,
+    trust: body.trust,
+    resultScan: body.result_scan ?? null,
+    oauth: oauth ?? null,
+  };
 }
 
 /**

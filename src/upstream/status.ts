@@ -50,6 +50,8 @@ export interface UpstreamStatus {
   state: 'synced' | 'failing' | 'not_synced';
   last_sync_at: string | null;
   trust: UpstreamState['trust'];
+  /** How its tools' results are read; null: the service's RESULT_SCAN. */
+  result_scan: UpstreamState['result_scan'];
   /** Tools served (of those the key sees). */
   tool_count: number;
   /** Tools whose current definition waits for approval, new or changed since approved (of those the key sees). */
@@ -107,6 +109,7 @@ async function statusOf(management: UpstreamManagement, access: Access, tenant: 
     state: state.last_sync_at === null ? 'not_synced' : failing ? 'failing' : 'synced',
     last_sync_at: state.last_sync_at,
     trust: state.trust,
+    result_scan: state.result_scan,
     tool_count: state.tool_count,
     pending: state.pending,
     pending_tools: pendingTools,

@@ -63,11 +63,13 @@ const upstreamsFile = z.object({
       refresh_seconds: z.number().int().min(10).max(86_400).default(300),
       /** `pin` (default): new and changed tools wait for approval; `auto`: those the scanner passes are approved. */
       trust: z.enum(['pin', 'auto']).default('pin'),
+      /** How its tools' results are read (RESULT_SCAN for it alone); absent: the service's. */
+      result_scan: z.enum(['flag', 'block', 'off']).optional(),
     }),
   ),
 });
 
-/** Reads UPSTREAMS_FILE: `{"mcpServers": {"<name>": {command, args?, env?, catalog? ("local"), tenant? ("default"), refresh_seconds? (300), trust? ("pin")}}}`. */
+/** Reads UPSTREAMS_FILE: `{"mcpServers": {"<name>": {command, args?, env?, catalog? ("local"), tenant? ("default"), refresh_seconds? (300), trust? ("pin"), result_scan?}}}`. */
 export function readUpstreamsFile(path: string): Map<string, StdioServer> {
   let parsed: z.infer<typeof upstreamsFile>;
   try {
@@ -100,6 +102,8 @@ export interface UpstreamDeps {
   fetch?: GuardedFetch;
   /** Seals header values, OAuth tokens and client secrets at rest (SECRETS_KEY). */
   secrets: SecretBox;
+  /** RESULT_SCAN_MIN: the least an upstream's own `result_scan` may ask for; absent: off (any). */
+  resultScanMin?: store.UpstreamResultScan;
 }
 
 export interface UpstreamRegistration {
@@ -108,6 +112,8 @@ export interface UpstreamRegistration {
   headers: Record<string, string>;
   refreshSeconds: number;
   trust: store.UpstreamTrust;
+  /** How its tools' results are read (RESULT_SCAN for it alone); null or absent: the service's. */
+  resultScan?: store.UpstreamResultScan | null;
   /** `auth: {type: "oauth"}`: toolsift gets its tokens (oauth.ts); null or absent: none. */
   oauth?: OAuthSettings | null;
 }
@@ -119,6 +125,8 @@ export interface UpstreamState {
   header_names: string[];
   refresh_seconds: number;
   trust: store.UpstreamTrust;
+  /** How its tools' results are read; null: the service's RESULT_SCAN. */
+  result_scan: store.UpstreamResultScan | null;
   last_sync_at: string | null;
   /** Tools served (approved and in the catalog). */
   tool_count: number;
@@ -139,6 +147,7 @@ export function upstreamState(row: store.UpstreamRow): UpstreamState {
     header_names: Object.keys(row.headers ?? {}).sort(),
     refresh_seconds: row.refreshSeconds,
     trust: row.trust,
+    result_scan: row.resultScan ?? null,
     last_sync_at: row.lastSyncAt ? new Date(row.lastSyncAt).toISOString() : null,
     tool_count: row.toolCount,
     pending: Number(row.pending ?? 0),
@@ -221,6 +230,17 @@ export interface ReviewedTool {
 
 /** How often this process looks for upstreams due for a refresh. */
 const REFRESH_TICK_MS = 15_000;
+
+const SCAN_STRICTNESS: Record<store.UpstreamResultScan, number> = { off: 0, flag: 1, block: 2 };
+
+/** 400 when an upstream asks to read its results less than RESULT_SCAN_MIN allows. */
+function requireResultScan(asked: store.UpstreamResultScan | null | undefined, least: store.UpstreamResultScan | undefined): void {
+  if (!asked || !least || SCAN_STRICTNESS[asked] >= SCAN_STRICTNESS[least]) return;
+  throw new AppError(
+    'validation_failed',
+    `result_scan: "${asked}" is below this service's RESULT_SCAN_MIN ("${least}"): give "${least}" or stricter, or leave it out`,
+  );
+}
 
 export class UpstreamService implements UpstreamCaller {
   readonly #deps: UpstreamDeps;
@@ -308,6 +328,7 @@ export class UpstreamService implements UpstreamCaller {
         headers: {},
         refreshSeconds: server.refresh_seconds,
         trust: server.trust,
+        ...(server.result_scan ? { resultScan: server.result_scan } : {}),
       }).catch((error: Error) => this.#deps.logger.warn({ upstream: name, reason: error.message }, 'stdio upstream could not be registered'));
     }
   }
@@ -330,6 +351,7 @@ export class UpstreamService implements UpstreamCaller {
    */
   async register(tenant: string, catalog: string, input: UpstreamRegistration, actor: UpstreamActor = {}): Promise<UpstreamState> {
     requireSecretsKey(this.#deps.secrets, input);
+    requireResultScan(input.resultScan, this.#deps.resultScanMin);
     if (!input.url.startsWith(STDIO_URL_PREFIX)) await this.#admit(tenant, catalog, input, actor);
     const ref = { tenant, name: catalog };
     let summary = await catalogs

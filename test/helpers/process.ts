@@ -45,15 +45,19 @@ export async function startEverything(port: number): Promise<ChildProcess> {
  * Writes an UPSTREAMS_FILE at `file` whose servers are the real server-filesystem from npm over
  * stdio, each on its folder, in its catalog (and tenant; default: the service's `default`).
  */
-export function writeFilesystemUpstreams(file: string, servers: Record<string, { folder: string; catalog: string; tenant?: string }>): void {
+export function writeFilesystemUpstreams(
+  file: string,
+  servers: Record<string, { folder: string; catalog: string; tenant?: string; settings?: Record<string, unknown> }>,
+): void {
   const mcpServers = Object.fromEntries(
-    Object.entries(servers).map(([name, { folder, catalog, tenant }]) => [
+    Object.entries(servers).map(([name, { folder, catalog, tenant, settings }]) => [
       name,
       {
         command: process.execPath,
         args: [`${root}node_modules/@modelcontextprotocol/server-filesystem/dist/index.js`, folder],
         catalog,
         ...(tenant ? { tenant } : {}),
+        ...settings,
       },
     ]),
   );

@@ -27,12 +27,12 @@ describe('results of proxied calls, screened before the agent reads them', () =>
   const clients: Client[] = [];
 
   /** An app with `env`, the upstream registered in a catalog of its own, and an SDK client on it. */
-  async function gateway(env: Record<string, string>): Promise<{ app: TestApp; client: Client; catalog: string }> {
+  async function gateway(env: Record<string, string>, registration: Record<string, unknown> = {}): Promise<{ app: TestApp; client: Client; catalog: string }> {
     const catalog = uniqueName('results');
     const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
     const app = await startTestApp({ UPSTREAM_ALLOW: '127.0.0.1/32', UPSTREAM_CALL_TIMEOUT_MS: '5000', CODE_MODE: 'on', ...env }, { logger });
     apps.push(app);
-    const put = await app.request('PUT', `/v1/catalogs/${catalog}/upstreams/everything`, { url, trust: 'auto' });
+    const put = await app.request('PUT', `/v1/catalogs/${catalog}/upstreams/everything`, { url, trust: 'auto', ...registration });
     expect(put.status, put.text).toBe(200);
     const client = new Client({ name: 'result-scan-test', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(`${app.url}/mcp/${catalog}`)));
@@ -103,6 +103,32 @@ describe('results of proxied calls, screened before the agent reads them', () =>
   it('passes everything as the upstream sent it with RESULT_SCAN=off', async () => {
     const { client } = await gateway({ RESULT_SCAN: 'off' });
     expect((await echo(client, INJECTED)).content).toEqual([{ type: 'text', text: `Echo: ${INJECTED}` }]);
+  });
+
+  it("reads an upstream's results by its own result_scan, over the service's, never below RESULT_SCAN_MIN", async () => {
+    // Stricter for one upstream than the service: withheld although RESULT_SCAN is flag.
+    const { app, client, catalog } = await gateway({}, { result_scan: 'block' });
+    expect((await echo(client, INJECTED)).isError).toBe(true);
+    const view = await app.request('GET', `/v1/catalogs/${catalog}/upstreams/everything`);
+    expect(view.body.upstream.result_scan).toBe('block');
+    // Registered again without it: the service's setting again (PUT replaces the registration).
+    expect((await app.request('PUT', `/v1/catalogs/${catalog}/upstreams/everything`, { url, trust: 'auto' })).status).toBe(200);
+    expect((await app.request('GET', `/v1/catalogs/${catalog}/upstreams/everything`)).body.upstream.result_scan).toBeNull();
+    const flagged = await echo(client, INJECTED);
+    expect(flagged.isError).toBeFalsy();
+    expect((flagged._meta?.[RESULT_SCAN_META] as { action: string }).action).toBe('flagged');
+    // Looser for a trusted upstream: passed as sent while the service blocks.
+    const { client: trusted } = await gateway({ RESULT_SCAN: 'block' }, { result_scan: 'off' });
+    expect((await echo(trusted, INJECTED)).content).toEqual([{ type: 'text', text: `Echo: ${INJECTED}` }]);
+    // An operator's floor: a registration asking for less is refused, and nothing is written.
+    const floored = await startTestApp({ UPSTREAM_ALLOW: '127.0.0.1/32', RESULT_SCAN_MIN: 'flag' });
+    apps.push(floored);
+    const refused = await floored.request('PUT', `/v1/catalogs/${uniqueName('floor')}/upstreams/everything`, { url, result_scan: 'off' });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.message).toMatch(/result_scan: "off" is below this service's RESULT_SCAN_MIN \("flag"\)/);
+    const bad = await floored.request('PUT', `/v1/catalogs/${uniqueName('floor')}/upstreams/everything`, { url, result_scan: 'loud' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.message).toMatch(/result_scan/);
   });
 
   it('screens the calls of a run_code program the same way', async () => {
