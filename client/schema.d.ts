@@ -1054,7 +1054,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The API key is past its requests a minute (API_KEYS_FILE `requests_per_minute`, else RATE_LIMIT_PER_MINUTE): `Retry-After` says in how many seconds the next one may pass. Counted per process. Every answer to a limited key carries `RateLimit-Limit` and `RateLimit-Remaining`. */
+        /** @description The API key is past its requests a minute (API_KEYS_FILE `requests_per_minute`, else RATE_LIMIT_PER_MINUTE): `Retry-After` says in how many seconds the next one may pass. Counted across the replicas with REDIS_URL, else per process. Every answer to a limited key carries `RateLimit-Limit` and `RateLimit-Remaining`. */
         TooManyRequests: {
             headers: {
                 /** @description Seconds until the key's next request may pass. */

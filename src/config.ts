@@ -168,7 +168,7 @@ export const configSchema = z.preprocess(
      * asking for less is refused (400).
      */
     RESULT_SCAN_MIN: z.enum(['off', 'flag', 'block']).default('off'),
-    /** Requests a minute each API key may send, for keys without their own `requests_per_minute` (API_KEYS_FILE); unset: no limit. Per process. */
+    /** Requests a minute each API key may send, for keys without their own `requests_per_minute` (API_KEYS_FILE); unset: no limit. Shared by the replicas through Redis with REDIS_URL, else per process. */
     RATE_LIMIT_PER_MINUTE: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1_000_000).optional()),
     /** Text of one result the scan reads (26-53 ms of one core per 256 KiB, bench:scan); with RESULT_SCAN=block a result with more text is withheld. */
     RESULT_SCAN_MAX_CHARS: z.coerce

@@ -9,6 +9,7 @@ import type { EmbedQueue } from './jobs/embed-queue.js';
 import { InProcessEmbedQueue } from './jobs/in-process-queue.js';
 import { BullmqEmbedQueue, connectRedis } from './jobs/bullmq-queue.js';
 import { startEmbedWorker, type EmbedWorker } from './jobs/bullmq-worker.js';
+import { redisBuckets, type SharedBuckets } from './store/shared-buckets.js';
 import { DISABLED_MODEL } from './embed/create-embedder.js';
 import { TermsRefresh } from './catalog/refresh-terms.js';
 import { refreshDefinitionTokens } from './catalog/refresh-tokens.js';
@@ -77,6 +78,8 @@ export interface Deps {
   metrics: Metrics;
   /** Removes stored documents nothing uses any more (store/document-gc.ts); started by `npm start` only. */
   documentSweeper: DocumentSweeper;
+  /** Rate limits' buckets in Redis (REDIS_URL with a limit set), shared by the replicas; null: per process. */
+  rateBuckets: SharedBuckets | null;
   close(): Promise<void>;
 }
 
@@ -295,6 +298,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     resultScanMin: config.RESULT_SCAN_MIN,
   });
   upstreams.start();
+  const rateBuckets = await sharedRateBuckets(config, logger);
   phase('starting the stdio upstream servers (UPSTREAMS_FILE)');
   await upstreams.startStdioServers();
 
@@ -446,8 +450,10 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     readiness,
     metrics,
     documentSweeper,
+    rateBuckets,
     async close() {
       closing = true;
+      await rateBuckets?.close();
       await documentSweeper.stop();
       await termsRefresh.stop();
       await upstreams.close();
@@ -463,6 +469,22 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
       if (ownsDatabase) await database.close();
     },
   };
+}
+
+/**
+ * Rate limits shared by the replicas: with REDIS_URL and a limit set (RATE_LIMIT_PER_MINUTE or a
+ * key's `requests_per_minute`), the buckets are Redis's. A Redis not reachable at start leaves them
+ * to each process, said in the log: a limit is never a reason not to serve.
+ */
+async function sharedRateBuckets(config: Config, logger: Logger): Promise<SharedBuckets | null> {
+  const limited = config.RATE_LIMIT_PER_MINUTE !== undefined || [...(config.KEY_POLICIES?.values() ?? [])].some((policy) => policy.requestsPerMinute);
+  if (!config.REDIS_URL || !limited) return null;
+  try {
+    return redisBuckets(await connectRedis(config.REDIS_URL));
+  } catch (error) {
+    logger.warn({ reason: (error as Error).message }, 'rate limits: Redis unreachable at start; each process counts its own requests');
+    return null;
+  }
 }
 
 /** Code mode's limits as the environment sets them (CODE_MODE_*). */

@@ -25,6 +25,7 @@ export interface Metrics {
   sandboxWorkersLost: Counter;
   auditEvents: Counter<'event' | 'outcome'>;
   rateLimited: Counter<'key'>;
+  rateLimitFallbacks: Counter<string>;
   policyDecisions: Counter<'surface' | 'action' | 'decision'>;
   upstreamOAuth: Counter<'action' | 'outcome'>;
   toolTokens: Counter<'endpoint' | 'tenant' | 'kind'>;
@@ -159,6 +160,11 @@ export function createMetrics(sources: MetricSources): Metrics {
       name: 'toolsift_rate_limited_total',
       help: 'Requests answered 429 because their API key was past its requests a minute (API_KEYS_FILE requests_per_minute, RATE_LIMIT_PER_MINUTE), by key id.',
       labelNames: ['key'],
+      registers: [registry],
+    }),
+    rateLimitFallbacks: new Counter({
+      name: 'toolsift_rate_limit_fallbacks_total',
+      help: "Requests whose rate limit was decided by this process's bucket because the shared one (Redis, REDIS_URL) failed or was slower than 50 ms: while it counts, replicas count apart.",
       registers: [registry],
     }),
     auditEvents: new Counter({

@@ -34,6 +34,7 @@ import { oauthCallbackRoutes, upstreamRoutes } from './upstreams.js';
 import { scanRoutes } from './scan.js';
 import { feedbackRoutes } from './feedback.js';
 import type { Metrics } from '../metrics.js';
+import type { SharedBuckets } from '../store/shared-buckets.js';
 
 export interface AppDeps {
   /** The settings the HTTP layer reads (config.ts has their meaning). */
@@ -70,6 +71,8 @@ export interface AppDeps {
   audit?: AuditLog;
   /** Code mode's sandbox (CODE_MODE=on): run_code on /mcp. */
   sandbox?: SandboxPool | null;
+  /** Rate limits' buckets shared by the replicas (REDIS_URL); absent: this process's. */
+  rateBuckets?: SharedBuckets | null;
 }
 
 export function createApp(deps: AppDeps): Express {
@@ -91,7 +94,7 @@ export function createApp(deps: AppDeps): Express {
     ['/v1', '/api', '/mcp'],
     authenticate(deps.config.API_KEYS, { policies: deps.config.KEY_POLICIES, record: policyRecorder(deps.audit, deps.metrics) }),
     // A key past its requests a minute is answered before anything else is done for it.
-    rateLimit({ perMinute: deps.config.RATE_LIMIT_PER_MINUTE, metrics: deps.metrics }),
+    rateLimit({ perMinute: deps.config.RATE_LIMIT_PER_MINUTE, metrics: deps.metrics, shared: deps.rateBuckets }),
   );
   // The key's catalog-level scope on every /v1/catalogs/{catalog} route, before a body is read.
   app.use('/v1/catalogs/:catalog', catalogAccess);

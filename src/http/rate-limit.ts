@@ -2,15 +2,22 @@
  * Requests per minute, per API key (API_KEYS_FILE `requests_per_minute`, else RATE_LIMIT_PER_MINUTE
  * for every key; unset: none). A token bucket per key id: it holds a minute's worth and refills
  * continuously, so a key may send its minute's requests at once and then one every 60/N seconds.
- * Counted in this process: N replicas let a key through N times as often. Past it: 429
- * `rate_limited` with `Retry-After`, before the request's body is read. Every answer to a limited
- * key carries `RateLimit-Limit` and `RateLimit-Remaining`.
+ * With REDIS_URL the buckets are Redis's (store/shared-buckets.ts), shared by every replica; a Redis
+ * that fails or is slower than SHARED_WAIT_MS leaves the request to this process's bucket (never
+ * fail closed; `toolsift_rate_limit_fallbacks_total`). Without it, counted in this process: N
+ * replicas let a key through N times as often. Past it: 429 `rate_limited` with `Retry-After`,
+ * before the request's body is read. Every answer to a limited key carries `RateLimit-Limit` and
+ * `RateLimit-Remaining`.
  */
 import type { RequestHandler } from 'express';
 import { AppError } from '../errors.js';
 import { LruCache } from '../lib/lru-cache.js';
 import type { Metrics } from '../metrics.js';
+import type { SharedBuckets, Taken } from '../store/shared-buckets.js';
 import type { Access } from '../trust/policy.js';
+
+/** How long a request waits for the shared bucket before this process's decides (a local Redis answers in well under 1 ms). */
+export const SHARED_WAIT_MS = 50;
 
 /** Keys whose buckets are kept at once: a bucket forgotten is a full one, which only lets a key through. */
 const BUCKETS_MAX = 100_000;
@@ -25,7 +32,7 @@ export class RateLimiter {
   private readonly buckets = new LruCache<string, Bucket>(BUCKETS_MAX);
 
   /** Takes one request of `id`'s `perMinute`: whether it may pass, what is left, and when the next one may. */
-  take(id: string, perMinute: number, now: number): { ok: boolean; remaining: number; retryAfterMs: number } {
+  take(id: string, perMinute: number, now: number): Taken {
     const perMs = perMinute / 60_000;
     const known = this.buckets.get(id);
     const bucket = known ?? { tokens: perMinute, at: now };
@@ -39,9 +46,27 @@ export class RateLimiter {
 }
 
 /** The middleware, after `authenticate` (it reads the key's policy from `res.locals.access`). */
-export function rateLimit(options: { perMinute: number | undefined; metrics?: Metrics }): RequestHandler {
+export function rateLimit(options: { perMinute: number | undefined; metrics?: Metrics; shared?: SharedBuckets | null }): RequestHandler {
   const limiter = new RateLimiter();
-  return (_req, res, next) => {
+  const { shared } = options;
+  const take = async (id: string, perMinute: number): Promise<Taken> => {
+    if (!shared) return limiter.take(id, perMinute, performance.now());
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await Promise.race([
+        shared.take(id, perMinute),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error('shared bucket too slow')), SHARED_WAIT_MS);
+        }),
+      ]);
+    } catch {
+      options.metrics?.rateLimitFallbacks.inc();
+      return limiter.take(id, perMinute, performance.now());
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+  return async (_req, res, next) => {
     const access = res.locals.access as Access | undefined;
     const perMinute = access?.policy.requestsPerMinute ?? options.perMinute;
     if (!access || !perMinute) {
@@ -49,7 +74,7 @@ export function rateLimit(options: { perMinute: number | undefined; metrics?: Me
       return;
     }
     const id = access.policy.id;
-    const taken = limiter.take(id, perMinute, performance.now());
+    const taken = await take(id, perMinute);
     res.setHeader('RateLimit-Limit', String(perMinute));
     res.setHeader('RateLimit-Remaining', String(taken.remaining));
     if (taken.ok) {

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
 import { keysFile } from '../helpers/keys-file.js';
+import { startRedisProxy } from '../helpers/queue.js';
 
 const METRICS = 'metrics-token-0123456789';
 
@@ -73,5 +74,39 @@ describe('per-key rate limits', () => {
       /429|rate_limited|limited to 2 requests a minute/,
     );
     await client.close().catch(() => {});
+  });
+});
+
+describe('rate limits shared by replicas through Redis (REDIS_URL)', () => {
+  const apps: TestApp[] = [];
+  let redis: Awaited<ReturnType<typeof startRedisProxy>>;
+  const tenant = uniqueName('rate-shared');
+  const key = `shared-${tenant}-0123456789`;
+  const as = { authorization: `Bearer ${key}` };
+
+  beforeAll(async () => {
+    redis = await startRedisProxy();
+    // Two replicas of one deployment: the same key, the same Redis.
+    for (let i = 0; i < 2; i++)
+      apps.push(await startTestApp({ API_KEYS: `${key}:${tenant}`, RATE_LIMIT_PER_MINUTE: '4', REDIS_URL: redis.url, METRICS_TOKEN: METRICS }));
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const app of apps) await app.close();
+    await redis?.close();
+  });
+
+  it('lets a key through its minute once across the replicas, and counts alone (never failing a request) while Redis is away', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) statuses.push((await apps[i % 2]!.request('GET', '/v1/catalogs', undefined, as)).status);
+    // Per process each replica would have let four through: eight in all.
+    expect(statuses).toEqual([200, 200, 200, 200, 429, 429]);
+    await redis.cut();
+    // Redis gone: each replica decides by its own bucket, which this key has not used.
+    const alone = await apps[0]!.request('GET', '/v1/catalogs', undefined, as);
+    expect(alone.status).toBe(200);
+    expect((await apps[0]!.request('GET', '/metrics', undefined, { authorization: `Bearer ${METRICS}` })).text).toMatch(
+      /toolsift_rate_limit_fallbacks_total [1-9]/,
+    );
   });
 });
