@@ -116,7 +116,7 @@ describe('results of proxied calls, screened before the agent reads them', () =>
     expect((await app.request('GET', `/v1/catalogs/${catalog}/upstreams/everything`)).body.upstream.result_scan).toBeNull();
     const flagged = await echo(client, INJECTED);
     expect(flagged.isError).toBeFalsy();
-    expect((flagged._meta?.[RESULT_SCAN_META] as { action: string }).action).toBe('flagged');
+    expect(flagged._meta?.[RESULT_SCAN_META]).toMatchObject({ action: 'flagged' });
     // Looser for a trusted upstream: passed as sent while the service blocks.
     const { client: trusted } = await gateway({ RESULT_SCAN: 'block' }, { result_scan: 'off' });
     expect((await echo(trusted, INJECTED)).content).toEqual([{ type: 'text', text: `Echo: ${INJECTED}` }]);
