@@ -287,8 +287,14 @@ export async function rankCorpus(
     }
     return source.serversDense(embedder, queryVector, SERVER_DEPTH);
   };
-  const [bm25, vector, serverBm25, serverVector] = await Promise.all([bm25Promise, vectorPromise, serverBm25Promise, searchingServerVectors()]);
+  const [bm25Read, vectorRead, serverBm25, serverVector] = await Promise.all([bm25Promise, vectorPromise, serverBm25Promise, searchingServerVectors()]);
   timings.retrieval_ms = performance.now() - started - timings.query_embedding_ms;
+  // A key that sees only some tools is ranked as if the others were not listed (read deep enough
+  // for it above): their places would push the tools it sees down one list and not the other, and
+  // `explain`'s ranks would count tools it does not see. Only the corpus's statistics stay shared.
+  const visible = request.visible;
+  const bm25 = visible ? bm25Read.filter(([id]) => visible.keep(id)) : bm25Read;
+  const vector = visible ? vectorRead.filter(([id]) => visible.keep(id)) : vectorRead;
 
   const fusionStarted = performance.now();
   // A dense list that lacks some of the corpus's tools (not embedded yet) earns no say for its head
@@ -338,8 +344,8 @@ export async function rankCorpus(
     exactIds = exactIds.filter((id) => carriesTag(tags.get(id) ?? [], boostBy));
   }
   if (source.tieKeyOf) fused = [...fused].sort(byScoreThenKey(source.tieKeyOf));
-  // What the key does not see goes before the rerank and the cut (and a name it gives exactly too).
-  const visible = request.visible;
+  // What the key does not see goes before the rerank and the cut (a tool a server's or the learned
+  // list brought, and a name it gives exactly too).
   if (visible) {
     fused = fused.filter(([id]) => visible.keep(id));
     exactIds = exactIds.filter((id) => visible.keep(id));

@@ -1,9 +1,9 @@
 /**
  * Which tools of a catalog a key limited to some tools sees (trust/policy.ts), as the ranking takes
  * it: a predicate over the catalog's ids (tool names) and how many it hides, so `rankCorpus` reads
- * each list deep enough that the hidden tools cannot leave an answer short, and drops them before
- * its cut. Keys of a tenant share the catalog's index, vectors and learning: a limited key's ranking
- * is the full one without the tools it does not see.
+ * each list deep enough that the hidden tools cannot leave an answer short, and drops them from
+ * each list before fusing them. Keys of a tenant share the catalog's index, vectors and learning: a
+ * limited key's ranking is that of the tools it sees, with the whole catalog's statistics.
  */
 import type { Access } from '../trust/policy.js';
 import type { CatalogIndex } from './catalog-index.js';

@@ -206,6 +206,15 @@ describe('per-key policies', () => {
         noLeak('search', found.text);
         // Filtered before the cut: still three.
         expect(found.body.results).toHaveLength(3);
+        // Ranked as if the hidden tools were not listed: the best tool it sees is first in BM25's
+        // list as explained, not behind the hidden delete_order and delete_shipment.
+        const explained = await call('POST', `/v1/catalogs/${A}/search`, { query: 'delete the shipment of an order', top_k: 5, explain: true });
+        expect(explained.status).toBe(200);
+        const ranks = (explained.body.results as { explain: { bm25: { rank: number } | null } }[]).flatMap((result) =>
+          result.explain.bm25 ? [result.explain.bm25.rank] : [],
+        );
+        expect(Math.min(...ranks)).toBe(1);
+        noLeak('search', explained.text);
         expect((await call('POST', `/v1/catalogs/${B}/search`, { query: 'delete' })).status).toBe(403);
       },
       'POST /v1/feedback': async () => {
