@@ -6,6 +6,7 @@ import { createToolsiftMcpServer, type McpDeps } from '../mcp/server.js';
 import { catalogParams } from './catalogs.js';
 import { parseInput } from './errors.js';
 import { declaresJson, notJson, requestAccess, requestCaller } from './middleware.js';
+import type { ChargeKey } from './rate-limit.js';
 
 export const MCP_PATHS = ['/mcp', '/mcp/:catalog'];
 
@@ -33,14 +34,15 @@ export function mcpRoutes(deps: McpDeps): Router {
     const tenant = String(res.locals.tenant);
     const caller = requestCaller(res);
     const access = requestAccess(res, 'mcp').at('mcp', 'mcp');
-    let scope: DiscoveryScope = { tenant, caller, access };
+    const chargeKey = res.locals.chargeKey as ChargeKey | undefined;
+    let scope: DiscoveryScope = { tenant, caller, access, ...(chargeKey ? { chargeKey } : {}) };
     if (req.params.catalog !== undefined) {
       const catalog = parseInput(catalogParams, req.params, 'path').catalog;
       // 403 for a catalog outside the key's catalogs, decided by its name alone (before it is looked up).
       access.requireCatalog(catalog);
       // 404 for an unknown catalog; the row then serves this request's tools (one read, not two).
       // While the store does not answer, the row as last read here (readScopeCatalog).
-      scope = { tenant, caller, access, catalog, summary: await readScopeCatalog(deps, tenant, catalog) };
+      scope = { ...scope, catalog, summary: await readScopeCatalog(deps, tenant, catalog) };
     }
     (req as Request & { auth?: unknown }).auth = { token: '', clientId: tenant, scopes: [], extra: { ...scope } };
     await serve(req, res, req.body);

@@ -45,6 +45,11 @@ export class RateLimiter {
   }
 }
 
+/** One more request of the key that sent this one, taken from its bucket; refused: why, to tell the caller. */
+export type ChargeKey = () => Promise<{ ok: boolean; message: string }>;
+
+const retrySeconds = (taken: Taken) => Math.max(1, Math.ceil(taken.retryAfterMs / 1000));
+
 /** The middleware, after `authenticate` (it reads the key's policy from `res.locals.access`). */
 export function rateLimit(options: { perMinute: number | undefined; metrics?: Metrics; shared?: SharedBuckets | null }): RequestHandler {
   const limiter = new RateLimiter();
@@ -74,6 +79,12 @@ export function rateLimit(options: { perMinute: number | undefined; metrics?: Me
       return;
     }
     const id = access.policy.id;
+    // What else this request does in the key's name counts too (a run_code program's tool calls).
+    res.locals.chargeKey = (async () => {
+      const more = await take(id, perMinute);
+      if (!more.ok) options.metrics?.rateLimited.inc({ key: id });
+      return { ok: more.ok, message: `key "${id}" is limited to ${perMinute} requests a minute: retry in ${retrySeconds(more)} s` };
+    }) satisfies ChargeKey;
     const taken = await take(id, perMinute);
     res.setHeader('RateLimit-Limit', String(perMinute));
     res.setHeader('RateLimit-Remaining', String(taken.remaining));
@@ -81,7 +92,7 @@ export function rateLimit(options: { perMinute: number | undefined; metrics?: Me
       next();
       return;
     }
-    const seconds = Math.max(1, Math.ceil(taken.retryAfterMs / 1000));
+    const seconds = retrySeconds(taken);
     res.setHeader('Retry-After', String(seconds));
     options.metrics?.rateLimited.inc({ key: id });
     throw new AppError('rate_limited', `key "${id}" is limited to ${perMinute} requests a minute: retry in ${seconds} s`);

@@ -31,6 +31,12 @@ export async function runCode(deps: CodeModeDeps, scope: DiscoveryScope, code: s
   // Calls from a program reach only catalogs that allow code mode (discovery.ts scopeCatalogs).
   const programScope: DiscoveryScope = { ...scope, fromProgram: true };
   const call = async (name: string, args: Record<string, unknown>, callSignal: AbortSignal): Promise<ToolCallAnswer> => {
+    // Each call counts against the key's requests a minute, as the call_tool request it replaces would.
+    const charged = await scope.chargeKey?.();
+    if (charged && !charged.ok) {
+      deps.onProgramCall?.(undefined, 'rate_limited', 0);
+      return { ok: false, error: `"${name}" was not called: ${charged.message} (each tool call of a program counts as one request)` };
+    }
     const callStarted = performance.now();
     const result = await callTool(deps, programScope, name, args, callSignal);
     deps.onProgramCall?.(result.upstream, result.isError ? 'tool_error' : 'ok', performance.now() - callStarted);

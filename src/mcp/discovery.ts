@@ -60,6 +60,8 @@ export interface DiscoveryScope {
   fromProgram?: boolean;
   /** The presenting key's policy (trust/policy.ts): its catalogs, the tools it sees, whether it may call. Absent: everything. */
   access?: Access;
+  /** Takes one more request from the key's rate limit (http/rate-limit.ts): each tool call of a run_code program is one. Absent: no limit. */
+  chargeKey?: () => Promise<{ ok: boolean; message: string }>;
 }
 
 export interface BriefTool {

@@ -3,11 +3,13 @@
  * `requests_per_minute`, the RATE_LIMIT_PER_MINUTE default for the others, REST and /mcp alike;
  * health and readiness are never limited.
  */
+import type { ChildProcess } from 'node:child_process';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
 import { keysFile } from '../helpers/keys-file.js';
+import { freePort, startEverything } from '../helpers/process.js';
 import { startRedisProxy } from '../helpers/queue.js';
 
 const METRICS = 'metrics-token-0123456789';
@@ -108,5 +110,62 @@ describe('rate limits shared by replicas through Redis (REDIS_URL)', () => {
     expect((await apps[0]!.request('GET', '/metrics', undefined, { authorization: `Bearer ${METRICS}` })).text).toMatch(
       /toolsift_rate_limit_fallbacks_total [1-9]/,
     );
+  });
+});
+
+describe("a run_code program's tool calls count against its key's requests a minute", () => {
+  let app: TestApp;
+  let everything: ChildProcess;
+  const tenant = uniqueName('rate-code');
+  const key = `code-${tenant}-0123456789`;
+  const catalog = uniqueName('rate-code');
+
+  beforeAll(async () => {
+    const port = await freePort();
+    everything = await startEverything(port);
+    app = await startTestApp({ API_KEYS: `${key}:${tenant}`, RATE_LIMIT_PER_MINUTE: '6', CODE_MODE: 'on', UPSTREAM_ALLOW: '127.0.0.1/32' });
+    const put = await app.request(
+      'PUT',
+      `/v1/catalogs/${catalog}/upstreams/everything`,
+      { url: `http://127.0.0.1:${port}/mcp`, trust: 'auto' },
+      {
+        authorization: `Bearer ${key}`,
+      },
+    );
+    expect(put.status, put.text).toBe(200);
+  }, 60_000);
+
+  afterAll(async () => {
+    await app?.close();
+    everything?.kill('SIGKILL');
+  });
+
+  it('refuses the calls past the minute inside the program (ToolError), never more upstream calls than the limit allows', async () => {
+    // Six a minute: the PUT took one; a stateless MCP client sends two requests to connect and one to call run_code.
+    const client = new Client({ name: 'rate-code-test', version: '1.0.0' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${app.url}/mcp/${catalog}`), { requestInit: { headers: { authorization: `Bearer ${key}` } } }),
+    );
+    try {
+      const run = (await client.callTool({
+        name: 'run_code',
+        arguments: {
+          code: `const done = []; for (let i = 0; i < 5; i++) { try { await tools.echo({ message: 'hi ' + i }); done.push('ok'); } catch (error) { done.push(String(error.message)); } } return done;`,
+        },
+      })) as { content: { text?: string }[] };
+      const text = run.content.map((block) => block.text ?? '').join('\n');
+      const done = JSON.parse(text.split('\n')[0]!) as string[];
+      const passed = done.filter((entry) => entry === 'ok').length;
+      // What the requests before it left of the minute, and no more.
+      expect(passed).toBeGreaterThanOrEqual(1);
+      expect(passed).toBeLessThan(5);
+      expect(
+        done
+          .slice(passed)
+          .every((entry) => /was not called: key ".+" is limited to 6 requests a minute: retry in \d+ s \(each tool call of a program counts/.test(entry)),
+      ).toBe(true);
+    } finally {
+      await client.close().catch(() => {});
+    }
   });
 });
