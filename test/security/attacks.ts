@@ -52,8 +52,15 @@ export interface SecurityContext {
   logs: Record<string, unknown>[];
   /** A catalog of alpha's with `trusted` registered as upstream "files" (approved at registration). */
   catalog: string;
-  /** Keys of alpha's tenant (API_KEYS_FILE): search only; only the catalog `${catalog}-other`; every tool but read_file; management (`manage`). */
-  scoped: { searchOnly: Record<string, string>; otherCatalog: Record<string, string>; noReadFile: Record<string, string>; manager: Record<string, string> };
+  /** Keys of alpha's tenant (API_KEYS_FILE): search only; only the catalog `${catalog}-other`; every tool but read_file; management (`manage`); five requests a minute. */
+  scoped: {
+    searchOnly: Record<string, string>;
+    otherCatalog: Record<string, string>;
+    noReadFile: Record<string, string>;
+    manager: Record<string, string>;
+    /** Five requests a minute (`requests_per_minute`). */
+    rated: Record<string, string>;
+  };
   mcp(catalog: string, headers: Record<string, string>): Promise<Client>;
   close(): Promise<void>;
 }
@@ -95,12 +102,14 @@ export async function startSecurityContext(): Promise<SecurityContext> {
     otherCatalog: `ko-${uniqueName('key')}-0123456789`,
     noReadFile: `kr-${uniqueName('key')}-0123456789`,
     manager: `km-${uniqueName('key')}-0123456789`,
+    rated: `kt-${uniqueName('key')}-0123456789`,
   };
   const keysOf = keysFile([
     { key: scopedKeys.searchOnly, id: 'search-only', tenant: alphaTenant, call: false, write: false },
     { key: scopedKeys.otherCatalog, id: 'other-catalog', tenant: alphaTenant, catalogs: [`${catalog}-other`] },
     { key: scopedKeys.noReadFile, id: 'no-read-file', tenant: alphaTenant, tools: { deny: ['read_file'] } },
     { key: scopedKeys.manager, id: 'manager', tenant: alphaTenant, manage: true },
+    { key: scopedKeys.rated, id: 'rated', tenant: alphaTenant, requests_per_minute: 5 },
   ]);
   const app = await startTestApp(
     {
@@ -138,6 +147,7 @@ export async function startSecurityContext(): Promise<SecurityContext> {
       otherCatalog: bearer(scopedKeys.otherCatalog),
       noReadFile: bearer(scopedKeys.noReadFile),
       manager: bearer(scopedKeys.manager),
+      rated: bearer(scopedKeys.rated),
     },
     async mcp(name, headers) {
       const client = new Client({ name: 'security-suite', version: '1.0.0' });
@@ -961,6 +971,29 @@ export const ATTACKS: Attack[] = [
       return {
         ok: !leaked && names.includes(`${ctx.catalog}/files`) && removals.every(Boolean) && kept.every((status) => status === 200),
         seen: `status lists ${names.join(', ')}; removals refused as REST: ${removals.join(', ')}; beta's afterwards: ${kept.join(', ')}`,
+      };
+    },
+  },
+  {
+    finding: 'rate limits',
+    attack: 'a key limited to 5 requests a minute sends one run_code program that calls a tool 20 times (CODE_MODE_MAX_CALLS allows 200)',
+    expected:
+      'the calls past what the minute has left are refused inside the program (ToolError naming the limit); at most 5 requests in all reach toolsift or the upstream',
+    async run(ctx) {
+      const client = await ctx.mcp(ctx.catalog, ctx.scoped.rated);
+      const run = (await client.callTool({
+        name: 'run_code',
+        arguments: {
+          code: `let ok = 0, refused = 0, other = ''; for (let i = 0; i < 20; i++) { try { await tools.add({ a: i, b: 1 }); ok++; } catch (error) { if (/limited to 5 requests a minute/.test(error.message)) refused++; else { ok++; other = String(error.message); } } } return { ok, refused, other };`,
+        },
+      })) as { isError?: boolean; content?: { text?: string }[] };
+      const counted = JSON.parse(run.content?.[0]?.text ?? '{}') as { ok?: number; refused?: number; other?: string };
+      // The connect's requests and the run_code request took their share before the program ran. A
+      // call past the limit's check that the tool then refused (an earlier row may have removed the
+      // upstream) counts as made: it was let through.
+      return {
+        ok: run.isError !== true && (counted.ok ?? 99) <= 3 && counted.refused === 20 - (counted.ok ?? 0),
+        seen: `${counted.ok} calls let through, ${counted.refused} refused inside the program${counted.other ? ` (one failed after: ${brief(counted.other, 60)})` : ''}`,
       };
     },
   },
