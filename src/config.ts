@@ -5,6 +5,7 @@ import { parseSecretKeys } from './lib/secret-box.js';
 import { parseAllowList } from './upstream/address-policy.js';
 import { KeysFileError, parseKeysFile, type KeyPolicy } from './trust/policy.js';
 import { RESULT_SCAN_CHARS_DEFAULT } from './mcp/result-scan.js';
+import { parseEgressProxy } from './upstream/egress-proxy.js';
 
 const booleanFlag = z.enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off']).transform((value) => ['true', '1', 'yes', 'on'].includes(value));
 
@@ -118,6 +119,29 @@ export const configSchema = z.preprocess(
           }
         }),
     ),
+    /**
+     * The operator's egress proxy for remote upstreams (and their OAuth servers): `http://[user:
+     * password@]host:port`, asked to CONNECT a tunnel over which TLS runs end to end (upstream/
+     * egress-proxy.ts). The address policy applies first, as without it. Unset: direct connections.
+     * Not read from HTTPS_PROXY, which a host may set for other tools.
+     */
+    UPSTREAM_PROXY: z.preprocess(
+      emptyAsUndefined,
+      z
+        .string()
+        .optional()
+        .superRefine((value, context) => {
+          try {
+            parseEgressProxy(value);
+          } catch (error) {
+            context.addIssue({ code: 'custom', message: (error as Error).message });
+          }
+        }),
+    ),
+    /** What the proxy is asked to reach: `address` (the one toolsift resolved and judged; default) or `name` (for proxies that filter by name; the proxy then resolves it). */
+    UPSTREAM_PROXY_CONNECT: z.enum(['address', 'name']).default('address'),
+    /** Hosts reached without the proxy, comma separated: names, `.suffix` or `*.suffix`, addresses, `*`. */
+    UPSTREAM_NO_PROXY: z.string().default(''),
     /**
      * Seals the credentials the store keeps (upstream header values, OAuth tokens and client
      * secrets) with AES-256-GCM (lib/secret-box.ts): 32 random bytes as base64 or hex (`openssl rand

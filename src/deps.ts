@@ -10,6 +10,7 @@ import { InProcessEmbedQueue } from './jobs/in-process-queue.js';
 import { BullmqEmbedQueue, connectRedis } from './jobs/bullmq-queue.js';
 import { startEmbedWorker, type EmbedWorker } from './jobs/bullmq-worker.js';
 import { redisBuckets, type SharedBuckets } from './store/shared-buckets.js';
+import { parseEgressProxy } from './upstream/egress-proxy.js';
 import { DISABLED_MODEL } from './embed/create-embedder.js';
 import { TermsRefresh } from './catalog/refresh-terms.js';
 import { refreshDefinitionTokens } from './catalog/refresh-tokens.js';
@@ -296,6 +297,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     version: serviceVersion(),
     secrets,
     resultScanMin: config.RESULT_SCAN_MIN,
+    proxy: parseEgressProxy(config.UPSTREAM_PROXY, config.UPSTREAM_PROXY_CONNECT, config.UPSTREAM_NO_PROXY),
   });
   upstreams.start();
   const rateBuckets = await sharedRateBuckets(config, logger);

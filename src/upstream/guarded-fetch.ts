@@ -21,6 +21,7 @@ import {
 } from '@modelcontextprotocol/client';
 import { Agent, buildConnector, fetch as undiciFetch } from 'undici';
 import { addressRefusal, REFUSAL_REASONS, type AllowList, type RefusalReason } from './address-policy.js';
+import { bypassesProxy, ProxyRefused, tunnel, type EgressProxy } from './egress-proxy.js';
 
 /** A connection the address policy does not allow; nothing was sent. */
 export class UpstreamRefused extends Error {
@@ -68,6 +69,8 @@ export interface GuardedFetchOptions {
   onTooLarge?: (error: UpstreamTooLarge) => void;
   /** Trusted CAs for https upstreams, replacing Node's default store (a private CA; tests). */
   ca?: string | Buffer | Array<string | Buffer>;
+  /** The operator's egress proxy (UPSTREAM_PROXY): connections tunnel through it, after the same checks. */
+  proxy?: EgressProxy;
 }
 
 export type GuardedFetch = FetchLike & {
@@ -91,21 +94,41 @@ export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
   return Object.assign(guarded, { close: () => (closed ??= agent.destroy()) });
 }
 
-function guardedConnector({ allow, lookup, ca }: GuardedFetchOptions): buildConnector.connector {
+/** Errors of one address that make the next one worth trying (nothing reached it). */
+const UNREACHED = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'ETIMEDOUT', 'UND_ERR_CONNECT_TIMEOUT']);
+
+function guardedConnector({ allow, lookup, ca, proxy }: GuardedFetchOptions): buildConnector.connector {
   const connectTo = buildConnector(ca === undefined ? {} : { ca });
   return (connection, callback) => {
     const hostname = connection.hostname;
+    const bare = hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname;
+    // SNI and the certificate check keep the name while the socket goes to the checked address.
+    const servername = connection.servername || (isIP(bare) ? undefined : bare);
     resolveChecked(hostname, allow, lookup).then(
       (addresses) => {
-        try {
-          connectTo(
-            // The checked address, never the name again; SNI and the certificate check keep the name.
-            { ...connection, hostname: addresses[0]!, servername: connection.servername || (isIP(hostname) ? undefined : hostname) },
-            callback,
+        if (proxy && !bypassesProxy(proxy, hostname)) {
+          const port = Number(connection.port) || (connection.protocol === 'https:' ? 443 : 80);
+          const target = proxy.connectBy === 'name' && !isIP(bare) ? bare : addresses[0]!;
+          tunnel(proxy, target, port, connection.protocol === 'https:' ? { servername, ca } : undefined).then(
+            (socket) => callback(null, socket as Parameters<typeof callback>[1] & object),
+            (error: Error) => callback(error, null),
           );
-        } catch (error) {
-          callback(error as Error, null);
+          return;
         }
+        // The checked addresses, never the name again, each in the resolver's order while nothing answers.
+        const next = (at: number) => {
+          try {
+            connectTo({ ...connection, hostname: addresses[at]!, servername }, (error, socket) => {
+              const code = (error as { code?: string } | null)?.code;
+              if (error && at + 1 < addresses.length && code && UNREACHED.has(code)) next(at + 1);
+              else if (error) callback(error, null);
+              else callback(null, socket!);
+            });
+          } catch (error) {
+            callback(error as Error, null);
+          }
+        };
+        next(0);
       },
       (error: Error) => callback(error, null),
     );

@@ -40,6 +40,7 @@ import { authorizationFailureIn, UpstreamOAuth, type OAuthSettings, type OAuthSt
 import type { UpstreamActor } from './registration.js';
 import { SecretOpenError, type SecretBox } from '../lib/secret-box.js';
 import { requireSecretsKey, sealHeaders } from './sealed-headers.js';
+import type { EgressProxy } from './egress-proxy.js';
 import type { UpstreamCallInput, UpstreamCallResult, UpstreamCaller } from './upstream-caller.js';
 
 export { STDIO_URL_PREFIX, type StdioServer };
@@ -104,6 +105,8 @@ export interface UpstreamDeps {
   secrets: SecretBox;
   /** RESULT_SCAN_MIN: the least an upstream's own `result_scan` may ask for; absent: off (any). */
   resultScanMin?: store.UpstreamResultScan;
+  /** UPSTREAM_PROXY: remote upstreams are reached through it. */
+  proxy?: EgressProxy;
 }
 
 export interface UpstreamRegistration {
@@ -263,7 +266,12 @@ export class UpstreamService implements UpstreamCaller {
     this.#audit = deps.audit ?? auditLog(deps.logger, deps.metrics);
     this.#fetch =
       deps.fetch ??
-      createGuardedFetch({ allow: deps.allow, maxResponseBytes: deps.maxResultBytes, onTooLarge: (error) => this.#callScope.getStore()?.abort(error) });
+      createGuardedFetch({
+        allow: deps.allow,
+        maxResponseBytes: deps.maxResultBytes,
+        onTooLarge: (error) => this.#callScope.getStore()?.abort(error),
+        ...(deps.proxy ? { proxy: deps.proxy } : {}),
+      });
     this.#oauth = new UpstreamOAuth({
       db: deps.db,
       secrets: deps.secrets,

@@ -16,6 +16,8 @@ import {
   type GuardedFetch,
   type GuardedFetchOptions,
 } from '../../src/upstream/guarded-fetch.js';
+import { bypassesProxy, parseEgressProxy } from '../../src/upstream/egress-proxy.js';
+import { startConnectProxy, type ConnectProxy } from '../helpers/connect-proxy.js';
 
 const MB = 1024 * 1024;
 
@@ -239,6 +241,91 @@ describe('the address policy at connection time', () => {
     const error = await rejection(guarded(`https://127.0.0.1:${port}/`));
     expect(error).not.toBeInstanceOf(UpstreamRefused);
     expect(describeUpstreamFailure(error)).toBe('connection failed');
+  });
+});
+
+async function connectProxy(credentials?: string): Promise<ConnectProxy> {
+  const proxy = await startConnectProxy(credentials);
+  cleanups.push(proxy.close);
+  return proxy;
+}
+
+describe('through the egress proxy (UPSTREAM_PROXY)', () => {
+  const proxied = (proxy: string, extra: Partial<ReturnType<typeof parseEgressProxy> & object> = {}) => ({ ...parseEgressProxy(proxy)!, ...extra });
+
+  it('tunnels to the address it checked, not the name, for http and for https (TLS end to end with the name)', async () => {
+    const proxy = await connectProxy();
+    const plain = await http((_request, response) => response.end('plain'));
+    const names: Array<string | false | null> = [];
+    const secure = createHttpsServer({ key: TLS_KEY, cert: TLS_CERT }, (_request, response) => response.end('secure'));
+    secure.on('secureConnection', (socket: TLSSocket) => names.push(socket.servername));
+    const { port: securePort } = await serve(secure);
+    const { lookup } = fakeLookup(() => ['127.0.0.1']);
+    const guarded = guardedFetch({ allow: parseAllowList('127.0.0.1/32'), lookup, ca: TLS_CERT, proxy: proxied(proxy.url) });
+    expect(await (await guarded(`http://mcp.test:${plain.port}/`)).text()).toBe('plain');
+    expect(await (await guarded(`https://mcp.test:${securePort}/`)).text()).toBe('secure');
+    expect(proxy.asked).toEqual([`127.0.0.1:${plain.port}`, `127.0.0.1:${securePort}`]);
+    expect(names).toEqual(['mcp.test']);
+  });
+
+  it('asks for the name with connectBy name, still after judging its addresses', async () => {
+    const proxy = await connectProxy();
+    const plain = await http((_request, response) => response.end('by name'));
+    const { lookup } = fakeLookup((hostname) => (hostname === 'mcp.test' ? ['127.0.0.1'] : ['127.0.0.9']));
+    const guarded = guardedFetch({ allow: parseAllowList('127.0.0.1/32'), lookup, proxy: proxied(proxy.url, { connectBy: 'name' }) });
+    expect(await (await guarded(`http://mcp.test:${plain.port}/`)).text()).toBe('by name');
+    expect(proxy.asked).toEqual([`mcp.test:${plain.port}`]);
+    // A name resolving to a refused address never reaches the proxy, by name or by address.
+    expect(await rejection(guarded(`http://inside.test:${plain.port}/`))).toBeInstanceOf(UpstreamRefused);
+    expect(proxy.asked).toHaveLength(1);
+  });
+
+  it('refuses an internal address before the proxy is asked anything', async () => {
+    const proxy = await connectProxy();
+    const plain = await http((_request, response) => response.end('internal'));
+    const guarded = guardedFetch({ allow: EMPTY_ALLOW_LIST, proxy: proxied(proxy.url) });
+    const error = await rejection(guarded(`http://127.0.0.1:${plain.port}/`));
+    expect(error).toBeInstanceOf(UpstreamRefused);
+    expect(proxy.asked).toEqual([]);
+    expect(proxy.connections).toBe(0);
+  });
+
+  it("sends the proxy's credentials, and fails as any connection does without them", async () => {
+    // The URL carries it percent-encoded; the proxy reads it as written.
+    const proxy = await connectProxy('ops:s3cret!@');
+    const plain = await http((_request, response) => response.end('authorized'));
+    const allow = parseAllowList('127.0.0.1/32');
+    expect(await (await guardedFetch({ allow, proxy: proxied(proxy.url) })(`http://127.0.0.1:${plain.port}/`)).text()).toBe('authorized');
+    const error = await rejection(guardedFetch({ allow, proxy: proxied(`http://127.0.0.1:${proxy.port}`) })(`http://127.0.0.1:${plain.port}/`));
+    expect(describeUpstreamFailure(error)).toBe('connection failed');
+    expect(proxy.asked).toHaveLength(2);
+  });
+
+  it('reaches the hosts of UPSTREAM_NO_PROXY directly', async () => {
+    const proxy = await connectProxy();
+    const plain = await http((_request, response) => response.end('direct'));
+    const { lookup } = fakeLookup(() => ['127.0.0.1']);
+    const guarded = guardedFetch({ allow: parseAllowList('127.0.0.1/32'), lookup, proxy: parseEgressProxy(proxy.url, 'address', 'other.test, .test')! });
+    expect(await (await guarded(`http://mcp.test:${plain.port}/`)).text()).toBe('direct');
+    expect(proxy.asked).toEqual([]);
+    expect(bypassesProxy(parseEgressProxy(proxy.url, 'address', '*.corp.example,10.0.0.7,[::1]')!, 'mcp.corp.example')).toBe(true);
+    expect(bypassesProxy(parseEgressProxy(proxy.url, 'address', '*.corp.example,10.0.0.7,[::1]')!, 'corp.example.evil.net')).toBe(false);
+    expect(bypassesProxy(parseEgressProxy(proxy.url, 'address', '*.corp.example,10.0.0.7,[::1]')!, '[::1]')).toBe(true);
+    expect(() => parseEgressProxy('https://proxy:3128')).toThrow(/http:\/\/ proxy/);
+    expect(() => parseEgressProxy('not a url')).toThrow(/must be a URL/);
+  });
+});
+
+describe('a name with several addresses', () => {
+  it('tries the next checked address when nothing answers at one, and never an unchecked one', async () => {
+    const plain = await http((_request, response) => response.end('second'));
+    // 127.0.0.2 has nothing listening on the port: refused at once, then 127.0.0.1 answers.
+    const { lookup } = fakeLookup(() => ['127.0.0.2', '127.0.0.1']);
+    const guarded = guardedFetch({ allow: parseAllowList('127.0.0.0/8'), lookup });
+    expect(await (await guarded(`http://mcp.test:${plain.port}/`)).text()).toBe('second');
+    // One of them refused by the policy: nothing is tried.
+    const strict = guardedFetch({ allow: parseAllowList('127.0.0.1/32'), lookup });
+    expect(await rejection(strict(`http://mcp.test:${plain.port}/`))).toBeInstanceOf(UpstreamRefused);
   });
 });
 
