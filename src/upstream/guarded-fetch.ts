@@ -21,7 +21,7 @@ import {
 } from '@modelcontextprotocol/client';
 import { Agent, buildConnector, fetch as undiciFetch } from 'undici';
 import { addressRefusal, REFUSAL_REASONS, type AllowList, type RefusalReason } from './address-policy.js';
-import { bypassesProxy, ProxyRefused, tunnel, type EgressProxy } from './egress-proxy.js';
+import { bypassesProxy, tunnel, type EgressProxy } from './egress-proxy.js';
 
 /** A connection the address policy does not allow; nothing was sent. */
 export class UpstreamRefused extends Error {
