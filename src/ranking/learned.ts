@@ -83,6 +83,15 @@ export interface LearnedParams {
    * all). A word no tool holds (a number, a name) weighs nothing.
    */
   gainedPower: number;
+  /**
+   * Tools whose own definitions are this alike (ToolLikeness, 0 to 1) are twins: an event for one
+   * counts for each, once, and twins' equal evidence shares its votes (0: no twins). A catalog
+   * holding the same function twice (`gcd` and `math.gcd`) then learns both together, and a past
+   * query that led to one never puts it above the other for a request labelled with the other.
+   */
+  twinSimilarity: number;
+  /** The same by the cosine of the tools' stored embeddings (0: not by embedding). */
+  twinCosine: number;
 }
 
 /**
@@ -93,6 +102,12 @@ export type ToolWords = (
   tools: readonly string[],
   words: readonly string[],
 ) => { held: ReadonlyMap<string, ReadonlySet<string>>; weight: ReadonlyMap<string, number> };
+
+/**
+ * How alike two of `tools`' own definitions are, by their words (0 to 1: twinSimilarity) and by
+ * their embeddings (cosine, 0 when either is not in hand: twinCosine); read once per search.
+ */
+export type ToolLikeness = (tools: readonly string[]) => (a: string, b: string) => { words: number; meaning: number };
 
 export const DEFAULT_LEARNED_PARAMS: LearnedParams = {
   weight: LEARNED_WEIGHT,
@@ -106,6 +121,8 @@ export const DEFAULT_LEARNED_PARAMS: LearnedParams = {
   peakExponent: LEARNED_PEAK_EXPONENT,
   anchorPower: 0,
   gainedPower: 0,
+  twinSimilarity: 0,
+  twinCosine: 0,
 };
 
 /** The learned list for one query: tools by evidence, and how many events stand behind each. */
@@ -116,6 +133,8 @@ export interface LearnedList {
   weight: number;
   evidenceFull: number;
   peakExponent: number;
+  /** Tools of equal evidence share their places' votes (twins: twinSimilarity). */
+  tiesShare: boolean;
 }
 
 const unit = (vector: ArrayLike<number>): Float32Array => {
@@ -198,6 +217,7 @@ export class LearnedIndex {
     now: number,
     params: LearnedParams = DEFAULT_LEARNED_PARAMS,
     toolWords?: ToolWords,
+    toolLikeness?: ToolLikeness,
   ): LearnedList {
     const weights = new Map([...new Set(terms)].map((term) => [term, this.idf(term) ** 2]));
     let queryNorm = 0;
@@ -235,13 +255,15 @@ export class LearnedIndex {
     }
     const anchored = (params.anchorPower > 0 || params.gainedPower > 0) && toolWords && counting.size > 0;
     const anchor = anchored ? this.anchor(counting, terms, toolWords, params) : undefined;
+    const twinned = (params.twinSimilarity > 0 || params.twinCosine > 0) && toolLikeness !== undefined && counting.size > 0;
+    const pooled = twinned ? twinEvents(counting, [...new Set(candidates)], toolLikeness, params) : counting;
     const ranked: [string, number][] = [];
     const events = new Map<string, number>();
-    for (const [tool, kept] of counting) {
+    for (const [tool, kept] of pooled) {
       const byCaller = new Map<string, number>();
       let counted = 0;
       for (const { id, weight, event } of kept) {
-        const held = anchor ? anchor(tool, id) : 1;
+        const held = anchor ? anchor(event.tool, id) : 1;
         if (held === 0) continue;
         const decay = 0.5 ** (Math.max(0, now - event.at) / params.halfLifeSeconds);
         byCaller.set(event.caller, (byCaller.get(event.caller) ?? 0) + weight * held * event.strength * decay);
@@ -259,7 +281,7 @@ export class LearnedIndex {
       for (const entry of ranked) entry[1] *= (entry[1] / total) ** params.concentration;
     }
     ranked.sort(byScoreThenId);
-    return { ranked: ranked.slice(0, LEARNED_DEPTH), events, weight: params.weight, evidenceFull: params.evidenceFull, peakExponent: params.peakExponent };
+    return { ranked: ranked.slice(0, LEARNED_DEPTH), events, weight: params.weight, evidenceFull: params.evidenceFull, peakExponent: params.peakExponent, tiesShare: twinned };
   }
 
   /**
@@ -307,6 +329,43 @@ export class LearnedIndex {
   }
 }
 
+type Counted = { id: number; weight: number; event: LearnedEvent };
+
+/**
+ * Each candidate's events with its twins' (twinSimilarity): every candidate alike enough to a tool
+ * with events counts that tool's events too, each event once (one past query's events for two
+ * twins, from the same caller at the same time, are one use).
+ */
+function twinEvents(
+  counting: ReadonlyMap<string, readonly Counted[]>,
+  candidates: readonly string[],
+  toolLikeness: ToolLikeness,
+  params: LearnedParams,
+): Map<string, Counted[]> {
+  const likeness = toolLikeness(candidates);
+  const twins = (a: string, b: string) => {
+    if (a === b) return true;
+    const { words, meaning } = likeness(a, b);
+    return (params.twinSimilarity > 0 && words >= params.twinSimilarity) || (params.twinCosine > 0 && meaning >= params.twinCosine);
+  };
+  const pooled = new Map<string, Counted[]>();
+  for (const tool of candidates) {
+    const seen = new Set<string>();
+    const kept: Counted[] = [];
+    for (const [voted, counted] of counting) {
+      if (!twins(tool, voted)) continue;
+      for (const entry of counted) {
+        const key = `${entry.id} ${entry.event.caller} ${entry.event.at}`;
+        if (seen.has(key)) continue;
+        seen.add(key);
+        kept.push(entry);
+      }
+    }
+    if (kept.length) pooled.set(tool, kept);
+  }
+  return pooled;
+}
+
 /** The learned weight for a query whose BM25 head stands out by `peak` (ranking/rrf.ts bm25Peak). */
 export function learnedWeight(weight: number, peakExponent: number, peak: number): number {
   return weight * Math.min(LEARNED_PEAK_SCALE_MAX, (BM25_PEAK_REFERENCE / peak) ** peakExponent);
@@ -315,22 +374,34 @@ export function learnedWeight(weight: number, peakExponent: number, peak: number
 /**
  * Adds the learned list's reciprocal-rank votes to the fused list: weight x min(1, evidence /
  * LEARNED_EVIDENCE_FULL) / (k + rank), only to tools `fused` already holds (a retriever supports
- * them). The votes added, by id.
+ * them); with `tiesShare`, tools of equal evidence share their places' votes. The votes added, by id.
  */
 export function addLearnedVotes(
   fused: readonly (readonly [string, number])[],
   learned: readonly (readonly [string, number])[],
-  options: { weight: number; evidenceFull: number; k: number } = { weight: LEARNED_WEIGHT, evidenceFull: LEARNED_EVIDENCE_FULL, k: RRF_K },
+  options: { weight: number; evidenceFull: number; k: number; tiesShare?: boolean } = {
+    weight: LEARNED_WEIGHT,
+    evidenceFull: LEARNED_EVIDENCE_FULL,
+    k: RRF_K,
+  },
 ): { fused: [string, number][]; votes: Map<string, number> } {
   const scores = new Map(fused.map(([id, score]) => [id, score]));
   const votes = new Map<string, number>();
-  let rank = 0;
-  for (const [id, evidence] of learned) {
-    if (!scores.has(id)) continue;
-    rank++;
-    const vote = (options.weight * Math.min(1, evidence / options.evidenceFull)) / (options.k + rank);
-    votes.set(id, vote);
-    scores.set(id, scores.get(id)! + vote);
+  const supported = learned.filter(([id]) => scores.has(id));
+  for (let start = 0; start < supported.length; ) {
+    // A tie (when tiesShare) takes the mean of its places' 1 / (k + rank); otherwise each its own place.
+    let end = start + 1;
+    if (options.tiesShare) while (end < supported.length && supported[end]![1] === supported[start]![1]) end++;
+    let share = 0;
+    for (let rank = start + 1; rank <= end; rank++) share += 1 / (options.k + rank);
+    const place = end - start === 1 ? options.k + end : (end - start) / share;
+    for (let at = start; at < end; at++) {
+      const [id, evidence] = supported[at]!;
+      const vote = (options.weight * Math.min(1, evidence / options.evidenceFull)) / place;
+      votes.set(id, vote);
+      scores.set(id, scores.get(id)! + vote);
+    }
+    start = end;
   }
   return { fused: votes.size === 0 ? fused.map(([id, score]): [string, number] => [id, score]) : [...scores].sort(byScoreThenId), votes };
 }
