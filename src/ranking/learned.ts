@@ -153,6 +153,20 @@ const dot = (a: Float32Array, b: Float32Array): number => {
   return sum;
 };
 
+/** The cosine of two vectors (0 when either is missing). */
+export function cosine(a: Float32Array | undefined, b: Float32Array | undefined): number {
+  if (!a || !b || a.length !== b.length) return 0;
+  let dot = 0;
+  let normA = 0;
+  let normB = 0;
+  for (let i = 0; i < a.length; i++) {
+    dot += a[i]! * b[i]!;
+    normA += a[i]! * a[i]!;
+    normB += b[i]! * b[i]!;
+  }
+  return normA > 0 && normB > 0 ? dot / Math.sqrt(normA * normB) : 0;
+}
+
 /** A catalog's past queries and the tools used after each, grown event by event. */
 export class LearnedIndex {
   private readonly queries: PastQuery[] = [];
@@ -281,7 +295,14 @@ export class LearnedIndex {
       for (const entry of ranked) entry[1] *= (entry[1] / total) ** params.concentration;
     }
     ranked.sort(byScoreThenId);
-    return { ranked: ranked.slice(0, LEARNED_DEPTH), events, weight: params.weight, evidenceFull: params.evidenceFull, peakExponent: params.peakExponent, tiesShare: twinned };
+    return {
+      ranked: ranked.slice(0, LEARNED_DEPTH),
+      events,
+      weight: params.weight,
+      evidenceFull: params.evidenceFull,
+      peakExponent: params.peakExponent,
+      tiesShare: twinned,
+    };
   }
 
   /**

@@ -18,7 +18,7 @@ import type { Embedder } from '../embed/embedder.js';
 import type { Bm25Index } from '../ranking/bm25-index.js';
 import type { Vocabulary } from '../ranking/fuzzy-terms.js';
 import type { ServerMembers } from '../ranking/servers.js';
-import type { LearnedIndex, LearnedList, LearnedParams, ToolLikeness, ToolWords } from '../ranking/learned.js';
+import { cosine, type LearnedIndex, type LearnedList, type LearnedParams, type ToolLikeness, type ToolWords } from '../ranking/learned.js';
 import type { Db } from '../store/database.js';
 import {
   type Corpus,
@@ -199,20 +199,6 @@ function learnedFrom(held: CatalogInHand): CorpusSource['learned'] {
         : undefined;
     return past.list(candidates, terms, vector, Date.now() / 1000, learned.params, toolWords, toolLikeness);
   };
-}
-
-/** The cosine of two vectors (0 when either is missing). */
-function cosine(a: Float32Array | undefined, b: Float32Array | undefined): number {
-  if (!a || !b || a.length !== b.length) return 0;
-  let dot = 0;
-  let normA = 0;
-  let normB = 0;
-  for (let i = 0; i < a.length; i++) {
-    dot += a[i]! * b[i]!;
-    normA += a[i]! * a[i]!;
-    normB += b[i]! * b[i]!;
-  }
-  return normA > 0 && normB > 0 ? dot / Math.sqrt(normA * normB) : 0;
 }
 
 /** A stored catalog through the store: in process what `held` has, in SQL the rest. */
