@@ -88,6 +88,7 @@ export interface LearnedParams {
    * counts for each, once, and twins' equal evidence shares its votes (0: no twins). A catalog
    * holding the same function twice (`gcd` and `math.gcd`) then learns both together, and a past
    * query that led to one never puts it above the other for a request labelled with the other.
+   * Tools of one server are never twins (the source's ToolLikeness says 0).
    */
   twinSimilarity: number;
   /** The same by the cosine of the tools' stored embeddings (0: not by embedding). */

@@ -194,7 +194,12 @@ function learnedFrom(held: CatalogInHand): CorpusSource['learned'] {
       (index && twinSimilarity > 0) || vectors
         ? (tools) => {
             const words = index && twinSimilarity > 0 ? index.toolLikeness(tools) : () => 0;
-            return (a, b) => ({ words: words(a, b), meaning: vectors ? cosine(vectors.get(a), vectors.get(b)) : 0 });
+            // One server's tools are different functions by construction, however alike their words.
+            const serverOf = (tool: string) => index?.servers.serverOf.get(tool);
+            return (a, b) =>
+              serverOf(a) !== undefined && serverOf(a) === serverOf(b)
+                ? { words: 0, meaning: 0 }
+                : { words: words(a, b), meaning: vectors ? cosine(vectors.get(a), vectors.get(b)) : 0 };
           }
         : undefined;
     return past.list(candidates, terms, vector, Date.now() / 1000, learned.params, toolWords, toolLikeness);
