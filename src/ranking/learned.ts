@@ -93,6 +93,12 @@ export interface LearnedParams {
   twinSimilarity: number;
   /** The same by the cosine of the tools' stored embeddings (0: not by embedding). */
   twinCosine: number;
+  /**
+   * 1: twins do not share events; instead, after the votes, a group of twins takes the places its
+   * members reached in the order the other lists gave them (learning lifts the group's places, the
+   * words and meaning of the query decide who fills them). 0: twins share events (above).
+   */
+  twinSwap: number;
 }
 
 /**
@@ -124,6 +130,7 @@ export const DEFAULT_LEARNED_PARAMS: LearnedParams = {
   gainedPower: 0,
   twinSimilarity: 0,
   twinCosine: 0,
+  twinSwap: 0,
 };
 
 /** The learned list for one query: tools by evidence, and how many events stand behind each. */
@@ -136,6 +143,8 @@ export interface LearnedList {
   peakExponent: number;
   /** Tools of equal evidence share their places' votes (twins: twinSimilarity). */
   tiesShare: boolean;
+  /** With twinSwap: groups of twin candidates, each holding a tool with evidence. */
+  twinGroups?: string[][];
 }
 
 const unit = (vector: ArrayLike<number>): Float32Array => {
@@ -271,7 +280,8 @@ export class LearnedIndex {
     const anchored = (params.anchorPower > 0 || params.gainedPower > 0) && toolWords && counting.size > 0;
     const anchor = anchored ? this.anchor(counting, terms, toolWords, params) : undefined;
     const twinned = (params.twinSimilarity > 0 || params.twinCosine > 0) && toolLikeness !== undefined && counting.size > 0;
-    const pooled = twinned ? twinEvents(counting, [...new Set(candidates)], toolLikeness, params) : counting;
+    const swapped = twinned && params.twinSwap > 0;
+    const pooled = twinned && !swapped ? twinEvents(counting, [...new Set(candidates)], toolLikeness, params) : counting;
     const ranked: [string, number][] = [];
     const events = new Map<string, number>();
     for (const [tool, kept] of pooled) {
@@ -302,7 +312,8 @@ export class LearnedIndex {
       weight: params.weight,
       evidenceFull: params.evidenceFull,
       peakExponent: params.peakExponent,
-      tiesShare: twinned,
+      tiesShare: twinned && !swapped,
+      ...(swapped ? { twinGroups: twinGroups(counting, [...new Set(candidates)], toolLikeness, params) } : {}),
     };
   }
 
@@ -364,12 +375,7 @@ function twinEvents(
   toolLikeness: ToolLikeness,
   params: LearnedParams,
 ): Map<string, Counted[]> {
-  const likeness = toolLikeness(candidates);
-  const twins = (a: string, b: string) => {
-    if (a === b) return true;
-    const { words, meaning } = likeness(a, b);
-    return (params.twinSimilarity > 0 && words >= params.twinSimilarity) || (params.twinCosine > 0 && meaning >= params.twinCosine);
-  };
+  const twins = twinsBy(toolLikeness(candidates), params);
   const pooled = new Map<string, Counted[]>();
   for (const tool of candidates) {
     const seen = new Set<string>();
@@ -388,6 +394,42 @@ function twinEvents(
   return pooled;
 }
 
+/** Whether two tools are twins by `likeness` (twinSimilarity, twinCosine). */
+function twinsBy(likeness: ReturnType<ToolLikeness>, params: LearnedParams): (a: string, b: string) => boolean {
+  return (a, b) => {
+    if (a === b) return true;
+    const { words, meaning } = likeness(a, b);
+    return (params.twinSimilarity > 0 && words >= params.twinSimilarity) || (params.twinCosine > 0 && meaning >= params.twinCosine);
+  };
+}
+
+/** The candidates' twin groups that hold a tool with events (twinSwap): each such tool with its twins, overlapping groups merged. */
+function twinGroups(counting: ReadonlyMap<string, unknown>, candidates: readonly string[], toolLikeness: ToolLikeness, params: LearnedParams): string[][] {
+  const twins = twinsBy(toolLikeness(candidates), params);
+  const parent = new Map<string, string>();
+  const root = (tool: string): string => {
+    let at = tool;
+    while (parent.get(at) !== at) at = parent.get(at)!;
+    return at;
+  };
+  for (const voted of counting.keys()) {
+    if (!parent.has(voted)) parent.set(voted, voted);
+    for (const tool of candidates) {
+      if (tool === voted || !twins(tool, voted)) continue;
+      if (!parent.has(tool)) parent.set(tool, tool);
+      parent.set(root(tool), root(voted));
+    }
+  }
+  const groups = new Map<string, string[]>();
+  for (const tool of parent.keys()) {
+    const key = root(tool);
+    const group = groups.get(key);
+    if (group) group.push(tool);
+    else groups.set(key, [tool]);
+  }
+  return [...groups.values()].filter((group) => group.length > 1);
+}
+
 /** The learned weight for a query whose BM25 head stands out by `peak` (ranking/rrf.ts bm25Peak). */
 export function learnedWeight(weight: number, peakExponent: number, peak: number): number {
   return weight * Math.min(LEARNED_PEAK_SCALE_MAX, (BM25_PEAK_REFERENCE / peak) ** peakExponent);
@@ -401,7 +443,7 @@ export function learnedWeight(weight: number, peakExponent: number, peak: number
 export function addLearnedVotes(
   fused: readonly (readonly [string, number])[],
   learned: readonly (readonly [string, number])[],
-  options: { weight: number; evidenceFull: number; k: number; tiesShare?: boolean } = {
+  options: { weight: number; evidenceFull: number; k: number; tiesShare?: boolean; twinGroups?: readonly (readonly string[])[] } = {
     weight: LEARNED_WEIGHT,
     evidenceFull: LEARNED_EVIDENCE_FULL,
     k: RRF_K,
@@ -424,6 +466,19 @@ export function addLearnedVotes(
       scores.set(id, scores.get(id)! + vote);
     }
     start = end;
+  }
+  // Twins (twinSwap) take the scores their group reached in the order the other lists gave them.
+  const before = new Map(fused.map(([id, score]) => [id, score]));
+  for (const group of options.twinGroups ?? []) {
+    const members = group.filter((id) => scores.has(id));
+    if (members.length < 2 || !members.some((id) => votes.has(id))) continue;
+    const reached = members.map((id) => scores.get(id)!).sort((a, b) => b - a);
+    const byBase = members.map((id): [string, number] => [id, before.get(id)!]).sort(byScoreThenId);
+    byBase.forEach(([id, base], at) => {
+      scores.set(id, reached[at]!);
+      if (reached[at]! !== base) votes.set(id, reached[at]! - base);
+      else votes.delete(id);
+    });
   }
   return { fused: votes.size === 0 ? fused.map(([id, score]): [string, number] => [id, score]) : [...scores].sort(byScoreThenId), votes };
 }

@@ -325,6 +325,7 @@ export async function rankCorpus(
       evidenceFull: learned.evidenceFull,
       k: RRF_K,
       tiesShare: learned.tiesShare,
+      ...(learned.twinGroups ? { twinGroups: learned.twinGroups } : {}),
     }));
   const boosts = new Map<string, number>();
   const boostBy = source.tags;

@@ -147,4 +147,31 @@ describe('the learned list', () => {
     expect(shared.votes.get('gcd')).toBeCloseTo((2 * (1 / (RRF_K + 1) + 1 / (RRF_K + 2))) / 2, 12);
     expect(shared.votes.get('math.gcd')).toBe(shared.votes.get('gcd'));
   });
+
+  it('with twinSwap, lets a group of twins take the places its members reached in the order the other lists gave them', () => {
+    const index = new LearnedIndex();
+    index.add('gcd of 12 and 18', terms('gcd 12 18'), null, event('gcd'));
+    const toolLikeness = () => (a: string, b: string) => ({ words: [a, b].sort().join(' ') === 'gcd math.gcd' ? 0.93 : 0.2, meaning: 0 });
+    const params = { ...DEFAULT_LEARNED_PARAMS, twinSimilarity: 0.9, twinSwap: 1 };
+    const list = index.list(['math.gcd', 'gcd', 'lcm'], terms('gcd 12 18'), undefined, NOW, params, undefined, toolLikeness);
+    // No shared events: only the tool used has evidence, and its twins are named.
+    expect(list.ranked.map(([tool]) => tool)).toEqual(['gcd']);
+    expect(list.twinGroups?.map((group) => [...group].sort())).toEqual([['gcd', 'math.gcd']]);
+    expect(
+      index.list(['math.gcd', 'gcd', 'lcm'], terms('gcd 12 18'), undefined, NOW, DEFAULT_LEARNED_PARAMS, undefined, toolLikeness).twinGroups,
+    ).toBeUndefined();
+    const fused: [string, number][] = [
+      ['math.gcd', 0.03],
+      ['lcm', 0.0295],
+      ['gcd', 0.029],
+    ];
+    const options = { weight: 4, evidenceFull: 2, k: RRF_K };
+    // The vote lifts `gcd` above its twin; with the groups, `math.gcd` (first by the other lists) takes the place reached.
+    expect(addLearnedVotes(fused, list.ranked, options).fused.map(([id]) => id)).toEqual(['gcd', 'math.gcd', 'lcm']);
+    const swapped = addLearnedVotes(fused, list.ranked, { ...options, twinGroups: list.twinGroups! });
+    expect(swapped.fused.map(([id]) => id)).toEqual(['math.gcd', 'gcd', 'lcm']);
+    expect(swapped.fused[0]![1]).toBeCloseTo(0.029 + 2 / (RRF_K + 1), 12);
+    expect(swapped.votes.get('math.gcd')).toBeCloseTo(0.029 + 2 / (RRF_K + 1) - 0.03, 12);
+    expect(swapped.votes.get('gcd')).toBeCloseTo(0.03 - 0.029, 12);
+  });
 });
