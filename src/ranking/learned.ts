@@ -83,6 +83,22 @@ export interface LearnedParams {
    * all). A word no tool holds (a number, a name) weighs nothing.
    */
   gainedPower: number;
+  /**
+   * Tools whose own definitions are this alike (ToolLikeness, 0 to 1) are twins: an event for one
+   * counts for each, once, and twins' equal evidence shares its votes (0: no twins). A catalog
+   * holding the same function twice (`gcd` and `math.gcd`) then learns both together, and a past
+   * query that led to one never puts it above the other for a request labelled with the other.
+   * Tools of one server are never twins (the source's ToolLikeness says 0).
+   */
+  twinSimilarity: number;
+  /** The same by the cosine of the tools' stored embeddings (0: not by embedding). */
+  twinCosine: number;
+  /**
+   * 1: twins do not share events; instead, after the votes, a group of twins takes the places its
+   * members reached in the order the other lists gave them (learning lifts the group's places, the
+   * words and meaning of the query decide who fills them). 0: twins share events (above).
+   */
+  twinSwap: number;
 }
 
 /**
@@ -93,6 +109,12 @@ export type ToolWords = (
   tools: readonly string[],
   words: readonly string[],
 ) => { held: ReadonlyMap<string, ReadonlySet<string>>; weight: ReadonlyMap<string, number> };
+
+/**
+ * How alike two of `tools`' own definitions are, by their words (0 to 1: twinSimilarity) and by
+ * their embeddings (cosine, 0 when either is not in hand: twinCosine); read once per search.
+ */
+export type ToolLikeness = (tools: readonly string[]) => (a: string, b: string) => { words: number; meaning: number };
 
 export const DEFAULT_LEARNED_PARAMS: LearnedParams = {
   weight: LEARNED_WEIGHT,
@@ -106,6 +128,9 @@ export const DEFAULT_LEARNED_PARAMS: LearnedParams = {
   peakExponent: LEARNED_PEAK_EXPONENT,
   anchorPower: 0,
   gainedPower: 0,
+  twinSimilarity: 0,
+  twinCosine: 0,
+  twinSwap: 0,
 };
 
 /** The learned list for one query: tools by evidence, and how many events stand behind each. */
@@ -116,6 +141,10 @@ export interface LearnedList {
   weight: number;
   evidenceFull: number;
   peakExponent: number;
+  /** Tools of equal evidence share their places' votes (twins: twinSimilarity). */
+  tiesShare: boolean;
+  /** With twinSwap: groups of twin candidates, each holding a tool with evidence. */
+  twinGroups?: string[][];
 }
 
 const unit = (vector: ArrayLike<number>): Float32Array => {
@@ -133,6 +162,20 @@ const dot = (a: Float32Array, b: Float32Array): number => {
   for (let i = 0; i < a.length; i++) sum += a[i]! * b[i]!;
   return sum;
 };
+
+/** The cosine of two vectors (0 when either is missing). */
+export function cosine(a: Float32Array | undefined, b: Float32Array | undefined): number {
+  if (!a || !b || a.length !== b.length) return 0;
+  let dot = 0;
+  let normA = 0;
+  let normB = 0;
+  for (let i = 0; i < a.length; i++) {
+    dot += a[i]! * b[i]!;
+    normA += a[i]! * a[i]!;
+    normB += b[i]! * b[i]!;
+  }
+  return normA > 0 && normB > 0 ? dot / Math.sqrt(normA * normB) : 0;
+}
 
 /** A catalog's past queries and the tools used after each, grown event by event. */
 export class LearnedIndex {
@@ -198,6 +241,7 @@ export class LearnedIndex {
     now: number,
     params: LearnedParams = DEFAULT_LEARNED_PARAMS,
     toolWords?: ToolWords,
+    toolLikeness?: ToolLikeness,
   ): LearnedList {
     const weights = new Map([...new Set(terms)].map((term) => [term, this.idf(term) ** 2]));
     let queryNorm = 0;
@@ -235,13 +279,16 @@ export class LearnedIndex {
     }
     const anchored = (params.anchorPower > 0 || params.gainedPower > 0) && toolWords && counting.size > 0;
     const anchor = anchored ? this.anchor(counting, terms, toolWords, params) : undefined;
+    const twinned = (params.twinSimilarity > 0 || params.twinCosine > 0) && toolLikeness !== undefined && counting.size > 0;
+    const swapped = twinned && params.twinSwap > 0;
+    const pooled = twinned && !swapped ? twinEvents(counting, [...new Set(candidates)], toolLikeness, params) : counting;
     const ranked: [string, number][] = [];
     const events = new Map<string, number>();
-    for (const [tool, kept] of counting) {
+    for (const [tool, kept] of pooled) {
       const byCaller = new Map<string, number>();
       let counted = 0;
       for (const { id, weight, event } of kept) {
-        const held = anchor ? anchor(tool, id) : 1;
+        const held = anchor ? anchor(event.tool, id) : 1;
         if (held === 0) continue;
         const decay = 0.5 ** (Math.max(0, now - event.at) / params.halfLifeSeconds);
         byCaller.set(event.caller, (byCaller.get(event.caller) ?? 0) + weight * held * event.strength * decay);
@@ -259,7 +306,15 @@ export class LearnedIndex {
       for (const entry of ranked) entry[1] *= (entry[1] / total) ** params.concentration;
     }
     ranked.sort(byScoreThenId);
-    return { ranked: ranked.slice(0, LEARNED_DEPTH), events, weight: params.weight, evidenceFull: params.evidenceFull, peakExponent: params.peakExponent };
+    return {
+      ranked: ranked.slice(0, LEARNED_DEPTH),
+      events,
+      weight: params.weight,
+      evidenceFull: params.evidenceFull,
+      peakExponent: params.peakExponent,
+      tiesShare: twinned && !swapped,
+      ...(swapped ? { twinGroups: twinGroups(counting, [...new Set(candidates)], toolLikeness, params) } : {}),
+    };
   }
 
   /**
@@ -307,6 +362,74 @@ export class LearnedIndex {
   }
 }
 
+type Counted = { id: number; weight: number; event: LearnedEvent };
+
+/**
+ * Each candidate's events with its twins' (twinSimilarity): every candidate alike enough to a tool
+ * with events counts that tool's events too, each event once (one past query's events for two
+ * twins, from the same caller at the same time, are one use).
+ */
+function twinEvents(
+  counting: ReadonlyMap<string, readonly Counted[]>,
+  candidates: readonly string[],
+  toolLikeness: ToolLikeness,
+  params: LearnedParams,
+): Map<string, Counted[]> {
+  const twins = twinsBy(toolLikeness(candidates), params);
+  const pooled = new Map<string, Counted[]>();
+  for (const tool of candidates) {
+    const seen = new Set<string>();
+    const kept: Counted[] = [];
+    for (const [voted, counted] of counting) {
+      if (!twins(tool, voted)) continue;
+      for (const entry of counted) {
+        const key = `${entry.id} ${entry.event.caller} ${entry.event.at}`;
+        if (seen.has(key)) continue;
+        seen.add(key);
+        kept.push(entry);
+      }
+    }
+    if (kept.length) pooled.set(tool, kept);
+  }
+  return pooled;
+}
+
+/** Whether two tools are twins by `likeness` (twinSimilarity, twinCosine). */
+function twinsBy(likeness: ReturnType<ToolLikeness>, params: LearnedParams): (a: string, b: string) => boolean {
+  return (a, b) => {
+    if (a === b) return true;
+    const { words, meaning } = likeness(a, b);
+    return (params.twinSimilarity > 0 && words >= params.twinSimilarity) || (params.twinCosine > 0 && meaning >= params.twinCosine);
+  };
+}
+
+/** The candidates' twin groups that hold a tool with events (twinSwap): each such tool with its twins, overlapping groups merged. */
+function twinGroups(counting: ReadonlyMap<string, unknown>, candidates: readonly string[], toolLikeness: ToolLikeness, params: LearnedParams): string[][] {
+  const twins = twinsBy(toolLikeness(candidates), params);
+  const parent = new Map<string, string>();
+  const root = (tool: string): string => {
+    let at = tool;
+    while (parent.get(at) !== at) at = parent.get(at)!;
+    return at;
+  };
+  for (const voted of counting.keys()) {
+    if (!parent.has(voted)) parent.set(voted, voted);
+    for (const tool of candidates) {
+      if (tool === voted || !twins(tool, voted)) continue;
+      if (!parent.has(tool)) parent.set(tool, tool);
+      parent.set(root(tool), root(voted));
+    }
+  }
+  const groups = new Map<string, string[]>();
+  for (const tool of parent.keys()) {
+    const key = root(tool);
+    const group = groups.get(key);
+    if (group) group.push(tool);
+    else groups.set(key, [tool]);
+  }
+  return [...groups.values()].filter((group) => group.length > 1);
+}
+
 /** The learned weight for a query whose BM25 head stands out by `peak` (ranking/rrf.ts bm25Peak). */
 export function learnedWeight(weight: number, peakExponent: number, peak: number): number {
   return weight * Math.min(LEARNED_PEAK_SCALE_MAX, (BM25_PEAK_REFERENCE / peak) ** peakExponent);
@@ -315,22 +438,47 @@ export function learnedWeight(weight: number, peakExponent: number, peak: number
 /**
  * Adds the learned list's reciprocal-rank votes to the fused list: weight x min(1, evidence /
  * LEARNED_EVIDENCE_FULL) / (k + rank), only to tools `fused` already holds (a retriever supports
- * them). The votes added, by id.
+ * them); with `tiesShare`, tools of equal evidence share their places' votes. The votes added, by id.
  */
 export function addLearnedVotes(
   fused: readonly (readonly [string, number])[],
   learned: readonly (readonly [string, number])[],
-  options: { weight: number; evidenceFull: number; k: number } = { weight: LEARNED_WEIGHT, evidenceFull: LEARNED_EVIDENCE_FULL, k: RRF_K },
+  options: { weight: number; evidenceFull: number; k: number; tiesShare?: boolean; twinGroups?: readonly (readonly string[])[] } = {
+    weight: LEARNED_WEIGHT,
+    evidenceFull: LEARNED_EVIDENCE_FULL,
+    k: RRF_K,
+  },
 ): { fused: [string, number][]; votes: Map<string, number> } {
   const scores = new Map(fused.map(([id, score]) => [id, score]));
   const votes = new Map<string, number>();
-  let rank = 0;
-  for (const [id, evidence] of learned) {
-    if (!scores.has(id)) continue;
-    rank++;
-    const vote = (options.weight * Math.min(1, evidence / options.evidenceFull)) / (options.k + rank);
-    votes.set(id, vote);
-    scores.set(id, scores.get(id)! + vote);
+  const supported = learned.filter(([id]) => scores.has(id));
+  for (let start = 0; start < supported.length; ) {
+    // A tie (when tiesShare) takes the mean of its places' 1 / (k + rank); otherwise each its own place.
+    let end = start + 1;
+    if (options.tiesShare) while (end < supported.length && supported[end]![1] === supported[start]![1]) end++;
+    let share = 0;
+    for (let rank = start + 1; rank <= end; rank++) share += 1 / (options.k + rank);
+    const place = end - start === 1 ? options.k + end : (end - start) / share;
+    for (let at = start; at < end; at++) {
+      const [id, evidence] = supported[at]!;
+      const vote = (options.weight * Math.min(1, evidence / options.evidenceFull)) / place;
+      votes.set(id, vote);
+      scores.set(id, scores.get(id)! + vote);
+    }
+    start = end;
+  }
+  // Twins (twinSwap) take the scores their group reached in the order the other lists gave them.
+  const before = new Map(fused.map(([id, score]) => [id, score]));
+  for (const group of options.twinGroups ?? []) {
+    const members = group.filter((id) => scores.has(id));
+    if (members.length < 2 || !members.some((id) => votes.has(id))) continue;
+    const reached = members.map((id) => scores.get(id)!).sort((a, b) => b - a);
+    const byBase = members.map((id): [string, number] => [id, before.get(id)!]).sort(byScoreThenId);
+    byBase.forEach(([id, base], at) => {
+      scores.set(id, reached[at]!);
+      if (reached[at]! !== base) votes.set(id, reached[at]! - base);
+      else votes.delete(id);
+    });
   }
   return { fused: votes.size === 0 ? fused.map(([id, score]): [string, number] => [id, score]) : [...scores].sort(byScoreThenId), votes };
 }

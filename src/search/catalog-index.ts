@@ -120,6 +120,40 @@ export class CatalogIndex {
     return { held, weight };
   }
 
+  /**
+   * How alike `tools`' definitions are by their words (ranking/learned.ts ToolLikeness): the cosine
+   * of their word sets, each word weighted by its idf. One pass over every posting: a forward index would be
+   * needed before a large catalog turns twins on.
+   */
+  toolLikeness(tools: readonly string[]): (a: string, b: string) => number {
+    const places = new Map<number, string>();
+    for (const tool of tools) {
+      const at = this.bm25.indexOf(tool);
+      if (at !== undefined && this.bm25.isLive(at)) places.set(at, tool);
+    }
+    const weighted = new Map<string, { words: Map<string, number>; norm: number }>();
+    const idf = new Map<string, number>();
+    for (const [place, termFreqs] of this.bm25.termsOf(new Set(places.keys()))) {
+      const words = new Map<string, number>();
+      let norm = 0;
+      for (const term of termFreqs.keys()) {
+        let weight = idf.get(term);
+        if (weight === undefined) idf.set(term, (weight = this.bm25.idf(term) ** 2));
+        words.set(term, weight);
+        norm += weight;
+      }
+      weighted.set(places.get(place)!, { words, norm: Math.sqrt(norm) });
+    }
+    return (a, b) => {
+      const one = weighted.get(a);
+      const other = weighted.get(b);
+      if (!one || !other || one.norm === 0 || other.norm === 0) return 0;
+      let shared = 0;
+      for (const [term, weight] of one.words) if (other.words.has(term)) shared += weight;
+      return shared / (one.norm * other.norm);
+    };
+  }
+
   private serverOfTool(name: string): string | undefined {
     const at = this.bm25.indexOf(name);
     return at === undefined ? undefined : (this.serverAt[at] ?? undefined);

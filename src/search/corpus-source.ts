@@ -18,7 +18,7 @@ import type { Embedder } from '../embed/embedder.js';
 import type { Bm25Index } from '../ranking/bm25-index.js';
 import type { Vocabulary } from '../ranking/fuzzy-terms.js';
 import type { ServerMembers } from '../ranking/servers.js';
-import type { LearnedIndex, LearnedList, LearnedParams, ToolWords } from '../ranking/learned.js';
+import { cosine, type LearnedIndex, type LearnedList, type LearnedParams, type ToolLikeness, type ToolWords } from '../ranking/learned.js';
 import type { Db } from '../store/database.js';
 import {
   type Corpus,
@@ -185,8 +185,25 @@ function learnedFrom(held: CatalogInHand): CorpusSource['learned'] {
   if (!learned) return undefined;
   const index = held.index;
   const toolWords: ToolWords | undefined = index ? (tools, words) => index.toolWords(tools, words) : undefined;
-  return async (terms, vector, candidates) =>
-    (await learned.index.catch(() => undefined))?.list(candidates, terms, vector, Date.now() / 1000, learned.params, toolWords);
+  return async (terms, vector, candidates) => {
+    const past = await learned.index.catch(() => undefined);
+    if (!past) return undefined;
+    const { twinSimilarity, twinCosine } = learned.params;
+    const vectors = twinCosine > 0 ? await held.vectors?.catch(() => undefined) : undefined;
+    const toolLikeness: ToolLikeness | undefined =
+      (index && twinSimilarity > 0) || vectors
+        ? (tools) => {
+            const words = index && twinSimilarity > 0 ? index.toolLikeness(tools) : () => 0;
+            // One server's tools are different functions by construction, however alike their words.
+            const serverOf = (tool: string) => index?.servers.serverOf.get(tool);
+            return (a, b) =>
+              serverOf(a) !== undefined && serverOf(a) === serverOf(b)
+                ? { words: 0, meaning: 0 }
+                : { words: words(a, b), meaning: vectors ? cosine(vectors.get(a), vectors.get(b)) : 0 };
+          }
+        : undefined;
+    return past.list(candidates, terms, vector, Date.now() / 1000, learned.params, toolWords, toolLikeness);
+  };
 }
 
 /** A stored catalog through the store: in process what `held` has, in SQL the rest. */

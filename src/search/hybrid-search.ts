@@ -330,6 +330,8 @@ export async function rankCorpus(
       weight: learnedWeight(learned.weight, learned.peakExponent, bm25Peak(bm25)),
       evidenceFull: learned.evidenceFull,
       k: RRF_K,
+      tiesShare: learned.tiesShare,
+      ...(learned.twinGroups ? { twinGroups: learned.twinGroups } : {}),
     }));
   const boosts = new Map<string, number>();
   const boostBy = source.tags;

@@ -101,4 +101,77 @@ describe('the learned list', () => {
     // Without the tools' words (a source that cannot tell them), the knobs change nothing.
     expect(index.list(['circle_area'], terms(sibling), undefined, NOW, { ...loose, anchorPower: 2 }).ranked[0]![1]).toBeCloseTo(plain, 9);
   });
+
+  it('lets twins share a vote (twinSimilarity by words, twinCosine by embeddings), an event once per twin group, and twins’ equal evidence share its votes', () => {
+    const index = new LearnedIndex();
+    index.add('gcd of 12 and 18', terms('gcd 12 18'), null, event('gcd'));
+    const alike: Record<string, { words: number; meaning: number }> = {
+      'gcd math.gcd': { words: 0.93, meaning: 0.97 },
+      'gcd lcm': { words: 0.4, meaning: 0.8 },
+      'lcm math.gcd': { words: 0.35, meaning: 0.8 },
+    };
+    const toolLikeness = () => (a: string, b: string) => alike[[a, b].sort().join(' ')] ?? { words: 0, meaning: 0 };
+    const candidates = ['math.gcd', 'gcd', 'lcm'];
+    const ranked = (params: Partial<typeof DEFAULT_LEARNED_PARAMS>, at = index) =>
+      at
+        .list(candidates, terms('gcd 12 18'), undefined, NOW, { ...DEFAULT_LEARNED_PARAMS, ...params }, undefined, toolLikeness)
+        .ranked.map(([tool, evidence]) => [tool, Number(evidence.toFixed(9))]);
+    expect(ranked({})).toEqual([['gcd', 1]]);
+    expect(ranked({ twinSimilarity: 0.9 })).toEqual([
+      ['gcd', 1],
+      ['math.gcd', 1],
+    ]);
+    expect(ranked({ twinCosine: 0.95 })).toEqual(ranked({ twinSimilarity: 0.9 }));
+    // Not twins under the threshold: a sibling keeps its own (no) evidence.
+    expect(ranked({ twinSimilarity: 0.3 }).map(([tool]) => tool)).toEqual(['gcd', 'lcm', 'math.gcd']);
+    expect(ranked({ twinSimilarity: 0.95 })).toEqual([['gcd', 1]]);
+    expect(index.list(candidates, terms('gcd 12 18'), undefined, NOW, { ...DEFAULT_LEARNED_PARAMS, twinSimilarity: 0.9 }).tiesShare).toBe(false);
+    // One past query that led to both twins counts once for each.
+    const both = new LearnedIndex();
+    both.add('gcd of 12 and 18', terms('gcd 12 18'), null, event('gcd'));
+    both.add('gcd of 12 and 18', terms('gcd 12 18'), null, event('math.gcd'));
+    expect(ranked({ twinSimilarity: 0.9 }, both)).toEqual(ranked({ twinSimilarity: 0.9 }));
+    // Equal evidence shares its places' votes: twins keep the order the other lists gave them.
+    const fused: [string, number][] = [
+      ['math.gcd', 0.0301],
+      ['gcd', 0.03],
+    ];
+    const learned: [string, number][] = [
+      ['gcd', 1],
+      ['math.gcd', 1],
+    ];
+    const options = { weight: 4, evidenceFull: 2, k: RRF_K };
+    expect(addLearnedVotes(fused, learned, options).fused.map(([id]) => id)).toEqual(['gcd', 'math.gcd']);
+    const shared = addLearnedVotes(fused, learned, { ...options, tiesShare: true });
+    expect(shared.fused.map(([id]) => id)).toEqual(['math.gcd', 'gcd']);
+    expect(shared.votes.get('gcd')).toBeCloseTo((2 * (1 / (RRF_K + 1) + 1 / (RRF_K + 2))) / 2, 12);
+    expect(shared.votes.get('math.gcd')).toBe(shared.votes.get('gcd'));
+  });
+
+  it('with twinSwap, lets a group of twins take the places its members reached in the order the other lists gave them', () => {
+    const index = new LearnedIndex();
+    index.add('gcd of 12 and 18', terms('gcd 12 18'), null, event('gcd'));
+    const toolLikeness = () => (a: string, b: string) => ({ words: [a, b].sort().join(' ') === 'gcd math.gcd' ? 0.93 : 0.2, meaning: 0 });
+    const params = { ...DEFAULT_LEARNED_PARAMS, twinSimilarity: 0.9, twinSwap: 1 };
+    const list = index.list(['math.gcd', 'gcd', 'lcm'], terms('gcd 12 18'), undefined, NOW, params, undefined, toolLikeness);
+    // No shared events: only the tool used has evidence, and its twins are named.
+    expect(list.ranked.map(([tool]) => tool)).toEqual(['gcd']);
+    expect(list.twinGroups?.map((group) => [...group].sort())).toEqual([['gcd', 'math.gcd']]);
+    expect(
+      index.list(['math.gcd', 'gcd', 'lcm'], terms('gcd 12 18'), undefined, NOW, DEFAULT_LEARNED_PARAMS, undefined, toolLikeness).twinGroups,
+    ).toBeUndefined();
+    const fused: [string, number][] = [
+      ['math.gcd', 0.03],
+      ['lcm', 0.0295],
+      ['gcd', 0.029],
+    ];
+    const options = { weight: 4, evidenceFull: 2, k: RRF_K };
+    // The vote lifts `gcd` above its twin; with the groups, `math.gcd` (first by the other lists) takes the place reached.
+    expect(addLearnedVotes(fused, list.ranked, options).fused.map(([id]) => id)).toEqual(['gcd', 'math.gcd', 'lcm']);
+    const swapped = addLearnedVotes(fused, list.ranked, { ...options, twinGroups: list.twinGroups! });
+    expect(swapped.fused.map(([id]) => id)).toEqual(['math.gcd', 'gcd', 'lcm']);
+    expect(swapped.fused[0]![1]).toBeCloseTo(0.029 + 2 / (RRF_K + 1), 12);
+    expect(swapped.votes.get('math.gcd')).toBeCloseTo(0.029 + 2 / (RRF_K + 1) - 0.03, 12);
+    expect(swapped.votes.get('gcd')).toBeCloseTo(0.03 - 0.029, 12);
+  });
 });
