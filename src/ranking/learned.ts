@@ -468,12 +468,12 @@ export function addLearnedVotes(
     start = end;
   }
   // Twins (twinSwap) take the scores their group reached in the order the other lists gave them.
-  const before = new Map(fused.map(([id, score]) => [id, score]));
+  const before = options.twinGroups?.length ? new Map(fused.map(([id, score]) => [id, score])) : undefined;
   for (const group of options.twinGroups ?? []) {
     const members = group.filter((id) => scores.has(id));
     if (members.length < 2 || !members.some((id) => votes.has(id))) continue;
     const reached = members.map((id) => scores.get(id)!).sort((a, b) => b - a);
-    const byBase = members.map((id): [string, number] => [id, before.get(id)!]).sort(byScoreThenId);
+    const byBase = members.map((id): [string, number] => [id, before!.get(id)!]).sort(byScoreThenId);
     byBase.forEach(([id, base], at) => {
       scores.set(id, reached[at]!);
       if (reached[at]! !== base) votes.set(id, reached[at]! - base);

@@ -47,7 +47,8 @@ export function bypassesProxy(proxy: EgressProxy, hostname: string): boolean {
   });
 }
 
-const bareHost = (host: string) => (host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host);
+/** A URL's host without the brackets an IPv6 address is written in. */
+export const bareHost = (host: string) => (host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host);
 
 /** The longest a proxy may take to open a tunnel (its answer to CONNECT), ms. */
 export const TUNNEL_TIMEOUT_MS = 10_000;

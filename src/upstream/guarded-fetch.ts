@@ -21,7 +21,7 @@ import {
 } from '@modelcontextprotocol/client';
 import { Agent, buildConnector, fetch as undiciFetch } from 'undici';
 import { addressRefusal, REFUSAL_REASONS, type AllowList, type RefusalReason } from './address-policy.js';
-import { bypassesProxy, tunnel, type EgressProxy } from './egress-proxy.js';
+import { bareHost, bypassesProxy, tunnel, type EgressProxy } from './egress-proxy.js';
 
 /** A connection the address policy does not allow; nothing was sent. */
 export class UpstreamRefused extends Error {
@@ -101,7 +101,7 @@ function guardedConnector({ allow, lookup, ca, proxy }: GuardedFetchOptions): bu
   const connectTo = buildConnector(ca === undefined ? {} : { ca });
   return (connection, callback) => {
     const hostname = connection.hostname;
-    const bare = hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname;
+    const bare = bareHost(hostname);
     // SNI and the certificate check keep the name while the socket goes to the checked address.
     const servername = connection.servername || (isIP(bare) ? undefined : bare);
     resolveChecked(hostname, allow, lookup).then(
@@ -143,7 +143,7 @@ function guardedConnector({ allow, lookup, ca, proxy }: GuardedFetchOptions): bu
  * Address literals are judged without DNS.
  */
 export async function resolveChecked(hostname: string, allow: AllowList, lookup: LookupFunction = dnsLookup as LookupFunction): Promise<string[]> {
-  const bare = hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname;
+  const bare = bareHost(hostname);
   const literal = isIP(bare) !== 0;
   const addresses = literal ? [bare] : await resolveAll(lookup, bare);
   for (const address of addresses) {
