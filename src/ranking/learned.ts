@@ -10,6 +10,12 @@
  * a few honest ones. The fusion then adds the list's votes only to tools another list already
  * ranks (addLearnedVotes): events alone never bring in a tool that neither the words nor the
  * meaning of the query support, and a tool's vote grows with its evidence up to LEARNED_EVIDENCE_FULL.
+ *
+ * Where the catalog's words are in hand (its in-process index), a loose match's vote is held to the
+ * words that tied the past query to its tool and to this query's words neither holds (anchorPower,
+ * gainedPower), and tools alike in the words in play are twins that take the places their group
+ * reached (twinSimilarity, twinSwap, twinLocal): a catalog holding one function twice learns both.
+ * Without them only near-repeats count (LEARNED_STRICT_SIMILARITY).
  */
 import { byScoreThenId } from './bm25.js';
 import { BM25_PEAK_REFERENCE, RRF_K } from './rrf.js';
@@ -26,6 +32,12 @@ export const LEARNED_SEMANTIC_FLOOR = 0.5;
 export const LEARNED_SIMILARITY_POWER = 2;
 /** Similarities under this count nothing. */
 export const LEARNED_MIN_SIMILARITY = 0.85;
+/**
+ * Where the catalog's words are not in hand (a store-path ranking: nothing holds a loose match to
+ * the words that tied it to its tool, nor tells twins), past queries count from this similarity
+ * only: near-repeats.
+ */
+export const LEARNED_STRICT_SIMILARITY = 0.85;
 /** A tool's most recent events read per search: its evidence, and the search's cost, stay bounded. */
 export const LEARNED_EVENTS_PER_TOOL = 32;
 /** How much a tool's evidence is scaled by its share of all the candidates' (LearnedParams.concentration). */
@@ -47,6 +59,20 @@ export interface LearnedEvent {
 interface PastQuery {
   terms: readonly string[];
   vector: Float32Array | null;
+  /** The distinct words of each request the query makes (splitRequests), when it makes more than one. */
+  segments: readonly (readonly string[])[];
+}
+
+/**
+ * A query's separate requests: its sentences, and clauses a new step opens ("then", "after that",
+ * "additionally", "finally"). A long task asks for several tools, one per request; a past task
+ * shares one request with this one without being like it as a whole.
+ */
+export function splitRequests(text: string): string[] {
+  return text
+    .split(/(?<=[.?!;])\s+|\s*\b(?:and then|then|after that|afterwards|additionally|also|finally|lastly|next|moreover|furthermore)\b[,:]?\s*/i)
+    .map((piece) => piece.trim())
+    .filter((piece) => piece.length > 0);
 }
 
 export interface LearnedParams {
@@ -91,6 +117,12 @@ export interface LearnedParams {
    * Tools of one server are never twins (the source's ToolLikeness says 0).
    */
   twinSimilarity: number;
+  /**
+   * 1: twins' likeness by words reads only the words in play (this query's and the counted past
+   * queries'), from those words' postings: its cost is a search's, not a pass over the catalog. 0:
+   * all their words.
+   */
+  twinLocal: number;
   /** The same by the cosine of the tools' stored embeddings (0: not by embedding). */
   twinCosine: number;
   /**
@@ -99,6 +131,17 @@ export interface LearnedParams {
    * words and meaning of the query decide who fills them). 0: twins share events (above).
    */
   twinSwap: number;
+  /**
+   * 1: of a query of several requests (splitRequests), gainedPower judges only the request that
+   * holds most of the tool's words (the others ask for other tools); 0: the whole query.
+   */
+  gainedLocal: number;
+  /**
+   * A past query of several requests (splitRequests) is also like this one by its closest request:
+   * the share of that request's words (by the catalog's idf: a value no tool holds weighs nothing)
+   * that this query holds. Counted when it reaches this (0: requests are not read).
+   */
+  segmentMin: number;
 }
 
 /**
@@ -114,7 +157,7 @@ export type ToolWords = (
  * How alike two of `tools`' own definitions are, by their words (0 to 1: twinSimilarity) and by
  * their embeddings (cosine, 0 when either is not in hand: twinCosine); read once per search.
  */
-export type ToolLikeness = (tools: readonly string[]) => (a: string, b: string) => { words: number; meaning: number };
+export type ToolLikeness = (tools: readonly string[], words?: readonly string[]) => (a: string, b: string) => { words: number; meaning: number };
 
 export const DEFAULT_LEARNED_PARAMS: LearnedParams = {
   weight: LEARNED_WEIGHT,
@@ -131,6 +174,9 @@ export const DEFAULT_LEARNED_PARAMS: LearnedParams = {
   twinSimilarity: 0,
   twinCosine: 0,
   twinSwap: 0,
+  twinLocal: 0,
+  segmentMin: 0,
+  gainedLocal: 0,
 };
 
 /** The learned list for one query: tools by evidence, and how many events stand behind each. */
@@ -191,13 +237,14 @@ export class LearnedIndex {
   eventCount = 0;
 
   /** Adds one event; `terms` are the query's distinct words, `vector` its embedding when known. */
-  add(text: string, terms: readonly string[], vector: ArrayLike<number> | null, event: LearnedEvent): void {
+  add(text: string, terms: readonly string[], vector: ArrayLike<number> | null, event: LearnedEvent, segments: readonly (readonly string[])[] = []): void {
     let id = this.byText.get(text);
     if (id === undefined) {
       id = this.queries.length;
       this.byText.set(text, id);
       const distinct = [...new Set(terms)];
-      this.queries.push({ terms: distinct, vector: vector ? unit(vector) : null });
+      const kept = segments.filter((segment) => segment.length > 0);
+      this.queries.push({ terms: distinct, vector: vector ? unit(vector) : null, segments: kept.length > 1 ? kept : [] });
       for (const term of distinct) this.df.set(term, (this.df.get(term) ?? 0) + 1);
       if (this.queries.length > this.normsAt * 1.1 + 10) this.recomputeNorms();
       else this.norms[id] = this.norm(distinct);
@@ -242,7 +289,10 @@ export class LearnedIndex {
     params: LearnedParams = DEFAULT_LEARNED_PARAMS,
     toolWords?: ToolWords,
     toolLikeness?: ToolLikeness,
+    requests: readonly (readonly string[])[] = [],
   ): LearnedList {
+    if (!toolWords && (params.anchorPower > 0 || params.gainedPower > 0))
+      params = { ...params, minSimilarity: Math.max(params.minSimilarity, LEARNED_STRICT_SIMILARITY) };
     const weights = new Map([...new Set(terms)].map((term) => [term, this.idf(term) ** 2]));
     let queryNorm = 0;
     for (const weight of weights.values()) queryNorm += weight;
@@ -260,12 +310,43 @@ export class LearnedIndex {
       // By embedding only past queries sharing a word: a pair close enough to count (cosine 0.925 at
       // the shipped floor and minimum) shares one, and the dot products are most of the list's cost.
       if (query && past.vector && shared > 0) close = Math.max(close, (dot(query, past.vector) - params.semanticFloor) / (1 - params.semanticFloor));
-      const counted = close >= params.minSimilarity ? close ** params.similarityPower : 0;
+      let counted = close >= params.minSimilarity ? close ** params.similarityPower : 0;
+      if (segmentWeight && past.segments.length) {
+        let best = 0;
+        for (const segment of past.segments) {
+          let whole = 0;
+          let held = 0;
+          for (const term of segment) {
+            const weight = segmentWeight(term);
+            whole += weight;
+            if (weights.has(term)) held += weight;
+          }
+          if (whole > 0) best = Math.max(best, held / whole);
+        }
+        if (best >= params.segmentMin) counted = Math.max(counted, best ** params.similarityPower);
+      }
       similarities.set(id, counted);
       return counted;
     };
     // The events that count, by tool: each past query like this one, its similarity and the event.
     const counting = new Map<string, { id: number; weight: number; event: LearnedEvent }[]>();
+    // The requests' words weigh by the catalog's idf (a value or name no tool holds: nothing). Without
+    // the catalog's words (a store-path ranking) requests are not read: the anchor that keeps a past
+    // task's vote to the tool of the request shared cannot be read either.
+    let segmentWeight: ((term: string) => number) | undefined;
+    if (params.segmentMin > 0 && toolWords) {
+      const words = new Set<string>();
+      for (const tool of new Set(candidates)) {
+        const used = this.byTool.get(tool);
+        if (!used) continue;
+        for (let at = used.length - 1; at >= Math.max(0, used.length - LEARNED_EVENTS_PER_TOOL); at--)
+          for (const segment of this.queries[used[at]!.query]!.segments) for (const term of segment) words.add(term);
+      }
+      if (words.size) {
+        const catalog = toolWords([], [...words]).weight;
+        segmentWeight = (term) => (catalog.get(term) ?? 0) ** 2;
+      }
+    }
     for (const tool of new Set(candidates)) {
       const used = this.byTool.get(tool);
       if (!used) continue;
@@ -278,10 +359,18 @@ export class LearnedIndex {
       if (kept.length) counting.set(tool, kept);
     }
     const anchored = (params.anchorPower > 0 || params.gainedPower > 0) && toolWords && counting.size > 0;
-    const anchor = anchored ? this.anchor(counting, terms, toolWords, params) : undefined;
+    const anchor = anchored ? this.anchor(counting, terms, toolWords, params, requests) : undefined;
     const twinned = (params.twinSimilarity > 0 || params.twinCosine > 0) && toolLikeness !== undefined && counting.size > 0;
     const swapped = twinned && params.twinSwap > 0;
-    const pooled = twinned && !swapped ? twinEvents(counting, [...new Set(candidates)], toolLikeness, params) : counting;
+    // Twins by the words in play (twinLocal): this query's and the counted past queries' (read from their postings only).
+    let inPlay: string[] | undefined;
+    if (twinned && params.twinLocal > 0) {
+      const words = new Set(terms);
+      for (const kept of counting.values()) for (const { id } of kept) for (const term of this.queries[id]!.terms) words.add(term);
+      inPlay = [...words];
+    }
+    const likeness: ToolLikeness | undefined = toolLikeness && inPlay ? (tools) => toolLikeness(tools, inPlay) : toolLikeness;
+    const pooled = twinned && !swapped ? twinEvents(counting, [...new Set(candidates)], likeness!, params) : counting;
     const ranked: [string, number][] = [];
     const events = new Map<string, number>();
     for (const [tool, kept] of pooled) {
@@ -313,7 +402,7 @@ export class LearnedIndex {
       evidenceFull: params.evidenceFull,
       peakExponent: params.peakExponent,
       tiesShare: twinned && !swapped,
-      ...(swapped ? { twinGroups: twinGroups(counting, [...new Set(candidates)], toolLikeness, params) } : {}),
+      ...(swapped ? { twinGroups: twinGroups(counting, [...new Set(candidates)], likeness!, params) } : {}),
     };
   }
 
@@ -327,6 +416,7 @@ export class LearnedIndex {
     terms: readonly string[],
     toolWords: ToolWords,
     params: LearnedParams,
+    requests: readonly (readonly string[])[],
   ): (tool: string, id: number) => number {
     const own = new Set(terms);
     const words = new Set(own);
@@ -351,10 +441,29 @@ export class LearnedIndex {
       }
       let share = tied > 0 ? (tiedKept / tied) ** params.anchorPower : 1;
       if (params.gainedPower > 0 && ownTotal > 0) {
+        // Of a query of several requests, only the one that holds most of the tool's words is judged (gainedLocal).
+        let judged: Iterable<string> = own;
+        let judgedTotal = ownTotal;
+        if (params.gainedLocal > 0 && requests.length > 1) {
+          let best = -1;
+          for (const request of requests) {
+            let kept = 0;
+            let total = 0;
+            for (const term of request) {
+              total += weightOf(term);
+              if (holds.has(term)) kept += weightOf(term);
+            }
+            if (kept > best && total > 0) {
+              best = kept;
+              judged = new Set(request);
+              judgedTotal = total;
+            }
+          }
+        }
         const pastWords = new Set(past);
         let gained = 0;
-        for (const term of own) if (!pastWords.has(term) && !holds.has(term)) gained += weightOf(term);
-        share *= (1 - gained / ownTotal) ** params.gainedPower;
+        for (const term of judged) if (!pastWords.has(term) && !holds.has(term)) gained += weightOf(term);
+        share *= (1 - gained / judgedTotal) ** params.gainedPower;
       }
       kept.set(key, share);
       return share;

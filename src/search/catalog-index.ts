@@ -122,10 +122,11 @@ export class CatalogIndex {
 
   /**
    * How alike `tools`' definitions are by their words (ranking/learned.ts ToolLikeness): the cosine
-   * of their word sets, each word weighted by its idf. One pass over every posting: a forward index would be
-   * needed before a large catalog turns twins on.
+   * of their word sets, each word weighted by its idf; with `only`, of those words alone, read from
+   * their postings (a search's cost). Without it, one pass over every posting: a forward index
+   * would be needed before a large catalog reads whole definitions.
    */
-  toolLikeness(tools: readonly string[]): (a: string, b: string) => number {
+  toolLikeness(tools: readonly string[], only?: readonly string[]): (a: string, b: string) => number {
     const places = new Map<number, string>();
     for (const tool of tools) {
       const at = this.bm25.indexOf(tool);
@@ -133,7 +134,7 @@ export class CatalogIndex {
     }
     const weighted = new Map<string, { words: Map<string, number>; norm: number }>();
     const idf = new Map<string, number>();
-    for (const [place, termFreqs] of this.bm25.termsOf(new Set(places.keys()))) {
+    for (const [place, termFreqs] of this.bm25.termsOf(new Set(places.keys()), only)) {
       const words = new Map<string, number>();
       let norm = 0;
       for (const term of termFreqs.keys()) {

@@ -175,4 +175,19 @@ describe('CatalogIndex.toolWords: the words the learned list anchors on', () => 
       expect(weight.get('triangle')!).toBeGreaterThan(weight.get('area')!);
     }
   });
+
+  it('tells how alike tools are by all their words, or by the words in play only (twinLocal)', async () => {
+    const index = await CatalogIndex.build(1, 1, [...rows, tool('circle_area_v2', 'area 2 circle 2 diameter 1')]);
+    const all = index.toolLikeness(['circle_area', 'circle_area_v2', 'triangle_area']);
+    const idf2 = (word: string) => index.bm25.idf(word) ** 2;
+    const norm = (...words: string[]) => Math.sqrt(words.reduce((sum, word) => sum + idf2(word), 0));
+    expect(all('circle_area', 'circle_area_v2')).toBeCloseTo(
+      (idf2('area') + idf2('circle')) / (norm('area', 'circle', 'radius') * norm('area', 'circle', 'diameter')),
+      12,
+    );
+    // Over the words in play "area circle", the two circle tools are alike in every word; a triangle's tool shares "area" only.
+    const local = index.toolLikeness(['circle_area', 'circle_area_v2', 'triangle_area'], ['area', 'circle']);
+    expect(local('circle_area', 'circle_area_v2')).toBeCloseTo(1, 12);
+    expect(local('circle_area', 'triangle_area')).toBeCloseTo(idf2('area') / (norm('area', 'circle') * norm('area')), 12);
+  });
 });

@@ -1,11 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { addLearnedVotes, DEFAULT_LEARNED_PARAMS, LearnedIndex } from '../../src/ranking/learned.js';
+import { addLearnedVotes, DEFAULT_LEARNED_PARAMS, LearnedIndex, splitRequests } from '../../src/ranking/learned.js';
 import { RRF_K } from '../../src/ranking/rrf.js';
 
 const NOW = 1_800_000_000;
 const event = (tool: string, caller = 'a', at = NOW) => ({ tool, caller, strength: 1, at });
 const terms = (text: string) => text.split(' ');
 const ALL = ['jira_create', 'github_pr_diff', 'plot', 'evil_send', 'gmail_send'];
+/** The list without the knobs that read the catalog's words (anchor, gained words, twins): each test turns on the one it judges. */
+const UNHELD = { ...DEFAULT_LEARNED_PARAMS, anchorPower: 0, gainedPower: 0, twinSimilarity: 0, twinSwap: 0, twinLocal: 0 };
 
 describe('the learned list', () => {
   it('ranks the tools used after queries like this one, by their words, and ignores unlike ones', () => {
@@ -84,7 +86,7 @@ describe('the learned list', () => {
       held: new Map(tools.map((tool) => [tool, new Set((holds[tool] ?? []).filter((word) => words.includes(word)))])),
       weight: new Map(words.map((word) => [word, weight.get(word) ?? 0])),
     });
-    const loose = { ...DEFAULT_LEARNED_PARAMS, minSimilarity: 0.1, similarityPower: 1 };
+    const loose = { ...UNHELD, minSimilarity: 0.1, similarityPower: 1 };
     const vote = (query: string, params: typeof loose) =>
       index.list(['circle_area', 'triangle_area'], terms(query), undefined, NOW, params, toolWords).ranked.find(([tool]) => tool === 'circle_area')?.[1] ?? 0;
     const sibling = 'area triangle radius';
@@ -98,8 +100,10 @@ describe('the learned list', () => {
     // A repeat in the same words keeps its whole vote; a word no tool holds ("round", weight 0) costs nothing.
     const repeat = vote('area circle radius round', loose);
     expect(vote('area circle radius round', { ...loose, anchorPower: 2, gainedPower: 2 })).toBeCloseTo(repeat, 9);
-    // Without the tools' words (a source that cannot tell them), the knobs change nothing.
-    expect(index.list(['circle_area'], terms(sibling), undefined, NOW, { ...loose, anchorPower: 2 }).ranked[0]![1]).toBeCloseTo(plain, 9);
+    // Without the tools' words (a source that cannot tell them) nothing holds a loose match to its tool: only near-repeats count.
+    expect(index.list(['circle_area'], terms(sibling), undefined, NOW, { ...loose, anchorPower: 2 }).ranked).toEqual([]);
+    expect(index.list(['circle_area'], terms(sibling), undefined, NOW, loose).ranked[0]![1]).toBeCloseTo(plain, 9);
+    expect(index.list(['circle_area'], terms('area circle radius'), undefined, NOW, { ...loose, anchorPower: 2 }).ranked[0]![1]).toBeCloseTo(1, 9);
   });
 
   it('lets twins share a vote (twinSimilarity by words, twinCosine by embeddings), an event once per twin group, and twins’ equal evidence share its votes', () => {
@@ -114,7 +118,7 @@ describe('the learned list', () => {
     const candidates = ['math.gcd', 'gcd', 'lcm'];
     const ranked = (params: Partial<typeof DEFAULT_LEARNED_PARAMS>, at = index) =>
       at
-        .list(candidates, terms('gcd 12 18'), undefined, NOW, { ...DEFAULT_LEARNED_PARAMS, ...params }, undefined, toolLikeness)
+        .list(candidates, terms('gcd 12 18'), undefined, NOW, { ...UNHELD, ...params }, undefined, toolLikeness)
         .ranked.map(([tool, evidence]) => [tool, Number(evidence.toFixed(9))]);
     expect(ranked({})).toEqual([['gcd', 1]]);
     expect(ranked({ twinSimilarity: 0.9 })).toEqual([
@@ -152,14 +156,12 @@ describe('the learned list', () => {
     const index = new LearnedIndex();
     index.add('gcd of 12 and 18', terms('gcd 12 18'), null, event('gcd'));
     const toolLikeness = () => (a: string, b: string) => ({ words: [a, b].sort().join(' ') === 'gcd math.gcd' ? 0.93 : 0.2, meaning: 0 });
-    const params = { ...DEFAULT_LEARNED_PARAMS, twinSimilarity: 0.9, twinSwap: 1 };
+    const params = { ...UNHELD, twinSimilarity: 0.9, twinSwap: 1 };
     const list = index.list(['math.gcd', 'gcd', 'lcm'], terms('gcd 12 18'), undefined, NOW, params, undefined, toolLikeness);
     // No shared events: only the tool used has evidence, and its twins are named.
     expect(list.ranked.map(([tool]) => tool)).toEqual(['gcd']);
     expect(list.twinGroups?.map((group) => [...group].sort())).toEqual([['gcd', 'math.gcd']]);
-    expect(
-      index.list(['math.gcd', 'gcd', 'lcm'], terms('gcd 12 18'), undefined, NOW, DEFAULT_LEARNED_PARAMS, undefined, toolLikeness).twinGroups,
-    ).toBeUndefined();
+    expect(index.list(['math.gcd', 'gcd', 'lcm'], terms('gcd 12 18'), undefined, NOW, UNHELD, undefined, toolLikeness).twinGroups).toBeUndefined();
     const fused: [string, number][] = [
       ['math.gcd', 0.03],
       ['lcm', 0.0295],
@@ -168,10 +170,79 @@ describe('the learned list', () => {
     const options = { weight: 4, evidenceFull: 2, k: RRF_K };
     // The vote lifts `gcd` above its twin; with the groups, `math.gcd` (first by the other lists) takes the place reached.
     expect(addLearnedVotes(fused, list.ranked, options).fused.map(([id]) => id)).toEqual(['gcd', 'math.gcd', 'lcm']);
+    // twinLocal: the likeness is read over the words in play only (this query's and the counted past queries').
+    const asked: (readonly string[] | undefined)[] = [];
+    const recording = (_tools: readonly string[], words?: readonly string[]) => {
+      asked.push(words);
+      return toolLikeness();
+    };
+    index.add('greatest common divisor of 4 and 6', terms('greatest common divisor 4 6'), null, event('gcd'));
+    index.list(['math.gcd', 'gcd', 'lcm'], terms('gcd 12 18 divisor'), undefined, NOW, { ...params, minSimilarity: 0.1 }, undefined, recording);
+    index.list(['math.gcd', 'gcd', 'lcm'], terms('gcd 12 18 divisor'), undefined, NOW, { ...params, minSimilarity: 0.1, twinLocal: 1 }, undefined, recording);
+    expect(asked[0]).toBeUndefined();
+    expect([...asked[1]!].sort()).toEqual(['12', '18', '4', '6', 'common', 'divisor', 'gcd', 'greatest']);
     const swapped = addLearnedVotes(fused, list.ranked, { ...options, twinGroups: list.twinGroups! });
     expect(swapped.fused.map(([id]) => id)).toEqual(['math.gcd', 'gcd', 'lcm']);
     expect(swapped.fused[0]![1]).toBeCloseTo(0.029 + 2 / (RRF_K + 1), 12);
     expect(swapped.votes.get('math.gcd')).toBeCloseTo(0.029 + 2 / (RRF_K + 1) - 0.03, 12);
     expect(swapped.votes.get('gcd')).toBeCloseTo(0.03 - 0.029, 12);
+  });
+
+  it('splits a task into its requests: sentences, and clauses a new step opens', () => {
+    expect(
+      splitRequests(
+        'Check the temperature of building X. Then, calculate the surface tension; finally monitor vital signs and then book it. Also get the film details?',
+      ),
+    ).toEqual(['Check the temperature of building X.', 'calculate the surface tension;', 'monitor vital signs', 'book it.', 'get the film details?']);
+    expect(splitRequests('gcd of 12 and 18')).toEqual(['gcd of 12 and 18']);
+    // Words that merely contain a step's word do not split.
+    expect(splitRequests('the thenar muscle, nextcloud files')).toEqual(['the thenar muscle, nextcloud files']);
+  });
+
+  it('finds a past task that shares one request with this one (segmentMin), by the catalog’s words, and keeps the vote to that request’s tool', () => {
+    const index = new LearnedIndex();
+    const past = 'check the temperature of smart building B7. Then, translate the report to german.';
+    const requests = (text: string) => splitRequests(text).map((request) => terms(request.replace(/[.,;?]/g, '').toLowerCase()));
+    index.add(past, terms('check temperature smart building b7 translate report german'), null, event('getBuildingTemperature'), requests(past));
+    index.add(past, terms('check temperature smart building b7 translate report german'), null, event('translateToGerman'), requests(past));
+    const holds: Record<string, string[]> = {
+      getBuildingTemperature: ['temperature', 'smart', 'building'],
+      translateToGerman: ['translate', 'german'],
+      monitorVitalSigns: ['monitor', 'vital', 'signs'],
+    };
+    // b7, k9 and a patient's name are values no tool holds: they weigh nothing.
+    const weight = new Map([
+      ['check', 0.5],
+      ['temperature', 2],
+      ['smart', 2],
+      ['building', 2],
+      ['translate', 2],
+      ['german', 2],
+      ['report', 1],
+      ['monitor', 2],
+      ['vital', 2],
+      ['signs', 2],
+    ]);
+    const toolWords = (tools: readonly string[], words: readonly string[]) => ({
+      held: new Map(tools.map((tool) => [tool, new Set((holds[tool] ?? []).filter((word) => words.includes(word)))])),
+      weight: new Map(words.map((word) => [word, weight.get(word) ?? 0])),
+    });
+    const now = 'check the temperature of smart building K9. Then, monitor the vital signs of Ada.';
+    const candidates = ['monitorVitalSigns', 'translateToGerman', 'getBuildingTemperature'];
+    const nowTerms = terms('check temperature smart building k9 monitor vital signs ada');
+    const params = { ...DEFAULT_LEARNED_PARAMS, anchorPower: 2, gainedPower: 1 };
+    // As a whole the two tasks are unlike: nothing is learned.
+    expect(index.list(candidates, nowTerms, undefined, NOW, params, toolWords).ranked).toEqual([]);
+    // By the request they share: the temperature tool only (the translation's words are not in this task).
+    const segmented = { ...params, segmentMin: 0.6 };
+    const list = index.list(candidates, nowTerms, undefined, NOW, segmented, toolWords, undefined, requests(now));
+    expect(list.ranked.map(([tool]) => tool)).toEqual(['getBuildingTemperature']);
+    // Without the catalog's words (a store-path ranking) requests are not read: nothing would hold the vote to the shared request's tool.
+    expect(index.list(candidates, nowTerms, undefined, NOW, segmented, undefined, undefined, requests(now)).ranked).toEqual([]);
+    // The other request's words ("monitor vital signs": 6 of 12.5) hold the vote back, unless only the tool's request is judged (gainedLocal).
+    const whole = list.ranked[0]![1];
+    const local = index.list(candidates, nowTerms, undefined, NOW, { ...segmented, gainedLocal: 1 }, toolWords, undefined, requests(now)).ranked[0]![1];
+    expect(whole).toBeCloseTo(local * (1 - 6 / 12.5), 9);
+    expect(local).toBeCloseTo(1, 9);
   });
 });
