@@ -30,8 +30,13 @@ export const LEARNED_CALLER_CAP = 2;
 export const LEARNED_SEMANTIC_FLOOR = 0.5;
 /** Similarities are raised to this power: near-repeats count far more than loose matches. */
 export const LEARNED_SIMILARITY_POWER = 2;
-/** Similarities under this count nothing. */
-export const LEARNED_MIN_SIMILARITY = 0.85;
+/**
+ * Similarities under this count nothing: loose matches count, held to the words that tied them to
+ * their tool and to this query's other words (anchorPower 2, gainedPower 1; where the catalog's
+ * words are not in hand, LEARNED_STRICT_SIMILARITY instead). Chosen by the replay
+ * (docs/ranking.md, "Learning from use", fifth attempt).
+ */
+export const LEARNED_MIN_SIMILARITY = 0.35;
 /**
  * Where the catalog's words are not in hand (a store-path ranking: nothing holds a loose match to
  * the words that tied it to its tool, nor tells twins), past queries count from this similarity
@@ -169,12 +174,12 @@ export const DEFAULT_LEARNED_PARAMS: LearnedParams = {
   callerCap: LEARNED_CALLER_CAP,
   concentration: LEARNED_CONCENTRATION,
   peakExponent: LEARNED_PEAK_EXPONENT,
-  anchorPower: 0,
-  gainedPower: 0,
-  twinSimilarity: 0,
+  anchorPower: 2,
+  gainedPower: 1,
+  twinSimilarity: 0.6,
   twinCosine: 0,
-  twinSwap: 0,
-  twinLocal: 0,
+  twinSwap: 1,
+  twinLocal: 1,
   segmentMin: 0,
   gainedLocal: 0,
 };

@@ -127,6 +127,29 @@ describe('learning from use', () => {
     }
   });
 
+  it('learns from a request in other words where the catalog is in process, and only from near-repeats where it ranks in SQL', async () => {
+    const storePath = await startTestApp({ API_KEYS: KEYS, CATALOG_INDEX_MEMORY: '0' });
+    try {
+      for (const target of [app, storePath]) {
+        const catalog = uniqueName('learn-loose');
+        expect((await target.request('PUT', `/v1/catalogs/${catalog}`, { tools: TOOLS }, as('ka1'))).status).toBe(200);
+        for (const key of ['ka1', 'ka2']) {
+          const sent = await target.request('POST', '/v1/feedback', { catalog, query: 'open a ticket for the login bug', used: ['create_ticket'] }, as(key));
+          expect(sent.status).toBe(200);
+        }
+        // A near-repeat is learned on both paths.
+        expect((await order(target, catalog, 'ka1', 'open a ticket for the login bug'))[0]).toBe('create_ticket');
+        // Alike in part (the ticket, the bug), not a repeat: held to the word that tied it to create_ticket ("ticket"), which this
+        // request keeps. In process once the catalog's index is read (a catalog's first searches rank in SQL while it is).
+        const loose = () => order(target, catalog, 'ka1', 'open a ticket for the checkout bug');
+        if (target === app) await until(async () => (await loose())[0] === 'create_ticket');
+        else expect((await loose())[0]).toBe('open_ticket_viewer');
+      }
+    } finally {
+      await storePath.close();
+    }
+  });
+
   it('LEARNING=off records nothing and ranks as before', async () => {
     const catalog = uniqueName('learn-off');
     expect((await off.request('PUT', `/v1/catalogs/${catalog}`, { tools: TOOLS }, as('ka1'))).status).toBe(200);
