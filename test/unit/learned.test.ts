@@ -6,6 +6,11 @@ const NOW = 1_800_000_000;
 const event = (tool: string, caller = 'a', at = NOW) => ({ tool, caller, strength: 1, at });
 const terms = (text: string) => text.split(' ');
 const ALL = ['jira_create', 'github_pr_diff', 'plot', 'evil_send', 'gmail_send'];
+/** A catalog's words as its index gives them (ToolWords): what each tool holds, each word's weight (0: no tool holds it). */
+const catalogWords = (holds: Record<string, string[]>, weight: ReadonlyMap<string, number>) => (tools: readonly string[], words: readonly string[]) => ({
+  held: new Map(tools.map((tool) => [tool, new Set((holds[tool] ?? []).filter((word) => words.includes(word)))])),
+  weight: new Map(words.map((word) => [word, weight.get(word) ?? 0])),
+});
 /** The list without the knobs that read the catalog's words (anchor, gained words, twins): each test turns on the one it judges. */
 const UNHELD = { ...DEFAULT_LEARNED_PARAMS, anchorPower: 0, gainedPower: 0, twinSimilarity: 0, twinSwap: 0, twinLocal: 0 };
 
@@ -82,10 +87,7 @@ describe('the learned list', () => {
       ['height', 1],
       ['round', 0],
     ]);
-    const toolWords = (tools: readonly string[], words: readonly string[]) => ({
-      held: new Map(tools.map((tool) => [tool, new Set((holds[tool] ?? []).filter((word) => words.includes(word)))])),
-      weight: new Map(words.map((word) => [word, weight.get(word) ?? 0])),
-    });
+    const toolWords = catalogWords(holds, weight);
     const loose = { ...UNHELD, minSimilarity: 0.1, similarityPower: 1 };
     const vote = (query: string, params: typeof loose) =>
       index.list(['circle_area', 'triangle_area'], terms(query), undefined, NOW, params, toolWords).ranked.find(([tool]) => tool === 'circle_area')?.[1] ?? 0;
@@ -223,10 +225,7 @@ describe('the learned list', () => {
       ['vital', 2],
       ['signs', 2],
     ]);
-    const toolWords = (tools: readonly string[], words: readonly string[]) => ({
-      held: new Map(tools.map((tool) => [tool, new Set((holds[tool] ?? []).filter((word) => words.includes(word)))])),
-      weight: new Map(words.map((word) => [word, weight.get(word) ?? 0])),
-    });
+    const toolWords = catalogWords(holds, weight);
     const now = 'check the temperature of smart building K9. Then, monitor the vital signs of Ada.';
     const candidates = ['monitorVitalSigns', 'translateToGerman', 'getBuildingTemperature'];
     const nowTerms = terms('check temperature smart building k9 monitor vital signs ada');
