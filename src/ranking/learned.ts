@@ -17,7 +17,8 @@
  * reached (twinSimilarity, twinSwap, twinLocal): a catalog holding one function twice learns both.
  * Without them only near-repeats count (LEARNED_STRICT_SIMILARITY).
  */
-import { byScoreThenId } from './bm25.js';
+import { byScoreThenId, distinctTerms } from './bm25.js';
+import { queryTerms } from './search-text.js';
 import { BM25_PEAK_REFERENCE, RRF_K } from './rrf.js';
 
 /** A tool's learned vote, relative to BM25's (1): chosen by the replay (docs/ranking.md, "Learning from use"). */
@@ -62,10 +63,11 @@ export interface LearnedEvent {
 }
 
 interface PastQuery {
+  text: string;
   terms: readonly string[];
   vector: Float32Array | null;
-  /** The distinct words of each request the query makes (splitRequests), when it makes more than one. */
-  segments: readonly (readonly string[])[];
+  /** Its requests' words (requestTerms), read when segmentMin first asks. */
+  segments?: readonly (readonly string[])[];
 }
 
 /**
@@ -78,6 +80,14 @@ export function splitRequests(text: string): string[] {
     .split(/(?<=[.?!;])\s+|\s*\b(?:and then|then|after that|afterwards|additionally|also|finally|lastly|next|moreover|furthermore)\b[,:]?\s*/i)
     .map((piece) => piece.trim())
     .filter((piece) => piece.length > 0);
+}
+
+/** The distinct words of each of a query's requests (splitRequests); none when it makes only one. */
+export function requestTerms(text: string): string[][] {
+  const requests = splitRequests(text)
+    .map((request) => distinctTerms(queryTerms(request)))
+    .filter((terms) => terms.length > 0);
+  return requests.length > 1 ? requests : [];
 }
 
 export interface LearnedParams {
@@ -242,14 +252,13 @@ export class LearnedIndex {
   eventCount = 0;
 
   /** Adds one event; `terms` are the query's distinct words, `vector` its embedding when known. */
-  add(text: string, terms: readonly string[], vector: ArrayLike<number> | null, event: LearnedEvent, segments: readonly (readonly string[])[] = []): void {
+  add(text: string, terms: readonly string[], vector: ArrayLike<number> | null, event: LearnedEvent): void {
     let id = this.byText.get(text);
     if (id === undefined) {
       id = this.queries.length;
       this.byText.set(text, id);
       const distinct = [...new Set(terms)];
-      const kept = segments.filter((segment) => segment.length > 0);
-      this.queries.push({ terms: distinct, vector: vector ? unit(vector) : null, segments: kept.length > 1 ? kept : [] });
+      this.queries.push({ text, terms: distinct, vector: vector ? unit(vector) : null });
       for (const term of distinct) this.df.set(term, (this.df.get(term) ?? 0) + 1);
       if (this.queries.length > this.normsAt * 1.1 + 10) this.recomputeNorms();
       else this.norms[id] = this.norm(distinct);
@@ -294,7 +303,7 @@ export class LearnedIndex {
     params: LearnedParams = DEFAULT_LEARNED_PARAMS,
     toolWords?: ToolWords,
     toolLikeness?: ToolLikeness,
-    requests: readonly (readonly string[])[] = [],
+    text?: string,
   ): LearnedList {
     if (!toolWords && (params.anchorPower > 0 || params.gainedPower > 0))
       params = { ...params, minSimilarity: Math.max(params.minSimilarity, LEARNED_STRICT_SIMILARITY) };
@@ -316,9 +325,9 @@ export class LearnedIndex {
       // the shipped floor and minimum) shares one, and the dot products are most of the list's cost.
       if (query && past.vector && shared > 0) close = Math.max(close, (dot(query, past.vector) - params.semanticFloor) / (1 - params.semanticFloor));
       let counted = close >= params.minSimilarity ? close ** params.similarityPower : 0;
-      if (segmentWeight && past.segments.length) {
+      if (segmentWeight && this.segmentsOf(past).length) {
         let best = 0;
-        for (const segment of past.segments) {
+        for (const segment of this.segmentsOf(past)) {
           let whole = 0;
           let held = 0;
           for (const term of segment) {
@@ -345,7 +354,7 @@ export class LearnedIndex {
         const used = this.byTool.get(tool);
         if (!used) continue;
         for (let at = used.length - 1; at >= Math.max(0, used.length - LEARNED_EVENTS_PER_TOOL); at--)
-          for (const segment of this.queries[used[at]!.query]!.segments) for (const term of segment) words.add(term);
+          for (const segment of this.segmentsOf(this.queries[used[at]!.query]!)) for (const term of segment) words.add(term);
       }
       if (words.size) {
         const catalog = toolWords([], [...words]).weight;
@@ -364,6 +373,7 @@ export class LearnedIndex {
       if (kept.length) counting.set(tool, kept);
     }
     const anchored = (params.anchorPower > 0 || params.gainedPower > 0) && toolWords && counting.size > 0;
+    const requests = anchored && params.gainedLocal > 0 && text !== undefined ? requestTerms(text) : [];
     const anchor = anchored ? this.anchor(counting, terms, toolWords, params, requests) : undefined;
     const twinned = (params.twinSimilarity > 0 || params.twinCosine > 0) && toolLikeness !== undefined && counting.size > 0;
     const swapped = twinned && params.twinSwap > 0;
@@ -409,6 +419,11 @@ export class LearnedIndex {
       tiesShare: twinned && !swapped,
       ...(swapped ? { twinGroups: twinGroups(counting, [...new Set(candidates)], likeness!, params) } : {}),
     };
+  }
+
+  private segmentsOf(past: PastQuery): readonly (readonly string[])[] {
+    past.segments ??= requestTerms(past.text);
+    return past.segments;
   }
 
   /**

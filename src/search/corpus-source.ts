@@ -78,12 +78,7 @@ export interface CorpusSource {
    * used after past queries like this one, by the query's words and embedding. Absent: nothing is learned for this corpus (a request's tools,
    * LEARNING=off).
    */
-  readonly learned?: (
-    terms: readonly string[],
-    vector: number[] | undefined,
-    candidates: readonly string[],
-    requests?: readonly (readonly string[])[],
-  ) => Promise<LearnedList | undefined>;
+  readonly learned?: (terms: readonly string[], vector: number[] | undefined, candidates: readonly string[], text?: string) => Promise<LearnedList | undefined>;
   /** What orders tied tools where the id does not (a request's hashes: their names). */
   readonly tieKeyOf?: (id: string) => string;
   /** The names and descriptions of `ids`, for the rerank stage; absent: not reranked (a remembered catalog). */
@@ -190,7 +185,7 @@ function learnedFrom(held: CatalogInHand): CorpusSource['learned'] {
   if (!learned) return undefined;
   const index = held.index;
   const toolWords: ToolWords | undefined = index ? (tools, words) => index.toolWords(tools, words) : undefined;
-  return async (terms, vector, candidates, requests) => {
+  return async (terms, vector, candidates, text) => {
     const past = await learned.index.catch(() => undefined);
     if (!past) return undefined;
     const { twinSimilarity, twinCosine } = learned.params;
@@ -207,7 +202,7 @@ function learnedFrom(held: CatalogInHand): CorpusSource['learned'] {
                 : { words: words(a, b), meaning: vectors ? cosine(vectors.get(a), vectors.get(b)) : 0 };
           }
         : undefined;
-    return past.list(candidates, terms, vector, Date.now() / 1000, learned.params, toolWords, toolLikeness, requests);
+    return past.list(candidates, terms, vector, Date.now() / 1000, learned.params, toolWords, toolLikeness, text);
   };
 }
 

@@ -19,7 +19,7 @@ import type { VectorCache } from '../store/vector-cache.js';
 import type { SeenTools } from './seen-tools.js';
 import type { LearnedCache } from './learned-cache.js';
 import type { RecentSearches } from './feedback.js';
-import { addLearnedVotes, learnedWeight, splitRequests } from '../ranking/learned.js';
+import { addLearnedVotes, learnedWeight } from '../ranking/learned.js';
 import { detectLanguage, isMultilingualModel } from '../ranking/language.js';
 import { rerankHead, rerankText, type RerankMode } from '../ranking/rerank.js';
 import type { Reranker } from '../embed/reranker.js';
@@ -321,7 +321,7 @@ export async function rankCorpus(
             terms,
             queryVector,
             fused.map(([id]) => id),
-            splitRequests(request.query).map((part) => distinctTerms(queryTerms(part))),
+            request.query,
           )
           .catch(() => undefined)
       : undefined;

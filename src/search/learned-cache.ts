@@ -6,7 +6,7 @@
  */
 import { queryTerms } from '../ranking/search-text.js';
 import { distinctTerms } from '../ranking/bm25.js';
-import { DEFAULT_LEARNED_PARAMS, LearnedIndex, splitRequests, type LearnedParams } from '../ranking/learned.js';
+import { DEFAULT_LEARNED_PARAMS, LearnedIndex, type LearnedParams } from '../ranking/learned.js';
 import { loadFeedback } from '../store/feedback-store.js';
 import type { Db } from '../store/database.js';
 
@@ -86,13 +86,12 @@ export class LearnedCache {
         limit: PAGE,
       });
       for (const row of rows) {
-        held.index.add(
-          row.query,
-          distinctTerms(queryTerms(row.query)),
-          row.queryVector,
-          { tool: row.toolName, caller: row.caller, strength: row.strength, at: row.at },
-          splitRequests(row.query).map((request) => distinctTerms(queryTerms(request))),
-        );
+        held.index.add(row.query, distinctTerms(queryTerms(row.query)), row.queryVector, {
+          tool: row.toolName,
+          caller: row.caller,
+          strength: row.strength,
+          at: row.at,
+        });
         held.lastId = row.id;
       }
       if (rows.length < PAGE) break;

@@ -204,9 +204,8 @@ describe('the learned list', () => {
   it('finds a past task that shares one request with this one (segmentMin), by the catalog’s words, and keeps the vote to that request’s tool', () => {
     const index = new LearnedIndex();
     const past = 'check the temperature of smart building B7. Then, translate the report to german.';
-    const requests = (text: string) => splitRequests(text).map((request) => terms(request.replace(/[.,;?]/g, '').toLowerCase()));
-    index.add(past, terms('check temperature smart building b7 translate report german'), null, event('getBuildingTemperature'), requests(past));
-    index.add(past, terms('check temperature smart building b7 translate report german'), null, event('translateToGerman'), requests(past));
+    index.add(past, terms('check temperature smart building b7 translate report german'), null, event('getBuildingTemperature'));
+    index.add(past, terms('check temperature smart building b7 translate report german'), null, event('translateToGerman'));
     const holds: Record<string, string[]> = {
       getBuildingTemperature: ['temperature', 'smart', 'building'],
       translateToGerman: ['translate', 'german'],
@@ -234,13 +233,13 @@ describe('the learned list', () => {
     expect(index.list(candidates, nowTerms, undefined, NOW, params, toolWords).ranked).toEqual([]);
     // By the request they share: the temperature tool only (the translation's words are not in this task).
     const segmented = { ...params, segmentMin: 0.6 };
-    const list = index.list(candidates, nowTerms, undefined, NOW, segmented, toolWords, undefined, requests(now));
+    const list = index.list(candidates, nowTerms, undefined, NOW, segmented, toolWords, undefined, now);
     expect(list.ranked.map(([tool]) => tool)).toEqual(['getBuildingTemperature']);
     // Without the catalog's words (a store-path ranking) requests are not read: nothing would hold the vote to the shared request's tool.
-    expect(index.list(candidates, nowTerms, undefined, NOW, segmented, undefined, undefined, requests(now)).ranked).toEqual([]);
+    expect(index.list(candidates, nowTerms, undefined, NOW, segmented, undefined, undefined, now).ranked).toEqual([]);
     // The other request's words ("monitor vital signs": 6 of 12.5) hold the vote back, unless only the tool's request is judged (gainedLocal).
     const whole = list.ranked[0]![1];
-    const local = index.list(candidates, nowTerms, undefined, NOW, { ...segmented, gainedLocal: 1 }, toolWords, undefined, requests(now)).ranked[0]![1];
+    const local = index.list(candidates, nowTerms, undefined, NOW, { ...segmented, gainedLocal: 1 }, toolWords, undefined, now).ranked[0]![1];
     expect(whole).toBeCloseTo(local * (1 - 6 / 12.5), 9);
     expect(local).toBeCloseTo(1, 9);
   });
