@@ -1,11 +1,11 @@
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { loadConfigOrExit } from '../config.js';
 import { createDeps } from '../deps.js';
 import { runEval, type EvalReport } from '../eval/run-eval.js';
-import { runReplay, type ReplayCell, type ReplayScenario } from '../eval/replay.js';
+import { runReplay, type ReplayCell, type ReplayRow, type ReplayScenario } from '../eval/replay.js';
 import { DEFAULT_LEARNED_PARAMS, type LearnedParams } from '../ranking/learned.js';
 import { seededRandom } from '../eval/seeded-random.js';
 import { addTypos } from '../eval/typos.js';
@@ -23,6 +23,7 @@ const USAGE = `usage: npm run eval -- --dataset <dir> [--queries <file>] [--mode
        npm run eval -- --all <folder> --replay <folds> [--scenarios clean,noisy,flood] [--learned-weights 1]
        replays learning from use: each fold's queries ranked after the other folds' were fed as feedback
        (src/eval/replay.ts), nDCG@10 / R@10 without and with learning, on all, fed and unfed queries
+       (fed in full: every relevant tool fed); with --out, each held-out query's rankings as JSON lines
        npm run eval -- --all <folder> --multilingual test/fixtures/multilingual
        ranks the labelled non-English queries (<corpus>.jsonl, and the English tasks they were written
        from, <corpus>.en.jsonl) over <folder>/<corpus>: nDCG@10 / R@10 per language, answers marked
@@ -148,9 +149,11 @@ if (values.replay !== undefined) {
   try {
     const started = performance.now();
     const reports = [];
+    if (values.out) writeFileSync(values.out, '');
     for (const dataset of datasets) {
       reports.push(
         await runReplay(deps, {
+          ...(values.out ? { onRow: (row: ReplayRow) => appendFileSync(values.out!, `${JSON.stringify({ dataset, ...row })}\n`) } : {}),
           dataset,
           queries: values.queries,
           folds,
@@ -168,13 +171,16 @@ if (values.replay !== undefined) {
       const pair = (part: { ndcg10: number; recall10: number }) => `${part.ndcg10.toFixed(3)} / ${part.recall10.toFixed(3)}`;
       for (const report of reports) {
         const { off } = report;
-        console.log(`\ndataset ${report.dataset}: ${report.tools} tools; queries ${off.all.queries}, fed ${off.fed.queries}, unfed ${off.unfed.queries}`);
-        console.log(`${'run'.padEnd(48)} all nDCG/R@10   fed nDCG/R@10   unfed nDCG/R@10  fed gap closed`);
+        console.log(
+          `\ndataset ${report.dataset}: ${report.tools} tools; queries ${off.all.queries}, fed ${off.fed.queries} (in full ${off.fedInFull.queries}), unfed ${off.unfed.queries}`,
+        );
+        console.log(`${'run'.padEnd(48)} all nDCG/R@10   fed nDCG/R@10   unfed nDCG/R@10  fed gap closed  fed in full: nDCG/R@10, gap closed`);
+        const closed = (on: number, before: number) => `${((100 * (on - before)) / Math.max(1e-9, 1 - before)).toFixed(1)}%`;
         const row = (label: string, value: ReplayCell, extra = '') =>
           console.log(
             `${label.padEnd(48)} ${pair(value.all)}   ${pair(value.fed)}   ${pair(value.unfed)}    ${
-              value === off ? '-' : `${((100 * (value.fed.ndcg10 - off.fed.ndcg10)) / Math.max(1e-9, 1 - off.fed.ndcg10)).toFixed(1)}%`
-            }${extra}`,
+              value === off ? '-'.padEnd(6) : closed(value.fed.ndcg10, off.fed.ndcg10).padEnd(6)
+            }          ${pair(value.fedInFull)}${value === off ? '' : `, ${closed(value.fedInFull.ndcg10, off.fedInFull.ndcg10)}`}${extra}`,
           );
         row('off', off);
         for (const [scenario, byWeight] of Object.entries(report.on)) {

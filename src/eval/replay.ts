@@ -25,8 +25,26 @@ export type ReplayScenario = 'clean' | 'noisy' | 'flood';
 
 export interface ReplayCell {
   all: { ndcg10: number; recall10: number; queries: number };
+  /** Queries with a relevant tool that received feedback (the "fed"). */
   fed: { ndcg10: number; recall10: number; queries: number };
+  /** Of those, the queries every relevant tool of which received feedback (a recurring task, whole). */
+  fedInFull: { ndcg10: number; recall10: number; queries: number };
   unfed: { ndcg10: number; recall10: number; queries: number };
+}
+
+/** One held-out query's ranking, with and without learning (--out). */
+export interface ReplayRow {
+  scenario: ReplayScenario;
+  setting: string;
+  fold: number;
+  id: string;
+  query: string;
+  relevant: string[];
+  fed: 'none' | 'part' | 'full';
+  off: string[];
+  on: string[];
+  ndcg10Off: number;
+  ndcg10On: number;
 }
 
 export interface ReplayReport {
@@ -44,12 +62,19 @@ const CALLERS = 10;
 const NOISE = 0.2;
 const FLOOD_FACTOR = 10;
 
-function cell(perQuery: { metrics: QueryMetrics; fed: boolean }[]): ReplayCell {
+type Fed = ReplayRow['fed'];
+
+function cell(perQuery: { metrics: QueryMetrics; fed: Fed }[]): ReplayCell {
   const summary = (rows: { metrics: QueryMetrics }[]) => {
     const mean = meanMetrics(rows.map((row) => row.metrics));
     return { ndcg10: rows.length ? mean.ndcg10 : 0, recall10: rows.length ? mean.recall10 : 0, queries: rows.length };
   };
-  return { all: summary(perQuery), fed: summary(perQuery.filter((row) => row.fed)), unfed: summary(perQuery.filter((row) => !row.fed)) };
+  return {
+    all: summary(perQuery),
+    fed: summary(perQuery.filter((row) => row.fed !== 'none')),
+    fedInFull: summary(perQuery.filter((row) => row.fed === 'full')),
+    unfed: summary(perQuery.filter((row) => row.fed === 'none')),
+  };
 }
 
 export async function runReplay(
@@ -63,6 +88,8 @@ export async function runReplay(
     settings: Map<string, Partial<LearnedParams>>;
     seed: number;
     onProgress?: (message: string) => void;
+    /** Each held-out query's rankings, as they are made. */
+    onRow?: (row: ReplayRow) => void;
   },
 ): Promise<ReplayReport> {
   const tools = readJsonl(join(options.dataset, 'catalog.jsonl'));
@@ -90,9 +117,13 @@ export async function runReplay(
     const names = tools.map((tool) => String((tool as { name?: unknown }).name ?? ''));
     const floodTool = names[Math.floor(random() * names.length)]!;
     const fedTools = (fold: number) => new Set(queries.filter((query) => foldOf.get(query.id) !== fold).flatMap((query) => query.relevant));
-    const isFed = (query: EvalQuery) => {
-      const fed = fedTools(foldOf.get(query.id)!);
-      return query.relevant.some((name) => fed.has(name));
+    const fedOf = new Map<number, Set<string>>();
+    const isFed = (query: EvalQuery): Fed => {
+      const fold = foldOf.get(query.id)!;
+      if (!fedOf.has(fold)) fedOf.set(fold, fedTools(fold));
+      const fed = fedOf.get(fold)!;
+      const count = query.relevant.filter((name) => fed.has(name)).length;
+      return count === 0 ? 'none' : count === query.relevant.length ? 'full' : 'part';
     };
     const judge = (query: EvalQuery, ranked: string[]) => scoreQuery(ranked, { relevant: query.relevant, relevantGroups: query.relevant_groups });
     const report: ReplayReport = {
@@ -103,7 +134,7 @@ export async function runReplay(
       events: {},
     };
     for (const scenario of options.scenarios) {
-      const perWeight = new Map<string, { metrics: QueryMetrics; fed: boolean }[]>([...options.settings.keys()].map((label) => [label, []]));
+      const perWeight = new Map<string, { metrics: QueryMetrics; fed: Fed }[]>([...options.settings.keys()].map((label) => [label, []]));
       const moved = new Map<string, number>([...options.settings.keys()].map((label) => [label, 0]));
       let events = 0;
       for (let fold = 0; fold < options.folds; fold++) {
@@ -135,7 +166,24 @@ export async function runReplay(
           for (const [weight, setting] of options.settings) {
             Object.assign(learned.params, DEFAULT_LEARNED_PARAMS, { halfLifeSeconds: learned.params.halfLifeSeconds }, setting);
             const ranked = (await search(withLearning, query)).tools.map((tool) => tool.id);
-            perWeight.get(weight)!.push({ metrics: judge(query, ranked), fed: isFed(query) });
+            const metrics = judge(query, ranked);
+            perWeight.get(weight)!.push({ metrics, fed: isFed(query) });
+            if (options.onRow) {
+              const off = offRanked.get(query.id)!;
+              options.onRow({
+                scenario,
+                setting: weight,
+                fold,
+                id: query.id,
+                query: query.query,
+                relevant: query.relevant,
+                fed: isFed(query),
+                off: off.slice(0, 10),
+                on: ranked.slice(0, 10),
+                ndcg10Off: judge(query, off).ndcg10,
+                ndcg10On: metrics.ndcg10,
+              });
+            }
             if (scenario === 'flood' && !query.relevant.includes(floodTool) && ranked.slice(0, 3).includes(floodTool)) {
               if (!offRanked.get(query.id)!.slice(0, 3).includes(floodTool)) moved.set(weight, moved.get(weight)! + 1);
             }
