@@ -80,16 +80,16 @@ export interface UseTracker {
  * Learning from use for a catalog (opt-in): pass the tracker as a helper's `learn` option and call
  * `called(name)` from your loop's tool-call hook (e.g. the AI SDK's `onStepFinish`). A call of a tool
  * that one of the last searches (within `windowMs`, default 10 minutes) ranked is sent to
- * `POST /v1/feedback` with that search's query, once per search and tool, in the background: a
+ * `POST /v1/feedback` with that search's query and what it ranked, once per search and tool, in the background: a
  * failure goes to `onError` (default: ignored), never to the agent.
  */
 export function useTracker(client: ToolsiftClientOptions, options: { catalog: string; windowMs?: number; timeoutMs?: number; onError?: (error: Error) => void }): UseTracker {
   const api = createToolsiftClient(client);
   const windowMs = options.windowMs ?? 10 * 60_000;
-  let recent: Array<{ query: string; names: Set<string>; at: number; sent: Set<string> }> = [];
+  let recent: Array<{ query: string; shown: string[]; names: Set<string>; at: number; sent: Set<string> }> = [];
   return {
     searched(query, names) {
-      recent = [{ query, names: new Set(names), at: Date.now(), sent: new Set<string>() }, ...recent].slice(0, 8);
+      recent = [{ query, shown: [...names], names: new Set(names), at: Date.now(), sent: new Set<string>() }, ...recent].slice(0, 8);
     },
     called(name) {
       const search = recent.find((entry) => Date.now() - entry.at <= windowMs && entry.names.has(name));
@@ -97,7 +97,8 @@ export function useTracker(client: ToolsiftClientOptions, options: { catalog: st
       search.sent.add(name);
       void api
         .POST('/v1/feedback', {
-          body: { catalog: options.catalog, query: search.query, used: [name] },
+          // What the model was shown with it: learning may then put it above an alike tool it was chosen over.
+          body: { catalog: options.catalog, query: search.query, used: [name], shown: search.shown },
           signal: AbortSignal.timeout(options.timeoutMs ?? DEFAULT_TIMEOUT_MS),
         })
         .then(({ error, response }) => {

@@ -20,7 +20,7 @@ const USAGE = `usage: npm run eval -- --dataset <dir> [--queries <file>] [--mode
        add --typos <rate> [--seed <n>] to rank the queries again with each word of 4+ letters misspelled
        with that probability (seeded), reported beside the clean run with the share of nDCG@10 kept
        (with --out, the typo run's rankings go to the same file name with .typos before its extension)
-       npm run eval -- --all <folder> --replay <folds> [--scenarios clean,noisy,flood] [--learned-weights 1]
+       npm run eval -- --all <folder> --replay <folds> [--scenarios clean,noisy,flood,shown] [--learned-weights 1]
        replays learning from use: each fold's queries ranked after the other folds' were fed as feedback
        (src/eval/replay.ts), nDCG@10 / R@10 without and with learning, on all, fed and unfed queries
        (fed in full: every relevant tool fed); with --out, each held-out query's rankings as JSON lines
@@ -140,9 +140,9 @@ if (values.replay !== undefined) {
     ]),
   );
   const badAxis = grid.find((axis) => !(axis.name in DEFAULT_LEARNED_PARAMS) || axis.values.some((value) => !(value >= 0)));
-  if (!Number.isInteger(folds) || folds < 2 || scenarios.some((name) => !['clean', 'noisy', 'flood'].includes(name)) || badAxis) {
+  if (!Number.isInteger(folds) || folds < 2 || scenarios.some((name) => !['clean', 'noisy', 'flood', 'shown'].includes(name)) || badAxis) {
     console.error(
-      '--replay takes a number of folds (2 or more), --scenarios some of clean,noisy,flood, --learned-grid "name=v1,v2 ..." of LearnedParams names and numbers >= 0',
+      '--replay takes a number of folds (2 or more), --scenarios some of clean,noisy,flood,shown, --learned-grid "name=v1,v2 ..." of LearnedParams names and numbers >= 0',
     );
     process.exit(2);
   }

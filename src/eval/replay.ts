@@ -6,7 +6,9 @@
  * from ten callers in turn), the held-out fold is ranked with and without learning, and the folds
  * rotate. Scenarios: `clean`; `noisy`, a fifth of the events pointing at a wrong tool (a random
  * non-relevant tool of that query's top 10 without learning); `flood`, the clean events plus one
- * caller sending ten times as many, all pointing at one tool, after random fed queries.
+ * caller sending ten times as many, all pointing at one tool, after random fed queries; `shown`,
+ * the clean events each with what the agent was shown (that query's top 10 without learning), as
+ * the MCP correlation and feedback quoting a search_id record them.
  */
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -21,7 +23,7 @@ import { loadQueries, readJsonl, type EvalQuery } from './run-eval.js';
 import { meanMetrics, scoreQuery, type QueryMetrics } from './metrics.js';
 import { seededRandom } from './seeded-random.js';
 
-export type ReplayScenario = 'clean' | 'noisy' | 'flood';
+export type ReplayScenario = 'clean' | 'noisy' | 'flood' | 'shown';
 
 export interface ReplayCell {
   all: { ndcg10: number; recall10: number; queries: number };
@@ -140,8 +142,8 @@ export async function runReplay(
       for (let fold = 0; fold < options.folds; fold++) {
         await forgetFeedback(withLearning, ref);
         const training = queries.filter((query) => foldOf.get(query.id) !== fold);
-        const record = async (query: string, used: string[], caller: string) => {
-          await recordFeedback(withLearning, ref, { query, used, caller, strength: STRENGTH.used });
+        const record = async (query: string, used: string[], caller: string, shown?: string[]) => {
+          await recordFeedback(withLearning, ref, { query, used, caller, strength: STRENGTH.used, ...(shown ? { shown } : {}) });
           events += used.length;
         };
         let honest = 0;
@@ -154,7 +156,7 @@ export async function runReplay(
               .filter((candidate) => !query.relevant.includes(candidate));
             return wrong.length ? wrong[Math.floor(random() * wrong.length)]! : name;
           });
-          await record(query.query, used, `caller-${index % CALLERS}`);
+          await record(query.query, used, `caller-${index % CALLERS}`, scenario === 'shown' ? offRanked.get(query.id)!.slice(0, 10) : undefined);
           honest += used.length;
         }
         if (scenario === 'flood') {

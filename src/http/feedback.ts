@@ -19,7 +19,7 @@ export const feedbackRequest = z
     /** A search answer's `search_id`: the event binds to that search's query. */
     search_id: z.string().min(1).max(64).optional(),
     used: z.array(toolName).min(1, 'used must name at least one tool').max(100),
-    /** What the caller showed the model; accepted, not used yet. */
+    /** What the caller showed the model: those not used were passed over (no twins of the used ones for queries like this). */
     shown: z.array(toolName).max(1000).optional(),
   })
   .strict()
@@ -49,7 +49,15 @@ export function feedbackRoutes(deps: FeedbackDeps & { recentSearches?: RecentSea
     const result = await recordFeedback(
       deps,
       { tenant, name: body.catalog },
-      { query: logged?.query ?? body.query!, used: body.used, caller: requestCaller(res), strength: STRENGTH.used, access },
+      {
+        query: logged?.query ?? body.query!,
+        used: body.used,
+        caller: requestCaller(res),
+        strength: STRENGTH.used,
+        access,
+        // What the quoted search showed from this catalog, unless the caller says what it showed the model.
+        ...(body.shown ? { shown: body.shown } : logged ? { shown: logged.shown.find((entry) => entry.catalog === body.catalog)!.names } : {}),
+      },
     );
     res.json({ recorded: result.recorded, unknown: result.unknown, learning: result.learning ? 'on' : 'off' });
   });

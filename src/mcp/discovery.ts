@@ -753,7 +753,8 @@ function learnFromUse(deps: DiscoveryDeps, scope: DiscoveryScope, catalog: strin
   const caller = scope.caller ?? ANONYMOUS_CALLER;
   const use = deps.search.recentSearches?.use(scope.tenant, caller, catalog, tool, strength);
   if (!use) return;
-  void recordFeedback(deps.search, { tenant: scope.tenant, name: catalog }, { query: use.search.query, used: [tool], caller, strength: use.add }).catch(
+  const shown = use.search.shown.find((entry) => entry.catalog === catalog)?.names ?? [];
+  void recordFeedback(deps.search, { tenant: scope.tenant, name: catalog }, { query: use.search.query, used: [tool], caller, strength: use.add, shown }).catch(
     (error) => deps.logger?.warn({ err: error, tenant: scope.tenant, catalog, tool }, 'mcp: a use after a search was not recorded'),
   );
 }

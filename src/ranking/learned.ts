@@ -12,10 +12,11 @@
  * meaning of the query support, and a tool's vote grows with its evidence up to LEARNED_EVIDENCE_FULL.
  *
  * Where the catalog's words are in hand (its in-process index), a loose match's vote is held to the
- * words that tied the past query to its tool and to this query's words neither holds (anchorPower,
- * gainedPower), and tools alike in the words in play are twins that take the places their group
- * reached (twinSimilarity, twinSwap, twinLocal): a catalog holding one function twice learns both.
- * Without them only near-repeats count (LEARNED_STRICT_SIMILARITY).
+ * words that tied the past query to its tool and to this query's words neither it nor another past
+ * request for the tool holds (anchorPower, gainedPower, gainedPooled), and tools alike in the words
+ * in play are twins that take the places their group reached (twinSimilarity, twinSwap,
+ * twinLocal): a catalog holding one function twice learns both, unless agents shown both chose
+ * one (an event's passedOver). Without them only near-repeats count (LEARNED_STRICT_SIMILARITY).
  */
 import { byScoreThenId, distinctTerms } from './bm25.js';
 import { queryTerms } from './search-text.js';
@@ -32,12 +33,13 @@ export const LEARNED_SEMANTIC_FLOOR = 0.5;
 /** Similarities are raised to this power: near-repeats count far more than loose matches. */
 export const LEARNED_SIMILARITY_POWER = 2;
 /**
- * Similarities under this count nothing: loose matches count, held to the words that tied them to
- * their tool and to this query's other words (anchorPower 2, gainedPower 1; where the catalog's
+ * Similarities under this count nothing: loose matches count (similarity^2: a loose match counts
+ * little alone, many of them for one tool add up), held to the words that tied them to their tool
+ * and to this query's other words (anchorPower 2, gainedPower 1, gainedPooled; where the catalog's
  * words are not in hand, LEARNED_STRICT_SIMILARITY instead). Chosen by the replay
- * (docs/ranking.md, "Learning from use", fifth attempt).
+ * (docs/ranking.md, "Learning from use", sixth attempt).
  */
-export const LEARNED_MIN_SIMILARITY = 0.35;
+export const LEARNED_MIN_SIMILARITY = 0.1;
 /**
  * Where the catalog's words are not in hand (a store-path ranking: nothing holds a loose match to
  * the words that tied it to its tool, nor tells twins), past queries count from this similarity
@@ -60,6 +62,11 @@ export interface LearnedEvent {
   strength: number;
   /** Seconds since the epoch. */
   at: number;
+  /**
+   * The tools shown with it and not used, when the caller told: for queries like this one they are
+   * no twins of the tool used (the agent told them apart), so learning may put it above them.
+   */
+  passedOver?: readonly string[];
 }
 
 interface PastQuery {
@@ -157,6 +164,12 @@ export interface LearnedParams {
    * that this query holds. Counted when it reaches this (0: requests are not read).
    */
   segmentMin: number;
+  /**
+   * 1: gainedPower reads this query's words that neither the tool nor any of its counted past
+   * queries holds (a detail some past request for the tool carried is no sign of another intent);
+   * 0: those the one past query judged lacks.
+   */
+  gainedPooled: number;
 }
 
 /**
@@ -186,12 +199,13 @@ export const DEFAULT_LEARNED_PARAMS: LearnedParams = {
   peakExponent: LEARNED_PEAK_EXPONENT,
   anchorPower: 2,
   gainedPower: 1,
-  twinSimilarity: 0.6,
+  twinSimilarity: 0.55,
   twinCosine: 0,
   twinSwap: 1,
   twinLocal: 1,
   segmentMin: 0,
   gainedLocal: 0,
+  gainedPooled: 1,
 };
 
 /** The learned list for one query: tools by evidence, and how many events stand behind each. */
@@ -246,6 +260,7 @@ export class LearnedIndex {
   private readonly df = new Map<string, number>();
   /** Each tool's events, oldest first, with the past query they followed. */
   private readonly byTool = new Map<string, { query: number; event: LearnedEvent }[]>();
+  private readonly names = new Map<string, string>();
   /** Each past query's idf norm, as of `normsAt` past queries (recomputed when their number grew by a tenth). */
   private norms: number[] = [];
   private normsAt = 0;
@@ -265,6 +280,8 @@ export class LearnedIndex {
     }
     const past = this.queries[id]!;
     if (!past.vector && vector) past.vector = unit(vector);
+    // Names passed over are held once each however many events name them.
+    if (event.passedOver) event = { ...event, passedOver: event.passedOver.map((name) => this.names.get(name) ?? (this.names.set(name, name), name)) };
     const events = this.byTool.get(event.tool);
     if (events) events.push({ query: id, event });
     else this.byTool.set(event.tool, [{ query: id, event }]);
@@ -446,6 +463,7 @@ export class LearnedIndex {
     let ownTotal = 0;
     for (const term of own) ownTotal += weightOf(term);
     const kept = new Map<string, number>();
+    const pooledWords = new Map<string, Set<string>>();
     return (tool, id) => {
       const key = `${id} ${tool}`;
       const known = kept.get(key);
@@ -480,7 +498,16 @@ export class LearnedIndex {
             }
           }
         }
-        const pastWords = new Set(past);
+        let pastWords: ReadonlySet<string>;
+        if (params.gainedPooled > 0) {
+          let pooled = pooledWords.get(tool);
+          if (!pooled) {
+            pooled = new Set<string>();
+            for (const { id: other } of counting.get(tool) ?? []) for (const term of this.queries[other]!.terms) pooled.add(term);
+            pooledWords.set(tool, pooled);
+          }
+          pastWords = pooled;
+        } else pastWords = new Set(past);
         let gained = 0;
         for (const term of judged) if (!pastWords.has(term) && !holds.has(term)) gained += weightOf(term);
         share *= (1 - gained / judgedTotal) ** params.gainedPower;
@@ -504,7 +531,7 @@ function twinEvents(
   toolLikeness: ToolLikeness,
   params: LearnedParams,
 ): Map<string, Counted[]> {
-  const twins = twinsBy(toolLikeness(candidates), params);
+  const twins = twinsBy(toolLikeness(candidates), params, counting);
   const pooled = new Map<string, Counted[]>();
   for (const tool of candidates) {
     const seen = new Set<string>();
@@ -523,18 +550,41 @@ function twinEvents(
   return pooled;
 }
 
-/** Whether two tools are twins by `likeness` (twinSimilarity, twinCosine). */
-function twinsBy(likeness: ReturnType<ToolLikeness>, params: LearnedParams): (a: string, b: string) => boolean {
+/**
+ * Whether a candidate is a twin of a tool with events: alike enough (twinSimilarity, twinCosine),
+ * and never passed over for it: an agent shown both after a query like this one that used one of
+ * them told them apart.
+ */
+function twinsBy(
+  likeness: ReturnType<ToolLikeness>,
+  params: LearnedParams,
+  counting: ReadonlyMap<string, readonly { event: LearnedEvent }[]>,
+): (a: string, b: string) => boolean {
+  const passed = new Map<string, Set<string>>();
+  for (const [used, counted] of counting)
+    for (const { event } of counted) {
+      if (!event.passedOver?.length) continue;
+      const names = passed.get(used) ?? new Set<string>();
+      for (const name of event.passedOver) names.add(name);
+      passed.set(used, names);
+    }
+  const apart = (used: string, other: string) => passed.get(used)?.has(other) ?? false;
   return (a, b) => {
     if (a === b) return true;
+    if (apart(a, b) || apart(b, a)) return false;
     const { words, meaning } = likeness(a, b);
     return (params.twinSimilarity > 0 && words >= params.twinSimilarity) || (params.twinCosine > 0 && meaning >= params.twinCosine);
   };
 }
 
 /** The candidates' twin groups that hold a tool with events (twinSwap): each such tool with its twins, overlapping groups merged. */
-function twinGroups(counting: ReadonlyMap<string, unknown>, candidates: readonly string[], toolLikeness: ToolLikeness, params: LearnedParams): string[][] {
-  const twins = twinsBy(toolLikeness(candidates), params);
+function twinGroups(
+  counting: ReadonlyMap<string, readonly Counted[]>,
+  candidates: readonly string[],
+  toolLikeness: ToolLikeness,
+  params: LearnedParams,
+): string[][] {
+  const twins = twinsBy(toolLikeness(candidates), params, counting);
   const parent = new Map<string, string>();
   const root = (tool: string): string => {
     let at = tool;

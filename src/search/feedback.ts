@@ -35,7 +35,15 @@ export interface FeedbackInput {
   strength: number;
   /** The key reporting it: a tool it does not see is `unknown`, as an absent one (trust/policy.ts). */
   access?: Access;
+  /**
+   * What the model was shown with them, in order, when the caller knows: those not used were
+   * passed over, and are no twins of the used ones for queries like this one (ranking/learned.ts).
+   */
+  shown?: readonly string[];
 }
+
+/** Passed-over tools kept per event: the head of what was shown, what a model reads first. */
+export const PASSED_OVER_MAX = 20;
 
 /**
  * Records that the tools `used` served `query` in the catalog. Names the catalog does not hold are
@@ -62,6 +70,7 @@ export async function recordFeedback(
   // The query's embedding lets later queries that mean the same in other words find it; a model
   // that fails leaves the words alone.
   const vector = deps.embedder ? await deps.embedder.embedQuery(input.query).catch(() => undefined) : undefined;
+  const passedOver = input.shown ? [...new Set(input.shown)].filter((name) => !used.includes(name)).slice(0, PASSED_OVER_MAX) : undefined;
   await insertFeedback(
     deps.db,
     catalog.id,
@@ -72,6 +81,7 @@ export async function recordFeedback(
       caller: input.caller,
       strength: input.strength,
       ...(vector && deps.embedder ? { embedding: { model: deps.embedder.modelId, vector } } : {}),
+      ...(passedOver ? { passedOver } : {}),
     })),
   );
   deps.learned.changed(catalog.id);

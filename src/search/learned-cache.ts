@@ -91,6 +91,7 @@ export class LearnedCache {
           caller: row.caller,
           strength: row.strength,
           at: row.at,
+          ...(row.passedOver?.length ? { passedOver: row.passedOver } : {}),
         });
         held.lastId = row.id;
       }

@@ -11,6 +11,8 @@ export interface FeedbackEventRow {
   strength: number;
   /** The query's embedding, when it was embedded by the model the reader asked for. */
   queryVector: number[] | null;
+  /** The tools shown with it and not used; null: not told. */
+  passedOver: string[] | null;
   /** Seconds since the epoch. */
   at: number;
 }
@@ -22,6 +24,7 @@ export interface NewFeedbackEvent {
   caller: string;
   strength: number;
   embedding?: { model: string; vector: number[] };
+  passedOver?: string[];
 }
 
 /** The current definition hash of each of `names` in the catalog (names it does not hold are absent). */
@@ -41,10 +44,10 @@ export async function insertFeedback(db: Executor, catalogId: number, events: Ne
     (event) =>
       sql`(${catalogId}, ${event.query}, ${event.toolName}, ${event.toolHash}, ${event.caller}, ${event.strength}, ${event.embedding?.model ?? null}, ${
         event.embedding ? sql`${sql.param(event.embedding.vector)}::real[]` : sql`null`
-      })`,
+      }, ${event.passedOver ? sql`${sql.param(event.passedOver)}::text[]` : sql`null`})`,
   );
   await db.execute(
-    sql`insert into feedback_events (catalog_id, query, tool_name, tool_hash, caller, strength, query_model, query_vector) values ${sql.join(values, sql`, `)}`,
+    sql`insert into feedback_events (catalog_id, query, tool_name, tool_hash, caller, strength, query_model, query_vector, passed_over) values ${sql.join(values, sql`, `)}`,
   );
 }
 
@@ -61,7 +64,7 @@ export async function loadFeedback(
   return queryRows<FeedbackEventRow>(
     db,
     sql`select f.id::float8 as id, f.query, f.tool_name as "toolName", f.caller, f.strength,
-          case when f.query_model = ${options.model} then f.query_vector else null end as "queryVector",
+          case when f.query_model = ${options.model} then f.query_vector else null end as "queryVector", f.passed_over as "passedOver",
           extract(epoch from f.created_at)::float8 as at
         from feedback_events f join catalog_tools ct on ct.catalog_id = f.catalog_id and ct.name = f.tool_name and ct.hash = f.tool_hash
         where f.catalog_id = ${catalogId} and f.id > ${options.afterId}

@@ -296,6 +296,8 @@ export const feedbackEvents = pgTable(
     strength: real('strength').notNull(),
     queryModel: text('query_model'),
     queryVector: real('query_vector').array(),
+    /** The tools shown with it and not used (migration 0020): not its twins for queries like this one. */
+    passedOver: text('passed_over').array(),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (table) => [index('feedback_events_catalog_idx').on(table.catalogId, table.id), index('feedback_events_created_idx').on(table.createdAt)],

@@ -23,6 +23,8 @@ import {
   useTracker,
 } from '../../client/index.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import { getCatalog } from '../../src/store/catalog-store.js';
+import { loadFeedback } from '../../src/store/feedback-store.js';
 
 const usage = { inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 5, text: 5, reasoning: 0 } };
 const call = (id: string, toolName: string, input: unknown) => ({
@@ -200,6 +202,15 @@ describe('framework helpers in agent loops', () => {
     const deadline = Date.now() + 10_000;
     while (!(await learned()) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
     expect(await learned()).toEqual({ rank: 1, events: 1, vote: expect.any(Number) });
+    // The event says what the model was shown with it and passed over: the other tool the search ranked (send_email shares no word).
+    const stored = await loadFeedback(app.deps.search.db, (await getCatalog(app.deps.search.db, 'fw-tenant', catalog))!.id, {
+      afterId: 0,
+      sinceSeconds: 3600,
+      model: null,
+      limit: 10,
+    });
+    expect(stored.map((row) => row.toolName)).toEqual(['get_weather']);
+    expect(stored[0]!.passedOver).toEqual(['city_forecast_archive']);
     expect(errors).toEqual([]);
   });
 

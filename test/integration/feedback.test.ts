@@ -9,6 +9,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
 import { LEARNED_REFRESH_MS } from '../../src/search/learned-cache.js';
+import { getCatalog } from '../../src/store/catalog-store.js';
 
 const KEYS = 'ka1:alpha,ka2:alpha,kb:beta';
 const as = (key: string) => ({ authorization: `Bearer ${key}` });
@@ -147,6 +148,47 @@ describe('learning from use', () => {
       }
     } finally {
       await storePath.close();
+    }
+  });
+
+  it('learns which of two alike tools agents chose where it knows what they were shown (a quoted search_id, MCP), not from `used` alone', async () => {
+    const schema = { type: 'object', properties: { title: { type: 'string' } } };
+    const alike = [
+      { name: 'github_create_issue', description: 'Create an issue in a repository.', inputSchema: schema },
+      { name: 'jira_create_issue', description: 'Create an issue in a project.', inputSchema: schema },
+      { name: 'send_email', description: 'Send an email message.', inputSchema: schema },
+    ];
+    const query = 'create an issue';
+    for (const how of ['used', 'search_id', 'mcp'] as const) {
+      const catalog = uniqueName(`learn-alike-${how}`);
+      expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools: alike }, as('ka1'))).status).toBe(200);
+      // Twins are told by the catalog's words: ranked in process.
+      await app.deps.search.catalogIndexes!.get((await getCatalog(app.deps.search.db, 'alpha', catalog))!);
+      const [first, second] = await order(app, catalog, 'ka1', query);
+      expect([first, second].sort()).toEqual(['github_create_issue', 'jira_create_issue']);
+      for (const key of ['ka1', 'ka2']) {
+        if (how === 'mcp') {
+          const client = new Client({ name: 'toolsift-test', version: '1.0.0' });
+          await client.connect(new StreamableHTTPClientTransport(new URL(`${app.url}/mcp/${catalog}`), { requestInit: { headers: as(key) } }));
+          try {
+            expect((await client.callTool({ name: 'search_tools', arguments: { query, limit: 3 } })).isError).toBeFalsy();
+            await client.callTool({ name: 'call_tool', arguments: { name: second, arguments: { title: 'x' } } });
+          } finally {
+            await client.close();
+          }
+          continue;
+        }
+        const searched = await app.request('POST', `/v1/catalogs/${catalog}/search`, { query, top_k: 3 }, as(key));
+        const body = how === 'used' ? { catalog, query, used: [second] } : { catalog, search_id: searched.body.search_id, used: [second] };
+        expect((await app.request('POST', '/v1/feedback', body, as(key))).status).toBe(200);
+      }
+      if (how === 'used') {
+        // Told only what was used, two tools alike in every word of the query are twins: the group keeps the order the words gave it.
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        const after = await app.request('POST', `/v1/catalogs/${catalog}/search`, { query, top_k: 3, explain: true }, as('ka1'));
+        expect(after.body.results.map((tool: { name: string }) => tool.name).slice(0, 2)).toEqual([first, second]);
+        expect(after.body.results.some((tool: { explain: { learned: unknown } }) => tool.explain.learned !== null)).toBe(true);
+      } else await until(async () => (await order(app, catalog, 'ka1', query))[0] === second);
     }
   });
 

@@ -12,7 +12,7 @@ const catalogWords = (holds: Record<string, string[]>, weight: ReadonlyMap<strin
   weight: new Map(words.map((word) => [word, weight.get(word) ?? 0])),
 });
 /** The list without the knobs that read the catalog's words (anchor, gained words, twins): each test turns on the one it judges. */
-const UNHELD = { ...DEFAULT_LEARNED_PARAMS, anchorPower: 0, gainedPower: 0, twinSimilarity: 0, twinSwap: 0, twinLocal: 0 };
+const UNHELD = { ...DEFAULT_LEARNED_PARAMS, anchorPower: 0, gainedPower: 0, twinSimilarity: 0, twinSwap: 0, twinLocal: 0, gainedPooled: 0 };
 
 describe('the learned list', () => {
   it('ranks the tools used after queries like this one, by their words, and ignores unlike ones', () => {
@@ -108,6 +108,36 @@ describe('the learned list', () => {
     expect(index.list(['circle_area'], terms('area circle radius'), undefined, NOW, { ...loose, anchorPower: 2 }).ranked[0]![1]).toBeCloseTo(1, 9);
   });
 
+  it('with gainedPooled, reads the words gained against all the tool’s counted past queries, not the one judged', () => {
+    const index = new LearnedIndex();
+    index.add('a music event in york', terms('music event york'), null, event('find_events'));
+    index.add('a theater event on monday', terms('theater event monday'), null, event('find_events'));
+    const holds: Record<string, string[]> = { find_events: ['find', 'event', 'city'], book_parking: ['book', 'parking'] };
+    const weight = new Map([
+      ['music', 1],
+      ['event', 1],
+      ['monday', 1],
+      ['theater', 1],
+      ['parking', 1],
+      ['york', 0],
+    ]);
+    const toolWords = catalogWords(holds, weight);
+    const loose = { ...UNHELD, minSimilarity: 0.1, similarityPower: 1 };
+    const vote = (query: string, params: typeof loose) =>
+      index.list(['find_events', 'book_parking'], terms(query), undefined, NOW, params, toolWords).ranked.find(([tool]) => tool === 'find_events')?.[1] ?? 0;
+    const query = 'music event monday';
+    const plain = vote(query, loose);
+    expect(plain).toBeGreaterThan(0);
+    // Judged one past query at a time, each lacks a third of this query's words ("monday", then "music").
+    expect(vote(query, { ...loose, gainedPower: 1 })).toBeCloseTo(plain * (2 / 3), 9);
+    // Pooled, another past request for the tool carried each: nothing is gained.
+    expect(vote(query, { ...loose, gainedPower: 1, gainedPooled: 1 })).toBeCloseTo(plain, 9);
+    // A word none of them carried still holds the vote back ("parking", another tool's word).
+    const other = 'music event parking';
+    const otherPlain = vote(other, loose);
+    expect(vote(other, { ...loose, gainedPower: 1, gainedPooled: 1 })).toBeCloseTo(otherPlain * (2 / 3), 9);
+  });
+
   it('lets twins share a vote (twinSimilarity by words, twinCosine by embeddings), an event once per twin group, and twins’ equal evidence share its votes', () => {
     const index = new LearnedIndex();
     index.add('gcd of 12 and 18', terms('gcd 12 18'), null, event('gcd'));
@@ -190,6 +220,36 @@ describe('the learned list', () => {
     expect(swapped.votes.get('gcd')).toBeCloseTo(0.03 - 0.029, 12);
   });
 
+  it('never makes twins of a tool and one an agent passed over for it, shown both after a query like this one', () => {
+    const toolLikeness = () => (a: string, b: string) => ({
+      words: [a, b].sort().join(' ') === 'github_create_issue jira_create_issue' ? 0.9 : 0.1,
+      meaning: 0,
+    });
+    const params = { ...UNHELD, twinSimilarity: 0.8, twinSwap: 1 };
+    const candidates = ['github_create_issue', 'jira_create_issue', 'plot'];
+    const told = new LearnedIndex();
+    told.add('open an issue', terms('open issue'), null, { ...event('jira_create_issue'), passedOver: ['github_create_issue', 'plot'] });
+    expect(told.list(candidates, terms('open issue'), undefined, NOW, params, undefined, toolLikeness).twinGroups).toEqual([]);
+    // Not told what was shown, or shown only after unlike queries: twins as before.
+    const untold = new LearnedIndex();
+    untold.add('open an issue', terms('open issue'), null, event('jira_create_issue'));
+    expect(untold.list(candidates, terms('open issue'), undefined, NOW, params, undefined, toolLikeness).twinGroups?.map((group) => [...group].sort())).toEqual(
+      [['github_create_issue', 'jira_create_issue']],
+    );
+    untold.add('plot the sales', terms('plot sales'), null, { ...event('jira_create_issue'), passedOver: ['github_create_issue'] });
+    expect(untold.list(candidates, terms('open issue'), undefined, NOW, params, undefined, toolLikeness).twinGroups).toHaveLength(1);
+    // The learned vote then puts the tool agents chose above the one the other lists preferred.
+    const fused: [string, number][] = [
+      ['github_create_issue', 0.03],
+      ['jira_create_issue', 0.029],
+    ];
+    const list = told.list(candidates, terms('open issue'), undefined, NOW, params, undefined, toolLikeness);
+    const options = { weight: 4, evidenceFull: 2, k: RRF_K, twinGroups: list.twinGroups! };
+    expect(addLearnedVotes(fused, list.ranked, options).fused[0]![0]).toBe('jira_create_issue');
+    const untoldList = untold.list(candidates, terms('open issue'), undefined, NOW, params, undefined, toolLikeness);
+    expect(addLearnedVotes(fused, untoldList.ranked, { ...options, twinGroups: untoldList.twinGroups! }).fused[0]![0]).toBe('github_create_issue');
+  });
+
   it('splits a task into its requests: sentences, and clauses a new step opens', () => {
     expect(
       splitRequests(
@@ -228,8 +288,8 @@ describe('the learned list', () => {
     const now = 'check the temperature of smart building K9. Then, monitor the vital signs of Ada.';
     const candidates = ['monitorVitalSigns', 'translateToGerman', 'getBuildingTemperature'];
     const nowTerms = terms('check temperature smart building k9 monitor vital signs ada');
-    const params = { ...DEFAULT_LEARNED_PARAMS, anchorPower: 2, gainedPower: 1 };
-    // As a whole the two tasks are unlike: nothing is learned.
+    const params = { ...DEFAULT_LEARNED_PARAMS, anchorPower: 2, gainedPower: 1, gainedPooled: 0, minSimilarity: 0.35 };
+    // As a whole the two tasks are unlike (under 0.35): nothing is learned.
     expect(index.list(candidates, nowTerms, undefined, NOW, params, toolWords).ranked).toEqual([]);
     // By the request they share: the temperature tool only (the translation's words are not in this task).
     const segmented = { ...params, segmentMin: 0.6 };
