@@ -417,11 +417,13 @@ describe.concurrent('benches, smoke runs', () => {
       on: { n: number };
       listAlone: { n: number };
       distinctPastQueries: number;
+      shown: number;
     };
     expect(report.off.n).toBe(10);
     expect(report.on.n).toBe(10);
     expect(report.listAlone.n).toBe(10);
     expect(report.distinctPastQueries).toBeGreaterThan(0);
+    expect(report.shown).toBe(10);
   });
 
   it('bench:code: the three tasks both ways with the same answers, the sandbox times and isolation under hostile programs, at a tiny size', async () => {

@@ -13,6 +13,7 @@ import { loadConfig } from '../../src/config.js';
 import { createDeps, type Deps } from '../../src/deps.js';
 import { runReplay, type ReplayRow } from '../../src/eval/replay.js';
 import { testDatabase } from '../helpers/database.js';
+import { TEST_SECRETS_KEY } from '../helpers/process.js';
 
 const TOOLS = [
   { name: 'open_ticket_viewer', description: 'Open the ticket viewer to look at an open ticket.' },
@@ -42,7 +43,7 @@ describe('replay (issue 72)', () => {
     folder = mkdtempSync(join(tmpdir(), 'toolsift-replay-'));
     writeFileSync(join(folder, 'catalog.jsonl'), TOOLS.map((tool) => JSON.stringify(tool)).join('\n'));
     writeFileSync(join(folder, 'queries.dev.jsonl'), QUERIES.map((query) => JSON.stringify(query)).join('\n'));
-    deps = await createDeps(loadConfig({ EMBED_MODEL: 'none', CATALOG_WARMUP: 'false' }), {
+    deps = await createDeps(loadConfig({ EMBED_MODEL: 'none', CATALOG_WARMUP: 'false', SECRETS_KEY: TEST_SECRETS_KEY }), {
       database: await testDatabase(),
       logger: pino({ level: 'silent' }),
     });

@@ -248,6 +248,13 @@ describe('the learned list', () => {
     expect(addLearnedVotes(fused, list.ranked, options).fused[0]![0]).toBe('jira_create_issue');
     const untoldList = untold.list(candidates, terms('open issue'), undefined, NOW, params, undefined, toolLikeness);
     expect(addLearnedVotes(fused, untoldList.ranked, { ...options, twinGroups: untoldList.twinGroups! }).fused[0]![0]).toBe('github_create_issue');
+    // A caller naming the twin as passed over a thousand times undoes the pairing, no more: its evidence stays capped.
+    const flooded = new LearnedIndex();
+    for (let i = 0; i < 1000; i++)
+      flooded.add('open an issue', terms('open issue'), null, { ...event('jira_create_issue', 'flooder'), passedOver: ['github_create_issue'] });
+    const floodedList = flooded.list(candidates, terms('open issue'), undefined, NOW, params, undefined, toolLikeness);
+    expect(floodedList.twinGroups).toEqual([]);
+    expect(floodedList.ranked).toEqual([['jira_create_issue', DEFAULT_LEARNED_PARAMS.callerCap]]);
   });
 
   it('splits a task into its requests: sentences, and clauses a new step opens', () => {
