@@ -58,7 +58,9 @@ export async function recordFeedback(
   if (!catalog) throw notFound(`catalog "${ref.name}"`);
   const used = [...new Set(input.used)];
   if (!deps.learned) return { recorded: [], unknown: [], learning: false };
-  const hashes = await currentHashes(deps.db, catalog.id, used);
+  // Of what was shown, the head not used: kept only where the catalog holds it (and the key sees it).
+  const shown = input.shown ? [...new Set(input.shown)].filter((name) => !used.includes(name)).slice(0, PASSED_OVER_MAX) : undefined;
+  const hashes = await currentHashes(deps.db, catalog.id, [...used, ...(shown ?? [])]);
   const access = input.access;
   if (access?.limitsTools) {
     const rows = await loadCatalogTools(deps.db, catalog.id, [...hashes.keys()]);
@@ -70,7 +72,7 @@ export async function recordFeedback(
   // The query's embedding lets later queries that mean the same in other words find it; a model
   // that fails leaves the words alone.
   const vector = deps.embedder ? await deps.embedder.embedQuery(input.query).catch(() => undefined) : undefined;
-  const passedOver = input.shown ? [...new Set(input.shown)].filter((name) => !used.includes(name)).slice(0, PASSED_OVER_MAX) : undefined;
+  const passedOver = shown?.filter((name) => hashes.has(name));
   await insertFeedback(
     deps.db,
     catalog.id,

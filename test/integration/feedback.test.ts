@@ -10,6 +10,7 @@ import { startTestApp, type TestApp } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
 import { LEARNED_REFRESH_MS } from '../../src/search/learned-cache.js';
 import { getCatalog } from '../../src/store/catalog-store.js';
+import { loadFeedback } from '../../src/store/feedback-store.js';
 
 const KEYS = 'ka1:alpha,ka2:alpha,kb:beta';
 const as = (key: string) => ({ authorization: `Bearer ${key}` });
@@ -190,6 +191,19 @@ describe('learning from use', () => {
         expect(after.body.results.some((tool: { explain: { learned: unknown } }) => tool.explain.learned !== null)).toBe(true);
       } else await until(async () => (await order(app, catalog, 'ka1', query))[0] === second);
     }
+  });
+
+  it('keeps of what was shown the first 20 names not used, and of those only the tools the catalog holds', async () => {
+    const catalog = uniqueName('learn-shown');
+    expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools: TOOLS }, as('ka1'))).status).toBe(200);
+    const junk = Array.from({ length: 30 }, (_, i) => `junk_${i}`);
+    const shown = ['create_ticket', 'no_such_tool', 'send_email', ...junk.slice(0, 18), 'open_ticket_viewer', ...junk.slice(18)];
+    const sent = await app.request('POST', '/v1/feedback', { catalog, query: QUERY, used: ['create_ticket'], shown }, as('ka1'));
+    expect(sent.status).toBe(200);
+    const row = (await getCatalog(app.deps.search.db, 'alpha', catalog))!;
+    const stored = await loadFeedback(app.deps.search.db, row.id, { afterId: 0, sinceSeconds: 3600, model: null, limit: 10 });
+    // open_ticket_viewer is the 21st name not used: past the head kept.
+    expect(stored.map((event) => [event.toolName, event.passedOver])).toEqual([['create_ticket', ['send_email']]]);
   });
 
   it('LEARNING=off records nothing and ranks as before', async () => {
