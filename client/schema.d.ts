@@ -2051,7 +2051,7 @@ export interface operations {
                     query?: string;
                     search_id?: string;
                     used: string[];
-                    /** @description What the model was shown with the tools used, in order (the first 20 are kept). Those not used were passed over: learning may then put the tool used above an alike tool (its twin) it was chosen over. Without it, a quoted search_id gives what that search showed. */
+                    /** @description What the model was shown with the tools used, in order (of the first 20 not used, those the catalog holds are kept). Those not used were passed over: learning may then put the tool used above an alike tool (its twin) it was chosen over. Without it, a quoted search_id gives what that search showed. */
                     shown?: string[];
                 };
             };
