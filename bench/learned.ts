@@ -4,7 +4,9 @@
  * 1. The learned list alone (src/ranking/learned.ts), in process: `--events` events over past
  *    queries of the four corpora's dev sets, half of them made distinct by an extra word, each with a
  *    512-dimension vector (the default model's), from 20 callers, for tools drawn Zipf-like (the first
- *    ones far more often); the time of one `list()` per query over 100 candidates drawn alike.
+ *    ones far more often); the time of one `list()` per query over 100 candidates drawn alike, and
+ *    the index's memory (heap and array buffers after a full GC, built less before; a past query's vector is drawn
+ *    from its text, so the bench itself holds none).
  * 2. End to end: a stored catalog of `--tools` tools (bench/lib/scale-catalog.ts), `--events` events
  *    written through the store's insert (as POST /v1/feedback writes them), and hybrid catalog searches
  *    over HTTP with learning on and off in alternating rounds (the service in process, no model: the
@@ -18,7 +20,9 @@
  * Target (issue 72): at 100,000 events on a 100,000-tool catalog, a search's p50 rises by <= 2 ms.
  * The last line is the report as JSON.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { runInNewContext } from 'node:vm';
+import { setFlagsFromString } from 'node:v8';
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -77,21 +81,29 @@ const pastQuery = () => {
   const query = devQueries[Math.floor(random() * devQueries.length)]!;
   return random() < 0.5 ? `${query} ${words[Math.floor(random() * words.length)]}` : query;
 };
-const unitVector = () => {
-  const vector = Array.from({ length: 512 }, () => random() - 0.5);
+const unitVector = (draw: () => number = random) => {
+  const vector = Array.from({ length: 512 }, () => draw() - 0.5);
   const norm = Math.hypot(...vector);
   return vector.map((x) => x / norm);
 };
+/** A past query's embedding, the same for the same text (drawn from its text's hash). */
+const vectorOf = (query: string) => unitVector(seededRandom(createHash('sha256').update(query).digest().readUInt32LE(0)));
 
 // 1. The learned list alone.
+setFlagsFromString('--expose-gc');
+const collect = runInNewContext('gc') as () => void;
+const heapUsed = () => {
+  collect();
+  collect();
+  const { heapUsed, arrayBuffers } = process.memoryUsage();
+  return heapUsed + arrayBuffers;
+};
+const empty = heapUsed();
 const index = new LearnedIndex();
 const now = Date.now() / 1000;
-const vectors = new Map<string, number[]>();
 for (let i = 0; i < eventCount; i++) {
   const query = pastQuery();
-  let vector = vectors.get(query);
-  if (!vector) vectors.set(query, (vector = unitVector()));
-  index.add(query, distinctTerms(queryTerms(query)), vector, {
+  index.add(query, distinctTerms(queryTerms(query)), vectorOf(query), {
     tool: usedTool(),
     caller: `c${i % 20}`,
     strength: 1,
@@ -99,6 +111,7 @@ for (let i = 0; i < eventCount; i++) {
     ...(shownCount > 0 ? { passedOver: passedOver() } : {}),
   });
 }
+const indexMb = (heapUsed() - empty) / 2 ** 20;
 const listMs: number[] = [];
 for (let round = 0; round < rounds; round++) {
   for (const query of timed) {
@@ -108,7 +121,10 @@ for (let round = 0; round < rounds; round++) {
   }
 }
 const list = summarize(listMs);
-console.error(`learned list alone: ${eventCount} events, ${index.size} distinct past queries; p50 ${list.p50.toFixed(2)} ms, p99 ${list.p99.toFixed(2)} ms`);
+const distinctPastQueries = index.size;
+console.error(
+  `learned list alone: ${eventCount} events, ${distinctPastQueries} distinct past queries; p50 ${list.p50.toFixed(2)} ms, p99 ${list.p99.toFixed(2)} ms; the index's memory ${indexMb.toFixed(1)} MB`,
+);
 
 if (values['list-only']) process.exit(0);
 
@@ -203,7 +219,7 @@ try {
   console.log(`learning off: p50 ${a.p50.toFixed(2)} ms, p99 ${a.p99.toFixed(2)} ms`);
   console.log(`learning on:  p50 ${b.p50.toFixed(2)} ms, p99 ${b.p99.toFixed(2)} ms (answers with a learned vote: ${touched} of ${timed.length * rounds})`);
   console.log(
-    `p50 rise ${(b.p50 - a.p50).toFixed(2)} ms (target <= 2 ms); the learned list alone, with vectors: p50 ${list.p50.toFixed(2)} ms, p99 ${list.p99.toFixed(2)} ms`,
+    `p50 rise ${(b.p50 - a.p50).toFixed(2)} ms (target <= 2 ms); the learned list alone, with vectors: p50 ${list.p50.toFixed(2)} ms, p99 ${list.p99.toFixed(2)} ms; its index's memory ${indexMb.toFixed(1)} MB`,
   );
   console.log(
     JSON.stringify({
@@ -214,7 +230,8 @@ try {
       off: a,
       on: b,
       listAlone: list,
-      distinctPastQueries: index.size,
+      distinctPastQueries,
+      indexMemoryMb: Number(indexMb.toFixed(1)),
     }),
   );
 } finally {

@@ -46,7 +46,12 @@ export const LEARNED_MIN_SIMILARITY = 0.1;
  * only: near-repeats.
  */
 export const LEARNED_STRICT_SIMILARITY = 0.85;
-/** A tool's most recent events read per search: its evidence, and the search's cost, stay bounded. */
+/**
+ * The events held per tool, read per search: its evidence, and the search's cost, stay bounded.
+ * When a tool's window is full, a new event pushes out the oldest of the caller holding the most of
+ * it (LearnedIndex.add): one caller alone keeps its newest 32, and a caller flooding a tool's events
+ * cannot push the other callers' out of its window.
+ */
 export const LEARNED_EVENTS_PER_TOOL = 32;
 /** How much a tool's evidence is scaled by its share of all the candidates' (LearnedParams.concentration). */
 export const LEARNED_CONCENTRATION = 0;
@@ -252,6 +257,22 @@ export function cosine(a: Float32Array | undefined, b: Float32Array | undefined)
   return normA > 0 && normB > 0 ? dot / Math.sqrt(normA * normB) : 0;
 }
 
+/**
+ * Where in a tool's full window (oldest first) the event to push out is: the oldest of the caller
+ * holding the most of it (ties: the caller whose oldest event is older).
+ */
+function largestShareOldest(events: readonly { event: LearnedEvent }[]): number {
+  const held = new Map<string, { count: number; first: number }>();
+  events.forEach(({ event }, at) => {
+    const caller = held.get(event.caller);
+    if (caller) caller.count++;
+    else held.set(event.caller, { count: 1, first: at });
+  });
+  let out = { count: 0, first: 0 };
+  for (const caller of held.values()) if (caller.count > out.count || (caller.count === out.count && caller.first < out.first)) out = caller;
+  return out.first;
+}
+
 /** A catalog's past queries and the tools used after each, grown event by event. */
 export class LearnedIndex {
   private readonly queries: PastQuery[] = [];
@@ -283,8 +304,11 @@ export class LearnedIndex {
     // Names passed over are held once each however many events name them.
     if (event.passedOver) event = { ...event, passedOver: event.passedOver.map((name) => this.names.get(name) ?? (this.names.set(name, name), name)) };
     const events = this.byTool.get(event.tool);
-    if (events) events.push({ query: id, event });
-    else this.byTool.set(event.tool, [{ query: id, event }]);
+    if (!events) this.byTool.set(event.tool, [{ query: id, event }]);
+    else {
+      if (events.length >= LEARNED_EVENTS_PER_TOOL) events.splice(largestShareOldest(events), 1);
+      events.push({ query: id, event });
+    }
     this.eventCount++;
   }
 

@@ -215,6 +215,36 @@ async function resync(ctx: SecurityContext, name = 'files', url = ctx.trusted.ur
 const readsOf = (ctx: SecurityContext) =>
   ctx.trusted.calls.filter((call) => call.name === 'read_file' && JSON.stringify(call.arguments).includes('/etc/scoped-key')).length;
 
+const LEARNING_TOOLS = [
+  ['read_file', 'Read the text of a file from disk.'],
+  ['write_file', 'Write text to a file on disk.'],
+  ['delete_file', 'Delete a file from disk.'],
+  ['list_dir', 'List the files in a directory.'],
+  ['get_weather', 'Get the current weather for a city.'],
+].map(([name, description]) => ({ name, description, inputSchema: schema({ path: { type: 'string' } }) }));
+let learning: { catalog: string; query: string } | undefined;
+
+/** A catalog of alpha's pushed for the learning rows, where two of alpha's callers used read_file after the query (once each). */
+async function learningCatalog(ctx: SecurityContext): Promise<{ catalog: string; query: string }> {
+  if (learning) return learning;
+  const catalog = uniqueName('learn');
+  const query = 'read the text of a file';
+  const pushed = await ctx.app.request('PUT', `/v1/catalogs/${catalog}`, { tools: LEARNING_TOOLS }, ctx.alpha);
+  if (pushed.status !== 200) throw new Error(`setup: ${pushed.text}`);
+  for (const key of [ctx.alpha, ctx.scoped.manager]) {
+    const told = await ctx.app.request('POST', '/v1/feedback', { catalog, query, used: ['read_file'] }, key);
+    if (told.status !== 200 || told.body.recorded?.[0] !== 'read_file') throw new Error(`setup: ${told.text}`);
+  }
+  return (learning = { catalog, query });
+}
+
+type Explained = { name: string; explain?: { learned?: { rank: number; events: number; vote: number } | null } };
+
+async function learnedSearch(ctx: SecurityContext, catalog: string, query: string, key: Record<string, string>): Promise<Explained[]> {
+  const found = await ctx.app.request('POST', `/v1/catalogs/${catalog}/search`, { query, top_k: 5, explain: true }, key);
+  return (found.body?.results ?? []) as Explained[];
+}
+
 export const ATTACKS: Attack[] = [
   {
     finding: '1 SSRF',
@@ -971,6 +1001,76 @@ export const ATTACKS: Attack[] = [
       return {
         ok: !leaked && names.includes(`${ctx.catalog}/files`) && removals.every(Boolean) && kept.every((status) => status === 200),
         seen: `status lists ${names.join(', ')}; removals refused as REST: ${removals.join(', ')}; beta's afterwards: ${kept.join(', ')}`,
+      };
+    },
+  },
+  {
+    finding: 'learning',
+    attack:
+      "a key of alpha's tenant floods what is learned: 60 events naming read_file after unrelated queries (to push alpha's callers' events out of its window), 60 naming delete_file after alpha's own query",
+    expected: "alpha's callers' two uses of read_file still count (explain: 2 events) and read_file stays first; the flooding key counts as one caller",
+    async run(ctx) {
+      const { catalog, query } = await learningCatalog(ctx);
+      const flooder = ctx.scoped.searchOnly;
+      for (let i = 0; i < 60; i++) {
+        const junk = await ctx.app.request('POST', '/v1/feedback', { catalog, query: `zz unrelated ${i}`, used: ['read_file'] }, flooder);
+        const lifted = await ctx.app.request('POST', '/v1/feedback', { catalog, query, used: ['delete_file'] }, flooder);
+        if (junk.status !== 200 || lifted.status !== 200) return { ok: false, seen: `feedback answered ${junk.status}, ${lifted.status}: ${brief(junk.text)}` };
+      }
+      const found = await learnedSearch(ctx, catalog, query, ctx.alpha);
+      const read = found.find((tool) => tool.name === 'read_file');
+      return {
+        ok: found[0]?.name === 'read_file' && read?.explain?.learned?.events === 2,
+        seen: `order ${found.map((tool) => tool.name).join(', ')}; read_file learned ${JSON.stringify(read?.explain?.learned ?? null)}, delete_file learned ${JSON.stringify(found.find((tool) => tool.name === 'delete_file')?.explain?.learned ?? null)}`,
+      };
+    },
+  },
+  {
+    finding: 'learning',
+    attack: "a key denied read_file reports it used and shown after alpha's query, then searches",
+    expected: 'read_file unknown, as an absent name; nothing learned from it (explain for a key that sees it: the same events); never shown to that key',
+    async run(ctx) {
+      const { catalog, query } = await learningCatalog(ctx);
+      const before = (await learnedSearch(ctx, catalog, query, ctx.alpha)).find((tool) => tool.name === 'read_file')?.explain?.learned?.events;
+      const told = await ctx.app.request(
+        'POST',
+        '/v1/feedback',
+        { catalog, query, used: ['read_file', 'no_such_tool', 'list_dir'], shown: ['read_file', 'list_dir'] },
+        ctx.scoped.noReadFile,
+      );
+      const after = (await learnedSearch(ctx, catalog, query, ctx.alpha)).find((tool) => tool.name === 'read_file')?.explain?.learned?.events;
+      const own = await learnedSearch(ctx, catalog, query, ctx.scoped.noReadFile);
+      return {
+        ok:
+          told.status === 200 &&
+          JSON.stringify(told.body.unknown) === '["read_file","no_such_tool"]' &&
+          JSON.stringify(told.body.recorded) === '["list_dir"]' &&
+          before !== undefined &&
+          after === before &&
+          own.length > 0 &&
+          !own.some((tool) => tool.name === 'read_file'),
+        seen: `feedback ${told.status} ${brief(told.text, 120)}; read_file's events for alpha ${before} -> ${after}; its own search: ${own.map((tool) => tool.name).join(', ')}`,
+      };
+    },
+  },
+  {
+    finding: 'learning',
+    attack: "tenant beta quotes alpha's search_id, sends feedback on alpha's catalog name and asks to forget it",
+    expected: "404 each (the id is alpha's, the catalog beta's own and absent); alpha's learning unchanged",
+    async run(ctx) {
+      const { catalog, query } = await learningCatalog(ctx);
+      const searched = await ctx.app.request('POST', `/v1/catalogs/${catalog}/search`, { query, top_k: 3 }, ctx.alpha);
+      const id = searched.body?.search_id as string | undefined;
+      const before = (await learnedSearch(ctx, catalog, query, ctx.alpha)).find((tool) => tool.name === 'read_file')?.explain?.learned?.events;
+      const statuses = [
+        (await ctx.app.request('POST', '/v1/feedback', { catalog, search_id: id ?? 's_none', used: ['delete_file'] }, ctx.beta)).status,
+        (await ctx.app.request('POST', '/v1/feedback', { catalog, query, used: ['delete_file'] }, ctx.beta)).status,
+        (await ctx.app.request('DELETE', `/v1/catalogs/${catalog}/feedback`, undefined, ctx.beta)).status,
+      ];
+      const after = (await learnedSearch(ctx, catalog, query, ctx.alpha)).find((tool) => tool.name === 'read_file')?.explain?.learned?.events;
+      return {
+        ok: id !== undefined && statuses.every((status) => status === 404) && before !== undefined && after === before,
+        seen: `search_id ${id ? 'given' : 'missing'}; beta: ${statuses.join(', ')}; read_file's events for alpha ${before} -> ${after}`,
       };
     },
   },

@@ -54,6 +54,24 @@ describe('the learned list', () => {
     expect(old.list(ALL, terms('send mail'), undefined, NOW).ranked[0]![1]).toBeCloseTo(0.5, 6);
   });
 
+  it('keeps the other callers’ events of a tool that one caller floods, and one caller alone its newest', () => {
+    const index = new LearnedIndex();
+    index.add('read a file from disk', terms('read file disk'), null, event('read_file', 'u1'));
+    index.add('read a file from disk', terms('read file disk'), null, event('read_file', 'u2'));
+    // Events for the same tool after unrelated queries: they fill its window, but only their caller's share of it.
+    for (let i = 0; i < 500; i++) index.add(`zz ${i}`, terms(`zz q${i}`), null, event('read_file', 'flooder'));
+    const list = index.list(['read_file'], terms('read file disk'), undefined, NOW);
+    expect(list.ranked).toEqual([['read_file', 2]]);
+    expect(list.events.get('read_file')).toBe(2);
+    // A caller alone: its newest events are the window (the oldest one is pushed out).
+    const alone = new LearnedIndex();
+    alone.add('read a file from disk', terms('read file disk'), null, event('read_file', 'u1'));
+    for (let i = 0; i < 31; i++) alone.add(`zz ${i}`, terms(`zz q${i}`), null, event('read_file', 'u1'));
+    expect(alone.list(['read_file'], terms('read file disk'), undefined, NOW).ranked).toEqual([['read_file', 1]]);
+    alone.add('zz last', terms('zz last'), null, event('read_file', 'u1'));
+    expect(alone.list(['read_file'], terms('read file disk'), undefined, NOW).ranked).toEqual([]);
+  });
+
   it('votes only for tools another list ranks, in proportion to their evidence', () => {
     const fused: [string, number][] = [
       ['a', 0.02],
