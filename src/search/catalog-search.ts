@@ -15,7 +15,7 @@ import { isDatabaseUnavailable } from '../store/database.js';
 import { entriesFor, type ServerMembers } from '../ranking/servers.js';
 import { currentRecipe } from '../embed/embed-documents.js';
 import type { Access } from '../trust/policy.js';
-import { visibleIn, visibleInIndex, type Visible } from './visibility.js';
+import { visibleIn, visibleIndex, visibleInIndex, visibleMeans, type Visible } from './visibility.js';
 
 /** The largest catalog whose server votes are computed in SQL while its index is read. */
 export const SQL_SERVER_LISTS_MAX = 20_000;
@@ -189,17 +189,23 @@ async function searchCatalogOnce(
       ? { index: deps.learned.forSearch(deps.db, catalog, deps.embedder?.modelId ?? null), params: deps.learned.params }
       : undefined;
   learned?.index.catch(() => {});
-  const tagServers = request.mode === 'hybrid' && tags?.length && index ? (terms: readonly string[]) => index.serversCarrying(tags, terms) : undefined;
+  // A key that sees only some tools is ranked with the index less the others (their words, servers and statistics).
+  const ranking = index && visibleIndex(index, visible);
+  const tagServers = request.mode === 'hybrid' && tags?.length && ranking ? (terms: readonly string[]) => ranking.serversCarrying(tags, terms) : undefined;
+  const catalogMeans = async () => {
+    const means = await deps.serverStats!.means(deps.db, catalog, deps.embedder!.modelId, index?.changedSince);
+    return index && visible ? visibleMeans(index, visible, means, await inProcessVectors) : means;
+  };
   const source = storedCatalogSource(
     deps.db,
     {
       catalogId: catalog.id,
-      ...(index ? { index } : {}),
+      ...(ranking ? { index: ranking } : {}),
       ...(tags?.length ? { tags } : {}),
       ...(tagServers ? { tagServers } : {}),
       ...(inProcessVectors ? { vectors: inProcessVectors } : {}),
       ...(deps.serverStats && request.mode === 'hybrid' && !tags?.length
-        ? { serverMeans: async () => deps.serverStats!.means(deps.db, catalog, deps.embedder!.modelId, index?.changedSince) }
+        ? { serverMeans: catalogMeans }
         : readTagged && request.mode === 'hybrid'
           ? { serverMeans: async (members: ServerMembers) => (await readTagged)?.means(members) }
           : {}),
@@ -650,22 +656,25 @@ async function rankFromMemory(
 ): Promise<RankResult> {
   const embedder = deps.embedder;
   const revision = { id: index.catalogId, revision: index.revision };
+  // A key that sees only some tools is ranked with the index less the others (their words, servers and statistics).
+  const ranked = visibleIndex(index, visible);
   // Under a tag filter the servers of the tagged tools, and their means from the tagged vectors, as the store reads them.
-  const tagServers = tags?.length ? (terms: readonly string[]) => index.serversCarrying(tags, terms) : undefined;
+  const tagServers = tags?.length ? (terms: readonly string[]) => ranked.serversCarrying(tags, terms) : undefined;
   const vectors = embedder && deps.catalogVectors?.held(revision, embedder.modelId);
   // A catalog too large to keep whole: its tag filter's set, kept by a healthy search under the same tags.
   const tagged = embedder && tags?.length && !vectors ? deps.catalogVectors?.heldTagged(revision, tags, embedder.modelId) : undefined;
-  const means =
+  const catalogMeans =
     embedder && !tagServers
-      ? index.servers.members.size === 0
+      ? ranked.servers.members.size === 0
         ? new Map<string, Float32Array>()
         : deps.serverStats?.held(revision, embedder.modelId)
       : undefined;
+  const means = catalogMeans && visibleMeans(index, visible, catalogMeans, vectors || undefined);
   const query = { query: pattern, topK: depth, mode: 'hybrid' as const, exactIds, ...(visible ? { visible } : {}) };
   const learned = deps.learned?.remembered(index.catalogId);
   const remembered = {
     catalogId: index.catalogId,
-    index,
+    index: ranked,
     ...(tags?.length ? { tags } : {}),
     ...(tagServers ? { tagServers } : {}),
     ...(learned ? { learned: { index: Promise.resolve(learned), params: deps.learned!.params } } : {}),

@@ -2,11 +2,13 @@
  * Which tools of a catalog a key limited to some tools sees (trust/policy.ts), as the ranking takes
  * it: a predicate over the catalog's ids (tool names) and how many it hides, so `rankCorpus` reads
  * each list deep enough that the hidden tools cannot leave an answer short, and drops them from
- * each list before fusing them. Keys of a tenant share the catalog's index, vectors and learning: a
- * limited key's ranking is that of the tools it sees, with the whole catalog's statistics.
+ * each list before fusing them. Keys of a tenant share the catalog's index, vectors and learning;
+ * where the index is in hand, a limited key is ranked with that index less the tools it does not
+ * see (`visibleIndex`): the statistics, servers and words of the tools it sees.
  */
-import type { Access } from '../trust/policy.js';
-import type { CatalogIndex } from './catalog-index.js';
+import { canSeeTool, limitsTools, type Access } from '../trust/policy.js';
+import { CatalogIndex } from './catalog-index.js';
+import { serverCentroids } from '../ranking/servers.js';
 import type { Bm25Index } from '../ranking/bm25-index.js';
 import type { WireShape } from '../lib/tool.js';
 
@@ -14,7 +16,16 @@ export interface Visible {
   keep(id: string): boolean;
   /** Tools of the catalog the key does not see. */
   hidden: number;
+  /**
+   * Under a caller's own filter (Access.narrowed), what the key itself sees: the ranking's
+   * statistics are of those tools (the filter narrows the lists, as a key's limits do, but hides
+   * nothing the key may not know). Absent: this view's.
+   */
+  statistics?: Visible;
 }
+
+/** A view hiding nothing. */
+const EVERY: Visible = { keep: () => true, hidden: 0 };
 
 /** Per index (one catalog revision) and key: computed once, over every name of the index. */
 const byIndex = new WeakMap<CatalogIndex, Map<string, Visible>>();
@@ -34,21 +45,82 @@ export function visibleIn(
 /** `visibleIn` over a catalog's index as held (its names and servers), kept with the index. */
 export function visibleInIndex(access: Access | undefined, catalog: string, index: CatalogIndex): Visible | undefined {
   if (!access?.limitsTools) return undefined;
-  const listed = () =>
-    visibleIn(
-      access,
-      catalog,
-      [...indexNames(index.bm25)].map((name) => ({ name, server: index.servers.serverOf.get(name) ?? null })),
-    )!;
-  // A caller's own filter (Access.narrowed) varies by request: kept, every pattern asked would hold a set per index.
-  if (access.isNarrowed) return listed();
+  const tools = () => [...indexNames(index.bm25)].map((name) => ({ name, server: index.servers.serverOf.get(name) ?? null }));
   let perKey = byIndex.get(index);
   if (!perKey) byIndex.set(index, (perKey = new Map()));
-  const known = perKey.get(access.policy.id);
-  if (known) return known;
-  const visible = listed();
-  perKey.set(access.policy.id, visible);
-  return visible;
+  // What the key itself sees, kept per index and key.
+  let own = perKey.get(access.policy.id);
+  if (!own && limitsTools(access.policy)) {
+    const hiddenNames = new Set<string>();
+    for (const tool of tools()) if (!canSeeTool(access.policy, { catalog, ...tool })) hiddenNames.add(tool.name);
+    own = { keep: (id) => !hiddenNames.has(id), hidden: hiddenNames.size };
+    perKey.set(access.policy.id, own);
+  }
+  // A caller's own filter (Access.narrowed) varies by request: kept, every pattern asked would hold a set per index.
+  if (access.isNarrowed) return { ...visibleIn(access, catalog, tools())!, statistics: own ?? EVERY };
+  return own!;
+}
+
+/** Per `Visible` of an index: that index less the tools it hides, and the servers those were of. */
+const rankedByVisible = new WeakMap<Visible, { index: CatalogIndex; touched: ReadonlySet<string> }>();
+
+function visibleRanking(index: CatalogIndex, visible: Visible): { index: CatalogIndex; touched: ReadonlySet<string> } {
+  let held = rankedByVisible.get(visible);
+  if (!held) {
+    const removed = [...indexNames(index.bm25)].filter((name) => !visible.keep(name));
+    const touched = new Set<string>();
+    for (const name of removed) {
+      const server = index.servers.serverOf.get(name);
+      if (server !== undefined) touched.add(server);
+    }
+    held = { index: CatalogIndex.overlay(index, { revision: index.revision, rows: [], removed }), touched };
+    rankedByVisible.set(visible, held);
+  }
+  return held;
+}
+
+/**
+ * The index a key that sees only some tools is ranked with: the catalog's less the tools it does
+ * not see (`CatalogIndex.overlay` removing them), so BM25's N, average length and document
+ * frequencies, the servers' documents and members, and the words typo matching reads are those of
+ * the tools it sees, as for a catalog holding only them. With the whole catalog's, a score told how
+ * many hidden tools hold a word, a server's vote carried a hidden tool's words, and a typo could be
+ * corrected to a word only a hidden tool holds. Kept per `Visible` (per revision and key): copies
+ * of the per-tool arrays, not of the postings.
+ */
+export function visibleIndex(index: CatalogIndex, visible: Visible | undefined): CatalogIndex {
+  const own = visible?.statistics ?? visible;
+  return own && own.hidden > 0 ? visibleRanking(index, own).index : index;
+}
+
+/** `visibleMeans`'s answer per `Visible`, for the catalog's means and vectors it was computed from. */
+const meansByVisible = new WeakMap<Visible, { from: ReadonlyMap<string, Float32Array>; vectors: unknown; means: ReadonlyMap<string, Float32Array> }>();
+
+/**
+ * The servers' unit means a key that sees only some tools is ranked with: the catalog's `means`
+ * without the servers it sees no tool of, and those holding a tool it does not see computed again
+ * from its tools' `vectors` (left out when the vectors are not in hand).
+ */
+export function visibleMeans(
+  index: CatalogIndex,
+  visible: Visible | undefined,
+  means: ReadonlyMap<string, Float32Array>,
+  vectors: ReadonlyMap<string, Float32Array> | undefined,
+): ReadonlyMap<string, Float32Array> {
+  visible = visible?.statistics ?? visible;
+  if (!visible || visible.hidden === 0) return means;
+  const known = meansByVisible.get(visible);
+  if (known && known.from === means && known.vectors === vectors) return known.means;
+  const { index: ranked, touched } = visibleRanking(index, visible);
+  const members = ranked.servers.members;
+  const kept = new Map<string, Float32Array>();
+  for (const [server, mean] of means) if (members.has(server) && !touched.has(server)) kept.set(server, mean);
+  if (vectors) {
+    const again = new Map([...touched].filter((server) => members.has(server)).map((server) => [server, members.get(server)!]));
+    for (const [server, mean] of serverCentroids(again, vectors)) kept.set(server, mean);
+  }
+  meansByVisible.set(visible, { from: means, vectors, means: kept });
+  return kept;
 }
 
 /** `visibleTokens`, once asked, per `Visible` of an index (itself kept per index and key). */
