@@ -1,6 +1,6 @@
 /** SEP-2564's minimum glob syntax (lib/glob.ts): `*`, `?`, literal elsewhere, case-sensitive, whole names. */
 import { describe, expect, it } from 'vitest';
-import { globMatches, matchesAny } from '../../src/lib/glob.js';
+import { globMatches, matchesAny, matchesSet, patternSet } from '../../src/lib/glob.js';
 
 describe('globMatches', () => {
   it('matches * as any run, ? as one character, the rest literally and case-sensitively', () => {
@@ -41,5 +41,17 @@ describe('globMatches', () => {
     expect(matchesAny(['git_*', 'search_*'], 'read_file')).toBe(false);
     expect(matchesAny([], 'read_file')).toBe(true);
     expect(matchesAny(undefined, 'read_file')).toBe(true);
+  });
+
+  it('a compiled set matches as its patterns one by one: exact ones by lookup, wildcards split once', () => {
+    const patterns = ['git_*', 'read_file', 'x?y', 'files/*', '*', '', '🙂_tool'];
+    const names = ['git_commit', 'read_file', 'read_files', 'x🙂y', 'files/a', '', '🙂_tool', 'other'];
+    for (let mask = 1; mask < 1 << patterns.length; mask++) {
+      const some = patterns.filter((_, i) => mask & (1 << i));
+      const set = patternSet(some);
+      expect(patternSet(some)).toBe(set);
+      for (const name of names) expect(matchesSet(set, name), `${some.join(',')} ~ ${name}`).toBe(some.some((pattern) => globMatches(pattern, name)));
+    }
+    expect(patternSet(['a', 'b*']).exact).toEqual(new Set(['a']));
   });
 });
