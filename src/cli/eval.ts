@@ -186,7 +186,13 @@ if (values.replay !== undefined) {
         for (const [scenario, byWeight] of Object.entries(report.on)) {
           for (const [weight, value] of Object.entries(byWeight)) {
             const moved = scenario === 'flood' ? report.floodMoved?.[weight] : undefined;
-            row(`${scenario} ${weight}`, value, moved ? `  flood tool in a top 3 it did not earn: ${moved.moved} of ${off.all.queries}` : '');
+            row(
+              `${scenario} ${weight}`,
+              value,
+              moved
+                ? `  top 3 the flood (${moved.tool}) changed unearned, against ${moved.against}: ${moved.moved} of ${off.all.queries}${moved.entered.length ? ` (${moved.entered.join(', ')})` : ''}`
+                : '',
+            );
           }
         }
       }

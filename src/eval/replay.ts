@@ -55,8 +55,13 @@ export interface ReplayReport {
   off: ReplayCell;
   /** Per scenario, per learned weight. */
   on: Record<string, Record<string, ReplayCell>>;
-  /** flood: held-out queries whose top 3 the flooding caller's tool entered without being relevant, of all. */
-  floodMoved?: Record<string, { moved: number; queries: number; tool: string }>;
+  /**
+   * flood: held-out queries whose top 3 the flood changed unearned: a tool that is not relevant
+   * entered it, one neither the ranking without learning nor the clean events' (when the clean
+   * scenario ran before) had there (the flooding caller's tool, or another it lifted: a twin that
+   * took its place), of all.
+   */
+  floodMoved?: Record<string, { moved: number; queries: number; tool: string; against: 'clean' | 'off'; entered: string[] }>;
   events: Record<string, number>;
 }
 
@@ -135,9 +140,12 @@ export async function runReplay(
       on: {},
       events: {},
     };
+    // The clean events' top 3 per setting and query, what the flood's is judged against.
+    const cleanTop = new Map<string, string[]>();
     for (const scenario of options.scenarios) {
       const perWeight = new Map<string, { metrics: QueryMetrics; fed: Fed }[]>([...options.settings.keys()].map((label) => [label, []]));
       const moved = new Map<string, number>([...options.settings.keys()].map((label) => [label, 0]));
+      const entered = new Map<string, Set<string>>([...options.settings.keys()].map((label) => [label, new Set()]));
       let events = 0;
       for (let fold = 0; fold < options.folds; fold++) {
         await forgetFeedback(withLearning, ref);
@@ -186,8 +194,14 @@ export async function runReplay(
                 ndcg10On: metrics.ndcg10,
               });
             }
-            if (scenario === 'flood' && !query.relevant.includes(floodTool) && ranked.slice(0, 3).includes(floodTool)) {
-              if (!offRanked.get(query.id)!.slice(0, 3).includes(floodTool)) moved.set(weight, moved.get(weight)! + 1);
+            if (scenario === 'clean') cleanTop.set(`${weight}\u0000${query.id}`, ranked.slice(0, 3));
+            if (scenario === 'flood') {
+              const earned = new Set([...offRanked.get(query.id)!.slice(0, 3), ...(cleanTop.get(`${weight}\u0000${query.id}`) ?? []), ...query.relevant]);
+              const unearned = ranked.slice(0, 3).filter((tool) => !earned.has(tool));
+              if (unearned.length) {
+                moved.set(weight, moved.get(weight)! + 1);
+                for (const tool of unearned) entered.get(weight)!.add(tool);
+              }
             }
           }
         }
@@ -196,7 +210,10 @@ export async function runReplay(
       report.on[scenario] = Object.fromEntries([...perWeight].map(([label, rows]) => [label, cell(rows)]));
       report.events[scenario] = events;
       if (scenario === 'flood') {
-        report.floodMoved = Object.fromEntries([...moved].map(([label, count]) => [label, { moved: count, queries: queries.length, tool: floodTool }]));
+        const against = options.scenarios.indexOf('clean') >= 0 && options.scenarios.indexOf('clean') < options.scenarios.indexOf('flood') ? 'clean' : 'off';
+        report.floodMoved = Object.fromEntries(
+          [...moved].map(([label, count]) => [label, { moved: count, queries: queries.length, tool: floodTool, against, entered: [...entered.get(label)!] }]),
+        );
       }
     }
     await forgetFeedback(withLearning, ref);

@@ -28,6 +28,12 @@ export const LEARNED_WEIGHT = 4;
 export const LEARNED_EVIDENCE_FULL = 2;
 /** One caller's evidence for one tool counts up to this, however many events it sends. */
 export const LEARNED_CALLER_CAP = 2;
+/**
+ * Of one caller's events for a tool, its this many closest count: a caller sending many events after
+ * queries loosely like this one counts as a few uses, not as their sum (the replay's flooding caller
+ * put an unearned tool in a top 3 through its sum; docs/ranking.md, "Learning's bounds, measured again").
+ */
+export const LEARNED_CALLER_BEST = 4;
 /** Embedding cosine at or under which past queries are unlike (the default model's unrelated sentences sit near 0.2-0.4). */
 export const LEARNED_SEMANTIC_FLOOR = 0.5;
 /** Similarities are raised to this power: near-repeats count far more than loose matches. */
@@ -111,6 +117,11 @@ export interface LearnedParams {
   similarityPower: number;
   minSimilarity: number;
   callerCap: number;
+  /**
+   * Of one caller's events for a tool, only its this many closest count (0: all): a caller sending
+   * many events after queries loosely like this one counts as a few uses, not as their sum.
+   */
+  callerBest: number;
   /**
    * How much a tool's evidence is scaled by its share of all the candidates' evidence (0: not at
    * all, 1: in proportion): past queries like this one that led to many different tools say little.
@@ -200,6 +211,7 @@ export const DEFAULT_LEARNED_PARAMS: LearnedParams = {
   similarityPower: LEARNED_SIMILARITY_POWER,
   minSimilarity: LEARNED_MIN_SIMILARITY,
   callerCap: LEARNED_CALLER_CAP,
+  callerBest: LEARNED_CALLER_BEST,
   concentration: LEARNED_CONCENTRATION,
   peakExponent: LEARNED_PEAK_EXPONENT,
   anchorPower: 2,
@@ -430,17 +442,26 @@ export class LearnedIndex {
     const ranked: [string, number][] = [];
     const events = new Map<string, number>();
     for (const [tool, kept] of pooled) {
-      const byCaller = new Map<string, number>();
+      const byCaller = new Map<string, number[]>();
       let counted = 0;
       for (const { id, weight, event } of kept) {
         const held = anchor ? anchor(event.tool, id) : 1;
         if (held === 0) continue;
         const decay = 0.5 ** (Math.max(0, now - event.at) / params.halfLifeSeconds);
-        byCaller.set(event.caller, (byCaller.get(event.caller) ?? 0) + weight * held * event.strength * decay);
+        const uses = byCaller.get(event.caller);
+        const use = weight * held * event.strength * decay;
+        if (uses) uses.push(use);
+        else byCaller.set(event.caller, [use]);
         counted++;
       }
       let score = 0;
-      for (const sum of byCaller.values()) score += Math.min(sum, params.callerCap);
+      for (const uses of byCaller.values()) {
+        // A caller's best `callerBest` uses (0: all of them), at most callerCap.
+        if (params.callerBest > 0 && uses.length > params.callerBest) uses.sort((a, b) => b - a).length = params.callerBest;
+        let sum = 0;
+        for (const use of uses) sum += use;
+        score += Math.min(sum, params.callerCap);
+      }
       if (score > 0) {
         ranked.push([tool, score]);
         events.set(tool, counted);

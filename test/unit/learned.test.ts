@@ -72,6 +72,23 @@ describe('the learned list', () => {
     expect(alone.list(['read_file'], terms('read file disk'), undefined, NOW).ranked).toEqual([]);
   });
 
+  it('counts of one caller’s events for a tool only its closest few (callerBest): many loose matches are not their sum', () => {
+    const index = new LearnedIndex();
+    // One close use by an honest caller; twenty loose ones (two words of three shared) by another.
+    index.add('send the weekly report mail', terms('send weekly report mail'), null, event('gmail_send', 'u1'));
+    for (let i = 0; i < 20; i++) index.add(`send report x${i}`, terms(`send report x${i}`), null, event('evil_send', 'flooder'));
+    const query = terms('send weekly report mail');
+    const all = index.list(['gmail_send', 'evil_send'], query, undefined, NOW, { ...UNHELD, minSimilarity: 0.05, callerBest: 0 });
+    const best = index.list(['gmail_send', 'evil_send'], query, undefined, NOW, { ...UNHELD, minSimilarity: 0.05, callerBest: 2 });
+    const score = (list: typeof all, tool: string) => list.ranked.find(([name]) => name === tool)?.[1] ?? 0;
+    expect(score(all, 'gmail_send')).toBeCloseTo(1, 6);
+    expect(score(best, 'gmail_send')).toBeCloseTo(1, 6);
+    // Two of the loose uses count, not twenty.
+    expect(score(best, 'evil_send')).toBeGreaterThan(0);
+    expect(score(best, 'evil_send')).toBeLessThan(score(all, 'evil_send') / 5);
+    expect(best.ranked[0]![0]).toBe('gmail_send');
+  });
+
   it('votes only for tools another list ranks, in proportion to their evidence', () => {
     const fused: [string, number][] = [
       ['a', 0.02],
