@@ -34,6 +34,12 @@ export const LEARNED_CALLER_CAP = 2;
  * put an unearned tool in a top 3 through its sum; docs/ranking.md, "Learning's bounds, measured again").
  */
 export const LEARNED_CALLER_BEST = 4;
+/**
+ * Twins by their words share at least this many of the words in play: two tools holding one or two
+ * of them and nothing else are not alike (a chart tool and a directory lister over "list").
+ * Chosen by the replay (docs/ranking.md, "Learning's bounds, measured again").
+ */
+export const LEARNED_TWIN_MIN_SHARED = 3;
 /** Embedding cosine at or under which past queries are unlike (the default model's unrelated sentences sit near 0.2-0.4). */
 export const LEARNED_SEMANTIC_FLOOR = 0.5;
 /** Similarities are raised to this power: near-repeats count far more than loose matches. */
@@ -122,6 +128,8 @@ export interface LearnedParams {
    * many events after queries loosely like this one counts as a few uses, not as their sum.
    */
   callerBest: number;
+  /** Twins by their words must share at least this many of the words read (0: any likeness counts). */
+  twinMinShared: number;
   /**
    * How much a tool's evidence is scaled by its share of all the candidates' evidence (0: not at
    * all, 1: in proportion): past queries like this one that led to many different tools say little.
@@ -212,6 +220,7 @@ export const DEFAULT_LEARNED_PARAMS: LearnedParams = {
   minSimilarity: LEARNED_MIN_SIMILARITY,
   callerCap: LEARNED_CALLER_CAP,
   callerBest: LEARNED_CALLER_BEST,
+  twinMinShared: LEARNED_TWIN_MIN_SHARED,
   concentration: LEARNED_CONCENTRATION,
   peakExponent: LEARNED_PEAK_EXPONENT,
   anchorPower: 2,

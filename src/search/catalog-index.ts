@@ -126,7 +126,7 @@ export class CatalogIndex {
    * their postings (a search's cost). Without it, one pass over every posting: a forward index
    * would be needed before a large catalog reads whole definitions.
    */
-  toolLikeness(tools: readonly string[], only?: readonly string[]): (a: string, b: string) => number {
+  toolLikeness(tools: readonly string[], only?: readonly string[], minShared = 0): (a: string, b: string) => number {
     const places = new Map<number, string>();
     for (const tool of tools) {
       const at = this.bm25.indexOf(tool);
@@ -150,8 +150,14 @@ export class CatalogIndex {
       const other = weighted.get(b);
       if (!one || !other || one.norm === 0 || other.norm === 0) return 0;
       let shared = 0;
-      for (const [term, weight] of one.words) if (other.words.has(term)) shared += weight;
-      return shared / (one.norm * other.norm);
+      let count = 0;
+      for (const [term, weight] of one.words)
+        if (other.words.has(term)) {
+          shared += weight;
+          count++;
+        }
+      // Alike in fewer words than `minShared` (of those read) is no likeness: two tools holding one word of a few alone.
+      return count < minShared ? 0 : shared / (one.norm * other.norm);
     };
   }
 

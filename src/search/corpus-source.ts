@@ -193,7 +193,7 @@ function learnedFrom(held: CatalogInHand): CorpusSource['learned'] {
     const toolLikeness: ToolLikeness | undefined =
       (index && twinSimilarity > 0) || vectors
         ? (tools, only) => {
-            const words = index && twinSimilarity > 0 ? index.toolLikeness(tools, only) : () => 0;
+            const words = index && twinSimilarity > 0 ? index.toolLikeness(tools, only, learned.params.twinMinShared) : () => 0;
             // One server's tools are different functions by construction, however alike their words.
             const serverOf = (tool: string) => index?.servers.serverOf.get(tool);
             return (a, b) =>

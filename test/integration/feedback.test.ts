@@ -155,11 +155,12 @@ describe('learning from use', () => {
   it('learns which of two alike tools agents chose where it knows what they were shown (a quoted search_id, MCP), not from `used` alone', async () => {
     const schema = { type: 'object', properties: { title: { type: 'string' } } };
     const alike = [
-      { name: 'github_create_issue', description: 'Create an issue in a repository.', inputSchema: schema },
-      { name: 'jira_create_issue', description: 'Create an issue in a project.', inputSchema: schema },
+      { name: 'github_create_issue', description: 'Create a new issue in the tracker of a repository.', inputSchema: schema },
+      { name: 'jira_create_issue', description: 'Create a new issue in the tracker of a project.', inputSchema: schema },
       { name: 'send_email', description: 'Send an email message.', inputSchema: schema },
     ];
-    const query = 'create an issue';
+    // Twins share at least three of the words in play (LEARNED_TWIN_MIN_SHARED): these share four.
+    const query = 'create a new issue in the tracker';
     for (const how of ['used', 'search_id', 'mcp'] as const) {
       const catalog = uniqueName(`learn-alike-${how}`);
       expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools: alike }, as('ka1'))).status).toBe(200);
@@ -191,6 +192,23 @@ describe('learning from use', () => {
         expect(after.body.results.some((tool: { explain: { learned: unknown } }) => tool.explain.learned !== null)).toBe(true);
       } else await until(async () => (await order(app, catalog, 'ka1', query))[0] === second);
     }
+  });
+
+  it('does not take two tools alike in two words of the request alone for twins: agents’ use alone orders them', async () => {
+    const schema = { type: 'object', properties: { title: { type: 'string' } } };
+    const catalog = uniqueName('learn-few-words');
+    const tools = [
+      { name: 'github_create_issue', description: 'Create an issue in a repository.', inputSchema: schema },
+      { name: 'jira_create_issue', description: 'Create an issue in a project.', inputSchema: schema },
+      { name: 'send_email', description: 'Send an email message.', inputSchema: schema },
+    ];
+    expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools }, as('ka1'))).status).toBe(200);
+    await app.deps.search.catalogIndexes!.get((await getCatalog(app.deps.search.db, 'alpha', catalog))!);
+    const [, second] = await order(app, catalog, 'ka1', 'create an issue');
+    for (const key of ['ka1', 'ka2'])
+      expect((await app.request('POST', '/v1/feedback', { catalog, query: 'create an issue', used: [second] }, as(key))).status).toBe(200);
+    // "create" and "issue" are all they share of the words in play: fewer than LEARNED_TWIN_MIN_SHARED.
+    await until(async () => (await order(app, catalog, 'ka1', 'create an issue'))[0] === second);
   });
 
   it('keeps of what was shown the first 20 names not used, and of those only the tools the catalog holds', async () => {

@@ -189,5 +189,10 @@ describe('CatalogIndex.toolWords: the words the learned list anchors on', () => 
     const local = index.toolLikeness(['circle_area', 'circle_area_v2', 'triangle_area'], ['area', 'circle']);
     expect(local('circle_area', 'circle_area_v2')).toBeCloseTo(1, 12);
     expect(local('circle_area', 'triangle_area')).toBeCloseTo(idf2('area') / (norm('area', 'circle') * norm('area')), 12);
+    // Alike in fewer than `minShared` of the words read is no likeness: "area" alone does not pair a triangle's tool with a circle's.
+    const floored = index.toolLikeness(['circle_area', 'circle_area_v2', 'triangle_area'], ['area', 'circle', 'triangle'], 2);
+    expect(floored('circle_area', 'triangle_area')).toBe(0);
+    expect(floored('circle_area', 'circle_area_v2')).toBeCloseTo(1, 12);
+    expect(index.toolLikeness(['circle_area', 'circle_area_v2'], ['area', 'circle'], 3)('circle_area', 'circle_area_v2')).toBe(0);
   });
 });
