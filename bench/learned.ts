@@ -21,8 +21,6 @@
  * The last line is the report as JSON.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { runInNewContext } from 'node:vm';
-import { setFlagsFromString } from 'node:v8';
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -37,6 +35,7 @@ import { currentHashes, insertFeedback } from '../src/store/feedback-store.js';
 import { startInProcess } from './lib/in-process.js';
 import { toolAt } from './lib/scale-catalog.js';
 import { summarize } from './lib/stats.js';
+import { memoryInUse } from './lib/memory.js';
 
 const { values } = parseArgs({
   options: {
@@ -90,15 +89,7 @@ const unitVector = (draw: () => number = random) => {
 const vectorOf = (query: string) => unitVector(seededRandom(createHash('sha256').update(query).digest().readUInt32LE(0)));
 
 // 1. The learned list alone.
-setFlagsFromString('--expose-gc');
-const collect = runInNewContext('gc') as () => void;
-const heapUsed = () => {
-  collect();
-  collect();
-  const { heapUsed, arrayBuffers } = process.memoryUsage();
-  return heapUsed + arrayBuffers;
-};
-const empty = heapUsed();
+const empty = memoryInUse();
 const index = new LearnedIndex();
 const now = Date.now() / 1000;
 for (let i = 0; i < eventCount; i++) {
@@ -111,7 +102,7 @@ for (let i = 0; i < eventCount; i++) {
     ...(shownCount > 0 ? { passedOver: passedOver() } : {}),
   });
 }
-const indexMb = (heapUsed() - empty) / 2 ** 20;
+const indexMb = (memoryInUse() - empty) / 2 ** 20;
 const listMs: number[] = [];
 for (let round = 0; round < rounds; round++) {
   for (const query of timed) {

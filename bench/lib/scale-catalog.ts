@@ -5,6 +5,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { normalizeTools } from '../../src/catalog/tool-formats.js';
+import { documentTerms } from '../../src/ranking/search-text.js';
 
 const EVAL = fileURLToPath(new URL('../../../shared/eval/', import.meta.url));
 
@@ -49,4 +51,21 @@ export function tagCounts(tagLists: Iterable<readonly string[] | undefined>): [t
   const counts = new Map<string, number>();
   for (const tags of tagLists) for (const tag of tags ?? []) counts.set(tag.toLowerCase(), (counts.get(tag.toLowerCase()) ?? 0) + 1);
   return [...counts].sort((a, b) => b[1] - a[1]);
+}
+
+/** The first `size` generated tools as a catalog index's rows (CatalogIndex.build), their documents' terms counted as the store counts them. */
+export function scaleIndexRows(size: number) {
+  const { tools } = normalizeTools(Array.from({ length: size }, (_, i) => toolAt(i)));
+  const rows = tools.map((tool) => {
+    const { length, termFreqs } = documentTerms(tool);
+    return {
+      name: tool.name,
+      length,
+      server: tool.server,
+      tags: tool.tags,
+      tokens: { anthropic: null, openai: null, as_sent: null },
+      terms: [...termFreqs].map(([t, tf]) => `${t} ${tf}`).join(' '),
+    };
+  });
+  return { tools, rows };
 }

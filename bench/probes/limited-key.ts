@@ -10,41 +10,20 @@
  */
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { runInNewContext } from 'node:vm';
-import { setFlagsFromString } from 'node:v8';
-import { documentTerms, queryTerms } from '../../src/ranking/search-text.js';
+import { queryTerms } from '../../src/ranking/search-text.js';
 import { distinctTerms } from '../../src/ranking/bm25.js';
-import { normalizeTools } from '../../src/catalog/tool-formats.js';
 import { CatalogIndex } from '../../src/search/catalog-index.js';
 import { visibleIndex, visibleInIndex } from '../../src/search/visibility.js';
 import { Access, type KeyPolicy } from '../../src/trust/policy.js';
 import { loadQueries } from '../../src/eval/run-eval.js';
-import { toolAt } from '../lib/scale-catalog.js';
+import { scaleIndexRows } from '../lib/scale-catalog.js';
 import { summarize } from '../lib/stats.js';
+import { memoryInUse as memory } from '../lib/memory.js';
 
 const { values } = parseArgs({ options: { size: { type: 'string', default: '100000' }, queries: { type: 'string', default: '50' } } });
 const size = Number(values.size);
-setFlagsFromString('--expose-gc');
-const collect = runInNewContext('gc') as () => void;
-const memory = () => {
-  collect();
-  collect();
-  const { heapUsed, arrayBuffers } = process.memoryUsage();
-  return heapUsed + arrayBuffers;
-};
 
-const { tools } = normalizeTools(Array.from({ length: size }, (_, i) => toolAt(i)));
-const rows = tools.map((tool) => {
-  const { length, termFreqs } = documentTerms(tool);
-  return {
-    name: tool.name,
-    length,
-    server: tool.server,
-    tags: tool.tags,
-    tokens: { anthropic: null, openai: null, as_sent: null },
-    terms: [...termFreqs].map(([t, tf]) => `${t} ${tf}`).join(' '),
-  };
-});
+const { rows } = scaleIndexRows(size);
 const index = await CatalogIndex.build(1, 1, rows);
 const servers = [...index.servers.members.keys()].sort();
 const queries = loadQueries(fileURLToPath(new URL('../../../shared/eval/toolbench_stable/queries.dev.jsonl', import.meta.url)))

@@ -10,14 +10,13 @@
  */
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { documentTerms, queryTerms } from '../../src/ranking/search-text.js';
-import { normalizeTools } from '../../src/catalog/tool-formats.js';
+import { queryTerms } from '../../src/ranking/search-text.js';
 import { CatalogIndex } from '../../src/search/catalog-index.js';
 import { serverCentroids } from '../../src/ranking/servers.js';
 import { l2Normalize } from '../../src/embed/embedder.js';
 import { loadQueries } from '../../src/eval/run-eval.js';
 import { seededRandom } from '../../src/eval/seeded-random.js';
-import { tagCounts, toolAt } from '../lib/scale-catalog.js';
+import { scaleIndexRows, tagCounts } from '../lib/scale-catalog.js';
 import { summarize } from '../lib/stats.js';
 
 const { values } = parseArgs({
@@ -25,18 +24,7 @@ const { values } = parseArgs({
 });
 const size = Number(values.size);
 const runs = Number(values.runs);
-const { tools } = normalizeTools(Array.from({ length: size }, (_, i) => toolAt(i)));
-const rows = tools.map((tool) => {
-  const { length, termFreqs } = documentTerms(tool);
-  return {
-    name: tool.name,
-    length,
-    server: tool.server,
-    tags: tool.tags,
-    tokens: { anthropic: null, openai: null, as_sent: null },
-    terms: [...termFreqs].map(([t, tf]) => `${t} ${tf}`).join(' '),
-  };
-});
+const { tools, rows } = scaleIndexRows(size);
 const index = await CatalogIndex.build(1, 1, rows);
 const queries = loadQueries(fileURLToPath(new URL('../../../shared/eval/toolbench_stable/queries.dev.jsonl', import.meta.url)))
   .slice(0, Number(values.queries))
