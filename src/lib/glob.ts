@@ -39,7 +39,7 @@ export function globMatches(pattern: string | readonly string[], name: string): 
 
 /** Whether a name matches any of the patterns (SEP-2564: OR within a field); no patterns match everything. */
 export function matchesAny(patterns: readonly string[] | undefined, name: string): boolean {
-  return !patterns?.length || patterns.some((pattern) => globMatches(pattern, name));
+  return !patterns?.length || matchesSet(patternSet(patterns), name);
 }
 
 /** Patterns as matched many times over: those without `*` or `?` in a set, the others split into code points once. */

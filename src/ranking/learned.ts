@@ -461,15 +461,15 @@ export class LearnedIndex {
         const use = weight * held * event.strength * decay;
         if (uses) uses.push(use);
         else byCaller.set(event.caller, [use]);
-        counted++;
       }
       let score = 0;
       for (const uses of byCaller.values()) {
-        // A caller's best `callerBest` uses (0: all of them), at most callerCap.
+        // A caller's best `callerBest` uses (0: all of them), at most callerCap: the events behind the vote.
         if (params.callerBest > 0 && uses.length > params.callerBest) uses.sort((a, b) => b - a).length = params.callerBest;
         let sum = 0;
         for (const use of uses) sum += use;
         score += Math.min(sum, params.callerCap);
+        counted += uses.length;
       }
       if (score > 0) {
         ranked.push([tool, score]);
