@@ -234,7 +234,14 @@ class OpeningTimedOut extends Error {
 
 /** Whether a Streamable HTTP failure may come from a server that speaks only the legacy SSE transport. */
 function legacyMayAnswer(error: unknown): boolean {
-  if (error instanceof UpstreamRefused || error instanceof UpstreamTooLarge || error instanceof OpeningTimedOut || authorizationFailureIn(error)) return false;
+  // A name refused where it resolves goes on as a name that does not resolve would (the legacy transport is refused again): no step tells them apart.
+  if (
+    (error instanceof UpstreamRefused && error.tellable) ||
+    error instanceof UpstreamTooLarge ||
+    error instanceof OpeningTimedOut ||
+    authorizationFailureIn(error)
+  )
+    return false;
   const status = (error as { status?: unknown }).status ?? (error as { code?: unknown }).code;
   // The 2024-11-05 backwards-compatibility rule: a POST answered 400, 404 or 405 means "try SSE".
   return typeof status !== 'number' || status === 400 || status === 404 || status === 405;

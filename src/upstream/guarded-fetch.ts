@@ -31,8 +31,16 @@ export class UpstreamRefused extends Error {
     /** For the operator's logs only: telling a tenant where a name resolves maps the inside for them. */
     readonly hostname: string,
     readonly address: string,
+    /**
+     * Whether the reason may be shown to the tenant: the URL spelled the address itself, or named
+     * localhost (loopback by standard, RFC 6761). A name resolved by DNS is not: "refused by policy
+     * (private)" for it, beside "connection failed" for a name that does not resolve, would tell a
+     * tenant which internal names exist. The tenant reads "connection failed"; the audit log and
+     * the operator's log keep the reason.
+     */
+    readonly tellable = true,
   ) {
-    super(`refused by policy (${reason})`);
+    super(tellable ? `refused by policy (${reason})` : `refused by policy (${reason}) where a name resolves`);
   }
 }
 const REFUSED_MESSAGE = /^refused by policy \(([a-z-]+)\)$/;
@@ -148,9 +156,15 @@ export async function resolveChecked(hostname: string, allow: AllowList, lookup:
   const addresses = literal ? [bare] : await resolveAll(lookup, bare);
   for (const address of addresses) {
     const reason = addressRefusal(address, allow, literal ? undefined : bare);
-    if (reason) throw new UpstreamRefused(reason, bare, address);
+    if (reason) throw new UpstreamRefused(reason, bare, address, literal || isLocalhostName(bare));
   }
   return addresses;
+}
+
+/** `localhost` and its subdomains: loopback wherever they are asked (RFC 6761 6.3), so naming them tells nothing. */
+function isLocalhostName(host: string): boolean {
+  const name = host.toLowerCase().replace(/\.$/, '');
+  return name === 'localhost' || name.endsWith('.localhost');
 }
 
 function resolveAll(lookup: LookupFunction, hostname: string): Promise<string[]> {
@@ -168,7 +182,8 @@ function resolveAll(lookup: LookupFunction, hostname: string): Promise<string[]>
   });
 }
 
-function refusalIn(error: unknown): UpstreamRefused | undefined {
+/** The address policy's refusal in an error's cause chain (undici and the SDK wrap what the connector threw). */
+export function refusalIn(error: unknown): UpstreamRefused | undefined {
   for (const link of causeChain(error)) if (link instanceof UpstreamRefused) return link;
   return undefined;
 }
@@ -316,7 +331,8 @@ function jsonRpcIds(body: unknown): Array<string | number> {
 /**
  * A short class of an upstream connection or sync failure, safe to store and show the tenant: no
  * upstream-controlled text, no header values, no response body. A refused port, a reset, a DNS
- * failure and a timeout all read "connection failed", so the answer cannot be used to scan ports.
+ * failure, a timeout and a name that resolves where the policy refuses all read "connection
+ * failed", so the answer cannot be used to scan ports or to map internal names.
  */
 export function describeUpstreamFailure(error: unknown): string {
   let best: { rank: number; text: string } = { rank: 0, text: 'connection failed' };
@@ -344,7 +360,7 @@ const SSE_POST_STATUS = /^Error POSTing to endpoint \(HTTP (\d{3})\)/;
 const NOT_MCP_CODES = new Set<string>([SdkErrorCode.ClientHttpUnexpectedContent, SdkErrorCode.InvalidResult, SdkErrorCode.UnsupportedResultType]);
 
 function classify(error: unknown): { rank: number; text: string } | undefined {
-  if (error instanceof UpstreamRefused) return { rank: RANK_REFUSED, text: `refused by policy (${error.reason})` };
+  if (error instanceof UpstreamRefused) return { rank: RANK_REFUSED, text: error.tellable ? `refused by policy (${error.reason})` : 'connection failed' };
   if (error instanceof UpstreamTooLarge) return { rank: RANK_TOO_LARGE, text: 'result too large' };
   const http = (status: number) => ({ rank: RANK_HTTP, text: `HTTP ${status}` });
   const notMcp = { rank: RANK_NOT_MCP, text: 'not an MCP server' };

@@ -40,7 +40,7 @@ import type { Db } from '../store/database.js';
 import * as store from '../store/upstream-oauth-store.js';
 import type { UpstreamRow } from '../store/upstream-store.js';
 import { getUpstream, recordUpstreamError } from '../store/upstream-store.js';
-import { describeUpstreamFailure, UpstreamRefused, type GuardedFetch } from './guarded-fetch.js';
+import { describeUpstreamFailure, refusalIn, UpstreamRefused, type GuardedFetch } from './guarded-fetch.js';
 
 export type { OAuthGrant } from '../store/upstream-oauth-store.js';
 
@@ -548,13 +548,14 @@ export function oauthFailure(
 ): UpstreamAuthorizationFailed {
   if (error instanceof UpstreamAuthorizationFailed) return error;
   const again = 'an operator authorizes it again with POST /v1/catalogs/{catalog}/upstreams/{name}/oauth/start';
-  if (refused.length > 0 || error instanceof UpstreamRefused) {
-    const reason = (refused[0] ?? (error as UpstreamRefused)).reason;
+  const refusal = refused[0] ?? (error instanceof UpstreamRefused ? error : undefined);
+  if (refusal?.tellable)
     return new UpstreamAuthorizationFailed(
-      `an OAuth address is refused by policy (${reason}): the metadata points where upstreams may not go`,
+      `an OAuth address is refused by policy (${refusal.reason}): the metadata points where upstreams may not go`,
       'authorization_required',
     );
-  }
+  // A name refused where it resolves reads as one that does not resolve (guarded-fetch.ts).
+  if (refusal) return new UpstreamAuthorizationFailed('OAuth discovery or token request failed', 'authorization_required');
   if (error instanceof NeedsOperator) {
     if (refreshRejected)
       return new UpstreamAuthorizationFailed(`the authorization server refused the refresh token (invalid_grant): ${again}`, 'refresh_failed');
@@ -586,15 +587,6 @@ export function authorizationFailureIn(error: unknown): UpstreamAuthorizationFai
   let link: unknown = error;
   for (let depth = 0; depth < 8 && link; depth++) {
     if (link instanceof UpstreamAuthorizationFailed) return link;
-    link = (link as { cause?: unknown }).cause;
-  }
-  return undefined;
-}
-
-function refusalIn(error: unknown): UpstreamRefused | undefined {
-  let link: unknown = error;
-  for (let depth = 0; depth < 8 && link; depth++) {
-    if (link instanceof UpstreamRefused) return link;
     link = (link as { cause?: unknown }).cause;
   }
   return undefined;

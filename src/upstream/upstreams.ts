@@ -35,7 +35,15 @@ import { revealInvisible } from '../trust/reveal.js';
 import { stripInvisible, visibleDeep } from '../trust/visible-text.js';
 import { checkUpstreamUrl, type AllowList } from './address-policy.js';
 import { STDIO_URL_PREFIX, UpstreamConnections, type StdioServer } from './connections.js';
-import { createGuardedFetch, describeUpstreamFailure, resolveChecked, UpstreamRefused, UpstreamTooLarge, type GuardedFetch } from './guarded-fetch.js';
+import {
+  createGuardedFetch,
+  describeUpstreamFailure,
+  refusalIn,
+  resolveChecked,
+  UpstreamRefused,
+  UpstreamTooLarge,
+  type GuardedFetch,
+} from './guarded-fetch.js';
 import { authorizationFailureIn, UpstreamOAuth, type OAuthSettings, type OAuthState } from './oauth.js';
 import type { UpstreamActor } from './registration.js';
 import { SecretOpenError, type SecretBox } from '../lib/secret-box.js';
@@ -383,7 +391,10 @@ export class UpstreamService implements UpstreamCaller {
     try {
       await resolveChecked(checked.url.hostname, this.#deps.allow);
     } catch (error) {
-      if (!(error instanceof UpstreamRefused)) return; // a name that does not resolve yet: the sync says "connection failed"
+      // A name that does not resolve (yet), and one that resolves where the policy refuses, are
+      // registered alike and their sync says "connection failed" (the latter audited there):
+      // a 400 for one of them would tell a tenant which internal names exist.
+      if (!(error instanceof UpstreamRefused) || !error.tellable) return;
       this.#audit.record({ event: 'refused_address', tenant, catalog, upstream: input.name, outcome: 'refused', reason: error.reason, ...actor });
       throw new AppError(
         'validation_failed',
@@ -714,14 +725,15 @@ export class UpstreamService implements UpstreamCaller {
   }
 
   #noteRefusal(row: store.UpstreamRow, error: unknown, actor: UpstreamActor = {}): void {
-    if (error instanceof UpstreamRefused)
+    const refusal = refusalIn(error);
+    if (refusal)
       this.#audit.record({
         event: 'refused_address',
         tenant: row.tenant,
         catalog: row.catalog,
         upstream: row.name,
         outcome: 'refused',
-        reason: error.reason,
+        reason: refusal.reason,
         ...actor,
       });
   }

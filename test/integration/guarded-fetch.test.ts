@@ -160,8 +160,14 @@ describe('the address policy at connection time', () => {
     const error = await rejection(guardedFetch({ allow: EMPTY_ALLOW_LIST, lookup })(`http://mcp.test:${server.port}/`));
     expect(error).toBeInstanceOf(UpstreamRefused);
     expect(calls).toEqual(['mcp.test']);
+    // Where a name resolves is not the tenant's to learn: its refusal reads as a name that does not resolve.
+    expect((error as UpstreamRefused).tellable).toBe(false);
+    expect(describeUpstreamFailure(error)).toBe('connection failed');
+    expect(describeUpstreamFailure(new Error(`SSE error: ${(error as Error).message}`))).toBe('connection failed');
+    // localhost is loopback by standard: naming it tells nothing, and the tenant learns why.
     const system = await rejection(guardedFetch({ allow: EMPTY_ALLOW_LIST })(`http://localhost:${server.port}/`));
     expect((system as UpstreamRefused).reason).toBe('loopback');
+    expect(describeUpstreamFailure(system)).toBe('refused by policy (loopback)');
     expect(server.connections).toBe(0);
   });
 
@@ -178,8 +184,8 @@ describe('the address policy at connection time', () => {
       hostname === 'public.test' ? ['93.184.216.34', '2606:4700::1111'] : hostname === 'mixed.test' ? ['93.184.216.34', 'fd00:ec2::254'] : [],
     );
     await expect(resolveChecked('public.test', EMPTY_ALLOW_LIST, lookup)).resolves.toEqual(['93.184.216.34', '2606:4700::1111']);
-    await expect(resolveChecked('mixed.test', EMPTY_ALLOW_LIST, lookup)).rejects.toMatchObject({ name: 'UpstreamRefused', reason: 'private' });
-    await expect(resolveChecked('[::1]', EMPTY_ALLOW_LIST, lookup)).rejects.toMatchObject({ reason: 'loopback' });
+    await expect(resolveChecked('mixed.test', EMPTY_ALLOW_LIST, lookup)).rejects.toMatchObject({ name: 'UpstreamRefused', reason: 'private', tellable: false });
+    await expect(resolveChecked('[::1]', EMPTY_ALLOW_LIST, lookup)).rejects.toMatchObject({ reason: 'loopback', tellable: true });
     await expect(resolveChecked('[2606:4700::1111]', EMPTY_ALLOW_LIST, lookup)).resolves.toEqual(['2606:4700::1111']);
     await expect(resolveChecked('127.0.0.1', parseAllowList('127.0.0.0/8'), lookup)).resolves.toEqual(['127.0.0.1']);
     const missing = await rejection(resolveChecked('missing.test', EMPTY_ALLOW_LIST, lookup));

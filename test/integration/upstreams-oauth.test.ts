@@ -9,6 +9,7 @@
  * toolsift at internal addresses.
  */
 import http from 'node:http';
+import { hostname } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { sql } from 'drizzle-orm';
@@ -330,6 +331,25 @@ describe('OAuth metadata pointing at internal addresses', () => {
       expect(internal.hits()).toBe(0);
     });
   }
+
+  it("answers a metadata name that resolves inside as one that does not resolve (the tenant does not learn the inside's names)", async () => {
+    const errors: string[] = [];
+    for (const [index, host] of [hostname(), 'no-such-name.invalid'].entries()) {
+      const hostile = await hostileAuthServer('127.0.0.2', { authorizationServer: `http://${host}:${new URL(internal.url).port}/` });
+      closing.push(hostile.close);
+      const put = await app.request(
+        'PUT',
+        `/v1/catalogs/${catalog}/upstreams/named-${index}`,
+        { url: hostile.url, auth: { type: 'oauth', grant: 'client_credentials', client_id: 'c', client_secret: 'client-secret-value' } },
+        key,
+      );
+      expect(put.status).toBe(200);
+      errors.push(`${put.body.upstream.auth.last_error} | ${put.body.upstream.last_error}`);
+    }
+    expect(errors[0]).not.toContain('refused');
+    expect(errors[0]).toBe(errors[1]);
+    expect(internal.hits()).toBe(0);
+  });
 
   it('refuses the operator start the same way', async () => {
     const hostile = await hostileAuthServer('127.0.0.2', { authorizationServer: `${internal.url}/` });

@@ -11,7 +11,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { connect } from 'node:net';
-import { networkInterfaces, tmpdir } from 'node:os';
+import { hostname, networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { pino } from 'pino';
@@ -292,6 +292,30 @@ export const ATTACKS: Attack[] = [
         ),
       );
       return { ok: statuses.every((line) => line.endsWith(' 400')), seen: statuses.join(', ') };
+    },
+  },
+  {
+    finding: '1 SSRF',
+    attack:
+      "tenant beta maps internal names: registers this machine's name (it resolves to an internal address) and a name that does not resolve, and compares the answers",
+    expected: 'the same answer for both (200, last_error "connection failed"); nothing reaches the service; the audit log names the refusal for the operator',
+    async run(ctx) {
+      const internalName = hostname();
+      const before = ctx.internal.hits();
+      const register = async (host: string) => {
+        const catalog = uniqueName('n');
+        const put = await ctx.app.request('PUT', `/v1/catalogs/${catalog}/upstreams/x`, { url: `http://${host}:${ctx.internal.port}/admin` }, ctx.beta);
+        const { url: _url, last_sync_at: _at, ...rest } = (put.body?.upstream ?? {}) as Record<string, unknown>;
+        return { catalog, status: put.status, answer: JSON.stringify(rest), error: put.body?.upstream?.last_error ?? put.body?.error?.message };
+      };
+      const named = await register(internalName);
+      const absent = await register('no-such-name.invalid');
+      const hits = ctx.internal.hits() - before;
+      const audited = ctx.logs.some((line) => line.audit === 'refused_address' && line.catalog === named.catalog);
+      return {
+        ok: named.status === 200 && named.answer === absent.answer && named.error === 'connection failed' && hits === 0 && audited,
+        seen: `${internalName}: ${named.status} ${brief(String(named.error))}; a name that does not resolve: ${absent.status} ${brief(String(absent.error))}; same answer: ${named.answer === absent.answer ? true : `${named.answer} / ${absent.answer}`}; requests reaching it: ${hits}; audited: ${audited}`,
+      };
     },
   },
   {
