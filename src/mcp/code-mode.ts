@@ -42,7 +42,8 @@ export async function runCode(deps: CodeModeDeps, scope: DiscoveryScope, code: s
     deps.onProgramCall?.(result.upstream, result.isError ? 'tool_error' : 'ok', performance.now() - callStarted);
     return result.isError ? { ok: false, error: resultText(result) || `"${name}" failed` } : { ok: true, value: resultValue(result) };
   };
-  const outcome = await deps.sandbox.run(code, call, signal);
+  // Workers are shared fairly by tenant: one tenant's programs cannot keep another's waiting.
+  const outcome = await deps.sandbox.run(code, call, signal, scope.tenant);
   const ms = performance.now() - started;
   deps.audit?.record({
     event: 'code_run',

@@ -24,6 +24,20 @@ const CALLS_IN_FLIGHT = 8;
 const STOP_GRACE_MS = 1_000;
 /** Runs waiting for a worker; beyond this a run is refused at once (the service is saturated). */
 const QUEUE_MAX = 256;
+/** Runs of one owner (a tenant) waiting at once: one tenant cannot fill the queue and have the others refused. */
+const OWNER_QUEUE_MAX = 64;
+
+/** A run waiting for a worker, in its owner's line. */
+interface Waiter {
+  give: (slot: Slot | null) => void;
+}
+
+/** One owner's share: its runs holding a worker, its line, and when it was last given a worker. */
+interface Owner {
+  active: number;
+  waiting: Waiter[];
+  lastServed: number;
+}
 
 interface Slot {
   worker: Worker;
@@ -51,10 +65,18 @@ export interface SandboxPoolOptions {
   onWorkerLost?: (reason: string) => void;
 }
 
+/**
+ * Who waits gets a worker fairly: a freed worker goes to the owner (tenant) holding the fewest
+ * workers among those waiting, the one served longest ago on a tie, each owner's runs in their
+ * order. One tenant's many programs cannot keep another's waiting past the run ahead of it; a lone
+ * tenant still uses every worker.
+ */
 export class SandboxPool {
   readonly limits: SandboxLimits;
   #slots: Slot[] = [];
-  #queue: Array<(slot: Slot) => void> = [];
+  #owners = new Map<string, Owner>();
+  #waitingCount = 0;
+  #served = 0;
   #nextId = 1;
   #closed = false;
 
@@ -72,7 +94,7 @@ export class SandboxPool {
    * Runs `program`; its tool calls go to `call`. Always answers with an outcome: errors in the
    * program, limits reached and a lost worker are outcomes, not throws.
    */
-  async run(program: string, call: ToolCallHandler, signal?: AbortSignal): Promise<RunOutcome> {
+  async run(program: string, call: ToolCallHandler, signal?: AbortSignal, owner = ''): Promise<RunOutcome> {
     const { limits } = this;
     const empty = { logs: [], logsDropped: 0, calls: 0, startMs: 0, cpuMs: 0 };
     const refuse = (error: RunError): RunOutcome => ({ ok: false, error, ...empty });
@@ -81,23 +103,31 @@ export class SandboxPool {
     if (bytes > limits.programBytes)
       return refuse({ kind: 'limit', name: 'ProgramSize', message: `the program is ${bytes} bytes, over the limit of ${limits.programBytes}` });
     const queuedAt = performance.now();
-    const slot = await this.#acquire(limits.wallMs, signal);
-    if (!slot)
+    const share = this.#owner(owner);
+    const slot = await this.#acquire(share, limits.wallMs, signal);
+    if (!slot) {
+      this.#forget(owner, share);
       return refuse(
         signal?.aborted
           ? { kind: 'cancelled', name: 'Cancelled', message: 'the request was cancelled before the program started' }
           : { kind: 'limit', name: 'Busy', message: `every sandbox stayed busy for ${Math.round(performance.now() - queuedAt)} ms: try again shortly` },
       );
+    }
+    share.active += 1;
+    share.lastServed = ++this.#served;
     try {
       return await this.#runOn(slot, program, call, signal);
     } finally {
+      share.active -= 1;
+      this.#forget(owner, share);
       this.#release(slot);
     }
   }
 
   async close(): Promise<void> {
     this.#closed = true;
-    for (const waiter of this.#queue.splice(0)) waiter(null as unknown as Slot);
+    for (const share of this.#owners.values()) for (const waiter of share.waiting.splice(0)) waiter.give(null);
+    this.#waitingCount = 0;
     await Promise.all(this.#slots.map((slot) => slot.worker.terminate()));
     this.#slots = [];
   }
@@ -146,7 +176,33 @@ export class SandboxPool {
     });
   }
 
-  async #acquire(waitMs: number, signal?: AbortSignal): Promise<Slot | null> {
+  #owner(name: string): Owner {
+    let share = this.#owners.get(name);
+    if (!share) {
+      share = { active: 0, waiting: [], lastServed: 0 };
+      this.#owners.set(name, share);
+    }
+    return share;
+  }
+
+  /** An owner with nothing running or waiting keeps no entry (the map is as large as the owners at work). */
+  #forget(name: string, share: Owner): void {
+    if (share.active === 0 && share.waiting.length === 0 && this.#owners.get(name) === share) this.#owners.delete(name);
+  }
+
+  /** The waiting owner due a worker: fewest held, then served longest ago. */
+  #nextWaiter(): Waiter | undefined {
+    let due: Owner | undefined;
+    for (const share of this.#owners.values()) {
+      if (share.waiting.length === 0) continue;
+      if (!due || share.active < due.active || (share.active === due.active && share.lastServed < due.lastServed)) due = share;
+    }
+    if (!due) return undefined;
+    this.#waitingCount -= 1;
+    return due.waiting.shift();
+  }
+
+  async #acquire(share: Owner, waitMs: number, signal?: AbortSignal): Promise<Slot | null> {
     const free = this.#slots.find((slot) => !slot.busy);
     if (free) {
       free.busy = true;
@@ -157,16 +213,21 @@ export class SandboxPool {
       slot.busy = true;
       return slot;
     }
-    if (this.#queue.length >= QUEUE_MAX) return null;
+    if (this.#waitingCount >= QUEUE_MAX || share.waiting.length >= OWNER_QUEUE_MAX) return null;
     return new Promise<Slot | null>((resolve) => {
-      const waiter = (slot: Slot | null) => {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        resolve(slot);
+      const waiter: Waiter = {
+        give: (slot) => {
+          clearTimeout(timer);
+          signal?.removeEventListener('abort', onAbort);
+          resolve(slot);
+        },
       };
       const drop = () => {
-        const index = this.#queue.indexOf(waiter);
-        if (index >= 0) this.#queue.splice(index, 1);
+        const index = share.waiting.indexOf(waiter);
+        if (index >= 0) {
+          share.waiting.splice(index, 1);
+          this.#waitingCount -= 1;
+        }
         resolve(null);
       };
       const onAbort = () => {
@@ -178,7 +239,8 @@ export class SandboxPool {
         drop();
       }, waitMs);
       signal?.addEventListener('abort', onAbort, { once: true });
-      this.#queue.push(waiter);
+      share.waiting.push(waiter);
+      this.#waitingCount += 1;
     });
   }
 
@@ -186,10 +248,10 @@ export class SandboxPool {
     slot.run = null;
     // A slot whose worker was lost is not handed on: the next waiter gets a fresh one.
     const live = this.#slots.includes(slot) ? slot : this.#slots.length < this.options.workers ? this.#spawn() : null;
-    const next = this.#queue.shift();
+    const next = live ? this.#nextWaiter() : undefined;
     if (next && live) {
       live.busy = true;
-      next(live);
+      next.give(live);
     } else if (live) live.busy = false;
   }
 
