@@ -120,7 +120,7 @@ export const configSchema = z.preprocess(
         }),
     ),
     /**
-     * The operator's egress proxy for remote upstreams (and their OAuth servers): `http://[user:
+     * The operator's egress proxy for remote upstreams (and their OAuth servers): `http(s)://[user:
      * password@]host:port`, asked to CONNECT a tunnel over which TLS runs end to end (upstream/
      * egress-proxy.ts). The address policy applies first, as without it. Unset: direct connections.
      * Not read from HTTPS_PROXY, which a host may set for other tools.

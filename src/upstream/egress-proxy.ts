@@ -1,6 +1,8 @@
 /**
- * Reaching upstreams through the operator's egress proxy (UPSTREAM_PROXY): an HTTP proxy asked to
- * CONNECT a tunnel, over which the upstream's own HTTP or TLS runs end to end. toolsift still
+ * Reaching upstreams through the operator's egress proxy (UPSTREAM_PROXY): an HTTP proxy, reached
+ * over TCP (`http://`) or TLS (`https://`, its certificate checked against the system's CAs and
+ * NODE_EXTRA_CA_CERTS), asked to CONNECT a tunnel, over which the upstream's own HTTP or TLS runs
+ * end to end (TLS inside TLS through an `https://` proxy). toolsift still
  * resolves the name and judges every address with the address policy first (guarded-fetch.ts), and
  * by default asks the proxy for the address it judged, not the name: a proxy resolving the name
  * itself could be answered differently (DNS rebinding) and reach an address that was never judged.
@@ -11,8 +13,10 @@ import { connect as netConnect, isIP, type Socket } from 'node:net';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 
 export interface EgressProxy {
-  /** The proxy: `http://[user:password@]host:port`. */
+  /** The proxy: `http(s)://[user:password@]host:port`. */
   url: URL;
+  /** CAs trusted for an `https://` proxy's certificate in place of the system's (tests; operators use NODE_EXTRA_CA_CERTS). */
+  ca?: string | Buffer | Array<string | Buffer>;
   /** What the proxy is asked to reach: the address toolsift judged (default), or the host name. */
   connectBy: 'address' | 'name';
   /** Hosts reached directly (UPSTREAM_NO_PROXY): a name, `.suffix` / `*.suffix` for its subdomains, or an address. */
@@ -28,7 +32,8 @@ export function parseEgressProxy(url: string | undefined, connectBy: 'address' |
   } catch {
     throw new Error('UPSTREAM_PROXY must be a URL such as http://proxy.internal:3128');
   }
-  if (parsed.protocol !== 'http:') throw new Error(`UPSTREAM_PROXY must be an http:// proxy (its tunnels carry TLS end to end); got ${parsed.protocol}`);
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+    throw new Error(`UPSTREAM_PROXY must be an http:// or https:// proxy (its tunnels carry TLS end to end); got ${parsed.protocol}`);
   if (!parsed.port && parsed.hostname === '') throw new Error('UPSTREAM_PROXY needs a host');
   const bypass = noProxy
     .split(',')
@@ -91,8 +96,17 @@ function openTunnel(proxy: EgressProxy, target: string, port: number): Promise<S
   const credentials = proxy.url.username
     ? `Proxy-Authorization: Basic ${Buffer.from(`${decodeURIComponent(proxy.url.username)}:${decodeURIComponent(proxy.url.password)}`).toString('base64')}\r\n`
     : '';
+  const host = bareHost(proxy.url.hostname);
+  const overTls = proxy.url.protocol === 'https:';
   return new Promise<Socket>((resolve, reject) => {
-    const socket = netConnect({ host: bareHost(proxy.url.hostname), port: Number(proxy.url.port || 80) });
+    const socket = overTls
+      ? tlsConnect({
+          host,
+          port: Number(proxy.url.port || 443),
+          ...(isIP(host) ? {} : { servername: host }),
+          ...(proxy.ca ? { ca: proxy.ca } : {}),
+        })
+      : netConnect({ host, port: Number(proxy.url.port || 80) });
     let answer = Buffer.alloc(0);
     const fail = (error: Error) => {
       socket.destroy();
@@ -100,7 +114,8 @@ function openTunnel(proxy: EgressProxy, target: string, port: number): Promise<S
     };
     socket.setTimeout(TUNNEL_TIMEOUT_MS, () => fail(new ProxyRefused(`the egress proxy did not open a tunnel within ${TUNNEL_TIMEOUT_MS} ms`)));
     socket.once('error', fail);
-    socket.once('connect', () => socket.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n${credentials}\r\n`));
+    // Through an https:// proxy nothing (not its credentials) is written before its certificate is checked.
+    socket.once(overTls ? 'secureConnect' : 'connect', () => socket.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n${credentials}\r\n`));
     const onData = (chunk: Buffer) => {
       answer = Buffer.concat([answer, chunk]);
       const end = answer.indexOf('\r\n\r\n');

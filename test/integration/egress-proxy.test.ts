@@ -60,7 +60,8 @@ describe('upstreams through the egress proxy (UPSTREAM_PROXY)', () => {
   });
 
   it('stops the start on a proxy setting it cannot use, naming it', () => {
-    expect(() => loadConfig({ UPSTREAM_PROXY: 'socks5://proxy:1080' })).toThrow(/UPSTREAM_PROXY must be an http:\/\/ proxy/);
+    expect(() => loadConfig({ UPSTREAM_PROXY: 'socks5://proxy:1080' })).toThrow(/UPSTREAM_PROXY must be an http:\/\/ or https:\/\/ proxy/);
+    expect(loadConfig({ UPSTREAM_PROXY: 'https://proxy.internal:8443' }).UPSTREAM_PROXY).toBe('https://proxy.internal:8443');
     expect(() => loadConfig({ UPSTREAM_PROXY_CONNECT: 'dns' })).toThrow(/UPSTREAM_PROXY_CONNECT/);
   });
 });

@@ -17,7 +17,7 @@ import {
   type GuardedFetchOptions,
 } from '../../src/upstream/guarded-fetch.js';
 import { bypassesProxy, parseEgressProxy } from '../../src/upstream/egress-proxy.js';
-import { startConnectProxy, type ConnectProxy } from '../helpers/connect-proxy.js';
+import { PROXY_TLS_CERT, startConnectProxy, type ConnectProxy } from '../helpers/connect-proxy.js';
 
 const MB = 1024 * 1024;
 
@@ -274,6 +274,27 @@ describe('through the egress proxy (UPSTREAM_PROXY)', () => {
     expect(names).toEqual(['mcp.test']);
   });
 
+  it('reaches an https:// proxy over TLS (its certificate checked first), with TLS to the upstream inside', async () => {
+    const proxy = await startConnectProxy('user:secret', { tls: true });
+    cleanups.push(proxy.close);
+    const names: Array<string | false | null> = [];
+    const secure = createHttpsServer({ key: TLS_KEY, cert: TLS_CERT }, (_request, response) => response.end('secure via tls'));
+    secure.on('secureConnection', (socket: TLSSocket) => names.push(socket.servername));
+    const { port: securePort } = await serve(secure);
+    const plain = await http((_request, response) => response.end('plain via tls'));
+    const { lookup } = fakeLookup(() => ['127.0.0.1']);
+    const trusting = guardedFetch({ allow: parseAllowList('127.0.0.1/32'), lookup, ca: TLS_CERT, proxy: proxied(proxy.url, { ca: PROXY_TLS_CERT }) });
+    expect(await (await trusting(`https://mcp.test:${securePort}/`)).text()).toBe('secure via tls');
+    expect(await (await trusting(`http://mcp.test:${plain.port}/`)).text()).toBe('plain via tls');
+    expect(proxy.asked).toEqual([`127.0.0.1:${securePort}`, `127.0.0.1:${plain.port}`]);
+    expect(names).toEqual(['mcp.test']);
+    // A proxy whose certificate is not trusted is told nothing: no CONNECT, no credentials.
+    const doubting = guardedFetch({ allow: parseAllowList('127.0.0.1/32'), lookup, proxy: proxied(proxy.url) });
+    const error = await rejection(doubting(`http://mcp.test:${plain.port}/`));
+    expect(describeUpstreamFailure(error)).toBe('connection failed');
+    expect(proxy.asked).toHaveLength(2);
+  });
+
   it('asks for the name with connectBy name, still after judging its addresses', async () => {
     const proxy = await connectProxy();
     const plain = await http((_request, response) => response.end('by name'));
@@ -317,7 +338,7 @@ describe('through the egress proxy (UPSTREAM_PROXY)', () => {
     expect(bypassesProxy(parseEgressProxy(proxy.url, 'address', '*.corp.example,10.0.0.7,[::1]')!, 'mcp.corp.example')).toBe(true);
     expect(bypassesProxy(parseEgressProxy(proxy.url, 'address', '*.corp.example,10.0.0.7,[::1]')!, 'corp.example.evil.net')).toBe(false);
     expect(bypassesProxy(parseEgressProxy(proxy.url, 'address', '*.corp.example,10.0.0.7,[::1]')!, '[::1]')).toBe(true);
-    expect(() => parseEgressProxy('https://proxy:3128')).toThrow(/http:\/\/ proxy/);
+    expect(() => parseEgressProxy('socks5://proxy:1080')).toThrow(/http:\/\/ or https:\/\/ proxy/);
     expect(() => parseEgressProxy('not a url')).toThrow(/must be a URL/);
   });
 });
