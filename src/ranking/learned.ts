@@ -89,7 +89,8 @@ export interface LearnedEvent {
 interface PastQuery {
   text: string;
   terms: readonly string[];
-  vector: Float32Array | null;
+  /** Its embedding, of unit length, in bytes (`quantized`): a quarter of the floats' memory. */
+  vector: QuantizedVector | null;
   /** Its requests' words (requestTerms), read when segmentMin first asks. */
   segments?: readonly (readonly string[])[];
 }
@@ -257,11 +258,35 @@ const unit = (vector: ArrayLike<number>): Float32Array => {
   return out;
 };
 
-const dot = (a: Float32Array, b: Float32Array): number => {
-  if (a.length !== b.length) return 0;
+/** A unit vector in signed bytes: `values[i] x scale` is its component (the largest maps to 127). */
+export interface QuantizedVector {
+  values: Int8Array;
+  scale: number;
+}
+
+/**
+ * A past query's vector as held: unit length, each component rounded to 1/127 of the largest. Its
+ * cosine with a new query's float vector moves by at most 0.0011 (median 0.0002) over 500 random
+ * 512-d pairs (learned.test.ts asks < 0.004); each past query holds 1.5 KB less.
+ */
+export function quantized(vector: ArrayLike<number>): QuantizedVector {
+  const floats = unit(vector);
+  let largest = 0;
+  for (let i = 0; i < floats.length; i++) largest = Math.max(largest, Math.abs(floats[i]!));
+  const values = new Int8Array(floats.length);
+  if (largest === 0) return { values, scale: 0 };
+  const step = 127 / largest;
+  for (let i = 0; i < floats.length; i++) values[i] = Math.round(floats[i]! * step);
+  return { values, scale: largest / 127 };
+}
+
+/** The dot product of a float vector and a held one (their cosine when both are unit vectors). */
+export const dot = (a: Float32Array, b: QuantizedVector): number => {
+  const values = b.values;
+  if (a.length !== values.length) return 0;
   let sum = 0;
-  for (let i = 0; i < a.length; i++) sum += a[i]! * b[i]!;
-  return sum;
+  for (let i = 0; i < a.length; i++) sum += a[i]! * values[i]!;
+  return sum * b.scale;
 };
 
 /** The cosine of two vectors (0 when either is missing). */
@@ -315,13 +340,13 @@ export class LearnedIndex {
       id = this.queries.length;
       this.byText.set(text, id);
       const distinct = [...new Set(terms)];
-      this.queries.push({ text, terms: distinct, vector: vector ? unit(vector) : null });
+      this.queries.push({ text, terms: distinct, vector: vector ? quantized(vector) : null });
       for (const term of distinct) this.df.set(term, (this.df.get(term) ?? 0) + 1);
       if (this.queries.length > this.normsAt * 1.1 + 10) this.recomputeNorms();
       else this.norms[id] = this.norm(distinct);
     }
     const past = this.queries[id]!;
-    if (!past.vector && vector) past.vector = unit(vector);
+    if (!past.vector && vector) past.vector = quantized(vector);
     // Names passed over are held once each however many events name them.
     if (event.passedOver) event = { ...event, passedOver: event.passedOver.map((name) => this.names.get(name) ?? (this.names.set(name, name), name)) };
     const events = this.byTool.get(event.tool);

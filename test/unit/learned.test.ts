@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { addLearnedVotes, DEFAULT_LEARNED_PARAMS, LearnedIndex, splitRequests } from '../../src/ranking/learned.js';
+import { addLearnedVotes, cosine, DEFAULT_LEARNED_PARAMS, dot, LearnedIndex, quantized, splitRequests } from '../../src/ranking/learned.js';
+import { seededRandom } from '../../src/eval/seeded-random.js';
 import { RRF_K } from '../../src/ranking/rrf.js';
 
 const NOW = 1_800_000_000;
@@ -36,6 +37,23 @@ describe('the learned list', () => {
     const list = index.list(ALL, terms('report defect now'), [0.95, 0.05, 0], NOW);
     // Alike in meaning and sharing a word: counted; alike in meaning without a shared word, or sharing a word only: not.
     expect(list.ranked.map(([tool]) => tool)).toEqual(['jira_create']);
+  });
+
+  it('holds past queries’ vectors in bytes, their cosine with a new query within 0.004 of the floats’', () => {
+    const random = seededRandom(7);
+    const gaussian = () => Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random());
+    let worst = 0;
+    for (let pair = 0; pair < 500; pair++) {
+      const past = Float32Array.from({ length: 512 }, gaussian);
+      // Half the pairs alike (the new query near the past one), half unrelated.
+      const query = Float32Array.from(past, (value) => (pair % 2 ? value + 0.5 * gaussian() : gaussian()));
+      const norm = Math.hypot(...query);
+      const unitQuery = query.map((value) => value / norm);
+      worst = Math.max(worst, Math.abs(dot(unitQuery, quantized(past)) - cosine(unitQuery, past)));
+    }
+    expect(worst).toBeLessThan(0.004);
+    expect(worst).toBeGreaterThan(0);
+    expect(quantized([0, 0, 0]).scale).toBe(0);
   });
 
   it('caps one caller’s evidence for a tool however many events it sends, and events decay', () => {
