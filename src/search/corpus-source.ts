@@ -22,6 +22,7 @@ import { cosine, type LearnedIndex, type LearnedList, type LearnedParams, type T
 import type { Db } from '../store/database.js';
 import {
   type Corpus,
+  type CorpusNames,
   loadTermFrequencies,
   type Ranked,
   searchBm25,
@@ -177,6 +178,8 @@ export interface CatalogInHand {
   learned?: { index: Promise<LearnedIndex | undefined>; params: LearnedParams };
   /** The store's terms are of two recipes (being refreshed) and no index is in hand: nothing reads them (no BM25, no typo matching). */
   withoutTerms?: boolean;
+  /** Without the index, for a key that sees only some tools: the store's lists and statistics are of those tools. */
+  names?: CorpusNames;
 }
 
 /** The learned list from a catalog's learned index in hand (none: nothing learned yet, or it could not be read). */
@@ -208,7 +211,12 @@ function learnedFrom(held: CatalogInHand): CorpusSource['learned'] {
 
 /** A stored catalog through the store: in process what `held` has, in SQL the rest. */
 export function storedCatalogSource(db: Db, held: CatalogInHand, useVectorIndex: boolean): CorpusSource {
-  const corpus: Corpus = { kind: 'catalog', catalogId: held.catalogId, ...(held.tags?.length ? { tags: held.tags } : {}) };
+  const corpus: Corpus = {
+    kind: 'catalog',
+    catalogId: held.catalogId,
+    ...(held.tags?.length ? { tags: held.tags } : {}),
+    ...(held.names && !held.index ? { names: held.names } : {}),
+  };
   const { index, tagServers } = held;
   const tagged = held.tags?.length ? held.tags : undefined;
   return {

@@ -11,6 +11,7 @@ import { CatalogIndex } from './catalog-index.js';
 import { serverCentroids } from '../ranking/servers.js';
 import type { Bm25Index } from '../ranking/bm25-index.js';
 import type { WireShape } from '../lib/tool.js';
+import type { CorpusNames } from '../store/search-store.js';
 
 export interface Visible {
   keep(id: string): boolean;
@@ -40,6 +41,25 @@ export function visibleIn(
   const hiddenNames = new Set<string>();
   for (const tool of tools) if (!access.seesTool({ catalog, name: tool.name, server: tool.server })) hiddenNames.add(tool.name);
   return { keep: (id) => !hiddenNames.has(id), hidden: hiddenNames.size };
+}
+
+/**
+ * Without the catalog's index (the store's path): the tools the key itself sees, as the corpus the
+ * store ranks (the shorter list of the two), so that BM25's statistics, typo matching's words and
+ * the servers' votes in SQL are of those tools, as from the index less the others. A caller's own
+ * filter (Access.narrowed) changes nothing here, as it changes no statistics there.
+ */
+export function storeCorpusNames(
+  access: Access | undefined,
+  catalog: string,
+  tools: Iterable<{ name: string; server: string | null | undefined }>,
+): CorpusNames | undefined {
+  if (!access?.limitsTools || !limitsTools(access.policy)) return undefined;
+  const only: string[] = [];
+  const except: string[] = [];
+  for (const tool of tools) (canSeeTool(access.policy, { catalog, name: tool.name, server: tool.server }) ? only : except).push(tool.name);
+  if (except.length === 0) return undefined;
+  return only.length <= except.length ? { only } : { except };
 }
 
 /** `visibleIn` over a catalog's index as held (its names and servers), kept with the index. */

@@ -122,3 +122,74 @@ describe('a limited key is ranked by the statistics of the tools it sees', () =>
     expect(filtered[0]!.name).toBe('secret_export');
   });
 });
+
+describe("a limited key on the store's path (no index in hand) is ranked by the statistics of the tools it sees", () => {
+  let app: TestApp;
+  let keysOf: ReturnType<typeof keysFile>;
+  const tenant = uniqueName('store-stats');
+  const whole = uniqueName('whole');
+  const alone = uniqueName('alone');
+  const few = uniqueName('few');
+  const FEW = VISIBLE.filter((tool) => tool.name.startsWith('note_') || tool.name === 'cluster_logs');
+  const keys = { admin: `admin-${tenant}-0123456789`, narrow: `narrow-${tenant}-0123456789`, few: `few-${tenant}-0123456789` };
+  const as = (key: string) => ({ authorization: `Bearer ${key}` });
+
+  beforeAll(async () => {
+    keysOf = keysFile([
+      { key: keys.admin, id: 'admin', tenant },
+      // Hides three tools of eight: the store is asked for all but them.
+      { key: keys.narrow, id: 'narrow', tenant, tools: { deny: ['secret_*'] } },
+      // Sees three: the store is asked for those only.
+      { key: keys.few, id: 'few', tenant, tools: { allow: ['note_*', 'cluster_logs'] } },
+    ]);
+    // No catalog index is ever held: every search ranks in SQL.
+    app = await startTestApp({ API_KEYS_FILE: keysOf.path, CATALOG_INDEX_MEMORY: '0' });
+    for (const [name, tools] of [
+      [whole, [...VISIBLE, ...HIDDEN]],
+      [alone, VISIBLE],
+      [few, FEW],
+    ] as const) {
+      expect((await app.request('PUT', `/v1/catalogs/${name}`, { tools }, as(keys.admin))).status).toBe(200);
+      const row = (await getCatalog(app.deps.search.db, tenant, name))!;
+      expect(app.deps.search.catalogIndexes?.held(row)).toBeUndefined();
+    }
+  });
+  afterAll(async () => {
+    await app?.close();
+    keysOf?.remove();
+  });
+
+  const search = async (catalog: string, key: string, query: string) => {
+    const found = await app.request('POST', `/v1/catalogs/${catalog}/search`, { query, top_k: 5, explain: true }, as(key));
+    expect(found.status).toBe(200);
+    return (found.body.results as { name: string; score: number; explain: unknown }[]).map(({ name, score, explain }) => ({ name, score, explain }));
+  };
+
+  it('answers each search over the whole catalog as over a catalog of its tools alone, by a deny or an allow list', async () => {
+    for (const query of QUERIES) {
+      const expected = await search(alone, keys.admin, query);
+      expect(expected.length).toBeGreaterThan(0);
+      expect(await search(whole, keys.narrow, query), query).toEqual(expected);
+      expect(await search(whole, keys.few, query), query).toEqual(await search(few, keys.admin, query));
+    }
+    // The key that sees every tool is ranked by the whole catalog: the hidden tools' words count for it.
+    expect((await search(whole, keys.admin, QUERIES[0]!))[0]!.name).toBe('secret_export');
+  });
+
+  it('answers the tool-search hook and the selector over the whole catalog as over its tools alone', async () => {
+    for (const query of QUERIES) {
+      const hook = async (catalog: string, key: string) => {
+        const answer = await app.request('POST', '/v1/tool-search', { catalog, query, max_results: 5 }, as(key));
+        expect(answer.status).toBe(200);
+        return answer.body.tool_references ?? answer.body.results ?? answer.body;
+      };
+      expect(await hook(whole, keys.narrow), query).toEqual(await hook(alone, keys.admin));
+      const selector = async (catalog: string, key: string) => {
+        const answer = await app.request('POST', '/v1/tool-discovery/search', { catalog, query, top_k: 3 }, as(key));
+        expect(answer.status).toBe(200);
+        return answer.body.tools ?? answer.body;
+      };
+      expect(await selector(whole, keys.few), query).toEqual(await selector(few, keys.admin));
+    }
+  });
+});
