@@ -114,7 +114,7 @@ for (let round = 0; round < rounds; round++) {
 const list = summarize(listMs);
 const distinctPastQueries = index.size;
 console.error(
-  `learned list alone: ${eventCount} events, ${distinctPastQueries} distinct past queries; p50 ${list.p50.toFixed(2)} ms, p99 ${list.p99.toFixed(2)} ms; the index's memory ${indexMb.toFixed(1)} MB`,
+  `learned list alone: ${eventCount} events, ${distinctPastQueries} distinct past queries; p50 ${list.p50.toFixed(2)} ms, p99 ${list.p99.toFixed(2)} ms; the index's memory ${indexMb.toFixed(1)} MB (its own estimate, for LEARNED_MEMORY: ${(index.bytes / 2 ** 20).toFixed(1)} MB)`,
 );
 
 if (values['list-only']) process.exit(0);

@@ -210,6 +210,11 @@ export const configSchema = z.preprocess(
     /** An event's weight halves every this many days. */
     FEEDBACK_HALF_LIFE_DAYS: z.coerce.number().min(0.01).max(3650).default(30),
     /**
+     * Memory for the catalogs' learned indexes in process, MiB; least recently searched catalogs go
+     * first past it (read again from the store when searched). 100,000 events take about 135 MiB.
+     */
+    LEARNED_MEMORY: z.coerce.number().int().min(1).max(1_000_000).default(512),
+    /**
      * Code mode (issue 73): the run_code meta-tool runs agents' programs in a WebAssembly sandbox.
      * Off by default: one approved run_code is many tool calls (docs/security.md).
      */

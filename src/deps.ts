@@ -384,6 +384,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
             retentionSeconds: config.FEEDBACK_RETENTION_DAYS * 86_400,
             halfLifeSeconds: config.FEEDBACK_HALF_LIFE_DAYS * 86_400,
             refreshMs: LEARNED_REFRESH_MS,
+            memoryBytes: config.LEARNED_MEMORY * 2 ** 20,
           }),
         }
       : {}),

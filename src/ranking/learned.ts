@@ -319,6 +319,19 @@ function largestShareOldest(events: readonly { event: LearnedEvent }[]): number 
   return out.first;
 }
 
+/**
+ * What the index holds, estimated as it grows (`LearnedIndex.bytes`, for LEARNED_MEMORY): a past
+ * query's objects, its text and words, its vector; an event's objects and the names it passed over.
+ * Fitted to bench:learned's measure (heap and array buffers after a full GC).
+ */
+const PAST_QUERY_BYTES = 220;
+const WORD_BYTES = 48;
+const VECTOR_BYTES = 96;
+const EVENT_BYTES = 100;
+const PASSED_OVER_BYTES = 20;
+
+const eventBytes = (event: LearnedEvent) => EVENT_BYTES + PASSED_OVER_BYTES * (event.passedOver?.length ?? 0);
+
 /** A catalog's past queries and the tools used after each, grown event by event. */
 export class LearnedIndex {
   private readonly queries: PastQuery[] = [];
@@ -332,6 +345,8 @@ export class LearnedIndex {
   private norms: number[] = [];
   private normsAt = 0;
   eventCount = 0;
+  /** The memory it holds, estimated (see PAST_QUERY_BYTES). */
+  bytes = 0;
 
   /** Adds one event; `terms` are the query's distinct words, `vector` its embedding when known. */
   add(text: string, terms: readonly string[], vector: ArrayLike<number> | null, event: LearnedEvent): void {
@@ -341,20 +356,26 @@ export class LearnedIndex {
       this.byText.set(text, id);
       const distinct = [...new Set(terms)];
       this.queries.push({ text, terms: distinct, vector: vector ? quantized(vector) : null });
+      this.bytes += PAST_QUERY_BYTES + text.length + (vector ? VECTOR_BYTES + vector.length : 0);
+      for (const term of distinct) this.bytes += WORD_BYTES + term.length;
       for (const term of distinct) this.df.set(term, (this.df.get(term) ?? 0) + 1);
       if (this.queries.length > this.normsAt * 1.1 + 10) this.recomputeNorms();
       else this.norms[id] = this.norm(distinct);
     }
     const past = this.queries[id]!;
-    if (!past.vector && vector) past.vector = quantized(vector);
+    if (!past.vector && vector) {
+      past.vector = quantized(vector);
+      this.bytes += VECTOR_BYTES + vector.length;
+    }
     // Names passed over are held once each however many events name them.
     if (event.passedOver) event = { ...event, passedOver: event.passedOver.map((name) => this.names.get(name) ?? (this.names.set(name, name), name)) };
     const events = this.byTool.get(event.tool);
     if (!events) this.byTool.set(event.tool, [{ query: id, event }]);
     else {
-      if (events.length >= LEARNED_EVENTS_PER_TOOL) events.splice(largestShareOldest(events), 1);
+      if (events.length >= LEARNED_EVENTS_PER_TOOL) this.bytes -= eventBytes(events.splice(largestShareOldest(events), 1)[0]!.event);
       events.push({ query: id, event });
     }
+    this.bytes += eventBytes(event);
     this.eventCount++;
   }
 

@@ -2,7 +2,9 @@
  * Each catalog's learned index in process (issue 72), read from the store's events: whole when the
  * catalog's revision or the model changes (a changed or removed tool's events drop out), the new
  * events only otherwise, at most every `refreshMs` (how far another replica's events may lag
- * behind) and at once after a write here.
+ * behind) and at once after a write here. Past `memoryBytes` (LEARNED_MEMORY, by the indexes' own
+ * estimates) the least recently searched catalogs' indexes are let go, to be read again when
+ * searched; the one being searched is always kept.
  */
 import { queryTerms } from '../ranking/search-text.js';
 import { distinctTerms } from '../ranking/bm25.js';
@@ -24,13 +26,15 @@ interface Held {
   stale: boolean;
   index: LearnedIndex;
   loading?: Promise<LearnedIndex>;
+  /** When a search last asked for it (performance.now()). */
+  usedAt: number;
 }
 
 export class LearnedCache {
   private readonly held = new Map<number, Held>();
   readonly params: LearnedParams;
 
-  constructor(private readonly options: { retentionSeconds: number; halfLifeSeconds: number; refreshMs: number }) {
+  constructor(private readonly options: { retentionSeconds: number; halfLifeSeconds: number; refreshMs: number; memoryBytes?: number }) {
     this.params = { ...DEFAULT_LEARNED_PARAMS, halfLifeSeconds: options.halfLifeSeconds };
   }
 
@@ -39,9 +43,10 @@ export class LearnedCache {
     let held = this.held.get(catalog.id);
     if (!held || held.revision !== catalog.revision || held.model !== model) {
       if (held?.loading && held.revision === catalog.revision && held.model === model) return nonEmpty(await held.loading);
-      held = { revision: catalog.revision, model, lastId: 0, checkedAt: 0, stale: true, index: new LearnedIndex() };
+      held = { revision: catalog.revision, model, lastId: 0, checkedAt: 0, stale: true, index: new LearnedIndex(), usedAt: 0 };
       this.held.set(catalog.id, held);
     }
+    held.usedAt = performance.now();
     if (held.loading) return nonEmpty(await held.loading);
     if (held.stale || performance.now() - held.checkedAt > this.options.refreshMs) {
       const entry = held;
@@ -55,8 +60,35 @@ export class LearnedCache {
         entry.stale = true;
         throw error;
       }
+      this.trim(catalog.id);
     }
     return nonEmpty(held.index);
+  }
+
+  /** The memory the held indexes take, by their own estimates. */
+  get bytes(): number {
+    let sum = 0;
+    for (const held of this.held.values()) sum += held.index.bytes;
+    return sum;
+  }
+
+  /** Catalogs whose learned index is held. */
+  get catalogs(): number {
+    return this.held.size;
+  }
+
+  /** Past the budget, lets the least recently searched indexes go (never `keep`, nor one being read). */
+  private trim(keep: number): void {
+    const budget = this.options.memoryBytes;
+    if (budget === undefined) return;
+    let total = this.bytes;
+    if (total <= budget) return;
+    const oldestFirst = [...this.held.entries()].filter(([id, held]) => id !== keep && !held.loading).sort((a, b) => a[1].usedAt - b[1].usedAt);
+    for (const [id, held] of oldestFirst) {
+      if (total <= budget) break;
+      this.held.delete(id);
+      total -= held.index.bytes;
+    }
   }
 
   /** The index as last read here, for an answer from memory while the store does not answer. */

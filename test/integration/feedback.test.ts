@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
-import { LEARNED_REFRESH_MS } from '../../src/search/learned-cache.js';
+import { LEARNED_REFRESH_MS, LearnedCache } from '../../src/search/learned-cache.js';
 import { getCatalog } from '../../src/store/catalog-store.js';
 import { loadFeedback } from '../../src/store/feedback-store.js';
 
@@ -258,5 +258,35 @@ describe('learning from use', () => {
     await client.close();
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect((await order(app, catalog, 'kb'))[0]).toBe('open_ticket_viewer');
+  });
+
+  it('lets the least recently searched catalogs’ learned indexes go past LEARNED_MEMORY, and reads one again when searched', async () => {
+    const catalogs = [uniqueName('learn-mem'), uniqueName('learn-mem')];
+    for (const catalog of catalogs) {
+      expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools: TOOLS }, as('ka1'))).status).toBe(200);
+      for (const key of ['ka1', 'ka2'])
+        expect((await app.request('POST', '/v1/feedback', { catalog, query: QUERY, used: ['create_ticket'] }, as(key))).status).toBe(200);
+    }
+    const [first, second] = await Promise.all(catalogs.map(async (name) => (await getCatalog(app.deps.search.db, 'alpha', name))!));
+    // A budget one index fills: each search keeps its own catalog's index and lets the other go.
+    const one = await new LearnedCache({ retentionSeconds: 86_400, halfLifeSeconds: 86_400, refreshMs: LEARNED_REFRESH_MS }).forSearch(
+      app.deps.search.db,
+      first!,
+      null,
+    );
+    const cache = new LearnedCache({ retentionSeconds: 86_400, halfLifeSeconds: 86_400, refreshMs: LEARNED_REFRESH_MS, memoryBytes: one!.bytes });
+    expect((await cache.forSearch(app.deps.search.db, first!, null))?.eventCount).toBe(2);
+    expect(cache.catalogs).toBe(1);
+    expect((await cache.forSearch(app.deps.search.db, second!, null))?.eventCount).toBe(2);
+    expect(cache.catalogs).toBe(1);
+    expect(cache.remembered(first!.id)).toBeUndefined();
+    expect(cache.remembered(second!.id)?.eventCount).toBe(2);
+    // Searched again, the first is read again from the store, whole.
+    expect((await cache.forSearch(app.deps.search.db, first!, null))?.eventCount).toBe(2);
+    expect(cache.remembered(second!.id)).toBeUndefined();
+    // With room for both, both stay.
+    const roomy = new LearnedCache({ retentionSeconds: 86_400, halfLifeSeconds: 86_400, refreshMs: LEARNED_REFRESH_MS, memoryBytes: 2 * one!.bytes });
+    for (const row of [first!, second!]) await roomy.forSearch(app.deps.search.db, row, null);
+    expect(roomy.catalogs).toBe(2);
   });
 });
