@@ -46,8 +46,12 @@ interface Delta {
 }
 
 export class CatalogIndex {
-  /** A rough size in bytes (strings, postings, maps), for the cache's bound. */
-  readonly bytes: number;
+  /** A rough size in bytes (strings, postings, maps) of its own. */
+  readonly ownBytes: number;
+  /** What was laid over it and lives as long as it does (limited keys' views: search/visibility.ts). */
+  private attachedBytes = 0;
+  /** Told when something is attached (the cache holding it weighs it again). */
+  onAttach?: () => void;
   /** Lowercased tag -> indexes of the documents carrying it. */
   private readonly tagged: Map<string, Int32Array>;
   /** `totalTokens`, once asked. */
@@ -103,7 +107,18 @@ export class CatalogIndex {
     // Per tool ~300 bytes of ids, lengths, map entries, member lists and its server, ~50 of tokens; per posting 8; per distinct term ~100.
     const serverBm25 = delta ? delta.root.servers.bm25 : servers.bm25;
     const postings = bm25.postingCount + serverBm25.postingCount;
-    this.bytes = 350 * bm25.size + 2 * stringBytes + 8 * postings + 100 * (bm25.termCount + serverBm25.termCount);
+    this.ownBytes = 350 * bm25.size + 2 * stringBytes + 8 * postings + 100 * (bm25.termCount + serverBm25.termCount);
+  }
+
+  /** A rough size in bytes, with what is attached to it, for the cache's bound. */
+  get bytes(): number {
+    return this.ownBytes + this.attachedBytes;
+  }
+
+  /** Counts `bytes` more held as long as this index is (a limited key's view of it). */
+  attach(bytes: number): void {
+    this.attachedBytes += bytes;
+    this.onAttach?.();
   }
 
   /** Of `words`, those each of `tools` holds, and each word's idf in the catalog (ranking/learned.ts ToolWords). */
@@ -779,11 +794,11 @@ export class CatalogIndexCache {
     const merged = await CatalogIndex.derive(index.delta.root, index.deltaChanges()!);
     const now = this.entries.get(catalogId);
     if (now === index) {
-      this.entries.set(catalogId, merged);
+      this.hold(merged);
       return;
     }
     const rebased = now && CatalogIndex.rebase(merged, index, now);
-    if (rebased && this.entries.get(catalogId) === now) this.entries.set(catalogId, rebased);
+    if (rebased && this.entries.get(catalogId) === now) this.hold(rebased);
   }
 
   /** Resolves when no merge is planned or running (tests). */
@@ -863,7 +878,15 @@ export class CatalogIndexCache {
   /** Keeps `index` unless a later revision of its catalog is held already. */
   private keep(index: CatalogIndex): void {
     const current = this.entries.get(index.catalogId);
-    if (!current || current.revision < index.revision) this.entries.set(index.catalogId, index);
+    if (!current || current.revision < index.revision) this.hold(index);
+  }
+
+  /** Holds `index` as its catalog's; keys' views laid over it later count in CATALOG_INDEX_MEMORY with it. */
+  private hold(index: CatalogIndex): void {
+    this.entries.set(index.catalogId, index);
+    index.onAttach = () => {
+      if (this.entries.get(index.catalogId) === index) this.entries.reweigh(index.catalogId);
+    };
   }
 
   /**

@@ -81,6 +81,18 @@ describe('a limited key is ranked by the statistics of the tools it sees', () =>
     expect(full[0]!.name).toBe('secret_export');
   });
 
+  it("counts a limited key's view of the catalog's index in CATALOG_INDEX_MEMORY, once per key", async () => {
+    const row = (await getCatalog(app.deps.search.db, tenant, whole))!;
+    const indexes = app.deps.search.catalogIndexes!;
+    const index = (await indexes.get(row))!;
+    const before = indexes.bytes;
+    expect(index.bytes).toBeGreaterThan(index.ownBytes);
+    // The view was counted by the searches above; searching again adds nothing.
+    await search(whole, keys.narrow, QUERIES[1]!);
+    expect(indexes.bytes).toBe(before);
+    expect(index.bytes - index.ownBytes).toBe(Math.round(0.2 * index.ownBytes));
+  });
+
   it('answers the tool-search hook and the selector over the whole catalog as over its tools alone', async () => {
     for (const query of QUERIES) {
       const hook = async (catalog: string, key: string) => {

@@ -49,4 +49,29 @@ describe('LruCache', () => {
     cache.set('d', 4); // evicts b
     expect(cache.newest()).toBe(4);
   });
+
+  it('weighs an entry that grew where it is held: the least recently used others go, it stays, and what leaves is what was counted', () => {
+    const sizes = new Map([
+      ['a', 3],
+      ['b', 3],
+      ['c', 3],
+    ]);
+    const cache = new LruCache<string, string>(10, { max: 10, weigh: (key) => sizes.get(key)! });
+    for (const key of ['a', 'b', 'c']) cache.set(key, key);
+    expect(cache.heldWeight).toBe(9);
+    // c grows to 6 while held: 12 > 10, so a (least recently used) goes.
+    sizes.set('c', 6);
+    cache.reweigh('c');
+    expect(cache.get('a')).toBeUndefined();
+    expect(cache.heldWeight).toBe(9);
+    // Alone over the budget, it stays and everything else goes.
+    sizes.set('c', 12);
+    cache.reweigh('c');
+    expect(cache.size).toBe(1);
+    expect(cache.heldWeight).toBe(12);
+    // Its weight changed again without being weighed: deleting it takes away what was counted.
+    sizes.set('c', 1);
+    cache.delete('c');
+    expect(cache.heldWeight).toBe(0);
+  });
 });
