@@ -20,18 +20,17 @@
  * Target (issue 72): at 100,000 events on a 100,000-tool catalog, a search's p50 rises by <= 2 ms.
  * The last line is the report as JSON.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import { distinctTerms } from '../src/ranking/bm25.js';
 import { LearnedIndex } from '../src/ranking/learned.js';
 import { queryTerms } from '../src/ranking/search-text.js';
 import { seededRandom } from '../src/eval/seeded-random.js';
 import { getCatalog } from '../src/store/catalog-store.js';
-import { openPglite, openPostgres, type Database } from '../src/store/database.js';
 import { currentHashes, insertFeedback } from '../src/store/feedback-store.js';
+import { openBenchStore } from './lib/bench-store.js';
 import { startInProcess } from './lib/in-process.js';
 import { toolAt } from './lib/scale-catalog.js';
 import { summarize } from './lib/stats.js';
@@ -120,31 +119,8 @@ console.error(
 if (values['list-only']) process.exit(0);
 
 // 2. End to end.
-async function openStore(): Promise<{ database: Database; drop: () => Promise<void> }> {
-  if (values.store === 'pglite') {
-    const database = await openPglite('memory://');
-    await database.migrate();
-    return { database, drop: async () => {} };
-  }
-  const name = `toolsift_bench_learned_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: `${values.pg}/postgres` });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const database = openPostgres(`${values.pg}/${name}`);
-  await database.migrate();
-  return {
-    database,
-    drop: async () => {
-      const again = new pg.Client({ connectionString: `${values.pg}/postgres` });
-      await again.connect();
-      await again.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await again.end();
-    },
-  };
-}
 
-const { database, drop } = await openStore();
+const { database, drop } = await openBenchStore(values.store, values.pg, 'toolsift_bench_learned');
 const service = await startInProcess({ EMBED_MODEL: 'none', CATALOG_WARMUP: 'false' }, database);
 try {
   const catalog = 'learned';

@@ -9,16 +9,14 @@
  *
  *   npx tsx bench/probes/limited-key-store.ts [--size 100000] [--queries 30] [--store postgres|pglite] [--pg postgres://postgres@127.0.0.1:5432]
  */
-import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import { loadQueries } from '../../src/eval/run-eval.js';
 import { distinctTerms } from '../../src/ranking/bm25.js';
 import { queryTerms } from '../../src/ranking/search-text.js';
 import { getCatalog } from '../../src/store/catalog-store.js';
-import { openPglite, openPostgres, type Database } from '../../src/store/database.js';
 import { loadTermFrequencies, searchBm25, type Corpus, type CorpusNames } from '../../src/store/search-store.js';
+import { openBenchStore } from '../lib/bench-store.js';
 import { startInProcess } from '../lib/in-process.js';
 import { toolAt } from '../lib/scale-catalog.js';
 import { summarize } from '../lib/stats.js';
@@ -33,35 +31,11 @@ const { values } = parseArgs({
 });
 const size = Number(values.size);
 
-async function openStore(): Promise<{ database: Database; drop: () => Promise<void> }> {
-  if (values.store === 'pglite') {
-    const database = await openPglite('memory://');
-    await database.migrate();
-    return { database, drop: async () => {} };
-  }
-  const name = `toolsift_probe_limited_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: `${values.pg}/postgres` });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const database = openPostgres(`${values.pg}/${name}`);
-  await database.migrate();
-  return {
-    database,
-    drop: async () => {
-      const again = new pg.Client({ connectionString: `${values.pg}/postgres` });
-      await again.connect();
-      await again.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await again.end();
-    },
-  };
-}
-
 const queries = loadQueries(fileURLToPath(new URL('../../../shared/eval/toolbench_stable/queries.dev.jsonl', import.meta.url)))
   .slice(0, Number(values.queries))
   .map((row) => distinctTerms(queryTerms(row.query)));
 
-const { database, drop } = await openStore();
+const { database, drop } = await openBenchStore(values.store, values.pg, 'toolsift_probe_limited');
 const service = await startInProcess({ EMBED_MODEL: 'none', CATALOG_WARMUP: 'false', CATALOG_INDEX_MEMORY: '0' }, database);
 try {
   const names: string[] = [];
