@@ -113,8 +113,6 @@ export class SandboxPool {
           : { kind: 'limit', name: 'Busy', message: `every sandbox stayed busy for ${Math.round(performance.now() - queuedAt)} ms: try again shortly` },
       );
     }
-    share.active += 1;
-    share.lastServed = ++this.#served;
     try {
       return await this.#runOn(slot, program, call, signal);
     } finally {
@@ -199,18 +197,27 @@ export class SandboxPool {
     }
     if (!due) return undefined;
     this.#waitingCount -= 1;
+    this.#serve(due);
     return due.waiting.shift();
+  }
+
+  /** An owner is given a worker: counted at once, so no release in between reads it as idle. */
+  #serve(share: Owner): void {
+    share.active += 1;
+    share.lastServed = ++this.#served;
   }
 
   async #acquire(share: Owner, waitMs: number, signal?: AbortSignal): Promise<Slot | null> {
     const free = this.#slots.find((slot) => !slot.busy);
     if (free) {
       free.busy = true;
+      this.#serve(share);
       return free;
     }
     if (this.#slots.length < this.options.workers) {
       const slot = this.#spawn();
       slot.busy = true;
+      this.#serve(share);
       return slot;
     }
     if (this.#waitingCount >= QUEUE_MAX || share.waiting.length >= OWNER_QUEUE_MAX) return null;
