@@ -17,7 +17,7 @@ import { refreshDefinitionTokens } from './catalog/refresh-tokens.js';
 import { TokenCounter } from './catalog/tokens.js';
 import { startTokenThread } from './catalog/token-thread.js';
 import { createLogger, type Logger } from './logger.js';
-import { createMetrics, type Metrics } from './metrics.js';
+import { createMetrics, type Metrics, type MetricSources } from './metrics.js';
 import type { RankDeps } from './search/hybrid-search.js';
 import type { SelectorDeps } from './search/selector.js';
 import { BackgroundWork } from './lib/background-work.js';
@@ -171,7 +171,9 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
   if (embedder) await ensureVectorIndex(database.adminDb, embedder.modelId, embedder.dimension);
 
   // Built before the queue so workers can count what they write; the queue is read at scrape time.
-  const metrics = createMetrics({ queue: () => queue, embedder: () => loaded.status });
+  // The indexes are built below; a scrape reads them once they are.
+  let indexMemory: MetricSources['memory'];
+  const metrics = createMetrics({ queue: () => queue, embedder: () => loaded.status, memory: () => indexMemory?.() ?? {} });
   serviceEvents = ({ kind, outcome, tokens, ms }) => {
     metrics.embedServiceRequests.observe({ kind, outcome }, ms / 1000);
     if (tokens > 0) metrics.embedServiceTokens.inc({ kind }, tokens);
@@ -390,6 +392,10 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
       : {}),
     recentSearches: new RecentSearches(),
   };
+  indexMemory = () => ({
+    catalog_index: { bytes: catalogIndexes.bytes, budget: catalogIndexes.budget },
+    ...(search.learned ? { learned_index: { bytes: search.learned.bytes, budget: search.learned.budget } } : {}),
+  });
   // Catalogs read into process before the service says it is ready (not in a worker process, which answers no searches).
   let closing = false;
   const warmUp = newWarmUp();

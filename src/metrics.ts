@@ -38,6 +38,8 @@ export interface Metrics {
 export interface MetricSources {
   queue: () => { status(): Promise<Record<'waiting' | 'active' | 'completed' | 'failed', number>> } | null;
   embedder: () => { modelId: string; state: string };
+  /** The in-process indexes bounded by a setting: what each holds (estimated) and its budget. */
+  memory?: () => Partial<Record<'catalog_index' | 'learned_index', { bytes: number; budget: number }>>;
 }
 
 export function createMetrics(sources: MetricSources): Metrics {
@@ -203,6 +205,19 @@ export function createMetrics(sources: MetricSources): Metrics {
     },
   });
   void queueJobs;
+  new Gauge({
+    name: 'toolsift_index_memory_bytes',
+    help: 'Memory the in-process indexes hold (estimated), by kind (catalog_index: CATALOG_INDEX_MEMORY; learned_index: LEARNED_MEMORY) and bound (held, budget).',
+    labelNames: ['kind', 'bound'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [kind, held] of Object.entries(sources.memory?.() ?? {})) {
+        this.set({ kind, bound: 'held' }, held.bytes);
+        this.set({ kind, bound: 'budget' }, held.budget);
+      }
+    },
+  });
   new Gauge({
     name: 'toolsift_model_state',
     help: 'Embedding model load state: 1 for the current state of the configured model.',

@@ -72,6 +72,11 @@ export class LearnedCache {
     return sum;
   }
 
+  /** The bytes it may hold (LEARNED_MEMORY); unbounded when not set. */
+  get budget(): number {
+    return this.options.memoryBytes ?? Number.POSITIVE_INFINITY;
+  }
+
   /** Catalogs whose learned index is held. */
   get catalogs(): number {
     return this.held.size;

@@ -56,6 +56,10 @@ describe('metrics and logs', () => {
       sample(before, 'toolsift_search_stage_duration_seconds_count', { endpoint: 'catalog_search', stage: 'retrieval' }),
     );
     expect(sample(after, 'toolsift_model_state', { model: 'none', state: 'disabled' })).toBe(1);
+    // The bounded indexes: what they hold (the catalog just searched is read into process) and their budgets.
+    expect(sample(after, 'toolsift_index_memory_bytes', { kind: 'catalog_index', bound: 'budget' })).toBe(512 * 2 ** 20);
+    expect(sample(after, 'toolsift_index_memory_bytes', { kind: 'learned_index', bound: 'budget' })).toBe(512 * 2 ** 20);
+    expect(sample(after, 'toolsift_index_memory_bytes', { kind: 'learned_index', bound: 'held' })).toBe(app.deps.search.learned!.bytes);
     expect(after).toContain('toolsift_process_resident_memory_bytes');
   });
 
