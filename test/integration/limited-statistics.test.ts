@@ -34,6 +34,27 @@ const QUERIES = [
   'read the team notes',
 ];
 
+const as = (key: string) => ({ authorization: `Bearer ${key}` });
+
+/** A catalog search's answer as compared: names, scores and every `explain` figure. */
+async function search(app: TestApp, catalog: string, key: string, query: string) {
+  const found = await app.request('POST', `/v1/catalogs/${catalog}/search`, { query, top_k: 5, explain: true }, as(key));
+  expect(found.status).toBe(200);
+  return (found.body.results as { name: string; score: number; explain: unknown }[]).map(({ name, score, explain }) => ({ name, score, explain }));
+}
+
+async function toolSearchHook(app: TestApp, catalog: string, key: string, query: string) {
+  const answer = await app.request('POST', '/v1/tool-search', { catalog, query, max_results: 5 }, as(key));
+  expect(answer.status).toBe(200);
+  return answer.body.tool_references ?? answer.body.results ?? answer.body;
+}
+
+async function selector(app: TestApp, catalog: string, key: string, query: string) {
+  const answer = await app.request('POST', '/v1/tool-discovery/search', { catalog, query, top_k: 3 }, as(key));
+  expect(answer.status).toBe(200);
+  return answer.body.tools ?? answer.body;
+}
+
 describe('a limited key is ranked by the statistics of the tools it sees', () => {
   let app: TestApp;
   let keysOf: ReturnType<typeof keysFile>;
@@ -41,7 +62,6 @@ describe('a limited key is ranked by the statistics of the tools it sees', () =>
   const whole = uniqueName('whole');
   const alone = uniqueName('alone');
   const keys = { admin: `admin-${tenant}-0123456789`, narrow: `narrow-${tenant}-0123456789` };
-  const as = (key: string) => ({ authorization: `Bearer ${key}` });
 
   beforeAll(async () => {
     keysOf = keysFile([
@@ -64,20 +84,14 @@ describe('a limited key is ranked by the statistics of the tools it sees', () =>
     keysOf?.remove();
   });
 
-  const search = async (catalog: string, key: string, query: string) => {
-    const found = await app.request('POST', `/v1/catalogs/${catalog}/search`, { query, top_k: 5, explain: true }, as(key));
-    expect(found.status).toBe(200);
-    return (found.body.results as { name: string; score: number; explain: unknown }[]).map(({ name, score, explain }) => ({ name, score, explain }));
-  };
-
   it('answers each search over the whole catalog as over a catalog of its tools alone', async () => {
     for (const query of QUERIES) {
-      const limited = await search(whole, keys.narrow, query);
+      const limited = await search(app, whole, keys.narrow, query);
       expect(limited.length).toBeGreaterThan(0);
-      expect(limited, query).toEqual(await search(alone, keys.admin, query));
+      expect(limited, query).toEqual(await search(app, alone, keys.admin, query));
     }
     // The key that sees every tool is ranked by the whole catalog: the hidden tools' words count for it.
-    const full = await search(whole, keys.admin, QUERIES[0]!);
+    const full = await search(app, whole, keys.admin, QUERIES[0]!);
     expect(full[0]!.name).toBe('secret_export');
   });
 
@@ -88,25 +102,15 @@ describe('a limited key is ranked by the statistics of the tools it sees', () =>
     const before = indexes.bytes;
     expect(index.bytes).toBeGreaterThan(index.ownBytes);
     // The view was counted by the searches above; searching again adds nothing.
-    await search(whole, keys.narrow, QUERIES[1]!);
+    await search(app, whole, keys.narrow, QUERIES[1]!);
     expect(indexes.bytes).toBe(before);
     expect(index.bytes - index.ownBytes).toBe(Math.round(0.2 * index.ownBytes));
   });
 
   it('answers the tool-search hook and the selector over the whole catalog as over its tools alone', async () => {
     for (const query of QUERIES) {
-      const hook = async (catalog: string, key: string) => {
-        const answer = await app.request('POST', '/v1/tool-search', { catalog, query, max_results: 5 }, as(key));
-        expect(answer.status).toBe(200);
-        return answer.body.tool_references ?? answer.body.results ?? answer.body;
-      };
-      expect(await hook(whole, keys.narrow), query).toEqual(await hook(alone, keys.admin));
-      const selector = async (catalog: string, key: string) => {
-        const answer = await app.request('POST', '/v1/tool-discovery/search', { catalog, query, top_k: 3 }, as(key));
-        expect(answer.status).toBe(200);
-        return answer.body.tools ?? answer.body;
-      };
-      expect(await selector(whole, keys.narrow), query).toEqual(await selector(alone, keys.admin));
+      expect(await toolSearchHook(app, whole, keys.narrow, query), query).toEqual(await toolSearchHook(app, alone, keys.admin, query));
+      expect(await selector(app, whole, keys.narrow, query), query).toEqual(await selector(app, alone, keys.admin, query));
     }
   });
 
@@ -144,7 +148,6 @@ describe("a limited key on the store's path (no index in hand) is ranked by the 
   const few = uniqueName('few');
   const FEW = VISIBLE.filter((tool) => tool.name.startsWith('note_') || tool.name === 'cluster_logs');
   const keys = { admin: `admin-${tenant}-0123456789`, narrow: `narrow-${tenant}-0123456789`, few: `few-${tenant}-0123456789` };
-  const as = (key: string) => ({ authorization: `Bearer ${key}` });
 
   beforeAll(async () => {
     keysOf = keysFile([
@@ -171,37 +174,21 @@ describe("a limited key on the store's path (no index in hand) is ranked by the 
     keysOf?.remove();
   });
 
-  const search = async (catalog: string, key: string, query: string) => {
-    const found = await app.request('POST', `/v1/catalogs/${catalog}/search`, { query, top_k: 5, explain: true }, as(key));
-    expect(found.status).toBe(200);
-    return (found.body.results as { name: string; score: number; explain: unknown }[]).map(({ name, score, explain }) => ({ name, score, explain }));
-  };
-
   it('answers each search over the whole catalog as over a catalog of its tools alone, by a deny or an allow list', async () => {
     for (const query of QUERIES) {
-      const expected = await search(alone, keys.admin, query);
+      const expected = await search(app, alone, keys.admin, query);
       expect(expected.length).toBeGreaterThan(0);
-      expect(await search(whole, keys.narrow, query), query).toEqual(expected);
-      expect(await search(whole, keys.few, query), query).toEqual(await search(few, keys.admin, query));
+      expect(await search(app, whole, keys.narrow, query), query).toEqual(expected);
+      expect(await search(app, whole, keys.few, query), query).toEqual(await search(app, few, keys.admin, query));
     }
     // The key that sees every tool is ranked by the whole catalog: the hidden tools' words count for it.
-    expect((await search(whole, keys.admin, QUERIES[0]!))[0]!.name).toBe('secret_export');
+    expect((await search(app, whole, keys.admin, QUERIES[0]!))[0]!.name).toBe('secret_export');
   });
 
   it('answers the tool-search hook and the selector over the whole catalog as over its tools alone', async () => {
     for (const query of QUERIES) {
-      const hook = async (catalog: string, key: string) => {
-        const answer = await app.request('POST', '/v1/tool-search', { catalog, query, max_results: 5 }, as(key));
-        expect(answer.status).toBe(200);
-        return answer.body.tool_references ?? answer.body.results ?? answer.body;
-      };
-      expect(await hook(whole, keys.narrow), query).toEqual(await hook(alone, keys.admin));
-      const selector = async (catalog: string, key: string) => {
-        const answer = await app.request('POST', '/v1/tool-discovery/search', { catalog, query, top_k: 3 }, as(key));
-        expect(answer.status).toBe(200);
-        return answer.body.tools ?? answer.body;
-      };
-      expect(await selector(whole, keys.few), query).toEqual(await selector(few, keys.admin));
+      expect(await toolSearchHook(app, whole, keys.narrow, query), query).toEqual(await toolSearchHook(app, alone, keys.admin, query));
+      expect(await selector(app, whole, keys.few, query), query).toEqual(await selector(app, few, keys.admin, query));
     }
   });
 });
