@@ -121,6 +121,8 @@ export async function startSecurityContext(): Promise<SecurityContext> {
       UPSTREAM_MAX_RESULT_BYTES: '1mb',
       METRICS_TOKEN: metricsToken,
       CODE_MODE: 'on',
+      // A spinning program ends within a second (the fairness row).
+      CODE_MODE_CPU_MS: '1000',
     },
     { logger },
   );
@@ -854,6 +856,36 @@ export const ATTACKS: Attack[] = [
       return {
         ok: answer.isError === true && /CallLimit/.test(text(answer)) && reached <= 200,
         seen: `${brief(text(answer))}; calls reaching the upstream: ${reached}`,
+      };
+    },
+  },
+  {
+    finding: 'code mode',
+    attack: 'tenant alpha keeps every sandbox busy: five programs that spin until the CPU limit (two workers), then tenant beta runs one that returns at once',
+    expected: "beta's program runs on the first worker freed, before alpha's queued programs, not after them",
+    async run(ctx) {
+      const started = performance.now();
+      const done: Record<string, number> = {};
+      const alpha = await ctx.mcp(ctx.catalog, ctx.alpha);
+      const spin = (label: string) =>
+        alpha.callTool({ name: 'run_code', arguments: { code: 'while (true) {}' } }).finally(() => {
+          done[label] = performance.now() - started;
+        });
+      const spinning = ['a1', 'a2', 'a3', 'a4', 'a5'].map(spin);
+      // alpha's first two hold both workers; the other three wait.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const beta = new Client({ name: 'security-suite', version: '1.0.0' });
+      await beta.connect(new StreamableHTTPClientTransport(new URL(`${ctx.app.url}/mcp`), { requestInit: { headers: ctx.beta } }));
+      const answer = (await beta.callTool({ name: 'run_code', arguments: { code: 'return 42' } })) as { structuredContent?: { result?: unknown } };
+      done.b1 = performance.now() - started;
+      await beta.close();
+      await Promise.allSettled(spinning);
+      const order = Object.entries(done)
+        .sort((a, b) => a[1] - b[1])
+        .map(([label]) => label);
+      return {
+        ok: answer.structuredContent?.result === 42 && order.indexOf('b1') < 3,
+        seen: `finished in this order: ${order.join(', ')} (beta after ${Math.round(done.b1!)} ms)`,
       };
     },
   },
