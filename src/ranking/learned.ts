@@ -357,8 +357,10 @@ export class LearnedIndex {
       const distinct = [...new Set(terms)];
       this.queries.push({ text, terms: distinct, vector: vector ? quantized(vector) : null });
       this.bytes += PAST_QUERY_BYTES + text.length + (vector ? VECTOR_BYTES + vector.length : 0);
-      for (const term of distinct) this.bytes += WORD_BYTES + term.length;
-      for (const term of distinct) this.df.set(term, (this.df.get(term) ?? 0) + 1);
+      for (const term of distinct) {
+        this.df.set(term, (this.df.get(term) ?? 0) + 1);
+        this.bytes += WORD_BYTES + term.length;
+      }
       if (this.queries.length > this.normsAt * 1.1 + 10) this.recomputeNorms();
       else this.norms[id] = this.norm(distinct);
     }

@@ -15,7 +15,7 @@ import { isDatabaseUnavailable } from '../store/database.js';
 import { entriesFor, type ServerMembers } from '../ranking/servers.js';
 import { currentRecipe } from '../embed/embed-documents.js';
 import type { Access } from '../trust/policy.js';
-import { storeCorpusNames, visibleIn, visibleIndex, visibleInIndex, visibleMeans, type Visible } from './visibility.js';
+import { visibleIndex, visibleInIndex, visibleInStore, visibleMeans, type Visible } from './visibility.js';
 
 /** The largest catalog whose server votes are computed in SQL while its index is read. */
 export const SQL_SERVER_LISTS_MAX = 20_000;
@@ -124,14 +124,11 @@ async function searchCatalogOnce(
   if (termsRefreshing && request.mode === 'bm25') throw termsRefreshingError(ref.name, 'mode "bm25" needs them');
   if (termsRefreshing && !deps.embedder) throw termsRefreshingError(ref.name, 'without the embedding model nothing else ranks it');
   // A key that sees only some tools: those it does not see leave the ranking before its cut.
-  const storeTools = request.access?.limitsTools && !index ? await catalogToolServers(deps.db, catalog.id) : undefined;
-  const visible = request.access?.limitsTools
-    ? index
-      ? visibleInIndex(request.access, catalog.name, index)
-      : visibleIn(request.access, catalog.name, storeTools!)
-    : undefined;
   // Without the index, the store ranks the tools the key sees as its corpus (their statistics).
-  const storeNames = storeTools && storeCorpusNames(request.access, catalog.name, storeTools);
+  const inStore =
+    request.access?.limitsTools && !index ? visibleInStore(request.access, catalog.name, await catalogToolServers(deps.db, catalog.id)) : undefined;
+  const visible = index ? visibleInIndex(request.access, catalog.name, index) : inStore?.visible;
+  const storeNames = inStore?.names;
   // Such a key is told how far the tools it sees are embedded: the catalog's count would tell of the others.
   const seenEmbedding = pending && request.access?.limitsTools ? seenPending(deps, catalog, request.access) : undefined;
   seenEmbedding?.catch(() => {}); // awaited with the answer

@@ -44,22 +44,28 @@ export function visibleIn(
 }
 
 /**
- * Without the catalog's index (the store's path): the tools the key itself sees, as the corpus the
- * store ranks (the shorter list of the two), so that BM25's statistics, typo matching's words and
- * the servers' votes in SQL are of those tools, as from the index less the others. A caller's own
- * filter (Access.narrowed) changes nothing here, as it changes no statistics there.
+ * Without the catalog's index (the store's path), from one pass of the key's policy over the
+ * catalog's tools: what it sees (`visible`, as `visibleIn`), and the tools the key itself sees as
+ * the corpus the store ranks (`names`, the shorter list of the two), so that BM25's statistics, typo
+ * matching's words and the servers' votes in SQL are of those tools, as from the index less the
+ * others. A caller's own filter (Access.narrowed) cuts `visible` only, as it changes no statistics
+ * there.
  */
-export function storeCorpusNames(
+export function visibleInStore(
   access: Access | undefined,
   catalog: string,
-  tools: Iterable<{ name: string; server: string | null | undefined }>,
-): CorpusNames | undefined {
-  if (!access?.limitsTools || !limitsTools(access.policy)) return undefined;
+  tools: readonly { name: string; server: string | null | undefined }[],
+): { visible?: Visible; names?: CorpusNames } {
+  if (!access?.limitsTools) return {};
   const only: string[] = [];
   const except: string[] = [];
-  for (const tool of tools) (canSeeTool(access.policy, { catalog, name: tool.name, server: tool.server }) ? only : except).push(tool.name);
-  if (except.length === 0) return undefined;
-  return only.length <= except.length ? { only } : { except };
+  if (limitsTools(access.policy))
+    for (const tool of tools) (canSeeTool(access.policy, { catalog, name: tool.name, server: tool.server }) ? only : except).push(tool.name);
+  const hidden = new Set(except);
+  // Not narrowed, what the key sees is what its policy lets it see: the pass above is the view.
+  const visible = access.isNarrowed ? visibleIn(access, catalog, tools)! : { keep: (id: string) => !hidden.has(id), hidden: hidden.size };
+  if (except.length === 0) return { visible };
+  return { visible, names: only.length <= except.length ? { only } : { except } };
 }
 
 /** `visibleIn` over a catalog's index as held (its names and servers), kept with the index. */

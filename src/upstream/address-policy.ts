@@ -305,6 +305,12 @@ function stripBrackets(text: string): string {
   return text.startsWith('[') && text.endsWith(']') ? text.slice(1, -1) : text;
 }
 
+/** `localhost` and its subdomains: loopback wherever they are asked (RFC 6761 6.3), so naming them tells nothing. */
+export function isLocalhostName(hostname: string): boolean {
+  const name = normalizeHostname(hostname);
+  return name === 'localhost' || name.endsWith('.localhost');
+}
+
 function normalizeHostname(hostname: string): string {
   const lower = hostname.toLowerCase();
   return lower.endsWith('.') ? lower.slice(0, -1) : lower;

@@ -20,7 +20,7 @@ import {
   type FetchLike,
 } from '@modelcontextprotocol/client';
 import { Agent, buildConnector, fetch as undiciFetch } from 'undici';
-import { addressRefusal, REFUSAL_REASONS, type AllowList, type RefusalReason } from './address-policy.js';
+import { addressRefusal, isLocalhostName, REFUSAL_REASONS, type AllowList, type RefusalReason } from './address-policy.js';
 import { bareHost, bypassesProxy, tunnel, type EgressProxy } from './egress-proxy.js';
 
 /** A connection the address policy does not allow; nothing was sent. */
@@ -159,12 +159,6 @@ export async function resolveChecked(hostname: string, allow: AllowList, lookup:
     if (reason) throw new UpstreamRefused(reason, bare, address, literal || isLocalhostName(bare));
   }
   return addresses;
-}
-
-/** `localhost` and its subdomains: loopback wherever they are asked (RFC 6761 6.3), so naming them tells nothing. */
-function isLocalhostName(host: string): boolean {
-  const name = host.toLowerCase().replace(/\.$/, '');
-  return name === 'localhost' || name.endsWith('.localhost');
 }
 
 function resolveAll(lookup: LookupFunction, hostname: string): Promise<string[]> {
