@@ -23,7 +23,7 @@ const USAGE = `usage: npm run eval -- --dataset <dir> [--queries <file>] [--mode
        npm run eval -- --all <folder> --replay <folds> [--scenarios clean,noisy,flood,shown] [--learned-weights 1]
        replays learning from use: each fold's queries ranked after the other folds' were fed as feedback
        (src/eval/replay.ts), nDCG@10 / R@10 without and with learning, on all, fed and unfed queries
-       (fed in full: every relevant tool fed); with --out, each held-out query's rankings as JSON lines
+       (fed in full: every relevant tool fed); with --out, each held-out query's top 50 as JSON lines
        npm run eval -- --all <folder> --multilingual test/fixtures/multilingual
        ranks the labelled non-English queries (<corpus>.jsonl, and the English tasks they were written
        from, <corpus>.en.jsonl) over <folder>/<corpus>: nDCG@10 / R@10 per language, answers marked

@@ -188,8 +188,8 @@ export async function runReplay(
                 query: query.query,
                 relevant: query.relevant,
                 fed: isFed(query),
-                off: off.slice(0, 10),
-                on: ranked.slice(0, 10),
+                off,
+                on: ranked,
                 ndcg10Off: judge(query, off).ndcg10,
                 ndcg10On: metrics.ndcg10,
               });
