@@ -657,7 +657,7 @@ export interface components {
                 /** @enum {string} */
                 grant: "authorization_code" | "client_credentials";
                 /**
-                 * @description `authorization_required`: an operator authorizes it (POST .../oauth/start); `refresh_failed`: the token could not be renewed (last_error says why).
+                 * @description `authorization_required`: an operator authorizes it (POST .../oauth/start), also when the upstream answered a call 403 `insufficient_scope` for a scope the authorization code grant does not give (last_error names it; the next start asks for it, within `auth.scope` when set); `refresh_failed`: the token could not be renewed (last_error says why).
                  * @enum {string}
                  */
                 status: "authorized" | "authorization_required" | "refresh_failed";
@@ -673,7 +673,7 @@ export interface components {
                 expires_at: string | null;
                 /** Format: date-time */
                 authorized_at: string | null;
-                /** @description Why no token could be had, in the gateway's own words. */
+                /** @description Why no token could be had, in the gateway's own words; or why a call's scope step-up was refused (the upstream asked for a scope beyond `auth.scope`, or again after the step-up), the status left as it was: the token still serves the other calls. */
                 last_error: string | null;
             } | null;
         };
@@ -690,7 +690,7 @@ export interface components {
             client_id?: string;
             /** @description Needs client_id; stored sealed, never returned. */
             client_secret?: string;
-            /** @description Space-separated scopes; unset: what the server advertises. */
+            /** @description Space-separated scopes toolsift asks for, and the most it asks for: an upstream's 401 or metadata does not widen it, and a 403 `insufficient_scope` asking beyond it is refused. Unset: what the server advertises, widened by the scope its 403 `insufficient_scope` names. */
             scope?: string;
         };
         /** @description A tool of an upstream not served as listed now. */

@@ -258,6 +258,8 @@ export const upstreamOauth = pgTable(
     status: text('status').notNull().default('authorization_required'),
     lastError: text('last_error'),
     authorizedAt: timestamp('authorized_at', { withTimezone: true }),
+    /** What toolsift asks for since an upstream's insufficient_scope challenge widened it (migration 0021); null: no step-up. */
+    stepUpScope: text('step_up_scope'),
   },
   (table) => [primaryKey({ name: 'upstream_oauth_pk', columns: [table.catalogId, table.upstream] })],
 );

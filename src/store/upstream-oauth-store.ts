@@ -29,6 +29,8 @@ export interface OAuthRow {
   status: OAuthStatus;
   lastError: string | null;
   authorizedAt: Date | null;
+  /** What toolsift asks for since an upstream's insufficient_scope challenge widened it (oauth.ts); null: no step-up. */
+  stepUpScope: string | null;
 }
 
 /** The settings a registration gives (the secret sealed). */
@@ -44,7 +46,7 @@ const date = (value: string | Date | null) => (value === null ? null : new Date(
 
 const columns = sql`catalog_id as "catalogId", upstream, grant_type as "grantType", scope, client_id as "clientId", client_secret as "clientSecret",
   client, discovery, tokens, token_version as "tokenVersion", issued_at as "issuedAt", expires_at as "expiresAt", status, last_error as "lastError",
-  authorized_at as "authorizedAt"`;
+  authorized_at as "authorizedAt", step_up_scope as "stepUpScope"`;
 
 export async function getOAuth(db: Executor, catalogId: number, upstream: string): Promise<OAuthRow | undefined> {
   const rows = await queryRows<Dated<OAuthRow>>(db, sql`select ${columns} from upstream_oauth where catalog_id = ${catalogId} and upstream = ${upstream}`);
@@ -66,8 +68,8 @@ export async function putOAuthSettings(db: Db, catalogId: number, upstream: stri
           client_secret = excluded.client_secret`);
       if (keep) return;
       await tx.execute(sql`update upstream_oauth set client = null, discovery = null, tokens = null, token_version = token_version + 1, issued_at = null,
-        expires_at = null, status = 'authorization_required', last_error = null, authorized_at = null
-        where catalog_id = ${catalogId} and upstream = ${upstream}`);
+        expires_at = null, status = 'authorization_required', last_error = null, authorized_at = null,
+        step_up_scope = null where catalog_id = ${catalogId} and upstream = ${upstream}`);
       await tx.execute(sql`delete from upstream_oauth_pending where catalog_id = ${catalogId} and upstream = ${upstream}`);
     }),
   );
@@ -114,9 +116,16 @@ export async function forgetTokens(db: Executor, catalogId: number, upstream: st
     where catalog_id = ${catalogId} and upstream = ${upstream} and token_version = ${version}`);
 }
 
-/** Records why the upstream cannot get a token (the gateway's own words), and the status it leaves. */
-export async function recordOAuthFailure(db: Executor, catalogId: number, upstream: string, status: OAuthStatus, error: string): Promise<void> {
-  await db.execute(sql`update upstream_oauth set status = ${status}, last_error = ${error} where catalog_id = ${catalogId} and upstream = ${upstream}`);
+/** Stores the scope a step-up asks for from now on (oauth.ts). */
+export async function saveStepUpScope(db: Executor, catalogId: number, upstream: string, scope: string): Promise<void> {
+  await db.execute(sql`update upstream_oauth set step_up_scope = ${scope} where catalog_id = ${catalogId} and upstream = ${upstream}`);
+}
+
+/** Records why the upstream has no usable token (the gateway's own words), and the status it leaves (null: as it is). */
+export async function recordOAuthFailure(db: Executor, catalogId: number, upstream: string, status: OAuthStatus | null, error: string): Promise<void> {
+  await db.execute(
+    sql`update upstream_oauth set status = coalesce(${status}, status), last_error = ${error} where catalog_id = ${catalogId} and upstream = ${upstream}`,
+  );
 }
 
 export interface PendingAuthorization {

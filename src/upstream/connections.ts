@@ -5,7 +5,7 @@
  * UPSTREAMS_FILE. One connection per upstream, reopened on demand; a connection that failed is
  * dropped so the next use opens a new one.
  */
-import { Client, SSEClientTransport, StreamableHTTPClientTransport, type AuthProvider } from '@modelcontextprotocol/client';
+import { Client, SSEClientTransport, StreamableHTTPClientTransport, type AuthProvider, type FetchLike } from '@modelcontextprotocol/client';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import type { Logger } from '../logger.js';
 import type { UpstreamRow } from '../store/upstream-store.js';
@@ -62,8 +62,11 @@ export interface ConnectionDeps {
   maxResultBytes: number;
   /** Opens the header values, which the store keeps sealed. */
   secrets: SecretBox;
-  /** The bearer token of an OAuth upstream, renewed as needed (oauth.ts); undefined: static headers only. */
-  authProvider?(row: UpstreamRow): AuthProvider | undefined;
+  /**
+   * An OAuth upstream's bearer token, renewed as needed, and the fetch (`fetch` with the scope
+   * step-up) its transport uses (oauth.ts); undefined: static headers only.
+   */
+  oauth?(row: UpstreamRow): { authProvider: AuthProvider; fetch: FetchLike } | undefined;
   /** An upstream told us its tools changed (notifications/tools/list_changed). */
   onListChanged(row: UpstreamRow): void;
   /**
@@ -160,11 +163,11 @@ export class UpstreamConnections {
       client.onclose = () => this.#restartLater(row);
       return { client, registration: opened };
     }
-    const authProvider = this.#deps.authProvider?.(row);
+    const oauth = this.#deps.oauth?.(row);
     const options = {
       requestInit: { headers: openHeaders(this.#deps.secrets, row.url, row.headers) },
-      fetch: this.#deps.fetch,
-      ...(authProvider ? { authProvider } : {}),
+      fetch: oauth?.fetch ?? this.#deps.fetch,
+      ...(oauth ? { authProvider: oauth.authProvider } : {}),
     };
     const url = new URL(row.url);
     // One deadline for the whole opening, both transports: an endpoint that never answers (or

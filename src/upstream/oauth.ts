@@ -12,11 +12,16 @@
  * quarter of its lifetime, at most a minute, ahead); a renewal that fails is recorded in the
  * upstream's OAuth state, its sync state, the audit and the metrics, in the gateway's own words,
  * and the call that needed it answers a generic error.
+ *
+ * A call answered 403 `insufficient_scope` steps up (SEP-2350) once: a token for the wider scope,
+ * then the same request again. A configured scope is the ceiling of everything toolsift asks for:
+ * neither an upstream's challenge nor its metadata widens it.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import {
   auth,
   AuthorizationServerMismatchError,
+  computeScopeUnion,
   extractWWWAuthenticateParams,
   InsecureTokenEndpointError,
   IssuerMismatchError,
@@ -41,6 +46,7 @@ import * as store from '../store/upstream-oauth-store.js';
 import type { UpstreamRow } from '../store/upstream-store.js';
 import { getUpstream, recordUpstreamError } from '../store/upstream-store.js';
 import { describeUpstreamFailure, refusalIn, UpstreamRefused, type GuardedFetch } from './guarded-fetch.js';
+import { oauthScope } from './registration.js';
 
 export type { OAuthGrant } from '../store/upstream-oauth-store.js';
 
@@ -71,6 +77,9 @@ const RENEW_SHARE = 0.25;
 /** ... but never more than this ahead. */
 const RENEW_AHEAD_MAX_MS = 60_000;
 
+/** How an operator mends an authorization: every message that needs one says so. */
+const AUTHORIZE_AGAIN = 'an operator authorizes it again with POST /v1/catalogs/{catalog}/upstreams/{name}/oauth/start';
+
 /**
  * Why an upstream has no usable token, in the gateway's own words: shown in its sync state and
  * OAuth status, never to an agent (a call answers a generic error).
@@ -79,7 +88,8 @@ export class UpstreamAuthorizationFailed extends Error {
   override readonly name = 'UpstreamAuthorizationFailed';
   constructor(
     message: string,
-    readonly status: store.OAuthStatus,
+    /** The OAuth status it leaves; null keeps the status (a scope refused for one call: the token serves the others). */
+    readonly status: store.OAuthStatus | null,
   ) {
     super(message);
   }
@@ -103,6 +113,13 @@ interface HeldToken {
   access: string;
   issuedAt: number;
   expiresAt: number | null;
+}
+
+/** What a renewal is asked with: a 401's challenge, or a step-up's scope (`stepUp`: its failure leaves the status as it was). */
+interface Challenge {
+  resourceMetadataUrl?: URL;
+  scope?: string;
+  stepUp?: true;
 }
 
 type Mode = { kind: 'background' } | { kind: 'start'; redirectUri: string; state: string } | { kind: 'callback'; redirectUri: string; codeVerifier: string };
@@ -151,9 +168,12 @@ export class UpstreamOAuth {
     );
   }
 
-  /** The transport's view: a bearer token before each request (renewed when due), and what to do on a 401. */
-  authProvider(row: UpstreamRow): AuthProvider {
-    return {
+  /**
+   * What the upstream's transport needs: a bearer token before each request (renewed when due),
+   * what to do on a 401, and the fetch that steps up on a 403 (`fetch`, the guarded one, below).
+   */
+  forTransport(row: UpstreamRow): { authProvider: AuthProvider; fetch: FetchLike } {
+    const authProvider: AuthProvider = {
       token: () => this.#token(row),
       onUnauthorized: async (context) => {
         const { resourceMetadataUrl, scope } = extractWWWAuthenticateParams(context.response);
@@ -161,6 +181,7 @@ export class UpstreamOAuth {
         await this.#renew(row, { resourceMetadataUrl, scope });
       },
     };
+    return { authProvider, fetch: this.#steppingUp(row) };
   }
 
   /**
@@ -176,8 +197,14 @@ export class UpstreamOAuth {
     const provider = new StoredProvider(this, row, settings, { kind: 'start', redirectUri, state });
     const { fetch, refused } = this.#watchedFetch();
     try {
-      const challenge = settings.discovery ? {} : await probeChallenge(row.url, fetch);
-      const result = await auth(provider, { serverUrl: row.url, fetchFn: fetch, forceReauthorization: true, ...challenge });
+      const { resourceMetadataUrl, scope } = settings.discovery ? {} : await probeChallenge(row.url, fetch);
+      const result = await auth(provider, {
+        serverUrl: row.url,
+        fetchFn: fetch,
+        forceReauthorization: true,
+        resourceMetadataUrl,
+        scope: scopeToAsk(settings, scope),
+      });
       if (result !== 'REDIRECT' || !provider.authorizationUrl) throw new Error('the authorization server gave no authorization URL');
     } catch (error) {
       const failure = oauthFailure(error, { refused });
@@ -261,8 +288,8 @@ export class UpstreamOAuth {
   /** The stored access token, held here from now on; undefined when there is none. */
   async #read(row: UpstreamRow): Promise<HeldToken | undefined> {
     const stored = await store.getOAuth(this.#deps.db, row.catalogId, row.name);
-    if (!stored?.tokens) return undefined;
-    const tokens = JSON.parse(this.#deps.secrets.open(stored.tokens)) as StoredOAuthTokens;
+    const tokens = stored && this.#openTokens(stored);
+    if (!stored || !tokens) return undefined;
     const held = { access: tokens.access_token, issuedAt: stored.issuedAt?.getTime() ?? Date.now(), expiresAt: stored.expiresAt?.getTime() ?? null };
     this.#held.set(keyOf(row), held);
     return held;
@@ -273,7 +300,7 @@ export class UpstreamOAuth {
    * discovery first when nothing is known); one at a time per upstream. A failure is recorded and
    * thrown as UpstreamAuthorizationFailed.
    */
-  #renew(row: UpstreamRow, challenge: { resourceMetadataUrl?: URL; scope?: string }): Promise<HeldToken> {
+  #renew(row: UpstreamRow, challenge: Challenge): Promise<HeldToken> {
     const key = keyOf(row);
     let running = this.#renewing.get(key);
     if (!running) {
@@ -283,24 +310,101 @@ export class UpstreamOAuth {
     return running;
   }
 
-  async #renewNow(row: UpstreamRow, challenge: { resourceMetadataUrl?: URL; scope?: string }): Promise<HeldToken> {
+  async #renewNow(row: UpstreamRow, challenge: Challenge): Promise<HeldToken> {
     const settings = await this.#settings(row);
     const provider = new StoredProvider(this, row, settings, { kind: 'background' });
     const { fetch, refused } = this.#watchedFetch();
-    const action = settings.tokens ? (settings.grantType === 'client_credentials' ? 'token' : 'refresh') : 'token';
+    const action = challenge.stepUp ? 'step_up' : settings.tokens ? (settings.grantType === 'client_credentials' ? 'token' : 'refresh') : 'token';
     try {
-      await auth(provider, { serverUrl: row.url, fetchFn: fetch, ...challenge });
+      await auth(provider, {
+        serverUrl: row.url,
+        fetchFn: fetch,
+        resourceMetadataUrl: challenge.resourceMetadataUrl,
+        scope: scopeToAsk(settings, challenge.scope),
+      });
     } catch (error) {
       const failure = oauthFailure(error, { refused, refreshRejected: provider.refreshRejected, refreshFailed: provider.holdsRefreshToken });
-      await store.recordOAuthFailure(this.#deps.db, row.catalogId, row.name, failure.status, failure.message);
-      await recordUpstreamError(this.#deps.db, row.catalogId, row.name, `oauth: ${failure.message}`);
-      this.#note(row, action, 'error', failure.message);
-      throw failure;
+      // A step-up refused leaves the held token (and the status) as they were: it serves the calls that need no more.
+      const stepUpFailure = () => new UpstreamAuthorizationFailed(`the step-up to scope "${challenge.scope}" failed: ${failure.message}`, null);
+      throw await this.#failed(row, action, challenge.stepUp ? stepUpFailure() : failure);
     }
     const held = this.#held.get(keyOf(row));
     if (!held) throw new UpstreamAuthorizationFailed('the authorization server answered no token', 'authorization_required');
     this.#note(row, action, 'ok');
     return held;
+  }
+
+  // --- the step-up (SEP-2350) ---
+
+  /**
+   * `fetch` with the step-up. The SDK's transport steps up only for a full OAuthClientProvider;
+   * the minimal AuthProvider it is given here has no hook for a 403, so the 403 is answered below
+   * the transport: a token for the wider scope when one may be had (#stepUp), then the same request
+   * once more. A second 403 insufficient_scope ends the request, recorded: one step-up per request,
+   * so an upstream cannot keep toolsift asking.
+   */
+  #steppingUp(row: UpstreamRow): FetchLike {
+    const fetch = this.#deps.fetch;
+    return async (url, init) => {
+      const response = await fetch(url, init);
+      const challenge = insufficientScope(response);
+      if (!challenge) return response;
+      await response.body?.cancel().catch(() => {});
+      const headers = new Headers(init?.headers);
+      const token = await this.#stepUp(row, challenge.scope, headers.get('authorization'));
+      headers.set('authorization', `Bearer ${token}`);
+      const retried = await fetch(url, { ...init, headers });
+      if (!insufficientScope(retried)) return retried;
+      await retried.body?.cancel().catch(() => {});
+      const message = 'the upstream answered 403 insufficient_scope again after the step-up: the request was not retried again';
+      throw await this.#failed(row, 'step_up', new UpstreamAuthorizationFailed(message, null));
+    };
+  }
+
+  /**
+   * The token to retry a request with after a 403 insufficient_scope naming `challenged` (what
+   * `sent` carried was refused): see planStepUp for what is asked. The authorization code grant
+   * cannot widen itself: an operator authorizes again, and the next start asks for the union.
+   * Every refusal is recorded and thrown as UpstreamAuthorizationFailed.
+   */
+  async #stepUp(row: UpstreamRow, challenged: string | undefined, sent: string | null): Promise<string> {
+    // A renewal under way (another call's step-up, say) lands first: its token may be the one wanted.
+    await this.#renewing.get(keyOf(row))?.catch(() => {});
+    const settings = await this.#settings(row);
+    const plan = planStepUp(settings.scope, this.#grantedScope(settings), challenged);
+    if ('refused' in plan) {
+      const held = this.#held.get(keyOf(row)) ?? (await this.#read(row));
+      // Another call's step-up landed meanwhile: the token it got holds the scope.
+      if (plan.held && held && sent !== `Bearer ${held.access}`) return held.access;
+      throw await this.#failed(row, 'step_up', new UpstreamAuthorizationFailed(plan.refused, null));
+    }
+    if (settings.grantType === 'authorization_code') {
+      await store.saveStepUpScope(this.#deps.db, row.catalogId, row.name, plan.ask);
+      throw await this.#failed(row, 'step_up', new UpstreamAuthorizationFailed(scopeNotGranted(plan.missing), 'authorization_required'));
+    }
+    const renewed = await this.#renew(row, { scope: plan.ask, stepUp: true });
+    // Kept once granted, so renewals ask it too; one the authorization server refused would fail them all.
+    await store.saveStepUpScope(this.#deps.db, row.catalogId, row.name, plan.ask);
+    return renewed.access;
+  }
+
+  /** The held token's scope: as the authorization server answered it, else as asked (RFC 6749 §5.1 omits it then). */
+  #grantedScope(settings: store.OAuthRow): string | undefined {
+    const tokens = this.#openTokens(settings);
+    if (!tokens) return undefined;
+    return tokens.scope ?? scopeToAsk(settings) ?? advertisedScope(settings);
+  }
+
+  #openTokens(settings: store.OAuthRow): StoredOAuthTokens | undefined {
+    return settings.tokens ? (JSON.parse(this.#deps.secrets.open(settings.tokens)) as StoredOAuthTokens) : undefined;
+  }
+
+  /** Records a failure where an operator looks (OAuth state, sync state, audit, metrics); answers it, to throw. */
+  async #failed(row: UpstreamRow, action: string, failure: UpstreamAuthorizationFailed): Promise<UpstreamAuthorizationFailed> {
+    await store.recordOAuthFailure(this.#deps.db, row.catalogId, row.name, failure.status, failure.message);
+    await recordUpstreamError(this.#deps.db, row.catalogId, row.name, `oauth: ${failure.message}`);
+    this.#note(row, action, 'error', failure.message);
+    return failure;
   }
 
   // --- for the provider ---
@@ -440,6 +544,10 @@ class StoredProvider implements OAuthClientProvider {
     this.#tokenVersion = await store.saveTokens(this.oauth.store.db(), this.row.catalogId, this.row.name, { sealed, issuedAt, expiresAt });
     this.settings = { ...this.settings, tokens: sealed, tokenVersion: this.#tokenVersion };
     this.oauth.store.hold(this.row, { access: tokens.access_token, issuedAt: issuedAt.getTime(), expiresAt: expiresAt?.getTime() ?? null });
+    // A refresh keeps the grant's scope: what a step-up asked for and the grant still lacks keeps needing an operator.
+    const lacking = this.settings.grantType === 'authorization_code' && this.settings.stepUpScope !== null && tokens.scope !== undefined;
+    const missing = lacking ? missingFrom(this.settings.stepUpScope!, tokens.scope!) : undefined;
+    if (missing) await store.recordOAuthFailure(this.oauth.store.db(), this.row.catalogId, this.row.name, 'authorization_required', scopeNotGranted(missing));
   }
 
   redirectToAuthorization(authorizationUrl: URL): void {
@@ -519,6 +627,67 @@ function renewDue(held: HeldToken, now = Date.now()): boolean {
 const expired = (held: HeldToken, now = Date.now()) => held.expiresAt !== null && now >= held.expiresAt;
 
 /**
+ * The scope a token request or an authorization asks for. A configured scope is asked as it is:
+ * it is the ceiling, and nothing an upstream says (its 401, its metadata, a 403) widens it.
+ * Without one the upstream's word is taken (the scope its 401 names; undefined leaves the SDK to
+ * ask what the metadata advertises), with what a step-up added.
+ */
+function scopeToAsk(settings: store.OAuthRow, named?: string): string | undefined {
+  if (settings.scope !== null) return settings.scope;
+  return computeScopeUnion(named, settings.stepUpScope ?? undefined);
+}
+
+/** What the protected-resource metadata advertises: what the SDK asks when nothing names a scope. */
+function advertisedScope(settings: store.OAuthRow): string | undefined {
+  const supported = (settings.discovery as OAuthDiscoveryState | null)?.resourceMetadata?.scopes_supported;
+  return computeScopeUnion(...(supported ?? []));
+}
+
+/** The tokens of `scope` that `held` lacks, space-separated; undefined when it holds them all. */
+function missingFrom(scope: string, held: string): string | undefined {
+  const holds = new Set(held.split(' '));
+  return computeScopeUnion(...scope.split(' ').filter((token) => !holds.has(token)));
+}
+
+const scopeNotGranted = (missing: string) =>
+  `the upstream asked for scope "${missing}", which the authorization does not grant: ${AUTHORIZE_AGAIN} (the next start asks for it)`;
+
+/** A 403 whose challenge is `insufficient_scope` (RFC 6750 §3.1), with the scope it names (unchecked). */
+function insufficientScope(response: Response): { scope?: string } | undefined {
+  if (response.status !== 403) return undefined;
+  const { error, scope } = extractWWWAuthenticateParams(response);
+  return error === 'insufficient_scope' ? { scope } : undefined;
+}
+
+/**
+ * What a 403 insufficient_scope naming `challenged` asks of toolsift, given the configured scope
+ * (null: none) and the held token's scope: the union of the three to ask for (SEP-2350), or a
+ * refusal in the gateway's words. A configured scope is the ceiling (least privilege: an upstream
+ * does not choose what toolsift's client may hold): a challenge beyond it is refused, and within it
+ * the union is the ceiling itself. A token that already holds the named scope is not replaced
+ * (`held`: the upstream contradicts itself, and asking again would not help). The scope is checked
+ * as a registration's is before it reaches a token request or a message.
+ */
+export function planStepUp(
+  configured: string | null,
+  granted: string | undefined,
+  challenged: string | undefined,
+): { ask: string; missing: string } | { refused: string; held?: true } {
+  const named = computeScopeUnion(challenged);
+  if (named === undefined || !oauthScope.safeParse(named).success)
+    return { refused: 'the upstream answered 403 insufficient_scope without naming a valid scope' };
+  const beyond = configured === null ? undefined : missingFrom(named, configured);
+  if (beyond)
+    return { refused: `the upstream asked for scope "${beyond}" beyond the configured scope "${configured}": not requested (widen auth.scope to allow it)` };
+  const missing = granted === undefined ? named : missingFrom(named, granted);
+  if (!missing) return { refused: `the upstream answered 403 insufficient_scope for scope "${named}", which its token holds: not requested again`, held: true };
+  const ask = configured ?? computeScopeUnion(granted, named)!;
+  if (!oauthScope.safeParse(ask).success)
+    return { refused: `the upstream asked for scope "${missing}": with the token's scope it passes 1024 characters, not requested` };
+  return { ask, missing };
+}
+
+/**
  * An unauthenticated request to the server, for its 401's challenge: where its protected-resource
  * metadata is and what scope it asks for (the spec's first step of discovery).
  */
@@ -547,7 +716,6 @@ export function oauthFailure(
   { refused = [], refreshRejected = false, refreshFailed = false }: { refused?: UpstreamRefused[]; refreshRejected?: boolean; refreshFailed?: boolean } = {},
 ): UpstreamAuthorizationFailed {
   if (error instanceof UpstreamAuthorizationFailed) return error;
-  const again = 'an operator authorizes it again with POST /v1/catalogs/{catalog}/upstreams/{name}/oauth/start';
   const refusal = refused[0] ?? (error instanceof UpstreamRefused ? error : undefined);
   if (refusal?.tellable)
     return new UpstreamAuthorizationFailed(
@@ -558,14 +726,14 @@ export function oauthFailure(
   if (refusal) return new UpstreamAuthorizationFailed('OAuth discovery or token request failed', 'authorization_required');
   if (error instanceof NeedsOperator) {
     if (refreshRejected)
-      return new UpstreamAuthorizationFailed(`the authorization server refused the refresh token (invalid_grant): ${again}`, 'refresh_failed');
+      return new UpstreamAuthorizationFailed(`the authorization server refused the refresh token (invalid_grant): ${AUTHORIZE_AGAIN}`, 'refresh_failed');
     // The SDK falls back to a new authorization when a refresh fails for another reason (the server unreachable, say): the tokens stay, the next renewal tries again.
     if (refreshFailed)
       return new UpstreamAuthorizationFailed(
         'the token refresh failed (the authorization server did not answer it); the next use tries again',
         'refresh_failed',
       );
-    return new UpstreamAuthorizationFailed(`authorization required: ${again}`, 'authorization_required');
+    return new UpstreamAuthorizationFailed(`authorization required: ${AUTHORIZE_AGAIN}`, 'authorization_required');
   }
   if (error instanceof InsecureTokenEndpointError) return new UpstreamAuthorizationFailed('the token endpoint is not https', 'authorization_required');
   if (error instanceof IssuerMismatchError || error instanceof AuthorizationServerMismatchError)

@@ -59,6 +59,17 @@ const headerValue = z
   .regex(/^[\t\x20-\x7e\x80-\xff]*$/, 'header values must be visible ASCII or Latin-1 without control characters (the value is not shown)');
 
 /**
+ * An OAuth scope as RFC 6749 §3.3 spells it (tokens of visible ASCII but `"` and `\`, one space
+ * between), and short: what a registration configures, and what an upstream's scope challenge may
+ * make toolsift ask for (oauth.ts).
+ */
+export const oauthScope = z
+  .string()
+  .min(1)
+  .max(1_024)
+  .regex(/^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*$/, 'scope is space-separated scope tokens');
+
+/**
  * `auth: {type: "oauth"}`: toolsift gets its own tokens from the server's authorization server (the
  * MCP authorization spec). A client may be configured (an id, and a secret for a confidential
  * client); without one toolsift registers itself where the server offers dynamic registration.
@@ -80,12 +91,7 @@ const oauthAuth = z
       .max(4_096)
       .regex(/^[\x20-\x7e]+$/, 'client_secret must be visible ASCII (the value is not shown)')
       .optional(),
-    scope: z
-      .string()
-      .min(1)
-      .max(1_024)
-      .regex(/^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*$/, 'scope is space-separated scope tokens')
-      .optional(),
+    scope: oauthScope.optional(),
   })
   .strict()
   .refine((value) => value.client_secret === undefined || value.client_id !== undefined, { message: 'client_secret needs client_id', path: ['client_secret'] });

@@ -291,7 +291,7 @@ export class UpstreamService implements UpstreamCaller {
     });
     this.#connections = new UpstreamConnections({
       secrets: deps.secrets,
-      authProvider: (row) => (row.oauth ? this.#oauth.authProvider(row) : undefined),
+      oauth: (row) => (row.oauth ? this.#oauth.forTransport(row) : undefined),
       stdioServers: deps.stdioServers,
       logger: deps.logger,
       version: deps.version,

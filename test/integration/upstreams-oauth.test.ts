@@ -5,7 +5,8 @@
  * authorization code with PKCE, the browser step done by an HTTP client following the redirects
  * -> toolsift's callback -> tokens stored sealed -> sync -> call_tool with the bearer -> the token
  * renewed before it expires -> a revoked refresh token shown in the upstream's status and metrics,
- * never in the agent's answer. Then client_credentials, bad input, and metadata that points
+ * never in the agent's answer. Then client_credentials, bad input, the step-up on a 403
+ * insufficient_scope (SEP-2350) within a configured scope's ceiling, and metadata that points
  * toolsift at internal addresses.
  */
 import http from 'node:http';
@@ -17,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/store/database.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
-import { startOAuthMcpServer, type OAuthMcpServer } from '../fixtures/oauth-mcp-server.js';
+import { SCOPED_TOOL, startOAuthMcpServer, TOOL_SCOPE, type OAuthMcpServer } from '../fixtures/oauth-mcp-server.js';
 
 const SECRETS_KEY = Buffer.alloc(32, 7).toString('base64');
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -25,6 +26,28 @@ const text = (result: { content?: unknown }) => JSON.stringify(result.content);
 
 /** An access token lives this long at the test server: renewed from 3/4 of it on. */
 const ACCESS_SECONDS = 4;
+
+/**
+ * The operator's browser: starts the authorization (`startPath`), opens the authorization URL and
+ * follows every redirect back to toolsift's callback.
+ */
+async function authorizeThroughBrowser(
+  app: TestApp,
+  upstream: OAuthMcpServer,
+  startPath: string,
+  key: Record<string, string>,
+): Promise<{ status: number; page: string; url: string; authorizationUrl: URL }> {
+  const started = await app.request('POST', startPath, {}, key);
+  expect(started.status).toBe(200);
+  const authorizationUrl = new URL(started.body.authorization_url);
+  expect(authorizationUrl.origin).toBe(upstream.origin);
+  expect(authorizationUrl.searchParams.get('code_challenge_method')).toBe('S256');
+  expect(authorizationUrl.searchParams.get('code_challenge')).toMatch(/^[A-Za-z0-9_-]{43}$/);
+  expect(authorizationUrl.searchParams.get('redirect_uri')).toBe(`${app.url}/oauth/callback`);
+  expect(authorizationUrl.searchParams.get('resource')).toBe(upstream.url);
+  const browser = await fetch(authorizationUrl, { redirect: 'follow' });
+  return { status: browser.status, page: await browser.text(), url: browser.url, authorizationUrl };
+}
 
 describe('OAuth upstreams', () => {
   let app: TestApp;
@@ -36,19 +59,7 @@ describe('OAuth upstreams', () => {
   const status = async (name: string) => (await app.request('GET', path(name), undefined, key)).body.upstream;
   const call = (name: string, args: Record<string, unknown> = {}) => client.callTool({ name: 'call_tool', arguments: { name, arguments: args } });
 
-  /** The operator's browser: opens the authorization URL and follows every redirect back to toolsift's callback. */
-  async function authorizeInBrowser(name: string): Promise<{ status: number; page: string; url: string }> {
-    const started = await app.request('POST', path(name, '/oauth/start'), {}, key);
-    expect(started.status).toBe(200);
-    const authorizationUrl = new URL(started.body.authorization_url);
-    expect(authorizationUrl.origin).toBe(upstream.origin);
-    expect(authorizationUrl.searchParams.get('code_challenge_method')).toBe('S256');
-    expect(authorizationUrl.searchParams.get('code_challenge')).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    expect(authorizationUrl.searchParams.get('redirect_uri')).toBe(`${app.url}/oauth/callback`);
-    expect(authorizationUrl.searchParams.get('resource')).toBe(upstream.url);
-    const browser = await fetch(authorizationUrl, { redirect: 'follow' });
-    return { status: browser.status, page: await browser.text(), url: browser.url };
-  }
+  const authorizeInBrowser = (name: string) => authorizeThroughBrowser(app, upstream, path(name, '/oauth/start'), key);
 
   beforeAll(async () => {
     upstream = await startOAuthMcpServer();
@@ -236,6 +247,185 @@ describe('OAuth upstreams', () => {
     expect(page).toContain('not granted (access_denied)');
     expect(page).not.toContain('<script>');
     expect((await status('protected')).auth.last_error).toContain('not granted (access_denied)');
+  });
+});
+
+describe('OAuth step-up on 403 insufficient_scope', () => {
+  let app: TestApp;
+  let upstream: OAuthMcpServer;
+  const agents: Client[] = [];
+  const key = { authorization: 'Bearer su1' };
+  const machine = { type: 'oauth', grant: 'client_credentials', client_id: 'stepper', client_secret: 'stepper-secret-value' };
+  /** What the server advertises (its protected-resource metadata): what a token is first asked for without a configured scope. */
+  const ADVERTISED = 'mcp:tools';
+  const asked = () => upstream.provider.clientCredentialScopes;
+  const metric = async (outcome: string) => {
+    const page = await (await fetch(`${app.url}/metrics`, { headers: { authorization: 'Bearer metrics-stepup-token-0123' } })).text();
+    return Number(new RegExp(`toolsift_upstream_oauth_total\\{action="step_up",outcome="${outcome}"\\} (\\d+)`).exec(page)?.[1] ?? 0);
+  };
+
+  /** Registers upstream `name` in a catalog of its own (the fixture's tools would collide in one), and an agent connected to it. */
+  async function register(name: string, auth: Record<string, unknown>) {
+    const catalog = uniqueName('stepup');
+    const path = (rest = '') => `/v1/catalogs/${catalog}/upstreams/${name}${rest}`;
+    const put = await app.request('PUT', path(), { url: upstream.url, auth }, key);
+    expect(put.status).toBe(200);
+    const agent = new Client({ name: `stepup-${name}`, version: '1.0.0' });
+    await agent.connect(new StreamableHTTPClientTransport(new URL(`${app.url}/mcp/${catalog}`), { requestInit: { headers: key } }));
+    agents.push(agent);
+    return {
+      catalog,
+      registered: put.body.upstream,
+      path,
+      status: async () => (await app.request('GET', path(), undefined, key)).body.upstream,
+      call: (tool: string, args: Record<string, unknown> = {}) => agent.callTool({ name: 'call_tool', arguments: { name: tool, arguments: args } }),
+    };
+  }
+
+  /** The agent's answer to a call that needed a scope it was not given: the generic one, nothing of the OAuth exchange. */
+  const expectGenericFailure = (name: string, result: { isError?: unknown; content?: unknown }) => {
+    expect(result.isError).toBe(true);
+    expect(text(result)).toContain(`upstream \\"${name}\\" is unavailable`);
+    expect(text(result)).not.toMatch(/scope|files:read|oauth|authoriz|token|403|stepper-secret/i);
+  };
+
+  beforeAll(async () => {
+    upstream = await startOAuthMcpServer({ scopedTool: true });
+    await upstream.addClient({ client_id: 'stepper', client_secret: 'stepper-secret-value' });
+    app = await startTestApp({
+      API_KEYS: `su1:${uniqueName('stepup-tenant')}`,
+      UPSTREAM_ALLOW: '127.0.0.1/32',
+      UPSTREAM_CALL_TIMEOUT_MS: '5000',
+      SECRETS_KEY,
+      METRICS_TOKEN: 'metrics-stepup-token-0123',
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const agent of agents) await agent.close();
+    await app?.close();
+    await upstream?.close();
+  });
+
+  it('client_credentials without a configured scope: a token for the union scope, the call retried once and served; renewals keep the scope', async () => {
+    const machineUpstream = await register('machine', machine);
+    expect(machineUpstream.registered).toMatchObject({ tool_count: 3, auth: { status: 'authorized' } });
+    expect(asked().at(-1)).toBe(ADVERTISED);
+    const before = { asked: asked().length, refusals: upstream.seen.insufficientScope, stepUps: await metric('ok') };
+    // Short-lived from here on: the renewal below is due within the test.
+    upstream.provider.accessSeconds = 4;
+    try {
+      const called = await machineUpstream.call(SCOPED_TOOL, { path: 'notes.txt' });
+      expect(called.isError).toBeFalsy();
+      expect(text(called)).toContain('contents of notes.txt');
+      expect(asked().slice(before.asked)).toEqual([`${ADVERTISED} ${TOOL_SCOPE}`]);
+      expect(upstream.seen.insufficientScope).toBe(before.refusals + 1);
+      expect(await metric('ok')).toBe(before.stepUps + 1);
+      expect((await machineUpstream.status()).auth).toMatchObject({ status: 'authorized', last_error: null });
+
+      // The renewal asks for what the step-up won: the next call is served with no 403 and no step-up.
+      await sleep(4 * 750 + 300);
+      expect(text(await machineUpstream.call(SCOPED_TOOL, { path: 'later.txt' }))).toContain('contents of later.txt');
+      expect(asked().slice(before.asked)).toEqual([`${ADVERTISED} ${TOOL_SCOPE}`, `${ADVERTISED} ${TOOL_SCOPE}`]);
+      expect(upstream.seen.insufficientScope).toBe(before.refusals + 1);
+    } finally {
+      upstream.provider.accessSeconds = 3600;
+    }
+  });
+
+  it('a configured scope is the ceiling: a challenge beyond it is not asked for, the agent gets the generic error, the status names the scope', async () => {
+    const configured = `${ADVERTISED} tickets:read`;
+    const ceiling = await register('ceiling', { ...machine, scope: configured });
+    // Asked as configured, not as the server advertises.
+    expect(asked().at(-1)).toBe(configured);
+    const before = asked().length;
+    const refused = await ceiling.call(SCOPED_TOOL, { path: 'secret.txt' });
+    expectGenericFailure('ceiling', refused);
+    expect(asked().slice(before)).toEqual([]);
+    const state = await ceiling.status();
+    expect(state.auth.status).toBe('authorized');
+    expect(state.auth.last_error).toBe(
+      `the upstream asked for scope "${TOOL_SCOPE}" beyond the configured scope "${configured}": not requested (widen auth.scope to allow it)`,
+    );
+    expect(state.last_error).toBe(`oauth: ${state.auth.last_error}`);
+    expect(await metric('error')).toBeGreaterThan(0);
+    // The token still serves what it may.
+    expect(text(await ceiling.call('whoami'))).toContain('client stepper');
+    expect(asked().slice(before)).toEqual([]);
+  });
+
+  it('authorization_code: the grant cannot widen itself; the status asks an operator, and the next start asks for the union scope', async () => {
+    const delegated = await register('delegated', { type: 'oauth' });
+    const first = await authorizeThroughBrowser(app, upstream, delegated.path('/oauth/start'), key);
+    expect(first.status).toBe(200);
+    expect(first.authorizationUrl.searchParams.get('scope')).toBe(ADVERTISED);
+    const exchanges = upstream.provider.counts.codeExchanges;
+
+    const refused = await delegated.call(SCOPED_TOOL, { path: 'plan.md' });
+    expectGenericFailure('delegated', refused);
+    expect(upstream.provider.counts.codeExchanges).toBe(exchanges);
+    const state = await delegated.status();
+    expect(state.auth.status).toBe('authorization_required');
+    expect(state.auth.last_error).toBe(
+      `the upstream asked for scope "${TOOL_SCOPE}", which the authorization does not grant: an operator authorizes it again with POST /v1/catalogs/{catalog}/upstreams/{name}/oauth/start (the next start asks for it)`,
+    );
+    // The token still serves the other tools.
+    expect((await delegated.call('whoami')).isError).toBeFalsy();
+
+    const again = await authorizeThroughBrowser(app, upstream, delegated.path('/oauth/start'), key);
+    expect(again.authorizationUrl.searchParams.get('scope')).toBe(`${ADVERTISED} ${TOOL_SCOPE}`);
+    expect(again.status).toBe(200);
+    expect((await delegated.status()).auth).toMatchObject({ status: 'authorized', last_error: null });
+    expect(text(await delegated.call(SCOPED_TOOL, { path: 'plan.md' }))).toContain('contents of plan.md');
+  });
+
+  it('a step-up the authorization server refuses leaves the token serving the other calls, and renewals asking what they did', async () => {
+    const limited = await register('limited', machine);
+    upstream.provider.refusedScopes.add(TOOL_SCOPE);
+    try {
+      const before = asked().length;
+      expectGenericFailure('limited', await limited.call(SCOPED_TOOL, { path: 'x' }));
+      expect(asked().slice(before)).toEqual([`${ADVERTISED} ${TOOL_SCOPE}`]);
+      expect((await limited.status()).auth).toMatchObject({
+        status: 'authorized',
+        last_error: `the step-up to scope "${ADVERTISED} ${TOOL_SCOPE}" failed: the authorization server refused (invalid_scope)`,
+      });
+      expect(text(await limited.call('whoami'))).toContain('client stepper');
+      // Not kept for renewals: each would be refused, and the upstream left with no token at all.
+      const [kept] = await queryRows<{ scope: string | null }>(
+        app.deps.catalog.db,
+        sql`select o.step_up_scope as scope from upstream_oauth o join catalogs c on c.id = o.catalog_id where c.name = ${limited.catalog} and o.upstream = 'limited'`,
+      );
+      expect(kept).toEqual({ scope: null });
+    } finally {
+      upstream.provider.refusedScopes.clear();
+    }
+  });
+
+  it('an upstream that answers 403 insufficient_scope after the step-up is not asked again: one step-up per request', async () => {
+    const stubborn = await register('stubborn', machine);
+    upstream.scoped.stubborn = true;
+    try {
+      const before = { asked: asked().length, refusals: upstream.seen.insufficientScope };
+      expectGenericFailure('stubborn', await stubborn.call(SCOPED_TOOL, { path: 'x' }));
+      // The first answer, then the one retry with the stepped-up token.
+      expect(upstream.seen.insufficientScope).toBe(before.refusals + 2);
+      expect(asked().slice(before.asked)).toEqual([`${ADVERTISED} ${TOOL_SCOPE}`]);
+      expect((await stubborn.status()).auth.last_error).toBe(
+        'the upstream answered 403 insufficient_scope again after the step-up: the request was not retried again',
+      );
+
+      // The token holds the scope now: the next refusal asks the authorization server for nothing.
+      expectGenericFailure('stubborn', await stubborn.call(SCOPED_TOOL, { path: 'y' }));
+      expect(upstream.seen.insufficientScope).toBe(before.refusals + 3);
+      expect(asked().length).toBe(before.asked + 1);
+      expect((await stubborn.status()).auth).toMatchObject({
+        status: 'authorized',
+        last_error: `the upstream answered 403 insufficient_scope for scope "${TOOL_SCOPE}", which its token holds: not requested again`,
+      });
+    } finally {
+      upstream.scoped.stubborn = false;
+    }
   });
 });
 
