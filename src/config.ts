@@ -323,8 +323,40 @@ export function resolveConfig(parsed: z.infer<typeof configSchema> & { KEY_POLIC
 
 export class ConfigError extends Error {}
 
+/**
+ * Secrets an operator may give as files, `<NAME>_FILE` (the convention of Docker's and Kubernetes'
+ * secrets): a value read from a file stays out of the environment, which `ps e`, /proc/<pid>/environ
+ * and crash reports show. Not API_KEYS: API_KEYS_FILE is already its keys file (JSON, with scopes).
+ */
+export const FILE_VARIABLES = ['SECRETS_KEY', 'METRICS_TOKEN', 'DATABASE_URL', 'REDIS_URL', 'EMBED_API_KEY', 'RERANK_API_KEY', 'UPSTREAM_PROXY'] as const;
+
+/** `env` with each `<NAME>_FILE`'s content as `<NAME>` (a final line break dropped); an error never shows a value. */
+function withSecretFiles(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const read: NodeJS.ProcessEnv = {};
+  const problems: string[] = [];
+  for (const name of FILE_VARIABLES) {
+    const file = env[`${name}_FILE`];
+    if (!file) continue;
+    if (env[name]) {
+      problems.push(`${name}_FILE: ${name} is set too: give one of them`);
+      continue;
+    }
+    try {
+      read[name] = readFileSync(file, 'utf8').replace(/\r?\n$/, '');
+    } catch (error) {
+      problems.push(`${name}_FILE: cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+      continue;
+    }
+    // An empty file is a mistake in a secret's mount, not a wish to leave the variable unset.
+    if (read[name] === '') problems.push(`${name}_FILE: ${file} is empty`);
+  }
+  if (problems.length) throw new ConfigError(`invalid configuration:\n${problems.map((line) => `  ${line}`).join('\n')}`);
+  return { ...env, ...read };
+}
+
 /** Parses the environment once; a bad value names the variable and what was expected. */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config {
+  const env = withSecretFiles(environment);
   const parsed = configSchema.safeParse(env);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);

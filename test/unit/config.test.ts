@@ -1,4 +1,8 @@
 // @store-independent: never opens the store the suite is given (vitest.config.ts runs it once, not again on PostgreSQL).
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 
@@ -135,5 +139,61 @@ describe('loadConfig', () => {
     const keys = loadConfig({ API_KEYS: 'old:acme,new:acme' }).API_KEYS!;
     expect(keys.get('old')).toBe('acme');
     expect(keys.get('new')).toBe('acme');
+  });
+});
+
+describe('secrets from files (<NAME>_FILE)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'toolsift-config-'));
+  const secret = (name: string, content: string) => {
+    const path = join(dir, name);
+    writeFileSync(path, content);
+    return path;
+  };
+  const key = randomBytes(32).toString('base64');
+
+  it('reads each secret from its file, its final line break dropped, and leaves process.env as it was', () => {
+    const config = loadConfig({
+      SECRETS_KEY_FILE: secret('secrets-key', `${key}\n`),
+      METRICS_TOKEN_FILE: secret('metrics-token', 'metrics-token-from-a-file'),
+      DATABASE_URL_FILE: secret('database-url', 'postgres://toolsift:pw@db.internal:5432/toolsift\r\n'),
+      EMBED_API_KEY_FILE: secret('embed-key', 'sk-embed\n'),
+      RERANK_API_KEY_FILE: secret('rerank-key', 'rerank-key'),
+      REDIS_URL_FILE: secret('redis-url', 'redis://:pw@cache.internal:6379'),
+      UPSTREAM_PROXY_FILE: secret('proxy', 'http://user:pw@proxy.internal:3128\n'),
+    });
+    expect(config).toMatchObject({
+      SECRETS_KEY: key,
+      METRICS_TOKEN: 'metrics-token-from-a-file',
+      DATABASE_URL: 'postgres://toolsift:pw@db.internal:5432/toolsift',
+      EMBED_API_KEY: 'sk-embed',
+      RERANK_API_KEY: 'rerank-key',
+      REDIS_URL: 'redis://:pw@cache.internal:6379',
+      UPSTREAM_PROXY: 'http://user:pw@proxy.internal:3128',
+    });
+    expect(process.env.SECRETS_KEY).toBeUndefined();
+  });
+
+  it('a file value is checked like the variable, and no error shows the value', () => {
+    const bad = configError({ SECRETS_KEY_FILE: secret('short-key', 'c2hvcnQ=\n') });
+    expect(bad.message).toContain('SECRETS_KEY');
+    expect(bad.message).not.toContain('c2hvcnQ=');
+  });
+
+  it('refuses both forms of one variable, an unreadable file and an empty one, naming each', () => {
+    const message = configError({
+      SECRETS_KEY: key,
+      SECRETS_KEY_FILE: secret('both', key),
+      METRICS_TOKEN_FILE: join(dir, 'no-such-file'),
+      EMBED_API_KEY_FILE: secret('empty', '\n'),
+    }).message;
+    expect(message).toContain('SECRETS_KEY_FILE: SECRETS_KEY is set too');
+    expect(message).toContain(`METRICS_TOKEN_FILE: cannot read ${join(dir, 'no-such-file')}: ENOENT`);
+    expect(message).toContain('EMBED_API_KEY_FILE:');
+    expect(message).toContain('is empty');
+    expect(message).not.toContain(key);
+  });
+
+  it('API_KEYS_FILE stays the keys file (JSON with scopes), not API_KEYS as text', () => {
+    expect(configError({ API_KEYS_FILE: secret('keys-as-text', 'key-1:alpha\n') }).message).toContain('API_KEYS_FILE');
   });
 });
