@@ -673,6 +673,8 @@ export async function callTool(
   const lookupMs = performance.now() - started;
   if (!resolved.ok) return errorResult(resolved.error);
   const { tool, catalog } = resolved;
+  const readOnly = scope.access?.readOnlyRefusal({ catalog, tool: tool.name }, tool.definition);
+  if (readOnly) return errorResult(readOnly);
   learnFromUse(deps, scope, catalog, tool.name, STRENGTH.called);
   const noUpstream = () =>
     errorResult(

@@ -29,8 +29,11 @@ export interface KeyPolicy {
   tools?: NamePatterns;
   /** Server patterns: a tool's server, which for a synced tool is its upstream's name. */
   servers?: NamePatterns;
-  /** May call tools (call_tool, run_code, tools/call); false: a search-only key. */
-  call: boolean;
+  /**
+   * May call tools (call_tool, run_code, tools/call); false: a search-only key; "read_only": only
+   * tools whose definition, as approved, declares `annotations.readOnlyHint: true`.
+   */
+  call: boolean | 'read_only';
   /** May write catalogs (push, delete, settings, feedback erasure) and register or decide upstreams. */
   write: boolean;
   /** May use the management meta-tools, resource and prompt at /mcp (mcp/manage.ts); register_upstream and deregister_upstream also need `write`. */
@@ -89,8 +92,20 @@ export function canSeeTool(policy: KeyPolicy, tool: ToolRef): boolean {
   return passes(policy.servers, (list) => typeof tool.server === 'string' && matchesSome(list, tool.server));
 }
 
-export function canCall(policy: KeyPolicy, tool: ToolRef): boolean {
-  return policy.call && canSeeTool(policy, tool);
+export function canCall(policy: KeyPolicy, tool: ToolRef & { definition?: unknown }): boolean {
+  const mayCall = policy.call === true || (policy.call === 'read_only' && declaresReadOnly(tool.definition));
+  return mayCall && canSeeTool(policy, tool);
+}
+
+/**
+ * Whether a tool's definition declares it does not change its environment (MCP's
+ * `annotations.readOnlyHint`). The hint is its server's word; a synced tool's definition is pinned
+ * with it and a changed one waits for approval, so what a "read_only" key may call is what an
+ * operator approved, not what the server says later.
+ */
+export function declaresReadOnly(definition: unknown): boolean {
+  const annotations = typeof definition === 'object' && definition !== null ? (definition as { annotations?: unknown }).annotations : undefined;
+  return typeof annotations === 'object' && annotations !== null && (annotations as { readOnlyHint?: unknown }).readOnlyHint === true;
 }
 
 export function canWrite(policy: KeyPolicy, catalog: string): boolean {
@@ -258,6 +273,13 @@ export class Access {
     return `API key "${this.policy.id}" may search and read tools but not call them (call: false); nothing was sent`;
   }
 
+  /** Why a call of this tool, found and seen, is refused by a "read_only" key, or undefined. */
+  readOnlyRefusal(where: { catalog: string; tool: string }, definition: unknown): string | undefined {
+    if (this.policy.call !== 'read_only' || declaresReadOnly(definition)) return undefined;
+    this.note('deny', 'call', where);
+    return `API key "${this.policy.id}" may call only read-only tools (call: "read_only"): "${where.tool}" does not declare annotations.readOnlyHint; nothing was sent`;
+  }
+
   private note(decision: 'allow' | 'deny', action: PolicyAction, where: { catalog?: string; tool?: string; server?: string }): void {
     const { server, ...rest } = where;
     this.record({
@@ -309,7 +331,7 @@ const keyEntry = z
     catalogs: patternList('catalog').optional(),
     tools: namePatterns('tool').optional(),
     servers: namePatterns('server').optional(),
-    call: z.boolean().default(true),
+    call: z.union([z.boolean(), z.literal('read_only')], { error: 'call is true, false or "read_only"' }).default(true),
     write: z.boolean().default(true),
     manage: z.boolean().default(false),
     requests_per_minute: z.number().int().min(1).max(1_000_000).optional(),

@@ -29,7 +29,8 @@ describe('the keys file', () => {
   it.each([
     [[{ key: KEY, tenant: 'acme', tool: { deny: ['x'] } }], /keys\[0\]: .*tool/],
     [[{ key: KEY, id: 'bot', tenant: 'acme', tools: { allow: [] } }], /key "bot": tools\.allow: an empty list would match no tool/],
-    [[{ key: KEY, id: 'bot', tenant: 'acme', call: 'no' }], /key "bot": call: /],
+    [[{ key: KEY, id: 'bot', tenant: 'acme', call: 'no' }], /key "bot": call: call is true, false or "read_only"/],
+    [[{ key: KEY, id: 'bot', tenant: 'acme', call: 'readonly' }], /key "bot": call: call is true, false or "read_only"/],
     [[{ key: 'short', id: 'bot', tenant: 'acme' }], /key "bot": key: keys are at least 16 characters/],
     [[{ key: KEY, id: 'bot', tenant: 'bad tenant' }], /key "bot": tenant: /],
     [
@@ -48,6 +49,10 @@ describe('the keys file', () => {
     ],
   ])('refuses a bad entry, naming the key and the field: %j', (keys, message) => {
     expect(() => parseKeysFile(file(keys))).toThrow(message);
+  });
+
+  it('reads call: "read_only"', () => {
+    expect(parseKeysFile(file([{ key: KEY, id: 'reader', tenant: 'acme', call: 'read_only' }])).get(KEY)).toMatchObject({ call: 'read_only' });
   });
 
   it('is refused whole when it is not JSON or not {"keys": [...]}', () => {
@@ -103,6 +108,13 @@ describe('policy decisions', () => {
     expect(canSeeTool(policy, tool('ops', 'get_order'))).toBe(false);
     expect(canCall(policy, tool('shop-a', 'get_order'))).toBe(true);
     expect(canCall({ ...policy, call: false }, tool('shop-a', 'get_order'))).toBe(false);
+    // "read_only": only a definition that declares readOnlyHint true; a hint of false, a string or none is not one.
+    const reader = { ...policy, call: 'read_only' as const };
+    const defined = (annotations?: unknown) => ({ ...tool('shop-a', 'get_order'), definition: { name: 'get_order', annotations } });
+    expect(canCall(reader, defined({ readOnlyHint: true }))).toBe(true);
+    for (const annotations of [undefined, {}, { readOnlyHint: false }, { readOnlyHint: 'true' }, { destructiveHint: false }])
+      expect(canCall(reader, defined(annotations))).toBe(false);
+    expect(canCall(reader, { ...tool('shop-b', 'list_orders'), definition: null })).toBe(false);
     expect(canWrite(policy, 'shop-a')).toBe(false);
   });
 
