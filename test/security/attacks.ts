@@ -60,6 +60,8 @@ export interface SecurityContext {
     manager: Record<string, string>;
     /** Five requests a minute (`requests_per_minute`). */
     rated: Record<string, string>;
+    /** Calls only tools whose approved definition declares readOnlyHint (`call: "read_only"`). */
+    readOnly: Record<string, string>;
   };
   mcp(catalog: string, headers: Record<string, string>): Promise<Client>;
   close(): Promise<void>;
@@ -70,7 +72,12 @@ const schema = (properties: Record<string, unknown>, required: string[] = []) =>
 export const BASE_TOOLS: HostileTool[] = [
   { name: 'read_file', description: 'Read a file from disk and return its text.', inputSchema: schema({ path: { type: 'string' } }, ['path']) },
   { name: 'add', description: 'Adds two numbers.', inputSchema: schema({ a: { type: 'integer' }, b: { type: 'integer' } }, ['a', 'b']) },
-  { name: 'get_weather', description: 'Get the current weather for a city.', inputSchema: schema({ city: { type: 'string' } }, ['city']) },
+  {
+    name: 'get_weather',
+    description: 'Get the current weather for a city.',
+    inputSchema: schema({ city: { type: 'string' } }, ['city']),
+    annotations: { readOnlyHint: true },
+  },
   {
     name: 'set_label',
     description: 'Set a short label on an item.',
@@ -103,6 +110,7 @@ export async function startSecurityContext(): Promise<SecurityContext> {
     noReadFile: `kr-${uniqueName('key')}-0123456789`,
     manager: `km-${uniqueName('key')}-0123456789`,
     rated: `kt-${uniqueName('key')}-0123456789`,
+    readOnly: `kro-${uniqueName('key')}-0123456789`,
   };
   const keysOf = keysFile([
     { key: scopedKeys.searchOnly, id: 'search-only', tenant: alphaTenant, call: false, write: false },
@@ -110,6 +118,7 @@ export async function startSecurityContext(): Promise<SecurityContext> {
     { key: scopedKeys.noReadFile, id: 'no-read-file', tenant: alphaTenant, tools: { deny: ['read_file'] } },
     { key: scopedKeys.manager, id: 'manager', tenant: alphaTenant, manage: true },
     { key: scopedKeys.rated, id: 'rated', tenant: alphaTenant, requests_per_minute: 5 },
+    { key: scopedKeys.readOnly, id: 'read-only', tenant: alphaTenant, call: 'read_only', write: false },
   ]);
   const app = await startTestApp(
     {
@@ -150,6 +159,7 @@ export async function startSecurityContext(): Promise<SecurityContext> {
       noReadFile: bearer(scopedKeys.noReadFile),
       manager: bearer(scopedKeys.manager),
       rated: bearer(scopedKeys.rated),
+      readOnly: bearer(scopedKeys.readOnly),
     },
     async mcp(name, headers) {
       const client = new Client({ name: 'security-suite', version: '1.0.0' });
@@ -920,6 +930,35 @@ export const ATTACKS: Attack[] = [
           reached === 0 &&
           Boolean(found.structuredContent?.results?.some((tool) => tool.name === 'read_file')),
         seen: `call_tool: ${brief(text(called))}; run_code offered: ${offered.includes('run_code')}, answered ${brief(text(program))}; calls reaching the upstream: ${reached}`,
+      };
+    },
+  },
+  {
+    finding: 'key scopes',
+    attack:
+      'a read-only key of alpha\'s tenant (call: "read_only") calls set_label, which declares no readOnlyHint: call_tool and run_code; and get_weather, which does',
+    expected: 'set_label refused on both paths naming call: "read_only", nothing reaches the upstream; get_weather answers',
+    async run(ctx) {
+      const labels = () => ctx.trusted.calls.filter((call) => call.name === 'set_label').length;
+      const before = labels();
+      const client = await ctx.mcp(ctx.catalog, ctx.scoped.readOnly);
+      const called = (await client.callTool({ name: 'call_tool', arguments: { name: 'set_label', arguments: { label: 'ro' } } })) as {
+        isError?: boolean;
+        content?: unknown;
+      };
+      const program = (await client.callTool({ name: 'run_code', arguments: { code: 'return await tools.set_label({ label: "ro" })' } })) as {
+        isError?: boolean;
+        content?: unknown;
+      };
+      const weather = (await client.callTool({ name: 'call_tool', arguments: { name: 'get_weather', arguments: { city: 'Oslo' } } })) as {
+        isError?: boolean;
+        content?: unknown;
+      };
+      const reached = labels() - before;
+      const refusal = /may call only read-only tools \(call: \\?"read_only\\?"\)/;
+      return {
+        ok: called.isError === true && refusal.test(text(called)) && refusal.test(text(program)) && reached === 0 && weather.isError !== true,
+        seen: `call_tool: ${brief(text(called))}; run_code: ${brief(text(program))}; set_label calls reaching the upstream: ${reached}; get_weather isError ${weather.isError ?? false}`,
       };
     },
   },
