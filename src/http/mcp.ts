@@ -7,6 +7,7 @@ import { catalogParams } from './catalogs.js';
 import { parseInput } from './errors.js';
 import { declaresJson, notJson, requestAccess, requestCaller } from './middleware.js';
 import type { ChargeKey } from './rate-limit.js';
+import { traceContext } from '../lib/trace-context.js';
 
 export const MCP_PATHS = ['/mcp', '/mcp/:catalog'];
 
@@ -35,7 +36,9 @@ export function mcpRoutes(deps: McpDeps): Router {
     const caller = requestCaller(res);
     const access = requestAccess(res, 'mcp').at('mcp', 'mcp');
     const chargeKey = res.locals.chargeKey as ChargeKey | undefined;
-    let scope: DiscoveryScope = { tenant, caller, access, ...(chargeKey ? { chargeKey } : {}) };
+    // The W3C trace context of the HTTP request; a call's own _meta wins (server.ts).
+    const trace = traceContext({ traceparent: req.headers.traceparent, tracestate: req.headers.tracestate });
+    let scope: DiscoveryScope = { tenant, caller, access, ...(chargeKey ? { chargeKey } : {}), ...(trace ? { trace } : {}) };
     if (req.params.catalog !== undefined) {
       const catalog = parseInput(catalogParams, req.params, 'path').catalog;
       // 403 for a catalog outside the key's catalogs, decided by its name alone (before it is looked up).

@@ -8,6 +8,7 @@
  * tenant, results carry `catalog/name` (catalog names cannot contain '/'); a bare name is accepted
  * too when exactly one catalog has it.
  */
+import { traceId, type TraceContext } from '../lib/trace-context.js';
 import { argumentShape, type AuditLog } from '../audit.js';
 import * as catalogs from '../catalog/catalog-service.js';
 import { checkArguments, type ArgumentChecks } from '../catalog/tool-arguments.js';
@@ -62,6 +63,8 @@ export interface DiscoveryScope {
   access?: Access;
   /** Takes one more request from the key's rate limit (http/rate-limit.ts): each tool call of a run_code program is one. Absent: no limit. */
   chargeKey?: () => Promise<{ ok: boolean; message: string }>;
+  /** The caller's W3C trace context (lib/trace-context.ts): forwarded with its calls to upstreams, its trace id in their audit lines. */
+  trace?: TraceContext;
 }
 
 export interface BriefTool {
@@ -697,6 +700,7 @@ export async function callTool(
       args: argumentShape(args),
       ...(scope.access ? { key: scope.access.policy.id } : {}),
       ...(scope.fromProgram ? { via: 'run_code' } : {}),
+      ...(scope.trace ? { trace_id: traceId(scope.trace) } : {}),
       ...(reason ? { reason } : {}),
     });
   // Nothing is sent for arguments the tool's schema refuses: the agent hears which field and why.
@@ -714,6 +718,7 @@ export async function callTool(
     arguments: args,
     signal,
     upstream: tool.upstream,
+    ...(scope.trace ? { trace: scope.trace } : {}),
   });
   if (result.isError && result.unknownUpstream) return noUpstream();
   const { unknownUpstream: _unknown, failure, ...answer } = result;

@@ -7,6 +7,7 @@
  * injected. A fresh McpServer serves each HTTP request (stateless), built from the request's tenant,
  * key and catalog scope.
  */
+import { traceContext } from '../lib/trace-context.js';
 import { QUERY_CHARS_MAX } from '../lib/query-length.js';
 import { McpServer, ProtocolError, ProtocolErrorCode, ResourceNotFoundError, ResourceTemplate } from '@modelcontextprotocol/server';
 import { z } from 'zod';
@@ -213,6 +214,11 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
   const server = new McpServer({ name: 'toolsift', version: deps.version }, { instructions, capabilities: { logging: {} } });
   /** The scope as a meta-tool, resource or prompt sees it: the key's decisions say where they were made. */
   const at = (via: string): DiscoveryScope => (scope.access ? { ...scope, access: scope.access.at('mcp', via) } : scope);
+  // A call's trace context: its own _meta's (the MCP keys), else the HTTP request's.
+  const traced = (within: DiscoveryScope, ctx: unknown): DiscoveryScope => {
+    const trace = traceContext((ctx as { mcpReq?: { _meta?: Record<string, unknown> } } | undefined)?.mcpReq?._meta) ?? within.trace;
+    return trace ? { ...within, trace } : within;
+  };
 
   /** A prompt taking one `task` argument: the user message its text gives for that task. */
   const taskPrompt = (name: string, about: { title: string; description: string }, text: (task: string) => string) =>
@@ -331,7 +337,7 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
       observed('call_tool', async () => {
         const result = await callTool(
           deps,
-          at('call_tool'),
+          traced(at('call_tool'), ctx),
           input.name,
           input.arguments ?? {},
           (ctx as { mcpReq?: { signal?: AbortSignal } } | undefined)?.mcpReq?.signal,
@@ -369,7 +375,7 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
                 if (upstream) deps.metrics?.mcpUpstreamCalls.observe({ upstream, outcome }, callMs / 1000);
               },
             },
-            at('run_code'),
+            traced(at('run_code'), ctx),
             input.code,
             (ctx as { mcpReq?: { signal?: AbortSignal } } | undefined)?.mcpReq?.signal,
           );

@@ -3,6 +3,7 @@
  * on this interface only; `src/upstream/` implements it (connections to remote servers over
  * Streamable HTTP or SSE, supervised stdio children from UPSTREAMS_FILE).
  */
+import type { TraceContext } from '../lib/trace-context.js';
 import type { UpstreamRow } from '../store/upstream-store.js';
 
 /** An MCP `CallToolResult` as the upstream returned it; passed through unchanged. */
@@ -28,6 +29,8 @@ export interface UpstreamCallInput {
   signal?: AbortSignal;
   /** The upstream's row when the caller read it with the tool (null: none is registered); read here when absent. */
   upstream?: UpstreamRow | null;
+  /** The agent's W3C trace context, sent in the call's `_meta` (MCP's traceparent and tracestate keys). */
+  trace?: TraceContext;
 }
 
 export interface UpstreamCaller {

@@ -556,7 +556,10 @@ export class UpstreamService implements UpstreamCaller {
     try {
       const client = await this.#connections.client(row);
       const result = await this.#callScope.run(call, () =>
-        client.callTool({ name: input.tool, arguments: input.arguments }, { timeout: this.#deps.callTimeoutMs, signal: call.signal }),
+        client.callTool(
+          { name: input.tool, arguments: input.arguments, ...(input.trace ? { _meta: { ...input.trace } } : {}) },
+          { timeout: this.#deps.callTimeoutMs, signal: call.signal },
+        ),
       );
       return result as UpstreamCallResult;
     } catch (error) {
