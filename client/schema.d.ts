@@ -677,7 +677,7 @@ export interface components {
                 last_error: string | null;
             } | null;
         };
-        /** @description toolsift gets its own tokens from the upstream's authorization server, following the MCP authorization spec; stored sealed (SECRETS_KEY), never returned. Without `client_id` toolsift registers itself (dynamic client registration). */
+        /** @description toolsift gets its own tokens from the upstream's authorization server, following the MCP authorization spec; stored sealed (SECRETS_KEY), never returned. Without `client_id` toolsift registers itself (dynamic client registration). A configured client authenticates with `client_secret` or `private_key` (not both); set `issuer` so its credentials go to that authorization server only. */
         UpstreamOAuthSettings: {
             /** @constant */
             type: "oauth";
@@ -690,6 +690,18 @@ export interface components {
             client_id?: string;
             /** @description Needs client_id; stored sealed, never returned. */
             client_secret?: string;
+            /** @description private_key_jwt (RFC 7523) in place of `client_secret`: a PEM PKCS#8 private key, unencrypted (`-----BEGIN PRIVATE KEY-----`), RSA of 2048 bits or more or EC on P-256, P-384 or P-521. Each token request carries an assertion it signs (iss and sub `client_id`, aud the authorization server's issuer, five minutes of life). Needs `client_id` and grant `client_credentials`; stored sealed, never returned. */
+            private_key?: string;
+            /**
+             * @description The assertions' algorithm; must suit the key. Unset: RS256 for an RSA key, the curve's (ES256 for P-256) for an EC key.
+             * @enum {string}
+             */
+            algorithm?: "RS256" | "RS384" | "RS512" | "PS256" | "PS384" | "PS512" | "ES256" | "ES384" | "ES512";
+            /**
+             * Format: uri
+             * @description The authorization server toolsift's credentials go to, as its metadata's `issuer` names it: https (http only on a loopback host), no query or fragment. Discovery starts from it; an upstream whose protected-resource metadata names other authorization servers and not this one is refused before anything is sent (`auth.last_error`). Unset: the server the upstream's metadata names, and a configured client is bound to the first one it is used with; set it whenever a client is configured.
+             */
+            issuer?: string;
             /** @description Space-separated scopes toolsift asks for, and the most it asks for: an upstream's 401 or metadata does not widen it, and a 403 `insufficient_scope` asking beyond it is refused. Unset: what the server advertises, widened by the scope its 403 `insufficient_scope` names. */
             scope?: string;
         };

@@ -231,8 +231,8 @@ export const upstreamTools = pgTable(
 
 /**
  * An upstream's OAuth settings and state (migration 0018): the client toolsift is to its
- * authorization server, the discovered metadata, the tokens. `clientSecret`, `client` and `tokens`
- * hold SecretBox output (lib/secret-box.ts), never plaintext.
+ * authorization server, the discovered metadata, the tokens. `clientSecret`, `privateKey`, `client`
+ * and `tokens` hold SecretBox output (lib/secret-box.ts), never plaintext.
  */
 export const upstreamOauth = pgTable(
   'upstream_oauth',
@@ -245,6 +245,11 @@ export const upstreamOauth = pgTable(
     /** A configured client (null: dynamic client registration). */
     clientId: text('client_id'),
     clientSecret: text('client_secret'),
+    /** A configured client's key signing its assertions (private_key_jwt, migration 0022), sealed; and its JWS algorithm. */
+    privateKey: text('private_key'),
+    privateKeyAlg: text('private_key_alg'),
+    /** The authorization server the operator named (migration 0022): the only one credentials go to. */
+    issuer: text('issuer'),
     /** The client information in use (configured or registered), sealed JSON. */
     client: text('client'),
     /** Protected-resource and authorization-server metadata as discovered (public documents). */

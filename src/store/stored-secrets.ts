@@ -5,7 +5,8 @@
  * cannot do this (they have no key), so it runs in code after them, on every start.
  *
  * Where the store keeps credentials: `mcp_upstreams.headers` (the values; names stay readable),
- * `upstream_oauth.client_secret`, `.client` and `.tokens`, `upstream_oauth_pending.code_verifier`.
+ * `upstream_oauth.client_secret`, `.private_key`, `.client` and `.tokens`,
+ * `upstream_oauth_pending.code_verifier`.
  * A header value is sealed together with its upstream's URL (headerPlaintext): one who can write
  * the database but lacks the key cannot point an upstream elsewhere and have its credential sent there.
  *
@@ -135,14 +136,22 @@ async function storedValues(db: Executor): Promise<StoredValue[]> {
       });
     }
   }
-  const oauth = await queryRows<{ catalogId: number; upstream: string; clientSecret: string | null; client: string | null; tokens: string | null }>(
+  const oauth = await queryRows<{
+    catalogId: number;
+    upstream: string;
+    clientSecret: string | null;
+    privateKey: string | null;
+    client: string | null;
+    tokens: string | null;
+  }>(
     db,
-    sql`select catalog_id as "catalogId", upstream, client_secret as "clientSecret", client, tokens from upstream_oauth
-        where client_secret is not null or client is not null or tokens is not null`,
+    sql`select catalog_id as "catalogId", upstream, client_secret as "clientSecret", private_key as "privateKey", client, tokens from upstream_oauth
+        where client_secret is not null or private_key is not null or client is not null or tokens is not null`,
   );
   for (const row of oauth) {
     for (const [column, value] of [
       ['client_secret', row.clientSecret],
+      ['private_key', row.privateKey],
       ['client', row.client],
       ['tokens', row.tokens],
     ] as const) {

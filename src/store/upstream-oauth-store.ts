@@ -18,6 +18,12 @@ export interface OAuthRow {
   clientId: string | null;
   /** Sealed. */
   clientSecret: string | null;
+  /** Sealed PEM of the key signing client assertions (private_key_jwt, migration 0022), in place of a secret. */
+  privateKey: string | null;
+  /** Its JWS algorithm (RS256, ES256, ...). */
+  privateKeyAlg: string | null;
+  /** The authorization server the operator named (migration 0022), the only one credentials go to; null: the upstream's. */
+  issuer: string | null;
   /** Sealed JSON of the client information in use. */
   client: string | null;
   discovery: Record<string, unknown> | null;
@@ -33,20 +39,23 @@ export interface OAuthRow {
   stepUpScope: string | null;
 }
 
-/** The settings a registration gives (the secret sealed). */
+/** The settings a registration gives (the secret and the private key sealed). */
 export interface OAuthSettingsRow {
   grantType: OAuthGrant;
   scope: string | null;
   clientId: string | null;
   clientSecret: string | null;
+  privateKey: string | null;
+  privateKeyAlg: string | null;
+  issuer: string | null;
 }
 
 type Dated<T> = { [K in keyof T]: T[K] extends Date | null ? string | Date | null : T[K] };
 const date = (value: string | Date | null) => (value === null ? null : new Date(value));
 
 const columns = sql`catalog_id as "catalogId", upstream, grant_type as "grantType", scope, client_id as "clientId", client_secret as "clientSecret",
-  client, discovery, tokens, token_version as "tokenVersion", issued_at as "issuedAt", expires_at as "expiresAt", status, last_error as "lastError",
-  authorized_at as "authorizedAt", step_up_scope as "stepUpScope"`;
+  private_key as "privateKey", private_key_alg as "privateKeyAlg", issuer, client, discovery, tokens, token_version as "tokenVersion",
+  issued_at as "issuedAt", expires_at as "expiresAt", status, last_error as "lastError", authorized_at as "authorizedAt", step_up_scope as "stepUpScope"`;
 
 export async function getOAuth(db: Executor, catalogId: number, upstream: string): Promise<OAuthRow | undefined> {
   const rows = await queryRows<Dated<OAuthRow>>(db, sql`select ${columns} from upstream_oauth where catalog_id = ${catalogId} and upstream = ${upstream}`);
@@ -55,17 +64,18 @@ export async function getOAuth(db: Executor, catalogId: number, upstream: string
 }
 
 /**
- * Writes a registration's OAuth settings. `keep` false (another server, grant, client or scope)
- * forgets the client, discovery and tokens, and every pending authorization: they were for what
- * the registration no longer says.
+ * Writes a registration's OAuth settings. `keep` false (another server, grant, client, key,
+ * issuer or scope) forgets the client, discovery and tokens, and every pending authorization: they
+ * were for what the registration no longer says.
  */
 export async function putOAuthSettings(db: Db, catalogId: number, upstream: string, settings: OAuthSettingsRow, keep: boolean): Promise<void> {
   await retryOnConflict(() =>
     db.transaction(async (tx) => {
-      await tx.execute(sql`insert into upstream_oauth (catalog_id, upstream, grant_type, scope, client_id, client_secret)
-        values (${catalogId}, ${upstream}, ${settings.grantType}, ${settings.scope}, ${settings.clientId}, ${settings.clientSecret})
+      await tx.execute(sql`insert into upstream_oauth (catalog_id, upstream, grant_type, scope, client_id, client_secret, private_key, private_key_alg, issuer)
+        values (${catalogId}, ${upstream}, ${settings.grantType}, ${settings.scope}, ${settings.clientId}, ${settings.clientSecret},
+          ${settings.privateKey}, ${settings.privateKeyAlg}, ${settings.issuer})
         on conflict (catalog_id, upstream) do update set grant_type = excluded.grant_type, scope = excluded.scope, client_id = excluded.client_id,
-          client_secret = excluded.client_secret`);
+          client_secret = excluded.client_secret, private_key = excluded.private_key, private_key_alg = excluded.private_key_alg, issuer = excluded.issuer`);
       if (keep) return;
       await tx.execute(sql`update upstream_oauth set client = null, discovery = null, tokens = null, token_version = token_version + 1, issued_at = null,
         expires_at = null, status = 'authorization_required', last_error = null, authorized_at = null,

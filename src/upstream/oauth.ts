@@ -16,20 +16,29 @@
  * A call answered 403 `insufficient_scope` steps up (SEP-2350) once: a token for the wider scope,
  * then the same request again. A configured scope is the ceiling of everything toolsift asks for:
  * neither an upstream's challenge nor its metadata widens it.
+ *
+ * A configured issuer is the one authorization server toolsift's credentials go to: discovery
+ * starts from it, metadata naming another is refused before anything is sent, and a configured
+ * client is never presented elsewhere (without it, the SDK binds the client to the first server it
+ * is used with). A configured private key signs a client assertion per token request
+ * (private_key_jwt, RFC 7523) in place of a secret.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import {
   auth,
   AuthorizationServerMismatchError,
   computeScopeUnion,
+  createPrivateKeyJwtAuth,
   extractWWWAuthenticateParams,
   InsecureTokenEndpointError,
   IssuerMismatchError,
   OAuthError,
   OAuthErrorCode,
   RegistrationRejectedError,
+  type AddClientAuthentication,
   type AuthProvider,
   type FetchLike,
+  type OAuthClientInformationContext,
   type OAuthClientMetadata,
   type OAuthClientProvider,
   type OAuthDiscoveryState,
@@ -45,6 +54,7 @@ import type { Db } from '../store/database.js';
 import * as store from '../store/upstream-oauth-store.js';
 import type { UpstreamRow } from '../store/upstream-store.js';
 import { getUpstream, recordUpstreamError } from '../store/upstream-store.js';
+import type { SigningAlgorithm } from './client-key.js';
 import { describeUpstreamFailure, refusalIn, UpstreamRefused, type GuardedFetch } from './guarded-fetch.js';
 import { oauthScope } from './registration.js';
 
@@ -55,6 +65,11 @@ export interface OAuthSettings {
   grant: store.OAuthGrant;
   clientId?: string;
   clientSecret?: string;
+  /** A PEM PKCS#8 key signing client assertions (private_key_jwt) in place of a secret, and its algorithm. */
+  privateKey?: string;
+  algorithm?: SigningAlgorithm;
+  /** The authorization server the operator named: the only one credentials go to. */
+  issuer?: string;
   scope?: string;
 }
 
@@ -139,21 +154,17 @@ export class UpstreamOAuth {
   }
 
   /**
-   * Stores a registration's settings. The same server, grant, client and scope keep the client,
-   * discovery and tokens (re-registering does not ask for a new authorization); anything else
-   * forgets them. Null: the registration has no OAuth, and whatever it had goes.
+   * Stores a registration's settings. The same server, grant, client (secret or key), issuer and
+   * scope keep the client, discovery and tokens (re-registering does not ask for a new
+   * authorization); anything else forgets them. Null: the registration has no OAuth, and whatever
+   * it had goes.
    */
   async configure(catalogId: number, name: string, urlChanged: boolean, settings: OAuthSettings | null): Promise<void> {
     this.#held.delete(keyOf({ catalogId, name }));
     if (!settings) return store.deleteOAuth(this.#deps.db, catalogId, name);
     const before = await store.getOAuth(this.#deps.db, catalogId, name);
-    const keep =
-      !urlChanged &&
-      before !== undefined &&
-      before.grantType === settings.grant &&
-      before.scope === (settings.scope ?? null) &&
-      before.clientId === (settings.clientId ?? null) &&
-      (before.clientSecret === null ? undefined : this.#deps.secrets.open(before.clientSecret)) === settings.clientSecret;
+    const keep = !urlChanged && before !== undefined && this.#unchanged(before, settings);
+    const seal = (value: string | undefined) => (value === undefined ? null : this.#deps.secrets.seal(value));
     await store.putOAuthSettings(
       this.#deps.db,
       catalogId,
@@ -162,9 +173,26 @@ export class UpstreamOAuth {
         grantType: settings.grant,
         scope: settings.scope ?? null,
         clientId: settings.clientId ?? null,
-        clientSecret: settings.clientSecret === undefined ? null : this.#deps.secrets.seal(settings.clientSecret),
+        clientSecret: seal(settings.clientSecret),
+        privateKey: seal(settings.privateKey),
+        privateKeyAlg: settings.algorithm ?? null,
+        issuer: settings.issuer ?? null,
       },
       keep,
+    );
+  }
+
+  /** Whether a registration says what the stored row says (the secret and key compared opened). */
+  #unchanged(before: store.OAuthRow, settings: OAuthSettings): boolean {
+    const open = (sealed: string | null) => (sealed === null ? undefined : this.#deps.secrets.open(sealed));
+    return (
+      before.grantType === settings.grant &&
+      before.scope === (settings.scope ?? null) &&
+      before.clientId === (settings.clientId ?? null) &&
+      before.issuer === (settings.issuer ?? null) &&
+      before.privateKeyAlg === (settings.algorithm ?? null) &&
+      open(before.clientSecret) === settings.clientSecret &&
+      open(before.privateKey) === settings.privateKey
     );
   }
 
@@ -465,6 +493,8 @@ class StoredProvider implements OAuthClientProvider {
   get holdsRefreshToken(): boolean {
     return this.tokens()?.refresh_token !== undefined;
   }
+  /** private_key_jwt with a configured key (assertionSigner); undefined: the SDK sends the client secret, if any. */
+  readonly addClientAuthentication: AddClientAuthentication | undefined;
   #tokenVersion: number;
 
   constructor(
@@ -474,6 +504,7 @@ class StoredProvider implements OAuthClientProvider {
     private readonly mode: Mode,
   ) {
     this.#tokenVersion = settings.tokenVersion;
+    this.addClientAuthentication = assertionSigner(settings, oauth.store.secrets());
   }
 
   get redirectUrl(): string | undefined {
@@ -507,13 +538,25 @@ class StoredProvider implements OAuthClientProvider {
     return JSON.parse(this.oauth.store.secrets().open(this.settings.client));
   }
 
-  clientInformation(): StoredOAuthClientInformation | undefined {
+  /**
+   * The client to present to the authorization server the SDK resolved (`ctx.issuer`). Asked before
+   * anything is sent to one (a registration, a token request): with a configured issuer, another
+   * server is refused here whatever led to it (stored discovery included). A configured client
+   * carries the configured issuer as its stamp (SEP-2352); without one the SDK stamps the first.
+   */
+  clientInformation(ctx?: OAuthClientInformationContext): StoredOAuthClientInformation | undefined {
+    const { issuer } = this.settings;
+    if (issuer !== null && ctx && !sameIssuer(ctx.issuer, issuer))
+      throw new UpstreamAuthorizationFailed(
+        `the authorization server in use is ${shownUrl(ctx.issuer)}, not the configured issuer ${issuer}`,
+        'authorization_required',
+      );
     const stored = this.#client();
     const configured = this.settings.clientId;
     if (configured !== null) {
       if (stored?.client_id === configured) return stored;
       const secret = this.settings.clientSecret === null ? undefined : this.oauth.store.secrets().open(this.settings.clientSecret);
-      return { client_id: configured, ...(secret === undefined ? {} : { client_secret: secret }) };
+      return { client_id: configured, ...(secret === undefined ? {} : { client_secret: secret }), ...(issuer === null ? {} : { issuer }) };
     }
     const usable =
       stored && (this.mode.kind === 'background' || this.settings.grantType !== 'authorization_code' || stored.redirect_uris?.includes(this.mode.redirectUri));
@@ -608,11 +651,23 @@ class StoredProvider implements OAuthClientProvider {
     }
   }
 
+  /**
+   * The discovery stored; none yet with a configured issuer, that issuer: the SDK then reads its
+   * metadata and the upstream's protected-resource metadata, and never asks a server the upstream
+   * names. Given with a trailing slash, so the SDK's RFC 8414 check takes the metadata's `issuer`
+   * spelled with or without one (as sameIssuer does).
+   */
   discoveryState(): OAuthDiscoveryState | undefined {
-    return (this.settings.discovery as OAuthDiscoveryState | null) ?? undefined;
+    const stored = this.settings.discovery as OAuthDiscoveryState | null;
+    if (stored) return stored;
+    const { issuer } = this.settings;
+    return issuer === null ? undefined : { authorizationServerUrl: issuer.endsWith('/') ? issuer : `${issuer}/` };
   }
 
+  /** Stores what the SDK discovered; with a configured issuer, refuses metadata naming other servers (before anything is sent). */
   async saveDiscoveryState(state: OAuthDiscoveryState): Promise<void> {
+    const refusal = this.settings.issuer === null ? undefined : issuerNotNamed(state, this.settings.issuer);
+    if (refusal) throw new UpstreamAuthorizationFailed(refusal, 'authorization_required');
     await store.saveDiscovery(this.oauth.store.db(), this.row.catalogId, this.row.name, state as unknown as Record<string, unknown>);
     this.settings = { ...this.settings, discovery: state as unknown as Record<string, unknown> };
   }
@@ -625,6 +680,41 @@ function renewDue(held: HeldToken, now = Date.now()): boolean {
 }
 
 const expired = (held: HeldToken, now = Date.now()) => held.expiresAt !== null && now >= held.expiresAt;
+
+/**
+ * The SDK's private_key_jwt signer over a configured key (undefined without one). Its assertion:
+ * iss and sub the client id, aud the authorization server's issuer, five minutes of life, a fresh
+ * jti. The key is opened only to sign. client_id goes in the body too: RFC 7521 §4.2 makes it
+ * optional, and some authorization servers (Entra ID) require it.
+ */
+function assertionSigner(settings: store.OAuthRow, secrets: SecretBox): AddClientAuthentication | undefined {
+  const { clientId, privateKey, privateKeyAlg } = settings;
+  if (clientId === null || privateKey === null || privateKeyAlg === null) return undefined;
+  return async (headers, params, url, metadata) => {
+    params.set('client_id', clientId);
+    const sign = createPrivateKeyJwtAuth({ issuer: clientId, subject: clientId, privateKey: secrets.open(privateKey), alg: privateKeyAlg });
+    await sign(headers, params, url, metadata);
+  };
+}
+
+/** Two issuer identifiers naming one authorization server, as the SDK compares them (SEP-2352): one trailing slash aside. */
+function sameIssuer(a: string, b: string): boolean {
+  return a === b || (a.endsWith('/') && a.slice(0, -1) === b) || (b.endsWith('/') && b.slice(0, -1) === a);
+}
+
+/** A URL an upstream or authorization server gave, as a message may show it: parsed, and short. */
+const shownUrl = (value: string) => (URL.canParse(value) ? new URL(value).href.slice(0, 200) : '(not a URL)');
+
+/**
+ * Why discovery rules out the configured issuer: the upstream's protected-resource metadata names
+ * authorization servers, not that one. Undefined when it names it (among others too: toolsift uses
+ * the one configured) or names none (the configured one is used).
+ */
+function issuerNotNamed(state: OAuthDiscoveryState, issuer: string): string | undefined {
+  const named = state.resourceMetadata?.authorization_servers ?? [];
+  if (named.length === 0 || named.some((server) => sameIssuer(server, issuer))) return undefined;
+  return `the upstream's metadata names authorization server ${named.slice(0, 3).map(shownUrl).join(', ')}, not the configured issuer ${issuer}`;
+}
 
 /**
  * The scope a token request or an authorization asks for. A configured scope is asked as it is:

@@ -4,8 +4,10 @@
  * `register_upstream`): one set of rules, so an agent cannot reach past what an operator's API
  * call may do. The address policy, pinning and the scanner run in UpstreamService.register, after.
  */
+import { assertSecureTokenEndpoint } from '@modelcontextprotocol/client';
 import { z } from 'zod';
 import { AppError } from '../errors.js';
+import { keyAlgorithms, SIGNING_ALGORITHMS, type SigningAlgorithm } from './client-key.js';
 import type { UpstreamRegistration } from './upstreams.js';
 
 const NAME = /^[A-Za-z0-9._-]{1,64}$/;
@@ -70,9 +72,26 @@ export const oauthScope = z
   .regex(/^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*$/, 'scope is space-separated scope tokens');
 
 /**
+ * An authorization server's issuer identifier (RFC 8414 §2): https without query or fragment, and
+ * plain http only on a loopback host, as the SDK allows token endpoints (assertSecureTokenEndpoint).
+ */
+function isIssuer(value: string): boolean {
+  if (!URL.canParse(value)) return false;
+  const url = new URL(value);
+  if (url.search || url.hash || url.username || url.password || !/^https?:$/.test(url.protocol)) return false;
+  try {
+    assertSecureTokenEndpoint(url);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
  * `auth: {type: "oauth"}`: toolsift gets its own tokens from the server's authorization server (the
- * MCP authorization spec). A client may be configured (an id, and a secret for a confidential
- * client); without one toolsift registers itself where the server offers dynamic registration.
+ * MCP authorization spec). A client may be configured (an id, and a secret or a private key for a
+ * confidential client); without one toolsift registers itself where the server offers dynamic
+ * registration. `issuer` names the one authorization server toolsift's credentials go to.
  */
 const oauthAuth = z
   .object({
@@ -91,10 +110,41 @@ const oauthAuth = z
       .max(4_096)
       .regex(/^[\x20-\x7e]+$/, 'client_secret must be visible ASCII (the value is not shown)')
       .optional(),
+    /** A PEM PKCS#8 key (RSA, or EC on P-256/384/521) signing client assertions (private_key_jwt) in place of a secret; read by keyAlgorithms below. */
+    private_key: z.string().min(1).max(16_384, 'private_key is at most 16,384 characters (the value is not shown)').optional(),
+    /** The assertions' JWS algorithm; unset: RS256 for an RSA key, the curve's for an EC key. */
+    algorithm: z.enum(SIGNING_ALGORITHMS).optional(),
+    issuer: z
+      .string()
+      .max(2_048)
+      .refine(isIssuer, "issuer is the authorization server's issuer URL: https:// (http:// only on a loopback host), without query or fragment")
+      .optional(),
     scope: oauthScope.optional(),
   })
   .strict()
-  .refine((value) => value.client_secret === undefined || value.client_id !== undefined, { message: 'client_secret needs client_id', path: ['client_secret'] });
+  .superRefine((value, context) => {
+    const refuse = (field: string, message: string) => context.addIssue({ code: 'custom', path: [field], message });
+    if (value.client_secret !== undefined && value.client_id === undefined) refuse('client_secret', 'client_secret needs client_id');
+    if (value.algorithm !== undefined && value.private_key === undefined) refuse('algorithm', 'algorithm needs private_key');
+    if (value.private_key === undefined) return;
+    if (value.client_secret !== undefined) return refuse('private_key', 'give client_secret or private_key, not both');
+    if (value.client_id === undefined) return refuse('private_key', 'private_key needs client_id');
+    if (value.grant !== 'client_credentials')
+      return refuse('private_key', 'private_key signs client_credentials token requests: give grant "client_credentials"');
+    const key = keyAlgorithms(value.private_key);
+    if ('invalid' in key) return refuse('private_key', `${key.invalid} (the value is not shown)`);
+    if (value.algorithm !== undefined && !key.algorithms.includes(value.algorithm))
+      refuse('algorithm', `algorithm ${value.algorithm} does not sign with ${key.kind}: it signs with ${key.algorithms.join(', ')}`);
+  });
+
+/** The algorithm a registration's key signs with: the one given, else the key's default. */
+function signingAlgorithm(privateKey: string, given: SigningAlgorithm | undefined): SigningAlgorithm {
+  if (given !== undefined) return given;
+  const key = keyAlgorithms(privateKey);
+  // oauthAuth refused a key that cannot sign; this only reads its default.
+  if ('invalid' in key) throw new AppError('validation_failed', `auth.private_key: ${key.invalid}`);
+  return key.algorithms[0]!;
+}
 
 /** The registration's body: the REST request body, and register_upstream's arguments besides catalog and name. */
 export const upstreamRegistrationBody = z
@@ -124,6 +174,10 @@ export function registrationOf(name: string, body: UpstreamRegistrationBody): Up
     grant: body.auth.grant,
     ...(body.auth.client_id === undefined ? {} : { clientId: body.auth.client_id }),
     ...(body.auth.client_secret === undefined ? {} : { clientSecret: body.auth.client_secret }),
+    ...(body.auth.private_key === undefined
+      ? {}
+      : { privateKey: body.auth.private_key, algorithm: signingAlgorithm(body.auth.private_key, body.auth.algorithm) }),
+    ...(body.auth.issuer === undefined ? {} : { issuer: body.auth.issuer }),
     ...(body.auth.scope === undefined ? {} : { scope: body.auth.scope }),
   };
   return {

@@ -81,7 +81,7 @@ describe('a read-only key', () => {
       try { await tools.cancel_order({ order: '7' }); return 'cancelled'; } catch (error) { return [read, String(error.message)]; }`;
     const ran = (await client.callTool({ name: 'run_code', arguments: { code: program } })) as { isError?: boolean; content: { text: string }[] };
     expect(ran.isError ?? false).toBe(false);
-    expect(ran.content.map((part) => part.text).join('\n')).toMatch(/may call only read-only tools[^]*cancel_order/);
+    expect(ran.content.map((part) => part.text).join('\n')).toMatch(/may call only read-only tools[\s\S]*cancel_order/);
     // Only the read-only tool reached the upstream: the program's first call.
     expect(shop.calls.slice(before).map((call) => call.name)).toEqual(['get_order']);
     // Each refusal is an audit line with the key's id.

@@ -10,6 +10,7 @@
  * value moved to another URL (a database writer without the key) is not sent there.
  */
 import { execFile } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
@@ -28,6 +29,8 @@ import { scratchDatabase, storeKind, uniqueName, type ScratchDatabase } from '..
 const TOKEN = `sk-vault-${uniqueName('tok')}`;
 const BEARER = `Bearer ${TOKEN}`;
 const API_TOKEN = `api-${uniqueName('key')}`;
+/** An OAuth client's private key (private_key_jwt): a line of its PEM body is what a dump must not show. */
+const PRIVATE_KEY = generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
 const key = (id: string, fill: number) => `${id}:${Buffer.alloc(32, fill).toString('base64')}`;
 const K1 = key('k1', 11);
 const K2 = key('k2', 22);
@@ -37,7 +40,7 @@ function forms(secret: string): string[] {
   const bytes = Buffer.from(secret);
   return [secret, bytes.toString('base64'), bytes.toString('base64url'), bytes.toString('hex')];
 }
-const SECRET_FORMS = [...forms(TOKEN), ...forms(BEARER), ...forms(API_TOKEN)];
+const SECRET_FORMS = [...forms(TOKEN), ...forms(BEARER), ...forms(API_TOKEN), ...forms(PRIVATE_KEY.split('\n')[1]!)];
 
 /** An MCP server of the official SDK on 127.0.0.2 that answers 401 to any request without the bearer token. */
 async function startVault() {
@@ -258,19 +261,20 @@ describe(`secrets at rest (${storeKind()})`, () => {
     const [row] = await queryRows<{ catalogId: number }>(db, sql`select catalog_id as "catalogId" from mcp_upstreams where name = 'vault'`);
     const old = createSecretBox(K2);
     const tokens = JSON.stringify({ access_token: TOKEN, token_type: 'Bearer' });
-    await db.execute(sql`insert into upstream_oauth (catalog_id, upstream, grant_type, client_id, client_secret, tokens)
-      values (${row!.catalogId}, 'vault', 'client_credentials', 'cid', ${old.seal(API_TOKEN)}, ${old.seal(tokens)})`);
+    await db.execute(sql`insert into upstream_oauth (catalog_id, upstream, grant_type, client_id, client_secret, private_key, private_key_alg, tokens)
+      values (${row!.catalogId}, 'vault', 'client_credentials', 'cid', ${old.seal(API_TOKEN)}, ${old.seal(PRIVATE_KEY)}, 'RS256', ${old.seal(tokens)})`);
     await db.execute(sql`insert into upstream_oauth_pending (state_hash, catalog_id, upstream, code_verifier, redirect_uri, expires_at)
       values (${uniqueName('state')}, ${row!.catalogId}, 'vault', ${old.seal('verifier-0123')}, 'http://127.0.0.1/cb', now() + interval '5 minutes')`);
     const k3 = key('k3', 33);
     const rotated = createSecretBox(`${k3},${K2}`);
     const report = await sealStoredSecrets(db, rotated);
-    expect(report).toEqual({ sealed: 0, resealed: 5, unreadable: 0 });
-    const [oauth] = await queryRows<{ clientSecret: string; tokens: string }>(
+    expect(report).toEqual({ sealed: 0, resealed: 6, unreadable: 0 });
+    const [oauth] = await queryRows<{ clientSecret: string; privateKey: string; tokens: string }>(
       db,
-      sql`select client_secret as "clientSecret", tokens from upstream_oauth where catalog_id = ${row!.catalogId}`,
+      sql`select client_secret as "clientSecret", private_key as "privateKey", tokens from upstream_oauth where catalog_id = ${row!.catalogId}`,
     );
     expect(oauth!.clientSecret).toMatch(/^ts1:k3:/);
+    expect(rotated.open(oauth!.privateKey)).toBe(PRIVATE_KEY);
     expect(rotated.open(oauth!.tokens)).toBe(tokens);
     const [pending] = await queryRows<{ codeVerifier: string }>(db, sql`select code_verifier as "codeVerifier" from upstream_oauth_pending`);
     expect(rotated.open(pending!.codeVerifier)).toBe('verifier-0123');
@@ -280,7 +284,7 @@ describe(`secrets at rest (${storeKind()})`, () => {
     // An altered value under a key in hand is left as it is (its upstream's sync says why); the start goes on.
     const altered = `${oauth!.tokens.slice(0, -2)}${oauth!.tokens.endsWith('AA') ? 'BB' : 'AA'}`;
     await db.execute(sql`update upstream_oauth set tokens = ${altered} where catalog_id = ${row!.catalogId}`);
-    expect(await sealStoredSecrets(db, createSecretBox(`${key('k4', 44)},${k3}`))).toEqual({ sealed: 0, resealed: 4, unreadable: 1 });
+    expect(await sealStoredSecrets(db, createSecretBox(`${key('k4', 44)},${k3}`))).toEqual({ sealed: 0, resealed: 5, unreadable: 1 });
     await db.execute(sql`delete from upstream_oauth where catalog_id = ${row!.catalogId}`);
     await db.execute(sql`delete from upstream_oauth_pending where catalog_id = ${row!.catalogId}`);
   }, 60_000);

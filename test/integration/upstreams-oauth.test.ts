@@ -9,20 +9,43 @@
  * insufficient_scope (SEP-2350) within a configured scope's ceiling, and metadata that points
  * toolsift at internal addresses.
  */
+import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import http from 'node:http';
 import { hostname } from 'node:os';
 import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { sql } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pino } from 'pino';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/store/database.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
-import { SCOPED_TOOL, startOAuthMcpServer, TOOL_SCOPE, type OAuthMcpServer } from '../fixtures/oauth-mcp-server.js';
+import {
+  SCOPED_TOOL,
+  startImpostorAuthServer,
+  startOAuthMcpServer,
+  TOOL_SCOPE,
+  type ImpostorAuthServer,
+  type OAuthMcpServer,
+} from '../fixtures/oauth-mcp-server.js';
 
 const SECRETS_KEY = Buffer.alloc(32, 7).toString('base64');
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const text = (result: { content?: unknown }) => JSON.stringify(result.content);
+
+/** Keys for private_key_jwt: the test server knows the public halves of the first two, not the third's. */
+const pkcs8 = (key: KeyObject) => key.export({ type: 'pkcs8', format: 'pem' }) as string;
+const RSA_KEY = generateKeyPairSync('rsa', { modulusLength: 2048 });
+const EC_KEY = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+const RSA_PEM = pkcs8(RSA_KEY.privateKey);
+const EC_PEM = pkcs8(EC_KEY.privateKey);
+const UNKNOWN_RSA_PEM = pkcs8(generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey);
+/** The full base64 lines of a PEM: any of them in an answer, the store or a log line is the key shown. */
+const keyLines = (pem: string) => pem.split('\n').filter((line) => line.length === 64);
+const expectNoKey = (haystack: string, where: string) => {
+  for (const pem of [RSA_PEM, EC_PEM, UNKNOWN_RSA_PEM]) for (const line of keyLines(pem)) expect(haystack.includes(line), where).toBe(false);
+};
 
 /** An access token lives this long at the test server: renewed from 3/4 of it on. */
 const ACCESS_SECONDS = 4;
@@ -47,6 +70,29 @@ async function authorizeThroughBrowser(
   expect(authorizationUrl.searchParams.get('resource')).toBe(upstream.url);
   const browser = await fetch(authorizationUrl, { redirect: 'follow' });
   return { status: browser.status, page: await browser.text(), url: browser.url, authorizationUrl };
+}
+
+/** Registrations with a private key that are a 400, each with what the message says (never the key). */
+function keyCases(url: string): [unknown, string][] {
+  const signer = { type: 'oauth', grant: 'client_credentials', client_id: 'signer' };
+  const truncated = [...RSA_PEM.split('\n').slice(0, 4), '-----END PRIVATE KEY-----'].join('\n');
+  const pkcs1 = RSA_KEY.privateKey.export({ type: 'pkcs1', format: 'pem' }) as string;
+  return [
+    [{ url, auth: { ...signer, client_secret: 'x', private_key: RSA_PEM } }, 'auth.private_key: give client_secret or private_key, not both'],
+    [{ url, auth: { ...signer, client_id: undefined, private_key: RSA_PEM } }, 'auth.private_key: private_key needs client_id'],
+    [{ url, auth: { ...signer, grant: 'authorization_code', private_key: RSA_PEM } }, 'auth.private_key: private_key signs client_credentials'],
+    [{ url, auth: { ...signer, private_key: 'not a key' } }, 'auth.private_key: private_key is a PEM PKCS#8 private key'],
+    [{ url, auth: { ...signer, private_key: pkcs1 } }, 'auth.private_key: private_key is a PEM PKCS#8 private key'],
+    [{ url, auth: { ...signer, private_key: truncated } }, 'auth.private_key: private_key does not read as a PKCS#8 private key'],
+    [{ url, auth: { ...signer, private_key: pkcs8(generateKeyPairSync('ed25519').privateKey) } }, 'auth.private_key: private_key is neither an RSA key'],
+    [{ url, auth: { ...signer, private_key: RSA_PEM, algorithm: 'ES256' } }, 'auth.algorithm: algorithm ES256 does not sign with an RSA key'],
+    [
+      { url, auth: { ...signer, private_key: EC_PEM, algorithm: 'RS256' } },
+      'auth.algorithm: algorithm RS256 does not sign with a P-256 key: it signs with ES256',
+    ],
+    [{ url, auth: { ...signer, private_key: RSA_PEM, algorithm: 'HS256' } }, 'auth.algorithm'],
+    [{ url, auth: { ...signer, client_secret: 'x', algorithm: 'RS256' } }, 'auth.algorithm: algorithm needs private_key'],
+  ];
 }
 
 describe('OAuth upstreams', () => {
@@ -222,11 +268,16 @@ describe('OAuth upstreams', () => {
       [{ url: upstream.url, auth: { type: 'basic' } }, 'auth.type'],
       [{ url: upstream.url, headers: { Authorization: 'Bearer x' }, auth: { type: 'oauth' } }, 'both set the bearer'],
       [{ url: upstream.url, auth: { type: 'oauth', scope: 'a  b' } }, 'auth.scope'],
+      [{ url: upstream.url, auth: { type: 'oauth', issuer: 'http://auth.example.com' } }, 'auth.issuer: issuer is the authorization server'],
+      [{ url: upstream.url, auth: { type: 'oauth', issuer: 'https://auth.example.com/?tenant=1' } }, 'auth.issuer'],
+      [{ url: upstream.url, auth: { type: 'oauth', issuer: 'auth.example.com' } }, 'auth.issuer'],
+      ...keyCases(upstream.url),
     ];
     for (const [body, message] of cases) {
       const put = await app.request('PUT', path('bad'), body, key);
       expect(put.status, JSON.stringify(body)).toBe(400);
       expect(put.body.error.message).toContain(message);
+      expectNoKey(put.text, `the refusal of ${message}`);
     }
     expect((await app.request('GET', path('bad'), undefined, key)).status).toBe(404);
     expect((await app.request('POST', `/v1/catalogs/${catalog}-m/upstreams/machine/oauth/start`, {}, key)).body.error.message).toContain('client_credentials');
@@ -250,6 +301,33 @@ describe('OAuth upstreams', () => {
   });
 });
 
+/**
+ * Registers upstream `name` in a catalog of its own (the fixture's tools would collide in one), and
+ * an agent connected to that catalog (closed by the caller, from `agents`).
+ */
+async function registerWithAgent(
+  at: { app: TestApp; key: Record<string, string>; url: string; agents: Client[]; prefix: string },
+  name: string,
+  auth: Record<string, unknown>,
+) {
+  const { app, key } = at;
+  const catalog = uniqueName(at.prefix);
+  const path = (rest = '') => `/v1/catalogs/${catalog}/upstreams/${name}${rest}`;
+  const put = await app.request('PUT', path(), { url: at.url, auth }, key);
+  expect(put.status).toBe(200);
+  const agent = new Client({ name: `${at.prefix}-${name}`, version: '1.0.0' });
+  await agent.connect(new StreamableHTTPClientTransport(new URL(`${app.url}/mcp/${catalog}`), { requestInit: { headers: key } }));
+  at.agents.push(agent);
+  return {
+    catalog,
+    registered: put.body.upstream,
+    answer: put.text,
+    path,
+    status: async () => (await app.request('GET', path(), undefined, key)).body.upstream,
+    call: (tool: string, args: Record<string, unknown> = {}) => agent.callTool({ name: 'call_tool', arguments: { name: tool, arguments: args } }),
+  };
+}
+
 describe('OAuth step-up on 403 insufficient_scope', () => {
   let app: TestApp;
   let upstream: OAuthMcpServer;
@@ -264,23 +342,7 @@ describe('OAuth step-up on 403 insufficient_scope', () => {
     return Number(new RegExp(`toolsift_upstream_oauth_total\\{action="step_up",outcome="${outcome}"\\} (\\d+)`).exec(page)?.[1] ?? 0);
   };
 
-  /** Registers upstream `name` in a catalog of its own (the fixture's tools would collide in one), and an agent connected to it. */
-  async function register(name: string, auth: Record<string, unknown>) {
-    const catalog = uniqueName('stepup');
-    const path = (rest = '') => `/v1/catalogs/${catalog}/upstreams/${name}${rest}`;
-    const put = await app.request('PUT', path(), { url: upstream.url, auth }, key);
-    expect(put.status).toBe(200);
-    const agent = new Client({ name: `stepup-${name}`, version: '1.0.0' });
-    await agent.connect(new StreamableHTTPClientTransport(new URL(`${app.url}/mcp/${catalog}`), { requestInit: { headers: key } }));
-    agents.push(agent);
-    return {
-      catalog,
-      registered: put.body.upstream,
-      path,
-      status: async () => (await app.request('GET', path(), undefined, key)).body.upstream,
-      call: (tool: string, args: Record<string, unknown> = {}) => agent.callTool({ name: 'call_tool', arguments: { name: tool, arguments: args } }),
-    };
-  }
+  const register = (name: string, auth: Record<string, unknown>) => registerWithAgent({ app, key, url: upstream.url, agents, prefix: 'stepup' }, name, auth);
 
   /** The agent's answer to a call that needed a scope it was not given: the generic one, nothing of the OAuth exchange. */
   const expectGenericFailure = (name: string, result: { isError?: unknown; content?: unknown }) => {
@@ -550,4 +612,259 @@ describe('OAuth metadata pointing at internal addresses', () => {
     expect(started.body.error.message).toContain('refused by policy (loopback)');
     expect(internal.hits()).toBe(0);
   });
+});
+
+describe('OAuth: the authorization server an operator names (auth.issuer)', () => {
+  let app: TestApp;
+  let upstream: OAuthMcpServer;
+  let impostor: ImpostorAuthServer;
+  const agents: Client[] = [];
+  const key = { authorization: 'Bearer is1' };
+  const SECRET = 'named-client-secret-value';
+  const machine = (settings: Record<string, unknown> = {}) => ({
+    type: 'oauth',
+    grant: 'client_credentials',
+    client_id: 'named',
+    client_secret: SECRET,
+    ...settings,
+  });
+  const register = (name: string, auth: Record<string, unknown>) => registerWithAgent({ app, key, url: upstream.url, agents, prefix: 'issuer' }, name, auth);
+  const tokenErrors = async () => {
+    const page = await (await fetch(`${app.url}/metrics`, { headers: { authorization: 'Bearer metrics-issuer-token-0123' } })).text();
+    return Number(/toolsift_upstream_oauth_total\{action="token",outcome="error"\} (\d+)/.exec(page)?.[1] ?? 0);
+  };
+
+  beforeAll(async () => {
+    upstream = await startOAuthMcpServer();
+    await upstream.addClient({ client_id: 'named', client_secret: SECRET });
+    // Both on loopback, which UPSTREAM_ALLOW opens: the address policy lets the impostor be reached, so only auth.issuer keeps it out.
+    impostor = await startImpostorAuthServer();
+    app = await startTestApp({
+      API_KEYS: `is1:${uniqueName('issuer-tenant')}`,
+      UPSTREAM_ALLOW: '127.0.0.1/32',
+      UPSTREAM_CALL_TIMEOUT_MS: '5000',
+      SECRETS_KEY,
+      METRICS_TOKEN: 'metrics-issuer-token-0123',
+    });
+  }, 60_000);
+
+  afterEach(() => {
+    upstream.advertise(undefined);
+    impostor.requests.length = 0;
+    impostor.metadataIssuer = impostor.issuer;
+  });
+
+  afterAll(async () => {
+    for (const agent of agents) await agent.close();
+    await app?.close();
+    await impostor?.close();
+    await upstream?.close();
+  });
+
+  it("without issuer the upstream's metadata decides: the configured secret goes to the server it names on first use (why issuer exists)", async () => {
+    upstream.advertise([impostor.issuer]);
+    const unnamed = await register('unnamed', machine());
+    expect(unnamed.registered.auth).toMatchObject({ status: 'authorization_required', last_error: 'the authorization server refused (invalid_client)' });
+    const tokenRequests = impostor.requests.filter((request) => request.method === 'POST' && request.path === '/token');
+    expect(tokenRequests.length).toBeGreaterThan(0);
+    // client_secret_basic: the id and secret in the Authorization header.
+    expect(Buffer.from(tokenRequests[0]!.authorization.replace(/^Basic /, ''), 'base64').toString()).toBe(`named:${SECRET}`);
+  });
+
+  it('with issuer, metadata naming another authorization server is refused before anything is sent to it; the agent gets the generic error', async () => {
+    const named = await register('named', machine({ issuer: upstream.issuer }));
+    expect(named.registered).toMatchObject({ tool_count: 2, auth: { status: 'authorized', client: 'configured' } });
+    // The upstream names another server from now on: the discovery stored keeps toolsift at the one named.
+    upstream.advertise([impostor.issuer]);
+    expect(text(await named.call('whoami'))).toContain('client named');
+
+    // Registered again (another scope): discovery anew, and the metadata is refused before anything is sent.
+    const grants = upstream.provider.counts.clientCredentials;
+    const errors = await tokenErrors();
+    const again = await app.request('PUT', named.path(), { url: upstream.url, auth: machine({ issuer: upstream.issuer, scope: 'mcp:tools' }) }, key);
+    const why = `the upstream's metadata names authorization server ${impostor.issuer}, not the configured issuer ${upstream.issuer}`;
+    expect(again.body.upstream).toMatchObject({ tool_count: 2, last_error: `oauth: ${why}`, auth: { status: 'authorization_required', last_error: why } });
+    // Not even its metadata is asked: discovery starts from the issuer named.
+    expect(impostor.requests).toEqual([]);
+    expect(upstream.provider.counts.clientCredentials).toBe(grants);
+    expect(await tokenErrors()).toBeGreaterThan(errors);
+
+    const refused = await named.call('whoami');
+    expect(refused.isError).toBe(true);
+    expect(text(refused)).toContain('upstream \\"named\\" is unavailable');
+    expect(text(refused)).not.toMatch(/127\.0\.0\.1|issuer|authoriz|oauth|token|secret/i);
+    expect(impostor.requests).toEqual([]);
+
+    // The refused discovery was not kept: once the metadata names the issuer again, tokens come from it.
+    upstream.advertise(undefined);
+    expect(text(await named.call('whoami'))).toContain('client named');
+    expect((await named.status()).auth).toMatchObject({ status: 'authorized', client: 'configured', last_error: null });
+    expect(upstream.provider.counts.clientCredentials).toBe(grants + 1);
+  });
+
+  it("an operator's start is refused the same way: the browser is never sent to the server the upstream names", async () => {
+    upstream.advertise([impostor.issuer]);
+    const delegated = await register('delegated', { type: 'oauth', issuer: upstream.issuer });
+    expect(delegated.registered.auth.status).toBe('authorization_required');
+    const refused = await app.request('POST', delegated.path('/oauth/start'), {}, key);
+    expect(refused.status).toBe(502);
+    expect(refused.body.error.message).toContain(`names authorization server ${impostor.issuer}, not the configured issuer ${upstream.issuer}`);
+    expect(impostor.requests).toEqual([]);
+    upstream.advertise(undefined);
+    const started = await app.request('POST', delegated.path('/oauth/start'), {}, key);
+    expect(started.status).toBe(200);
+    expect(new URL(started.body.authorization_url).origin).toBe(upstream.origin);
+  });
+
+  it('metadata naming several authorization servers, the configured one among them: only that one is asked', async () => {
+    // Without issuer the SDK takes the first named.
+    upstream.advertise([impostor.issuer, upstream.issuer]);
+    const chosen = await register('chosen', machine({ issuer: upstream.issuer }));
+    expect(chosen.registered).toMatchObject({ tool_count: 2, auth: { status: 'authorized', last_error: null } });
+    expect(text(await chosen.call('whoami'))).toContain('client named');
+    expect(impostor.requests).toEqual([]);
+  });
+
+  it("the issuer's own metadata must name it (RFC 8414): metadata naming another issuer is refused, and no credential sent", async () => {
+    // An issuer the operator named whose metadata claims to be another server (whose assertions' audience it would get).
+    impostor.metadataIssuer = upstream.issuer;
+    upstream.advertise([impostor.issuer]);
+    const mismatched = await register('mismatched', machine({ issuer: impostor.issuer }));
+    expect(mismatched.registered.auth).toMatchObject({
+      status: 'authorization_required',
+      last_error: 'the authorization server metadata does not match its issuer',
+    });
+    expect(impostor.requests.length).toBeGreaterThan(0);
+    expect(impostor.requests.filter((request) => request.method !== 'GET')).toEqual([]);
+  });
+
+  it('a stored discovery naming another server (the database altered) is refused at the last gate before a credential is sent', async () => {
+    const stored = await register('stored', machine({ issuer: upstream.issuer }));
+    expect(stored.registered.auth.status).toBe('authorized');
+    const discovery = {
+      authorizationServerUrl: impostor.issuer,
+      authorizationServerMetadata: {
+        issuer: impostor.issuer,
+        authorization_endpoint: `${impostor.issuer}authorize`,
+        token_endpoint: `${impostor.issuer}token`,
+        response_types_supported: ['code'],
+      },
+    };
+    await app.deps.catalog.db.execute(
+      sql`update upstream_oauth o set discovery = ${JSON.stringify(discovery)}::json, tokens = null from catalogs c
+          where c.id = o.catalog_id and c.name = ${stored.catalog} and o.upstream = 'stored'`,
+    );
+    // The same registration again keeps the (altered) discovery; the sync needs a token.
+    const again = await app.request('PUT', stored.path(), { url: upstream.url, auth: machine({ issuer: upstream.issuer }) }, key);
+    expect(again.body.upstream.auth).toMatchObject({
+      status: 'authorization_required',
+      last_error: `the authorization server in use is ${impostor.issuer}, not the configured issuer ${upstream.issuer}`,
+    });
+    expect(impostor.requests).toEqual([]);
+  });
+});
+
+describe('OAuth private_key_jwt (RFC 7523)', () => {
+  let app: TestApp;
+  let upstream: OAuthMcpServer;
+  const agents: Client[] = [];
+  const logged: string[] = [];
+  const answers: string[] = [];
+  const key = { authorization: 'Bearer pk1' };
+  const signer = (settings: Record<string, unknown>) => ({ type: 'oauth', grant: 'client_credentials', client_id: 'signer', ...settings });
+  const register = async (name: string, auth: Record<string, unknown>) => {
+    const registered = await registerWithAgent({ app, key, url: upstream.url, agents, prefix: 'pkjwt' }, name, auth);
+    answers.push(registered.answer);
+    return registered;
+  };
+
+  beforeAll(async () => {
+    upstream = await startOAuthMcpServer();
+    await upstream.addKeyClient({ client_id: 'signer', public_key: RSA_KEY.publicKey });
+    await upstream.addKeyClient({ client_id: 'signer-ec', public_key: EC_KEY.publicKey });
+    // Every log line, the audit's among them, at every level: the key must be in none.
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        logged.push(String(chunk));
+        done();
+      },
+    });
+    app = await startTestApp(
+      { API_KEYS: `pk1:${uniqueName('pkjwt-tenant')}`, UPSTREAM_ALLOW: '127.0.0.1/32', UPSTREAM_CALL_TIMEOUT_MS: '5000', SECRETS_KEY },
+      { logger: pino({ level: 'trace' }, sink) },
+    );
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const agent of agents) await agent.close();
+    await app?.close();
+    await upstream?.close();
+  });
+
+  it('a configured client with an RSA key: signed assertions for tokens, a tool called through the MCP endpoint', async () => {
+    const body = signer({ private_key: RSA_PEM, issuer: upstream.issuer });
+    const rsa = await register('rsa', body);
+    expect(rsa.registered).toMatchObject({ tool_count: 2, last_error: null, auth: { status: 'authorized', client: 'configured', last_error: null } });
+    expect(text(await rsa.call('whoami'))).toContain('client signer');
+
+    const [first] = upstream.assertions.verified;
+    expect(first!.header).toMatchObject({ alg: 'RS256', typ: 'JWT' });
+    expect(first!.claims).toMatchObject({ iss: 'signer', sub: 'signer', aud: upstream.issuer });
+    // Short-lived: the SDK's five minutes.
+    expect(Number(first!.claims.exp) - Number(first!.claims.iat)).toBe(300);
+    expect(first!.params.sort()).toEqual(['client_assertion', 'client_assertion_type', 'client_id', 'grant_type', 'resource', 'scope']);
+
+    // The same registration keeps the token; another key is another client and asks again.
+    const verified = upstream.assertions.verified.length;
+    expect((await app.request('PUT', rsa.path(), { url: upstream.url, auth: body }, key)).body.upstream.auth.status).toBe('authorized');
+    expect(upstream.assertions.verified.length).toBe(verified);
+    const rekeyed = await app.request('PUT', rsa.path(), { url: upstream.url, auth: { ...body, private_key: UNKNOWN_RSA_PEM } }, key);
+    answers.push(rekeyed.text);
+    expect(rekeyed.body.upstream.auth.status).toBe('authorization_required');
+  });
+
+  it('an EC key signs with ES256 unless told otherwise', async () => {
+    const ec = await register('ec', signer({ client_id: 'signer-ec', private_key: EC_PEM }));
+    expect(ec.registered.auth).toMatchObject({ status: 'authorized', client: 'configured' });
+    expect(upstream.assertions.verified.at(-1)!.header.alg).toBe('ES256');
+    expect(text(await ec.call('whoami'))).toContain('client signer-ec');
+  });
+
+  it('a key the authorization server does not know is refused (invalid_client), in the gateway words; the agent gets the generic error', async () => {
+    const refusedBefore = upstream.assertions.refused.length;
+    const wrong = await register('wrong', signer({ private_key: UNKNOWN_RSA_PEM, algorithm: 'PS256' }));
+    expect(wrong.registered.auth).toMatchObject({ status: 'authorization_required', last_error: 'the authorization server refused (invalid_client)' });
+    expect(wrong.registered.last_error).toBe('oauth: the authorization server refused (invalid_client)');
+    expect(upstream.assertions.refused.slice(refusedBefore)).toContain('signature');
+    const called = await wrong.call('whoami');
+    expect(called.isError).toBe(true);
+    expect(text(called)).not.toMatch(/invalid_client|assertion|oauth|token|key/i);
+  });
+
+  it('the private key is never shown: not in an answer, the store, a log line or the audit', async () => {
+    expect(answers.length).toBeGreaterThan(2);
+    const views = [...answers, ...(await listed())];
+    const rows = await queryRows<Record<string, unknown>>(app.deps.catalog.db, sql`select * from upstream_oauth`);
+    const keys = await queryRows<{ key: string }>(app.deps.catalog.db, sql`select private_key as key from upstream_oauth where private_key is not null`);
+    expect(keys.length).toBeGreaterThan(0);
+    for (const { key: sealed } of keys) expect(sealed).toMatch(/^ts1:/);
+    expect(logged.some((line) => line.includes('"audit":"oauth"'))).toBe(true);
+    expectNoKey(views.join('\n'), 'the status views');
+    expectNoKey(JSON.stringify(rows), 'the store');
+    expectNoKey(logged.join('\n'), 'the logs and audit');
+  });
+
+  /** Every upstream's status and list view, as the REST API shows them. */
+  async function listed(): Promise<string[]> {
+    const catalogs = await queryRows<{ name: string; upstream: string }>(
+      app.deps.catalog.db,
+      sql`select c.name, o.upstream from upstream_oauth o join catalogs c on c.id = o.catalog_id where c.name like 'pkjwt%'`,
+    );
+    const views: string[] = [];
+    for (const { name, upstream: upstreamName } of catalogs) {
+      views.push((await app.request('GET', `/v1/catalogs/${name}/upstreams/${upstreamName}`, undefined, key)).text);
+      views.push((await app.request('GET', `/v1/catalogs/${name}/upstreams`, undefined, key)).text);
+    }
+    return views;
+  }
 });
