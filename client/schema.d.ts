@@ -167,8 +167,11 @@ export interface paths {
          * Change the catalog's settings.
          * @description Settings only; the tools are unchanged and the revision is not bumped. `code_mode: false`
          *     keeps run_code programs from calling the catalog's tools (and `/mcp/{catalog}` does not
-         *     offer run_code) when the service runs with `CODE_MODE=on`; call_tool is unaffected. A field
-         *     the API does not know is a 400, so a typo is not taken for a change.
+         *     offer run_code) when the service runs with `CODE_MODE=on`; call_tool is unaffected.
+         *     `result_scan` reads this catalog's call results for text addressed to the model as
+         *     `RESULT_SCAN` would (`flag`, `block` or `off`; `null` returns it to the service's); an
+         *     upstream registered with its own `result_scan` keeps that, and below `RESULT_SCAN_MIN` is a
+         *     400. A field the API does not know is a 400, so a typo is not taken for a change.
          */
         patch: operations["updateCatalogSettings"];
         trace?: never;
@@ -836,6 +839,11 @@ export interface components {
             revision: number;
             /** @description Whether run_code programs may call its tools (with CODE_MODE=on); PATCH changes it. */
             code_mode: boolean;
+            /**
+             * @description How its tools' call results are read (RESULT_SCAN for this catalog); null: the service's. An upstream's own result_scan wins; PATCH changes it.
+             * @enum {string|null}
+             */
+            result_scan: "flag" | "block" | "off" | null;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -1473,12 +1481,18 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "code_mode": false
+                 *       "code_mode": false,
+                 *       "result_scan": "block"
                  *     }
                  */
                 "application/json": {
                     /** @description Whether run_code programs may call this catalog's tools (CODE_MODE=on). */
                     code_mode?: boolean;
+                    /**
+                     * @description How its tools' call results are read for injected instructions; null: the service's RESULT_SCAN. Below RESULT_SCAN_MIN: 400.
+                     * @enum {string|null}
+                     */
+                    result_scan?: "flag" | "block" | "off" | null;
                 };
             };
         };

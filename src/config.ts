@@ -187,9 +187,9 @@ export const configSchema = z.preprocess(
      */
     RESULT_SCAN: z.enum(['flag', 'block', 'off']).default('flag'),
     /**
-     * The least an upstream's own `result_scan` may set for its results: off (default: a catalog's
-     * writers choose per upstream, looser or stricter than RESULT_SCAN), flag, or block. A registration
-     * asking for less is refused (400).
+     * The least an upstream's or a catalog's own `result_scan` may set for its results: off
+     * (default: a catalog's writers choose, looser or stricter than RESULT_SCAN), flag, or block. A
+     * registration or PATCH asking for less is refused (400).
      */
     RESULT_SCAN_MIN: z.enum(['off', 'flag', 'block']).default('off'),
     /** Requests a minute each API key may send, for keys without their own `requests_per_minute` (API_KEYS_FILE); unset: no limit. Shared by the replicas through Redis with REDIS_URL, else per process. */

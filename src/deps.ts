@@ -283,6 +283,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     embedding: queue ? { model: embedder?.modelId ?? config.EMBED_MODEL, failedHashes: () => queue!.failedHashes(), status: embeddingStatus } : undefined,
     tokenCounter,
     scanPolicy: config.SCAN_POLICY,
+    resultScanMin: config.RESULT_SCAN_MIN,
   };
   const audit = auditLog(logger, metrics);
   const upstreams = new UpstreamService({

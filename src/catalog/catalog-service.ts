@@ -1,3 +1,4 @@
+import { requireResultScan, type ResultScanMode } from '../trust/result-scan-floor.js';
 import { currentRecipe } from '../embed/embed-documents.js';
 import { AppError, notFound } from '../errors.js';
 import { Slots } from '../lib/slots.js';
@@ -41,6 +42,8 @@ export interface CatalogDeps {
   tokenCounter?: TextCounter;
   /** What a push does with a tool the definition scanner rates high (SCAN_POLICY); absent = refuse. */
   scanPolicy?: ScanPolicy;
+  /** RESULT_SCAN_MIN: the least a catalog's own `result_scan` may ask for; absent: any. */
+  resultScanMin?: ResultScanMode;
 }
 
 export type ScanPolicy = 'refuse' | 'warn' | 'off';
@@ -406,8 +409,9 @@ export async function getCatalog(deps: CatalogDeps, ref: CatalogRef): Promise<ca
   return catalog;
 }
 
-/** Changes a catalog's settings (code mode); 404 when there is no such catalog. */
-export async function updateCatalogSettings(deps: CatalogDeps, ref: CatalogRef, settings: { codeMode?: boolean }): Promise<catalogStore.CatalogSummary> {
+/** Changes a catalog's settings (code mode, result scanning); 404 when there is no such catalog, 400 for a scan below RESULT_SCAN_MIN. */
+export async function updateCatalogSettings(deps: CatalogDeps, ref: CatalogRef, settings: catalogStore.CatalogSettings): Promise<catalogStore.CatalogSummary> {
+  requireResultScan(settings.resultScan, deps.resultScanMin);
   const catalog = await catalogStore.updateCatalogSettings(deps.db, ref.tenant, ref.name, settings);
   if (!catalog) throw notFound(`catalog "${ref.name}"`);
   return catalog;

@@ -1,3 +1,4 @@
+import { RESULT_SCAN_MODES } from '../trust/result-scan-floor.js';
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
 import * as catalogs from '../catalog/catalog-service.js';
@@ -31,7 +32,14 @@ const listQuery = detailQuery.extend({
 
 /** A catalog's settings: each field optional, an unknown one refused (a typo must not pass for a change). */
 const settingsBody = z
-  .object({ code_mode: z.boolean().optional().describe("Whether run_code programs may call this catalog's tools (CODE_MODE=on)") })
+  .object({
+    code_mode: z.boolean().optional().describe("Whether run_code programs may call this catalog's tools (CODE_MODE=on)"),
+    result_scan: z
+      .enum(RESULT_SCAN_MODES)
+      .nullable()
+      .optional()
+      .describe("How its tools' call results are read for injected instructions; null: the service's RESULT_SCAN"),
+  })
   .strict();
 
 /** The tool list of a request body: `{tools: [...]}`, an MCP tools/list result, or a bare array. */
@@ -51,6 +59,7 @@ export function catalogJson(catalog: CatalogSummary) {
     definition_tokens: catalog.definitionTokens,
     revision: catalog.revision,
     code_mode: catalog.codeMode,
+    result_scan: catalog.resultScan,
     created_at: catalog.createdAt.toISOString(),
     updated_at: catalog.updatedAt.toISOString(),
   };
@@ -116,7 +125,7 @@ export function catalogRoutes(deps: catalogs.CatalogDeps): Router {
   router.patch('/v1/catalogs/:catalog', async (req, res) => {
     const ref = catalogRef(req, res);
     const settings = parseInput(settingsBody, req.body, 'body');
-    const catalog = await catalogs.updateCatalogSettings(deps, ref, { codeMode: settings.code_mode });
+    const catalog = await catalogs.updateCatalogSettings(deps, ref, { codeMode: settings.code_mode, resultScan: settings.result_scan });
     res.json(catalogJson(await catalogs.seenCatalog(deps, catalog, requestAccess(res, 'PATCH /v1/catalogs/{catalog}'))));
   });
 

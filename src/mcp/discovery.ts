@@ -374,7 +374,7 @@ function catalogAnswer(deps: DiscoveryDeps, catalog: CatalogSummary, ranking: Ca
 }
 
 /** A tool found by its address at this endpoint (with its upstream's row), or why not. */
-type Resolved = { ok: true; catalog: string; tool: ToolWithUpstream } | { ok: false; error: string };
+type Resolved = { ok: true; catalog: string; summary: CatalogSummary; tool: ToolWithUpstream } | { ok: false; error: string };
 /** A tool's row with the row of the upstream that synced it (null: pushed over REST). */
 type ToolWithUpstream = Omit<CatalogToolRow, 'upstream'> & { upstream: UpstreamRow | null };
 
@@ -423,14 +423,14 @@ export async function resolveTool(deps: DiscoveryDeps, scope: DiscoveryScope, na
     const prefixed = inScope.find((catalog) => catalog.name === name.slice(0, slash));
     if (prefixed) {
       const found = await findVisibleTool(deps, scope, prefixed, name.slice(slash + 1), purpose);
-      if (found) return { ok: true, catalog: prefixed.name, tool: found };
+      if (found) return { ok: true, catalog: prefixed.name, summary: prefixed, tool: found };
     }
   }
   const hits = (
     await Promise.all(
       inScope.map(async (catalog) => {
         const found = await findVisibleTool(deps, scope, catalog, name, purpose);
-        return found ? [{ catalog: catalog.name, tool: found }] : [];
+        return found ? [{ catalog: catalog.name, summary: catalog, tool: found }] : [];
       }),
     )
   ).flat();
@@ -675,7 +675,7 @@ export async function callTool(
   const resolved = await resolveTool(deps, scope, name, 'call');
   const lookupMs = performance.now() - started;
   if (!resolved.ok) return errorResult(resolved.error);
-  const { tool, catalog } = resolved;
+  const { tool, catalog, summary } = resolved;
   const readOnly = scope.access?.readOnlyRefusal({ catalog, tool: tool.name }, tool.definition);
   if (readOnly) return errorResult(readOnly);
   learnFromUse(deps, scope, catalog, tool.name, STRENGTH.called);
@@ -724,8 +724,9 @@ export async function callTool(
   const { unknownUpstream: _unknown, failure, ...answer } = result;
   const upstreamMs = performance.now() - called;
   // Text in the result addressed to the model is flagged, or the result withheld, before the agent reads it.
-  // The upstream's own setting, where it has one, over the service's.
-  const scan = deps.resultScan && (tool.upstream.resultScan ? { ...deps.resultScan, mode: tool.upstream.resultScan } : deps.resultScan);
+  // The upstream's own setting, where it has one, over the catalog's, over the service's.
+  const mode = tool.upstream.resultScan ?? summary.resultScan;
+  const scan = deps.resultScan && (mode ? { ...deps.resultScan, mode } : deps.resultScan);
   const screened = failure || !scan ? undefined : await screenResult(scan, answer, { tool: tool.name, upstream });
   const found = screened?.findings.length ? `result: ${describeFindings(screened.findings)}` : undefined;
   if (screened?.action === 'withheld') audited('withheld', found ?? `result: over RESULT_SCAN_MAX_CHARS, not all read`);

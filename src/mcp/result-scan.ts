@@ -7,7 +7,9 @@
 import { scanResult, type Finding } from '../trust/scan-tool.js';
 import type { UpstreamCallResult } from '../upstream/upstream-caller.js';
 
-export type ResultScanMode = 'flag' | 'block' | 'off';
+import type { ResultScanMode } from '../trust/result-scan-floor.js';
+
+export type { ResultScanMode };
 
 /** RESULT_SCAN_MAX_CHARS's default: 26-53 ms of one core for a result this long (bench:scan), far above most. */
 export const RESULT_SCAN_CHARS_DEFAULT = 256 * 1024;

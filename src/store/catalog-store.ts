@@ -1,3 +1,4 @@
+import type { ResultScanMode } from '../trust/result-scan-floor.js';
 import { sql } from 'drizzle-orm';
 import { queryRows, retryOnConflict, type Db } from './database.js';
 import type { DefinitionTokens } from '../lib/tool.js';
@@ -16,6 +17,8 @@ export interface CatalogSummary {
   upstreamRevision: number;
   /** Whether run_code programs may call its tools (CODE_MODE=on). */
   codeMode: boolean;
+  /** How its tools' call results are read for injected instructions; null: as the service's RESULT_SCAN says. An upstream's own wins. */
+  resultScan: ResultScanMode | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -34,7 +37,7 @@ export interface CatalogToolRow {
   tokens: { anthropic: number | null; openai: number | null; as_sent: number | null };
 }
 
-const summaryColumns = sql`c.id, c.name, c.revision::int as revision, c.upstream_revision::int as "upstreamRevision", c.code_mode as "codeMode", c.created_at as "createdAt", c.updated_at as "updatedAt",
+const summaryColumns = sql`c.id, c.name, c.revision::int as revision, c.upstream_revision::int as "upstreamRevision", c.code_mode as "codeMode", c.result_scan as "resultScan", c.created_at as "createdAt", c.updated_at as "updatedAt",
   c.tool_count as "toolCount", c.tokens_anthropic::float8 as anthropic, c.tokens_openai::float8 as openai, c.tokens_as_sent::float8 as as_sent`;
 
 type SummaryRow = Omit<CatalogSummary, 'definitionTokens'> & DefinitionTokens;
@@ -450,12 +453,19 @@ export async function deleteCatalog(db: Executor, tenant: string, name: string):
   return rows.length > 0;
 }
 
+/** What a catalog's settings may change: a field left out keeps its value; `resultScan` null returns it to the service's. */
+export interface CatalogSettings {
+  codeMode?: boolean;
+  resultScan?: ResultScanMode | null;
+}
+
 /** Sets the catalog's settings; undefined when there is no such catalog. */
-export async function updateCatalogSettings(db: Executor, tenant: string, name: string, settings: { codeMode?: boolean }): Promise<CatalogSummary | undefined> {
+export async function updateCatalogSettings(db: Executor, tenant: string, name: string, settings: CatalogSettings): Promise<CatalogSummary | undefined> {
+  const resultScan = settings.resultScan === undefined ? sql`result_scan` : sql`${settings.resultScan}::text`;
   const rows = await queryRows<SummaryRow>(
     db,
     sql`with updated as (
-          update catalogs set code_mode = coalesce(${settings.codeMode ?? null}::boolean, code_mode), updated_at = now()
+          update catalogs set code_mode = coalesce(${settings.codeMode ?? null}::boolean, code_mode), result_scan = ${resultScan}, updated_at = now()
           where tenant = ${tenant} and name = ${name} returning *)
         select ${summaryColumns} from updated c`,
   );

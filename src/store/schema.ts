@@ -129,6 +129,8 @@ export const catalogs = pgTable(
     upstreamRevision: bigint('upstream_revision', { mode: 'number' }).notNull().default(0),
     /** Whether run_code programs may call its tools (with CODE_MODE=on); PATCH /v1/catalogs/{catalog}. */
     codeMode: boolean('code_mode').notNull().default(true),
+    /** How its tools' call results are read (off, flag, block); null: RESULT_SCAN's. PATCH /v1/catalogs/{catalog}. */
+    resultScan: text('result_scan'),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
   },

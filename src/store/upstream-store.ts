@@ -1,3 +1,4 @@
+import type { ResultScanMode } from '../trust/result-scan-floor.js';
 import { sql } from 'drizzle-orm';
 import type { PinPlan, PinRow } from '../trust/pins.js';
 import { toolColumns, type CatalogToolRow } from './catalog-store.js';
@@ -42,7 +43,7 @@ export interface UpstreamOAuthSummary {
 }
 
 export type UpstreamTrust = 'pin' | 'auto';
-export type UpstreamResultScan = 'flag' | 'block' | 'off';
+export type UpstreamResultScan = ResultScanMode;
 
 const columns = sql`u.catalog_id as "catalogId", c.name as catalog, c.tenant, u.name, u.url, u.headers, u.refresh_seconds as "refreshSeconds",
   u.last_sync_at as "lastSyncAt", u.tool_count as "toolCount", u.last_added as "lastAdded", u.last_changed as "lastChanged",

@@ -12,6 +12,7 @@
  * - `last_error` carries the gateway's own words for a failure, never an upstream's text.
  * A sync is all or nothing: a failure or a malformed list leaves the previous tools.
  */
+import { requireResultScan } from '../trust/result-scan-floor.js';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
@@ -241,17 +242,6 @@ export interface ReviewedTool {
 
 /** How often this process looks for upstreams due for a refresh. */
 const REFRESH_TICK_MS = 15_000;
-
-const SCAN_STRICTNESS: Record<store.UpstreamResultScan, number> = { off: 0, flag: 1, block: 2 };
-
-/** 400 when an upstream asks to read its results less than RESULT_SCAN_MIN allows. */
-function requireResultScan(asked: store.UpstreamResultScan | null | undefined, least: store.UpstreamResultScan | undefined): void {
-  if (!asked || !least || SCAN_STRICTNESS[asked] >= SCAN_STRICTNESS[least]) return;
-  throw new AppError(
-    'validation_failed',
-    `result_scan: "${asked}" is below this service's RESULT_SCAN_MIN ("${least}"): give "${least}" or stricter, or leave it out`,
-  );
-}
 
 export class UpstreamService implements UpstreamCaller {
   readonly #deps: UpstreamDeps;

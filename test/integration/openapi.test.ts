@@ -18,6 +18,7 @@ describe('openapi.yaml', () => {
       definition_tokens: { anthropic: 40, openai: 43, as_sent: 38 },
       revision: 1,
       code_mode: true,
+      result_scan: null,
       created_at: '2026-01-01T00:00:00.000Z',
       updated_at: '2026-01-01T00:00:00.000Z',
       embedding: null,

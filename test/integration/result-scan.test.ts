@@ -131,6 +131,38 @@ describe('results of proxied calls, screened before the agent reads them', () =>
     expect(bad.body.error.message).toMatch(/result_scan/);
   });
 
+  it("reads a catalog's results by its own result_scan (PATCH), under its upstreams' own and never below RESULT_SCAN_MIN", async () => {
+    const { app, client, catalog } = await gateway({});
+    const patch = (body: Record<string, unknown>) => app.request('PATCH', `/v1/catalogs/${catalog}`, body);
+    // Stricter for this catalog than the service: withheld although RESULT_SCAN is flag.
+    const blocked = await patch({ result_scan: 'block' });
+    expect(blocked.status, blocked.text).toBe(200);
+    expect(blocked.body.result_scan).toBe('block');
+    expect((await app.request('GET', `/v1/catalogs/${catalog}`)).body.result_scan).toBe('block');
+    expect((await echo(client, INJECTED)).isError).toBe(true);
+    // Another setting leaves it as it is; null returns it to the service's.
+    expect((await patch({ code_mode: true })).body.result_scan).toBe('block');
+    expect((await patch({ result_scan: null })).body.result_scan).toBeNull();
+    expect((await echo(client, INJECTED))._meta?.[RESULT_SCAN_META]).toMatchObject({ action: 'flagged' });
+    // The upstream's own setting is the more particular: it wins over the catalog's.
+    expect((await patch({ result_scan: 'off' })).status).toBe(200);
+    expect((await echo(client, INJECTED)).content).toEqual([{ type: 'text', text: `Echo: ${INJECTED}` }]);
+    expect((await app.request('PUT', `/v1/catalogs/${catalog}/upstreams/everything`, { url, trust: 'auto', result_scan: 'block' })).status).toBe(200);
+    expect((await echo(client, INJECTED)).isError).toBe(true);
+    // A value the API does not know, and one below the operator's floor: 400, nothing written.
+    const bad = await patch({ result_scan: 'loud' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.message).toMatch(/result_scan/);
+    const floored = await startTestApp({ RESULT_SCAN_MIN: 'flag' });
+    apps.push(floored);
+    const own = uniqueName('floor');
+    expect((await floored.request('PUT', `/v1/catalogs/${own}`, { tools: [{ name: 't', description: 'A tool.' }] })).status).toBe(200);
+    const refused = await floored.request('PATCH', `/v1/catalogs/${own}`, { result_scan: 'off', code_mode: false });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.message).toMatch(/result_scan: "off" is below this service's RESULT_SCAN_MIN \("flag"\)/);
+    expect((await floored.request('GET', `/v1/catalogs/${own}`)).body).toMatchObject({ result_scan: null, code_mode: true });
+  });
+
   it('screens the calls of a run_code program the same way', async () => {
     const { client } = await gateway({ RESULT_SCAN: 'block' });
     const run = (await client.callTool({
