@@ -171,7 +171,7 @@ export interface paths {
          *     `result_scan` reads this catalog's call results for text addressed to the model as
          *     `RESULT_SCAN` would (`flag`, `block` or `off`; `null` returns it to the service's); an
          *     upstream registered with its own `result_scan` keeps that, and below `RESULT_SCAN_MIN` is a
-         *     400. A field the API does not know is a 400, so a typo is not taken for a change.
+         *     400; a key that sees only some tools may not change it (403). A field the API does not know is a 400, so a typo is not taken for a change.
          */
         patch: operations["updateCatalogSettings"];
         trace?: never;

@@ -125,6 +125,7 @@ export function catalogRoutes(deps: catalogs.CatalogDeps): Router {
   router.patch('/v1/catalogs/:catalog', async (req, res) => {
     const ref = catalogRef(req, res);
     const settings = parseInput(settingsBody, req.body, 'body');
+    if (settings.result_scan !== undefined) requestAccess(res, 'PATCH /v1/catalogs/{catalog}').requireWholeCatalogScan(ref.name);
     const catalog = await catalogs.updateCatalogSettings(deps, ref, { codeMode: settings.code_mode, resultScan: settings.result_scan });
     res.json(catalogJson(await catalogs.seenCatalog(deps, catalog, requestAccess(res, 'PATCH /v1/catalogs/{catalog}'))));
   });

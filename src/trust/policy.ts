@@ -231,6 +231,22 @@ export class Access {
     });
   }
 
+  /**
+   * 403 for a key that sees only some tools changing how a whole catalog's call results are read
+   * (`result_scan`): the setting would loosen (or tighten) the reading of calls to tools it does
+   * not see, made by other keys. Like an upstream's own `result_scan`, which such a key may not
+   * register either.
+   */
+  requireWholeCatalogScan(catalog: string): void {
+    this.requireWrite(catalog);
+    if (!limitsTools(this.policy)) return;
+    this.note('deny', 'write', { catalog });
+    throw forbidden(
+      `API key "${this.policy.id}" sees only some tools, so it may not change the catalog's result_scan (it applies to the tools the key does not see too)`,
+      { catalog },
+    );
+  }
+
   /** 403 naming the first tool of a write the key could not see afterwards. */
   requireToolsWritable(catalog: string, tools: readonly { name: string; server: string | null }[]): void {
     this.requireWrite(catalog);

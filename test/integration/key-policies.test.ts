@@ -510,6 +510,11 @@ describe('per-key policies', () => {
     const manager = as(keys.manager);
     const patched = await app.request('PATCH', `/v1/catalogs/${A}`, { code_mode: whole.code_mode }, manager);
     expect(patched.status, patched.text).toBe(200);
+    // How the catalog's call results are read applies to the tools it does not see: not its to change.
+    const scan = await app.request('PATCH', `/v1/catalogs/${A}`, { result_scan: 'off', code_mode: whole.code_mode }, manager);
+    expect(scan.status).toBe(403);
+    expect(scan.body.error.message).toMatch(/API key "narrow-manager" sees only some tools, so it may not change the catalog's result_scan/);
+    expect((await app.request('GET', `/v1/catalogs/${A}`, undefined, admin)).body.result_scan).toBeNull();
     expect(patched.body).toMatchObject({ tool_count: seen.length, definition_tokens: seenTokens });
     const pushed = await app.request(
       'POST',
