@@ -284,6 +284,13 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     tokenCounter,
     scanPolicy: config.SCAN_POLICY,
     resultScanMin: config.RESULT_SCAN_MIN,
+    tenantLimits:
+      config.TENANT_MAX_TOOLS || config.TENANT_MAX_CATALOGS
+        ? {
+            ...(config.TENANT_MAX_TOOLS ? { maxTools: config.TENANT_MAX_TOOLS } : {}),
+            ...(config.TENANT_MAX_CATALOGS ? { maxCatalogs: config.TENANT_MAX_CATALOGS } : {}),
+          }
+        : undefined,
   };
   const audit = auditLog(logger, metrics);
   const upstreams = new UpstreamService({

@@ -17,6 +17,7 @@ export const ERROR_CODES = [
   'request_timeout',
   'headers_too_large',
   'rate_limited',
+  'quota_exceeded',
   'service_unavailable',
   'upstream_failed',
   'internal_error',

@@ -44,6 +44,8 @@ export interface CatalogDeps {
   scanPolicy?: ScanPolicy;
   /** RESULT_SCAN_MIN: the least a catalog's own `result_scan` may ask for; absent: any. */
   resultScanMin?: ResultScanMode;
+  /** What one tenant may store (TENANT_MAX_TOOLS, TENANT_MAX_CATALOGS); absent: no bound. */
+  tenantLimits?: catalogStore.TenantLimits;
 }
 
 export type ScanPolicy = 'refuse' | 'warn' | 'off';
@@ -298,7 +300,7 @@ export async function replaceCatalog(deps: CatalogDeps, ref: CatalogRef, raws: u
     ref.tenant,
     ahead.documents.map((doc) => doc.hash),
   );
-  const write = await heldAsConflict(catalogStore.replaceCatalog(deps.db, ref.tenant, ref.name, ahead.documents, ahead.unstored));
+  const write = await heldAsConflict(catalogStore.replaceCatalog(deps.db, ref.tenant, ref.name, ahead.documents, ahead.unstored, deps.tenantLimits));
   return {
     ...(await afterWrite(deps, write, ahead)),
     newDocuments: newToTenant(ahead.documents, known),
@@ -316,7 +318,7 @@ export async function upsertTools(deps: CatalogDeps, ref: CatalogRef, raws: unkn
     ref.tenant,
     ahead.documents.map((doc) => doc.hash),
   );
-  const write = await heldAsConflict(catalogStore.upsertCatalogTools(deps.db, ref.tenant, ref.name, ahead.documents, ahead.unstored));
+  const write = await heldAsConflict(catalogStore.upsertCatalogTools(deps.db, ref.tenant, ref.name, ahead.documents, ahead.unstored, deps.tenantLimits));
   const written = await afterWrite(deps, write, ahead, writtenChanges(write, ahead.documents));
   return {
     ...written,
@@ -356,7 +358,7 @@ export async function replaceServerTools(
   Omit<CatalogWriteResult, 'findings'> & { before: Map<string, string>; hashes: Map<string, string>; held: { name: string; upstream: string | null }[] }
 > {
   const ahead = await writeAhead(deps, tools);
-  const write = await catalogStore.replaceServerTools(deps.db, ref.tenant, ref.name, upstream, ahead.documents, ahead.unstored);
+  const write = await catalogStore.replaceServerTools(deps.db, ref.tenant, ref.name, upstream, ahead.documents, ahead.unstored, deps.tenantLimits);
   const hashes = new Map(ahead.documents.map((doc) => [doc.tool.name, doc.hash]));
   return { ...(await afterWrite(deps, write, ahead)), before: write.before, hashes, held: write.held };
 }

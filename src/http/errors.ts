@@ -23,6 +23,7 @@ export const STATUS_BY_CODE: Record<ErrorCode, number> = {
   headers_too_large: 431,
   // A key past its requests a minute (http/rate-limit.ts), with Retry-After.
   rate_limited: 429,
+  quota_exceeded: 403,
   service_unavailable: 503,
   /** An upstream MCP server (or its authorization server) failed what was asked of it on the caller's behalf: its OAuth start. */
   upstream_failed: 502,

@@ -1,5 +1,6 @@
 import type { ResultScanMode } from '../trust/result-scan-floor.js';
 import { sql } from 'drizzle-orm';
+import { AppError } from '../errors.js';
 import { queryRows, retryOnConflict, type Db } from './database.js';
 import type { DefinitionTokens } from '../lib/tool.js';
 import { yieldToOtherRequests } from '../lib/time-slice.js';
@@ -176,6 +177,12 @@ export function changesTold(row: { revision: number; logged: number; unknown: nu
   return Number(row.unknown) === 0 && Number(row.logged) === Number(row.revision) - from && Number(row.changed) <= maxNames;
 }
 
+/** What one tenant may store (TENANT_MAX_TOOLS, TENANT_MAX_CATALOGS); a field absent: no bound. */
+export interface TenantLimits {
+  maxTools?: number;
+  maxCatalogs?: number;
+}
+
 export interface CatalogWrite {
   catalog: CatalogSummary;
   /** Hashes this write stored, for the first time or again after a sweep removed them: their embeddings are still to be computed. */
@@ -203,6 +210,7 @@ async function writeCatalog(
    * `changed`: the names that now point at other content or at nothing (null: possibly any);
    * `tokens`: what the catalog's definition tokens changed by.
    */
+  limits: TenantLimits | undefined,
   mapTools: (tx: Executor, catalog: LockedCatalog) => Promise<{ changed: string[] | null; toolCount: number; tokens: DefinitionTokens }>,
 ): Promise<CatalogWrite> {
   // Locks in one order everywhere: documents (by hash), then the catalog row, then its tools.
@@ -215,6 +223,7 @@ async function writeCatalog(
       const locked = await lockOrCreateCatalog(tx, tenant, name);
       const { id, created } = locked;
       const { changed, toolCount, tokens } = await mapTools(tx, locked);
+      if (limits) await requireWithinLimits(tx, tenant, locked, toolCount, limits);
       // Re-pushing an identical catalog is not a change: revision and updated_at move only when a
       // name now points at other content (clients and caches key on the revision). A definition
       // re-sent in another shape keeps its content (and revision) but may change its tokens as sent.
@@ -232,6 +241,30 @@ async function writeCatalog(
       return { catalog, newHashes, ...(!created && changed !== null && changed.length > 0 ? { changed } : {}) };
     }),
   );
+}
+
+/**
+ * 403 `quota_exceeded` (the transaction rolls back: nothing written) when a write that creates a
+ * catalog or grows one would take the tenant past its limits. Growing writes of one tenant take a
+ * lock of the tenant's (after their catalog's, so no two wait on each other in turn) and count the
+ * other catalogs as committed: two pushes racing to the last places cannot both take them.
+ */
+async function requireWithinLimits(tx: Executor, tenant: string, locked: LockedCatalog, toolCount: number, limits: TenantLimits): Promise<void> {
+  if (!locked.created && toolCount <= locked.toolCount) return;
+  await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`toolsift:tenant:${tenant}`}))`);
+  const [others] = await queryRows<{ catalogs: number; tools: number }>(
+    tx,
+    sql`select count(*)::int as catalogs, coalesce(sum(tool_count), 0)::bigint as tools from catalogs where tenant = ${tenant} and id <> ${locked.id}`,
+  );
+  const catalogs = Number(others!.catalogs);
+  const tools = Number(others!.tools) + toolCount;
+  if (locked.created && limits.maxCatalogs !== undefined && catalogs + 1 > limits.maxCatalogs)
+    throw new AppError('quota_exceeded', `this tenant has ${catalogs} catalogs, the most TENANT_MAX_CATALOGS allows (${limits.maxCatalogs}): delete one first`);
+  if (limits.maxTools !== undefined && tools > limits.maxTools)
+    throw new AppError(
+      'quota_exceeded',
+      `this write would hold ${tools} tools over this tenant's catalogs, more than TENANT_MAX_TOOLS allows (${limits.maxTools}): nothing was written`,
+    );
 }
 
 /** A catalog's row as a write locked it: its id, whether this write created it, its tool count before the write. */
@@ -268,8 +301,9 @@ export async function replaceCatalog(
   name: string,
   documents: CountedDocument[],
   unstored: CountedDocument[] = documents,
+  limits?: TenantLimits,
 ): Promise<CatalogWrite> {
-  return writeCatalog(db, tenant, name, documents, unstored, async (tx, { id, created }) => {
+  return writeCatalog(db, tenant, name, documents, unstored, limits, async (tx, { id, created }) => {
     // Upstreams' tools are theirs: a replace changes the pushed tools and never takes an upstream's name.
     const held = created ? [] : await namesHeldByOthers(tx, id, [...new Set(documents.map((doc) => doc.tool.name))], null);
     if (held.length > 0) throw new NamesHeldError(held);
@@ -321,8 +355,9 @@ export async function upsertCatalogTools(
   name: string,
   documents: CountedDocument[],
   unstored: CountedDocument[] = documents,
+  limits?: TenantLimits,
 ): Promise<CatalogWrite> {
-  return writeCatalog(db, tenant, name, documents, unstored, async (tx, { id, toolCount: count }) => {
+  return writeCatalog(db, tenant, name, documents, unstored, limits, async (tx, { id, toolCount: count }) => {
     // What the written names point at now: the change and the new count cost the slice, not the catalog.
     const names = [...new Map(documents.map((doc) => [doc.tool.name, doc.hash]))];
     const held = await namesHeldByOthers(
@@ -366,10 +401,11 @@ export async function replaceServerTools(
   upstream: string,
   documents: CountedDocument[],
   unstored: CountedDocument[] = documents,
+  limits?: TenantLimits,
 ): Promise<CatalogWrite & { before: ServerToolsBefore; held: { name: string; upstream: string | null }[] }> {
   let before: ServerToolsBefore = new Map();
   let held: { name: string; upstream: string | null }[] = [];
-  const write = await writeCatalog(db, tenant, name, documents, unstored, async (tx, { id, toolCount: count }) => {
+  const write = await writeCatalog(db, tenant, name, documents, unstored, limits, async (tx, { id, toolCount: count }) => {
     const rows = await queryRows<{ name: string; hash: string }>(
       tx,
       sql`select name, hash from catalog_tools where catalog_id = ${id} and upstream = ${upstream}`,

@@ -603,7 +603,7 @@ export class UpstreamService implements UpstreamCaller {
       if (error instanceof AppError && error.code === 'not_found') throw error;
       const authorization = authorizationFailureIn(error);
       const failure =
-        error instanceof MalformedList
+        error instanceof MalformedList || (error instanceof AppError && error.code === 'quota_exceeded')
           ? error.message
           : error instanceof SecretOpenError
             ? `credentials: ${error.message}`
