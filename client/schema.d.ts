@@ -742,7 +742,7 @@ export interface components {
         Error: {
             error: {
                 /** @enum {string} */
-                code: "invalid_json" | "validation_failed" | "invalid_tool" | "unsafe_tool" | "name_conflict" | "unauthorized" | "forbidden" | "not_found" | "payload_too_large" | "unsupported_media_type" | "malformed_request" | "request_timeout" | "headers_too_large" | "rate_limited" | "service_unavailable" | "upstream_failed" | "internal_error";
+                code: "invalid_json" | "validation_failed" | "invalid_tool" | "unsafe_tool" | "name_conflict" | "unauthorized" | "forbidden" | "not_found" | "payload_too_large" | "unsupported_media_type" | "malformed_request" | "request_timeout" | "headers_too_large" | "rate_limited" | "quota_exceeded" | "service_unavailable" | "upstream_failed" | "internal_error";
                 message: string;
                 details?: unknown;
                 request_id: string;
