@@ -199,6 +199,8 @@ export const configSchema = z.preprocess(
      */
     TENANT_MAX_TOOLS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(100_000_000).optional()),
     TENANT_MAX_CATALOGS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1_000_000).optional()),
+    /** Upstream MCP servers one tenant may register through the API (UPSTREAMS_FILE's are not counted); unset: no bound. */
+    TENANT_MAX_UPSTREAMS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1_000_000).optional()),
     /** Requests a minute each API key may send, for keys without their own `requests_per_minute` (API_KEYS_FILE); unset: no limit. Shared by the replicas through Redis with REDIS_URL, else per process. */
     RATE_LIMIT_PER_MINUTE: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1_000_000).optional()),
     /** Text of one result the scan reads (26-53 ms of one core per 256 KiB, bench:scan); with RESULT_SCAN=block a result with more text is withheld. */

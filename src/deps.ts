@@ -1,4 +1,5 @@
 import type { Config } from './config.js';
+import type { TenantLimits } from './store/catalog-store.js';
 import type { CatalogDeps, WrittenChanges } from './catalog/catalog-service.js';
 import type { Embedder, EmbedderStatus } from './embed/embedder.js';
 import { loadEmbedder } from './embed/create-embedder.js';
@@ -284,13 +285,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     tokenCounter,
     scanPolicy: config.SCAN_POLICY,
     resultScanMin: config.RESULT_SCAN_MIN,
-    tenantLimits:
-      config.TENANT_MAX_TOOLS || config.TENANT_MAX_CATALOGS
-        ? {
-            ...(config.TENANT_MAX_TOOLS ? { maxTools: config.TENANT_MAX_TOOLS } : {}),
-            ...(config.TENANT_MAX_CATALOGS ? { maxCatalogs: config.TENANT_MAX_CATALOGS } : {}),
-          }
-        : undefined,
+    tenantLimits: tenantLimits(config),
   };
   const audit = auditLog(logger, metrics);
   const upstreams = new UpstreamService({
@@ -542,4 +537,14 @@ function explainConnectError(error: unknown, url: string): Error {
     return new Error(`DATABASE_URL ${shown}: cannot reach PostgreSQL (${message}); start it, fix the URL, or unset DATABASE_URL for the embedded store`);
   }
   return error instanceof Error ? error : new Error(message);
+}
+
+/** TENANT_MAX_*: undefined when none is set (no bound, and no count on any write). */
+function tenantLimits(config: Config): TenantLimits | undefined {
+  const limits: TenantLimits = {
+    ...(config.TENANT_MAX_TOOLS ? { maxTools: config.TENANT_MAX_TOOLS } : {}),
+    ...(config.TENANT_MAX_CATALOGS ? { maxCatalogs: config.TENANT_MAX_CATALOGS } : {}),
+    ...(config.TENANT_MAX_UPSTREAMS ? { maxUpstreams: config.TENANT_MAX_UPSTREAMS } : {}),
+  };
+  return Object.keys(limits).length > 0 ? limits : undefined;
 }

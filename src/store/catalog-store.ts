@@ -177,10 +177,12 @@ export function changesTold(row: { revision: number; logged: number; unknown: nu
   return Number(row.unknown) === 0 && Number(row.logged) === Number(row.revision) - from && Number(row.changed) <= maxNames;
 }
 
-/** What one tenant may store (TENANT_MAX_TOOLS, TENANT_MAX_CATALOGS); a field absent: no bound. */
+/** What one tenant may store (TENANT_MAX_TOOLS, TENANT_MAX_CATALOGS, TENANT_MAX_UPSTREAMS); a field absent: no bound. */
 export interface TenantLimits {
   maxTools?: number;
   maxCatalogs?: number;
+  /** Upstreams registered through the API (UPSTREAMS_FILE's stdio servers, an operator's, are not counted). */
+  maxUpstreams?: number;
 }
 
 export interface CatalogWrite {

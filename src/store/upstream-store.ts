@@ -1,5 +1,6 @@
 import type { ResultScanMode } from '../trust/result-scan-floor.js';
 import { sql } from 'drizzle-orm';
+import { AppError } from '../errors.js';
 import type { PinPlan, PinRow } from '../trust/pins.js';
 import { toolColumns, type CatalogToolRow } from './catalog-store.js';
 import { queryRows, retryOnConflict, type Db } from './database.js';
@@ -59,6 +60,23 @@ const columns = sql`u.catalog_id as "catalogId", c.name as catalog, c.tenant, u.
  * that locks the catalog's row first, as catalog writes and deletions do (no lock-order cycle).
  * False when the catalog is gone.
  */
+/**
+ * 403 `quota_exceeded` when registering a new upstream would give the tenant more than
+ * `maxUpstreams`; one already registered may always be registered again. Counted under the
+ * tenant's lock (catalog-store.ts requireWithinLimits takes the same, after the catalog's row, as here).
+ */
+async function requireUpstreamPlace(tx: Executor, tenant: string, catalogId: number, name: string, maxUpstreams: number): Promise<void> {
+  const known = await queryRows<{ n: number }>(tx, sql`select 1 as n from mcp_upstreams where catalog_id = ${catalogId} and name = ${name}`);
+  if (known.length > 0) return;
+  await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`toolsift:tenant:${tenant}`}))`);
+  const [held] = await queryRows<{ n: number }>(
+    tx,
+    sql`select count(*)::int as n from mcp_upstreams u join catalogs c on c.id = u.catalog_id where c.tenant = ${tenant}`,
+  );
+  if (Number(held!.n) >= maxUpstreams)
+    throw new AppError('quota_exceeded', `this tenant has ${held!.n} upstreams, the most TENANT_MAX_UPSTREAMS allows (${maxUpstreams}): remove one first`);
+}
+
 export async function putUpstream(
   db: Db,
   catalogId: number,
@@ -70,14 +88,17 @@ export async function putUpstream(
     trust: UpstreamTrust;
     resultScan?: UpstreamResultScan | null;
   },
+  /** TENANT_MAX_UPSTREAMS: a new registration past it is a 403 `quota_exceeded`, nothing written. */
+  maxUpstreams?: number,
 ): Promise<boolean> {
   return retryOnConflict(() =>
     db.transaction(async (tx) => {
-      const bumped = await queryRows<{ id: number }>(
+      const bumped = await queryRows<{ id: number; tenant: string }>(
         tx,
-        sql`update catalogs set upstream_revision = upstream_revision + 1 where id = ${catalogId} returning id`,
+        sql`update catalogs set upstream_revision = upstream_revision + 1 where id = ${catalogId} returning id, tenant`,
       );
       if (bumped.length === 0) return false;
+      if (maxUpstreams !== undefined) await requireUpstreamPlace(tx, bumped[0]!.tenant, catalogId, upstream.name, maxUpstreams);
       // Another URL is another server: its pins go, and its first sync pins afresh. The same URL
       // (new headers, say) keeps them: re-registering must not approve what waits in quarantine.
       const moved = await queryRows<{ name: string }>(

@@ -366,7 +366,8 @@ export class UpstreamService implements UpstreamCaller {
     if (!summary) summary = (await catalogs.replaceCatalog(this.#deps.catalog, ref, [])).catalog;
     const before = await store.getUpstream(this.#deps.db, tenant, catalog, input.name);
     // The catalog may be deleted between the read above and this write: then it is not found.
-    if (!(await store.putUpstream(this.#deps.db, summary.id, { ...input, headers: sealHeaders(this.#deps.secrets, input.url, input.headers) })))
+    const maxUpstreams = input.url.startsWith(STDIO_URL_PREFIX) ? undefined : this.#deps.catalog.tenantLimits?.maxUpstreams;
+    if (!(await store.putUpstream(this.#deps.db, summary.id, { ...input, headers: sealHeaders(this.#deps.secrets, input.url, input.headers) }, maxUpstreams)))
       throw notFound(`catalog "${catalog}"`);
     await this.#oauth.configure(summary.id, input.name, before?.url !== input.url, input.oauth ?? null);
     this.#audit.record({ event: 'registered', tenant, catalog, upstream: input.name, outcome: 'ok', ...actor });

@@ -1,5 +1,5 @@
 /**
- * TENANT_MAX_TOOLS and TENANT_MAX_CATALOGS: one tenant of a shared service cannot fill it. A write
+ * TENANT_MAX_TOOLS, TENANT_MAX_CATALOGS and TENANT_MAX_UPSTREAMS: one tenant of a shared service cannot fill it. A write
  * that would take the tenant past either is a 403 `quota_exceeded` and writes nothing; a write that
  * keeps or shrinks the count is taken; other tenants are not touched; two writes racing to the
  * last places cannot both take them; an upstream's sync past the bound keeps what it served and says
@@ -30,6 +30,7 @@ describe('tenant limits', () => {
       API_KEYS: `${keys.a}:${uniqueName('ta')},${keys.b}:${uniqueName('tb')},${keys.c}:${uniqueName('tc')}`,
       TENANT_MAX_TOOLS: '5',
       TENANT_MAX_CATALOGS: '2',
+      TENANT_MAX_UPSTREAMS: '1',
       UPSTREAM_ALLOW: '127.0.0.2/32',
     });
   }, 60_000);
@@ -95,5 +96,10 @@ describe('tenant limits', () => {
     expect((await app.request('PUT', `/v1/catalogs/${held[0]!.name}`, { tools: tools('b', 2) }, b)).status).toBe(200);
     const again = await app.request('PUT', `/v1/catalogs/${catalog}/upstreams/q`, { url: upstream.url() }, b);
     expect(again.body.upstream).toMatchObject({ tool_count: 3, last_error: null });
+    // One upstream is this tenant's bound: a second is refused, registered again the first is not.
+    const second = await app.request('PUT', `/v1/catalogs/${catalog}/upstreams/q2`, { url: upstream.url() }, b);
+    expect(second.status).toBe(403);
+    expect(second.body.error.message).toMatch(/this tenant has 1 upstreams, the most TENANT_MAX_UPSTREAMS allows \(1\)/);
+    expect((await app.request('GET', `/v1/catalogs/${catalog}/upstreams`, undefined, b)).body.upstreams).toHaveLength(1);
   });
 });
