@@ -69,6 +69,9 @@ export interface SecurityContext {
 
 const schema = (properties: Record<string, unknown>, required: string[] = []) => ({ type: 'object', properties, required });
 
+/** TENANT_MAX_TOOLS of the suite's service: far more than any row but the quota row pushes. */
+const TENANT_TOOLS = 500;
+
 export const BASE_TOOLS: HostileTool[] = [
   { name: 'read_file', description: 'Read a file from disk and return its text.', inputSchema: schema({ path: { type: 'string' } }, ['path']) },
   { name: 'add', description: 'Adds two numbers.', inputSchema: schema({ a: { type: 'integer' }, b: { type: 'integer' } }, ['a', 'b']) },
@@ -132,6 +135,8 @@ export async function startSecurityContext(): Promise<SecurityContext> {
       CODE_MODE: 'on',
       // A spinning program ends within a second (the fairness row).
       CODE_MODE_CPU_MS: '1000',
+      // What one tenant may store (the quota row); the other rows hold far fewer.
+      TENANT_MAX_TOOLS: String(TENANT_TOOLS),
     },
     { logger },
   );
@@ -1189,6 +1194,29 @@ export const ATTACKS: Attack[] = [
       return {
         ok: run.isError !== true && (counted.ok ?? 99) <= 3 && counted.refused === 20 - (counted.ok ?? 0),
         seen: `${counted.ok} calls let through, ${counted.refused} refused inside the program${counted.other ? ` (one failed after: ${brief(counted.other, 60)})` : ''}`,
+      };
+    },
+  },
+  {
+    finding: 'quotas',
+    attack: `tenant beta tries to fill the shared store: one catalog of ${TENANT_TOOLS + 1} tools (TENANT_MAX_TOOLS is ${TENANT_TOOLS}), then alpha pushes`,
+    expected: "403 quota_exceeded naming the bound, nothing written (beta's catalog absent); alpha's push is taken",
+    async run(ctx) {
+      const catalog = uniqueName('fill');
+      const tools = Array.from({ length: TENANT_TOOLS + 1 }, (_, index) => ({ name: `t_${index}`, description: `Tool ${index}.` }));
+      const filled = await ctx.app.request('PUT', `/v1/catalogs/${catalog}`, { tools }, ctx.beta);
+      const absent = await ctx.app.request('GET', `/v1/catalogs/${catalog}`, undefined, ctx.beta);
+      const other = uniqueName('after-fill');
+      const alpha = await ctx.app.request('PUT', `/v1/catalogs/${other}`, { tools: tools.slice(0, 1) }, ctx.alpha);
+      await ctx.app.request('DELETE', `/v1/catalogs/${other}`, undefined, ctx.alpha);
+      return {
+        ok:
+          filled.status === 403 &&
+          filled.body.error?.code === 'quota_exceeded' &&
+          /TENANT_MAX_TOOLS/.test(filled.text) &&
+          absent.status === 404 &&
+          alpha.status === 200,
+        seen: `beta: ${filled.status} ${brief(filled.body.error?.message ?? '', 90)}; its catalog afterwards ${absent.status}; alpha's push ${alpha.status}`,
       };
     },
   },
