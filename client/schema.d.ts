@@ -351,7 +351,7 @@ export interface paths {
         put?: never;
         /**
          * Start the OAuth authorization code flow (PKCE) of an upstream registered with `auth.type` oauth; answers the URL to open in a browser.
-         * @description Discovery (the server's 401, its protected-resource metadata, then its authorization server's metadata), dynamic client registration when no client is configured, then PKCE. Open `authorization_url` in a browser and approve: the authorization server sends the browser to `redirect_uri` (GET /oauth/callback), where toolsift takes the tokens and syncs the upstream. The state is single use and expires at `expires_at`. Every request of the flow passes the address policy. 502 `upstream_failed` when the upstream or its authorization server fails (the reason in the gateway's own words).
+         * @description Discovery (the server's 401, its protected-resource metadata, then its authorization server's metadata), dynamic client registration when no client is configured (or, with OAUTH_CLIENT_METADATA_URL and a server that supports it, the tenant's document URL as the client id), then PKCE. Open `authorization_url` in a browser and approve: the authorization server sends the browser to `redirect_uri` (GET /oauth/callback), where toolsift takes the tokens and syncs the upstream. The state is single use and expires at `expires_at`. Every request of the flow passes the address policy. 502 `upstream_failed` when the upstream or its authorization server fails (the reason in the gateway's own words).
          */
         post: operations["startUpstreamAuthorization"];
         delete?: never;
@@ -372,6 +372,26 @@ export interface paths {
          * @description Takes the pending authorization the state names (single use, unexpired), exchanges the code with its PKCE verifier, stores the tokens sealed and syncs the upstream. Answers a small HTML page in the gateway's own words; the authorization server's text is never shown.
          */
         get: operations["upstreamAuthorizationCallback"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/oauth/client-metadata/{document}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A tenant's OAuth client ID metadata document, which upstreams' authorization servers fetch (no API key).
+         * @description Served with OAUTH_CLIENT_METADATA_URL set (that URL is `/oauth/client-metadata` as authorization servers reach it; 404 otherwise). Each tenant's client id is `<OAUTH_CLIENT_METADATA_URL>/<32 hex digits of a digest of the tenant>.json`: an authorization server advertising `client_id_metadata_document_supported` takes it as toolsift's client id in an operator's authorization code flow (POST .../oauth/start, no `auth.client_id`) and reads this document instead of a dynamic client registration (draft-ietf-oauth-client-id-metadata-document). One client id per tenant keeps the consent a user gives one tenant from approving another's silently. Nothing secret, no tenant's name; a document name no client id can have is a 404.
+         */
+        get: operations["getClientMetadataDocument"];
         put?: never;
         post?: never;
         delete?: never;
@@ -665,7 +685,7 @@ export interface components {
                  */
                 status: "authorized" | "authorization_required" | "refresh_failed";
                 /**
-                 * @description configured: given at registration; registered: by dynamic client registration.
+                 * @description configured: given at registration; registered: by dynamic client registration, or the tenant's client ID metadata document URL (OAUTH_CLIENT_METADATA_URL).
                  * @enum {string|null}
                  */
                 client: "configured" | "registered" | null;
@@ -2051,6 +2071,47 @@ export interface operations {
             };
             403: components["responses"]["Forbidden"];
             503: components["responses"]["Unavailable"];
+        };
+    };
+    getClientMetadataDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                document: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The document; cacheable for five minutes. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * Format: uri
+                         * @description This document's URL under OAUTH_CLIENT_METADATA_URL, exactly.
+                         */
+                        client_id: string;
+                        /** @constant */
+                        client_name: "toolsift";
+                        /** @description OAUTH_REDIRECT_URL. */
+                        redirect_uris: string[];
+                        grant_types: ("authorization_code" | "refresh_token")[];
+                        response_types: "code"[];
+                        /**
+                         * @description A public client: PKCE binds each code to the flow that asked for it.
+                         * @constant
+                         */
+                        token_endpoint_auth_method: "none";
+                    };
+                };
+            };
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
         };
     };
     sendFeedback: {

@@ -6,6 +6,7 @@ import { parseAllowList } from './upstream/address-policy.js';
 import { KeysFileError, parseKeysFile, type KeyPolicy } from './trust/policy.js';
 import { RESULT_SCAN_CHARS_DEFAULT } from './mcp/result-scan.js';
 import { parseEgressProxy } from './upstream/egress-proxy.js';
+import { clientMetadataUrlProblem } from './upstream/client-metadata.js';
 
 const booleanFlag = z.enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off']).transform((value) => ['true', '1', 'yes', 'on'].includes(value));
 
@@ -171,6 +172,24 @@ export const configSchema = z.preprocess(
      * Unset: the start request's own scheme and Host.
      */
     OAUTH_REDIRECT_URL: z.preprocess(emptyAsUndefined, z.url({ protocol: /^https?$/ }).optional()),
+    /**
+     * toolsift's /oauth/client-metadata as upstreams' authorization servers reach it
+     * (https://toolsift.example.com/oauth/client-metadata): each tenant's client ID metadata
+     * document is `<it>/<digest>.json`, its URL the tenant's client_id with servers that advertise
+     * support, in place of dynamic client registration (authorization code grant, no configured
+     * client). Needs OAUTH_REDIRECT_URL, which the documents name. Unset: no document is served,
+     * and toolsift registers itself as before.
+     */
+    OAUTH_CLIENT_METADATA_URL: z.preprocess(
+      emptyAsUndefined,
+      z
+        .string()
+        .optional()
+        .superRefine((value, context) => {
+          const problem = value === undefined ? undefined : clientMetadataUrlProblem(value);
+          if (problem) context.addIssue({ code: 'custom', message: problem });
+        }),
+    ),
     /** Largest upstream answer (a call's result, a page of tools/list), counted as it streams in; past it the call ends isError. */
     UPSTREAM_MAX_RESULT_BYTES: z.preprocess(emptyAsUndefined, byteSize.prefault('4mb')),
     /**
@@ -371,6 +390,9 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
   }
+  // The client ID metadata document names one callback for every authorization: each start request's own Host cannot be it.
+  if (parsed.data.OAUTH_CLIENT_METADATA_URL !== undefined && parsed.data.OAUTH_REDIRECT_URL === undefined)
+    throw new ConfigError('invalid configuration:\n  OAUTH_CLIENT_METADATA_URL: needs OAUTH_REDIRECT_URL, the callback the document names');
   return resolveConfig(withKeysFile(parsed.data), env);
 }
 

@@ -303,6 +303,11 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     secrets,
     resultScanMin: config.RESULT_SCAN_MIN,
     proxy: parseEgressProxy(config.UPSTREAM_PROXY, config.UPSTREAM_PROXY_CONNECT, config.UPSTREAM_NO_PROXY),
+    // config.ts refuses the metadata URL without the redirect URL the document names.
+    clientMetadata:
+      config.OAUTH_CLIENT_METADATA_URL && config.OAUTH_REDIRECT_URL
+        ? { base: config.OAUTH_CLIENT_METADATA_URL, redirectUri: config.OAUTH_REDIRECT_URL }
+        : undefined,
   });
   upstreams.start();
   const rateBuckets = await sharedRateBuckets(config, logger);

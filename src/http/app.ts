@@ -30,7 +30,7 @@ import { catalogAccess } from './catalog-access.js';
 import { rateLimit } from './rate-limit.js';
 import { serviceVersion } from '../lib/paths.js';
 import type { UpstreamService } from '../upstream/upstreams.js';
-import { oauthCallbackRoutes, upstreamRoutes } from './upstreams.js';
+import { clientMetadataRoutes, oauthCallbackRoutes, upstreamRoutes } from './upstreams.js';
 import { scanRoutes } from './scan.js';
 import { feedbackRoutes } from './feedback.js';
 import type { Metrics } from '../metrics.js';
@@ -87,8 +87,9 @@ export function createApp(deps: AppDeps): Express {
   app.use(metricsRoutes(deps.metrics));
   app.use(docsRoutes());
   app.use(uiRoutes());
-  // An operator's browser back from an OAuth authorization server: no API key, the state is the capability.
-  if (deps.upstreams) app.use(oauthCallbackRoutes(deps.upstreams));
+  // An operator's browser back from an OAuth authorization server: no API key, the state is the
+  // capability. The client ID metadata document is for authorization servers, which have no key either.
+  if (deps.upstreams) app.use(oauthCallbackRoutes(deps.upstreams), clientMetadataRoutes(deps.upstreams.clientMetadata));
   // Authenticate before reading a body of up to BODY_LIMIT bytes.
   app.use(
     ['/v1', '/api', '/mcp'],

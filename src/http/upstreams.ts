@@ -2,6 +2,7 @@ import { Router, type Request } from 'express';
 import { z } from 'zod';
 import { AppError } from '../errors.js';
 import type { UpstreamService } from '../upstream/upstreams.js';
+import { clientMetadataDocument, type ClientMetadataSettings } from '../upstream/client-metadata.js';
 import { registrationOf, upstreamRef, upstreamRegistrationBody } from '../upstream/registration.js';
 import { catalogParams } from './catalogs.js';
 import { canSeeServer } from '../trust/policy.js';
@@ -131,6 +132,25 @@ export function oauthCallbackRoutes(upstreams: UpstreamService): Router {
       if (!(error instanceof AppError) || error.code === 'internal_error' || error.code === 'service_unavailable') throw error;
       res.status(400).type('html').send(page('Not authorized', error.message));
     }
+  });
+  return router;
+}
+
+/**
+ * GET /oauth/client-metadata/{digest}.json: a tenant's OAuth client ID metadata document, which an
+ * upstream's authorization server fetches to learn the client whose id is its URL
+ * (upstream/client-metadata.ts). No API key (the server has none): it names nothing secret (its
+ * callback is in every authorization URL anyway) and no tenant (the name is a digest); a name no
+ * client id can have is a 404. Cached briefly, as the draft lets servers do. Without
+ * OAUTH_CLIENT_METADATA_URL there are no such routes (404).
+ */
+export function clientMetadataRoutes(settings: ClientMetadataSettings | undefined): Router {
+  const router = Router();
+  if (!settings) return router;
+  router.get('/oauth/client-metadata/:file', (req, res) => {
+    const document = clientMetadataDocument(settings, String(req.params.file));
+    if (!document) throw new AppError('not_found', 'no such client metadata document');
+    res.set({ 'cache-control': 'public, max-age=300', 'x-content-type-options': 'nosniff' }).json(document);
   });
   return router;
 }

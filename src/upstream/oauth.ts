@@ -2,9 +2,12 @@
  * OAuth to upstream MCP servers, as the MCP authorization spec has it and the official SDK's
  * `auth()` implements it: the server's 401 names its protected-resource metadata, that names the
  * authorization server, whose metadata gives the endpoints; toolsift registers itself there
- * (dynamic client registration) unless a client is configured, then gets tokens by the
- * client_credentials grant (machine access) or by an authorization code with PKCE that an operator
- * approves in a browser (`start` answers the authorization URL, `finish` takes the callback).
+ * (dynamic client registration) unless a client is configured or, in an operator's browser flow
+ * with a server that supports it, its client ID metadata document's URL is its client id
+ * (client-metadata.ts: nothing registered, the server reads the document); then it gets tokens
+ * by the client_credentials grant (machine access) or by an authorization code with PKCE that an
+ * operator approves in a browser (`start` answers the authorization URL, `finish` takes the
+ * callback).
  *
  * Every request of it (discovery, registration, token) goes through the guarded fetch: metadata
  * that points at an internal address is refused like an upstream URL would be. Tokens and client
@@ -55,6 +58,7 @@ import * as store from '../store/upstream-oauth-store.js';
 import type { UpstreamRow } from '../store/upstream-store.js';
 import { getUpstream, recordUpstreamError } from '../store/upstream-store.js';
 import type { SigningAlgorithm } from './client-key.js';
+import { tenantClientId, type ClientMetadataSettings } from './client-metadata.js';
 import { describeUpstreamFailure, refusalIn, UpstreamRefused, type GuardedFetch } from './guarded-fetch.js';
 import { oauthScope } from './registration.js';
 
@@ -78,7 +82,7 @@ export interface OAuthState {
   type: 'oauth';
   grant: store.OAuthGrant;
   status: store.OAuthStatus;
-  /** configured: given at registration; registered: by dynamic client registration; null: none yet. */
+  /** configured: given at registration; registered: by dynamic client registration, or the client ID metadata document URL; null: none yet. */
   client: 'configured' | 'registered' | null;
   expires_at: string | null;
   authorized_at: string | null;
@@ -122,6 +126,8 @@ export interface UpstreamOAuthDeps {
   audit: AuditLog;
   metrics?: Metrics;
   version: string;
+  /** OAUTH_CLIENT_METADATA_URL: each tenant's document, served by toolsift; absent: every client not configured is registered. */
+  clientMetadata?: ClientMetadataSettings;
 }
 
 interface HeldToken {
@@ -214,8 +220,9 @@ export class UpstreamOAuth {
 
   /**
    * Starts an authorization code flow for an operator: discovery (from the server's 401), the
-   * client (configured, or registered now for `redirectUri`), PKCE; answers the URL to open in a
-   * browser. The state is single use and expires; only its digest is stored.
+   * client (configured, the metadata document's URL, or registered now for `redirectUri`), PKCE;
+   * answers the URL to open in a browser. The state is single use and expires; only its digest is
+   * stored.
    */
   async start(row: UpstreamRow, redirectUri: string): Promise<{ authorizationUrl: string; expiresAt: Date }> {
     const settings = await this.#settings(row);
@@ -475,6 +482,7 @@ export class UpstreamOAuth {
     db: () => this.#deps.db,
     hold: (row: UpstreamRow, held: HeldToken | undefined) => (held ? this.#held.set(keyOf(row), held) : this.#held.delete(keyOf(row))),
     version: () => this.#deps.version,
+    clientMetadata: () => this.#deps.clientMetadata,
   };
 }
 
@@ -528,6 +536,19 @@ class StoredProvider implements OAuthClientProvider {
     };
   }
 
+  /**
+   * The upstream's tenant's client ID metadata document URL, which the SDK presents as the client
+   * id where the authorization server advertises `client_id_metadata_document_supported` (and
+   * registers otherwise). Only for an operator's authorization code flow without a configured
+   * client, and only while the documents name this flow's callback: a client_credentials client is
+   * not the public browser client the document describes.
+   */
+  get clientMetadataUrl(): string | undefined {
+    const settings = this.oauth.store.clientMetadata();
+    if (!settings || this.settings.grantType !== 'authorization_code' || this.settings.clientId !== null || this.mode.kind === 'background') return undefined;
+    return settings.redirectUri === this.mode.redirectUri ? tenantClientId(settings, this.row.tenant) : undefined;
+  }
+
   state(): string {
     if (this.mode.kind !== 'start') throw new NeedsOperator();
     return this.mode.state;
@@ -559,11 +580,21 @@ class StoredProvider implements OAuthClientProvider {
       return { client_id: configured, ...(secret === undefined ? {} : { client_secret: secret }), ...(issuer === null ? {} : { issuer }) };
     }
     const usable =
-      stored && (this.mode.kind === 'background' || this.settings.grantType !== 'authorization_code' || stored.redirect_uris?.includes(this.mode.redirectUri));
+      stored && (this.mode.kind === 'background' || this.settings.grantType !== 'authorization_code' || this.#servesCallback(stored, this.mode.redirectUri));
     if (usable) return stored;
     // Registering an interactive client needs the callback URL, which only an operator's start gives.
     if (this.mode.kind === 'background' && this.settings.grantType === 'authorization_code') throw new NeedsOperator();
     return undefined;
+  }
+
+  /**
+   * Whether a stored client can take the browser back to `redirectUri`: one registered with it, or
+   * the document's URL while toolsift serves the document naming it. A URL client id of an earlier
+   * setting is not (the server would read a document that no longer names it): the SDK resolves
+   * the client anew.
+   */
+  #servesCallback(client: StoredOAuthClientInformation & { redirect_uris?: string[] }, redirectUri: string): boolean {
+    return client.redirect_uris?.includes(redirectUri) === true || client.client_id === this.clientMetadataUrl;
   }
 
   async saveClientInformation(client: StoredOAuthClientInformation): Promise<void> {

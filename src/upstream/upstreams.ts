@@ -50,6 +50,7 @@ import type { UpstreamActor } from './registration.js';
 import { SecretOpenError, type SecretBox } from '../lib/secret-box.js';
 import { requireSecretsKey, sealHeaders } from './sealed-headers.js';
 import type { EgressProxy } from './egress-proxy.js';
+import type { ClientMetadataSettings } from './client-metadata.js';
 import type { UpstreamCallInput, UpstreamCallResult, UpstreamCaller } from './upstream-caller.js';
 
 export { STDIO_URL_PREFIX, type StdioServer };
@@ -116,6 +117,8 @@ export interface UpstreamDeps {
   resultScanMin?: store.UpstreamResultScan;
   /** UPSTREAM_PROXY: remote upstreams are reached through it. */
   proxy?: EgressProxy;
+  /** OAUTH_CLIENT_METADATA_URL (client-metadata.ts): each tenant's client id where a server supports it. */
+  clientMetadata?: ClientMetadataSettings;
 }
 
 export interface UpstreamRegistration {
@@ -278,6 +281,7 @@ export class UpstreamService implements UpstreamCaller {
       audit: this.#audit,
       metrics: deps.metrics,
       version: deps.version,
+      clientMetadata: deps.clientMetadata,
     });
     this.#connections = new UpstreamConnections({
       secrets: deps.secrets,
@@ -503,6 +507,11 @@ export class UpstreamService implements UpstreamCaller {
       return result.decided.map((tool) => tool.name);
     });
     return { upstream: upstreamState(await this.#row(tenant, catalog, name)), decided };
+  }
+
+  /** Where toolsift serves the tenants' client ID metadata documents, which its OAuth flows present; undefined without OAUTH_CLIENT_METADATA_URL. */
+  get clientMetadata(): ClientMetadataSettings | undefined {
+    return this.#deps.clientMetadata;
   }
 
   /**

@@ -19,6 +19,7 @@ import { sql } from 'drizzle-orm';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/store/database.js';
+import { tenantClientId } from '../../src/upstream/client-metadata.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
 import {
@@ -867,4 +868,161 @@ describe('OAuth private_key_jwt (RFC 7523)', () => {
     }
     return views;
   }
+});
+
+describe('OAuth client ID metadata documents (OAUTH_CLIENT_METADATA_URL)', () => {
+  /** toolsift as authorization servers and browsers reach it; in the test that name leads to the app. */
+  const PUBLIC = 'https://toolsift.test';
+  const BASE = `${PUBLIC}/oauth/client-metadata`;
+  const CALLBACK = `${PUBLIC}/oauth/callback`;
+  let app: TestApp;
+  /** Its authorization server takes URL client ids; the other only registers clients. */
+  let supporting: OAuthMcpServer;
+  let registering: OAuthMcpServer;
+  let viaDocument: Awaited<ReturnType<typeof registerWithAgent>>;
+  const agents: Client[] = [];
+  const key = { authorization: 'Bearer md1' };
+  const tenant = uniqueName('metadata-tenant');
+  /** The tenant's client id: its document's URL under OAUTH_CLIENT_METADATA_URL. */
+  const METADATA_URL = tenantClientId({ base: BASE, redirectUri: CALLBACK }, tenant);
+  const documentPath = (clientId: string) => new URL(clientId).pathname;
+  const onApp = (url: URL) => (url.origin === PUBLIC ? `${app.url}${url.pathname}${url.search}` : 'http://unreachable.invalid/');
+  const register = (server: OAuthMcpServer, name: string, auth: Record<string, unknown> = { type: 'oauth' }) =>
+    registerWithAgent({ app, key, url: server.url, agents, prefix: 'metadata' }, name, auth);
+
+  /** An operator's start, and the browser's approval, back at toolsift's public callback. Answers the authorization URL and the page. */
+  async function authorize(upstream: Awaited<ReturnType<typeof registerWithAgent>>): Promise<{ authorizationUrl: URL; status: number; page: string }> {
+    const started = await app.request('POST', upstream.path('/oauth/start'), {}, key);
+    expect(started.status).toBe(200);
+    const authorizationUrl = new URL(started.body.authorization_url);
+    expect(authorizationUrl.searchParams.get('redirect_uri')).toBe(CALLBACK);
+    expect(authorizationUrl.searchParams.get('code_challenge_method')).toBe('S256');
+    const approved = await fetch(authorizationUrl, { redirect: 'manual' });
+    expect(approved.status).toBe(302);
+    const back = await fetch(onApp(new URL(approved.headers.get('location')!)));
+    return { authorizationUrl, status: back.status, page: await back.text() };
+  }
+
+  beforeAll(async () => {
+    supporting = await startOAuthMcpServer({ clientMetadataDocuments: onApp });
+    supporting.provider.accessSeconds = ACCESS_SECONDS;
+    registering = await startOAuthMcpServer();
+    app = await startTestApp({
+      API_KEYS: `md1:${tenant}`,
+      UPSTREAM_ALLOW: '127.0.0.1/32',
+      UPSTREAM_CALL_TIMEOUT_MS: '5000',
+      SECRETS_KEY,
+      OAUTH_REDIRECT_URL: CALLBACK,
+      OAUTH_CLIENT_METADATA_URL: BASE,
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const agent of agents) await agent.close();
+    await app?.close();
+    await supporting?.close();
+    await registering?.close();
+  });
+
+  it('a server that supports them: the URL is the client id, nothing registered; the callback completes and calls go through', async () => {
+    viaDocument = await register(supporting, 'docs');
+    expect(viaDocument.registered.auth).toMatchObject({ status: 'authorization_required' });
+    const browser = await authorize(viaDocument);
+    expect(browser.authorizationUrl.searchParams.get('client_id')).toBe(METADATA_URL);
+    expect(browser.status).toBe(200);
+    expect(browser.page).toContain('is authorized (2 tools served');
+    expect(supporting.seen.registrations).toBe(0);
+    // The server read the document at its authorization and its token endpoint, and refused none.
+    expect(supporting.documents.refused).toEqual([]);
+    expect(supporting.documents.read.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(supporting.documents.read)).toEqual(new Set([METADATA_URL]));
+
+    const called = await viaDocument.call('whoami');
+    expect(called.isError).toBeFalsy();
+    expect(text(called)).toContain(`client ${METADATA_URL}`);
+    expect(await viaDocument.status()).toMatchObject({ tool_count: 2, last_error: null, auth: { status: 'authorized', last_error: null } });
+  });
+
+  it('renews the token with the URL as the client id, without a secret', async () => {
+    const refreshes = supporting.provider.counts.refreshes;
+    await sleep(ACCESS_SECONDS * 750 + 300);
+    const called = await viaDocument.call('add_numbers', { a: 2, b: 5 });
+    expect(called.isError).toBeFalsy();
+    expect(text(called)).toContain('7');
+    expect(supporting.provider.counts.refreshes).toBe(refreshes + 1);
+    expect(supporting.seen.rejectedBearers).toBe(0);
+    expect(supporting.seen.registrations).toBe(0);
+  });
+
+  it("serves each tenant's document without an API key: its own client id and the callback, nothing else; the Host / Origin guard still applies", async () => {
+    expect(METADATA_URL).toMatch(/^https:\/\/toolsift\.test\/oauth\/client-metadata\/[0-9a-f]{32}\.json$/);
+    const served = await app.request('GET', documentPath(METADATA_URL));
+    expect(served.status).toBe(200);
+    expect(served.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(served.body).toEqual({
+      client_id: METADATA_URL,
+      client_name: 'toolsift',
+      redirect_uris: [CALLBACK],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    });
+    // Neither the Host nor a query changes it: it is the configuration's, not the request's (fetch would not send another Host).
+    const asked = await new Promise<string>((resolve, reject) => {
+      const url = `${app.url}${documentPath(METADATA_URL)}?client_id=https://evil.example/x`;
+      http
+        .get(url, { headers: { host: 'evil.example' } }, (res) => {
+          let body = '';
+          res.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
+          res.on('end', () => resolve(body));
+        })
+        .on('error', reject);
+    });
+    expect(JSON.parse(asked)).toEqual(served.body);
+    // The exemption is this route alone: the API beside it still wants a key.
+    expect((await app.request('GET', '/v1/catalogs')).status).toBe(401);
+    expect((await app.request('GET', documentPath(METADATA_URL), undefined, { origin: 'https://evil.example' })).status).toBe(403);
+    // Another tenant has a client id of its own (consent given to one is not another's), and a name no client id has is a 404.
+    const other = tenantClientId({ base: BASE, redirectUri: CALLBACK }, uniqueName('other-tenant'));
+    expect(other).not.toBe(METADATA_URL);
+    expect((await app.request('GET', documentPath(other))).body.client_id).toBe(other);
+    for (const name of ['tenant.json', `${'0'.repeat(32)}.txt`, `${'g'.repeat(32)}.json`])
+      expect((await app.request('GET', `/oauth/client-metadata/${name}`)).status).toBe(404);
+  });
+
+  it('a server that does not support them: dynamic registration as before, beside the upstream that keeps the URL', async () => {
+    const registered = await register(registering, 'wiki');
+    const browser = await authorize(registered);
+    const clientId = browser.authorizationUrl.searchParams.get('client_id');
+    expect(clientId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(browser.page).toContain('is authorized (2 tools served');
+    expect(registering.seen.registrations).toBe(1);
+    expect(text(await registered.call('whoami'))).toContain(`client ${clientId}`);
+    expect(text(await viaDocument.call('whoami'))).toContain(`client ${METADATA_URL}`);
+  });
+
+  it('client_credentials without a configured client registers, even where URL client ids are taken: the document describes the browser client', async () => {
+    const registrations = supporting.seen.registrations;
+    const read = supporting.documents.read.length;
+    const machine = await register(supporting, 'machine', { type: 'oauth', grant: 'client_credentials' });
+    expect(machine.registered).toMatchObject({ tool_count: 2, auth: { status: 'authorized', client: 'registered' } });
+    expect(supporting.seen.registrations).toBe(registrations + 1);
+    expect(supporting.documents.read.length).toBe(read);
+    expect(text(await machine.call('whoami'))).toMatch(/client [0-9a-f-]{36}/);
+  });
+
+  it('a URL client id stored under an earlier setting is not presented again: without the setting the next start registers', async () => {
+    // The same store and tenant, OAUTH_CLIENT_METADATA_URL since removed: no document is served.
+    const without = await startTestApp({ API_KEYS: `md1:${tenant}`, UPSTREAM_ALLOW: '127.0.0.1/32', SECRETS_KEY, OAUTH_REDIRECT_URL: CALLBACK });
+    try {
+      expect((await without.request('GET', documentPath(METADATA_URL))).status).toBe(404);
+      const registrations = supporting.seen.registrations;
+      const started = await without.request('POST', viaDocument.path('/oauth/start'), {}, key);
+      expect(started.status).toBe(200);
+      expect(new URL(started.body.authorization_url).searchParams.get('client_id')).toMatch(/^[0-9a-f-]{36}$/);
+      expect(supporting.seen.registrations).toBe(registrations + 1);
+    } finally {
+      await without.close();
+    }
+  });
 });

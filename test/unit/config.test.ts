@@ -106,6 +106,31 @@ describe('loadConfig', () => {
     });
   }
 
+  it('OAUTH_CLIENT_METADATA_URL: an https URL with a path and no trailing slash, written as a URL parser writes it, beside OAUTH_REDIRECT_URL', () => {
+    const redirect = { OAUTH_REDIRECT_URL: 'https://toolsift.example.com/oauth/callback' };
+    const url = 'https://toolsift.example.com/oauth/client-metadata';
+    expect(loadConfig({ ...redirect, OAUTH_CLIENT_METADATA_URL: url }).OAUTH_CLIENT_METADATA_URL).toBe(url);
+    expect(loadConfig({ ...redirect, OAUTH_CLIENT_METADATA_URL: '' }).OAUTH_CLIENT_METADATA_URL).toBeUndefined();
+    const refused: [string, string][] = [
+      ['http://toolsift.example.com/oauth/client-metadata', 'must be an https URL'],
+      ['https://toolsift.example.com/oauth/client-metadata/', 'must not end with a slash'],
+      ['https://toolsift.example.com/', 'needs a path'],
+      ['https://toolsift.example.com', 'needs a path'],
+      ['https://ops:pw@toolsift.example.com/oauth/client-metadata', 'must not hold a user name or password'],
+      ['https://toolsift.example.com/oauth/client-metadata?tenant=a', 'must have no query and no fragment'],
+      ['https://toolsift.example.com/oauth/client-metadata#x', 'must have no query and no fragment'],
+      // An authorization server compares the client_id as a string: a spelling it may normalize is refused here.
+      ['https://Toolsift.example.com:443/oauth/../client.json', 'write it as https://toolsift.example.com/client.json'],
+      ['toolsift.example.com/client.json', 'expected an https URL'],
+    ];
+    for (const [value, message] of refused) {
+      const lines = configError({ ...redirect, OAUTH_CLIENT_METADATA_URL: value }).message.split('\n');
+      expect(lines.find((line) => line.startsWith('  OAUTH_CLIENT_METADATA_URL: ')) ?? lines, value).toContain(message);
+    }
+    // The document names the callback: one from each start request's Host cannot be named.
+    expect(configError({ OAUTH_CLIENT_METADATA_URL: url }).message).toContain('OAUTH_CLIENT_METADATA_URL: needs OAUTH_REDIRECT_URL');
+  });
+
   it('treats any variable set to the empty string as unset (PORT, EMBED_THREADS, ...)', () => {
     const config = loadConfig({ PORT: '', EMBED_THREADS: '', LOG_LEVEL: '', EMBED_MODEL: '' });
     expect(config.PORT).toBe(8080);
