@@ -125,9 +125,12 @@ export function catalogRoutes(deps: catalogs.CatalogDeps): Router {
   router.patch('/v1/catalogs/:catalog', async (req, res) => {
     const ref = catalogRef(req, res);
     const settings = parseInput(settingsBody, req.body, 'body');
-    if (settings.result_scan !== undefined) requestAccess(res, 'PATCH /v1/catalogs/{catalog}').requireWholeCatalogScan(ref.name);
+    const access = requestAccess(res, 'PATCH /v1/catalogs/{catalog}');
+    // How the catalog's call results are read applies to every tool: as an upstream's own result_scan, not for a key that sees only some.
+    if (settings.result_scan !== undefined)
+      access.requireWholeCatalog(ref.name, "may not change the catalog's result_scan (it applies to the tools the key does not see too)");
     const catalog = await catalogs.updateCatalogSettings(deps, ref, { codeMode: settings.code_mode, resultScan: settings.result_scan });
-    res.json(catalogJson(await catalogs.seenCatalog(deps, catalog, requestAccess(res, 'PATCH /v1/catalogs/{catalog}'))));
+    res.json(catalogJson(await catalogs.seenCatalog(deps, catalog, access)));
   });
 
   router.delete('/v1/catalogs/:catalog', async (req, res) => {

@@ -221,30 +221,12 @@ export class Access {
     throw forbidden(`API key "${this.policy.id}" may not ${what}: it needs write: true and no catalogs, tools or servers limits`, {});
   }
 
-  /** 403 when a write would reach tools the key does not see: replacing or deleting a whole catalog. */
-  requireWholeCatalog(catalog: string): void {
+  /** 403 when a write would reach tools the key does not see: replacing or deleting a whole catalog, or a setting of all its tools (`refused` says which). */
+  requireWholeCatalog(catalog: string, refused = 'may not replace or delete whole catalogs: push or delete single tools'): void {
     this.requireWrite(catalog);
     if (!limitsTools(this.policy)) return;
     this.note('deny', 'write', { catalog });
-    throw forbidden(`API key "${this.policy.id}" sees only some tools, so it may not replace or delete whole catalogs: push or delete single tools`, {
-      catalog,
-    });
-  }
-
-  /**
-   * 403 for a key that sees only some tools changing how a whole catalog's call results are read
-   * (`result_scan`): the setting would loosen (or tighten) the reading of calls to tools it does
-   * not see, made by other keys. Like an upstream's own `result_scan`, which such a key may not
-   * register either.
-   */
-  requireWholeCatalogScan(catalog: string): void {
-    this.requireWrite(catalog);
-    if (!limitsTools(this.policy)) return;
-    this.note('deny', 'write', { catalog });
-    throw forbidden(
-      `API key "${this.policy.id}" sees only some tools, so it may not change the catalog's result_scan (it applies to the tools the key does not see too)`,
-      { catalog },
-    );
+    throw forbidden(`API key "${this.policy.id}" sees only some tools, so it ${refused}`, { catalog });
   }
 
   /** 403 naming the first tool of a write the key could not see afterwards. */
