@@ -71,7 +71,8 @@ async function requireUpstreamPlace(tx: Executor, tenant: string, catalogId: num
   await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`toolsift:tenant:${tenant}`}))`);
   const [held] = await queryRows<{ n: number }>(
     tx,
-    sql`select count(*)::int as n from mcp_upstreams u join catalogs c on c.id = u.catalog_id where c.tenant = ${tenant}`,
+    // UPSTREAMS_FILE's stdio servers (url "stdio:<name>") are an operator's, not the tenant's registrations.
+    sql`select count(*)::int as n from mcp_upstreams u join catalogs c on c.id = u.catalog_id where c.tenant = ${tenant} and u.url not like 'stdio:%'`,
   );
   if (Number(held!.n) >= maxUpstreams)
     throw new AppError('quota_exceeded', `this tenant has ${held!.n} upstreams, the most TENANT_MAX_UPSTREAMS allows (${maxUpstreams}): remove one first`);
