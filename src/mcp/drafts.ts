@@ -172,7 +172,7 @@ export function registerDrafts(
   server: McpServer,
   deps: McpDeps,
   scope: DiscoveryScope,
-  hooks: { observe: Observe; callCatalogTool: (name: string, args: Record<string, unknown>, signal?: AbortSignal) => Promise<unknown> },
+  hooks: { observe: Observe; callCatalogTool: (name: string, args: Record<string, unknown>, signal?: AbortSignal, ctx?: unknown) => Promise<unknown> },
 ): void {
   /** Runs a draft method with its log line and metric; a failure is a JSON-RPC error saying what a client can act on. */
   const answered =
@@ -287,6 +287,6 @@ export function registerDrafts(
       (listed) => new Set((listed as { tools: { name: string }[] }).tools.map((tool) => tool.name)),
     );
     if ((await ownNames).has(params.name)) return (await callListed({ jsonrpc: '2.0', id: ctx.mcpReq.id, method: 'tools/call', params }, ctx)) as never;
-    return (await hooks.callCatalogTool(params.name, params.arguments ?? {}, ctx.mcpReq.signal)) as never;
+    return (await hooks.callCatalogTool(params.name, params.arguments ?? {}, ctx.mcpReq.signal, ctx)) as never;
   });
 }

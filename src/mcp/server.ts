@@ -533,7 +533,8 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
     type CallResult = { content: Array<{ type: 'text'; text: string }>; isError?: boolean; upstream?: string };
     registerDrafts(server, deps, scope, {
       observe: observed,
-      callCatalogTool: (name, args, signal) => observed('call_tool', async () => (await callTool(deps, scope, name, args, signal)) as CallResult),
+      callCatalogTool: (name, args, signal, ctx) =>
+        observed('call_tool', async () => (await callTool(deps, traced(scope, ctx), name, args, signal)) as CallResult),
     });
   }
 

@@ -40,7 +40,7 @@ describe('trace context through the gateway', () => {
       ],
     });
     const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
-    app = await startTestApp({ UPSTREAM_ALLOW: '127.0.0.2/32', CODE_MODE: 'on' }, { logger });
+    app = await startTestApp({ UPSTREAM_ALLOW: '127.0.0.2/32', CODE_MODE: 'on', MCP_DRAFTS: 'on' }, { logger });
     expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools: [] })).status).toBe(200);
     const put = await app.request('PUT', `/v1/catalogs/${catalog}/upstreams/math`, { url: upstream.url() });
     expect(put.status, put.text).toBe(200);
@@ -84,6 +84,13 @@ describe('trace context through the gateway', () => {
     });
     expect(ran.isError ?? false).toBe(false);
     expect(upstream.calls.slice(before).map((call) => call.meta?.traceparent)).toEqual([PARENT, PARENT]);
+  });
+
+  it("forwards a draft tools/call by a catalog tool's address with its _meta's context", async () => {
+    const client = await mcp();
+    const called = await client.callTool({ name: 'add', arguments: { a: 1, b: 2 }, _meta: { traceparent: PARENT } });
+    expect(called.isError ?? false).toBe(false);
+    expect(lastMeta()).toMatchObject({ traceparent: PARENT });
   });
 
   it('forwards nothing for a malformed traceparent, and no context without one', async () => {
