@@ -253,7 +253,7 @@ async function writeCatalog(
  */
 async function requireWithinLimits(tx: Executor, tenant: string, locked: LockedCatalog, toolCount: number, limits: TenantLimits): Promise<void> {
   if (!locked.created && toolCount <= locked.toolCount) return;
-  await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`toolsift:tenant:${tenant}`}))`);
+  await lockTenant(tx, tenant);
   const [others] = await queryRows<{ catalogs: number; tools: number }>(
     tx,
     sql`select count(*)::int as catalogs, coalesce(sum(tool_count), 0)::bigint as tools from catalogs where tenant = ${tenant} and id <> ${locked.id}`,
@@ -267,6 +267,14 @@ async function requireWithinLimits(tx: Executor, tenant: string, locked: LockedC
       'quota_exceeded',
       `this write would hold ${tools} tools over this tenant's catalogs, more than TENANT_MAX_TOOLS allows (${limits.maxTools}): nothing was written`,
     );
+}
+
+/**
+ * The tenant's lock for this transaction: every write that counts against TENANT_MAX_* takes it
+ * (after its catalog's row), so two such writes of one tenant count one after the other.
+ */
+export async function lockTenant(tx: Executor, tenant: string): Promise<void> {
+  await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`toolsift:tenant:${tenant}`}))`);
 }
 
 /** A catalog's row as a write locked it: its id, whether this write created it, its tool count before the write. */

@@ -2,7 +2,7 @@ import type { ResultScanMode } from '../trust/result-scan-floor.js';
 import { sql } from 'drizzle-orm';
 import { AppError } from '../errors.js';
 import type { PinPlan, PinRow } from '../trust/pins.js';
-import { toolColumns, type CatalogToolRow } from './catalog-store.js';
+import { lockTenant, toolColumns, type CatalogToolRow } from './catalog-store.js';
 import { queryRows, retryOnConflict, type Db } from './database.js';
 import type { Executor } from './tool-store.js';
 
@@ -63,12 +63,12 @@ const columns = sql`u.catalog_id as "catalogId", c.name as catalog, c.tenant, u.
 /**
  * 403 `quota_exceeded` when registering a new upstream would give the tenant more than
  * `maxUpstreams`; one already registered may always be registered again. Counted under the
- * tenant's lock (catalog-store.ts requireWithinLimits takes the same, after the catalog's row, as here).
+ * tenant's lock (lockTenant, taken after the catalog's row, as the catalog writes take it).
  */
 async function requireUpstreamPlace(tx: Executor, tenant: string, catalogId: number, name: string, maxUpstreams: number): Promise<void> {
   const known = await queryRows<{ n: number }>(tx, sql`select 1 as n from mcp_upstreams where catalog_id = ${catalogId} and name = ${name}`);
   if (known.length > 0) return;
-  await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`toolsift:tenant:${tenant}`}))`);
+  await lockTenant(tx, tenant);
   const [held] = await queryRows<{ n: number }>(
     tx,
     // UPSTREAMS_FILE's stdio servers (url "stdio:<name>") are an operator's, not the tenant's registrations.
