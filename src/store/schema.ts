@@ -267,6 +267,9 @@ export const upstreamOauth = pgTable(
     authorizedAt: timestamp('authorized_at', { withTimezone: true }),
     /** What toolsift asks for since an upstream's insufficient_scope challenge widened it (migration 0021); null: no step-up. */
     stepUpScope: text('step_up_scope'),
+    /** The renewal under way (migration 0024): one replica at a time renews an upstream's tokens; the lease expires should it die. */
+    renewalHolder: text('renewal_holder'),
+    renewalLeaseUntil: timestamp('renewal_lease_until', { withTimezone: true }),
   },
   (table) => [primaryKey({ name: 'upstream_oauth_pk', columns: [table.catalogId, table.upstream] })],
 );

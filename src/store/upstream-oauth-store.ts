@@ -126,6 +126,31 @@ export async function forgetTokens(db: Executor, catalogId: number, upstream: st
     where catalog_id = ${catalogId} and upstream = ${upstream} and token_version = ${version}`);
 }
 
+/**
+ * Takes the upstream's renewal lease (migration 0024) for `holder` for `ms`, unless another
+ * holder's has not expired yet: one replica at a time renews an upstream's tokens. One statement,
+ * so two replicas asking together cannot both take it; its times are the database's clock, so the
+ * replicas' clocks need not agree. True also when the upstream has no OAuth row (nothing to wait
+ * for: the renewal finds it gone).
+ */
+export async function takeRenewalLease(db: Executor, catalogId: number, upstream: string, holder: string, ms: number): Promise<boolean> {
+  const rows = await queryRows<{ taken: boolean }>(
+    db,
+    sql`with taken as (
+          update upstream_oauth set renewal_holder = ${holder}, renewal_lease_until = now() + make_interval(secs => ${ms / 1000})
+          where catalog_id = ${catalogId} and upstream = ${upstream} and (renewal_lease_until is null or renewal_lease_until < now())
+          returning 1)
+        select exists (select 1 from taken) or not exists (select 1 from upstream_oauth where catalog_id = ${catalogId} and upstream = ${upstream}) as taken`,
+  );
+  return rows[0]?.taken === true;
+}
+
+/** Gives the renewal lease back, if `holder` still has it (one that expired and was taken since is the taker's). */
+export async function releaseRenewalLease(db: Executor, catalogId: number, upstream: string, holder: string): Promise<void> {
+  await db.execute(sql`update upstream_oauth set renewal_holder = null, renewal_lease_until = null
+    where catalog_id = ${catalogId} and upstream = ${upstream} and renewal_holder = ${holder}`);
+}
+
 /** Stores the scope a step-up asks for from now on (oauth.ts). */
 export async function saveStepUpScope(db: Executor, catalogId: number, upstream: string, scope: string): Promise<void> {
   await db.execute(sql`update upstream_oauth set step_up_scope = ${scope} where catalog_id = ${catalogId} and upstream = ${upstream}`);

@@ -14,7 +14,9 @@
  * secrets are stored sealed (lib/secret-box.ts). An access token is renewed before it expires (a
  * quarter of its lifetime, at most a minute, ahead); a renewal that fails is recorded in the
  * upstream's OAuth state, its sync state, the audit and the metrics, in the gateway's own words,
- * and the call that needed it answers a generic error.
+ * and the call that needed it answers a generic error. Replicas sharing the store renew an
+ * upstream's tokens one at a time (a lease in its row); one that waited uses the tokens the other
+ * stored, so a rotating refresh token is never spent twice.
  *
  * A call answered 403 `insufficient_scope` steps up (SEP-2350) once: a token for the wider scope,
  * then the same request again. A configured scope is the ceiling of everything toolsift asks for:
@@ -95,6 +97,14 @@ const PENDING_MS = 10 * 60_000;
 const RENEW_SHARE = 0.25;
 /** ... but never more than this ahead. */
 const RENEW_AHEAD_MAX_MS = 60_000;
+/** A renewal's requests (discovery, registration, token) end this long after it starts ... */
+const RENEWAL_MS = 20_000;
+/** ... inside its lease, which other replicas wait out should the holder die renewing. */
+const RENEWAL_LEASE_MS = RENEWAL_MS + 10_000;
+/** How often a renewal waiting for the lease asks whether it is free ... */
+const LEASE_POLL_MS = 50;
+/** ... and for how long: longer than a lease lives, so one still taken then is being retaken, and the renewal goes on without. */
+const LEASE_WAIT_MS = RENEWAL_LEASE_MS + 5_000;
 
 /** How an operator mends an authorization: every message that needs one says so. */
 const AUTHORIZE_AGAIN = 'an operator authorizes it again with POST /v1/catalogs/{catalog}/upstreams/{name}/oauth/start';
@@ -134,25 +144,33 @@ interface HeldToken {
   access: string;
   issuedAt: number;
   expiresAt: number | null;
+  /** The stored tokens' version (store.saveTokens): a renewal knows by it whether another replica renewed meanwhile. */
+  version: number;
 }
 
-/** What a renewal is asked with: a 401's challenge, or a step-up's scope (`stepUp`: its failure leaves the status as it was). */
+/**
+ * What a renewal is asked with: a 401's challenge, or a step-up's scope (`stepUp`: its failure
+ * leaves the status as it was); and the version of the tokens it replaces, found due or refused
+ * (absent: none were held): tokens of another version stored meanwhile, not yet due, serve instead.
+ */
 interface Challenge {
   resourceMetadataUrl?: URL;
   scope?: string;
   stepUp?: true;
+  replaces?: number;
 }
 
 type Mode = { kind: 'background' } | { kind: 'start'; redirectUri: string; state: string } | { kind: 'callback'; redirectUri: string; codeVerifier: string };
 
 const keyOf = (row: Pick<UpstreamRow, 'catalogId' | 'name'>) => `${row.catalogId}\0${row.name}`;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const digest = (state: string) => createHash('sha256').update(state).digest('hex');
 
 export class UpstreamOAuth {
   readonly #deps: UpstreamOAuthDeps;
   /** Access tokens as last read or written here, by upstream: a call does not read the store while one is fresh. */
   readonly #held = new Map<string, HeldToken>();
-  /** One renewal at a time per upstream in this process. */
+  /** One renewal at a time per upstream in this process (across replicas, the lease: #lease). */
   readonly #renewing = new Map<string, Promise<HeldToken>>();
 
   constructor(deps: UpstreamOAuthDeps) {
@@ -211,8 +229,9 @@ export class UpstreamOAuth {
       token: () => this.#token(row),
       onUnauthorized: async (context) => {
         const { resourceMetadataUrl, scope } = extractWWWAuthenticateParams(context.response);
+        const refused = this.#held.get(keyOf(row));
         this.#held.delete(keyOf(row));
-        await this.#renew(row, { resourceMetadataUrl, scope });
+        await this.#renew(row, { resourceMetadataUrl, scope, replaces: refused?.version });
       },
     };
     return { authProvider, fetch: this.#steppingUp(row) };
@@ -312,7 +331,7 @@ export class UpstreamOAuth {
     if (!held) return undefined;
     if (!renewDue(held)) return held.access;
     try {
-      return (await this.#renew(row, {})).access;
+      return (await this.#renew(row, { replaces: held.version })).access;
     } catch (error) {
       // Renewal failed (recorded): a token that has not expired yet still serves.
       if (!expired(held)) return held.access;
@@ -323,17 +342,22 @@ export class UpstreamOAuth {
   /** The stored access token, held here from now on; undefined when there is none. */
   async #read(row: UpstreamRow): Promise<HeldToken | undefined> {
     const stored = await store.getOAuth(this.#deps.db, row.catalogId, row.name);
-    const tokens = stored && this.#openTokens(stored);
-    if (!stored || !tokens) return undefined;
-    const held = { access: tokens.access_token, issuedAt: stored.issuedAt?.getTime() ?? Date.now(), expiresAt: stored.expiresAt?.getTime() ?? null };
-    this.#held.set(keyOf(row), held);
+    const held = stored && this.#heldOf(stored);
+    if (held) this.#held.set(keyOf(row), held);
     return held;
+  }
+
+  #heldOf(stored: store.OAuthRow): HeldToken | undefined {
+    const tokens = this.#openTokens(stored);
+    if (!tokens) return undefined;
+    const issuedAt = stored.issuedAt?.getTime() ?? Date.now();
+    return { access: tokens.access_token, issuedAt, expiresAt: stored.expiresAt?.getTime() ?? null, version: stored.tokenVersion };
   }
 
   /**
    * Gets a fresh token the way the SDK's `auth()` does (a refresh, the client_credentials grant,
-   * discovery first when nothing is known); one at a time per upstream. A failure is recorded and
-   * thrown as UpstreamAuthorizationFailed.
+   * discovery first when nothing is known); one at a time per upstream, here and across replicas.
+   * A failure is recorded and thrown as UpstreamAuthorizationFailed.
    */
   #renew(row: UpstreamRow, challenge: Challenge): Promise<HeldToken> {
     const key = keyOf(row);
@@ -346,26 +370,72 @@ export class UpstreamOAuth {
   }
 
   async #renewNow(row: UpstreamRow, challenge: Challenge): Promise<HeldToken> {
-    const settings = await this.#settings(row);
-    const provider = new StoredProvider(this, row, settings, { kind: 'background' });
-    const { fetch, refused } = this.#watchedFetch();
-    const action = challenge.stepUp ? 'step_up' : settings.tokens ? (settings.grantType === 'client_credentials' ? 'token' : 'refresh') : 'token';
+    const release = await this.#lease(row);
     try {
-      await auth(provider, {
-        serverUrl: row.url,
-        fetchFn: fetch,
-        resourceMetadataUrl: challenge.resourceMetadataUrl,
-        scope: scopeToAsk(settings, challenge.scope),
-      });
-    } catch (error) {
-      const failure = oauthFailure(error, { refused, refreshRejected: provider.refreshRejected, refreshFailed: provider.holdsRefreshToken });
-      // A step-up refused leaves the held token (and the status) as they were: it serves the calls that need no more.
-      const stepUpFailure = () => new UpstreamAuthorizationFailed(`the step-up to scope "${challenge.scope}" failed: ${failure.message}`, null);
-      throw await this.#failed(row, action, challenge.stepUp ? stepUpFailure() : failure);
+      // Read under the lease: what another replica renewed while this one waited is there.
+      const settings = await this.#settings(row);
+      const landed = challenge.stepUp ? undefined : this.#landed(row, settings, challenge.replaces);
+      if (landed) return landed;
+      const provider = new StoredProvider(this, row, settings, { kind: 'background' });
+      const { fetch, refused } = this.#watchedFetch(AbortSignal.timeout(RENEWAL_MS));
+      const action = challenge.stepUp ? 'step_up' : settings.tokens ? (settings.grantType === 'client_credentials' ? 'token' : 'refresh') : 'token';
+      try {
+        await auth(provider, {
+          serverUrl: row.url,
+          fetchFn: fetch,
+          resourceMetadataUrl: challenge.resourceMetadataUrl,
+          scope: scopeToAsk(settings, challenge.scope),
+        });
+      } catch (error) {
+        const failure = oauthFailure(error, { refused, refreshRejected: provider.refreshRejected, refreshFailed: provider.holdsRefreshToken });
+        // A step-up refused leaves the held token (and the status) as they were: it serves the calls that need no more.
+        const stepUpFailure = () => new UpstreamAuthorizationFailed(`the step-up to scope "${challenge.scope}" failed: ${failure.message}`, null);
+        throw await this.#failed(row, action, challenge.stepUp ? stepUpFailure() : failure);
+      }
+      const held = this.#held.get(keyOf(row));
+      if (!held) throw new UpstreamAuthorizationFailed('the authorization server answered no token', 'authorization_required');
+      this.#note(row, action, 'ok');
+      return held;
+    } finally {
+      await release?.();
     }
-    const held = this.#held.get(keyOf(row));
-    if (!held) throw new UpstreamAuthorizationFailed('the authorization server answered no token', 'authorization_required');
-    this.#note(row, action, 'ok');
+  }
+
+  /**
+   * Waits for the upstream's renewal lease and takes it: one renewal at a time per upstream across
+   * replicas sharing the store, without holding a connection while the authorization server
+   * answers (the lease is a row). Answers its release; undefined when the store could not take it
+   * or it stayed taken past a lease's life (others keep retaking it): the renewal goes on without,
+   * as if alone, and a refresh token another replica spent meanwhile is mended by the SDK's retry
+   * (StoredProvider.invalidateCredentials re-reads what it stored).
+   */
+  async #lease(row: UpstreamRow): Promise<(() => Promise<void>) | undefined> {
+    const { db, logger } = this.#deps;
+    const holder = randomBytes(16).toString('hex');
+    const giveUp = Date.now() + LEASE_WAIT_MS;
+    const where = { tenant: row.tenant, catalog: row.catalog, upstream: row.name };
+    try {
+      while (!(await store.takeRenewalLease(db, row.catalogId, row.name, holder, RENEWAL_LEASE_MS))) {
+        if (Date.now() >= giveUp) {
+          logger.warn(where, 'OAuth renewal goes on without its lease: another replica kept it past its life');
+          return undefined;
+        }
+        await sleep(LEASE_POLL_MS);
+      }
+    } catch (error) {
+      logger.warn({ ...where, err: error }, 'OAuth renewal goes on without its lease: the store did not take it');
+      return undefined;
+    }
+    // A release that fails leaves the lease to expire.
+    return () => store.releaseRenewalLease(db, row.catalogId, row.name, holder).catch(() => {});
+  }
+
+  /** Tokens stored since the ones a renewal replaces (another replica renewed), not yet due: held and used as they are. */
+  #landed(row: UpstreamRow, settings: store.OAuthRow, replaces: number | undefined): HeldToken | undefined {
+    if (settings.tokenVersion === replaces) return undefined;
+    const held = this.#heldOf(settings);
+    if (!held || renewDue(held)) return undefined;
+    this.#held.set(keyOf(row), held);
     return held;
   }
 
@@ -456,12 +526,16 @@ export class UpstreamOAuth {
     return row;
   }
 
-  /** The guarded fetch, remembering what the address policy refused (the SDK swallows some discovery failures). */
-  #watchedFetch(): { fetch: FetchLike; refused: UpstreamRefused[] } {
+  /**
+   * The guarded fetch, remembering what the address policy refused (the SDK swallows some discovery
+   * failures); with `deadline`, every request ends when it fires.
+   */
+  #watchedFetch(deadline?: AbortSignal): { fetch: FetchLike; refused: UpstreamRefused[] } {
     const refused: UpstreamRefused[] = [];
     const fetch: FetchLike = async (url, init) => {
+      const signal = deadline && init?.signal ? AbortSignal.any([deadline, init.signal]) : (deadline ?? init?.signal);
       try {
-        return await this.#deps.fetch(url, init);
+        return await this.#deps.fetch(url, signal ? { ...init, signal } : init);
       } catch (error) {
         const refusal = refusalIn(error);
         if (refusal) refused.push(refusal);
@@ -617,7 +691,12 @@ class StoredProvider implements OAuthClientProvider {
     const sealed = this.oauth.store.secrets().seal(JSON.stringify(kept));
     this.#tokenVersion = await store.saveTokens(this.oauth.store.db(), this.row.catalogId, this.row.name, { sealed, issuedAt, expiresAt });
     this.settings = { ...this.settings, tokens: sealed, tokenVersion: this.#tokenVersion };
-    this.oauth.store.hold(this.row, { access: tokens.access_token, issuedAt: issuedAt.getTime(), expiresAt: expiresAt?.getTime() ?? null });
+    this.oauth.store.hold(this.row, {
+      access: tokens.access_token,
+      issuedAt: issuedAt.getTime(),
+      expiresAt: expiresAt?.getTime() ?? null,
+      version: this.#tokenVersion,
+    });
     // A refresh keeps the grant's scope: what a step-up asked for and the grant still lacks keeps needing an operator.
     const lacking = this.settings.grantType === 'authorization_code' && this.settings.stepUpScope !== null && tokens.scope !== undefined;
     const missing = lacking ? missingFrom(this.settings.stepUpScope!, tokens.scope!) : undefined;
@@ -659,8 +738,8 @@ class StoredProvider implements OAuthClientProvider {
     const db = this.oauth.store.db();
     if (scope === 'all' || scope === 'tokens') {
       await store.forgetTokens(db, this.row.catalogId, this.row.name, this.#tokenVersion);
-      // Another replica may have renewed meanwhile (a rotating refresh token is then spent here):
-      // its tokens stay, and the SDK's retry refreshes with them.
+      // Another replica may have renewed meanwhile (a renewal that went on without its lease: a
+      // rotating refresh token is then spent here): its tokens stay, and the SDK's retry refreshes with them.
       const now = await store.getOAuth(db, this.row.catalogId, this.row.name);
       if (scope === 'tokens' && now?.tokens) {
         this.settings = { ...this.settings, tokens: now.tokens, tokenVersion: now.tokenVersion };

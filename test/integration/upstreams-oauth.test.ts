@@ -5,9 +5,9 @@
  * authorization code with PKCE, the browser step done by an HTTP client following the redirects
  * -> toolsift's callback -> tokens stored sealed -> sync -> call_tool with the bearer -> the token
  * renewed before it expires -> a revoked refresh token shown in the upstream's status and metrics,
- * never in the agent's answer. Then client_credentials, bad input, the step-up on a 403
- * insufficient_scope (SEP-2350) within a configured scope's ceiling, and metadata that points
- * toolsift at internal addresses.
+ * never in the agent's answer. Then client_credentials, bad input, two replicas renewing one
+ * rotating refresh token at once, the step-up on a 403 insufficient_scope (SEP-2350) within a
+ * configured scope's ceiling, and metadata that points toolsift at internal addresses.
  */
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import http from 'node:http';
@@ -299,6 +299,85 @@ describe('OAuth upstreams', () => {
     expect(page).toContain('not granted (access_denied)');
     expect(page).not.toContain('<script>');
     expect((await status('protected')).auth.last_error).toContain('not granted (access_denied)');
+  });
+});
+
+/**
+ * Two replicas over one database (two services, each with its own held tokens and renewals) whose
+ * access token falls due at the same moment, against an authorization server that rotates refresh
+ * tokens, refuses a spent one (invalid_grant) and takes its time answering (both renewals are sent
+ * before either lands): one of them renews, the other uses what it got.
+ */
+describe('OAuth renewals across replicas', () => {
+  let replicas: TestApp[] = [];
+  let upstream: OAuthMcpServer;
+  const agents: Client[] = [];
+  const tenant = uniqueName('oauth-replica-tenant');
+  const catalog = uniqueName('oauth-replicas');
+  const key = { authorization: 'Bearer or1' };
+  const path = (rest = '') => `/v1/catalogs/${catalog}/upstreams/rotating${rest}`;
+  const add = (agent: Client, a: number) => agent.callTool({ name: 'call_tool', arguments: { name: 'add_numbers', arguments: { a, b: 1 } } });
+
+  beforeAll(async () => {
+    upstream = await startOAuthMcpServer();
+    upstream.provider.accessSeconds = ACCESS_SECONDS;
+    const env = { API_KEYS: `or1:${tenant}`, UPSTREAM_ALLOW: '127.0.0.1/32', UPSTREAM_CALL_TIMEOUT_MS: '5000', SECRETS_KEY };
+    replicas = [await startTestApp(env), await startTestApp(env)];
+    const [first] = replicas as [TestApp, TestApp];
+    expect((await first.request('PUT', `/v1/catalogs/${catalog}`, { tools: [] }, key)).status).toBe(200);
+    expect((await first.request('PUT', path(), { url: upstream.url, auth: { type: 'oauth' } }, key)).status).toBe(200);
+    expect((await authorizeThroughBrowser(first, upstream, path('/oauth/start'), key)).status).toBe(200);
+    for (const replica of replicas) {
+      const agent = new Client({ name: 'oauth-replica', version: '1.0.0' });
+      await agent.connect(new StreamableHTTPClientTransport(new URL(`${replica.url}/mcp/${catalog}`), { requestInit: { headers: key } }));
+      agents.push(agent);
+      // Each replica holds the token and a connection to the upstream.
+      expect((await add(agent, 0)).isError).toBeFalsy();
+    }
+    upstream.provider.refreshDelayMs = 300;
+  }, 60_000);
+
+  afterAll(async () => {
+    await Promise.all(agents.map((agent) => agent.close()));
+    for (const replica of replicas) await replica.close();
+    await upstream?.close();
+  });
+
+  it('renewing one rotating refresh token together: one refresh per rotation, never a spent token; both calls served, the status authorized', async () => {
+    for (const round of [1, 2]) {
+      await sleep(ACCESS_SECONDS * 750 + 300);
+      const presented = upstream.provider.presentedRefreshTokens.length;
+      const called = await Promise.all(agents.map((agent) => add(agent, round)));
+      for (const result of called) {
+        expect(result.isError, text(result)).toBeFalsy();
+        expect(text(result)).toContain(String(round + 1));
+      }
+      expect(upstream.provider.presentedRefreshTokens.length - presented, `round ${round}`).toBe(1);
+      expect(upstream.provider.counts, `round ${round}`).toMatchObject({ refreshes: round, refreshRefused: 0 });
+    }
+    // Each rotation's token presented once: the second round's is the one the first round got.
+    const tokens = upstream.provider.presentedRefreshTokens;
+    expect(new Set(tokens).size).toBe(tokens.length);
+    expect(upstream.seen.rejectedBearers).toBe(0);
+    for (const replica of replicas) {
+      const state = (await replica.request('GET', path(), undefined, key)).body.upstream;
+      expect(state.auth).toMatchObject({ status: 'authorized', last_error: null });
+      expect(state.last_error).toBeNull();
+    }
+  });
+
+  it('a renewal lease left by a replica that died renewing holds renewals back only until it expires', async () => {
+    await sleep(ACCESS_SECONDS * 750 + 300);
+    const [first] = replicas as [TestApp, TestApp];
+    await first.deps.catalog.db.execute(sql`update upstream_oauth set renewal_holder = 'died-renewing', renewal_lease_until = now() + interval '2 seconds'
+      where upstream = 'rotating' and catalog_id = (select id from catalogs where tenant = ${tenant} and name = ${catalog})`);
+    const refreshes = upstream.provider.counts.refreshes;
+    const started = Date.now();
+    const called = await add(agents[0]!, 5);
+    expect(called.isError, text(called)).toBeFalsy();
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_500);
+    expect(upstream.provider.counts).toMatchObject({ refreshes: refreshes + 1, refreshRefused: 0 });
+    expect((await first.request('GET', path(), undefined, key)).body.upstream.auth.status).toBe('authorized');
   });
 });
 
