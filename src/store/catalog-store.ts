@@ -6,6 +6,7 @@ import type { DefinitionTokens } from '../lib/tool.js';
 import { yieldToOtherRequests } from '../lib/time-slice.js';
 import { insertDocuments, type CountedDocument, type Executor } from './tool-store.js';
 import { holdDocuments } from './document-gc.js';
+import { readThrough } from './read-cache.js';
 
 export interface CatalogSummary {
   id: number;
@@ -532,10 +533,25 @@ export async function recentCatalogs(db: Executor, limit: number): Promise<{ ten
   return rows.map(({ tenant, ...row }) => ({ tenant, catalog: normalizeSummary(row) }));
 }
 
+/** A catalog's row; on the embedded store, from memory while nothing was written since it was read (read-cache.ts). */
 export async function getCatalog(db: Executor, tenant: string, name: string): Promise<CatalogSummary | undefined> {
-  const rows = await queryRows<SummaryRow>(db, sql`select ${summaryColumns} from catalogs c where c.tenant = ${tenant} and c.name = ${name}`);
-  return rows[0] ? normalizeSummary(rows[0]) : undefined;
+  return readThrough(
+    db,
+    `catalog\0${tenant}\0${name}`,
+    async () => {
+      const rows = await queryRows<SummaryRow>(db, sql`select ${summaryColumns} from catalogs c where c.tenant = ${tenant} and c.name = ${name}`);
+      return rows[0] ? normalizeSummary(rows[0]) : undefined;
+    },
+    copySummary,
+  );
 }
+
+const copySummary = (row: CatalogSummary): CatalogSummary => ({
+  ...row,
+  definitionTokens: { ...row.definitionTokens },
+  createdAt: new Date(row.createdAt),
+  updatedAt: new Date(row.updatedAt),
+});
 
 /** A catalog tool's columns (CatalogToolRow) over `catalog_tools ct join tool_documents d`. */
 export const toolColumns = sql`ct.name, ct.hash, d.description, d.input_schema as "inputSchema", d.tags, d.server, ct.upstream, ct.definition,

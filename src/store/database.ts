@@ -11,6 +11,7 @@ import pg from 'pg';
 import { projectRoot } from '../lib/paths.js';
 import { lockDataDir } from './data-dir-lock.js';
 import { PgliteThread } from './pglite-thread.js';
+import { countWrites } from './read-cache.js';
 import * as schema from './schema.js';
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
@@ -189,6 +190,8 @@ export async function openPglite(dataDir: string): Promise<Database> {
   // drizzle's PGlite driver calls only `query` and `transaction`, which the thread answers alike.
   const client = thread as unknown as PGlite;
   const db = drizzlePglite(client, { schema }) as unknown as Db;
+  // This process is the only writer: reads of rows unchanged since can be answered from memory.
+  countWrites(db, () => thread.writes);
   return {
     kind: 'pglite',
     db,

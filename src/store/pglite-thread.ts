@@ -74,6 +74,7 @@ export class PgliteThread implements Queryable {
   #closing = false;
   #stopped: Error | null = null;
   readonly #onStopped: ((error: Error) => void)[] = [];
+  #writes = 0;
 
   private constructor(dataDir: string, spawn: (dataDir: string) => Worker) {
     this.#dataDir = dataDir;
@@ -95,6 +96,7 @@ export class PgliteThread implements Queryable {
     const worker = this.#spawn(this.#dataDir);
     this.#worker = worker;
     this.#generation += 1;
+    this.#writes += 1;
     let opened = false;
     const ready = new Promise<void>((resolve, reject) => this.#waiting.set(0, { resolve: () => resolve(), reject }));
     worker.on('message', (reply: PgliteReply) => {
@@ -169,9 +171,32 @@ export class PgliteThread implements Queryable {
     this.#onStopped.push(listener);
   }
 
+  /**
+   * Moves whenever a statement that may change data is sent or settles (anything but a plain
+   * `select`, a transaction's start and end) and when the thread restarts. This process is the
+   * store's only writer (the data directory's lock), so a row read while it stood still is the
+   * store's row for as long as it stands still: `store/read-cache.ts`.
+   */
+  get writes(): number {
+    return this.#writes;
+  }
+
   #call(id: number, request: PgliteRequest, generation?: number): Promise<unknown> {
+    if (!writesNothing(request)) {
+      this.#writes += 1;
+      const settled = this.#send(id, request, generation);
+      const moved = () => {
+        this.#writes += 1;
+      };
+      settled.then(moved, moved);
+      return settled;
+    }
+    return this.#send(id, request, generation);
+  }
+
+  #send(id: number, request: PgliteRequest, generation?: number): Promise<unknown> {
     if (this.#stopped) return Promise.reject(this.#stopped);
-    if (this.#restarting) return this.#restarting.then(() => this.#call(id, request, generation));
+    if (this.#restarting) return this.#restarting.then(() => this.#send(id, request, generation));
     if (generation !== undefined && generation !== this.#generation) {
       return Promise.reject(Object.assign(new Error('the embedded database restarted during this transaction, which did not commit'), { code: '57P01' }));
     }
@@ -224,6 +249,9 @@ export class PgliteThread implements Queryable {
     await this.#worker.terminate();
   }
 }
+
+/** A plain `select` outside a transaction: it reads and changes nothing. */
+const writesNothing = (request: PgliteRequest) => request.kind === 'query' && request.tx === undefined && /^\s*select\b/i.test(request.sql);
 
 /** The thread that owns PGlite (pglite-worker.ts), opening `dataDir`. */
 export function spawnPgliteWorker(dataDir: string): Worker {

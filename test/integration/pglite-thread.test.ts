@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PgliteThread, spawnPgliteWorker } from '../../src/store/pglite-thread.js';
 import { isDatabaseUnavailable, openPglite, queryRows, type Database } from '../../src/store/database.js';
 import { inBackground } from '../../src/store/priority.js';
+import { getCatalog } from '../../src/store/catalog-store.js';
 import { watchEventLoopGap } from '../helpers/event-loop-gap.js';
 
 /** The embedded PGlite on its own thread (store/pglite-thread.ts), whatever store the suite runs on. */
@@ -169,5 +170,63 @@ describe('PGlite on its own thread', () => {
       await closed.thread.close();
       expect(closedStops).toEqual([]);
     }, 120_000);
+  });
+});
+
+/** A catalog's row on the embedded store is read once while nothing is written (store/read-cache.ts), and again after any write. */
+describe('PGlite: rows answered from memory until a write', () => {
+  let database: Database;
+  let sent = 0;
+  beforeAll(async () => {
+    database = await openPglite('memory://');
+    await database.migrate();
+    const client = (database.db as unknown as { $client: { query: (...args: unknown[]) => Promise<unknown> } }).$client;
+    const query = client.query.bind(client);
+    client.query = (...args: unknown[]) => {
+      sent += 1;
+      return query(...args);
+    };
+    await database.db.execute(sql`insert into catalogs (tenant, name) values ('t', 'c')`);
+  }, 60_000);
+  afterAll(() => database.close());
+
+  const read = () => getCatalog(database.db, 't', 'c');
+
+  it('sends the read once, and hands out copies', async () => {
+    const first = await read();
+    const before = sent;
+    const second = await read();
+    expect(sent).toBe(before);
+    expect(second).toEqual(first);
+    second!.codeMode = false;
+    second!.definitionTokens.openai = 99;
+    expect((await read())!.codeMode).toBe(true);
+    expect((await read())!.definitionTokens.openai).toBe(0);
+  });
+
+  it('reads again after a statement, a transaction, or a background write queued behind a read', async () => {
+    await read();
+    await database.db.execute(sql`update catalogs set code_mode = false where name = 'c'`);
+    expect((await read())!.codeMode).toBe(false);
+    await database.db.transaction(async (tx) => {
+      await tx.execute(sql`update catalogs set result_scan = 'block' where name = 'c'`);
+    });
+    expect((await read())!.resultScan).toBe('block');
+    // A background write sent first runs after the request's read (priority.ts): the row that read saw is not kept.
+    // (drizzle sends a statement when it is awaited or then'd: each is then'd here, so they are sent in this order.)
+    const busy = database.db.execute(sql`select count(*) from generate_series(1, 200000)`).then((result) => result);
+    const write = inBackground(() => database.db.execute(sql`update catalogs set revision = revision + 1 where name = 'c'`).then((result) => result));
+    const during = read();
+    await Promise.all([busy, write, during]);
+    expect((await during)!.revision).toBe(1);
+    expect((await read())!.revision).toBe(2);
+  });
+
+  it('never holds a catalog that is not there, nor one deleted', async () => {
+    expect(await getCatalog(database.db, 't', 'absent')).toBeUndefined();
+    await database.db.execute(sql`insert into catalogs (tenant, name) values ('t', 'absent')`);
+    expect(await getCatalog(database.db, 't', 'absent')).toBeDefined();
+    await database.db.execute(sql`delete from catalogs where name = 'absent'`);
+    expect(await getCatalog(database.db, 't', 'absent')).toBeUndefined();
   });
 });
