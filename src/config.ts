@@ -7,6 +7,7 @@ import { KeysFileError, parseKeysFile, type KeyPolicy } from './trust/policy.js'
 import { RESULT_SCAN_CHARS_DEFAULT } from './mcp/result-scan.js';
 import { parseEgressProxy } from './upstream/egress-proxy.js';
 import { clientMetadataUrlProblem } from './upstream/client-metadata.js';
+import { keyValueList, TRACE_SAMPLERS } from './tracing/otlp-settings.js';
 
 const booleanFlag = z.enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off']).transform((value) => ['true', '1', 'yes', 'on'].includes(value));
 
@@ -40,6 +41,40 @@ const apiKeys = z.string().transform((value, ctx) => {
 });
 
 const emptyAsUndefined = (value: unknown) => (value === '' ? undefined : value);
+
+/** A collector's OTLP/HTTP address. */
+const otlpEndpoint = z.preprocess(
+  emptyAsUndefined,
+  z.url({ protocol: /^https?$/, error: "expected the collector's http(s) URL, such as http://localhost:4318" }).optional(),
+);
+
+/** A `name=value,...` list (OTEL_EXPORTER_OTLP_HEADERS, OTEL_RESOURCE_ATTRIBUTES); a problem is named by position, never by value. */
+const keyValueVariable = z.preprocess(
+  emptyAsUndefined,
+  z
+    .string()
+    .optional()
+    .superRefine((value, context) => {
+      if (value === undefined) return;
+      try {
+        keyValueList(value);
+      } catch (error) {
+        context.addIssue({ code: 'custom', message: (error as Error).message });
+      }
+    }),
+);
+
+/** OTLP's protocols: the two over HTTP are taken (toolsift sends JSON to the HTTP port); grpc is another port and transport. */
+const otlpProtocol = z.preprocess(
+  emptyAsUndefined,
+  z
+    .enum(['http/protobuf', 'http/json', 'grpc'])
+    .optional()
+    .refine(
+      (value) => value !== 'grpc',
+      "toolsift exports OTLP over HTTP (JSON), not gRPC: set http/json and point the endpoint at the collector's HTTP port (4318)",
+    ),
+);
 
 /** A variable set to the empty string (common in compose files and .env templates) counts as unset. */
 const dropEmpty = (env: unknown) =>
@@ -320,6 +355,31 @@ export const configSchema = z.preprocess(
       .default('toolsift'),
     /** Lock and stalled-check period of BullMQ workers: how soon a dead worker's job is taken over. */
     EMBED_STALLED_MS: z.coerce.number().int().min(500).max(600_000).default(30_000),
+    /**
+     * OpenTelemetry tracing (tracing/): toolsift's spans of the traces crossing it, exported over
+     * OTLP/HTTP to the operator's collector. On when either endpoint is set; the traces endpoint is
+     * used as given, the shared one with /v1/traces added to its path. Unset: no SDK is loaded.
+     */
+    OTEL_EXPORTER_OTLP_ENDPOINT: otlpEndpoint,
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: otlpEndpoint,
+    /** `name=value,...` (values percent-encoded) sent with each export: a collector's credentials, never logged. The traces' own list wins per name. */
+    OTEL_EXPORTER_OTLP_HEADERS: keyValueVariable,
+    OTEL_EXPORTER_OTLP_TRACES_HEADERS: keyValueVariable,
+    /** What the operator expects the endpoint to speak; toolsift sends OTLP/HTTP as JSON, which a collector's HTTP receiver takes beside protobuf. */
+    OTEL_EXPORTER_OTLP_PROTOCOL: otlpProtocol,
+    OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: otlpProtocol,
+    /** The spans' service.name; unset: OTEL_RESOURCE_ATTRIBUTES' service.name, else "toolsift". */
+    OTEL_SERVICE_NAME: z.preprocess(emptyAsUndefined, z.string().max(256).optional()),
+    /** More resource attributes of every span, `key=value,...` (deployment.environment, service.namespace, ...). */
+    OTEL_RESOURCE_ATTRIBUTES: keyValueVariable,
+    /** Which traces are recorded; parent-based samplers follow the caller's sampled flag. */
+    OTEL_TRACES_SAMPLER: z.enum(TRACE_SAMPLERS).default('parentbased_always_on'),
+    /** The traceidratio samplers' ratio, 0-1 (default 1). */
+    OTEL_TRACES_SAMPLER_ARG: z.preprocess(emptyAsUndefined, z.coerce.number().min(0).max(1).optional()),
+    /** none: no spans even with an endpoint set (the endpoint may be there for another signal or process). */
+    OTEL_TRACES_EXPORTER: z.enum(['otlp', 'none'], { error: 'toolsift exports traces over OTLP only: otlp, or none for no spans' }).default('otlp'),
+    /** true: no spans, whatever else is set (the specification's switch for the whole SDK). */
+    OTEL_SDK_DISABLED: z.preprocess(emptyAsUndefined, booleanFlag.prefault('false')),
   }),
 );
 
@@ -356,7 +416,17 @@ export class ConfigError extends Error {}
  * secrets): a value read from a file stays out of the environment, which `ps e`, /proc/<pid>/environ
  * and crash reports show. Not API_KEYS: API_KEYS_FILE is already its keys file (JSON, with scopes).
  */
-export const FILE_VARIABLES = ['SECRETS_KEY', 'METRICS_TOKEN', 'DATABASE_URL', 'REDIS_URL', 'EMBED_API_KEY', 'RERANK_API_KEY', 'UPSTREAM_PROXY'] as const;
+export const FILE_VARIABLES = [
+  'SECRETS_KEY',
+  'METRICS_TOKEN',
+  'DATABASE_URL',
+  'REDIS_URL',
+  'EMBED_API_KEY',
+  'RERANK_API_KEY',
+  'UPSTREAM_PROXY',
+  'OTEL_EXPORTER_OTLP_HEADERS',
+  'OTEL_EXPORTER_OTLP_TRACES_HEADERS',
+] as const;
 
 /** `env` with each `<NAME>_FILE`'s content as `<NAME>` (a final line break dropped); an error never shows a value. */
 function withSecretFiles(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {

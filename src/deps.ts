@@ -52,6 +52,8 @@ import { loadEnglishWords } from './ranking/dictionary.js';
 import { TOOL_LIST_BYTES, TOOL_LIST_CACHE_LISTS, TOOL_LIST_CACHE_TOOLS } from './search/selector.js';
 import { StoreBreaker } from './search/store-breaker.js';
 import { newWarmUp, WARM_UP_READY_MAX_MS, warmCatalogs } from './search/warm-up.js';
+import { NO_TRACING, type Tracing } from './tracing/tracing.js';
+import { otlpSettings } from './tracing/otlp-settings.js';
 
 /** Everything the service is made of, built once from the config and passed down. */
 export interface Deps {
@@ -82,6 +84,8 @@ export interface Deps {
   documentSweeper: DocumentSweeper;
   /** Rate limits' buckets in Redis (REDIS_URL with a limit set), shared by the replicas; null: per process. */
   rateBuckets: SharedBuckets | null;
+  /** Spans exported over OTLP (OTEL_EXPORTER_OTLP_*), else NO_TRACING. */
+  tracing: Tracing;
   close(): Promise<void>;
 }
 
@@ -449,6 +453,9 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
         : { read_at_start: 'off' };
     },
   });
+  // The OpenTelemetry SDK is loaded only when an endpoint is configured (not in a worker, which serves no requests).
+  const tracingSettings = overrides.searches === false ? undefined : otlpSettings(config, serviceVersion());
+  const tracing = tracingSettings ? (await import('./tracing/otlp.js')).startOtlpTracing(tracingSettings, logger, serviceVersion()) : NO_TRACING;
   return {
     config,
     logger,
@@ -468,6 +475,7 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     metrics,
     documentSweeper,
     rateBuckets,
+    tracing,
     async close() {
       closing = true;
       await rateBuckets?.close();
@@ -475,6 +483,8 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
       await termsRefresh.stop();
       await upstreams.close();
       await sandbox?.close();
+      // The last spans go to the collector (within a bound) once no request or call makes more.
+      await tracing.close();
       // Marks of documents used are written, then answered selector requests may still be storing
       // their new tools (and queueing their embeddings).
       await documentUse.flush();

@@ -35,6 +35,8 @@ import { scanRoutes } from './scan.js';
 import { feedbackRoutes } from './feedback.js';
 import type { Metrics } from '../metrics.js';
 import type { SharedBuckets } from '../store/shared-buckets.js';
+import type { Tracing } from '../tracing/tracing.js';
+import { traceRequests } from './trace-requests.js';
 
 export interface AppDeps {
   /** The settings the HTTP layer reads (config.ts has their meaning). */
@@ -73,6 +75,8 @@ export interface AppDeps {
   sandbox?: SandboxPool | null;
   /** Rate limits' buckets shared by the replicas (REDIS_URL); absent: this process's. */
   rateBuckets?: SharedBuckets | null;
+  /** Spans of requests, meta-tool calls and upstream calls (OTEL_EXPORTER_OTLP_*); absent or off: none. */
+  tracing?: Tracing;
 }
 
 export function createApp(deps: AppDeps): Express {
@@ -80,6 +84,7 @@ export function createApp(deps: AppDeps): Express {
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
   app.use(requestId);
+  if (deps.tracing?.enabled) app.use(traceRequests(deps.tracing));
   app.use(observeRequests(deps.logger, deps.metrics));
   app.use(hostAndOriginGuard({ allowedHosts: deps.config.ALLOWED_HOSTS, allowedOrigins: deps.config.ALLOWED_ORIGINS }));
   app.use(healthRoutes(deps.readiness));
@@ -133,6 +138,7 @@ export function createApp(deps: AppDeps): Express {
       version: serviceVersion(),
       sandbox: deps.sandbox ?? null,
       drafts: deps.config.MCP_DRAFTS === 'on',
+      ...(deps.tracing ? { tracing: deps.tracing } : {}),
     }),
   );
   app.use(jobRoutes(deps.queue ?? null, deps.catalog.db));

@@ -7,7 +7,7 @@ import { catalogParams } from './catalogs.js';
 import { parseInput } from './errors.js';
 import { declaresJson, notJson, requestAccess, requestCaller } from './middleware.js';
 import type { ChargeKey } from './rate-limit.js';
-import { traceContext } from '../lib/trace-context.js';
+import { requestTrace } from './trace-requests.js';
 
 export const MCP_PATHS = ['/mcp', '/mcp/:catalog'];
 
@@ -36,8 +36,8 @@ export function mcpRoutes(deps: McpDeps): Router {
     const caller = requestCaller(res);
     const access = requestAccess(res, 'mcp').at('mcp', 'mcp');
     const chargeKey = res.locals.chargeKey as ChargeKey | undefined;
-    // The W3C trace context of the HTTP request; a call's own _meta wins (server.ts).
-    const trace = traceContext({ traceparent: req.headers.traceparent, tracestate: req.headers.tracestate });
+    // The W3C trace context of the HTTP request (its span's, when requests are traced); a call's own _meta wins (server.ts).
+    const trace = requestTrace(req, res);
     let scope: DiscoveryScope = { tenant, caller, access, ...(chargeKey ? { chargeKey } : {}), ...(trace ? { trace } : {}) };
     if (req.params.catalog !== undefined) {
       const catalog = parseInput(catalogParams, req.params, 'path').catalog;

@@ -7,6 +7,7 @@ import { catalogParams, toolJson } from './catalogs.js';
 import { parseInput } from './errors.js';
 import { requestAccess, requestCaller } from './middleware.js';
 import { recordSearch, type Metrics } from '../metrics.js';
+import { traceFacts } from './trace-requests.js';
 
 export const catalogSearchRequest = z
   .object({
@@ -54,6 +55,7 @@ export function searchRoutes(deps: RankDeps, metrics?: Metrics): Router {
               score,
             };
           });
+    traceFacts(res, { results: results.length });
     // The answer's id, which POST /v1/feedback may quote to judge exactly this search.
     const searchId = deps.recentSearches?.record(
       { tenant: ref.tenant, caller: requestCaller(res), query: body.query, shown: [{ catalog, names: results.map((tool) => tool.name) }] },

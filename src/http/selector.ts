@@ -7,6 +7,7 @@ import type { RankDeps } from '../search/hybrid-search.js';
 import { readToolListBodyInSlices, requireUtf8 } from './tool-list-body.js';
 import { parseInput } from './errors.js';
 import { requestAccess } from './middleware.js';
+import { traceFacts } from './trace-requests.js';
 import type { Logger } from '../logger.js';
 import { recordSearch, type Metrics } from '../metrics.js';
 import type { Selection } from '../search/selector.js';
@@ -153,6 +154,7 @@ export function selectorRoutes(deps: SelectorDeps, search: RankDeps = deps): Rou
       if (selected.fallback) deps.metrics?.selectorFallbacks.inc({ reason: selected.fallback });
       if (selected.tokens) recordTokens(deps.metrics, res.locals.tenant as string, selected.tokens);
       recordSearch(deps.metrics, 'selector_catalog', selected.timings, undefined, selected.language);
+      traceFacts(res, { results: selected.names.length, catalog: body.catalog });
       res.json({ selected_names: selected.names, success: true, data: { relevant_tools: selected.names } } satisfies SelectorResponse);
       (res.locals.log as Logger)[selected.fallback ? 'warn' : 'info'](
         {
@@ -180,6 +182,7 @@ export function selectorRoutes(deps: SelectorDeps, search: RankDeps = deps): Rou
       cached,
     });
     recordSelection(deps.metrics, selection);
+    traceFacts(res, { results: selection.names.length });
     const response: SelectorResponse = {
       selected_names: selection.names,
       success: true,

@@ -9,6 +9,7 @@ import { parseInput } from './errors.js';
 import { requestAccess } from './middleware.js';
 import { MAX_SELECTOR_TOOLS, roundedTimings } from './selector.js';
 import { readToolListBodyInSlices, requireUtf8 } from './tool-list-body.js';
+import { traceFacts } from './trace-requests.js';
 
 const FORMATS = ['names', 'anthropic', 'openai', 'openai_additional_tools', 'gemini', 'openrouter'] as const;
 /** Formats whose answer carries the tools' definitions (the rest carry names). */
@@ -271,6 +272,7 @@ export function toolSearchRoutes(deps: ToolSearchDeps, metrics?: Metrics): Route
       },
       'tool search',
     );
+    traceFacts(res, { results: result.results.length, ...(body.catalog ? { catalog: body.catalog } : {}) });
     res.json(formatAnswer(body, result));
   });
   return router;

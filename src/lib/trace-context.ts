@@ -3,9 +3,10 @@
  * `traceparent` and `tracestate`, from its MCP request's `_meta` (the MCP spec's keys) or its HTTP
  * headers, go with the call to the upstream (its tools/call `_meta`), and the trace id goes into the
  * call's audit line, so an operator follows one agent step from the agent through toolsift to the
- * tool server. toolsift forwards the context as it came (it records no spans of its own: W3C lets
- * a hop that does not trace pass it on unchanged). Only well-formed values pass: anything else
- * from a caller is dropped, never forwarded.
+ * tool server. Without tracing configured, toolsift forwards the context as it came (W3C lets a
+ * hop that does not trace pass it on unchanged); with it, what is forwarded is toolsift's own span
+ * of the call, in the same trace (tracing/). Only well-formed values pass: anything else from a
+ * caller is dropped, never forwarded.
  */
 
 export interface TraceContext {

@@ -26,6 +26,7 @@ import { ANONYMOUS_CALLER, recordFeedback, STRENGTH } from '../search/feedback.j
 import type { Logger } from '../logger.js';
 import { openAccess, type Access } from '../trust/policy.js';
 import { describeFindings, screenResult, type ResultScanSettings } from './result-scan.js';
+import { endWith, NO_TRACING, upstreamCallAttributes, upstreamCallError, type Tracing } from '../tracing/tracing.js';
 
 export interface DiscoveryDeps {
   catalog: catalogs.CatalogDeps;
@@ -47,6 +48,8 @@ export interface DiscoveryDeps {
   management?: UpstreamManagement | null;
   /** What a proxied call's result is screened for before the agent reads it (mcp/result-scan.ts); absent: not screened. */
   resultScan?: ResultScanSettings;
+  /** Where each upstream call's CLIENT span goes (tracing/tracing.ts); absent: none, and the caller's trace context is forwarded as it came. */
+  tracing?: Tracing;
 }
 
 /** Who is asking, and over which catalogs: all of the tenant's (`/mcp`) or one (`/mcp/{catalog}`). */
@@ -63,7 +66,10 @@ export interface DiscoveryScope {
   access?: Access;
   /** Takes one more request from the key's rate limit (http/rate-limit.ts): each tool call of a run_code program is one. Absent: no limit. */
   chargeKey?: () => Promise<{ ok: boolean; message: string }>;
-  /** The caller's W3C trace context (lib/trace-context.ts): forwarded with its calls to upstreams, its trace id in their audit lines. */
+  /**
+   * The caller's W3C trace context (lib/trace-context.ts), or with tracing on the span the call runs
+   * in: the parent of its upstream calls' spans, forwarded with them, its trace id in their audit lines.
+   */
   trace?: TraceContext;
 }
 
@@ -710,7 +716,13 @@ export async function callTool(
     return { ...errorResult(`"${name}": ${verdict.message}; nothing was sent to the upstream (get_tool_details shows the input schema)`), upstream };
   }
   const called = performance.now();
-  const result = await deps.upstreams.callTool({
+  // A CLIENT span of the caller's trace; its context is the traceparent the upstream receives.
+  const span = (deps.tracing ?? NO_TRACING).start(`tools/call ${tool.name}`, {
+    kind: 'client',
+    parent: scope.trace,
+    attributes: upstreamCallAttributes({ tenant: scope.tenant, catalog, upstream, tool: tool.name }),
+  });
+  const call = deps.upstreams.callTool({
     tenant: scope.tenant,
     catalog,
     server: upstream,
@@ -718,8 +730,9 @@ export async function callTool(
     arguments: args,
     signal,
     upstream: tool.upstream,
-    ...(scope.trace ? { trace: scope.trace } : {}),
+    ...(span.context ? { trace: span.context } : {}),
   });
+  const result = await endWith(span, call, upstreamCallError);
   if (result.isError && result.unknownUpstream) return noUpstream();
   const { unknownUpstream: _unknown, failure, ...answer } = result;
   const upstreamMs = performance.now() - called;

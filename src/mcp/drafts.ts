@@ -38,9 +38,13 @@ const PATTERN_LENGTH_MAX = 256;
 /** SEP-2636: a catalog entry's summary SHOULD stay under 200 characters. */
 const SUMMARY_MAX = 200;
 
-/** A meta-tool call with its log line and metrics (server.ts `observed`), an unexpected error an isError result. */
+/**
+ * A meta-tool call with its log line, metrics and span (server.ts `observed`; `ctx`: the request's,
+ * whose `_meta` may name the trace), an unexpected error an isError result.
+ */
 export type Observe = <T extends { content: unknown[]; isError?: boolean }>(
   tool: string,
+  call: { ctx?: unknown },
   run: () => Promise<T & { count?: number; upstream?: string }>,
 ) => Promise<T>;
 
@@ -208,8 +212,8 @@ export function registerDrafts(
       inputSchema: z.object({ query: text().trim().min(1).max(QUERY_CHARS_MAX).describe('What you want to do, in plain words') }),
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    (input) =>
-      hooks.observe(AGENTCORE_SEARCH_TOOL, async () => {
+    (input, ctx) =>
+      hooks.observe(AGENTCORE_SEARCH_TOOL, { ctx }, async () => {
         const found = await searchTools(deps, scope, { query: input.query, limit: QUERY_RESULTS, definitions: true });
         // A tool not known here while the store does not answer has no definition to give.
         const tools = found.results.flatMap((result) => (result.tool ? [describedTool(result.name, result.tool)] : []));

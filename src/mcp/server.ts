@@ -7,7 +7,7 @@
  * injected. A fresh McpServer serves each HTTP request (stateless), built from the request's tenant,
  * key and catalog scope.
  */
-import { traceContext } from '../lib/trace-context.js';
+import { traceContext, type TraceContext } from '../lib/trace-context.js';
 import { QUERY_CHARS_MAX } from '../lib/query-length.js';
 import { McpServer, ProtocolError, ProtocolErrorCode, ResourceNotFoundError, ResourceTemplate } from '@modelcontextprotocol/server';
 import { z } from 'zod';
@@ -21,6 +21,21 @@ import { runCode, runStructured, runText } from './code-mode.js';
 import { registerDrafts } from './drafts.js';
 import { deregisterUpstream, managementStatus, offersManagement, offersUpstreamChanges, registerUpstream, statusText } from './manage.js';
 import type { SandboxPool } from '../sandbox/sandbox-pool.js';
+import {
+  CATALOG,
+  DEGRADED,
+  errorClass,
+  EXECUTE_TOOL,
+  GEN_AI_OPERATION_NAME,
+  GEN_AI_TOOL_NAME,
+  MCP_METHOD_NAME,
+  NO_TRACING,
+  OUTCOME,
+  RESULTS,
+  TENANT,
+  TOOL,
+  UPSTREAM,
+} from '../tracing/tracing.js';
 import {
   BadCursor,
   callTool,
@@ -215,10 +230,11 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
   /** The scope as a meta-tool, resource or prompt sees it: the key's decisions say where they were made. */
   const at = (via: string): DiscoveryScope => (scope.access ? { ...scope, access: scope.access.at('mcp', via) } : scope);
   // A call's trace context: its own _meta's (the MCP keys), else the HTTP request's.
-  const traced = (within: DiscoveryScope, ctx: unknown): DiscoveryScope => {
-    const trace = traceContext((ctx as { mcpReq?: { _meta?: Record<string, unknown> } } | undefined)?.mcpReq?._meta) ?? within.trace;
-    return trace ? { ...within, trace } : within;
-  };
+  const callerTrace = (ctx: unknown): TraceContext | undefined =>
+    traceContext((ctx as { mcpReq?: { _meta?: Record<string, unknown> } } | undefined)?.mcpReq?._meta) ?? scope.trace;
+  /** `within` running in the meta-tool call's trace: its span's context (observed), or without tracing the caller's. */
+  const traced = (within: DiscoveryScope, trace: TraceContext | undefined): DiscoveryScope => (trace ? { ...within, trace } : within);
+  const tracing = deps.tracing ?? NO_TRACING;
 
   /** A prompt taking one `task` argument: the user message its text gives for that task. */
   const taskPrompt = (name: string, about: { title: string; description: string }, text: (task: string) => string) =>
@@ -226,17 +242,37 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
       messages: [{ role: 'user', content: { type: 'text', text: text(task) } }],
     }));
 
-  /** Runs one meta-tool call with its log line and metrics; an unexpected error becomes an isError result. */
+  /**
+   * Runs one meta-tool call with its log line, metrics and SERVER span (a child of the call's trace
+   * context, which `run` gets as the context its own calls continue); an unexpected error becomes an
+   * isError result. `call`: the request's context (its `_meta`), and the catalog tool it names.
+   */
   const observed = async <T extends { content: unknown[]; isError?: boolean }>(
     tool: string,
-    run: () => Promise<T & { count?: number; upstream?: string; split?: TimeSplit; degraded?: string }>,
+    call: { ctx?: unknown; target?: string },
+    run: (trace: TraceContext | undefined) => Promise<T & { count?: number; upstream?: string; split?: TimeSplit; degraded?: string }>,
   ) => {
     const started = performance.now();
     let outcome = 'ok';
+    const span = tracing.start(`tools/call ${tool}`, {
+      kind: 'server',
+      parent: callerTrace(call.ctx),
+      attributes: {
+        [MCP_METHOD_NAME]: 'tools/call',
+        [GEN_AI_OPERATION_NAME]: EXECUTE_TOOL,
+        [GEN_AI_TOOL_NAME]: tool,
+        [TENANT]: scope.tenant,
+        [CATALOG]: scope.catalog,
+        [TOOL]: call.target,
+      },
+    });
+    let failure: string | undefined;
     try {
-      const result = await run();
+      const result = await run(span.context);
       if (result.isError) outcome = 'tool_error';
       const { count, upstream, split = {}, degraded, ...answer } = result;
+      span.set({ [RESULTS]: count, [UPSTREAM]: upstream, [DEGRADED]: degraded });
+      if (result.isError) failure = 'tool_error';
       const rounded = (ms: number) => Math.round(ms * 100) / 100;
       deps.logger.info(
         {
@@ -257,6 +293,7 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
       return answer as T;
     } catch (error) {
       outcome = 'error';
+      failure = errorClass(error);
       deps.logger.warn({ err: error, method: 'tools/call', tool, tenant: scope.tenant, catalog: scope.catalog ?? null }, 'mcp call failed');
       const message = isDatabaseUnavailable(error)
         ? DATABASE_UNAVAILABLE_MESSAGE
@@ -266,6 +303,8 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
       return errorResult(message) as unknown as T;
     } finally {
       deps.metrics?.mcpRequests.inc({ method: 'tools/call', tool, outcome });
+      span.set({ [OUTCOME]: outcome });
+      span.end(failure);
     }
   };
 
@@ -279,8 +318,8 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
       outputSchema: searchOutput,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    (input) =>
-      observed('search_tools', async () => {
+    (input, ctx) =>
+      observed('search_tools', { ctx }, async () => {
         const { split, degraded, language, ...answer } = await searchTools(deps, at('search_tools'), input);
         recordSearch(deps.metrics, 'mcp_search_tools', split, degraded, language);
         return { content: [text(searchText(answer))], structuredContent: answer, count: answer.results.length, split, ...(degraded ? { degraded } : {}) };
@@ -297,8 +336,8 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
       outputSchema: detailsOutput,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    (input) =>
-      observed('get_tool_details', async () => {
+    (input, ctx) =>
+      observed('get_tool_details', { ctx }, async () => {
         const tools = await toolDetails(deps, at('get_tool_details'), input.names, input.detail ?? 'full');
         return { content: [text({ tools })], structuredContent: { tools }, count: tools.filter((tool) => tool.found).length };
       }),
@@ -313,8 +352,8 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
       outputSchema: listOutput,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
-    (input) =>
-      observed('list_tools', async () => {
+    (input, ctx) =>
+      observed('list_tools', { ctx }, async () => {
         const page = await listToolNames(deps, at('list_tools'), input);
         return {
           content: [text(page.names.join('\n') + (page.next_cursor ? `\nnext_cursor: ${page.next_cursor}` : ''))],
@@ -334,10 +373,10 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
       annotations: { openWorldHint: true },
     },
     (input, ctx) =>
-      observed('call_tool', async () => {
+      observed('call_tool', { ctx, target: input.name }, async (trace) => {
         const result = await callTool(
           deps,
-          traced(at('call_tool'), ctx),
+          traced(at('call_tool'), trace),
           input.name,
           input.arguments ?? {},
           (ctx as { mcpReq?: { signal?: AbortSignal } } | undefined)?.mcpReq?.signal,
@@ -366,7 +405,7 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
         annotations: { openWorldHint: true },
       },
       (input, ctx) =>
-        observed('run_code', async () => {
+        observed('run_code', { ctx }, async (trace) => {
           const { outcome, ms } = await runCode(
             {
               ...deps,
@@ -375,7 +414,7 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
                 if (upstream) deps.metrics?.mcpUpstreamCalls.observe({ upstream, outcome }, callMs / 1000);
               },
             },
-            traced(at('run_code'), ctx),
+            traced(at('run_code'), trace),
             input.code,
             (ctx as { mcpReq?: { signal?: AbortSignal } } | undefined)?.mcpReq?.signal,
           );
@@ -399,8 +438,8 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
         outputSchema: z.object({ upstream: upstreamStatusShape }),
         annotations: { openWorldHint: true, destructiveHint: false, idempotentHint: true },
       },
-      (input) =>
-        observed('register_upstream', async () => {
+      (input, ctx) =>
+        observed('register_upstream', { ctx }, async () => {
           const upstream = await registerUpstream(deps, at('register_upstream'), input);
           return { content: [text(statusText([upstream]))], structuredContent: { upstream } };
         }),
@@ -414,8 +453,8 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
         outputSchema: z.object({ removed: z.object({ catalog: z.string(), name: z.string() }) }),
         annotations: { destructiveHint: true, idempotentHint: false, openWorldHint: false },
       },
-      (input) =>
-        observed('deregister_upstream', async () => {
+      (input, ctx) =>
+        observed('deregister_upstream', { ctx }, async () => {
           const removed = await deregisterUpstream(deps, at('deregister_upstream'), input);
           return { content: [text(`removed upstream ${removed.catalog}/${removed.name} and its tools`)], structuredContent: { removed } };
         }),
@@ -534,7 +573,7 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
     registerDrafts(server, deps, scope, {
       observe: observed,
       callCatalogTool: (name, args, signal, ctx) =>
-        observed('call_tool', async () => (await callTool(deps, traced(scope, ctx), name, args, signal)) as CallResult),
+        observed('call_tool', { ctx, target: name }, async (trace) => (await callTool(deps, traced(scope, trace), name, args, signal)) as CallResult),
     });
   }
 

@@ -25,7 +25,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ['embed'],
   ['store'],
   ['trust', 'ranking', 'sandbox'],
-  ['audit.ts', 'metrics.ts', 'logger.ts', 'errors.ts'],
+  ['audit.ts', 'metrics.ts', 'logger.ts', 'errors.ts', 'tracing'],
   ['lib'],
 ];
 
