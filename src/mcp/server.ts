@@ -217,6 +217,11 @@ export function offersCodeMode(deps: McpDeps, scope: DiscoveryScope): boolean {
   return Boolean(deps.sandbox) && (scope.catalog === undefined || scope.summary?.codeMode !== false) && scope.access?.policy.call !== false;
 }
 
+// Built once: a server is made per request (stateless Streamable HTTP), and building a zod schema costs more than the rest of it.
+const taskArgs = z.object({ task: z.string().min(1).max(2_000) });
+const registerOutput = z.object({ upstream: upstreamStatusShape });
+const deregisterOutput = z.object({ removed: z.object({ catalog: z.string(), name: z.string() }) });
+
 export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): McpServer {
   const codeMode = offersCodeMode(deps, scope);
   const manages = offersManagement(deps, scope);
@@ -238,7 +243,7 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
 
   /** A prompt taking one `task` argument: the user message its text gives for that task. */
   const taskPrompt = (name: string, about: { title: string; description: string }, text: (task: string) => string) =>
-    server.registerPrompt(name, { ...about, argsSchema: z.object({ task: z.string().min(1).max(2_000) }) }, ({ task }) => ({
+    server.registerPrompt(name, { ...about, argsSchema: taskArgs }, ({ task }) => ({
       messages: [{ role: 'user', content: { type: 'text', text: text(task) } }],
     }));
 
@@ -435,7 +440,7 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
           'Add (or change) a remote MCP server as a source of tools in a catalog and sync it now, under the same rules as the REST API: the address policy, pinning and the definition scanner. ' +
           "Answers the upstream's status: its tools, those waiting for approval, its last error. Header values are credentials and are never shown back.",
         inputSchema: registerInput,
-        outputSchema: z.object({ upstream: upstreamStatusShape }),
+        outputSchema: registerOutput,
         annotations: { openWorldHint: true, destructiveHint: false, idempotentHint: true },
       },
       (input, ctx) =>
@@ -450,7 +455,7 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
         title: 'Remove an upstream MCP server',
         description: 'Remove an upstream MCP server from a catalog, with every tool it synced there.',
         inputSchema: deregisterInput,
-        outputSchema: z.object({ removed: z.object({ catalog: z.string(), name: z.string() }) }),
+        outputSchema: deregisterOutput,
         annotations: { destructiveHint: true, idempotentHint: false, openWorldHint: false },
       },
       (input, ctx) =>
