@@ -25,7 +25,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { distinctTerms } from '../src/ranking/bm25.js';
-import { LearnedIndex } from '../src/ranking/learned.js';
+import { LEARNED_EVENTS_PER_TOOL, LearnedIndex } from '../src/ranking/learned.js';
 import { queryTerms } from '../src/ranking/search-text.js';
 import { seededRandom } from '../src/eval/seeded-random.js';
 import { getCatalog } from '../src/store/catalog-store.js';
@@ -148,6 +148,7 @@ try {
       database.db,
       row.id,
       batch.map((event) => ({ ...event, toolHash: hashes.get(event.toolName)! })),
+      LEARNED_EVENTS_PER_TOOL,
     );
   }
   console.error(`${toolCount} tools pushed, ${eventCount} events written in ${((performance.now() - written) / 1000).toFixed(1)} s`);

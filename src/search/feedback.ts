@@ -13,6 +13,7 @@ import type { Db } from '../store/database.js';
 import { currentHashes, deleteFeedback, insertFeedback } from '../store/feedback-store.js';
 import { LruCache } from '../lib/lru-cache.js';
 import type { LearnedCache } from './learned-cache.js';
+import { LEARNED_EVENTS_PER_TOOL } from '../ranking/learned.js';
 
 /** Who calls without an API key (the keyless default): one caller for all. */
 export const ANONYMOUS_CALLER = 'anonymous';
@@ -85,6 +86,8 @@ export async function recordFeedback(
       ...(vector && deps.embedder ? { embedding: { model: deps.embedder.modelId, vector } } : {}),
       ...(passedOver ? { passedOver } : {}),
     })),
+    // What a tool's window can hold of one caller: older events would never be read again.
+    LEARNED_EVENTS_PER_TOOL,
   );
   deps.learned.changed(catalog.id);
   return { recorded, unknown, learning: true };

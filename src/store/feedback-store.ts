@@ -37,9 +37,29 @@ export async function currentHashes(db: Executor, catalogId: number, names: stri
   return new Map(rows.map((row) => [row.name, row.hash]));
 }
 
-/** Writes events of one catalog in one statement. */
-export async function insertFeedback(db: Executor, catalogId: number, events: NewFeedbackEvent[]): Promise<void> {
+/**
+ * Writes events of one catalog, then keeps of each caller's events of each tool definition written
+ * only the newest `keep`, in one transaction: what one caller stores is bounded by the tools the
+ * catalog holds, however many events it sends.
+ */
+export async function insertFeedback(db: Db, catalogId: number, events: NewFeedbackEvent[], keep: number): Promise<void> {
   if (events.length === 0) return;
+  await db.transaction(async (tx) => {
+    await insertEvents(tx, catalogId, events);
+    const toolsByCaller = new Map<string, Set<string>>();
+    for (const event of events) toolsByCaller.set(event.caller, (toolsByCaller.get(event.caller) ?? new Set()).add(event.toolName));
+    for (const [caller, tools] of toolsByCaller) {
+      await tx.execute(sql`delete from feedback_events where id in (
+        select id from (
+          select id, row_number() over (partition by tool_name, tool_hash order by id desc) as newer
+          from feedback_events
+          where catalog_id = ${catalogId} and caller = ${caller} and tool_name = any(${sql.param([...tools])}::text[])
+        ) ranked where newer > ${keep})`);
+    }
+  });
+}
+
+async function insertEvents(db: Executor, catalogId: number, events: NewFeedbackEvent[]): Promise<void> {
   const values = events.map(
     (event) =>
       sql`(${catalogId}, ${event.query}, ${event.toolName}, ${event.toolHash}, ${event.caller}, ${event.strength}, ${event.embedding?.model ?? null}, ${

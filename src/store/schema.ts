@@ -312,5 +312,10 @@ export const feedbackEvents = pgTable(
     passedOver: text('passed_over').array(),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
-  (table) => [index('feedback_events_catalog_idx').on(table.catalogId, table.id), index('feedback_events_created_idx').on(table.createdAt)],
+  (table) => [
+    index('feedback_events_catalog_idx').on(table.catalogId, table.id),
+    index('feedback_events_created_idx').on(table.createdAt),
+    // A caller's events of a tool, newest last: a write trims the older ones (migration 0025).
+    index('feedback_events_window_idx').on(table.catalogId, table.toolName, table.caller, table.id),
+  ],
 );

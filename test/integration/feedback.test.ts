@@ -11,6 +11,7 @@ import { uniqueName } from '../helpers/database.js';
 import { LEARNED_REFRESH_MS, LearnedCache } from '../../src/search/learned-cache.js';
 import { getCatalog } from '../../src/store/catalog-store.js';
 import { loadFeedback } from '../../src/store/feedback-store.js';
+import { LEARNED_EVENTS_PER_TOOL } from '../../src/ranking/learned.js';
 
 const KEYS = 'ka1:alpha,ka2:alpha,kb:beta';
 const as = (key: string) => ({ authorization: `Bearer ${key}` });
@@ -222,6 +223,23 @@ describe('learning from use', () => {
     const stored = await loadFeedback(app.deps.search.db, row.id, { afterId: 0, sinceSeconds: 3600, model: null, limit: 10 });
     // open_ticket_viewer is the 21st name not used: past the head kept.
     expect(stored.map((event) => [event.toolName, event.passedOver])).toEqual([['create_ticket', ['send_email']]]);
+  });
+
+  it('stores of each caller only its newest events of a tool, as many as a tool window holds: a flood is bounded, the other callers keep theirs', async () => {
+    const catalog = uniqueName('learn-bound');
+    expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools: TOOLS }, as('ka1'))).status).toBe(200);
+    const send = (key: string, query: string, used: string[]) => app.request('POST', '/v1/feedback', { catalog, query, used }, as(key));
+    for (let i = 0; i < 3; i++) expect((await send('ka2', `open a ticket ${i}`, ['create_ticket'])).status).toBe(200);
+    for (let i = 0; i < LEARNED_EVENTS_PER_TOOL + 8; i++) expect((await send('ka1', `flood ${i}`, ['create_ticket', 'send_email'])).status).toBe(200);
+    const row = (await getCatalog(app.deps.search.db, 'alpha', catalog))!;
+    const stored = await loadFeedback(app.deps.search.db, row.id, { afterId: 0, sinceSeconds: 3600, model: null, limit: 1000 });
+    const of = (tool: string, caller: (name: string) => boolean) => stored.filter((event) => event.toolName === tool && caller(event.query));
+    const flood = (query: string) => query.startsWith('flood');
+    expect(of('create_ticket', flood)).toHaveLength(LEARNED_EVENTS_PER_TOOL);
+    expect(of('send_email', flood)).toHaveLength(LEARNED_EVENTS_PER_TOOL);
+    // The newest are the ones kept.
+    expect(of('send_email', flood)[0]!.query).toBe('flood 8');
+    expect(of('create_ticket', (query) => !flood(query)).map((event) => event.query)).toEqual(['open a ticket 0', 'open a ticket 1', 'open a ticket 2']);
   });
 
   it('LEARNING=off records nothing and ranks as before', async () => {
