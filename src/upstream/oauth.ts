@@ -293,6 +293,9 @@ export class UpstreamOAuth {
       codeVerifier: this.#deps.secrets.open(pending.codeVerifier),
     });
     const { fetch, refused } = this.#watchedFetch();
+    // Under the renewal lease: a renewal of the old grant on another replica neither runs beside the
+    // exchange nor stores its tokens over the new ones (it waits, then finds these).
+    const release = await this.#lease(upstream);
     try {
       await auth(provider, { serverUrl: upstream.url, authorizationCode: params.code, iss: params.iss, fetchFn: fetch });
     } catch (error) {
@@ -300,6 +303,8 @@ export class UpstreamOAuth {
       await store.recordOAuthFailure(this.#deps.db, row.catalogId, row.name, 'authorization_required', failure.message);
       this.#note(row, 'callback', 'error', failure.message);
       throw new AppError('validation_failed', `the authorization of upstream "${row.name}" did not complete: ${failure.message}`);
+    } finally {
+      await release?.();
     }
     this.#note(row, 'callback', 'ok');
     return where;

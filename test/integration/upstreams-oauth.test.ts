@@ -379,6 +379,18 @@ describe('OAuth renewals across replicas', () => {
     expect(upstream.provider.counts).toMatchObject({ refreshes: refreshes + 1, refreshRefused: 0 });
     expect((await first.request('GET', path(), undefined, key)).body.upstream.auth.status).toBe('authorized');
   });
+
+  it("an operator's authorization on one replica waits for a renewal under way on another (its lease), then stands", async () => {
+    const [first, second] = replicas as [TestApp, TestApp];
+    await first.deps.catalog.db.execute(sql`update upstream_oauth set renewal_holder = 'renewing-elsewhere', renewal_lease_until = now() + interval '2 seconds'
+      where upstream = 'rotating' and catalog_id = (select id from catalogs where tenant = ${tenant} and name = ${catalog})`);
+    const started = Date.now();
+    expect((await authorizeThroughBrowser(second, upstream, path('/oauth/start'), key)).status).toBe(200);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_500);
+    const called = await add(agents[0]!, 7);
+    expect(called.isError, text(called)).toBeFalsy();
+    expect((await first.request('GET', path(), undefined, key)).body.upstream.auth).toMatchObject({ status: 'authorized', last_error: null });
+  });
 });
 
 /**
