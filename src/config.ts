@@ -48,21 +48,25 @@ const otlpEndpoint = z.preprocess(
   z.url({ protocol: /^https?$/, error: "expected the collector's http(s) URL, such as http://localhost:4318" }).optional(),
 );
 
+/** An optional string that `parse` takes; what `parse` throws is the issue (its message, which must not quote a secret). */
+const parsedString = (parse: (value: string) => unknown) =>
+  z.preprocess(
+    emptyAsUndefined,
+    z
+      .string()
+      .optional()
+      .superRefine((value, context) => {
+        if (value === undefined) return;
+        try {
+          parse(value);
+        } catch (error) {
+          context.addIssue({ code: 'custom', message: (error as Error).message });
+        }
+      }),
+  );
+
 /** A `name=value,...` list (OTEL_EXPORTER_OTLP_HEADERS, OTEL_RESOURCE_ATTRIBUTES); a problem is named by position, never by value. */
-const keyValueVariable = z.preprocess(
-  emptyAsUndefined,
-  z
-    .string()
-    .optional()
-    .superRefine((value, context) => {
-      if (value === undefined) return;
-      try {
-        keyValueList(value);
-      } catch (error) {
-        context.addIssue({ code: 'custom', message: (error as Error).message });
-      }
-    }),
-);
+const keyValueVariable = parsedString(keyValueList);
 
 /** OTLP's protocols: the two over HTTP are taken (toolsift sends JSON to the HTTP port); grpc is another port and transport. */
 const otlpProtocol = z.preprocess(
@@ -185,20 +189,7 @@ export const configSchema = z.preprocess(
      * values sealed with another are re-sealed at start). Unset: upstreams with headers or OAuth are
      * refused, and a store holding credentials does not start.
      */
-    SECRETS_KEY: z.preprocess(
-      emptyAsUndefined,
-      z
-        .string()
-        .optional()
-        .superRefine((value, context) => {
-          if (value === undefined) return;
-          try {
-            parseSecretKeys(value);
-          } catch (error) {
-            context.addIssue({ code: 'custom', message: (error as Error).message });
-          }
-        }),
-    ),
+    SECRETS_KEY: parsedString(parseSecretKeys),
     /** Deadline of connecting to an upstream and listing its tools (registration, sync, refresh), ms. */
     UPSTREAM_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
     /**
