@@ -244,6 +244,8 @@ export const configSchema = z.preprocess(
      */
     TENANT_MAX_TOOLS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(100_000_000).optional()),
     TENANT_MAX_CATALOGS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1_000_000).optional()),
+    /** Bytes of tool definitions one tenant's catalogs may store (each row's JSON as stored, pushed and synced); unset: no bound. */
+    TENANT_MAX_BYTES: z.preprocess(emptyAsUndefined, byteSize.refine((bytes) => bytes >= 1, 'expected at least 1 byte').optional()),
     /** Upstream MCP servers one tenant may register through the API (UPSTREAMS_FILE's are not counted); unset: no bound. */
     TENANT_MAX_UPSTREAMS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1_000_000).optional()),
     /** Requests a minute each API key may send, for keys without their own `requests_per_minute` (API_KEYS_FILE); unset: no limit. Shared by the replicas through Redis with REDIS_URL, else per process. */

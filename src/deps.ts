@@ -559,6 +559,7 @@ function tenantLimits(config: Config): TenantLimits | undefined {
   const limits: TenantLimits = {
     ...(config.TENANT_MAX_TOOLS ? { maxTools: config.TENANT_MAX_TOOLS } : {}),
     ...(config.TENANT_MAX_CATALOGS ? { maxCatalogs: config.TENANT_MAX_CATALOGS } : {}),
+    ...(config.TENANT_MAX_BYTES ? { maxBytes: config.TENANT_MAX_BYTES } : {}),
     ...(config.TENANT_MAX_UPSTREAMS ? { maxUpstreams: config.TENANT_MAX_UPSTREAMS } : {}),
   };
   return Object.keys(limits).length > 0 ? limits : undefined;

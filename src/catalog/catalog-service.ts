@@ -44,7 +44,7 @@ export interface CatalogDeps {
   scanPolicy?: ScanPolicy;
   /** RESULT_SCAN_MIN: the least a catalog's own `result_scan` may ask for; absent: any. */
   resultScanMin?: ResultScanMode;
-  /** What one tenant may store (TENANT_MAX_TOOLS, TENANT_MAX_CATALOGS); absent: no bound. */
+  /** What one tenant may store (TENANT_MAX_TOOLS, TENANT_MAX_CATALOGS, TENANT_MAX_BYTES); absent: no bound. */
   tenantLimits?: catalogStore.TenantLimits;
 }
 

@@ -53,40 +53,51 @@ function normalizeSummary({ anthropic, openai, as_sent, ...row }: SummaryRow): C
   };
 }
 
-const NO_TOKENS: DefinitionTokens = { anthropic: 0, openai: 0, as_sent: 0 };
+/** What a catalog's row sums over its tools: their definition tokens per shape, and their definitions' bytes as stored. */
+type Sums = DefinitionTokens & { bytes: number };
 
-/** The definition tokens of a catalog's tools, of all of them or of `names` only. */
-async function tokenTotals(tx: Executor, id: number, names: string[] | null): Promise<DefinitionTokens> {
-  if (names !== null && names.length === 0) return NO_TOKENS;
-  const rows = await queryRows<DefinitionTokens>(
+const NO_SUMS: Sums = { anthropic: 0, openai: 0, as_sent: 0, bytes: 0 };
+
+const toSums = (row: Sums | undefined): Sums =>
+  row ? { anthropic: Number(row.anthropic), openai: Number(row.openai), as_sent: Number(row.as_sent), bytes: Number(row.bytes) } : NO_SUMS;
+
+/** UTF-8 bytes of a definition as a catalog row stores it (the JSON text `upsertMappings` sends). */
+const definitionBytes = (doc: CountedDocument) => Buffer.byteLength(JSON.stringify(doc.tool.definition));
+
+/** The sums of a catalog's tools, of all of them or of `names` only (a row an older release wrote is measured here). */
+async function toolSums(tx: Executor, id: number, names: string[] | null): Promise<Sums> {
+  if (names !== null && names.length === 0) return NO_SUMS;
+  const rows = await queryRows<Sums>(
     tx,
     sql`select coalesce(sum(d.tokens_anthropic), 0)::float8 as anthropic, coalesce(sum(d.tokens_openai), 0)::float8 as openai,
-               coalesce(sum(ct.tokens_as_sent), 0)::float8 as as_sent
+               coalesce(sum(ct.tokens_as_sent), 0)::float8 as as_sent,
+               coalesce(sum(coalesce(ct.definition_bytes, octet_length(ct.definition::text))), 0)::float8 as bytes
         from catalog_tools ct join tool_documents d on d.hash = ct.hash
         where ct.catalog_id = ${id} ${names === null ? sql`` : sql`and ct.name = any(${sql.param(names)}::text[])`}`,
   );
-  const row = rows[0];
-  return row ? { anthropic: Number(row.anthropic), openai: Number(row.openai), as_sent: Number(row.as_sent) } : NO_TOKENS;
+  return toSums(rows[0]);
 }
 
-/** What a write changed the catalog's definition tokens by: the touched names after, less before. */
-const tokenChange = (before: DefinitionTokens, after: DefinitionTokens): DefinitionTokens => ({
+/** What a write changed the catalog's sums by: the touched names after, less before. */
+const sumsChange = (before: Sums, after: Sums): Sums => ({
   anthropic: after.anthropic - before.anthropic,
   openai: after.openai - before.openai,
   as_sent: after.as_sent - before.as_sent,
+  bytes: after.bytes - before.bytes,
 });
 
-const addTokens = (change: DefinitionTokens) =>
-  sql`tokens_anthropic = tokens_anthropic + ${change.anthropic}, tokens_openai = tokens_openai + ${change.openai}, tokens_as_sent = tokens_as_sent + ${change.as_sent}`;
+const addSums = (change: Sums) =>
+  sql`tokens_anthropic = tokens_anthropic + ${change.anthropic}, tokens_openai = tokens_openai + ${change.openai}, tokens_as_sent = tokens_as_sent + ${change.as_sent},
+      definition_bytes = definition_bytes + ${change.bytes}`;
 
 /** The sums the catalog's row holds now. */
-async function storedTokens(tx: Executor, id: number): Promise<DefinitionTokens> {
-  const rows = await queryRows<DefinitionTokens>(
+async function storedSums(tx: Executor, id: number): Promise<Sums> {
+  const rows = await queryRows<Sums>(
     tx,
-    sql`select tokens_anthropic::float8 as anthropic, tokens_openai::float8 as openai, tokens_as_sent::float8 as as_sent from catalogs where id = ${id}`,
+    sql`select tokens_anthropic::float8 as anthropic, tokens_openai::float8 as openai, tokens_as_sent::float8 as as_sent, definition_bytes::float8 as bytes
+        from catalogs where id = ${id}`,
   );
-  const row = rows[0];
-  return row ? { anthropic: Number(row.anthropic), openai: Number(row.openai), as_sent: Number(row.as_sent) } : NO_TOKENS;
+  return toSums(rows[0]);
 }
 
 /**
@@ -106,16 +117,17 @@ async function upsertMappings(db: Executor, id: number, documents: CountedDocume
 
 async function upsertMappingStatement(db: Executor, id: number, documents: CountedDocument[], upstream: string | null) {
   await db.execute(
-    sql`insert into catalog_tools (catalog_id, name, hash, definition, tokens_as_sent, upstream)
-        select ${id}, t.name, t.hash, t.definition::json, t.tokens_as_sent, ${upstream}::text
+    sql`insert into catalog_tools (catalog_id, name, hash, definition, tokens_as_sent, definition_bytes, upstream)
+        select ${id}, t.name, t.hash, t.definition::json, t.tokens_as_sent, t.definition_bytes, ${upstream}::text
         from unnest(
           ${sql.param(documents.map((doc) => doc.tool.name))}::text[],
           ${sql.param(documents.map((doc) => doc.hash))}::text[],
           ${sql.param(documents.map((doc) => JSON.stringify(doc.tool.definition)))}::text[],
-          ${sql.param(documents.map((doc) => doc.tokens.as_sent))}::int[]
-        ) as t(name, hash, definition, tokens_as_sent)
+          ${sql.param(documents.map((doc) => doc.tokens.as_sent))}::int[],
+          ${sql.param(documents.map(definitionBytes))}::int[]
+        ) as t(name, hash, definition, tokens_as_sent, definition_bytes)
         on conflict (catalog_id, name) do update set hash = excluded.hash, definition = excluded.definition, tokens_as_sent = excluded.tokens_as_sent,
-          upstream = excluded.upstream`,
+          definition_bytes = excluded.definition_bytes, upstream = excluded.upstream`,
   );
 }
 
@@ -181,6 +193,8 @@ export function changesTold(row: { revision: number; logged: number; unknown: nu
 /** What one tenant may store (TENANT_MAX_TOOLS, TENANT_MAX_CATALOGS, TENANT_MAX_UPSTREAMS); a field absent: no bound. */
 export interface TenantLimits {
   maxTools?: number;
+  /** Bytes of tool definitions as the tenant's catalogs store them (each row's JSON, pushed or synced). */
+  maxBytes?: number;
   maxCatalogs?: number;
   /** Upstreams registered through the API (UPSTREAMS_FILE's stdio servers, an operator's, are not counted). */
   maxUpstreams?: number;
@@ -211,10 +225,10 @@ async function writeCatalog(
   unstored: CountedDocument[],
   /**
    * `changed`: the names that now point at other content or at nothing (null: possibly any);
-   * `tokens`: what the catalog's definition tokens changed by.
+   * `sums`: what the catalog's definition tokens and bytes changed by.
    */
   limits: TenantLimits | undefined,
-  mapTools: (tx: Executor, catalog: LockedCatalog) => Promise<{ changed: string[] | null; toolCount: number; tokens: DefinitionTokens }>,
+  mapTools: (tx: Executor, catalog: LockedCatalog) => Promise<{ changed: string[] | null; toolCount: number; sums: Sums }>,
 ): Promise<CatalogWrite> {
   // Locks in one order everywhere: documents (by hash), then the catalog row, then its tools.
   return retryOnConflict(() =>
@@ -225,20 +239,18 @@ async function writeCatalog(
       newHashes.push(...(await holdDocuments(tx, documents, newHashes)));
       const locked = await lockOrCreateCatalog(tx, tenant, name);
       const { id, created } = locked;
-      const { changed, toolCount, tokens } = await mapTools(tx, locked);
-      if (limits) await requireWithinLimits(tx, tenant, locked, toolCount, limits);
+      const { changed, toolCount, sums } = await mapTools(tx, locked);
+      if (limits) await requireWithinLimits(tx, tenant, locked, { tools: toolCount, bytes: locked.bytes + sums.bytes }, limits);
       // Re-pushing an identical catalog is not a change: revision and updated_at move only when a
       // name now points at other content (clients and caches key on the revision). A definition
       // re-sent in another shape keeps its content (and revision) but may change its tokens as sent.
       if (created) {
-        await tx.execute(sql`update catalogs set tool_count = ${toolCount}, ${addTokens(tokens)} where id = ${id}`);
+        await tx.execute(sql`update catalogs set tool_count = ${toolCount}, ${addSums(sums)} where id = ${id}`);
       } else if (changed === null || changed.length > 0) {
-        await tx.execute(
-          sql`update catalogs set updated_at = now(), revision = revision + 1, tool_count = ${toolCount}, ${addTokens(tokens)} where id = ${id}`,
-        );
+        await tx.execute(sql`update catalogs set updated_at = now(), revision = revision + 1, tool_count = ${toolCount}, ${addSums(sums)} where id = ${id}`);
         await logChanges(tx, id, changed);
-      } else if (tokens.as_sent !== 0 || tokens.anthropic !== 0 || tokens.openai !== 0) {
-        await tx.execute(sql`update catalogs set ${addTokens(tokens)} where id = ${id}`);
+      } else if (sums.as_sent !== 0 || sums.anthropic !== 0 || sums.openai !== 0 || sums.bytes !== 0) {
+        await tx.execute(sql`update catalogs set ${addSums(sums)} where id = ${id}`);
       }
       const catalog = (await getCatalog(tx, tenant, name))!;
       return { catalog, newHashes, ...(!created && changed !== null && changed.length > 0 ? { changed } : {}) };
@@ -248,25 +260,41 @@ async function writeCatalog(
 
 /**
  * 403 `quota_exceeded` (the transaction rolls back: nothing written) when a write that creates a
- * catalog or grows one would take the tenant past its limits. Growing writes of one tenant take a
- * lock of the tenant's (after their catalog's, so no two wait on each other in turn) and count the
- * other catalogs as committed: two pushes racing to the last places cannot both take them.
+ * catalog or grows one (in tools, or in bytes under TENANT_MAX_BYTES) would take the tenant past
+ * its limits. Growing writes of one tenant take a lock of the tenant's (after their catalog's, so
+ * no two wait on each other in turn) and count the other catalogs as committed: two pushes racing
+ * to the last places cannot both take them.
  */
-async function requireWithinLimits(tx: Executor, tenant: string, locked: LockedCatalog, toolCount: number, limits: TenantLimits): Promise<void> {
-  if (!locked.created && toolCount <= locked.toolCount) return;
+async function requireWithinLimits(
+  tx: Executor,
+  tenant: string,
+  locked: LockedCatalog,
+  after: { tools: number; bytes: number },
+  limits: TenantLimits,
+): Promise<void> {
+  const toolsGrow = locked.created || after.tools > locked.toolCount;
+  const bytesGrow = limits.maxBytes !== undefined && after.bytes > locked.bytes;
+  if (!toolsGrow && !bytesGrow) return;
   await lockTenant(tx, tenant);
-  const [others] = await queryRows<{ catalogs: number; tools: number }>(
+  const [others] = await queryRows<{ catalogs: number; tools: number; bytes: number }>(
     tx,
-    sql`select count(*)::int as catalogs, coalesce(sum(tool_count), 0)::bigint as tools from catalogs where tenant = ${tenant} and id <> ${locked.id}`,
+    sql`select count(*)::int as catalogs, coalesce(sum(tool_count), 0)::bigint as tools, coalesce(sum(definition_bytes), 0)::bigint as bytes
+        from catalogs where tenant = ${tenant} and id <> ${locked.id}`,
   );
   const catalogs = Number(others!.catalogs);
-  const tools = Number(others!.tools) + toolCount;
+  const tools = Number(others!.tools) + after.tools;
+  const bytes = Number(others!.bytes) + after.bytes;
   if (locked.created && limits.maxCatalogs !== undefined && catalogs + 1 > limits.maxCatalogs)
     throw new AppError('quota_exceeded', `this tenant has ${catalogs} catalogs, the most TENANT_MAX_CATALOGS allows (${limits.maxCatalogs}): delete one first`);
-  if (limits.maxTools !== undefined && tools > limits.maxTools)
+  if (toolsGrow && limits.maxTools !== undefined && tools > limits.maxTools)
     throw new AppError(
       'quota_exceeded',
       `this write would hold ${tools} tools over this tenant's catalogs, more than TENANT_MAX_TOOLS allows (${limits.maxTools}): nothing was written`,
+    );
+  if (bytesGrow && bytes > limits.maxBytes!)
+    throw new AppError(
+      'quota_exceeded',
+      `this write would hold ${bytes} bytes of tool definitions over this tenant's catalogs, more than TENANT_MAX_BYTES allows (${limits.maxBytes}): nothing was written`,
     );
 }
 
@@ -278,11 +306,12 @@ export async function lockTenant(tx: Executor, tenant: string): Promise<void> {
   await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`toolsift:tenant:${tenant}`}))`);
 }
 
-/** A catalog's row as a write locked it: its id, whether this write created it, its tool count before the write. */
+/** A catalog's row as a write locked it: its id, whether this write created it, its tool count and definition bytes before the write. */
 interface LockedCatalog {
   id: number;
   created: boolean;
   toolCount: number;
+  bytes: number;
 }
 
 /**
@@ -294,12 +323,12 @@ async function lockOrCreateCatalog(tx: Executor, tenant: string, name: string): 
     tx,
     sql`insert into catalogs (tenant, name) values (${tenant}, ${name}) on conflict (tenant, name) do nothing returning id`,
   );
-  if (inserted[0]) return { id: inserted[0].id, created: true, toolCount: 0 };
-  const rows = await queryRows<{ id: number; toolCount: number }>(
+  if (inserted[0]) return { id: inserted[0].id, created: true, toolCount: 0, bytes: 0 };
+  const rows = await queryRows<{ id: number; toolCount: number; bytes: number }>(
     tx,
-    sql`select id, tool_count as "toolCount" from catalogs where tenant = ${tenant} and name = ${name} for update`,
+    sql`select id, tool_count as "toolCount", definition_bytes::float8 as bytes from catalogs where tenant = ${tenant} and name = ${name} for update`,
   );
-  return { id: rows[0]!.id, created: false, toolCount: Number(rows[0]!.toolCount) };
+  return { id: rows[0]!.id, created: false, toolCount: Number(rows[0]!.toolCount), bytes: Number(rows[0]!.bytes) };
 }
 
 /**
@@ -323,7 +352,7 @@ export async function replaceCatalog(
     // tools, not a whole read while searches rank in SQL). Past REPLACE_LOGGED_NAMES_MAX: "every tool".
     const changed = created ? [] : await replacedNames(tx, id, documents);
     // A whole replace sets the sums from its rows (whatever they held before).
-    const tokensBefore = await storedTokens(tx, id);
+    const sumsBefore = await storedSums(tx, id);
     await tx.execute(sql`delete from catalog_tools where catalog_id = ${id} and upstream is null`);
     await upsertMappings(tx, id, documents);
     const synced = created
@@ -332,7 +361,7 @@ export async function replaceCatalog(
     return {
       changed,
       toolCount: new Set(documents.map((doc) => doc.tool.name)).size + synced,
-      tokens: tokenChange(tokensBefore, await tokenTotals(tx, id, null)),
+      sums: sumsChange(sumsBefore, await toolSums(tx, id, null)),
     };
   });
 }
@@ -389,9 +418,9 @@ export async function upsertCatalogTools(
     const added = names.filter(([toolName]) => !existing.has(toolName)).length;
     const changed = names.filter(([toolName, hash]) => existing.get(toolName) !== hash).map(([toolName]) => toolName);
     const written = names.map(([toolName]) => toolName);
-    const tokensBefore = await tokenTotals(tx, id, written);
+    const sumsBefore = await toolSums(tx, id, written);
     await upsertMappings(tx, id, documents);
-    return { changed, toolCount: count + added, tokens: tokenChange(tokensBefore, await tokenTotals(tx, id, written)) };
+    return { changed, toolCount: count + added, sums: sumsChange(sumsBefore, await toolSums(tx, id, written)) };
   });
 }
 
@@ -428,14 +457,14 @@ export async function replaceServerTools(
     const names = new Set(kept.map((doc) => doc.tool.name));
     const gone = [...before.keys()].filter((toolName) => !names.has(toolName));
     const touched = [...new Set([...before.keys(), ...names])];
-    const tokensBefore = await tokenTotals(tx, id, touched);
+    const sumsBefore = await toolSums(tx, id, touched);
     if (gone.length > 0) {
       await tx.execute(sql`delete from catalog_tools where catalog_id = ${id} and upstream = ${upstream} and name = any(${sql.param(gone)}::text[])`);
     }
     const added = kept.filter((doc) => !before.has(doc.tool.name)).length;
     const changed = [...gone, ...kept.filter((doc) => before.get(doc.tool.name) !== doc.hash).map((doc) => doc.tool.name)];
     await upsertMappings(tx, id, kept, upstream);
-    return { changed, toolCount: count - gone.length + added, tokens: tokenChange(tokensBefore, await tokenTotals(tx, id, touched)) };
+    return { changed, toolCount: count - gone.length + added, sums: sumsChange(sumsBefore, await toolSums(tx, id, touched)) };
   });
   return { ...write, before, held };
 }
@@ -482,11 +511,11 @@ export async function deleteCatalogTool(db: Db, tenant: string, catalog: string,
       if (id === undefined) return false;
       const owner = await queryRows<{ upstream: string | null }>(tx, sql`select upstream from catalog_tools where catalog_id = ${id} and name = ${toolName}`);
       if (owner[0]?.upstream) throw new NamesHeldError([{ name: toolName, upstream: owner[0].upstream }]);
-      const tokens = await tokenTotals(tx, id, [toolName]);
+      const tokens = await toolSums(tx, id, [toolName]);
       const deleted = await queryRows<{ name: string }>(tx, sql`delete from catalog_tools where catalog_id = ${id} and name = ${toolName} returning name`);
       if (deleted.length > 0) {
         await tx.execute(
-          sql`update catalogs set updated_at = now(), revision = revision + 1, tool_count = tool_count - 1, ${addTokens(tokenChange(tokens, NO_TOKENS))} where id = ${id}`,
+          sql`update catalogs set updated_at = now(), revision = revision + 1, tool_count = tool_count - 1, ${addSums(sumsChange(tokens, NO_SUMS))} where id = ${id}`,
         );
         await logChanges(tx, id, [toolName]);
       }
@@ -637,9 +666,10 @@ export async function recountCatalogTokens(db: Db): Promise<number> {
       db.transaction(async (tx) => {
         const locked = await queryRows<{ id: number }>(tx, sql`select id from catalogs where id = ${id} for update`);
         if (locked.length === 0) return;
-        const sums = await tokenTotals(tx, id, null);
+        const sums = await toolSums(tx, id, null);
         await tx.execute(
-          sql`update catalogs set tokens_anthropic = ${sums.anthropic}, tokens_openai = ${sums.openai}, tokens_as_sent = ${sums.as_sent} where id = ${id}`,
+          sql`update catalogs set tokens_anthropic = ${sums.anthropic}, tokens_openai = ${sums.openai}, tokens_as_sent = ${sums.as_sent},
+              definition_bytes = ${sums.bytes} where id = ${id}`,
         );
       }),
     );

@@ -125,6 +125,8 @@ export const catalogs = pgTable(
     tokensAnthropic: bigint('tokens_anthropic', { mode: 'number' }).notNull().default(0),
     tokensOpenai: bigint('tokens_openai', { mode: 'number' }).notNull().default(0),
     tokensAsSent: bigint('tokens_as_sent', { mode: 'number' }).notNull().default(0),
+    /** The bytes of every tool's definition as the catalog stores it (the rows' sum, kept like the tokens): what TENANT_MAX_BYTES counts. */
+    definitionBytes: bigint('definition_bytes', { mode: 'number' }).notNull().default(0),
     /** Bumped by every PUT or DELETE of one of its upstreams: call_tool's cache of upstream rows keys on it. */
     upstreamRevision: bigint('upstream_revision', { mode: 'number' }).notNull().default(0),
     /** Whether run_code programs may call its tools (with CODE_MODE=on); PATCH /v1/catalogs/{catalog}. */
@@ -151,6 +153,8 @@ export const catalogTools = pgTable(
     definition: json('definition').notNull(),
     /** Estimated tokens (o200k) of `definition` as sent; null only for rows of an older release until start-up counts them. */
     tokensAsSent: integer('tokens_as_sent'),
+    /** UTF-8 bytes of `definition` as stored; null only for rows an older release wrote (sums read its length then). */
+    definitionBytes: integer('definition_bytes'),
     /** Unused and no longer written (migration 0012); a release before it writes it. */
     position: integer('position'),
     /** The upstream MCP server that synced this row; null: pushed over REST. Calls go only to it. */

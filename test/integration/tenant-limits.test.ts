@@ -1,11 +1,13 @@
 /**
- * TENANT_MAX_TOOLS, TENANT_MAX_CATALOGS and TENANT_MAX_UPSTREAMS: one tenant of a shared service cannot fill it. A write
+ * TENANT_MAX_TOOLS, TENANT_MAX_CATALOGS, TENANT_MAX_UPSTREAMS and TENANT_MAX_BYTES: one tenant of a shared service cannot fill it. A write
  * that would take the tenant past either is a 403 `quota_exceeded` and writes nothing; a write that
  * keeps or shrinks the count is taken; other tenants are not touched; two writes racing to the
  * last places cannot both take them; an upstream's sync past the bound keeps what it served and says
  * why. Runs on the store the environment selects (PGlite, or PostgreSQL with DATABASE_URL).
  */
+import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { queryRows } from '../../src/store/database.js';
 import { startHostileUpstream } from '../fixtures/hostile-mcp-server.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
@@ -101,5 +103,105 @@ describe('tenant limits', () => {
     expect(second.status).toBe(403);
     expect(second.body.error.message).toMatch(/this tenant has 1 upstreams, the most TENANT_MAX_UPSTREAMS allows \(1\)/);
     expect((await app.request('GET', `/v1/catalogs/${catalog}/upstreams`, undefined, b)).body.upstreams).toHaveLength(1);
+  });
+});
+
+describe('tenant limits in bytes', () => {
+  let app: TestApp;
+  let upstream: Awaited<ReturnType<typeof startHostileUpstream>>;
+  const keys = { d: `kd-${uniqueName('qb')}-0123456789`, e: `ke-${uniqueName('qb')}-0123456789` };
+  const tenant = uniqueName('td');
+  const as = (key: string) => ({ authorization: `Bearer ${key}` });
+  const name = (label: string) => uniqueName(`bytes-${label}`);
+  // A tool whose definition takes about `size` bytes.
+  const sized = (toolName: string, size: number) => ({ name: toolName, description: `${toolName} ${'x'.repeat(size)}` });
+  const refused =
+    /^this write would hold (\d+) bytes of tool definitions over this tenant's catalogs, more than TENANT_MAX_BYTES allows \(4096\): nothing was written$/;
+
+  /** Each of the tenant's catalogs: the bytes its row sums, and what its tools' stored definitions take. */
+  const bookkeeping = () =>
+    queryRows<{ name: string; kept: number; measured: number }>(
+      app.deps.database.db,
+      sql`select c.name, c.definition_bytes::float8 as kept,
+                 coalesce((select sum(octet_length(ct.definition::text)) from catalog_tools ct where ct.catalog_id = c.id), 0)::float8 as measured
+          from catalogs c where c.tenant = ${tenant} order by c.name`,
+    );
+
+  /** A tool's description as its catalog stores it (the API's answers shorten long ones). */
+  const storedDescription = async (catalog: string, toolName: string) =>
+    (
+      await queryRows<{ description: string }>(
+        app.deps.database.db,
+        sql`select ct.definition->>'description' as description from catalog_tools ct join catalogs c on c.id = ct.catalog_id
+            where c.tenant = ${tenant} and c.name = ${catalog} and ct.name = ${toolName}`,
+      )
+    )[0]?.description;
+
+  beforeAll(async () => {
+    upstream = await startHostileUpstream({
+      host: '127.0.0.2',
+      label: 'B',
+      tools: [{ ...sized('synced_small', 200), inputSchema: { type: 'object', properties: {} } }],
+    });
+    app = await startTestApp({
+      API_KEYS: `${keys.d}:${tenant},${keys.e}:${uniqueName('te')}`,
+      TENANT_MAX_BYTES: '4kb',
+      UPSTREAM_ALLOW: '127.0.0.2/32',
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await app?.close();
+    await upstream?.close();
+  });
+
+  it('counts the bytes of definitions: a write growing past the bound is refused whole, even at the same tool count; room made is the tenant again', async () => {
+    const d = as(keys.d);
+    const [one, two] = [name('one'), name('two')];
+    expect((await app.request('PUT', `/v1/catalogs/${one}`, { tools: [sized('a', 900), sized('b', 900)] }, d)).status).toBe(200);
+    // The same two tools, larger: no more tools, but past the bytes.
+    const larger = await app.request('PUT', `/v1/catalogs/${one}`, { tools: [sized('a', 2500), sized('b', 2500)] }, d);
+    expect(larger.status).toBe(403);
+    expect(larger.body.error).toMatchObject({ code: 'quota_exceeded' });
+    expect(larger.body.error.message).toMatch(refused);
+    expect(Number(refused.exec(larger.body.error.message)![1])).toBeGreaterThan(5000);
+    expect(await storedDescription(one, 'a')).toHaveLength('a '.length + 900);
+    // Another catalog counts with it; one tool added past the bound is refused, the catalog not created.
+    expect((await app.request('PUT', `/v1/catalogs/${two}`, { tools: [sized('c', 1500)] }, d)).status).toBe(200);
+    const past = await app.request('POST', `/v1/catalogs/${two}/tools`, { tools: [sized('d', 800)] }, d);
+    expect(past.status).toBe(403);
+    expect(past.body.error.message).toMatch(refused);
+    const third = await app.request('PUT', `/v1/catalogs/${name('three')}`, { tools: [sized('e', 900)] }, d);
+    expect(third.status).toBe(403);
+    expect((await app.request('GET', '/v1/catalogs', undefined, d)).body.catalogs).toHaveLength(2);
+    // Smaller definitions are taken, and what they free is the tenant's again.
+    expect((await app.request('PUT', `/v1/catalogs/${one}`, { tools: [sized('a', 100), sized('b', 100)] }, d)).status).toBe(200);
+    expect((await app.request('POST', `/v1/catalogs/${two}/tools`, { tools: [sized('d', 800)] }, d)).status).toBe(200);
+    expect((await app.request('DELETE', `/v1/catalogs/${two}/tools/c`, undefined, d)).status).toBe(204);
+    expect((await app.request('POST', `/v1/catalogs/${two}/tools`, { tools: [sized('f', 1500)] }, d)).status).toBe(200);
+    // Another tenant has its own bytes.
+    expect((await app.request('PUT', `/v1/catalogs/${name('e')}`, { tools: [sized('a', 3000)] }, as(keys.e))).status).toBe(200);
+    // Every kind of write kept each catalog's sum equal to what its rows store.
+    const rows = await bookkeeping();
+    expect(rows).toHaveLength(2);
+    for (const row of rows) expect(row.kept, row.name).toBe(row.measured);
+  });
+
+  it("keeps an upstream's sync within the bytes: a definition grown past the bound is not served, the upstream says why", async () => {
+    const d = as(keys.d);
+    const catalog = name('up');
+    // trust "auto": a changed definition is served without approval (under "pin" it would wait in quarantine).
+    const put = await app.request('PUT', `/v1/catalogs/${catalog}/upstreams/b`, { url: upstream.url(), trust: 'auto' }, d);
+    expect(put.status, put.text).toBe(200);
+    expect(put.body.upstream).toMatchObject({ tool_count: 1, last_error: null });
+    // The upstream's tool grows past what the tenant has left: the sync keeps what it served.
+    upstream.tools = [{ ...sized('synced_small', 3000), inputSchema: { type: 'object', properties: {} } }];
+    const again = await app.request('PUT', `/v1/catalogs/${catalog}/upstreams/b`, { url: upstream.url(), trust: 'auto' }, d);
+    expect(again.status, again.text).toBe(200);
+    expect(again.body.upstream.last_error).toMatch(refused);
+    expect(await storedDescription(catalog, 'synced_small')).toHaveLength('synced_small '.length + 200);
+    const rows = await bookkeeping();
+    expect(rows).toHaveLength(3);
+    for (const row of rows) expect(row.kept, row.name).toBe(row.measured);
   });
 });
