@@ -331,6 +331,11 @@ const EVENT_BYTES = 100;
 const PASSED_OVER_BYTES = 20;
 
 const eventBytes = (event: LearnedEvent) => EVENT_BYTES + PASSED_OVER_BYTES * (event.passedOver?.length ?? 0);
+const pastQueryBytes = (past: PastQuery) =>
+  PAST_QUERY_BYTES +
+  past.text.length +
+  (past.vector ? VECTOR_BYTES + past.vector.values.length : 0) +
+  past.terms.reduce((sum, term) => sum + WORD_BYTES + term.length, 0);
 
 /** A catalog's past queries and the tools used after each, grown event by event. */
 export class LearnedIndex {
@@ -351,24 +356,59 @@ export class LearnedIndex {
   /** Adds one event; `terms` are the query's distinct words, `vector` its embedding when known. */
   add(text: string, terms: readonly string[], vector: ArrayLike<number> | null, event: LearnedEvent): void {
     let id = this.byText.get(text);
-    if (id === undefined) {
-      id = this.queries.length;
-      this.byText.set(text, id);
-      const distinct = [...new Set(terms)];
-      this.queries.push({ text, terms: distinct, vector: vector ? quantized(vector) : null });
-      this.bytes += PAST_QUERY_BYTES + text.length + (vector ? VECTOR_BYTES + vector.length : 0);
-      for (const term of distinct) {
-        this.df.set(term, (this.df.get(term) ?? 0) + 1);
-        this.bytes += WORD_BYTES + term.length;
-      }
-      if (this.queries.length > this.normsAt * 1.1 + 10) this.recomputeNorms();
-      else this.norms[id] = this.norm(distinct);
-    }
+    if (id === undefined) id = this.addQuery({ text, terms: [...new Set(terms)], vector: vector ? quantized(vector) : null });
     const past = this.queries[id]!;
     if (!past.vector && vector) {
       past.vector = quantized(vector);
       this.bytes += VECTOR_BYTES + vector.length;
     }
+    this.addEvent(id, event);
+  }
+
+  /** A past query not held yet (its words distinct, its vector quantized); its id. */
+  private addQuery(past: PastQuery): number {
+    const id = this.queries.length;
+    this.byText.set(past.text, id);
+    this.queries.push(past);
+    this.bytes += pastQueryBytes(past);
+    for (const term of past.terms) this.df.set(term, (this.df.get(term) ?? 0) + 1);
+    if (this.queries.length > this.normsAt * 1.1 + 10) this.recomputeNorms();
+    else this.norms[id] = this.norm(past.terms);
+    return id;
+  }
+
+  /**
+   * A new index of the newest events that fit in `maxBytes` (by the same estimate), with only the
+   * past queries they follow: what LEARNED_MEMORY keeps of a catalog whose index alone outgrew it.
+   * Past queries whose events every tool's window pushed out go too. Each tool's events keep their
+   * order, so its window and what a search counts of it are as they were for the events kept.
+   */
+  keepNewest(maxBytes: number): LearnedIndex {
+    const held = [...this.byTool.values()].flat();
+    // Newest first by time; ties keep the windows' order (the sort is stable).
+    const newestFirst = held.map((entry, at) => ({ entry, at })).sort((a, b) => b.entry.event.at - a.entry.event.at || b.at - a.at);
+    const kept: typeof held = [];
+    const counted = new Set<number>();
+    let bytes = 0;
+    for (const { entry } of newestFirst) {
+      const more = eventBytes(entry.event) + (counted.has(entry.query) ? 0 : pastQueryBytes(this.queries[entry.query]!));
+      if (bytes + more > maxBytes) break;
+      bytes += more;
+      counted.add(entry.query);
+      kept.push(entry);
+    }
+    const index = new LearnedIndex();
+    const ids = new Map<number, number>();
+    for (const entry of kept.reverse()) {
+      let id = ids.get(entry.query);
+      if (id === undefined) ids.set(entry.query, (id = index.addQuery(this.queries[entry.query]!)));
+      index.addEvent(id, entry.event);
+    }
+    return index;
+  }
+
+  /** Holds one event of past query `id` in its tool's window (a full window pushes one out). */
+  private addEvent(id: number, event: LearnedEvent): void {
     // Names passed over are held once each however many events name them.
     if (event.passedOver) event = { ...event, passedOver: event.passedOver.map((name) => this.names.get(name) ?? (this.names.set(name, name), name)) };
     const events = this.byTool.get(event.tool);

@@ -4,19 +4,22 @@
  * events only otherwise, at most every `refreshMs` (how far another replica's events may lag
  * behind) and at once after a write here. Past `memoryBytes` (LEARNED_MEMORY, by the indexes' own
  * estimates) the least recently searched catalogs' indexes are let go, to be read again when
- * searched; the one being searched is always kept.
+ * searched; the one being searched is always kept, and when it alone outgrows the budget it keeps
+ * its newest events within KEEP_SHARE of it (LearnedIndex.keepNewest).
  */
 import { queryTerms } from '../ranking/search-text.js';
 import { distinctTerms } from '../ranking/bm25.js';
 import { DEFAULT_LEARNED_PARAMS, LearnedIndex, type LearnedParams } from '../ranking/learned.js';
-import { loadFeedback } from '../store/feedback-store.js';
+import { feedbackStart, loadFeedback } from '../store/feedback-store.js';
 import type { Db } from '../store/database.js';
 
 /** How often a search looks for events written by other replicas (their lag, at most), ms. */
 export const LEARNED_REFRESH_MS = 2_000;
-/** Events read at once per catalog: the newest this many within the retention count. */
+/** Events read at once per catalog: a first read starts at the newest this many stored. */
 export const LEARNED_EVENTS_MAX = 200_000;
 const PAGE = 20_000;
+/** What a catalog's index alone past LEARNED_MEMORY keeps of it: its newest events within this share of the budget. */
+export const KEEP_SHARE = 0.8;
 
 interface Held {
   revision: number;
@@ -115,6 +118,9 @@ export class LearnedCache {
 
   private async readNew(db: Db, catalogId: number, held: Held): Promise<LearnedIndex> {
     held.checkedAt = performance.now();
+    // A first read starts at the newest LEARNED_EVENTS_MAX events (a later one reads what came since).
+    if (held.lastId === 0) held.lastId = await feedbackStart(db, catalogId, LEARNED_EVENTS_MAX);
+    const budget = this.options.memoryBytes;
     for (let read = 0; read < LEARNED_EVENTS_MAX; read += PAGE) {
       const rows = await loadFeedback(db, catalogId, {
         afterId: held.lastId,
@@ -132,6 +138,9 @@ export class LearnedCache {
         });
         held.lastId = row.id;
       }
+      // One catalog's index alone past the budget keeps its newest events within KEEP_SHARE of it,
+      // so that it is not cut again at each of the next few events.
+      if (budget !== undefined && held.index.bytes > budget) held.index = held.index.keepNewest(budget * KEEP_SHARE);
       if (rows.length < PAGE) break;
     }
     return held.index;

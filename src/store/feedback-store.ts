@@ -93,6 +93,15 @@ export async function loadFeedback(
   );
 }
 
+/** The id after which the catalog's newest `newest` events are (0: it holds no more than that). */
+export async function feedbackStart(db: Db, catalogId: number, newest: number): Promise<number> {
+  const rows = await queryRows<{ id: number }>(
+    db,
+    sql`select id::float8 as id from feedback_events where catalog_id = ${catalogId} order by id desc offset ${newest} limit 1`,
+  );
+  return rows[0]?.id ?? 0;
+}
+
 /** Forgets every event of the catalog; the number forgotten. */
 export async function deleteFeedback(db: Db, catalogId: number): Promise<number> {
   const rows = await queryRows<{ n: number }>(

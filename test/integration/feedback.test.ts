@@ -8,9 +8,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
-import { LEARNED_REFRESH_MS, LearnedCache } from '../../src/search/learned-cache.js';
+import { KEEP_SHARE, LEARNED_REFRESH_MS, LearnedCache } from '../../src/search/learned-cache.js';
+import { distinctTerms } from '../../src/ranking/bm25.js';
+import { queryTerms } from '../../src/ranking/search-text.js';
 import { getCatalog } from '../../src/store/catalog-store.js';
-import { loadFeedback } from '../../src/store/feedback-store.js';
+import { feedbackStart, loadFeedback } from '../../src/store/feedback-store.js';
 import { LEARNED_EVENTS_PER_TOOL } from '../../src/ranking/learned.js';
 
 const KEYS = 'ka1:alpha,ka2:alpha,kb:beta';
@@ -276,6 +278,48 @@ describe('learning from use', () => {
     await client.close();
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect((await order(app, catalog, 'kb'))[0]).toBe('open_ticket_viewer');
+  });
+
+  it('keeps of one catalog’s learned index alone past LEARNED_MEMORY its newest events within the budget, as it grows', async () => {
+    const catalog = uniqueName('learn-big');
+    expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools: TOOLS }, as('ka1'))).status).toBe(200);
+    const send = async (from: number, to: number) => {
+      for (let i = from; i < to; i++) {
+        const used = [TOOLS[i % TOOLS.length]!.name];
+        expect((await app.request('POST', '/v1/feedback', { catalog, query: `request number ${i} for the tracker`, used }, as('ka1'))).status).toBe(200);
+      }
+    };
+    await send(0, 30);
+    const row = (await getCatalog(app.deps.search.db, 'alpha', catalog))!;
+    await until(async () => (await loadFeedback(app.deps.search.db, row.id, { afterId: 0, sinceSeconds: 86_400, model: null, limit: 100 })).length === 30);
+    const stored = await loadFeedback(app.deps.search.db, row.id, { afterId: 0, sinceSeconds: 86_400, model: null, limit: 100 });
+    // A first read can start at the newest few: the id before them.
+    const start = await feedbackStart(app.deps.search.db, row.id, 5);
+    expect(start).toBe(stored[24]!.id);
+    expect(await feedbackStart(app.deps.search.db, row.id, 30)).toBe(0);
+    const whole = (await new LearnedCache({ retentionSeconds: 86_400, halfLifeSeconds: 86_400, refreshMs: 0 }).forSearch(app.deps.search.db, row, null))!;
+    expect(whole.eventCount).toBe(30);
+    // A budget of 40% of it: the newest events that fit in KEEP_SHARE of the budget.
+    const budget = Math.floor(whole.bytes * 0.4);
+    const cache = new LearnedCache({ retentionSeconds: 86_400, halfLifeSeconds: 86_400, refreshMs: 0, memoryBytes: budget });
+    const held = (await cache.forSearch(app.deps.search.db, row, null))!;
+    expect(cache.bytes).toBeLessThanOrEqual(budget * KEEP_SHARE);
+    expect(held.eventCount).toBeGreaterThan(4);
+    expect(held.eventCount).toBeLessThan(13);
+    const counts = (index: typeof held, i: number) =>
+      (index
+        .list([TOOLS[i % TOOLS.length]!.name], distinctTerms(queryTerms(`request number ${i} for the tracker`)), undefined, Date.now() / 1000)
+        .events.get(TOOLS[i % TOOLS.length]!.name) ?? 0) > 0;
+    expect(counts(held, 29)).toBe(true);
+    expect(counts(held, 0)).toBe(false);
+    // Events keep coming: the index stays within the budget and holds the newest.
+    await send(30, 60);
+    await until(async () => (await loadFeedback(app.deps.search.db, row.id, { afterId: 0, sinceSeconds: 86_400, model: null, limit: 100 })).length === 60);
+    cache.changed(row.id);
+    const later = (await cache.forSearch(app.deps.search.db, row, null))!;
+    expect(cache.bytes).toBeLessThanOrEqual(budget);
+    expect(counts(later, 59)).toBe(true);
+    expect(counts(later, 29)).toBe(false);
   });
 
   it('lets the least recently searched catalogs’ learned indexes go past LEARNED_MEMORY, and reads one again when searched', async () => {

@@ -90,6 +90,38 @@ describe('the learned list', () => {
     expect(alone.list(['read_file'], terms('read file disk'), undefined, NOW).ranked).toEqual([]);
   });
 
+  it('keeps of an index its newest events within a size (keepNewest), and only the past queries they follow', () => {
+    const index = new LearnedIndex();
+    // 40 events for one tool: its window holds the newest 32, the 8 oldest queries follow nothing.
+    for (let i = 0; i < 40; i++) index.add(`read file ${i}`, terms(`read file n${i}`), [1, i, 2], event('read_file', `u${i % 3}`, NOW + i));
+    index.add('open a jira ticket', terms('open jira ticket'), null, event('jira_create', 'a', NOW + 50));
+    index.add('open a jira ticket', terms('open jira ticket'), null, event('jira_create', 'b', NOW + 51));
+    expect(index.size).toBe(41);
+    const whole = index.keepNewest(Number.POSITIVE_INFINITY);
+    expect(whole.size).toBe(33);
+    expect(whole.eventCount).toBe(34);
+    expect(whole.bytes).toBeLessThan(index.bytes);
+    // The same votes as before for what it kept.
+    for (const query of ['read file n39', 'read file n10', 'open jira ticket'])
+      expect(whole.list(['read_file', 'jira_create'], terms(query), undefined, NOW + 60)).toEqual(
+        index.list(['read_file', 'jira_create'], terms(query), undefined, NOW + 60),
+      );
+    // Half the size: the newest events (the jira ones and the last reads), never an older one without the newer.
+    const half = index.keepNewest(whole.bytes / 2);
+    expect(half.bytes).toBeLessThanOrEqual(whole.bytes / 2);
+    expect(half.eventCount).toBeGreaterThan(10);
+    expect(half.eventCount).toBeLessThan(24);
+    expect(half.list(['jira_create'], terms('open jira ticket'), undefined, NOW + 60).events.get('jira_create')).toBe(2);
+    expect(half.list(['read_file'], terms('read file n39'), undefined, NOW + 60).ranked).toHaveLength(1);
+    expect(half.list(['read_file'], terms('read file n10'), undefined, NOW + 60).ranked).toEqual([]);
+    const keptReads = Array.from({ length: 40 }, (_, i) => half.list(['read_file'], terms(`read file n${i}`), undefined, NOW + 60).ranked.length > 0);
+    const first = keptReads.indexOf(true);
+    expect(first).toBeGreaterThan(8);
+    expect(keptReads.slice(first).every(Boolean)).toBe(true);
+    // Nothing fits: an empty index.
+    expect(index.keepNewest(10).eventCount).toBe(0);
+  });
+
   it('counts of one caller’s events for a tool only its closest few (callerBest): many loose matches are not their sum', () => {
     const index = new LearnedIndex();
     // One close use by an honest caller; twenty loose ones (two words of three shared) by another.
