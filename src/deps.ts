@@ -291,9 +291,13 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     resultScanMin: config.RESULT_SCAN_MIN,
     tenantLimits: tenantLimits(config),
   };
+  // The OpenTelemetry SDK is loaded only when an endpoint is configured (not in a worker, which serves no requests).
+  const tracingSettings = overrides.searches === false ? undefined : otlpSettings(config, serviceVersion());
+  const tracing = tracingSettings ? (await import('./tracing/otlp.js')).startOtlpTracing(tracingSettings, logger, serviceVersion()) : NO_TRACING;
   const audit = auditLog(logger, metrics);
   const upstreams = new UpstreamService({
     db: database.db,
+    tracing,
     catalog: catalogDeps,
     stdioServers: config.UPSTREAMS_FILE ? readUpstreamsFile(config.UPSTREAMS_FILE) : undefined,
     logger,
@@ -453,9 +457,6 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
         : { read_at_start: 'off' };
     },
   });
-  // The OpenTelemetry SDK is loaded only when an endpoint is configured (not in a worker, which serves no requests).
-  const tracingSettings = overrides.searches === false ? undefined : otlpSettings(config, serviceVersion());
-  const tracing = tracingSettings ? (await import('./tracing/otlp.js')).startOtlpTracing(tracingSettings, logger, serviceVersion()) : NO_TRACING;
   return {
     config,
     logger,

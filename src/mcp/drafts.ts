@@ -162,7 +162,7 @@ const filterDigest = (patterns: string[] | undefined) =>
 
 /** The SDK's request-handler accessor (Protocol#_getRequestHandler, protected): the handler McpServer installed, to extend it. */
 type StoredHandler = (request: { jsonrpc: '2.0'; id: string | number; method: string; params: Record<string, unknown> }, ctx: unknown) => Promise<unknown>;
-function installedHandler(server: McpServer, method: string): StoredHandler {
+export function installedHandler(server: McpServer, method: string): StoredHandler {
   const handler = (server.server as unknown as { _getRequestHandler(method: string): StoredHandler | undefined })._getRequestHandler(method);
   if (!handler) throw new Error(`mcp drafts: no ${method} handler to extend`);
   return handler;

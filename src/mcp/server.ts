@@ -9,7 +9,7 @@
  */
 import { traceContext, type TraceContext } from '../lib/trace-context.js';
 import { QUERY_CHARS_MAX } from '../lib/query-length.js';
-import { McpServer, ProtocolError, ProtocolErrorCode, ResourceNotFoundError, ResourceTemplate } from '@modelcontextprotocol/server';
+import { McpServer, ProtocolError, ProtocolErrorCode, ResourceNotFoundError, ResourceTemplate, type Variables } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { listCatalogs } from '../catalog/catalog-service.js';
 import { textProblem } from '../lib/safe-text.js';
@@ -18,23 +18,28 @@ import type { Logger } from '../logger.js';
 import { recordSearch, type Metrics } from '../metrics.js';
 import { DATABASE_UNAVAILABLE_MESSAGE, isDatabaseUnavailable } from '../store/database.js';
 import { runCode, runStructured, runText } from './code-mode.js';
-import { registerDrafts } from './drafts.js';
+import { installedHandler, registerDrafts } from './drafts.js';
 import { deregisterUpstream, managementStatus, offersManagement, offersUpstreamChanges, registerUpstream, statusText } from './manage.js';
 import type { SandboxPool } from '../sandbox/sandbox-pool.js';
 import {
   CATALOG,
   DEGRADED,
+  endWith,
   errorClass,
   EXECUTE_TOOL,
   GEN_AI_OPERATION_NAME,
+  GEN_AI_PROMPT_NAME,
   GEN_AI_TOOL_NAME,
   MCP_METHOD_NAME,
   NO_TRACING,
   OUTCOME,
+  RESOURCE,
   RESULTS,
   TENANT,
   TOOL,
   UPSTREAM,
+  type GatewaySpan,
+  type SpanAttributes,
 } from '../tracing/tracing.js';
 import {
   BadCursor,
@@ -221,6 +226,10 @@ export function offersCodeMode(deps: McpDeps, scope: DiscoveryScope): boolean {
 const taskArgs = z.object({ task: z.string().min(1).max(2_000) });
 const registerOutput = z.object({ upstream: upstreamStatusShape });
 const deregisterOutput = z.object({ removed: z.object({ catalog: z.string(), name: z.string() }) });
+/** tools/list's params passed on whole, for the handler McpServer installed to check. */
+const listedParams = z.looseObject({});
+/** A request answered without throwing is a span without error.type (a resource not found throws). */
+const noError = () => undefined;
 
 export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): McpServer {
   const codeMode = offersCodeMode(deps, scope);
@@ -234,18 +243,53 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
   const server = new McpServer({ name: 'toolsift', version: deps.version }, { instructions, capabilities: { logging: {} } });
   /** The scope as a meta-tool, resource or prompt sees it: the key's decisions say where they were made. */
   const at = (via: string): DiscoveryScope => (scope.access ? { ...scope, access: scope.access.at('mcp', via) } : scope);
-  // A call's trace context: its own _meta's (the MCP keys), else the HTTP request's.
-  const callerTrace = (ctx: unknown): TraceContext | undefined =>
-    traceContext((ctx as { mcpReq?: { _meta?: Record<string, unknown> } } | undefined)?.mcpReq?._meta) ?? scope.trace;
   /** `within` running in the meta-tool call's trace: its span's context (observed), or without tracing the caller's. */
   const traced = (within: DiscoveryScope, trace: TraceContext | undefined): DiscoveryScope => (trace ? { ...within, trace } : within);
   const tracing = deps.tracing ?? NO_TRACING;
+  /**
+   * The SERVER span of one MCP request: a child of the trace context its own `_meta` names (the MCP
+   * keys), else of the HTTP request's. A request that names its own parent is linked to the HTTP
+   * request's span: the agent's trace and the one its HTTP client made are joined, not split.
+   */
+  const serverSpan = (name: string, ctx: unknown, attributes: SpanAttributes): GatewaySpan => {
+    const own = traceContext((ctx as { mcpReq?: { _meta?: Record<string, unknown> } } | undefined)?.mcpReq?._meta);
+    // Without tracing there is no request span to link to, and nothing is built for one.
+    const request = tracing.enabled && own && scope.trace?.traceparent !== own.traceparent ? scope.trace : undefined;
+    return tracing.start(name, {
+      kind: 'server',
+      parent: own ?? scope.trace,
+      attributes: { [TENANT]: scope.tenant, [CATALOG]: scope.catalog, ...attributes },
+      ...(request ? { links: [request] } : {}),
+    });
+  };
+  /**
+   * `answer` (a resource's read or a prompt's callback, given the request's context last, as the SDK
+   * calls both) run within the request's SERVER span; without tracing, `answer` as it is.
+   */
+  const inSpan =
+    <A extends unknown[], R>(name: string, attributes: SpanAttributes, answer: (...args: A) => R | Promise<R>) =>
+    (...args: A): R | Promise<R> =>
+      tracing.enabled
+        ? endWith(
+            serverSpan(name, args.at(-1), attributes),
+            Promise.resolve().then(() => answer(...args)),
+            noError,
+          )
+        : answer(...args);
+  const resourceRead = <A extends unknown[], R>(resource: string, read: (...args: A) => Promise<R>) =>
+    inSpan('resources/read', { [MCP_METHOD_NAME]: 'resources/read', [RESOURCE]: resource }, read);
+  const promptGet = <A extends unknown[], R>(prompt: string, give: (...args: A) => R | Promise<R>) =>
+    inSpan(`prompts/get ${prompt}`, { [MCP_METHOD_NAME]: 'prompts/get', [GEN_AI_PROMPT_NAME]: prompt }, give);
 
   /** A prompt taking one `task` argument: the user message its text gives for that task. */
   const taskPrompt = (name: string, about: { title: string; description: string }, text: (task: string) => string) =>
-    server.registerPrompt(name, { ...about, argsSchema: taskArgs }, ({ task }) => ({
-      messages: [{ role: 'user', content: { type: 'text', text: text(task) } }],
-    }));
+    server.registerPrompt(
+      name,
+      { ...about, argsSchema: taskArgs },
+      promptGet(name, ({ task }: z.infer<typeof taskArgs>) => ({
+        messages: [{ role: 'user' as const, content: { type: 'text' as const, text: text(task) } }],
+      })),
+    );
 
   /**
    * Runs one meta-tool call with its log line, metrics and SERVER span (a child of the call's trace
@@ -259,17 +303,11 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
   ) => {
     const started = performance.now();
     let outcome = 'ok';
-    const span = tracing.start(`tools/call ${tool}`, {
-      kind: 'server',
-      parent: callerTrace(call.ctx),
-      attributes: {
-        [MCP_METHOD_NAME]: 'tools/call',
-        [GEN_AI_OPERATION_NAME]: EXECUTE_TOOL,
-        [GEN_AI_TOOL_NAME]: tool,
-        [TENANT]: scope.tenant,
-        [CATALOG]: scope.catalog,
-        [TOOL]: call.target,
-      },
+    const span = serverSpan(`tools/call ${tool}`, call.ctx, {
+      [MCP_METHOD_NAME]: 'tools/call',
+      [GEN_AI_OPERATION_NAME]: EXECUTE_TOOL,
+      [GEN_AI_TOOL_NAME]: tool,
+      [TOOL]: call.target,
     });
     let failure: string | undefined;
     try {
@@ -496,27 +534,27 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
       }),
     }),
     { title: 'Catalog index', description: 'Every tool of a catalog, one line each: name and first sentence.', mimeType: 'text/plain' },
-    async (uri, variables) => {
+    resourceRead('catalog-index', async (uri: URL, variables: Variables) => {
       const catalog = await scopedCatalog(uri, variables.catalog);
       deps.metrics?.mcpRequests.inc({ method: 'resources/read', tool: 'catalog-index', outcome: 'ok' });
       return {
         contents: [{ uri: uri.href, mimeType: 'text/plain', text: await catalogIndex(deps, scope.tenant, catalog, at('resource catalog-index').access) }],
       };
-    },
+    }),
   );
 
   server.registerResource(
     'tool-definition',
     new ResourceTemplate('toolsift://catalogs/{catalog}/tools/{name}', { list: undefined }),
     { title: 'Tool definition', description: "A tool's full definition as it was pushed or synced.", mimeType: 'application/json' },
-    async (uri, variables) => {
+    resourceRead('tool-definition', async (uri: URL, variables: Variables) => {
       const name = variable(uri, variables.name);
       const catalog = await scopedCatalog(uri, variables.catalog);
       const resolved = await resolveTool(deps, { tenant: scope.tenant, catalog, access: at('resource tool-definition').access }, name, 'details');
       if (!resolved.ok) throw new ResourceNotFoundError(uri.href, resolved.error);
       deps.metrics?.mcpRequests.inc({ method: 'resources/read', tool: 'tool-definition', outcome: 'ok' });
       return { contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify(resolved.tool.definition) }] };
-    },
+    }),
   );
 
   if (manages) {
@@ -529,11 +567,11 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
           "Every upstream MCP server of the tenant this key sees: sync state, tools served, tools waiting for approval, last error class, the credentials' names.",
         mimeType: 'application/json',
       },
-      async (uri) => {
+      resourceRead('upstream-status', async (uri: URL) => {
         const upstreams = await managementStatus(deps, at('resource upstream-status'));
         deps.metrics?.mcpRequests.inc({ method: 'resources/read', tool: 'upstream-status', outcome: 'ok' });
         return { contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify({ upstreams }) }] };
-      },
+      }),
     );
     server.registerPrompt(
       'upstream_status',
@@ -541,7 +579,7 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
         title: 'Upstream status',
         description: 'Review the upstream MCP servers: which fail and why, which tools wait for approval, which credentials each needs.',
       },
-      async () => {
+      promptGet('upstream_status', async () => {
         const upstreams = await managementStatus(deps, at('prompt upstream_status'));
         return {
           messages: [
@@ -554,13 +592,15 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
             },
           ],
         };
-      },
+      }),
     );
   }
 
-  server.registerPrompt('discover', { title: 'Discover tools', description: 'How to find and use tools through toolsift.' }, () => ({
-    messages: [{ role: 'user', content: { type: 'text', text: INSTRUCTIONS } }],
-  }));
+  server.registerPrompt(
+    'discover',
+    { title: 'Discover tools', description: 'How to find and use tools through toolsift.' },
+    promptGet('discover', () => ({ messages: [{ role: 'user' as const, content: { type: 'text' as const, text: INSTRUCTIONS } }] })),
+  );
 
   if (codeMode)
     taskPrompt(
@@ -588,6 +628,20 @@ export function createToolsiftMcpServer(deps: McpDeps, scope: DiscoveryScope): M
     (task) =>
       `Task: ${task}\n\nUse toolsift: call search_tools with a short description of the task, pick the best result, read it with get_tool_details, then run it with call_tool. If search_tools returns a hint that nothing matches well, say so instead of guessing.`,
   );
+
+  // tools/list within its SERVER span: the handler McpServer installed (or the drafts' over it) run as
+  // it is, its answer's tool count noted. Installed only when tracing: otherwise the SDK's path alone.
+  if (tracing.enabled) {
+    const listTools = installedHandler(server, 'tools/list');
+    server.server.setRequestHandler('tools/list', { params: listedParams }, async (params, ctx) => {
+      const span = serverSpan('tools/list', ctx, { [MCP_METHOD_NAME]: 'tools/list' });
+      const listing = listTools({ jsonrpc: '2.0', id: ctx.mcpReq.id, method: 'tools/list', params }, ctx).then((listed) => {
+        span.set({ [RESULTS]: (listed as { tools?: unknown[] }).tools?.length });
+        return listed;
+      });
+      return (await endWith(span, listing, noError)) as never;
+    });
+  }
 
   return server;
 }

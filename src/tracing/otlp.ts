@@ -9,7 +9,18 @@
  * costs a warning a minute in the log. The collector is reached directly (node's HTTP client), not
  * through the upstreams' address policy or proxy: its address comes from the environment only.
  */
-import { createTraceState, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
+import {
+  createTraceState,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+  type SpanContext,
+  type Tracer,
+} from '@opentelemetry/api';
 import { ExportResultCode, type ExportResult } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
@@ -67,7 +78,8 @@ class OtlpTracing implements Tracing {
 
   start(name: string, options: SpanOptions): GatewaySpan {
     const parent = options.parent ? (this.#local.get(options.parent) ?? remoteParent(options.parent)) : ROOT_CONTEXT;
-    const span = this.#tracer.startSpan(name, { kind: KINDS[options.kind], attributes: defined(options.attributes) }, parent);
+    const links = options.links?.map((link) => ({ context: this.#spanContext(link) }));
+    const span = this.#tracer.startSpan(name, { kind: KINDS[options.kind], attributes: defined(options.attributes), ...(links ? { links } : {}) }, parent);
     const context = traceContextOf(span);
     this.#local.set(context, trace.setSpan(ROOT_CONTEXT, span));
     return {
@@ -82,6 +94,12 @@ class OtlpTracing implements Tracing {
         span.end();
       },
     };
+  }
+
+  /** A context as a link names it: one of this process's spans as it is, any other as a caller sent it. */
+  #spanContext(context: TraceContext): SpanContext {
+    const local = this.#local.get(context);
+    return (local && trace.getSpanContext(local)) ?? remoteSpanContext(context);
   }
 
   async close(): Promise<void> {
@@ -100,15 +118,17 @@ class OtlpTracing implements Tracing {
 }
 
 /** The W3C context a caller sent (or one of ours, seen as a value) as the parent of a span. */
-function remoteParent(parent: TraceContext): Context {
-  const [, traceId, spanId, flags] = parent.traceparent.split('-') as [string, string, string, string];
-  return trace.setSpanContext(ROOT_CONTEXT, {
+const remoteParent = (parent: TraceContext): Context => trace.setSpanContext(ROOT_CONTEXT, remoteSpanContext(parent));
+
+function remoteSpanContext(context: TraceContext): SpanContext {
+  const [, traceId, spanId, flags] = context.traceparent.split('-') as [string, string, string, string];
+  return {
     traceId,
     spanId,
     traceFlags: Number.parseInt(flags, 16),
     isRemote: true,
-    ...(parent.tracestate ? { traceState: createTraceState(parent.tracestate) } : {}),
-  });
+    ...(context.tracestate ? { traceState: createTraceState(context.tracestate) } : {}),
+  };
 }
 
 /** A span's own context as W3C headers: what its children continue and what an upstream call forwards (the caller's tracestate kept). */

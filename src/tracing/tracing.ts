@@ -1,15 +1,15 @@
 /**
  * toolsift's own spans of the traces that cross it (an agent's request, the meta-tool it calls, the
- * upstream call that runs a tool), behind one interface: the OpenTelemetry SDK exporting over OTLP
- * (otlp.ts, loaded only when configured) or nothing at all. Spans are handed their parent
- * explicitly, as a W3C trace context (lib/trace-context.ts), never through an ambient context: the
- * context a span gives its children is also what is forwarded to an upstream, so the trace reads
- * agent -> toolsift -> upstream. Without tracing the parent passes through unchanged, and what is
- * forwarded is what the caller sent.
+ * upstream call that runs a tool) and of its own work (an upstream's sync), behind one interface:
+ * the OpenTelemetry SDK exporting over OTLP (otlp.ts, loaded only when configured) or nothing at
+ * all. Spans are handed their parent explicitly, as a W3C trace context (lib/trace-context.ts),
+ * never through an ambient context: the context a span gives its children is also what is
+ * forwarded to an upstream, so the trace reads agent -> toolsift -> upstream. Without tracing the
+ * parent passes through unchanged, and what is forwarded is what the caller sent.
  *
- * What a span may carry is written here: names of tenants, catalogs, tools and upstreams, outcomes
- * and counts; never a query, a tool's arguments or results, a key or a header value
- * (docs/security.md).
+ * What a span may carry is written here: names of tenants, catalogs, tools, prompts, resources and
+ * upstreams, outcomes and counts; never a query, a tool's arguments or results, a prompt's
+ * arguments, a resource's URI, a key or a header value (docs/security.md).
  */
 import type { TraceContext } from '../lib/trace-context.js';
 
@@ -21,6 +21,8 @@ export interface SpanOptions {
   kind: SpanKind;
   /** The caller's context, or the span this one runs within; absent: a new trace. */
   parent?: TraceContext;
+  /** Spans of other traces this one belongs with (the HTTP request of an MCP call that named its own parent). */
+  links?: TraceContext[];
   attributes?: SpanAttributes;
 }
 
@@ -73,10 +75,12 @@ export const errorClass = (error: unknown): string => (error instanceof Error ? 
  * MCP's and GenAI's (development status, in the GenAI conventions; copied here, as the conventions
  * package advises for unstable names, rather than imported). The rest are toolsift's own.
  */
-/** MCP: the JSON-RPC method (`tools/call`). */
+/** MCP: the JSON-RPC method (`tools/call`, `tools/list`, `prompts/get`, `resources/read`). */
 export const MCP_METHOD_NAME = 'mcp.method.name';
 /** GenAI: the tool a `tools/call` runs (a meta-tool on toolsift's span, the upstream's tool on the upstream's). */
 export const GEN_AI_TOOL_NAME = 'gen_ai.tool.name';
+/** GenAI: the prompt a `prompts/get` gives. */
+export const GEN_AI_PROMPT_NAME = 'gen_ai.prompt.name';
 /** GenAI: `execute_tool` for a tool call. */
 export const GEN_AI_OPERATION_NAME = 'gen_ai.operation.name';
 export const EXECUTE_TOOL = 'execute_tool';
@@ -89,7 +93,9 @@ export const TOOL = 'toolsift.tool';
 export const UPSTREAM = 'toolsift.upstream';
 /** `ok`, `tool_error`, `error`, or an upstream call's audit outcome. */
 export const OUTCOME = 'toolsift.outcome';
-/** How many results a meta-tool answered: search results, tools described, names listed, a program's calls. */
+/** The resource a `resources/read` reads, by its registered name (`catalog-index`): a URI may carry what a caller typed. */
+export const RESOURCE = 'toolsift.resource';
+/** How many results a meta-tool answered (search results, tools described, names listed, a program's calls), or tools a list held. */
 export const RESULTS = 'toolsift.results';
 /** Set when an answer was made in a degraded way (`store_error`, `embedder_busy`, ...). */
 export const DEGRADED = 'toolsift.degraded';

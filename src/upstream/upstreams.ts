@@ -52,6 +52,8 @@ import { requireSecretsKey, sealHeaders } from './sealed-headers.js';
 import type { EgressProxy } from './egress-proxy.js';
 import type { ClientMetadataSettings } from './client-metadata.js';
 import type { UpstreamCallInput, UpstreamCallResult, UpstreamCaller } from './upstream-caller.js';
+import type { TraceContext } from '../lib/trace-context.js';
+import { CATALOG, MCP_METHOD_NAME, NO_TRACING, OUTCOME, RESULTS, TENANT, UPSTREAM, type Tracing } from '../tracing/tracing.js';
 
 export { STDIO_URL_PREFIX, type StdioServer };
 
@@ -119,6 +121,8 @@ export interface UpstreamDeps {
   proxy?: EgressProxy;
   /** OAUTH_CLIENT_METADATA_URL (client-metadata.ts): each tenant's client id where a server supports it. */
   clientMetadata?: ClientMetadataSettings;
+  /** Where each sync's spans go (tracing/tracing.ts); absent: none, and a tools/list is sent as without tracing. */
+  tracing?: Tracing;
 }
 
 export interface UpstreamRegistration {
@@ -249,6 +253,7 @@ const REFRESH_TICK_MS = 15_000;
 export class UpstreamService implements UpstreamCaller {
   readonly #deps: UpstreamDeps;
   readonly #audit: AuditLog;
+  readonly #tracing: Tracing;
   readonly #fetch: GuardedFetch;
   /**
    * The call a fetch runs for: an answer over the size cap on an SSE stream is reported to the SDK
@@ -265,6 +270,7 @@ export class UpstreamService implements UpstreamCaller {
   constructor(deps: UpstreamDeps) {
     this.#deps = deps;
     this.#audit = deps.audit ?? auditLog(deps.logger, deps.metrics);
+    this.#tracing = deps.tracing ?? NO_TRACING;
     this.#fetch =
       deps.fetch ??
       createGuardedFetch({
@@ -604,12 +610,17 @@ export class UpstreamService implements UpstreamCaller {
   async #sync(tenant: string, catalog: string, name: string, actor: UpstreamActor): Promise<UpstreamState> {
     const row = await this.#row(tenant, catalog, name);
     const started = performance.now();
+    // A trace of its own: a sync is the service's work, shared by whoever asked for it (sync()).
+    const span = this.#tracing.start('sync upstream', { kind: 'internal', attributes: { [TENANT]: tenant, [CATALOG]: catalog, [UPSTREAM]: row.name } });
+    let failed: string | undefined;
     try {
-      const listed = await this.#listTools(row);
+      const listed = await this.#listTools(row, span.context);
       const outcome = await this.#serialized(row, () => this.#applyListing(row, listed, actor));
+      span.set({ [RESULTS]: outcome.toolCount });
       this.#deps.metrics?.mcpRequests.inc({ method: 'upstream/sync', tool: '', outcome: 'ok' });
       this.#deps.logger.info({ upstream: row.name, catalog, tenant, ...outcome, ms: Math.round(performance.now() - started) }, 'upstream synced');
     } catch (error) {
+      failed = syncErrorType(error);
       if (error instanceof AppError && error.code === 'not_found') throw error;
       const authorization = authorizationFailureIn(error);
       const failure =
@@ -626,17 +637,41 @@ export class UpstreamService implements UpstreamCaller {
       this.#deps.metrics?.mcpRequests.inc({ method: 'upstream/sync', tool: '', outcome: 'error' });
       // The class only: an upstream's error text (or a header value it echoes) never reaches a log or an answer.
       this.#deps.logger.warn({ upstream: row.name, catalog, tenant, failure, error: errorName(error) }, 'upstream sync failed; previous tools kept');
+    } finally {
+      span.set({ [OUTCOME]: failed ? 'error' : 'ok' });
+      span.end(failed);
     }
     // Removed while it synced (the upstream, or its whole catalog): a 404, as if asked a moment later.
     return upstreamState(await this.#row(tenant, catalog, name));
   }
 
-  /** Every page of the upstream's tools/list, within one deadline for connecting and listing. */
-  async #listTools(row: store.UpstreamRow): Promise<ListedTool[]> {
+  /**
+   * Every page of the upstream's tools/list, within one deadline for connecting and listing. `trace`:
+   * the sync's span, the parent of the listing's CLIENT span.
+   */
+  async #listTools(row: store.UpstreamRow, trace: TraceContext | undefined): Promise<ListedTool[]> {
     const deadline = AbortSignal.timeout(this.#deps.connectTimeoutMs);
     const listing = (async () => {
       const client = await this.#connections.client(row);
-      return client.listTools(undefined, { timeout: this.#deps.connectTimeoutMs, signal: deadline });
+      // The SDK walks the pages itself, each request with these params: one span for them all, whose
+      // context each page's _meta carries, as a tools/call's does. Without tracing, no _meta at all.
+      const span = this.#tracing.start('tools/list', {
+        kind: 'client',
+        parent: trace,
+        attributes: { [MCP_METHOD_NAME]: 'tools/list', [TENANT]: row.tenant, [CATALOG]: row.catalog, [UPSTREAM]: row.name },
+      });
+      try {
+        const listed = await client.listTools(span.context ? { _meta: { ...span.context } } : undefined, {
+          timeout: this.#deps.connectTimeoutMs,
+          signal: deadline,
+        });
+        span.set({ [RESULTS]: listed.tools.length });
+        span.end();
+        return listed;
+      } catch (error) {
+        span.end(describeUpstreamFailure(error));
+        throw error;
+      }
     })();
     const timedOut = new Promise<never>((_, reject) => deadline.addEventListener('abort', () => reject(deadline.reason), { once: true }));
     const listed = await Promise.race([listing, timedOut]);
@@ -756,6 +791,15 @@ class MalformedList extends Error {
   constructor(detail: string) {
     super(`malformed tool list: ${detail}`);
   }
+}
+
+/** A failed sync's `error.type`: a class of failure, never the text of last_error (which may name an entry). */
+function syncErrorType(error: unknown): string {
+  if (error instanceof MalformedList) return 'malformed_list';
+  if (error instanceof AppError) return error.code;
+  if (error instanceof SecretOpenError) return 'credentials';
+  if (authorizationFailureIn(error)) return 'oauth';
+  return describeUpstreamFailure(error);
 }
 
 /** A pinned tool as its catalog holds it: the upstream's definition with every string made visible, its server the upstream. */

@@ -1,11 +1,13 @@
 /**
  * toolsift's own spans (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT): exported over OTLP/HTTP as JSON to a
  * collector, here a small HTTP server decoding `resourceSpans`. An agent's call_tool continues the
- * agent's trace: toolsift's SERVER span is the child of the `_meta` traceparent, the upstream call
- * a CLIENT span within it, and the upstream (an SDK server recording each request's `_meta`)
- * receives the CLIENT span's context with the agent's tracestate. The last spans leave on close;
- * no span carries a query, an argument or a result; a collector that is down fails no call. Runs on
- * the store the environment selects.
+ * agent's trace: toolsift's SERVER span is the child of the `_meta` traceparent (linked to the HTTP
+ * request's span), the upstream call a CLIENT span within it, and the upstream (an SDK server
+ * recording each request's `_meta`) receives the CLIENT span's context with the agent's tracestate.
+ * An upstream's sync is a trace of its own, its tools/list a CLIENT span whose context the upstream
+ * receives; toolsift's own tools/list, prompts/get and resources/read are SERVER spans. The last
+ * spans leave on close; no span carries a query, an argument or a result; a collector that is down
+ * fails no call. Runs on the store the environment selects.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -26,6 +28,8 @@ const HEADER_TRACE = '0af7651916cd43dd8448eb211c80319c';
 const HEADER_SPAN = 'b7ad6b7169203331';
 const REST_TRACE = '5c6d7e8f90a1b2c3d4e5f60718293a4b';
 const REST_SPAN = '1a2b3c4d5e6f7081';
+const LIST_TRACE = '6e0c63257de34c926f9efcd03927272e';
+const LIST_SPAN = '9f0a1b2c3d4e5f60';
 /** Words that must never leave in a span: a query, an argument, a result, the collector's credential. */
 const QUERY = 'harbour forecast quokkazebra';
 const ARGUMENT = 'Brest-wombatlantis';
@@ -40,9 +44,11 @@ interface ExportedSpan {
   kind: number;
   status?: { code?: number };
   attributes: Record<string, unknown>;
+  links?: { traceId: string; spanId: string }[];
   resource: Record<string, unknown>;
 }
 
+const INTERNAL = 1;
 const SERVER = 2;
 const CLIENT = 3;
 
@@ -76,9 +82,10 @@ async function startCollector(answer = 200) {
   };
 }
 
-/** An upstream MCP server (the official SDK's) that records the `_meta` of each tools/call it runs. */
+/** An upstream MCP server (the official SDK's) that records the `_meta` of each tools/call it runs, and the method and `_meta` of every request. */
 async function startRecordingUpstream() {
   const metas: (Record<string, unknown> | undefined)[] = [];
+  const requests: { method: string; meta?: Record<string, unknown> }[] = [];
   const serve = toNodeHandler(
     createMcpHandler(() => {
       const server = new McpServer({ name: 'tides', version: '1.0.0' });
@@ -93,11 +100,18 @@ async function startRecordingUpstream() {
       return server;
     }),
   );
-  const server = http.createServer((req, res) => void serve(req, res));
+  const server = http.createServer(async (req, res) => {
+    let body = '';
+    for await (const chunk of req) body += chunk;
+    const parsed = body ? JSON.parse(body) : undefined;
+    for (const message of [parsed ?? []].flat()) if (message?.method) requests.push({ method: message.method, meta: message.params?._meta });
+    await serve(req, res, parsed);
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.2', resolve));
   return {
     url: `http://127.0.0.2:${(server.address() as AddressInfo).port}/mcp`,
     metas,
+    requests,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
@@ -157,6 +171,13 @@ describe('OpenTelemetry spans over OTLP/HTTP', () => {
     );
     const searched = await app.request('POST', `/v1/catalogs/${catalog}/search`, { query: QUERY }, { traceparent: `00-${REST_TRACE}-${REST_SPAN}-01` });
     expect(searched.status, searched.text).toBe(200);
+    // toolsift's own tools/list (naming its parent in _meta), a prompt given the query as its task, and a resource.
+    const listed = await agent.listTools({ _meta: { traceparent: `00-${LIST_TRACE}-${LIST_SPAN}-01` } });
+    expect(listed.tools.map((tool) => tool.name)).toContain('call_tool');
+    const prompt = await agent.getPrompt({ name: 'find_tool', arguments: { task: QUERY } });
+    expect(JSON.stringify(prompt.messages)).toContain(QUERY);
+    const index = await agent.readResource({ uri: `toolsift://catalogs/${catalog}/index` });
+    expect(JSON.stringify(index.contents)).toContain('forecast_tides');
   });
 
   it('sends the last spans on close, as JSON with the service name and the collector headers configured', async () => {
@@ -195,6 +216,65 @@ describe('OpenTelemetry spans over OTLP/HTTP', () => {
     });
     // The upstream saw toolsift's CLIENT span as its parent, in the agent's trace, the agent's tracestate kept.
     expect(upstream.metas).toContainEqual(expect.objectContaining({ traceparent: `00-${AGENT_TRACE}-${client!.spanId}-01`, tracestate: AGENT_STATE }));
+  });
+
+  it("links the call that named its parent in _meta to its HTTP request's span; a call within the request's span has no link", () => {
+    const [served] = spanNamed('tools/call call_tool', AGENT_TRACE);
+    expect(served?.links).toHaveLength(1);
+    const [link] = served!.links!;
+    // The request sent no traceparent header: its span began a trace of its own, now joined to the agent's.
+    expect(link!.traceId).not.toBe(AGENT_TRACE);
+    expect(collector.spans().find((span) => span.traceId === link!.traceId && span.spanId === link!.spanId)).toMatchObject({
+      name: 'POST /mcp/:catalog',
+      kind: SERVER,
+    });
+    const [withinRequest] = spanNamed('tools/call call_tool', HEADER_TRACE);
+    expect(withinRequest).toBeDefined();
+    expect(withinRequest!.links ?? []).toEqual([]);
+  });
+
+  it("records toolsift's own tools/list, prompts/get and resources/read as SERVER spans, parented as the meta-tools' are", () => {
+    const [listed] = spanNamed('tools/list', LIST_TRACE);
+    expect(listed).toMatchObject({
+      kind: SERVER,
+      parentSpanId: LIST_SPAN,
+      attributes: { 'mcp.method.name': 'tools/list', 'toolsift.tenant': 'default', 'toolsift.catalog': catalog, 'toolsift.results': expect.any(Number) },
+    });
+    expect(listed!.attributes['toolsift.results']).toBeGreaterThanOrEqual(4);
+    expect(listed!.links).toHaveLength(1);
+    const requestOf = (span: ExportedSpan | undefined) =>
+      collector.spans().find((request) => request.traceId === span?.traceId && request.spanId === span?.parentSpanId);
+    const prompt = collector.spans().find((span) => span.name === 'prompts/get find_tool');
+    expect(prompt).toMatchObject({
+      kind: SERVER,
+      attributes: { 'mcp.method.name': 'prompts/get', 'gen_ai.prompt.name': 'find_tool', 'toolsift.catalog': catalog },
+    });
+    expect(requestOf(prompt)).toMatchObject({ name: 'POST /mcp/:catalog', kind: SERVER });
+    const read = collector.spans().find((span) => span.name === 'resources/read');
+    expect(read).toMatchObject({
+      kind: SERVER,
+      attributes: { 'mcp.method.name': 'resources/read', 'toolsift.resource': 'catalog-index', 'toolsift.catalog': catalog },
+    });
+    expect(requestOf(read)).toMatchObject({ name: 'POST /mcp/:catalog', kind: SERVER });
+  });
+
+  it("records an upstream's sync as a trace of its own: an INTERNAL span, its tools/list a CLIENT span whose context the upstream receives", () => {
+    const [sync] = collector.spans().filter((span) => span.name === 'sync upstream' && span.attributes['toolsift.catalog'] === catalog);
+    expect(sync).toMatchObject({
+      kind: INTERNAL,
+      attributes: { 'toolsift.tenant': 'default', 'toolsift.catalog': catalog, 'toolsift.upstream': 'tides', 'toolsift.outcome': 'ok', 'toolsift.results': 1 },
+    });
+    expect(sync!.parentSpanId || undefined).toBeUndefined();
+    const listing = collector.spans().find((span) => span.name === 'tools/list' && span.parentSpanId === sync!.spanId);
+    expect(listing).toMatchObject({
+      kind: CLIENT,
+      traceId: sync!.traceId,
+      attributes: { 'mcp.method.name': 'tools/list', 'toolsift.catalog': catalog, 'toolsift.upstream': 'tides', 'toolsift.results': 1 },
+    });
+    expect(upstream.requests).toContainEqual({
+      method: 'tools/list',
+      meta: expect.objectContaining({ traceparent: `00-${sync!.traceId}-${listing!.spanId}-01` }),
+    });
   });
 
   it("continues the HTTP request's traceparent header through the request's span when the call's _meta names none", () => {
@@ -239,7 +319,9 @@ describe('OpenTelemetry spans over OTLP/HTTP', () => {
     expect(
       [...keys].filter(
         (key) =>
-          !/^(mcp\.method\.name|gen_ai\.(tool|operation)\.name|error\.type|http\.(request\.method|route|response\.status_code)|toolsift\.\w+)$/.test(key),
+          !/^(mcp\.method\.name|gen_ai\.(tool|operation|prompt)\.name|error\.type|http\.(request\.method|route|response\.status_code)|toolsift\.\w+)$/.test(
+            key,
+          ),
       ),
     ).toEqual([]);
   });
