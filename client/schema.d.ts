@@ -129,6 +129,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What the calling tenant holds, beside the bounds the operator set.
+         * @description Counts over the tenant's catalogs, as the TENANT_MAX_* bounds count them: catalogs, tools
+         *     (pushed and synced), upstreams registered through the API (not UPSTREAMS_FILE's), and the
+         *     bytes of the tools' definitions as its catalogs store them. `limit` is null where no bound
+         *     is set. A write past a bound is a 403 `quota_exceeded`. A key that sees only some catalogs
+         *     or tools is refused (403): the counts are the whole tenant's.
+         */
+        get: operations["getUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/catalogs/{catalog}": {
         parameters: {
             query?: never;
@@ -838,6 +862,18 @@ export interface components {
             definition?: Record<string, never> | null;
             parameters?: Record<string, never> | null;
         };
+        UsageCount: {
+            used: number;
+            /** @description The operator's bound (TENANT_MAX_*); null when none is set. */
+            limit: number | null;
+        };
+        TenantUsage: {
+            tenant: string;
+            catalogs: components["schemas"]["UsageCount"];
+            tools: components["schemas"]["UsageCount"];
+            upstreams: components["schemas"]["UsageCount"];
+            definition_bytes: components["schemas"]["UsageCount"];
+        };
         CatalogSummary: {
             name: string;
             /** @description The catalog's tools (for a key limited to some tools, those it sees). */
@@ -1364,6 +1400,30 @@ export interface operations {
                     "application/json": {
                         catalogs: components["schemas"]["CatalogSummary"][];
                     };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getUsage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tenant's usage. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TenantUsage"];
                 };
             };
             401: components["responses"]["Unauthorized"];

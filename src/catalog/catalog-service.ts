@@ -401,6 +401,27 @@ export async function deleteTool(deps: CatalogDeps, ref: CatalogRef, toolName: s
   }
 }
 
+/** One of a tenant's counts beside its bound (TENANT_MAX_*; null: none). */
+export interface UsageCount {
+  used: number;
+  limit: number | null;
+}
+
+/** What the tenant holds of each thing TENANT_MAX_* bounds, with the bounds. */
+export async function tenantUsage(
+  deps: Pick<CatalogDeps, 'db' | 'tenantLimits'>,
+  tenant: string,
+): Promise<{ catalogs: UsageCount; tools: UsageCount; upstreams: UsageCount; definitionBytes: UsageCount }> {
+  const used = await catalogStore.tenantUsage(deps.db, tenant);
+  const limits = deps.tenantLimits ?? {};
+  return {
+    catalogs: { used: used.catalogs, limit: limits.maxCatalogs ?? null },
+    tools: { used: used.tools, limit: limits.maxTools ?? null },
+    upstreams: { used: used.upstreams, limit: limits.maxUpstreams ?? null },
+    definitionBytes: { used: used.bytes, limit: limits.maxBytes ?? null },
+  };
+}
+
 export async function deleteCatalog(deps: CatalogDeps, ref: CatalogRef): Promise<void> {
   if (!(await catalogStore.deleteCatalog(deps.db, ref.tenant, ref.name))) throw notFound(`catalog "${ref.name}"`);
 }

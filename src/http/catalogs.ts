@@ -107,6 +107,19 @@ export function catalogRoutes(deps: catalogs.CatalogDeps): Router {
     res.json({ catalogs: (await catalogs.seenCatalogs(deps, list, access)).map(catalogJson) });
   });
 
+  router.get('/v1/usage', async (_req, res) => {
+    const access = requestAccess(res, 'GET /v1/usage');
+    access.requireTenantView("read the tenant's usage");
+    const usage = await catalogs.tenantUsage(deps, String(res.locals.tenant));
+    res.json({
+      tenant: String(res.locals.tenant),
+      catalogs: usage.catalogs,
+      tools: usage.tools,
+      upstreams: usage.upstreams,
+      definition_bytes: usage.definitionBytes,
+    });
+  });
+
   router.get('/v1/catalogs/:catalog', async (req, res) => {
     const ref = catalogRef(req, res);
     const access = requestAccess(res, 'GET /v1/catalogs/{catalog}');

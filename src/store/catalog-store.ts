@@ -299,6 +299,32 @@ async function requireWithinLimits(
 }
 
 /**
+ * The tenant's upstreams as TENANT_MAX_UPSTREAMS counts them, as a scalar subquery: UPSTREAMS_FILE's
+ * stdio servers (url "stdio:<name>") are an operator's, not the tenant's registrations.
+ */
+export const tenantUpstreams = (tenant: string) =>
+  sql`(select count(*)::int from mcp_upstreams u join catalogs c on c.id = u.catalog_id where c.tenant = ${tenant} and u.url not like 'stdio:%')`;
+
+/** What one tenant holds, as TENANT_MAX_* count it. */
+export interface TenantUsage {
+  catalogs: number;
+  tools: number;
+  upstreams: number;
+  bytes: number;
+}
+
+/** The tenant's catalogs, tools, upstreams (tenantUpstreams) and definition bytes: one statement over its catalogs' rows. */
+export async function tenantUsage(db: Executor, tenant: string): Promise<TenantUsage> {
+  const [row] = await queryRows<TenantUsage>(
+    db,
+    sql`select count(*)::int as catalogs, coalesce(sum(tool_count), 0)::float8 as tools, coalesce(sum(definition_bytes), 0)::float8 as bytes,
+               ${tenantUpstreams(tenant)} as upstreams
+        from catalogs where tenant = ${tenant}`,
+  );
+  return { catalogs: Number(row!.catalogs), tools: Number(row!.tools), upstreams: Number(row!.upstreams), bytes: Number(row!.bytes) };
+}
+
+/**
  * The tenant's lock for this transaction: every write that counts against TENANT_MAX_* takes it
  * (after its catalog's row), so two such writes of one tenant count one after the other.
  */

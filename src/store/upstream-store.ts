@@ -2,7 +2,7 @@ import type { ResultScanMode } from '../trust/result-scan-floor.js';
 import { sql } from 'drizzle-orm';
 import { AppError } from '../errors.js';
 import type { PinPlan, PinRow } from '../trust/pins.js';
-import { lockTenant, toolColumns, type CatalogToolRow } from './catalog-store.js';
+import { lockTenant, tenantUpstreams, toolColumns, type CatalogToolRow } from './catalog-store.js';
 import { queryRows, retryOnConflict, type Db } from './database.js';
 import type { Executor } from './tool-store.js';
 
@@ -69,11 +69,7 @@ async function requireUpstreamPlace(tx: Executor, tenant: string, catalogId: num
   const known = await queryRows<{ n: number }>(tx, sql`select 1 as n from mcp_upstreams where catalog_id = ${catalogId} and name = ${name}`);
   if (known.length > 0) return;
   await lockTenant(tx, tenant);
-  const [held] = await queryRows<{ n: number }>(
-    tx,
-    // UPSTREAMS_FILE's stdio servers (url "stdio:<name>") are an operator's, not the tenant's registrations.
-    sql`select count(*)::int as n from mcp_upstreams u join catalogs c on c.id = u.catalog_id where c.tenant = ${tenant} and u.url not like 'stdio:%'`,
-  );
+  const [held] = await queryRows<{ n: number }>(tx, sql`select ${tenantUpstreams(tenant)} as n`);
   if (Number(held!.n) >= maxUpstreams)
     throw new AppError('quota_exceeded', `this tenant has ${held!.n} upstreams, the most TENANT_MAX_UPSTREAMS allows (${maxUpstreams}): remove one first`);
 }

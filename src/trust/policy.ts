@@ -221,6 +221,13 @@ export class Access {
     throw forbidden(`API key "${this.policy.id}" may not ${what}: it needs write: true and no catalogs, tools or servers limits`, {});
   }
 
+  /** 403 unless the key sees the whole tenant (no catalogs, tools or servers limits): `what` reads what the others hold too. */
+  requireTenantView(what: string): void {
+    if (!limitsTools(this.policy) && !this.policy.catalogs) return;
+    this.note('deny', 'see_catalog', {});
+    throw forbidden(`API key "${this.policy.id}" may not ${what}: it sees only some catalogs or tools, and the counts are the whole tenant's`, {});
+  }
+
   /** 403 when a write would reach tools the key does not see: replacing or deleting a whole catalog, or a setting of all its tools (`refused` says which). */
   requireWholeCatalog(catalog: string, refused = 'may not replace or delete whole catalogs: push or delete single tools'): void {
     this.requireWrite(catalog);

@@ -282,6 +282,13 @@ describe('per-key policies', () => {
       },
       'POST /api/compress/tool-discovery': async () => {}, // walked with /v1/tool-discovery/search
       'GET /v1/jobs/:id': async () => expect((await call('GET', '/v1/jobs/some-job')).status).toBe(403),
+      // The tenant's counts include what the key does not see.
+      'GET /v1/usage': async () => {
+        const refused = await call('GET', '/v1/usage');
+        expect(refused.status).toBe(403);
+        expect(refused.body.error.message).toMatch(/may not read the tenant's usage: it sees only some catalogs or tools/);
+        noLeak('usage', refused.text);
+      },
       'ALL /mcp': async () => {
         // The MCP test below walks the protocol; the HTTP route refuses another catalog before it is looked up.
         const refused = await fetch(`${app.url}/mcp/${B}`, {

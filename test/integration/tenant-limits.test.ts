@@ -67,6 +67,17 @@ describe('tenant limits', () => {
     expect((await app.request('PUT', `/v1/catalogs/${name('four')}`, { tools: tools('four', 1) }, a)).status).toBe(200);
     // Another tenant has its own bounds.
     expect((await app.request('PUT', `/v1/catalogs/${name('b')}`, { tools: tools('b', 5) }, as(keys.b))).status).toBe(200);
+    // What each holds, beside the bounds.
+    const usage = await app.request('GET', '/v1/usage', undefined, a);
+    expect(usage.status).toBe(200);
+    expect(usage.body).toMatchObject({
+      catalogs: { used: 2, limit: 2 },
+      tools: { used: 5, limit: 5 },
+      upstreams: { used: 0, limit: 1 },
+      definition_bytes: { limit: null },
+    });
+    expect(usage.body.definition_bytes.used).toBeGreaterThan(0);
+    expect((await app.request('GET', '/v1/usage', undefined, as(keys.b))).body).toMatchObject({ catalogs: { used: 1 }, tools: { used: 5 } });
   });
 
   it('lets only one of two writes racing to the last places take them', async () => {
@@ -203,5 +214,14 @@ describe('tenant limits in bytes', () => {
     const rows = await bookkeeping();
     expect(rows).toHaveLength(3);
     for (const row of rows) expect(row.kept, row.name).toBe(row.measured);
+    // The tenant's usage is those sums, and its upstream.
+    const usage = await app.request('GET', '/v1/usage', undefined, d);
+    expect(usage.body).toEqual({
+      tenant,
+      catalogs: { used: 3, limit: null },
+      tools: { used: 5, limit: null },
+      upstreams: { used: 1, limit: null },
+      definition_bytes: { used: rows.reduce((sum, row) => sum + row.measured, 0), limit: 4096 },
+    });
   });
 });
