@@ -1,5 +1,5 @@
 import type { Logger } from '../logger.js';
-import { catalogRowsWithoutTokens, recountCatalogTokens, setCatalogRowTokens } from '../store/catalog-store.js';
+import { catalogRowsWithoutTokens, measureCatalogRows, recountCatalogTokens, setCatalogRowTokens } from '../store/catalog-store.js';
 import type { Db } from '../store/database.js';
 import { documentsWithoutTokens, setDocumentTokens } from '../store/tool-store.js';
 import { countDefinitions, type TextCounter } from './tokens.js';
@@ -8,7 +8,8 @@ const BATCH = 500;
 
 /**
  * Counts the definition tokens of documents and catalog rows stored by a release that did not count
- * them, then sets each catalog's sums. Runs at start-up; nothing to do costs two queries. Counting
+ * them, and the bytes of rows stored without them, then sets each catalog's sums. Runs at start-up;
+ * nothing to do costs three queries. Counting
  * takes ~40-80 us a tool, once.
  */
 export async function refreshDefinitionTokens(db: Db, counter: TextCounter, logger: Logger): Promise<number> {
@@ -33,9 +34,11 @@ export async function refreshDefinitionTokens(db: Db, counter: TextCounter, logg
     );
     counted += rows.length;
   }
-  if (counted > 0) {
+  // Rows an older release wrote while this one ran (a rolling upgrade) have no size, and their catalogs' sums lack them.
+  const measured = await measureCatalogRows(db);
+  if (counted > 0 || measured > 0) {
     const catalogs = await recountCatalogTokens(db);
-    logger.info({ counted, catalogs }, 'counted the definition tokens of tools stored by an older release');
+    logger.info({ counted, measured, catalogs }, 'counted the definition tokens and bytes of tools stored by an older release');
   }
-  return counted;
+  return counted + measured;
 }

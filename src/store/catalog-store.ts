@@ -682,6 +682,19 @@ export async function setCatalogRowTokens(db: Executor, counts: { catalogId: num
 }
 
 /**
+ * Measures the definitions of catalog rows an older release wrote (no `definition_bytes`); how many.
+ * Their catalogs' sums lack them until recountCatalogTokens.
+ */
+export async function measureCatalogRows(db: Executor): Promise<number> {
+  const rows = await queryRows<{ n: number }>(
+    db,
+    sql`with measured as (update catalog_tools set definition_bytes = octet_length(definition::text) where definition_bytes is null returning 1)
+        select count(*)::int as n from measured`,
+  );
+  return Number(rows[0]?.n ?? 0);
+}
+
+/**
  * Sets every catalog's definition tokens to the sums of its rows, each under the catalog's lock (the
  * sums read after it is taken include every write that held it before).
  */

@@ -149,6 +149,20 @@ describe('definition tokens', () => {
     expect(await refreshDefinitionTokens(db, countHere, pino({ level: 'silent' }))).toBe(stored[0]!.documents + stored[0]!.rows);
     expect((await tokensOf()).definition_tokens).toEqual(before);
     expect(await refreshDefinitionTokens(db, countHere, pino({ level: 'silent' }))).toBe(0);
+    // Rows an older release wrote during a rolling upgrade: no size, and their catalogs' sums without them.
+    const bytes = async () =>
+      (
+        await queryRows<{ kept: number; measured: number }>(
+          db,
+          sql`select (select sum(definition_bytes) from catalogs)::float8 as kept, (select sum(octet_length(definition::text)) from catalog_tools)::float8 as measured`,
+        )
+      )[0]!;
+    expect((await bytes()).kept).toBe((await bytes()).measured);
+    await db.execute(sql`update catalog_tools set definition_bytes = null`);
+    await db.execute(sql`update catalogs set definition_bytes = 0`);
+    expect(await refreshDefinitionTokens(db, countHere, pino({ level: 'silent' }))).toBe(stored[0]!.rows);
+    expect((await bytes()).kept).toBe((await bytes()).measured);
+    expect((await bytes()).kept).toBeGreaterThan(0);
     // A whole replace sets the sums from its rows, whatever they held.
     await db.execute(sql`update catalogs set tokens_anthropic = 1, tokens_openai = 2, tokens_as_sent = 3`);
     expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools: current.map((tool) => tool.raw) })).status).toBe(200);
