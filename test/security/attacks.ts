@@ -71,6 +71,8 @@ const schema = (properties: Record<string, unknown>, required: string[] = []) =>
 
 /** TENANT_MAX_TOOLS of the suite's service: far more than any row but the quota row pushes. */
 const TENANT_TOOLS = 500;
+/** TENANT_MAX_BYTES of the suite's service, MiB: far more than any row but the bytes row pushes. */
+const TENANT_MIB = 4;
 
 export const BASE_TOOLS: HostileTool[] = [
   { name: 'read_file', description: 'Read a file from disk and return its text.', inputSchema: schema({ path: { type: 'string' } }, ['path']) },
@@ -137,6 +139,7 @@ export async function startSecurityContext(): Promise<SecurityContext> {
       CODE_MODE_CPU_MS: '1000',
       // What one tenant may store (the quota row); the other rows hold far fewer.
       TENANT_MAX_TOOLS: String(TENANT_TOOLS),
+      TENANT_MAX_BYTES: `${TENANT_MIB}mb`,
     },
     { logger },
   );
@@ -1217,6 +1220,38 @@ export const ATTACKS: Attack[] = [
           absent.status === 404 &&
           alpha.status === 200,
         seen: `beta: ${filled.status} ${brief(filled.body.error?.message ?? '', 90)}; its catalog afterwards ${absent.status}; alpha's push ${alpha.status}`,
+      };
+    },
+  },
+  {
+    finding: 'quotas',
+    attack: `tenant beta fills the store with few, huge tools: 24 definitions of 256 KiB (6 MiB, TENANT_MAX_BYTES is ${TENANT_MIB} MiB; far under TENANT_MAX_TOOLS), pushed whole, then one by one`,
+    expected:
+      'the whole push 403 quota_exceeded naming TENANT_MAX_BYTES, nothing written; one by one, those past the bound refused, what beta holds stays within it',
+    async run(ctx) {
+      const catalog = uniqueName('huge');
+      const tools = Array.from({ length: 24 }, (_, index) => ({
+        name: `huge_${index}`,
+        description: `Tool ${index}. ${'lorem ipsum '.repeat((256 * 1024) / 12)}`,
+      }));
+      const whole = await ctx.app.request('PUT', `/v1/catalogs/${catalog}`, { tools }, ctx.beta);
+      const absent = await ctx.app.request('GET', `/v1/catalogs/${catalog}`, undefined, ctx.beta);
+      const statuses: number[] = [];
+      for (const tool of tools) statuses.push((await ctx.app.request('POST', `/v1/catalogs/${catalog}/tools`, { tools: [tool] }, ctx.beta)).status);
+      const usage = (await ctx.app.request('GET', '/v1/usage', undefined, ctx.beta)).body;
+      await ctx.app.request('DELETE', `/v1/catalogs/${catalog}`, undefined, ctx.beta);
+      const taken = statuses.filter((status) => status === 200).length;
+      return {
+        ok:
+          whole.status === 403 &&
+          whole.body.error?.code === 'quota_exceeded' &&
+          /TENANT_MAX_BYTES/.test(whole.text) &&
+          absent.status === 404 &&
+          taken > 0 &&
+          taken < 16 &&
+          statuses.slice(taken).every((status) => status === 403) &&
+          usage.definition_bytes?.used <= TENANT_MIB * 1024 * 1024,
+        seen: `whole: ${whole.status} ${brief(whole.body.error?.message ?? '', 90)}; catalog afterwards ${absent.status}; one by one ${taken} taken, then ${statuses.length - taken} refused; beta holds ${usage.definition_bytes?.used} bytes`,
       };
     },
   },
