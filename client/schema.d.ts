@@ -218,7 +218,7 @@ export interface paths {
         put?: never;
         /**
          * Add tools, replacing same-named ones (creates the catalog when missing).
-         * @description Scanned as a PUT is; a name an upstream MCP server of the catalog holds is a 409.
+         * @description Scanned as a PUT is; a name an upstream MCP server of the catalog holds is a 409, and so is, for a key that sees only some tools, a name a tool it does not see holds (the answer says nothing of that tool).
          */
         post: operations["upsertCatalogTools"];
         delete?: never;

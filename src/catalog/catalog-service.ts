@@ -311,14 +311,18 @@ export async function replaceCatalog(deps: CatalogDeps, ref: CatalogRef, raws: u
 
 export async function upsertTools(deps: CatalogDeps, ref: CatalogRef, raws: unknown[], access?: Access): Promise<CatalogWriteResult> {
   const { tools, findings } = await screenPushedTools(deps.scanPolicy ?? 'refuse', raws);
-  if (access?.limitsTools) await requireWritable(deps, ref, tools, access);
+  // A key that sees only some tools writes only tools it would see, and replaces none it does not:
+  // a name a hidden tool holds is refused (a 409 that says nothing of it), judged in the write's
+  // transaction, so a hidden tool pushed meanwhile is not written over either.
+  const guard = access?.limitsTools ? (held: readonly catalogStore.HeldName[]) => access.requireNamesFree(ref.name, held) : undefined;
+  if (access?.limitsTools) access.requireToolsWritable(ref.name, tools);
   const ahead = await writeAhead(deps, tools);
   const known = await catalogStore.tenantHashes(
     deps.db,
     ref.tenant,
     ahead.documents.map((doc) => doc.hash),
   );
-  const write = await heldAsConflict(catalogStore.upsertCatalogTools(deps.db, ref.tenant, ref.name, ahead.documents, ahead.unstored, deps.tenantLimits));
+  const write = await heldAsConflict(catalogStore.upsertCatalogTools(deps.db, ref.tenant, ref.name, ahead.documents, ahead.unstored, deps.tenantLimits, guard));
   const written = await afterWrite(deps, write, ahead, writtenChanges(write, ahead.documents));
   return {
     ...written,
@@ -374,22 +378,6 @@ function newToTenant(documents: ToolDocument[], known: Set<string>): number {
 /** The scanner's findings on a stored tool as it is now (its text was cleaned on the way in, so instructions, not characters). */
 export function storedFindings(tool: catalogStore.CatalogToolRow): Finding[] {
   return scanTool(scannedTool(tool), { reservedNames: RESERVED_TOOL_NAMES });
-}
-
-/**
- * A key that sees only some tools writes only tools it would see, and replaces none it does not (a
- * push of a name a hidden tool holds is refused, not written over it).
- */
-async function requireWritable(deps: CatalogDeps, ref: CatalogRef, tools: readonly Tool[], access: Access): Promise<void> {
-  access.requireToolsWritable(ref.name, tools);
-  const catalog = await catalogStore.getCatalog(deps.db, ref.tenant, ref.name);
-  if (!catalog) return;
-  const held = await catalogStore.loadCatalogTools(
-    deps.db,
-    catalog.id,
-    tools.map((tool) => tool.name),
-  );
-  access.requireToolsWritable(ref.name, [...held.values()]);
 }
 
 export async function deleteTool(deps: CatalogDeps, ref: CatalogRef, toolName: string, access?: Access): Promise<void> {

@@ -414,7 +414,17 @@ async function replacedNames(tx: Executor, id: number, documents: CountedDocumen
   return rows.length > REPLACE_LOGGED_NAMES_MAX ? null : rows.map((row) => row.name);
 }
 
-/** Adds tools to a catalog (creating it when missing) and replaces same-named ones; `unstored` as above. */
+/** A tool a write would replace: its name and server. */
+export interface HeldName {
+  name: string;
+  server: string | null;
+}
+
+/**
+ * Adds tools to a catalog (creating it when missing) and replaces same-named ones; `unstored` as
+ * above. `guard` is shown the tools the write would replace, under the catalog's lock, and refuses
+ * by throwing (the transaction rolls back: nothing written).
+ */
 export async function upsertCatalogTools(
   db: Db,
   tenant: string,
@@ -422,10 +432,18 @@ export async function upsertCatalogTools(
   documents: CountedDocument[],
   unstored: CountedDocument[] = documents,
   limits?: TenantLimits,
+  guard?: (held: readonly HeldName[]) => void,
 ): Promise<CatalogWrite> {
   return writeCatalog(db, tenant, name, documents, unstored, limits, async (tx, { id, toolCount: count }) => {
     // What the written names point at now: the change and the new count cost the slice, not the catalog.
     const names = [...new Map(documents.map((doc) => [doc.tool.name, doc.hash]))];
+    const rows = await queryRows<{ name: string; hash: string; server: string | null }>(
+      tx,
+      sql`select ct.name, ct.hash, d.server from catalog_tools ct join tool_documents d on d.hash = ct.hash
+          where ct.catalog_id = ${id} and ct.name = any(${sql.param(names.map(([toolName]) => toolName))}::text[])`,
+    );
+    // Before the holders are named: a guard's refusal says nothing of a tool its key does not see.
+    guard?.(rows);
     const held = await namesHeldByOthers(
       tx,
       id,
@@ -433,14 +451,7 @@ export async function upsertCatalogTools(
       null,
     );
     if (held.length > 0) throw new NamesHeldError(held);
-    const existing = new Map(
-      (
-        await queryRows<{ name: string; hash: string }>(
-          tx,
-          sql`select name, hash from catalog_tools where catalog_id = ${id} and name = any(${sql.param(names.map(([toolName]) => toolName))}::text[])`,
-        )
-      ).map((row) => [row.name, row.hash]),
-    );
+    const existing = new Map(rows.map((row) => [row.name, row.hash]));
     const added = names.filter(([toolName]) => !existing.has(toolName)).length;
     const changed = names.filter(([toolName, hash]) => existing.get(toolName) !== hash).map(([toolName]) => toolName);
     const written = names.map(([toolName]) => toolName);

@@ -248,6 +248,22 @@ export class Access {
     );
   }
 
+  /**
+   * 409 `name_conflict` when a tool the key does not see holds one of the names a write of it would
+   * take (never written over). It says that the name is taken, which any write of it would show,
+   * and nothing of the holder: not its server, its source or its definition.
+   */
+  requireNamesFree(catalog: string, held: readonly { name: string; server: string | null }[]): void {
+    const hidden = held.find((tool) => !this.seesTool({ catalog, ...tool }));
+    if (!hidden) return;
+    this.note('deny', 'write', { catalog, tool: hidden.name });
+    throw new AppError(
+      'name_conflict',
+      `tool "${hidden.name}" of catalog "${catalog}" is held by a tool API key "${this.policy.id}" does not see: push it under another name`,
+      { catalog, tool: hidden.name },
+    );
+  }
+
   /** 403 unless the key sees the upstream (server) by its name (an upstream's tools carry it as their server). */
   requireServer(catalog: string, server: string): void {
     if (canSeeServer(this.policy, catalog, server)) return;

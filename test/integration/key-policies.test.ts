@@ -679,6 +679,31 @@ describe('per-key policies', () => {
     expect((await app.request('GET', `/v1/catalogs/${A}/upstreams/shipping`, undefined, admin)).body.upstream).toMatchObject({ tool_count: 3, pending: 1 });
   }, 120_000);
 
+  it('refuses a writer limited by servers a name a hidden tool holds with a 409 that says nothing of that tool', async () => {
+    const writer = as(keys.serverWriter);
+    // A tool of a hidden server, pushed by the admin, and one the payments upstream synced.
+    const pushed = await app.request(
+      'POST',
+      `/v1/catalogs/${A}/tools`,
+      { tools: [{ name: 'ledger_close', description: 'Close the ledger.', server: 'payments' }] },
+      as(keys.admin),
+    );
+    expect(pushed.status, pushed.text).toBe(200);
+    for (const name of ['ledger_close', 'refund_payment']) {
+      const refused = await app.request('POST', `/v1/catalogs/${A}/tools`, { tools: [{ name, description: 'Mine now.' }] }, writer);
+      expect(refused.status, refused.text).toBe(409);
+      expect(refused.body.error).toMatchObject({ code: 'name_conflict' });
+      expect(refused.body.error.message).toBe(
+        `tool "${name}" of catalog "${A}" is held by a tool API key "server-writer" does not see: push it under another name`,
+      );
+      expect(refused.text).not.toMatch(/payments|Close the ledger|Refund the payment/);
+    }
+    // Nothing was written over them.
+    const kept = await app.request('GET', `/v1/catalogs/${A}/tools/ledger_close`, undefined, as(keys.admin));
+    expect(kept.body.description).toBe('Close the ledger.');
+    expect((await app.request('DELETE', `/v1/catalogs/${A}/tools/ledger_close`, undefined, as(keys.admin))).status).toBe(204);
+  });
+
   it('lets a narrow writer approve or reject only the waiting tools it sees; a hidden one named is answered as unknown', async () => {
     const admin = as(keys.admin);
     const manager = as(keys.manager);
