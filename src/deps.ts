@@ -291,8 +291,9 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     resultScanMin: config.RESULT_SCAN_MIN,
     tenantLimits: tenantLimits(config),
   };
-  // The OpenTelemetry SDK is loaded only when an endpoint is configured (not in a worker, which serves no requests).
-  const tracingSettings = overrides.searches === false ? undefined : otlpSettings(config, serviceVersion());
+  // The OpenTelemetry SDK is loaded only when an endpoint is configured (a worker's too: it serves no
+  // requests, but the upstreams' syncs it runs are spans).
+  const tracingSettings = otlpSettings(config, serviceVersion());
   const tracing = tracingSettings ? (await import('./tracing/otlp.js')).startOtlpTracing(tracingSettings, logger, serviceVersion()) : NO_TRACING;
   const audit = auditLog(logger, metrics);
   const upstreams = new UpstreamService({

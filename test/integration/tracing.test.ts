@@ -17,8 +17,10 @@ import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { startTestApp, type TestApp } from '../helpers/app.js';
-import { uniqueName } from '../helpers/database.js';
+import { startTestApp, TEST_SECRETS_KEY, type TestApp } from '../helpers/app.js';
+import { testDatabase, uniqueName } from '../helpers/database.js';
+import { loadConfig } from '../../src/config.js';
+import { createDeps } from '../../src/deps.js';
 
 const AGENT_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const AGENT_SPAN = '00f067aa0ba902b7';
@@ -392,5 +394,35 @@ describe('OpenTelemetry with a collector that is down', () => {
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatchObject({ level: 40, collector: refusing.url, spansDropped: 1 });
     expect(JSON.stringify(logs)).not.toContain(COLLECTOR_TOKEN);
+  });
+});
+
+describe('OpenTelemetry in a worker process', () => {
+  it('records the syncs a worker runs (npm run worker answers no requests, but refreshes upstreams)', async () => {
+    const collector = await startCollector();
+    const upstream = await startRecordingUpstream();
+    const config = loadConfig({
+      EMBED_MODEL: 'none',
+      EMBED_WORKER: 'off',
+      CATALOG_WARMUP: 'false',
+      SECRETS_KEY: TEST_SECRETS_KEY,
+      UPSTREAM_ALLOW: '127.0.0.2/32',
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: collector.url,
+    });
+    // The worker's deps, as src/worker.ts builds them.
+    const worker = await createDeps(config, { database: await testDatabase(), logger: pino({ level: 'silent' }), searches: false });
+    const catalog = uniqueName('otel-worker');
+    try {
+      expect(worker.tracing.enabled).toBe(true);
+      await worker.upstreams!.register('default', catalog, { name: 'tides', url: upstream.url, headers: {}, refreshSeconds: 300, trust: 'auto' });
+    } finally {
+      await worker.close();
+      await upstream.close();
+      await collector.close();
+    }
+    const [sync] = collector.spans().filter((span) => span.name === 'sync upstream' && span.attributes['toolsift.catalog'] === catalog);
+    expect(sync, 'the sync span').toBeDefined();
+    expect(sync!.attributes).toMatchObject({ 'toolsift.outcome': 'ok', 'toolsift.results': 1 });
+    expect(collector.spans().filter((span) => span.name === 'tools/list' && span.traceId === sync!.traceId)).toHaveLength(1);
   });
 });
