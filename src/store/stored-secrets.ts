@@ -7,8 +7,11 @@
  * Where the store keeps credentials: `mcp_upstreams.headers` (the values; names stay readable),
  * `upstream_oauth.client_secret`, `.private_key`, `.client` and `.tokens`,
  * `upstream_oauth_pending.code_verifier`.
- * A header value is sealed together with its upstream's URL (headerPlaintext): one who can write
- * the database but lacks the key cannot point an upstream elsewhere and have its credential sent there.
+ * A header value is sealed together with its upstream's URL (headerPlaintext), an OAuth client secret
+ * or private key with the issuer configured with it and its upstream (oauthCredentialPlaintext): one
+ * who can write the database but lacks the key cannot point an upstream, or its OAuth client,
+ * elsewhere and have its credential sent there. Values an earlier release stored alone (plaintext,
+ * or sealed before the binding) are bound here to what their row says now.
  *
  * A start is refused, with what to set, when the store holds credentials and SECRETS_KEY is unset,
  * or holds values sealed with a key id SECRETS_KEY lacks (the key was dropped too early). Each
@@ -37,6 +40,44 @@ export function headerValueFor(url: string, plaintext: string): string | null {
   return Array.isArray(parsed) && parsed.length === 2 && parsed[0] === url && typeof parsed[1] === 'string' ? parsed[1] : null;
 }
 
+/**
+ * What an OAuth client credential (client secret, private key) is for: the authorization server
+ * configured with it (null: none, the upstream's metadata names it) and the upstream whose row holds it.
+ */
+export interface OAuthCredentialBinding {
+  issuer: string | null;
+  catalogId: number;
+  upstream: string;
+}
+
+/**
+ * What an OAuth client credential is sealed as: what it is for with it, so a row whose issuer is
+ * changed or cleared, or a value copied into another upstream's row, does not hand it over.
+ */
+export function oauthCredentialPlaintext(binding: OAuthCredentialBinding, value: string): string {
+  return JSON.stringify([binding.issuer, binding.catalogId, binding.upstream, value]);
+}
+
+/** An opened OAuth client credential: what it was sealed for, and the value; undefined for one sealed alone (an earlier release). */
+export function readOAuthCredential(plaintext: string): (OAuthCredentialBinding & { value: string }) | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(plaintext);
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(parsed) || parsed.length !== 4) return undefined;
+  const [issuer, catalogId, upstream, value] = parsed as unknown[];
+  if ((issuer !== null && typeof issuer !== 'string') || !Number.isSafeInteger(catalogId) || typeof upstream !== 'string' || typeof value !== 'string')
+    return undefined;
+  return { issuer, catalogId: catalogId as number, upstream, value };
+}
+
+/** A credential an earlier release stored alone, bound to `binding`; one already bound stays as it is (never wrapped twice). */
+function bindOAuthCredential(binding: OAuthCredentialBinding, plaintext: string): string {
+  return readOAuthCredential(plaintext) ? plaintext : oauthCredentialPlaintext(binding, plaintext);
+}
+
 /** The store holds credentials SECRETS_KEY cannot serve: the start stops with this. */
 export class StoredSecretsError extends Error {}
 
@@ -44,8 +85,13 @@ export class StoredSecretsError extends Error {}
 interface StoredValue {
   where: string;
   value: string;
-  /** What a plaintext value is sealed as (a header value: with its URL). */
+  /** What a plaintext value is sealed as (a header value: with its URL; an OAuth client credential: with its issuer and upstream). */
   plaintext?: (value: string) => string;
+  /**
+   * A sealed value too is opened and sealed again as `plaintext` makes it, when that changes it:
+   * an OAuth client credential an earlier release sealed alone (`plaintext` leaves a bound one as it is).
+   */
+  rebinds?: true;
   /** Writes `next` in place of `value` if the row still holds `value`. */
   replace(next: string): Promise<void>;
 }
@@ -53,7 +99,7 @@ interface StoredValue {
 export interface SealReport {
   /** Plaintext values sealed. */
   sealed: number;
-  /** Values sealed with another key, sealed again with the first. */
+  /** Values sealed with another key, or sealed before their binding (bound now), sealed again with the first. */
   resealed: number;
   /** Values left as they were because they do not authenticate (each upstream's sync says so). */
   unreadable: number;
@@ -78,9 +124,13 @@ export async function sealStoredSecrets(db: Executor, box: SecretBox, logger?: L
       work.push({ stored, next: box.seal(stored.plaintext ? stored.plaintext(stored.value) : stored.value), kind: 'sealed' });
       continue;
     }
-    if (sealedKeyId(stored.value) === box.keyId) continue;
+    const current = sealedKeyId(stored.value) === box.keyId;
+    if (current && !stored.rebinds) continue;
     try {
-      work.push({ stored, next: box.seal(box.open(stored.value)), kind: 'resealed' });
+      const opened = box.open(stored.value);
+      const plain = stored.rebinds ? stored.plaintext!(opened) : opened;
+      if (current && plain === opened) continue;
+      work.push({ stored, next: box.seal(plain), kind: 'resealed' });
     } catch (error) {
       if (!(error instanceof SecretOpenError)) throw error;
       if (error.reason === 'unknown_key') missing.set(error.keyId!, (missing.get(error.keyId!) ?? 0) + 1);
@@ -139,16 +189,20 @@ async function storedValues(db: Executor): Promise<StoredValue[]> {
   const oauth = await queryRows<{
     catalogId: number;
     upstream: string;
+    issuer: string | null;
     clientSecret: string | null;
     privateKey: string | null;
     client: string | null;
     tokens: string | null;
   }>(
     db,
-    sql`select catalog_id as "catalogId", upstream, client_secret as "clientSecret", private_key as "privateKey", client, tokens from upstream_oauth
+    sql`select catalog_id as "catalogId", upstream, issuer, client_secret as "clientSecret", private_key as "privateKey", client, tokens from upstream_oauth
         where client_secret is not null or private_key is not null or client is not null or tokens is not null`,
   );
   for (const row of oauth) {
+    // The client credentials are bound to the issuer their row names now, as a header value to its URL.
+    const binding: OAuthCredentialBinding = { issuer: row.issuer, catalogId: row.catalogId, upstream: row.upstream };
+    const bound = { plaintext: (plain: string) => bindOAuthCredential(binding, plain), rebinds: true } as const;
     for (const [column, value] of [
       ['client_secret', row.clientSecret],
       ['private_key', row.privateKey],
@@ -159,6 +213,7 @@ async function storedValues(db: Executor): Promise<StoredValue[]> {
       values.push({
         where: `upstream "${row.upstream}" (catalog ${row.catalogId}) OAuth ${column}`,
         value,
+        ...(column === 'client_secret' || column === 'private_key' ? bound : {}),
         replace: async (next) => {
           await db.execute(
             sql`update upstream_oauth set ${sql.identifier(column)} = ${next} where catalog_id = ${row.catalogId} and upstream = ${row.upstream} and ${sql.identifier(column)} = ${value}`,

@@ -16,9 +16,9 @@ export interface OAuthRow {
   grantType: OAuthGrant;
   scope: string | null;
   clientId: string | null;
-  /** Sealed. */
+  /** Sealed with `issuer` and the upstream (stored-secrets.ts, oauthCredentialPlaintext): opened only for this row's issuer. */
   clientSecret: string | null;
-  /** Sealed PEM of the key signing client assertions (private_key_jwt, migration 0022), in place of a secret. */
+  /** Sealed PEM of the key signing client assertions (private_key_jwt, migration 0022), in place of a secret; sealed as the secret is. */
   privateKey: string | null;
   /** Its JWS algorithm (RS256, ES256, ...). */
   privateKeyAlg: string | null;
@@ -39,7 +39,7 @@ export interface OAuthRow {
   stepUpScope: string | null;
 }
 
-/** The settings a registration gives (the secret and the private key sealed). */
+/** The settings a registration gives (the secret and the private key sealed, with the issuer). */
 export interface OAuthSettingsRow {
   grantType: OAuthGrant;
   scope: string | null;

@@ -13,7 +13,7 @@ import { withDeadline } from '../lib/deadline.js';
 import { UpstreamRefused, UpstreamTooLarge, type GuardedFetch } from './guarded-fetch.js';
 import { authorizationFailureIn } from './oauth.js';
 import { openHeaders } from './sealed-headers.js';
-import type { SecretBox } from '../lib/secret-box.js';
+import { SecretOpenError, type SecretBox } from '../lib/secret-box.js';
 
 /**
  * A local MCP server run as a child process over stdio, from the operator's UPSTREAMS_FILE only
@@ -242,6 +242,7 @@ function legacyMayAnswer(error: unknown): boolean {
     (error instanceof UpstreamRefused && error.tellable) ||
     error instanceof UpstreamTooLarge ||
     error instanceof OpeningTimedOut ||
+    error instanceof SecretOpenError ||
     authorizationFailureIn(error)
   )
     return false;

@@ -26,7 +26,9 @@
  * starts from it, metadata naming another is refused before anything is sent, and a configured
  * client is never presented elsewhere (without it, the SDK binds the client to the first server it
  * is used with). A configured private key signs a client assertion per token request
- * (private_key_jwt, RFC 7523) in place of a secret.
+ * (private_key_jwt, RFC 7523) in place of a secret. A configured secret or key is sealed with that
+ * issuer (none is a value too) and its upstream: a row whose issuer was changed or cleared since,
+ * or that holds another upstream's, has it refused before anything is sent (openClientCredential).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import {
@@ -52,10 +54,11 @@ import {
 } from '@modelcontextprotocol/client';
 import type { AuditLog } from '../audit.js';
 import { AppError } from '../errors.js';
-import type { SecretBox } from '../lib/secret-box.js';
+import { SecretOpenError, type SecretBox } from '../lib/secret-box.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import type { Db } from '../store/database.js';
+import { oauthCredentialPlaintext, readOAuthCredential } from '../store/stored-secrets.js';
 import * as store from '../store/upstream-oauth-store.js';
 import type { UpstreamRow } from '../store/upstream-store.js';
 import { getUpstream, recordUpstreamError } from '../store/upstream-store.js';
@@ -188,7 +191,8 @@ export class UpstreamOAuth {
     if (!settings) return store.deleteOAuth(this.#deps.db, catalogId, name);
     const before = await store.getOAuth(this.#deps.db, catalogId, name);
     const keep = !urlChanged && before !== undefined && this.#unchanged(before, settings);
-    const seal = (value: string | undefined) => (value === undefined ? null : this.#deps.secrets.seal(value));
+    const binding = { issuer: settings.issuer ?? null, catalogId, upstream: name };
+    const seal = (value: string | undefined) => (value === undefined ? null : this.#deps.secrets.seal(oauthCredentialPlaintext(binding, value)));
     await store.putOAuthSettings(
       this.#deps.db,
       catalogId,
@@ -206,17 +210,29 @@ export class UpstreamOAuth {
     );
   }
 
-  /** Whether a registration says what the stored row says (the secret and key compared opened). */
+  /**
+   * Whether a registration says what the stored row says (the secret and key compared opened). One
+   * that does not open for the row (altered, or sealed for another issuer) is a change: the
+   * registration stores it afresh.
+   */
   #unchanged(before: store.OAuthRow, settings: OAuthSettings): boolean {
-    const open = (sealed: string | null) => (sealed === null ? undefined : this.#deps.secrets.open(sealed));
+    const unopened = Symbol('unopened');
+    const open = (which: ClientCredential) => {
+      try {
+        return openClientCredential(this.#deps.secrets, before, which);
+      } catch (error) {
+        if (error instanceof SecretOpenError) return unopened;
+        throw error;
+      }
+    };
     return (
       before.grantType === settings.grant &&
       before.scope === (settings.scope ?? null) &&
       before.clientId === (settings.clientId ?? null) &&
       before.issuer === (settings.issuer ?? null) &&
       before.privateKeyAlg === (settings.algorithm ?? null) &&
-      open(before.clientSecret) === settings.clientSecret &&
-      open(before.privateKey) === settings.privateKey
+      open('client_secret') === settings.clientSecret &&
+      open('private_key') === settings.privateKey
     );
   }
 
@@ -247,6 +263,8 @@ export class UpstreamOAuth {
     const settings = await this.#settings(row);
     if (settings.grantType !== 'authorization_code')
       throw new AppError('validation_failed', `upstream "${row.name}" uses the client_credentials grant: it gets its tokens itself, nothing to authorize`);
+    const unusable = await this.#unusableCredentials(row, settings, 'start');
+    if (unusable) throw new AppError('upstream_failed', `could not start the authorization of upstream "${row.name}": credentials: ${unusable.message}`);
     const state = randomBytes(32).toString('base64url');
     const provider = new StoredProvider(this, row, settings, { kind: 'start', redirectUri, state });
     const { fetch, refused } = this.#watchedFetch();
@@ -287,6 +305,8 @@ export class UpstreamOAuth {
     }
     const upstream = await this.#upstreamRow(pending.catalogId, pending.upstream, pending.tenant, pending.catalog);
     const settings = await this.#settings(upstream);
+    const unusable = await this.#unusableCredentials(upstream, settings, 'callback');
+    if (unusable) throw new AppError('validation_failed', `the authorization of upstream "${row.name}" did not complete: credentials: ${unusable.message}`);
     const provider = new StoredProvider(this, upstream, settings, {
       kind: 'callback',
       redirectUri: pending.redirectUri,
@@ -381,9 +401,11 @@ export class UpstreamOAuth {
       const settings = await this.#settings(row);
       const landed = challenge.stepUp ? undefined : this.#landed(row, settings, challenge.replaces);
       if (landed) return landed;
+      const action = challenge.stepUp ? 'step_up' : settings.tokens ? (settings.grantType === 'client_credentials' ? 'token' : 'refresh') : 'token';
+      const unusable = await this.#unusableCredentials(row, settings, action);
+      if (unusable) throw unusable;
       const provider = new StoredProvider(this, row, settings, { kind: 'background' });
       const { fetch, refused } = this.#watchedFetch(AbortSignal.timeout(RENEWAL_MS));
-      const action = challenge.stepUp ? 'step_up' : settings.tokens ? (settings.grantType === 'client_credentials' ? 'token' : 'refresh') : 'token';
       try {
         await auth(provider, {
           serverUrl: row.url,
@@ -507,6 +529,27 @@ export class UpstreamOAuth {
 
   #openTokens(settings: store.OAuthRow): StoredOAuthTokens | undefined {
     return settings.tokens ? (JSON.parse(this.#deps.secrets.open(settings.tokens)) as StoredOAuthTokens) : undefined;
+  }
+
+  /**
+   * Asked before anything is sent to an authorization server: whether the configured client
+   * credentials open for this row (sealed for its issuer and upstream). One that does not is
+   * recorded where an operator looks, as a failure is (#failed), and answered for the caller to
+   * throw (a renewal throws it as it is: the sync shows it as `credentials: ...`).
+   */
+  async #unusableCredentials(row: UpstreamRow, settings: store.OAuthRow, action: string): Promise<SecretOpenError | undefined> {
+    try {
+      openClientCredential(this.#deps.secrets, settings, 'client_secret');
+      openClientCredential(this.#deps.secrets, settings, 'private_key');
+      return undefined;
+    } catch (error) {
+      if (!(error instanceof SecretOpenError)) throw error;
+      const message = `credentials: ${error.message}`;
+      await store.recordOAuthFailure(this.#deps.db, row.catalogId, row.name, 'authorization_required', message);
+      await recordUpstreamError(this.#deps.db, row.catalogId, row.name, message);
+      this.#note(row, action, 'error', message);
+      return error;
+    }
   }
 
   /** Records a failure where an operator looks (OAuth state, sync state, audit, metrics); answers it, to throw. */
@@ -655,7 +698,7 @@ class StoredProvider implements OAuthClientProvider {
     const configured = this.settings.clientId;
     if (configured !== null) {
       if (stored?.client_id === configured) return stored;
-      const secret = this.settings.clientSecret === null ? undefined : this.oauth.store.secrets().open(this.settings.clientSecret);
+      const secret = openClientCredential(this.oauth.store.secrets(), this.settings, 'client_secret');
       return { client_id: configured, ...(secret === undefined ? {} : { client_secret: secret }), ...(issuer === null ? {} : { issuer }) };
     }
     const usable =
@@ -807,9 +850,32 @@ function assertionSigner(settings: store.OAuthRow, secrets: SecretBox): AddClien
   if (clientId === null || privateKey === null || privateKeyAlg === null) return undefined;
   return async (headers, params, url, metadata) => {
     params.set('client_id', clientId);
-    const sign = createPrivateKeyJwtAuth({ issuer: clientId, subject: clientId, privateKey: secrets.open(privateKey), alg: privateKeyAlg });
+    const key = openClientCredential(secrets, settings, 'private_key')!;
+    const sign = createPrivateKeyJwtAuth({ issuer: clientId, subject: clientId, privateKey: key, alg: privateKeyAlg });
     await sign(headers, params, url, metadata);
   };
+}
+
+type ClientCredential = 'client_secret' | 'private_key';
+
+/**
+ * A configured client credential, opened for the row that holds it; undefined when it has none.
+ * Throws SecretOpenError (naming the field, never a value) when it does not open, or was sealed for
+ * another issuer than the row's (changed or cleared since: the row was altered) or another upstream.
+ */
+function openClientCredential(secrets: SecretBox, settings: store.OAuthRow, which: ClientCredential): string | undefined {
+  const sealed = which === 'client_secret' ? settings.clientSecret : settings.privateKey;
+  if (sealed === null) return undefined;
+  const bound = readOAuthCredential(secrets.open(sealed));
+  const sealedFor = !bound
+    ? 'was sealed without the issuer it is for'
+    : bound.catalogId !== settings.catalogId || bound.upstream !== settings.upstream
+      ? 'was sealed for another upstream'
+      : bound.issuer !== settings.issuer
+        ? `was sealed for another issuer than the upstream's auth.issuer${settings.issuer === null ? ' (cleared since)' : bound.issuer === null ? ' (none configured when sealed)' : ''}`
+        : undefined;
+  if (sealedFor) throw new SecretOpenError('not_authentic', `auth.${which} ${sealedFor}: nothing was sent; register the upstream's auth again`);
+  return bound!.value;
 }
 
 /** Two issuer identifiers naming one authorization server, as the SDK compares them (SEP-2352): one trailing slash aside. */

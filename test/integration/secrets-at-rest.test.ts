@@ -274,7 +274,9 @@ describe(`secrets at rest (${storeKind()})`, () => {
       sql`select client_secret as "clientSecret", private_key as "privateKey", tokens from upstream_oauth where catalog_id = ${row!.catalogId}`,
     );
     expect(oauth!.clientSecret).toMatch(/^ts1:k3:/);
-    expect(rotated.open(oauth!.privateKey)).toBe(PRIVATE_KEY);
+    // Sealed alone by an earlier release: bound now to their row's issuer (none) and upstream, as oauth.ts opens them.
+    expect(JSON.parse(rotated.open(oauth!.privateKey))).toEqual([null, row!.catalogId, 'vault', PRIVATE_KEY]);
+    expect(JSON.parse(rotated.open(oauth!.clientSecret))).toEqual([null, row!.catalogId, 'vault', API_TOKEN]);
     expect(rotated.open(oauth!.tokens)).toBe(tokens);
     const [pending] = await queryRows<{ codeVerifier: string }>(db, sql`select code_verifier as "codeVerifier" from upstream_oauth_pending`);
     expect(rotated.open(pending!.codeVerifier)).toBe('verifier-0123');

@@ -18,10 +18,12 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { sql } from 'drizzle-orm';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createSecretBox } from '../../src/lib/secret-box.js';
 import { queryRows } from '../../src/store/database.js';
+import { sealStoredSecrets } from '../../src/store/stored-secrets.js';
 import { tenantClientId } from '../../src/upstream/client-metadata.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { uniqueName } from '../helpers/database.js';
+import { scratchDatabase, storeKind, uniqueName, type ScratchDatabase } from '../helpers/database.js';
 import {
   SCOPED_TOOL,
   startImpostorAuthServer,
@@ -712,6 +714,7 @@ describe('OAuth: the authorization server an operator names (auth.issuer)', () =
   let impostor: ImpostorAuthServer;
   const agents: Client[] = [];
   const key = { authorization: 'Bearer is1' };
+  const tenant = uniqueName('issuer-tenant');
   const SECRET = 'named-client-secret-value';
   const machine = (settings: Record<string, unknown> = {}) => ({
     type: 'oauth',
@@ -732,7 +735,7 @@ describe('OAuth: the authorization server an operator names (auth.issuer)', () =
     // Both on loopback, which UPSTREAM_ALLOW opens: the address policy lets the impostor be reached, so only auth.issuer keeps it out.
     impostor = await startImpostorAuthServer();
     app = await startTestApp({
-      API_KEYS: `is1:${uniqueName('issuer-tenant')}`,
+      API_KEYS: `is1:${tenant}`,
       UPSTREAM_ALLOW: '127.0.0.1/32',
       UPSTREAM_CALL_TIMEOUT_MS: '5000',
       SECRETS_KEY,
@@ -854,6 +857,153 @@ describe('OAuth: the authorization server an operator names (auth.issuer)', () =
     });
     expect(impostor.requests).toEqual([]);
   });
+
+  /**
+   * A database writer without SECRETS_KEY who points the upstream's OAuth at their own server: the
+   * issuer column set to it (`impostor`) or cleared (null), the discovery stored pointing there, the
+   * tokens gone; once the token held runs out a new one is needed. The client secret was sealed
+   * with the issuer registered: nothing is sent to any authorization server, the sync and the
+   * OAuth state say why.
+   */
+  for (const [label, moved] of [
+    ['changed to another server', 'impostor'],
+    ['cleared', null],
+  ] as const) {
+    it(`an issuer ${label} in the database (the secret sealed with the registered one): refused, no request to any authorization server`, async () => {
+      const name = `moved-${moved ?? 'cleared'}`;
+      upstream.provider.accessSeconds = 1;
+      const registered = await register(name, machine({ issuer: upstream.issuer })).finally(() => {
+        upstream.provider.accessSeconds = 3600;
+      });
+      expect(registered.registered.auth).toMatchObject({ status: 'authorized', client: 'configured' });
+      const discovery = {
+        authorizationServerUrl: impostor.issuer,
+        resourceMetadata: { resource: upstream.url, authorization_servers: [impostor.issuer] },
+        authorizationServerMetadata: {
+          issuer: impostor.issuer,
+          authorization_endpoint: `${impostor.issuer}authorize`,
+          token_endpoint: `${impostor.issuer}token`,
+          response_types_supported: ['code'],
+        },
+      };
+      await app.deps.database.db.execute(
+        sql`update upstream_oauth o set issuer = ${moved === null ? null : impostor.issuer}, discovery = ${JSON.stringify(discovery)}::json, tokens = null
+            from catalogs c where c.id = o.catalog_id and c.name = ${registered.catalog} and o.upstream = ${name}`,
+      );
+      const grants = upstream.provider.counts.clientCredentials;
+      await sleep(1_100);
+
+      const synced = await app.deps.upstreams.sync(tenant, registered.catalog, name);
+      // Without the binding the secret went to the impostor's token endpoint here.
+      expect(impostor.requests.filter((request) => request.path === '/token')).toEqual([]);
+      const why =
+        moved === null
+          ? /was sealed for another issuer than the upstream's auth\.issuer \(cleared since\): nothing was sent/
+          : /was sealed for another issuer than the upstream's auth\.issuer: nothing was sent/;
+      expect(synced.last_error).toMatch(/^credentials: auth\.client_secret was sealed for another issuer/);
+      expect(synced.last_error).toMatch(why);
+      expect(synced.last_error).toContain("register the upstream's auth again");
+      expect(synced.tool_count).toBe(2);
+      expect(synced.last_error).not.toContain(SECRET);
+      const status = await registered.status();
+      expect(status.auth).toMatchObject({ status: 'authorization_required', last_error: synced.last_error });
+      const refused = await registered.call('whoami');
+      expect(refused.isError).toBe(true);
+      expect(text(refused)).not.toContain(SECRET);
+      // Not a token request, not even a metadata read: neither server was asked anything.
+      expect(impostor.requests).toEqual([]);
+      expect(upstream.provider.counts.clientCredentials).toBe(grants);
+
+      // Registering the auth again seals the secret with the issuer given: tokens from it, calls served.
+      const again = await app.request('PUT', registered.path(), { url: upstream.url, auth: machine({ issuer: upstream.issuer }) }, key);
+      expect(again.body.upstream).toMatchObject({ last_error: null, auth: { status: 'authorized', last_error: null } });
+      expect(text(await registered.call('whoami'))).toContain('client named');
+      expect(impostor.requests).toEqual([]);
+    });
+  }
+});
+
+/**
+ * Client secrets an earlier release stored alone (sealed, or plaintext before SECRETS_KEY): the
+ * next start binds each to the issuer and upstream its row names, and they keep working. Over a
+ * store of its own: the start binds every row of the store it opens.
+ */
+describe(`OAuth client secrets an earlier release stored without their issuer (${storeKind()})`, () => {
+  let scratch: ScratchDatabase;
+  let upstream: OAuthMcpServer;
+  let app: TestApp | undefined;
+  const box = createSecretBox(SECRETS_KEY);
+  const tenant = uniqueName('legacy-tenant');
+  const key = { authorization: 'Bearer lg1' };
+  /** Each upstream in a catalog of its own (they list the same tools). */
+  const catalog = (name: string) => `legacy-${name}`;
+  const SECRET = 'legacy-client-secret-value';
+  const start = () => startTestApp({ API_KEYS: `lg1:${tenant}`, UPSTREAM_ALLOW: '127.0.0.1/32', SECRETS_KEY }, { database: scratch.database });
+  const stored = async (name: string) =>
+    (
+      await queryRows<{ clientSecret: string; issuer: string | null; catalogId: number }>(
+        scratch.database.db,
+        sql`select client_secret as "clientSecret", issuer, catalog_id as "catalogId" from upstream_oauth where upstream = ${name}`,
+      )
+    )[0]!;
+
+  beforeAll(async () => {
+    scratch = await scratchDatabase(storeKind(), 'oauthlegacy');
+    upstream = await startOAuthMcpServer();
+    await upstream.addClient({ client_id: 'legacy', client_secret: SECRET });
+  }, 60_000);
+
+  afterAll(async () => {
+    await app?.close();
+    await scratch?.drop();
+    await upstream?.close();
+  });
+
+  it('a sealed secret and a plaintext one are bound to their issuer at the next start, once, and still used', async () => {
+    app = await start();
+    for (const [name, issuer] of [
+      ['sealed-alone', upstream.issuer],
+      ['plaintext', undefined],
+    ] as const) {
+      const put = await app.request(
+        'PUT',
+        `/v1/catalogs/${catalog(name)}/upstreams/${name}`,
+        { url: upstream.url, auth: { type: 'oauth', grant: 'client_credentials', client_id: 'legacy', client_secret: SECRET, ...(issuer ? { issuer } : {}) } },
+        key,
+      );
+      expect(put.body.upstream).toMatchObject({ last_error: null, auth: { status: 'authorized' } });
+    }
+    await app.close();
+    app = undefined;
+    // What an earlier release wrote: the secret sealed alone, or not sealed at all; no tokens, so the next use needs the secret.
+    await scratch.database.db.execute(
+      sql`update upstream_oauth set client_secret = ${box.seal(SECRET)}, tokens = null, client = null where upstream = 'sealed-alone'`,
+    );
+    await scratch.database.db.execute(sql`update upstream_oauth set client_secret = ${SECRET}, tokens = null, client = null where upstream = 'plaintext'`);
+
+    app = await start();
+    for (const name of ['sealed-alone', 'plaintext']) {
+      const row = await stored(name);
+      expect(row.clientSecret).toMatch(/^ts1:/);
+      // The format oauth.ts opens: [issuer (null: none configured), catalog id, upstream, value].
+      expect(JSON.parse(box.open(row.clientSecret))).toEqual([row.issuer, row.catalogId, name, SECRET]);
+    }
+    expect((await stored('sealed-alone')).issuer).toBe(upstream.issuer);
+    expect((await stored('plaintext')).issuer).toBeNull();
+    const grants = upstream.provider.counts.clientCredentials;
+    for (const name of ['sealed-alone', 'plaintext']) {
+      const synced = await app.deps.upstreams.sync(tenant, catalog(name), name);
+      expect(synced).toMatchObject({ last_error: null, tool_count: 2, auth: { status: 'authorized' } });
+    }
+    expect(upstream.provider.counts.clientCredentials).toBe(grants + 2);
+
+    // Bound values are not bound again: another start finds nothing to do, and the secrets open as they did.
+    const before = [await stored('sealed-alone'), await stored('plaintext')];
+    expect(await sealStoredSecrets(scratch.database.db, box)).toEqual({ sealed: 0, resealed: 0, unreadable: 0 });
+    await app.close();
+    app = await start();
+    expect([await stored('sealed-alone'), await stored('plaintext')]).toEqual(before);
+  }, 60_000);
 });
 
 describe('OAuth private_key_jwt (RFC 7523)', () => {
