@@ -25,6 +25,8 @@ interface Held {
   revision: number;
   model: string | null;
   lastId: number;
+  /** Whether a read has placed `lastId` (at the newest LEARNED_EVENTS_MAX events). */
+  started?: boolean;
   checkedAt: number;
   stale: boolean;
   index: LearnedIndex;
@@ -119,7 +121,10 @@ export class LearnedCache {
   private async readNew(db: Db, catalogId: number, held: Held): Promise<LearnedIndex> {
     held.checkedAt = performance.now();
     // A first read starts at the newest LEARNED_EVENTS_MAX events (a later one reads what came since).
-    if (held.lastId === 0) held.lastId = await feedbackStart(db, catalogId, LEARNED_EVENTS_MAX);
+    if (!held.started) {
+      held.lastId = await feedbackStart(db, catalogId, LEARNED_EVENTS_MAX);
+      held.started = true;
+    }
     const budget = this.options.memoryBytes;
     for (let read = 0; read < LEARNED_EVENTS_MAX; read += PAGE) {
       const rows = await loadFeedback(db, catalogId, {
