@@ -115,6 +115,9 @@ export function canWrite(policy: KeyPolicy, catalog: string): boolean {
 /** Whether the key sees only some tools of a catalog it may use (tool or server patterns). */
 export const limitsTools = (policy: KeyPolicy) => Boolean(policy.tools || policy.servers);
 
+/** Whether the key sees every catalog and tool of its tenant (no catalogs, tools or servers limits). */
+const seesWholeTenant = (policy: KeyPolicy) => !policy.catalogs && !limitsTools(policy);
+
 /** Whether an upstream (a server) is one the key sees: its tools carry its name as their server. */
 export function canSeeServer(policy: KeyPolicy, catalog: string, server: string): boolean {
   return canSeeCatalog(policy, catalog) && passes(policy.servers, (list) => matchesSome(list, server));
@@ -216,14 +219,14 @@ export class Access {
 
   /** 403 unless the key may write at all (embedding jobs, which only writes start and which name tools' contents). */
   requireWriter(what: string): void {
-    if (this.policy.write && !limitsTools(this.policy) && !this.policy.catalogs) return;
+    if (this.policy.write && seesWholeTenant(this.policy)) return;
     this.note('deny', 'write', {});
     throw forbidden(`API key "${this.policy.id}" may not ${what}: it needs write: true and no catalogs, tools or servers limits`, {});
   }
 
   /** 403 unless the key sees the whole tenant (no catalogs, tools or servers limits): `what` reads what the others hold too. */
   requireTenantView(what: string): void {
-    if (!limitsTools(this.policy) && !this.policy.catalogs) return;
+    if (seesWholeTenant(this.policy)) return;
     this.note('deny', 'see_catalog', {});
     throw forbidden(`API key "${this.policy.id}" may not ${what}: it sees only some catalogs or tools, and the counts are the whole tenant's`, {});
   }
