@@ -61,9 +61,6 @@ const NO_SUMS: Sums = { anthropic: 0, openai: 0, as_sent: 0, bytes: 0 };
 const toSums = (row: Sums | undefined): Sums =>
   row ? { anthropic: Number(row.anthropic), openai: Number(row.openai), as_sent: Number(row.as_sent), bytes: Number(row.bytes) } : NO_SUMS;
 
-/** UTF-8 bytes of a definition as a catalog row stores it (the JSON text `upsertMappings` sends). */
-const definitionBytes = (doc: CountedDocument) => Buffer.byteLength(JSON.stringify(doc.tool.definition));
-
 /** The sums of a catalog's tools, of all of them or of `names` only (a row an older release wrote is measured here). */
 async function toolSums(tx: Executor, id: number, names: string[] | null): Promise<Sums> {
   if (names !== null && names.length === 0) return NO_SUMS;
@@ -116,15 +113,17 @@ async function upsertMappings(db: Executor, id: number, documents: CountedDocume
 }
 
 async function upsertMappingStatement(db: Executor, id: number, documents: CountedDocument[], upstream: string | null) {
+  // The JSON text each row stores, and its UTF-8 bytes (what TENANT_MAX_BYTES counts).
+  const definitions = documents.map((doc) => JSON.stringify(doc.tool.definition));
   await db.execute(
     sql`insert into catalog_tools (catalog_id, name, hash, definition, tokens_as_sent, definition_bytes, upstream)
         select ${id}, t.name, t.hash, t.definition::json, t.tokens_as_sent, t.definition_bytes, ${upstream}::text
         from unnest(
           ${sql.param(documents.map((doc) => doc.tool.name))}::text[],
           ${sql.param(documents.map((doc) => doc.hash))}::text[],
-          ${sql.param(documents.map((doc) => JSON.stringify(doc.tool.definition)))}::text[],
+          ${sql.param(definitions)}::text[],
           ${sql.param(documents.map((doc) => doc.tokens.as_sent))}::int[],
-          ${sql.param(documents.map(definitionBytes))}::int[]
+          ${sql.param(definitions.map((text) => Buffer.byteLength(text)))}::int[]
         ) as t(name, hash, definition, tokens_as_sent, definition_bytes)
         on conflict (catalog_id, name) do update set hash = excluded.hash, definition = excluded.definition, tokens_as_sent = excluded.tokens_as_sent,
           definition_bytes = excluded.definition_bytes, upstream = excluded.upstream`,
