@@ -109,10 +109,15 @@ describe('PostgreSQL stops answering (blackholed by a proxy)', () => {
     expect(read.status).toBe(503);
     expect(read.body.error.code).toBe('service_unavailable');
     expect(read.ms).toBeLessThan(5_000);
+    const usage = await timed('/v1/usage');
+    expect(usage.status).toBe(503);
+    expect(usage.body.error.code).toBe('service_unavailable');
+    expect(usage.ms).toBeLessThan(5_000);
 
     proxy.heal();
     expect(await untilReady(base)).toBe(true);
     expect((await timed(`/v1/catalogs/${catalog}`)).status).toBe(200);
+    expect((await timed('/v1/usage')).body.catalogs.used).toBeGreaterThan(0);
     const healed = await timed('/v1/tool-discovery/search', {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
