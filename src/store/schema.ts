@@ -258,8 +258,10 @@ export const upstreamOauth = pgTable(
     issuer: text('issuer'),
     /** The client information in use (configured or registered), sealed JSON. */
     client: text('client'),
-    /** Protected-resource and authorization-server metadata as discovered (public documents). */
+    /** Unused since migration 0027 (cleared there): an earlier release's plaintext discovery. */
     discovery: json('discovery'),
+    /** Protected-resource and authorization-server metadata as discovered, sealed with the catalog, upstream and URL (migration 0027). */
+    discoverySealed: text('discovery_sealed'),
     tokens: text('tokens'),
     /** Bumped at every token write: a refresh rejected by the server forgets only the tokens it tried. */
     tokenVersion: integer('token_version').notNull().default(0),

@@ -5,13 +5,15 @@
  * cannot do this (they have no key), so it runs in code after them, on every start.
  *
  * Where the store keeps credentials: `mcp_upstreams.headers` (the values; names stay readable),
- * `upstream_oauth.client_secret`, `.private_key`, `.client` and `.tokens`,
+ * `upstream_oauth.client_secret`, `.private_key`, `.client`, `.tokens` and `.discovery_sealed`,
  * `upstream_oauth_pending.code_verifier`.
  * A header value is sealed together with its upstream's URL (headerPlaintext), an OAuth client secret
- * or private key with the issuer configured with it and its upstream (oauthCredentialPlaintext): one
- * who can write the database but lacks the key cannot point an upstream, or its OAuth client,
- * elsewhere and have its credential sent there. Values an earlier release stored alone (plaintext,
- * or sealed before the binding) are bound here to what their row says now.
+ * or private key with the issuer configured with it and its upstream (oauthCredentialPlaintext), an
+ * OAuth client's information, tokens and discovery with their row and the upstream's URL
+ * (oauthStatePlaintext): one who can write the database but lacks the key cannot point an
+ * upstream, or its OAuth client, elsewhere, nor copy a value into another row, and have a
+ * credential sent there. Values an earlier release stored alone (plaintext, or sealed before the
+ * binding) are bound here to what their row says now.
  *
  * A start is refused, with what to set, when the store holds credentials and SECRETS_KEY is unset,
  * or holds values sealed with a key id SECRETS_KEY lacks (the key was dropped too early). Each
@@ -42,24 +44,81 @@ export function headerValueFor(url: string, plaintext: string): string | null {
 
 /**
  * What an OAuth client credential (client secret, private key) is for: the authorization server
- * configured with it (null: none, the upstream's metadata names it) and the upstream whose row holds it.
+ * configured with it (null: none, the upstream's metadata names it), the upstream whose row holds
+ * it, and that upstream's URL (without an issuer, its metadata names where the credential goes).
  */
 export interface OAuthCredentialBinding {
   issuer: string | null;
   catalogId: number;
   upstream: string;
+  url: string;
 }
 
 /**
  * What an OAuth client credential is sealed as: what it is for with it, so a row whose issuer is
- * changed or cleared, or a value copied into another upstream's row, does not hand it over.
+ * changed or cleared, or whose URL is changed, or a value copied into another upstream's row, does
+ * not hand it over.
  */
 export function oauthCredentialPlaintext(binding: OAuthCredentialBinding, value: string): string {
-  return JSON.stringify([binding.issuer, binding.catalogId, binding.upstream, value]);
+  return JSON.stringify([binding.issuer, binding.catalogId, binding.upstream, binding.url, value]);
 }
 
-/** An opened OAuth client credential: what it was sealed for, and the value; undefined for one sealed alone (an earlier release). */
-export function readOAuthCredential(plaintext: string): (OAuthCredentialBinding & { value: string }) | undefined {
+/**
+ * An opened OAuth client credential: what it was sealed for, and the value; undefined for one
+ * sealed alone (an earlier release). `url` null: sealed by a release that bound the issuer and
+ * upstream only (2026-12-07), bound to the URL at the next start.
+ */
+export function readOAuthCredential(plaintext: string): (Omit<OAuthCredentialBinding, 'url'> & { url: string | null; value: string }) | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(plaintext);
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(parsed) || (parsed.length !== 4 && parsed.length !== 5)) return undefined;
+  const [issuer, catalogId, upstream, url, value] = parsed.length === 5 ? (parsed as unknown[]) : [parsed[0], parsed[1], parsed[2], null, parsed[3]];
+  if (
+    (issuer !== null && typeof issuer !== 'string') ||
+    !Number.isSafeInteger(catalogId) ||
+    typeof upstream !== 'string' ||
+    (url !== null && typeof url !== 'string') ||
+    typeof value !== 'string'
+  )
+    return undefined;
+  return { issuer, catalogId: catalogId as number, upstream, url, value };
+}
+
+/**
+ * A credential an earlier release stored alone, bound to `binding`; one bound without its URL gets
+ * it, what it was bound to otherwise kept (a mismatch stays one); one bound in full stays as it is.
+ */
+function bindOAuthCredential(binding: OAuthCredentialBinding, plaintext: string): string {
+  const bound = readOAuthCredential(plaintext);
+  if (!bound) return oauthCredentialPlaintext(binding, plaintext);
+  return bound.url === null ? oauthCredentialPlaintext({ ...bound, url: binding.url }, bound.value) : plaintext;
+}
+
+/**
+ * What an upstream's OAuth state (its client information, tokens and discovery) is for: the row
+ * that holds it and the upstream's URL, where its access tokens go and from which its discovery
+ * started (the discovery names the token endpoint its client secret and refresh token go to).
+ */
+export interface OAuthStateBinding {
+  catalogId: number;
+  upstream: string;
+  url: string;
+}
+
+/**
+ * What an OAuth state value is sealed as: what it is for with it, so a value copied into another
+ * upstream's row, or a row whose URL is changed in the database, does not send it anywhere.
+ */
+export function oauthStatePlaintext(binding: OAuthStateBinding, value: string): string {
+  return JSON.stringify([binding.catalogId, binding.upstream, binding.url, value]);
+}
+
+/** An opened OAuth state value: what it was sealed for, and the value; undefined for one sealed alone (an earlier release). */
+export function readOAuthState(plaintext: string): (OAuthStateBinding & { value: string }) | undefined {
   let parsed: unknown;
   try {
     parsed = JSON.parse(plaintext);
@@ -67,15 +126,14 @@ export function readOAuthCredential(plaintext: string): (OAuthCredentialBinding 
     return undefined;
   }
   if (!Array.isArray(parsed) || parsed.length !== 4) return undefined;
-  const [issuer, catalogId, upstream, value] = parsed as unknown[];
-  if ((issuer !== null && typeof issuer !== 'string') || !Number.isSafeInteger(catalogId) || typeof upstream !== 'string' || typeof value !== 'string')
-    return undefined;
-  return { issuer, catalogId: catalogId as number, upstream, value };
+  const [catalogId, upstream, url, value] = parsed as unknown[];
+  if (!Number.isSafeInteger(catalogId) || typeof upstream !== 'string' || typeof url !== 'string' || typeof value !== 'string') return undefined;
+  return { catalogId: catalogId as number, upstream, url, value };
 }
 
-/** A credential an earlier release stored alone, bound to `binding`; one already bound stays as it is (never wrapped twice). */
-function bindOAuthCredential(binding: OAuthCredentialBinding, plaintext: string): string {
-  return readOAuthCredential(plaintext) ? plaintext : oauthCredentialPlaintext(binding, plaintext);
+/** A state value an earlier release sealed alone, bound to `binding`; one already bound stays as it is. */
+function bindOAuthState(binding: OAuthStateBinding, plaintext: string): string {
+  return readOAuthState(plaintext) ? plaintext : oauthStatePlaintext(binding, plaintext);
 }
 
 /** The store holds credentials SECRETS_KEY cannot serve: the start stops with this. */
@@ -85,11 +143,12 @@ export class StoredSecretsError extends Error {}
 interface StoredValue {
   where: string;
   value: string;
-  /** What a plaintext value is sealed as (a header value: with its URL; an OAuth client credential: with its issuer and upstream). */
+  /** What a plaintext value is sealed as (a header value: with its URL; an OAuth client credential: with its issuer and upstream; OAuth state: with its row and URL). */
   plaintext?: (value: string) => string;
   /**
    * A sealed value too is opened and sealed again as `plaintext` makes it, when that changes it:
-   * an OAuth client credential an earlier release sealed alone (`plaintext` leaves a bound one as it is).
+   * an OAuth client credential or state value an earlier release sealed alone (`plaintext` leaves a
+   * bound one as it is).
    */
   rebinds?: true;
   /** Writes `next` in place of `value` if the row still holds `value`. */
@@ -189,31 +248,40 @@ async function storedValues(db: Executor): Promise<StoredValue[]> {
   const oauth = await queryRows<{
     catalogId: number;
     upstream: string;
+    url: string | null;
     issuer: string | null;
     clientSecret: string | null;
     privateKey: string | null;
     client: string | null;
     tokens: string | null;
+    discovery: string | null;
   }>(
     db,
-    sql`select catalog_id as "catalogId", upstream, issuer, client_secret as "clientSecret", private_key as "privateKey", client, tokens from upstream_oauth
-        where client_secret is not null or private_key is not null or client is not null or tokens is not null`,
+    sql`select o.catalog_id as "catalogId", o.upstream, u.url, o.issuer, o.client_secret as "clientSecret", o.private_key as "privateKey", o.client, o.tokens,
+          o.discovery_sealed as discovery
+        from upstream_oauth o left join mcp_upstreams u on u.catalog_id = o.catalog_id and u.name = o.upstream
+        where o.client_secret is not null or o.private_key is not null or o.client is not null or o.tokens is not null or o.discovery_sealed is not null`,
   );
   for (const row of oauth) {
-    // The client credentials are bound to the issuer their row names now, as a header value to its URL.
-    const binding: OAuthCredentialBinding = { issuer: row.issuer, catalogId: row.catalogId, upstream: row.upstream };
-    const bound = { plaintext: (plain: string) => bindOAuthCredential(binding, plain), rebinds: true } as const;
+    // The client credentials are bound to the issuer their row names now and the upstream's URL, as a
+    // header value to its URL; the client information and tokens to their row and the URL now.
+    // An OAuth row without its upstream (none: the registration deletes both) is re-sealed only.
+    const url = row.url;
+    const binding = url === null ? undefined : ({ issuer: row.issuer, catalogId: row.catalogId, upstream: row.upstream, url } satisfies OAuthCredentialBinding);
+    const credential = binding ? ({ plaintext: (plain: string) => bindOAuthCredential(binding, plain), rebinds: true } as const) : {};
+    const state = binding ? ({ plaintext: (plain: string) => bindOAuthState(binding, plain), rebinds: true } as const) : {};
     for (const [column, value] of [
       ['client_secret', row.clientSecret],
       ['private_key', row.privateKey],
       ['client', row.client],
       ['tokens', row.tokens],
+      ['discovery_sealed', row.discovery],
     ] as const) {
       if (value === null) continue;
       values.push({
         where: `upstream "${row.upstream}" (catalog ${row.catalogId}) OAuth ${column}`,
         value,
-        ...(column === 'client_secret' || column === 'private_key' ? bound : {}),
+        ...(column === 'client_secret' || column === 'private_key' ? credential : column === 'discovery_sealed' ? {} : state),
         replace: async (next) => {
           await db.execute(
             sql`update upstream_oauth set ${sql.identifier(column)} = ${next} where catalog_id = ${row.catalogId} and upstream = ${row.upstream} and ${sql.identifier(column)} = ${value}`,

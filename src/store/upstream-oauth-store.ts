@@ -16,7 +16,7 @@ export interface OAuthRow {
   grantType: OAuthGrant;
   scope: string | null;
   clientId: string | null;
-  /** Sealed with `issuer` and the upstream (stored-secrets.ts, oauthCredentialPlaintext): opened only for this row's issuer. */
+  /** Sealed with `issuer`, the upstream and its URL (stored-secrets.ts, oauthCredentialPlaintext): opened only for this row's issuer and URL. */
   clientSecret: string | null;
   /** Sealed PEM of the key signing client assertions (private_key_jwt, migration 0022), in place of a secret; sealed as the secret is. */
   privateKey: string | null;
@@ -24,10 +24,9 @@ export interface OAuthRow {
   privateKeyAlg: string | null;
   /** The authorization server the operator named (migration 0022), the only one credentials go to; null: the upstream's. */
   issuer: string | null;
-  /** Sealed JSON of the client information in use. */
+  /** The client information in use, tokens and discovery: each sealed JSON bound to the catalog, upstream and URL (stored-secrets.ts, oauthStatePlaintext). */
   client: string | null;
-  discovery: Record<string, unknown> | null;
-  /** Sealed JSON of the tokens. */
+  discovery: string | null;
   tokens: string | null;
   tokenVersion: number;
   issuedAt: Date | null;
@@ -54,7 +53,7 @@ type Dated<T> = { [K in keyof T]: T[K] extends Date | null ? string | Date | nul
 const date = (value: string | Date | null) => (value === null ? null : new Date(value));
 
 const columns = sql`catalog_id as "catalogId", upstream, grant_type as "grantType", scope, client_id as "clientId", client_secret as "clientSecret",
-  private_key as "privateKey", private_key_alg as "privateKeyAlg", issuer, client, discovery, tokens, token_version as "tokenVersion",
+  private_key as "privateKey", private_key_alg as "privateKeyAlg", issuer, client, discovery_sealed as discovery, tokens, token_version as "tokenVersion",
   issued_at as "issuedAt", expires_at as "expiresAt", status, last_error as "lastError", authorized_at as "authorizedAt", step_up_scope as "stepUpScope"`;
 
 export async function getOAuth(db: Executor, catalogId: number, upstream: string): Promise<OAuthRow | undefined> {
@@ -77,7 +76,7 @@ export async function putOAuthSettings(db: Db, catalogId: number, upstream: stri
         on conflict (catalog_id, upstream) do update set grant_type = excluded.grant_type, scope = excluded.scope, client_id = excluded.client_id,
           client_secret = excluded.client_secret, private_key = excluded.private_key, private_key_alg = excluded.private_key_alg, issuer = excluded.issuer`);
       if (keep) return;
-      await tx.execute(sql`update upstream_oauth set client = null, discovery = null, tokens = null, token_version = token_version + 1, issued_at = null,
+      await tx.execute(sql`update upstream_oauth set client = null, discovery = null, discovery_sealed = null, tokens = null, token_version = token_version + 1, issued_at = null,
         expires_at = null, status = 'authorization_required', last_error = null, authorized_at = null,
         step_up_scope = null where catalog_id = ${catalogId} and upstream = ${upstream}`);
       await tx.execute(sql`delete from upstream_oauth_pending where catalog_id = ${catalogId} and upstream = ${upstream}`);
@@ -95,10 +94,19 @@ export async function saveClient(db: Executor, catalogId: number, upstream: stri
   await db.execute(sql`update upstream_oauth set client = ${sealedClient} where catalog_id = ${catalogId} and upstream = ${upstream}`);
 }
 
-export async function saveDiscovery(db: Executor, catalogId: number, upstream: string, discovery: Record<string, unknown> | null): Promise<void> {
-  await db.execute(
-    sql`update upstream_oauth set discovery = ${discovery === null ? null : JSON.stringify(discovery)}::json where catalog_id = ${catalogId} and upstream = ${upstream}`,
-  );
+export async function saveDiscovery(db: Executor, catalogId: number, upstream: string, sealedDiscovery: string | null): Promise<void> {
+  await db.execute(sql`update upstream_oauth set discovery_sealed = ${sealedDiscovery} where catalog_id = ${catalogId} and upstream = ${upstream}`);
+}
+
+/** An OAuth state column that holds what does not open for its row: forgotten, if it still holds `value` (nothing is sent with it). */
+export async function forgetState(db: Executor, catalogId: number, upstream: string, which: 'client' | 'tokens' | 'discovery', value: string): Promise<void> {
+  if (which === 'tokens') {
+    await db.execute(sql`update upstream_oauth set tokens = null, token_version = token_version + 1, issued_at = null, expires_at = null
+      where catalog_id = ${catalogId} and upstream = ${upstream} and tokens = ${value}`);
+    return;
+  }
+  const column = which === 'client' ? sql.identifier('client') : sql.identifier('discovery_sealed');
+  await db.execute(sql`update upstream_oauth set ${column} = null where catalog_id = ${catalogId} and upstream = ${upstream} and ${column} = ${value}`);
 }
 
 /** Stores new tokens: authorized, the error cleared, the version bumped. Returns the new version. */

@@ -29,6 +29,10 @@
  * (private_key_jwt, RFC 7523) in place of a secret. A configured secret or key is sealed with that
  * issuer (none is a value too) and its upstream: a row whose issuer was changed or cleared since,
  * or that holds another upstream's, has it refused before anything is sent (openClientCredential).
+ * The client information, tokens and discovery are sealed with their row and the upstream's URL:
+ * one copied from another upstream's row, or left when the URL was changed in the database, is
+ * forgotten as it is read (#vet), so no access token goes to another URL than the one it was got
+ * for, and no refresh token or client secret to a token endpoint another upstream's discovery names.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import {
@@ -58,7 +62,7 @@ import { SecretOpenError, type SecretBox } from '../lib/secret-box.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import type { Db } from '../store/database.js';
-import { oauthCredentialPlaintext, readOAuthCredential } from '../store/stored-secrets.js';
+import { oauthCredentialPlaintext, oauthStatePlaintext, readOAuthCredential, readOAuthState } from '../store/stored-secrets.js';
 import * as store from '../store/upstream-oauth-store.js';
 import type { UpstreamRow } from '../store/upstream-store.js';
 import { getUpstream, recordUpstreamError } from '../store/upstream-store.js';
@@ -145,6 +149,8 @@ export interface UpstreamOAuthDeps {
 
 interface HeldToken {
   access: string;
+  /** The upstream's URL it was got for and read with: a row read with another URL (changed in the database) does not send it. */
+  url: string;
   issuedAt: number;
   expiresAt: number | null;
   /** The stored tokens' version (store.saveTokens): a renewal knows by it whether another replica renewed meanwhile. */
@@ -186,12 +192,12 @@ export class UpstreamOAuth {
    * authorization); anything else forgets them. Null: the registration has no OAuth, and whatever
    * it had goes.
    */
-  async configure(catalogId: number, name: string, urlChanged: boolean, settings: OAuthSettings | null): Promise<void> {
+  async configure(catalogId: number, name: string, url: { now: string; before: string | undefined }, settings: OAuthSettings | null): Promise<void> {
     this.#held.delete(keyOf({ catalogId, name }));
     if (!settings) return store.deleteOAuth(this.#deps.db, catalogId, name);
     const before = await store.getOAuth(this.#deps.db, catalogId, name);
-    const keep = !urlChanged && before !== undefined && this.#unchanged(before, settings);
-    const binding = { issuer: settings.issuer ?? null, catalogId, upstream: name };
+    const keep = url.before === url.now && before !== undefined && this.#unchanged(before, url.now, settings);
+    const binding = { issuer: settings.issuer ?? null, catalogId, upstream: name, url: url.now };
     const seal = (value: string | undefined) => (value === undefined ? null : this.#deps.secrets.seal(oauthCredentialPlaintext(binding, value)));
     await store.putOAuthSettings(
       this.#deps.db,
@@ -215,11 +221,11 @@ export class UpstreamOAuth {
    * that does not open for the row (altered, or sealed for another issuer) is a change: the
    * registration stores it afresh.
    */
-  #unchanged(before: store.OAuthRow, settings: OAuthSettings): boolean {
+  #unchanged(before: store.OAuthRow, url: string, settings: OAuthSettings): boolean {
     const unopened = Symbol('unopened');
     const open = (which: ClientCredential) => {
       try {
-        return openClientCredential(this.#deps.secrets, before, which);
+        return openClientCredential(this.#deps.secrets, before, url, which);
       } catch (error) {
         if (error instanceof SecretOpenError) return unopened;
         throw error;
@@ -351,7 +357,7 @@ export class UpstreamOAuth {
   async #token(row: UpstreamRow): Promise<string | undefined> {
     const key = keyOf(row);
     let held: HeldToken | undefined = this.#held.get(key);
-    if (!held || renewDue(held)) held = await this.#read(row);
+    if (!held || held.url !== row.url || renewDue(held)) held = await this.#read(row);
     // No token yet: the request goes without one and the server's 401 starts discovery.
     if (!held) return undefined;
     if (!renewDue(held)) return held.access;
@@ -366,17 +372,17 @@ export class UpstreamOAuth {
 
   /** The stored access token, held here from now on; undefined when there is none. */
   async #read(row: UpstreamRow): Promise<HeldToken | undefined> {
-    const stored = await store.getOAuth(this.#deps.db, row.catalogId, row.name);
-    const held = stored && this.#heldOf(stored);
+    const stored = await this.#load(row);
+    const held = stored && this.#heldOf(row, stored);
     if (held) this.#held.set(keyOf(row), held);
     return held;
   }
 
-  #heldOf(stored: store.OAuthRow): HeldToken | undefined {
-    const tokens = this.#openTokens(stored);
+  #heldOf(row: UpstreamRow, stored: store.OAuthRow): HeldToken | undefined {
+    const tokens = openState<StoredOAuthTokens>(this.#deps.secrets, stored, row.url, 'tokens');
     if (!tokens) return undefined;
     const issuedAt = stored.issuedAt?.getTime() ?? Date.now();
-    return { access: tokens.access_token, issuedAt, expiresAt: stored.expiresAt?.getTime() ?? null, version: stored.tokenVersion };
+    return { access: tokens.access_token, url: row.url, issuedAt, expiresAt: stored.expiresAt?.getTime() ?? null, version: stored.tokenVersion };
   }
 
   /**
@@ -460,7 +466,7 @@ export class UpstreamOAuth {
   /** Tokens stored since the ones a renewal replaces (another replica renewed), not yet due: held and used as they are. */
   #landed(row: UpstreamRow, settings: store.OAuthRow, replaces: number | undefined): HeldToken | undefined {
     if (settings.tokenVersion === replaces) return undefined;
-    const held = this.#heldOf(settings);
+    const held = this.#heldOf(row, settings);
     if (!held || renewDue(held)) return undefined;
     this.#held.set(keyOf(row), held);
     return held;
@@ -503,9 +509,10 @@ export class UpstreamOAuth {
     // A renewal under way (another call's step-up, say) lands first: its token may be the one wanted.
     await this.#renewing.get(keyOf(row))?.catch(() => {});
     const settings = await this.#settings(row);
-    const plan = planStepUp(settings.scope, this.#grantedScope(settings), challenged);
+    const plan = planStepUp(settings.scope, this.#grantedScope(row, settings), challenged);
     if ('refused' in plan) {
-      const held = this.#held.get(keyOf(row)) ?? (await this.#read(row));
+      const cached = this.#held.get(keyOf(row));
+      const held = cached?.url === row.url ? cached : await this.#read(row);
       // Another call's step-up landed meanwhile: the token it got holds the scope.
       if (plan.held && held && sent !== `Bearer ${held.access}`) return held.access;
       throw await this.#failed(row, 'step_up', new UpstreamAuthorizationFailed(plan.refused, null));
@@ -521,14 +528,10 @@ export class UpstreamOAuth {
   }
 
   /** The held token's scope: as the authorization server answered it, else as asked (RFC 6749 §5.1 omits it then). */
-  #grantedScope(settings: store.OAuthRow): string | undefined {
-    const tokens = this.#openTokens(settings);
+  #grantedScope(row: UpstreamRow, settings: store.OAuthRow): string | undefined {
+    const tokens = openState<StoredOAuthTokens>(this.#deps.secrets, settings, row.url, 'tokens');
     if (!tokens) return undefined;
-    return tokens.scope ?? scopeToAsk(settings) ?? advertisedScope(settings);
-  }
-
-  #openTokens(settings: store.OAuthRow): StoredOAuthTokens | undefined {
-    return settings.tokens ? (JSON.parse(this.#deps.secrets.open(settings.tokens)) as StoredOAuthTokens) : undefined;
+    return tokens.scope ?? scopeToAsk(settings) ?? advertisedScope(openState<OAuthDiscoveryState>(this.#deps.secrets, settings, row.url, 'discovery'));
   }
 
   /**
@@ -539,8 +542,8 @@ export class UpstreamOAuth {
    */
   async #unusableCredentials(row: UpstreamRow, settings: store.OAuthRow, action: string): Promise<SecretOpenError | undefined> {
     try {
-      openClientCredential(this.#deps.secrets, settings, 'client_secret');
-      openClientCredential(this.#deps.secrets, settings, 'private_key');
+      openClientCredential(this.#deps.secrets, settings, row.url, 'client_secret');
+      openClientCredential(this.#deps.secrets, settings, row.url, 'private_key');
       return undefined;
     } catch (error) {
       if (!(error instanceof SecretOpenError)) throw error;
@@ -562,10 +565,49 @@ export class UpstreamOAuth {
 
   // --- for the provider ---
 
-  async #settings(row: Pick<UpstreamRow, 'catalogId' | 'name'>): Promise<store.OAuthRow> {
-    const settings = await store.getOAuth(this.#deps.db, row.catalogId, row.name);
+  async #settings(row: UpstreamRow): Promise<store.OAuthRow> {
+    const settings = await this.#load(row);
     if (!settings) throw new AppError('validation_failed', `upstream "${row.name}" is not registered with auth.type "oauth"`);
     return settings;
+  }
+
+  /** The upstream's OAuth row, its state values vetted (#vet); undefined without one. */
+  async #load(row: UpstreamRow): Promise<store.OAuthRow | undefined> {
+    const stored = await store.getOAuth(this.#deps.db, row.catalogId, row.name);
+    return stored && this.#vet(row, stored);
+  }
+
+  /**
+   * The row without the state values (client information, tokens, discovery) that open but not for
+   * it: sealed for another upstream or another URL than the upstream's (copied there, or the URL
+   * changed in the database), or alone by an earlier release after the start bound the others.
+   * Each is forgotten in the store too (if it still holds it), and said where an operator looks
+   * (OAuth state, audit, metrics, log); nothing is ever sent with it: the next renewal gets new
+   * tokens (or needs an operator), discovers again from the upstream's URL, registers again. One
+   * that does not open at all (altered, its key missing) stays, to throw where it is used.
+   */
+  async #vet(row: UpstreamRow, settings: store.OAuthRow): Promise<store.OAuthRow> {
+    let vetted = settings;
+    for (const which of STATE_COLUMNS) {
+      const sealed = settings[which];
+      if (sealed === null) continue;
+      let why: string | undefined;
+      try {
+        why = stateMismatch(this.#deps.secrets.open(sealed), settings, row.url);
+      } catch (error) {
+        if (error instanceof SecretOpenError) continue;
+        throw error;
+      }
+      if (!why) continue;
+      const message = `OAuth ${which} ${why}: forgotten, nothing was sent with it`;
+      await store.forgetState(this.#deps.db, row.catalogId, row.name, which, sealed);
+      await store.recordOAuthFailure(this.#deps.db, row.catalogId, row.name, null, message);
+      this.#deps.logger.warn({ tenant: row.tenant, catalog: row.catalog, upstream: row.name }, message);
+      this.#note(row, 'state', 'error', message);
+      vetted = { ...vetted, [which]: null, ...(which === 'tokens' ? { tokenVersion: vetted.tokenVersion + 1 } : {}) };
+      if (which === 'tokens') this.#held.delete(keyOf(row));
+    }
+    return vetted;
   }
 
   async #upstreamRow(catalogId: number, name: string, tenant: string, catalog: string): Promise<UpstreamRow> {
@@ -603,6 +645,7 @@ export class UpstreamOAuth {
     secrets: () => this.#deps.secrets,
     db: () => this.#deps.db,
     hold: (row: UpstreamRow, held: HeldToken | undefined) => (held ? this.#held.set(keyOf(row), held) : this.#held.delete(keyOf(row))),
+    vet: (row: UpstreamRow, settings: store.OAuthRow) => this.#vet(row, settings),
     version: () => this.#deps.version,
     clientMetadata: () => this.#deps.clientMetadata,
   };
@@ -634,7 +677,7 @@ class StoredProvider implements OAuthClientProvider {
     private readonly mode: Mode,
   ) {
     this.#tokenVersion = settings.tokenVersion;
-    this.addClientAuthentication = assertionSigner(settings, oauth.store.secrets());
+    this.addClientAuthentication = assertionSigner(settings, row.url, oauth.store.secrets());
   }
 
   get redirectUrl(): string | undefined {
@@ -677,8 +720,7 @@ class StoredProvider implements OAuthClientProvider {
   }
 
   #client(): (StoredOAuthClientInformation & { redirect_uris?: string[] }) | undefined {
-    if (!this.settings.client) return undefined;
-    return JSON.parse(this.oauth.store.secrets().open(this.settings.client));
+    return openState(this.oauth.store.secrets(), this.settings, this.row.url, 'client');
   }
 
   /**
@@ -698,7 +740,7 @@ class StoredProvider implements OAuthClientProvider {
     const configured = this.settings.clientId;
     if (configured !== null) {
       if (stored?.client_id === configured) return stored;
-      const secret = openClientCredential(this.oauth.store.secrets(), this.settings, 'client_secret');
+      const secret = openClientCredential(this.oauth.store.secrets(), this.settings, this.row.url, 'client_secret');
       return { client_id: configured, ...(secret === undefined ? {} : { client_secret: secret }), ...(issuer === null ? {} : { issuer }) };
     }
     const usable =
@@ -720,14 +762,13 @@ class StoredProvider implements OAuthClientProvider {
   }
 
   async saveClientInformation(client: StoredOAuthClientInformation): Promise<void> {
-    const sealed = this.oauth.store.secrets().seal(JSON.stringify(client));
+    const sealed = sealState(this.oauth.store.secrets(), this.row, client);
     await store.saveClient(this.oauth.store.db(), this.row.catalogId, this.row.name, sealed);
     this.settings = { ...this.settings, client: sealed };
   }
 
   tokens(): StoredOAuthTokens | undefined {
-    if (!this.settings.tokens) return undefined;
-    return JSON.parse(this.oauth.store.secrets().open(this.settings.tokens)) as StoredOAuthTokens;
+    return openState(this.oauth.store.secrets(), this.settings, this.row.url, 'tokens');
   }
 
   async saveTokens(tokens: StoredOAuthTokens): Promise<void> {
@@ -736,11 +777,12 @@ class StoredProvider implements OAuthClientProvider {
     const previous = this.tokens();
     const kept = { ...tokens, ...(tokens.refresh_token === undefined && previous?.refresh_token ? { refresh_token: previous.refresh_token } : {}) };
     const expiresAt = typeof tokens.expires_in === 'number' ? new Date(issuedAt.getTime() + tokens.expires_in * 1000) : null;
-    const sealed = this.oauth.store.secrets().seal(JSON.stringify(kept));
+    const sealed = sealState(this.oauth.store.secrets(), this.row, kept);
     this.#tokenVersion = await store.saveTokens(this.oauth.store.db(), this.row.catalogId, this.row.name, { sealed, issuedAt, expiresAt });
     this.settings = { ...this.settings, tokens: sealed, tokenVersion: this.#tokenVersion };
     this.oauth.store.hold(this.row, {
       access: tokens.access_token,
+      url: this.row.url,
       issuedAt: issuedAt.getTime(),
       expiresAt: expiresAt?.getTime() ?? null,
       version: this.#tokenVersion,
@@ -788,7 +830,8 @@ class StoredProvider implements OAuthClientProvider {
       await store.forgetTokens(db, this.row.catalogId, this.row.name, this.#tokenVersion);
       // Another replica may have renewed meanwhile (a renewal that went on without its lease: a
       // rotating refresh token is then spent here): its tokens stay, and the SDK's retry refreshes with them.
-      const now = await store.getOAuth(db, this.row.catalogId, this.row.name);
+      const read = await store.getOAuth(db, this.row.catalogId, this.row.name);
+      const now = read && (await this.oauth.store.vet(this.row, read));
       if (scope === 'tokens' && now?.tokens) {
         this.settings = { ...this.settings, tokens: now.tokens, tokenVersion: now.tokenVersion };
         this.#tokenVersion = now.tokenVersion;
@@ -816,7 +859,7 @@ class StoredProvider implements OAuthClientProvider {
    * spelled with or without one (as sameIssuer does).
    */
   discoveryState(): OAuthDiscoveryState | undefined {
-    const stored = this.settings.discovery as OAuthDiscoveryState | null;
+    const stored = openState<OAuthDiscoveryState>(this.oauth.store.secrets(), this.settings, this.row.url, 'discovery');
     if (stored) return stored;
     const { issuer } = this.settings;
     return issuer === null ? undefined : { authorizationServerUrl: issuer.endsWith('/') ? issuer : `${issuer}/` };
@@ -826,8 +869,9 @@ class StoredProvider implements OAuthClientProvider {
   async saveDiscoveryState(state: OAuthDiscoveryState): Promise<void> {
     const refusal = this.settings.issuer === null ? undefined : issuerNotNamed(state, this.settings.issuer);
     if (refusal) throw new UpstreamAuthorizationFailed(refusal, 'authorization_required');
-    await store.saveDiscovery(this.oauth.store.db(), this.row.catalogId, this.row.name, state as unknown as Record<string, unknown>);
-    this.settings = { ...this.settings, discovery: state as unknown as Record<string, unknown> };
+    const sealed = sealState(this.oauth.store.secrets(), this.row, state);
+    await store.saveDiscovery(this.oauth.store.db(), this.row.catalogId, this.row.name, sealed);
+    this.settings = { ...this.settings, discovery: sealed };
   }
 }
 
@@ -845,12 +889,12 @@ const expired = (held: HeldToken, now = Date.now()) => held.expiresAt !== null &
  * jti. The key is opened only to sign. client_id goes in the body too: RFC 7521 §4.2 makes it
  * optional, and some authorization servers (Entra ID) require it.
  */
-function assertionSigner(settings: store.OAuthRow, secrets: SecretBox): AddClientAuthentication | undefined {
+function assertionSigner(settings: store.OAuthRow, upstreamUrl: string, secrets: SecretBox): AddClientAuthentication | undefined {
   const { clientId, privateKey, privateKeyAlg } = settings;
   if (clientId === null || privateKey === null || privateKeyAlg === null) return undefined;
   return async (headers, params, url, metadata) => {
     params.set('client_id', clientId);
-    const key = openClientCredential(secrets, settings, 'private_key')!;
+    const key = openClientCredential(secrets, settings, upstreamUrl, 'private_key')!;
     const sign = createPrivateKeyJwtAuth({ issuer: clientId, subject: clientId, privateKey: key, alg: privateKeyAlg });
     await sign(headers, params, url, metadata);
   };
@@ -858,12 +902,44 @@ function assertionSigner(settings: store.OAuthRow, secrets: SecretBox): AddClien
 
 type ClientCredential = 'client_secret' | 'private_key';
 
+/** The OAuth state a row keeps, each sealed with the row and the upstream's URL (oauthStatePlaintext). */
+type StateColumn = 'client' | 'tokens' | 'discovery';
+const STATE_COLUMNS: readonly StateColumn[] = ['client', 'tokens', 'discovery'];
+
+/** Why an opened state value is not this row's (undefined: it is): sealed alone, for another upstream, or for another URL. */
+function stateMismatch(plaintext: string, settings: store.OAuthRow, url: string): string | undefined {
+  const bound = readOAuthState(plaintext);
+  if (!bound) return 'sealed without the upstream it is for';
+  if (bound.catalogId !== settings.catalogId || bound.upstream !== settings.upstream) return 'sealed for another upstream';
+  if (bound.url !== url) return "sealed for another URL than the upstream's";
+  return undefined;
+}
+
 /**
- * A configured client credential, opened for the row that holds it; undefined when it has none.
- * Throws SecretOpenError (naming the field, never a value) when it does not open, or was sealed for
- * another issuer than the row's (changed or cleared since: the row was altered) or another upstream.
+ * A state value opened for its row and the upstream's `url`; undefined when the row holds none.
+ * Throws SecretOpenError when it does not open, or not for this row (#vet forgets those first).
  */
-function openClientCredential(secrets: SecretBox, settings: store.OAuthRow, which: ClientCredential): string | undefined {
+function openState<T>(secrets: SecretBox, settings: store.OAuthRow, url: string, which: StateColumn): T | undefined {
+  const sealed = settings[which];
+  if (sealed === null) return undefined;
+  const plaintext = secrets.open(sealed);
+  const why = stateMismatch(plaintext, settings, url);
+  if (why) throw new SecretOpenError('not_authentic', `OAuth ${which} ${why}: nothing was sent`);
+  return JSON.parse(readOAuthState(plaintext)!.value) as T;
+}
+
+/** A state value sealed with the upstream's row and URL. */
+function sealState(secrets: SecretBox, row: UpstreamRow, value: unknown): string {
+  return secrets.seal(oauthStatePlaintext({ catalogId: row.catalogId, upstream: row.name, url: row.url }, JSON.stringify(value)));
+}
+
+/**
+ * A configured client credential, opened for the row that holds it and the upstream's `url`;
+ * undefined when it has none. Throws SecretOpenError (naming the field, never a value) when it does
+ * not open, or was sealed for another issuer than the row's (changed or cleared since: the row was
+ * altered), another upstream, or another URL (changed in the database).
+ */
+function openClientCredential(secrets: SecretBox, settings: store.OAuthRow, url: string, which: ClientCredential): string | undefined {
   const sealed = which === 'client_secret' ? settings.clientSecret : settings.privateKey;
   if (sealed === null) return undefined;
   const bound = readOAuthCredential(secrets.open(sealed));
@@ -871,9 +947,13 @@ function openClientCredential(secrets: SecretBox, settings: store.OAuthRow, whic
     ? 'was sealed without the issuer it is for'
     : bound.catalogId !== settings.catalogId || bound.upstream !== settings.upstream
       ? 'was sealed for another upstream'
-      : bound.issuer !== settings.issuer
-        ? `was sealed for another issuer than the upstream's auth.issuer${settings.issuer === null ? ' (cleared since)' : bound.issuer === null ? ' (none configured when sealed)' : ''}`
-        : undefined;
+      : bound.url !== url
+        ? bound.url === null
+          ? 'was sealed without the URL it is for'
+          : "was sealed for another URL than the upstream's"
+        : bound.issuer !== settings.issuer
+          ? `was sealed for another issuer than the upstream's auth.issuer${settings.issuer === null ? ' (cleared since)' : bound.issuer === null ? ' (none configured when sealed)' : ''}`
+          : undefined;
   if (sealedFor) throw new SecretOpenError('not_authentic', `auth.${which} ${sealedFor}: nothing was sent; register the upstream's auth again`);
   return bound!.value;
 }
@@ -909,8 +989,8 @@ function scopeToAsk(settings: store.OAuthRow, named?: string): string | undefine
 }
 
 /** What the protected-resource metadata advertises: what the SDK asks when nothing names a scope. */
-function advertisedScope(settings: store.OAuthRow): string | undefined {
-  const supported = (settings.discovery as OAuthDiscoveryState | null)?.resourceMetadata?.scopes_supported;
+function advertisedScope(discovery: OAuthDiscoveryState | undefined): string | undefined {
+  const supported = discovery?.resourceMetadata?.scopes_supported;
   return computeScopeUnion(...(supported ?? []));
 }
 

@@ -379,7 +379,7 @@ export class UpstreamService implements UpstreamCaller {
     const maxUpstreams = input.url.startsWith(STDIO_URL_PREFIX) ? undefined : this.#deps.catalog.tenantLimits?.maxUpstreams;
     if (!(await store.putUpstream(this.#deps.db, summary.id, { ...input, headers: sealHeaders(this.#deps.secrets, input.url, input.headers) }, maxUpstreams)))
       throw notFound(`catalog "${catalog}"`);
-    await this.#oauth.configure(summary.id, input.name, before?.url !== input.url, input.oauth ?? null);
+    await this.#oauth.configure(summary.id, input.name, { now: input.url, before: before?.url }, input.oauth ?? null);
     this.#audit.record({ event: 'registered', tenant, catalog, upstream: input.name, outcome: 'ok', ...actor });
     await this.#connections.drop(summary.id, input.name);
     return this.sync(tenant, catalog, input.name, actor);

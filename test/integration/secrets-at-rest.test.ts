@@ -274,10 +274,13 @@ describe(`secrets at rest (${storeKind()})`, () => {
       sql`select client_secret as "clientSecret", private_key as "privateKey", tokens from upstream_oauth where catalog_id = ${row!.catalogId}`,
     );
     expect(oauth!.clientSecret).toMatch(/^ts1:k3:/);
-    // Sealed alone by an earlier release: bound now to their row's issuer (none) and upstream, as oauth.ts opens them.
-    expect(JSON.parse(rotated.open(oauth!.privateKey))).toEqual([null, row!.catalogId, 'vault', PRIVATE_KEY]);
-    expect(JSON.parse(rotated.open(oauth!.clientSecret))).toEqual([null, row!.catalogId, 'vault', API_TOKEN]);
-    expect(rotated.open(oauth!.tokens)).toBe(tokens);
+    // Sealed alone by an earlier release: bound now to their row's issuer (none), upstream and URL, as oauth.ts opens them.
+    const [upstreamRow] = await queryRows<{ url: string }>(db, sql`select url from mcp_upstreams where catalog_id = ${row!.catalogId} and name = 'vault'`);
+    const url = upstreamRow!.url;
+    expect(JSON.parse(rotated.open(oauth!.privateKey))).toEqual([null, row!.catalogId, 'vault', url, PRIVATE_KEY]);
+    expect(JSON.parse(rotated.open(oauth!.clientSecret))).toEqual([null, row!.catalogId, 'vault', url, API_TOKEN]);
+    // The tokens too, to their row and the URL (where they may go).
+    expect(JSON.parse(rotated.open(oauth!.tokens))).toEqual([row!.catalogId, 'vault', url, tokens]);
     const [pending] = await queryRows<{ codeVerifier: string }>(db, sql`select code_verifier as "codeVerifier" from upstream_oauth_pending`);
     expect(rotated.open(pending!.codeVerifier)).toBe('verifier-0123');
     expectNoSecret(await dumpStore(scratch), 'the dump with OAuth rows');

@@ -20,7 +20,7 @@ import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createSecretBox } from '../../src/lib/secret-box.js';
 import { queryRows } from '../../src/store/database.js';
-import { sealStoredSecrets } from '../../src/store/stored-secrets.js';
+import { oauthStatePlaintext, readOAuthState, sealStoredSecrets } from '../../src/store/stored-secrets.js';
 import { tenantClientId } from '../../src/upstream/client-metadata.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { scratchDatabase, storeKind, uniqueName, type ScratchDatabase } from '../helpers/database.js';
@@ -394,6 +394,15 @@ describe('OAuth renewals across replicas', () => {
     expect((await first.request('GET', path(), undefined, key)).body.upstream.auth).toMatchObject({ status: 'authorized', last_error: null });
   });
 });
+
+/** `value` sealed as oauth.ts seals an upstream's OAuth state: with its row and URL (what only one holding SECRETS_KEY can do). */
+async function sealForRow(app: TestApp, catalog: string, upstream: string, value: unknown): Promise<string> {
+  const [row] = await queryRows<{ catalogId: number; url: string }>(
+    app.deps.catalog.db,
+    sql`select u.catalog_id as "catalogId", u.url from mcp_upstreams u join catalogs c on c.id = u.catalog_id where c.name = ${catalog} and u.name = ${upstream}`,
+  );
+  return createSecretBox(SECRETS_KEY).seal(oauthStatePlaintext({ catalogId: row!.catalogId, upstream, url: row!.url }, JSON.stringify(value)));
+}
 
 /**
  * Registers upstream `name` in a catalog of its own (the fixture's tools would collide in one), and
@@ -833,7 +842,7 @@ describe('OAuth: the authorization server an operator names (auth.issuer)', () =
     expect(impostor.requests.filter((request) => request.method !== 'GET')).toEqual([]);
   });
 
-  it('a stored discovery naming another server (the database altered) is refused at the last gate before a credential is sent', async () => {
+  it('a stored discovery naming another server (sealed for the row, as if discovered so) is refused at the last gate before a credential is sent', async () => {
     const stored = await register('stored', machine({ issuer: upstream.issuer }));
     expect(stored.registered.auth.status).toBe('authorized');
     const discovery = {
@@ -845,8 +854,10 @@ describe('OAuth: the authorization server an operator names (auth.issuer)', () =
         response_types_supported: ['code'],
       },
     };
+    // Without SECRETS_KEY a database writer cannot seal one (the next tests): this is the gate behind that.
+    const sealed = await sealForRow(app, stored.catalog, 'stored', discovery);
     await app.deps.catalog.db.execute(
-      sql`update upstream_oauth o set discovery = ${JSON.stringify(discovery)}::json, tokens = null from catalogs c
+      sql`update upstream_oauth o set discovery_sealed = ${sealed}, tokens = null from catalogs c
           where c.id = o.catalog_id and c.name = ${stored.catalog} and o.upstream = 'stored'`,
     );
     // The same registration again keeps the (altered) discovery; the sync needs a token.
@@ -860,10 +871,10 @@ describe('OAuth: the authorization server an operator names (auth.issuer)', () =
 
   /**
    * A database writer without SECRETS_KEY who points the upstream's OAuth at their own server: the
-   * issuer column set to it (`impostor`) or cleared (null), the discovery stored pointing there, the
-   * tokens gone; once the token held runs out a new one is needed. The client secret was sealed
-   * with the issuer registered: nothing is sent to any authorization server, the sync and the
-   * OAuth state say why.
+   * issuer column set to it (`impostor`) or cleared (null), the plaintext discovery column an
+   * earlier release read pointing there, the tokens gone; once the token held runs out a new one is
+   * needed. The client secret was sealed with the issuer registered: nothing is sent to any
+   * authorization server, the sync and the OAuth state say why.
    */
   for (const [label, moved] of [
     ['changed to another server', 'impostor'],
@@ -921,6 +932,88 @@ describe('OAuth: the authorization server an operator names (auth.issuer)', () =
       expect(impostor.requests).toEqual([]);
     });
   }
+
+  /** The access token an upstream's row holds, opened as only SECRETS_KEY can. */
+  const heldToken = async (catalog: string, name: string) => {
+    const [row] = await queryRows<{ tokens: string | null }>(
+      app.deps.catalog.db,
+      sql`select o.tokens from upstream_oauth o join catalogs c on c.id = o.catalog_id where c.name = ${catalog} and o.upstream = ${name}`,
+    );
+    if (!row?.tokens) return null;
+    return (JSON.parse(readOAuthState(createSecretBox(SECRETS_KEY).open(row.tokens))!.value) as { access_token: string }).access_token;
+  };
+  const stateErrors = async () => {
+    const page = await (await fetch(`${app.url}/metrics`, { headers: { authorization: 'Bearer metrics-issuer-token-0123' } })).text();
+    return Number(/toolsift_upstream_oauth_total\{action="state",outcome="error"\} (\d+)/.exec(page)?.[1] ?? 0);
+  };
+  const bearersTo = (server: ImpostorAuthServer, token: string) => server.requests.filter((request) => request.authorization === `Bearer ${token}`);
+
+  /**
+   * A database writer without SECRETS_KEY copies one upstream's sealed tokens into the OAuth row of
+   * an upstream of their own (the impostor, posing as an MCP server): the tokens were sealed with
+   * the row and URL they were got for, so the other row forgets them and its server never sees them.
+   */
+  it("tokens copied into another upstream's row (the database altered) are forgotten there: its server never gets the bearer", async () => {
+    const owner = await register('tokens-owner', machine({ issuer: upstream.issuer }));
+    expect(owner.registered.auth.status).toBe('authorized');
+    const token = await heldToken(owner.catalog, 'tokens-owner');
+    expect(token).toMatch(/.{16,}/);
+    const thiefCatalog = uniqueName('issuer-thief');
+    const thief = await app.request(
+      'PUT',
+      `/v1/catalogs/${thiefCatalog}/upstreams/tokens-thief`,
+      { url: `${impostor.issuer}mcp`, auth: { type: 'oauth', grant: 'client_credentials', client_id: 'thief', client_secret: 'thief-secret' } },
+      key,
+    );
+    expect(thief.status).toBe(200);
+    expect(thief.body.upstream.auth.status).toBe('authorization_required');
+    await app.deps.catalog.db.execute(
+      sql`update upstream_oauth t set tokens = o.tokens, issued_at = now(), expires_at = now() + interval '1 hour', status = 'authorized'
+          from upstream_oauth o join catalogs oc on oc.id = o.catalog_id, catalogs tc
+          where oc.name = ${owner.catalog} and o.upstream = 'tokens-owner' and tc.id = t.catalog_id and tc.name = ${thiefCatalog} and t.upstream = 'tokens-thief'`,
+    );
+    const refusedBefore = await stateErrors();
+    impostor.requests.length = 0;
+
+    const synced = await app.deps.upstreams.sync(tenant, thiefCatalog, 'tokens-thief');
+    expect(synced.last_error).not.toBeNull();
+    // Without the binding the impostor received the owner's bearer here.
+    expect(bearersTo(impostor, token!)).toEqual([]);
+    expect(await heldToken(thiefCatalog, 'tokens-thief')).toBeNull();
+    expect(await stateErrors()).toBe(refusedBefore + 1);
+    // The owner's own row still holds and uses them.
+    expect(text(await owner.call('whoami'))).toContain('client named');
+    expect(await heldToken(owner.catalog, 'tokens-owner')).toBe(token);
+  });
+
+  /**
+   * A database writer without SECRETS_KEY changes an upstream's URL to a server of their own (the
+   * impostor, which serves authorization server metadata naming itself): the access token got for
+   * the old URL (held in memory, and stored) is not sent there, nor is the client secret, with an
+   * issuer configured or without one (then the new URL's metadata would name where it goes).
+   */
+  for (const issuer of [true, false]) {
+    it(`an upstream's URL changed in the database (${issuer ? 'issuer configured' : 'no issuer'}): neither the token got for the old URL nor the client secret goes to the new one`, async () => {
+      const name = `url-moved-${issuer ? 'issuer' : 'none'}`;
+      const moved = await register(name, machine(issuer ? { issuer: upstream.issuer } : {}));
+      expect(text(await moved.call('whoami'))).toContain('client named');
+      const token = await heldToken(moved.catalog, name);
+      expect(token).toMatch(/.{16,}/);
+      await app.deps.catalog.db.execute(
+        sql`update mcp_upstreams u set url = ${`${impostor.issuer}mcp`} from catalogs c where c.id = u.catalog_id and c.name = ${moved.catalog} and u.name = ${name}`,
+      );
+      impostor.requests.length = 0;
+
+      const synced = await app.deps.upstreams.sync(tenant, moved.catalog, name);
+      // Without the binding the impostor received the held bearer here (from memory, and from the store),
+      // and without an issuer the client secret at its token endpoint.
+      expect(bearersTo(impostor, token!)).toEqual([]);
+      expect(impostor.requests.filter((request) => request.body.includes(SECRET) || request.authorization.startsWith('Basic'))).toEqual([]);
+      expect(synced.last_error).toMatch(/^credentials: auth\.client_secret was sealed for another URL than the upstream's: nothing was sent/);
+      expect(await heldToken(moved.catalog, name)).toBeNull();
+      expect((await moved.status()).auth).toMatchObject({ status: 'authorization_required' });
+    });
+  }
 });
 
 /**
@@ -964,6 +1057,7 @@ describe(`OAuth client secrets an earlier release stored without their issuer ($
     for (const [name, issuer] of [
       ['sealed-alone', upstream.issuer],
       ['plaintext', undefined],
+      ['without-url', upstream.issuer],
     ] as const) {
       const put = await app.request(
         'PUT',
@@ -980,29 +1074,65 @@ describe(`OAuth client secrets an earlier release stored without their issuer ($
       sql`update upstream_oauth set client_secret = ${box.seal(SECRET)}, tokens = null, client = null where upstream = 'sealed-alone'`,
     );
     await scratch.database.db.execute(sql`update upstream_oauth set client_secret = ${SECRET}, tokens = null, client = null where upstream = 'plaintext'`);
+    // Sealed with its issuer and upstream but not the URL (the release of 2026-12-07).
+    const withoutUrl = await stored('without-url');
+    await scratch.database.db.execute(
+      sql`update upstream_oauth set client_secret = ${box.seal(JSON.stringify([upstream.issuer, withoutUrl.catalogId, 'without-url', SECRET]))},
+          tokens = null, client = null where upstream = 'without-url'`,
+    );
 
     app = await start();
-    for (const name of ['sealed-alone', 'plaintext']) {
+    for (const name of ['sealed-alone', 'plaintext', 'without-url']) {
       const row = await stored(name);
       expect(row.clientSecret).toMatch(/^ts1:/);
-      // The format oauth.ts opens: [issuer (null: none configured), catalog id, upstream, value].
-      expect(JSON.parse(box.open(row.clientSecret))).toEqual([row.issuer, row.catalogId, name, SECRET]);
+      // The format oauth.ts opens: [issuer (null: none configured), catalog id, upstream, URL, value].
+      expect(JSON.parse(box.open(row.clientSecret))).toEqual([row.issuer, row.catalogId, name, upstream.url, SECRET]);
     }
     expect((await stored('sealed-alone')).issuer).toBe(upstream.issuer);
     expect((await stored('plaintext')).issuer).toBeNull();
     const grants = upstream.provider.counts.clientCredentials;
-    for (const name of ['sealed-alone', 'plaintext']) {
+    for (const name of ['sealed-alone', 'plaintext', 'without-url']) {
       const synced = await app.deps.upstreams.sync(tenant, catalog(name), name);
       expect(synced).toMatchObject({ last_error: null, tool_count: 2, auth: { status: 'authorized' } });
     }
-    expect(upstream.provider.counts.clientCredentials).toBe(grants + 2);
+    expect(upstream.provider.counts.clientCredentials).toBe(grants + 3);
 
     // Bound values are not bound again: another start finds nothing to do, and the secrets open as they did.
-    const before = [await stored('sealed-alone'), await stored('plaintext')];
+    const names = ['sealed-alone', 'plaintext', 'without-url'];
+    const before = await Promise.all(names.map(stored));
     expect(await sealStoredSecrets(scratch.database.db, box)).toEqual({ sealed: 0, resealed: 0, unreadable: 0 });
     await app.close();
     app = await start();
-    expect([await stored('sealed-alone'), await stored('plaintext')]).toEqual(before);
+    expect(await Promise.all(names.map(stored))).toEqual(before);
+  }, 60_000);
+
+  it('tokens an earlier release sealed alone, with its plaintext discovery dropped (migration 0027): bound to their row and URL at the next start, used without a new grant', async () => {
+    app ??= await start();
+    const name = 'tokens-alone';
+    const put = await app.request(
+      'PUT',
+      `/v1/catalogs/${catalog(name)}/upstreams/${name}`,
+      { url: upstream.url, auth: { type: 'oauth', grant: 'client_credentials', client_id: 'legacy', client_secret: SECRET } },
+      key,
+    );
+    expect(put.body.upstream).toMatchObject({ last_error: null, auth: { status: 'authorized' } });
+    await app.close();
+    app = undefined;
+    const [row] = await queryRows<{ tokens: string; catalogId: number }>(
+      scratch.database.db,
+      sql`select tokens, catalog_id as "catalogId" from upstream_oauth where upstream = ${name}`,
+    );
+    const value = readOAuthState(box.open(row!.tokens))!.value;
+    // What an earlier release wrote: the tokens sealed alone; its discovery (plaintext) the migration dropped.
+    await scratch.database.db.execute(sql`update upstream_oauth set tokens = ${box.seal(value)}, discovery_sealed = null where upstream = ${name}`);
+
+    app = await start();
+    const [bound] = await queryRows<{ tokens: string }>(scratch.database.db, sql`select tokens from upstream_oauth where upstream = ${name}`);
+    expect(JSON.parse(box.open(bound!.tokens))).toEqual([row!.catalogId, name, upstream.url, value]);
+    const grants = upstream.provider.counts.clientCredentials;
+    const synced = await app.deps.upstreams.sync(tenant, catalog(name), name);
+    expect(synced).toMatchObject({ last_error: null, tool_count: 2, auth: { status: 'authorized', last_error: null } });
+    expect(upstream.provider.counts.clientCredentials).toBe(grants);
   }, 60_000);
 });
 
