@@ -18,6 +18,7 @@ import { pino } from 'pino';
 import { sql } from 'drizzle-orm';
 import { queryRows } from '../../src/store/database.js';
 import { startHostileUpstream, startInternalService, type HostileTool } from '../fixtures/hostile-mcp-server.js';
+import { startImpostorAuthServer, startOAuthMcpServer } from '../fixtures/oauth-mcp-server.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { uniqueName } from '../helpers/database.js';
 import { keysFile } from '../helpers/keys-file.js';
@@ -1253,6 +1254,69 @@ export const ATTACKS: Attack[] = [
           usage.definition_bytes?.used <= TENANT_MIB * 1024 * 1024,
         seen: `whole: ${whole.status} ${brief(whole.body.error?.message ?? '', 90)}; catalog afterwards ${absent.status}; one by one ${taken} taken, then ${statuses.length - taken} refused; beta holds ${usage.definition_bytes?.used} bytes`,
       };
+    },
+  },
+  {
+    finding: 'secrets at rest',
+    attack:
+      "a database writer without SECRETS_KEY copies the sealed OAuth tokens of alpha's upstream into the row of beta's upstream (beta's server), then points alpha's upstream there",
+    expected:
+      "beta's server receives neither alpha's bearer nor its client secret: the copied tokens are forgotten, the moved upstream's secret refused, each said in last_error",
+    async run() {
+      const SECRET = 'vault-client-secret-0123';
+      // OAuth over http only to loopback (the SDK refuses an http token endpoint elsewhere): a service of
+      // its own for this row, its upstreams on 127.0.0.1, which the suite's service keeps refused.
+      const oauth = await startOAuthMcpServer();
+      const thief = await startImpostorAuthServer();
+      const keys = { alpha: { authorization: 'Bearer ka-secrets-41' }, beta: { authorization: 'Bearer kb-secrets-41' } };
+      const alphaTenant = uniqueName('alpha');
+      const app = await startTestApp({
+        API_KEYS: `ka-secrets-41:${alphaTenant},kb-secrets-41:${uniqueName('beta')}`,
+        UPSTREAM_ALLOW: '127.0.0.1/32',
+        SECRETS_KEY: Buffer.alloc(32, 41).toString('base64'),
+      });
+      const vault = uniqueName('vault');
+      const mine = uniqueName('mine');
+      try {
+        await oauth.addClient({ client_id: 'vault-client', client_secret: SECRET });
+        const auth = { type: 'oauth', grant: 'client_credentials', client_id: 'vault-client', client_secret: SECRET };
+        const owner = await app.request('PUT', `/v1/catalogs/${vault}/upstreams/vault`, { url: oauth.url, auth }, keys.alpha);
+        if (owner.body?.upstream?.auth?.status !== 'authorized') throw new Error(`setup: ${owner.text}`);
+        const theirs = {
+          url: `${thief.issuer}mcp`,
+          auth: { type: 'oauth', grant: 'client_credentials', client_id: 'thief', client_secret: 'thief-secret-0123' },
+        };
+        await app.request('PUT', `/v1/catalogs/${mine}/upstreams/mine`, theirs, keys.beta);
+        const db = app.deps.catalog.db;
+        await db.execute(
+          sql`update upstream_oauth t set tokens = o.tokens, issued_at = now(), expires_at = now() + interval '1 hour', status = 'authorized'
+              from upstream_oauth o join catalogs oc on oc.id = o.catalog_id, catalogs tc
+              where oc.name = ${vault} and o.upstream = 'vault' and tc.id = t.catalog_id and tc.name = ${mine} and t.upstream = 'mine'`,
+        );
+        thief.requests.length = 0;
+        // The same registration again: the row is kept as it is, and synced.
+        const copied = await app.request('PUT', `/v1/catalogs/${mine}/upstreams/mine`, theirs, keys.beta);
+        await db.execute(
+          sql`update mcp_upstreams u set url = ${`${thief.issuer}mcp`} from catalogs c where c.id = u.catalog_id and c.name = ${vault} and u.name = 'vault'`,
+        );
+        const moved = await app.deps.upstreams.sync(alphaTenant, vault, 'vault');
+        const bearers = thief.requests.filter((request) => request.authorization.startsWith('Bearer ')).length;
+        const secrets = thief.requests.filter(
+          (request) =>
+            request.body.includes(SECRET) ||
+            Buffer.from(request.authorization.replace(/^Basic /, ''), 'base64')
+              .toString()
+              .includes(SECRET),
+        ).length;
+        const copiedError = String(copied.body?.upstream?.auth?.last_error ?? copied.body?.upstream?.last_error);
+        return {
+          ok: bearers === 0 && secrets === 0 && /auth\.client_secret was sealed for another URL/.test(moved.last_error ?? ''),
+          seen: `bearers at beta's server: ${bearers}, client secrets: ${secrets}; beta's upstream: ${brief(copiedError, 70)}; alpha's moved upstream: ${brief(moved.last_error ?? 'no error', 90)}`,
+        };
+      } finally {
+        await app.close();
+        await Promise.all([oauth.close(), thief.close()]);
+      }
     },
   },
 ];
