@@ -31,7 +31,7 @@ import { CatalogIndexCache } from './search/catalog-index.js';
 import { CatalogEmbeddingStatus } from './catalog/embedding-status.js';
 import { ServerStatsCache } from './search/server-stats.js';
 import { DocumentSweeper, documentUseIntervalMs, retentionMs, SWEEP_PAGE } from './store/document-gc.js';
-import { purgeFeedback } from './store/feedback-store.js';
+import { PURGE_PAGE, purgeFeedback } from './store/feedback-store.js';
 import { LEARNED_REFRESH_MS, LearnedCache } from './search/learned-cache.js';
 import { RecentSearches } from './search/feedback.js';
 import { DocumentUse } from './store/document-use.js';
@@ -349,8 +349,9 @@ export async function createDeps(config: Config, overrides: DepsOverrides = {}):
     logger,
     onRemoved: (count) => metrics.documentsRemoved.inc(count),
     alsoSweep: async () => {
-      const removed = await purgeFeedback(database.db, config.FEEDBACK_RETENTION_DAYS * 86_400);
-      if (removed > 0) logger.info({ removed, retentionDays: config.FEEDBACK_RETENTION_DAYS }, 'removed feedback events past their retention');
+      const { expired, stale } = await purgeFeedback(database.db, config.FEEDBACK_RETENTION_DAYS * 86_400, PURGE_PAGE[database.kind]);
+      if (expired > 0) logger.info({ removed: expired, retentionDays: config.FEEDBACK_RETENTION_DAYS }, 'removed feedback events past their retention');
+      if (stale > 0) logger.info({ removed: stale }, 'removed feedback events of tool definitions their catalogs no longer hold');
     },
   });
 

@@ -1,4 +1,4 @@
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import { queryRows, type Db } from './database.js';
 import type { Executor } from './tool-store.js';
 
@@ -111,11 +111,44 @@ export async function deleteFeedback(db: Db, catalogId: number): Promise<number>
   return rows[0]?.n ?? 0;
 }
 
-/** Removes events older than the retention; the number removed. */
-export async function purgeFeedback(db: Db, retentionSeconds: number): Promise<number> {
-  const rows = await queryRows<{ n: number }>(
-    db,
-    sql`with gone as (delete from feedback_events where created_at < now() - make_interval(secs => ${retentionSeconds}) returning 1) select count(*)::int as n from gone`,
-  );
-  return rows[0]?.n ?? 0;
+/**
+ * Events one statement of a purge looks at, by store: PGlite's other statements wait while one
+ * runs (1,000 took ~7 ms, 5,000 ~35 ms: `npm run bench:learned`); PostgreSQL's only bounds it.
+ */
+export const PURGE_PAGE = { pglite: 1_000, postgres: 5_000 } as const;
+
+/**
+ * Removes events older than the retention, and events of a definition their catalog no longer
+ * holds (the tool changed or removed: loadFeedback never reads them again), a page at a time;
+ * the numbers removed. What a tenant's events take is then bounded by its keys and the tools it
+ * holds (each caller keeps LEARNED_EVENTS_PER_TOOL a definition), however often it changes them.
+ */
+export async function purgeFeedback(db: Db, retentionSeconds: number, page: number): Promise<{ expired: number; stale: number }> {
+  const removed = { expired: 0, stale: 0 };
+  const remove = async (chosen: SQL) => {
+    const rows = await queryRows<{ n: number }>(
+      db,
+      sql`with gone as (delete from feedback_events where id in (${chosen}) returning 1) select count(*)::int as n from gone`,
+    );
+    return rows[0]?.n ?? 0;
+  };
+  for (;;) {
+    const n = await remove(sql`select id from feedback_events where created_at < now() - make_interval(secs => ${retentionSeconds}) limit ${page}`);
+    removed.expired += n;
+    if (n < page) break;
+  }
+  // Stale events window by window of `page` ids in order: each statement looks at that many at most.
+  for (let low = 0; ; ) {
+    const [window] = await queryRows<{ high: number | null }>(
+      db,
+      sql`select max(id)::float8 as high from (select id from feedback_events where id > ${low} order by id limit ${page}) w`,
+    );
+    const high = window?.high;
+    if (high == null) return removed;
+    removed.stale += await remove(
+      sql`select f.id from feedback_events f where f.id > ${low} and f.id <= ${high} and not exists (
+            select 1 from catalog_tools ct where ct.catalog_id = f.catalog_id and ct.name = f.tool_name and ct.hash = f.tool_hash)`,
+    );
+    low = high;
+  }
 }

@@ -13,6 +13,8 @@ import { distinctTerms } from '../../src/ranking/bm25.js';
 import { queryTerms } from '../../src/ranking/search-text.js';
 import { getCatalog } from '../../src/store/catalog-store.js';
 import { feedbackStart, loadFeedback } from '../../src/store/feedback-store.js';
+import { queryRows } from '../../src/store/database.js';
+import { sql } from 'drizzle-orm';
 import { LEARNED_EVENTS_PER_TOOL } from '../../src/ranking/learned.js';
 
 const KEYS = 'ka1:alpha,ka2:alpha,kb:beta';
@@ -242,6 +244,39 @@ describe('learning from use', () => {
     // The newest are the ones kept.
     expect(of('send_email', flood)[0]!.query).toBe('flood 8');
     expect(of('create_ticket', (query) => !flood(query)).map((event) => event.query)).toEqual(['open a ticket 0', 'open a ticket 1', 'open a ticket 2']);
+  });
+
+  it('sweeps the events of a definition its catalog no longer holds (changed or removed): a tenant changing its tools again and again stores no more', async () => {
+    const catalog = uniqueName('learn-sweep');
+    for (const key of ['ka1', 'kb']) expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools: TOOLS }, as(key))).status).toBe(200);
+    const stored = async (tenant: string) => {
+      const row = (await getCatalog(app.deps.search.db, tenant, catalog))!;
+      const rows = await queryRows<{ tool: string; n: number }>(
+        app.deps.search.db,
+        sql`select tool_name as tool, count(*)::int as n from feedback_events where catalog_id = ${row.id} group by tool_name order by tool_name`,
+      );
+      return Object.fromEntries(rows.map((entry) => [entry.tool, entry.n]));
+    };
+    let tools = TOOLS;
+    for (let round = 0; round < 3; round++) {
+      for (const key of ['ka1', 'ka2', 'kb']) {
+        const sent = await app.request('POST', '/v1/feedback', { catalog, query: `${QUERY} ${round}`, used: ['create_ticket', 'send_email'] }, as(key));
+        expect(sent.status).toBe(200);
+      }
+      // Alpha changes create_ticket each round; beta's catalog of the same name keeps its tools.
+      tools = tools.map((tool) => (tool.name === 'create_ticket' ? { ...tool, description: `${tool.description} Round ${round}.` } : tool));
+      expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools }, as('ka1'))).status).toBe(200);
+    }
+    expect(await stored('alpha')).toEqual({ create_ticket: 6, send_email: 6 });
+    await app.deps.documentSweeper.sweep();
+    // Alpha's create_ticket events judged definitions it no longer holds; send_email's and beta's stay.
+    expect(await stored('alpha')).toEqual({ send_email: 6 });
+    expect(await stored('beta')).toEqual({ create_ticket: 3, send_email: 3 });
+    // Removed: its events go at the next sweep too; a use of the definition held stays.
+    expect((await app.request('PUT', `/v1/catalogs/${catalog}`, { tools: tools.filter((tool) => tool.name !== 'send_email') }, as('ka1'))).status).toBe(200);
+    expect((await app.request('POST', '/v1/feedback', { catalog, query: QUERY, used: ['create_ticket'] }, as('ka1'))).status).toBe(200);
+    await app.deps.documentSweeper.sweep();
+    expect(await stored('alpha')).toEqual({ create_ticket: 1 });
   });
 
   it('LEARNING=off records nothing and ranks as before', async () => {
