@@ -418,7 +418,14 @@ describe.concurrent('benches, smoke runs', () => {
       listAlone: { n: number };
       distinctPastQueries: number;
       shown: number;
+      eventsStored: number;
+      sweepMs: number;
+      sweepWindows: number;
     };
+    // The sweep walked the events stored (none stale) in windows of 1,000 on PGlite.
+    expect(report.eventsStored).toBeGreaterThan(0);
+    expect(report.sweepWindows).toBe(Math.ceil(report.eventsStored / 1000));
+    expect(report.sweepMs).toBeGreaterThan(0);
     expect(report.off.n).toBe(10);
     expect(report.on.n).toBe(10);
     expect(report.listAlone.n).toBe(10);

@@ -113,7 +113,7 @@ export async function deleteFeedback(db: Db, catalogId: number): Promise<number>
 
 /**
  * Events one statement of a purge looks at, by store: PGlite's other statements wait while one
- * runs (1,000 took ~7 ms, 5,000 ~35 ms: `npm run bench:learned`); PostgreSQL's only bounds it.
+ * runs (1,000 took 7-10 ms, 5,000 ~35 ms: `npm run bench:learned`); PostgreSQL's only bounds it.
  */
 export const PURGE_PAGE = { pglite: 1_000, postgres: 5_000 } as const;
 
