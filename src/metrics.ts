@@ -183,7 +183,7 @@ export function createMetrics(sources: MetricSources): Metrics {
     }),
     upstreamOAuth: new Counter({
       name: 'toolsift_upstream_oauth_total',
-      help: 'OAuth to upstream MCP servers by action (start, callback, token, refresh, step_up: a 403 insufficient_scope answered) and outcome (ok, error); an error is also in the upstream status and an audit line.',
+      help: 'OAuth to upstream MCP servers by action (start, callback, token, refresh, step_up: a 403 insufficient_scope answered; state: a stored token, client or discovery sealed for another upstream or URL, forgotten) and outcome (ok, error); an error is also in the upstream status and an audit line.',
       labelNames: ['action', 'outcome'],
       registers: [registry],
     }),
