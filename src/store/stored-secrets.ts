@@ -7,13 +7,13 @@
  * Where the store keeps credentials: `mcp_upstreams.headers` (the values; names stay readable),
  * `upstream_oauth.client_secret`, `.private_key`, `.client`, `.tokens` and `.discovery_sealed`,
  * `upstream_oauth_pending.code_verifier`.
- * A header value is sealed together with its upstream's URL (headerPlaintext), an OAuth client secret
- * or private key with the issuer configured with it and its upstream (oauthCredentialPlaintext), an
- * OAuth client's information, tokens and discovery with their row and the upstream's URL
- * (oauthStatePlaintext): one who can write the database but lacks the key cannot point an
- * upstream, or its OAuth client, elsewhere, nor copy a value into another row, and have a
- * credential sent there. Values an earlier release stored alone (plaintext, or sealed before the
- * binding) are bound here to what their row says now.
+ * Each value is sealed with what it is for (UpstreamBinding: the tenant, catalog, upstream and its
+ * URL; an OAuth client secret or private key with the issuer configured with it too): one who can
+ * write the database but lacks the key cannot point an upstream, or its OAuth client, elsewhere,
+ * copy a value into another upstream's row (another tenant's at the same URL, say), or move a
+ * catalog to another tenant, and have a credential sent or used there. Values an earlier release
+ * stored alone (plaintext, or sealed before a binding, or with part of it) are bound here to what
+ * their row says now.
  *
  * A start is refused, with what to set, when the store holds credentials and SECRETS_KEY is unset,
  * or holds values sealed with a key id SECRETS_KEY lacks (the key was dropped too early). Each
@@ -26,114 +26,127 @@ import type { Logger } from '../logger.js';
 import { queryRows } from './database.js';
 import type { Executor } from './tool-store.js';
 
-/** What a header value is sealed as: the upstream's URL with it, so the value goes to that URL only. */
-export function headerPlaintext(url: string, value: string): string {
-  return JSON.stringify([url, value]);
-}
-
-/** The header value an opened plaintext holds for `url`; null when it was sealed for another URL (or is not one). */
-export function headerValueFor(url: string, plaintext: string): string | null {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(plaintext);
-  } catch {
-    return null;
-  }
-  return Array.isArray(parsed) && parsed.length === 2 && parsed[0] === url && typeof parsed[1] === 'string' ? parsed[1] : null;
-}
-
 /**
- * What an OAuth client credential (client secret, private key) is for: the authorization server
- * configured with it (null: none, the upstream's metadata names it), the upstream whose row holds
- * it, and that upstream's URL (without an issuer, its metadata names where the credential goes).
+ * What a credential the store keeps for an upstream is for: the tenant and catalog whose upstream
+ * it is, that upstream, and its URL (where header values and access tokens go, from which OAuth
+ * discovery starts). Each value is sealed with it: one who can write the database but lacks the key
+ * cannot copy a value into another upstream's row (another tenant's with the same URL, say), move a
+ * catalog to another tenant, or point an upstream elsewhere, and have it sent.
  */
-export interface OAuthCredentialBinding {
-  issuer: string | null;
+export interface UpstreamBinding {
+  tenant: string;
   catalogId: number;
   upstream: string;
   url: string;
 }
 
+/** A header value's or an OAuth state value's sealed plaintext: `[tenant, catalog id, upstream, URL, value]`. */
+export function boundPlaintext(binding: UpstreamBinding, value: string): string {
+  return JSON.stringify([binding.tenant, binding.catalogId, binding.upstream, binding.url, value]);
+}
+
+const parse = (plaintext: string): unknown => {
+  try {
+    return JSON.parse(plaintext);
+  } catch {
+    return undefined;
+  }
+};
+
+/** An opened bound value: what it was sealed for, and the value; undefined for one sealed otherwise (alone, or by an earlier release). */
+export function readBound(plaintext: string): (UpstreamBinding & { value: string }) | undefined {
+  const parsed = parse(plaintext);
+  if (!Array.isArray(parsed) || parsed.length !== 5) return undefined;
+  const [tenant, catalogId, upstream, url, value] = parsed as unknown[];
+  if (typeof tenant !== 'string' || !Number.isSafeInteger(catalogId) || typeof upstream !== 'string' || typeof url !== 'string' || typeof value !== 'string')
+    return undefined;
+  return { tenant, catalogId: catalogId as number, upstream, url, value };
+}
+
+/** Why a value sealed for `bound` is not for `binding` (undefined: it is), in words a last_error may show. */
+export function boundElsewhere(bound: Partial<UpstreamBinding>, binding: UpstreamBinding): string | undefined {
+  if (bound.catalogId !== binding.catalogId || bound.upstream !== binding.upstream) return 'sealed for another upstream';
+  if (bound.tenant !== binding.tenant) return "sealed for another tenant than the catalog's";
+  if (bound.url !== binding.url) return "sealed for another URL than the upstream's";
+  return undefined;
+}
+
+/** The header value an opened plaintext holds for `binding`; null when it was sealed for another (or is not one). */
+export function headerValueFor(binding: UpstreamBinding, plaintext: string): string | null {
+  const bound = readBound(plaintext);
+  return bound && !boundElsewhere(bound, binding) ? bound.value : null;
+}
+
 /**
- * What an OAuth client credential is sealed as: what it is for with it, so a row whose issuer is
- * changed or cleared, or whose URL is changed, or a value copied into another upstream's row, does
- * not hand it over.
+ * A header value as the start keeps it: one an earlier release sealed with its URL alone
+ * (`[url, value]`) bound to its row if that URL is still the row's (otherwise left, to be refused),
+ * one bound already left as it is, anything else (plaintext) bound to the row.
+ */
+function bindHeader(binding: UpstreamBinding, plaintext: string): string {
+  if (readBound(plaintext)) return plaintext;
+  const parsed = parse(plaintext);
+  if (Array.isArray(parsed) && parsed.length === 2 && typeof parsed[0] === 'string' && typeof parsed[1] === 'string')
+    return parsed[0] === binding.url ? boundPlaintext(binding, parsed[1]) : plaintext;
+  return boundPlaintext(binding, plaintext);
+}
+
+/** An OAuth state value (client information, tokens) an earlier release sealed alone, bound to `binding`; one bound stays as it is. */
+function bindOAuthState(binding: UpstreamBinding, plaintext: string): string {
+  return readBound(plaintext) ? plaintext : boundPlaintext(binding, plaintext);
+}
+
+/**
+ * What an OAuth client credential (client secret, private key) is for: its upstream (above), and
+ * the authorization server configured with it (null: none, the upstream's metadata names it).
+ */
+export interface OAuthCredentialBinding extends UpstreamBinding {
+  issuer: string | null;
+}
+
+/**
+ * What an OAuth client credential is sealed as, `[issuer, tenant, catalog id, upstream, URL, value]`:
+ * a row whose issuer is changed or cleared, or that is not the upstream's it was sealed for (above),
+ * does not hand it over.
  */
 export function oauthCredentialPlaintext(binding: OAuthCredentialBinding, value: string): string {
-  return JSON.stringify([binding.issuer, binding.catalogId, binding.upstream, binding.url, value]);
+  return JSON.stringify([binding.issuer, binding.tenant, binding.catalogId, binding.upstream, binding.url, value]);
 }
 
 /**
  * An opened OAuth client credential: what it was sealed for, and the value; undefined for one
- * sealed alone (an earlier release). `url` null: sealed by a release that bound the issuer and
- * upstream only (2026-12-07), bound to the URL at the next start.
+ * sealed alone (an earlier release). `tenant` and `url` null: sealed by a release that bound the
+ * issuer, catalog and upstream only (`[issuer, catalog id, upstream, value]`), bound in full at the
+ * next start.
  */
-export function readOAuthCredential(plaintext: string): (Omit<OAuthCredentialBinding, 'url'> & { url: string | null; value: string }) | undefined {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(plaintext);
-  } catch {
-    return undefined;
-  }
-  if (!Array.isArray(parsed) || (parsed.length !== 4 && parsed.length !== 5)) return undefined;
-  const [issuer, catalogId, upstream, url, value] = parsed.length === 5 ? (parsed as unknown[]) : [parsed[0], parsed[1], parsed[2], null, parsed[3]];
+export function readOAuthCredential(
+  plaintext: string,
+): (Omit<OAuthCredentialBinding, 'tenant' | 'url'> & { tenant: string | null; url: string | null; value: string }) | undefined {
+  const parsed = parse(plaintext);
+  if (!Array.isArray(parsed) || (parsed.length !== 4 && parsed.length !== 6)) return undefined;
+  const [issuer, tenant, catalogId, upstream, url, value] =
+    parsed.length === 6 ? (parsed as unknown[]) : [parsed[0], null, parsed[1], parsed[2], null, parsed[3]];
   if (
     (issuer !== null && typeof issuer !== 'string') ||
+    (tenant !== null && typeof tenant !== 'string') ||
     !Number.isSafeInteger(catalogId) ||
     typeof upstream !== 'string' ||
     (url !== null && typeof url !== 'string') ||
     typeof value !== 'string'
   )
     return undefined;
-  return { issuer, catalogId: catalogId as number, upstream, url, value };
+  return { issuer, tenant, catalogId: catalogId as number, upstream, url, value };
 }
 
 /**
- * A credential an earlier release stored alone, bound to `binding`; one bound without its URL gets
- * it, what it was bound to otherwise kept (a mismatch stays one); one bound in full stays as it is.
+ * A credential an earlier release stored alone, bound to `binding`; one bound without its tenant
+ * and URL gets them, what it was bound to otherwise kept (a mismatch stays one); one bound in full
+ * stays as it is.
  */
 function bindOAuthCredential(binding: OAuthCredentialBinding, plaintext: string): string {
   const bound = readOAuthCredential(plaintext);
   if (!bound) return oauthCredentialPlaintext(binding, plaintext);
-  return bound.url === null ? oauthCredentialPlaintext({ ...bound, url: binding.url }, bound.value) : plaintext;
-}
-
-/**
- * What an upstream's OAuth state (its client information, tokens and discovery) is for: the row
- * that holds it and the upstream's URL, where its access tokens go and from which its discovery
- * started (the discovery names the token endpoint its client secret and refresh token go to).
- */
-export interface OAuthStateBinding {
-  catalogId: number;
-  upstream: string;
-  url: string;
-}
-
-/**
- * What an OAuth state value is sealed as: what it is for with it, so a value copied into another
- * upstream's row, or a row whose URL is changed in the database, does not send it anywhere.
- */
-export function oauthStatePlaintext(binding: OAuthStateBinding, value: string): string {
-  return JSON.stringify([binding.catalogId, binding.upstream, binding.url, value]);
-}
-
-/** An opened OAuth state value: what it was sealed for, and the value; undefined for one sealed alone (an earlier release). */
-export function readOAuthState(plaintext: string): (OAuthStateBinding & { value: string }) | undefined {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(plaintext);
-  } catch {
-    return undefined;
-  }
-  if (!Array.isArray(parsed) || parsed.length !== 4) return undefined;
-  const [catalogId, upstream, url, value] = parsed as unknown[];
-  if (!Number.isSafeInteger(catalogId) || typeof upstream !== 'string' || typeof url !== 'string' || typeof value !== 'string') return undefined;
-  return { catalogId: catalogId as number, upstream, url, value };
-}
-
-/** A state value an earlier release sealed alone, bound to `binding`; one already bound stays as it is. */
-function bindOAuthState(binding: OAuthStateBinding, plaintext: string): string {
-  return readOAuthState(plaintext) ? plaintext : oauthStatePlaintext(binding, plaintext);
+  if (bound.tenant !== null && bound.url !== null) return plaintext;
+  return oauthCredentialPlaintext({ ...bound, tenant: binding.tenant, url: binding.url }, bound.value);
 }
 
 /** The store holds credentials SECRETS_KEY cannot serve: the start stops with this. */
@@ -216,18 +229,21 @@ export async function sealStoredSecrets(db: Executor, box: SecretBox, logger?: L
 /** Every credential the store holds, each with its compare-and-set writer. */
 async function storedValues(db: Executor): Promise<StoredValue[]> {
   const values: StoredValue[] = [];
-  const upstreams = await queryRows<{ catalogId: number; name: string; url: string; headers: string }>(
+  const upstreams = await queryRows<{ tenant: string; catalogId: number; name: string; url: string; headers: string }>(
     db,
-    sql`select catalog_id as "catalogId", name, url, headers::text as headers from mcp_upstreams where json_typeof(headers) = 'object' and headers::text <> '{}'`,
+    sql`select c.tenant, u.catalog_id as "catalogId", u.name, u.url, u.headers::text as headers from mcp_upstreams u join catalogs c on c.id = u.catalog_id
+        where json_typeof(u.headers) = 'object' and u.headers::text <> '{}'`,
   );
   for (const row of upstreams) {
     const headers = JSON.parse(row.headers) as Record<string, unknown>;
+    const binding: UpstreamBinding = { tenant: row.tenant, catalogId: row.catalogId, upstream: row.name, url: row.url };
     for (const [header, value] of Object.entries(headers)) {
       if (typeof value !== 'string') continue;
       values.push({
         where: `upstream "${row.name}" (catalog ${row.catalogId}) header ${header}`,
         value,
-        plaintext: (plain) => headerPlaintext(row.url, plain),
+        plaintext: (plain) => bindHeader(binding, plain),
+        rebinds: true,
         // The whole object is rewritten against the text read: a header changed meanwhile (a
         // registration, or another of its values sealed first) leaves this one to the next start.
         replace: async (next) => {
@@ -248,6 +264,7 @@ async function storedValues(db: Executor): Promise<StoredValue[]> {
   const oauth = await queryRows<{
     catalogId: number;
     upstream: string;
+    tenant: string | null;
     url: string | null;
     issuer: string | null;
     clientSecret: string | null;
@@ -257,17 +274,20 @@ async function storedValues(db: Executor): Promise<StoredValue[]> {
     discovery: string | null;
   }>(
     db,
-    sql`select o.catalog_id as "catalogId", o.upstream, u.url, o.issuer, o.client_secret as "clientSecret", o.private_key as "privateKey", o.client, o.tokens,
-          o.discovery_sealed as discovery
-        from upstream_oauth o left join mcp_upstreams u on u.catalog_id = o.catalog_id and u.name = o.upstream
+    sql`select o.catalog_id as "catalogId", o.upstream, c.tenant, u.url, o.issuer, o.client_secret as "clientSecret", o.private_key as "privateKey", o.client,
+          o.tokens, o.discovery_sealed as discovery
+        from upstream_oauth o left join mcp_upstreams u on u.catalog_id = o.catalog_id and u.name = o.upstream left join catalogs c on c.id = o.catalog_id
         where o.client_secret is not null or o.private_key is not null or o.client is not null or o.tokens is not null or o.discovery_sealed is not null`,
   );
   for (const row of oauth) {
     // The client credentials are bound to the issuer their row names now and the upstream's URL, as a
     // header value to its URL; the client information and tokens to their row and the URL now.
     // An OAuth row without its upstream (none: the registration deletes both) is re-sealed only.
-    const url = row.url;
-    const binding = url === null ? undefined : ({ issuer: row.issuer, catalogId: row.catalogId, upstream: row.upstream, url } satisfies OAuthCredentialBinding);
+    const { url, tenant } = row;
+    const binding =
+      url === null || tenant === null
+        ? undefined
+        : ({ issuer: row.issuer, tenant, catalogId: row.catalogId, upstream: row.upstream, url } satisfies OAuthCredentialBinding);
     const credential = binding ? ({ plaintext: (plain: string) => bindOAuthCredential(binding, plain), rebinds: true } as const) : {};
     const state = binding ? ({ plaintext: (plain: string) => bindOAuthState(binding, plain), rebinds: true } as const) : {};
     for (const [column, value] of [

@@ -12,7 +12,7 @@ import type { UpstreamRow } from '../store/upstream-store.js';
 import { withDeadline } from '../lib/deadline.js';
 import { UpstreamRefused, UpstreamTooLarge, type GuardedFetch } from './guarded-fetch.js';
 import { authorizationFailureIn } from './oauth.js';
-import { openHeaders } from './sealed-headers.js';
+import { bindingOf, openHeaders } from './sealed-headers.js';
 import { SecretOpenError, type SecretBox } from '../lib/secret-box.js';
 
 /**
@@ -165,7 +165,7 @@ export class UpstreamConnections {
     }
     const oauth = this.#deps.oauth?.(row);
     const options = {
-      requestInit: { headers: openHeaders(this.#deps.secrets, row.url, row.headers) },
+      requestInit: { headers: openHeaders(this.#deps.secrets, bindingOf(row), row.headers) },
       fetch: oauth?.fetch ?? this.#deps.fetch,
       ...(oauth ? { authProvider: oauth.authProvider } : {}),
     };

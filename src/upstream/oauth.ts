@@ -27,12 +27,13 @@
  * client is never presented elsewhere (without it, the SDK binds the client to the first server it
  * is used with). A configured private key signs a client assertion per token request
  * (private_key_jwt, RFC 7523) in place of a secret. A configured secret or key is sealed with that
- * issuer (none is a value too) and its upstream: a row whose issuer was changed or cleared since,
- * or that holds another upstream's, has it refused before anything is sent (openClientCredential).
- * The client information, tokens and discovery are sealed with their row and the upstream's URL:
- * one copied from another upstream's row, or left when the URL was changed in the database, is
- * forgotten as it is read (#vet), so no access token goes to another URL than the one it was got
- * for, and no refresh token or client secret to a token endpoint another upstream's discovery names.
+ * issuer (none is a value too), its tenant, catalog, upstream and URL: a row whose issuer was
+ * changed or cleared since, or that is not the one it was sealed for, has it refused before
+ * anything is sent (openClientCredential). The client information, tokens and discovery are sealed
+ * with their tenant, catalog, upstream and URL: one copied from another upstream's row, or left when
+ * the URL or the catalog's tenant was changed in the database, is forgotten as it is read (#vet), so
+ * no access token goes to another URL than the one it was got for or serves another tenant, and no
+ * refresh token or client secret goes to a token endpoint another upstream's discovery names.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import {
@@ -62,7 +63,7 @@ import { SecretOpenError, type SecretBox } from '../lib/secret-box.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import type { Db } from '../store/database.js';
-import { oauthCredentialPlaintext, oauthStatePlaintext, readOAuthCredential, readOAuthState } from '../store/stored-secrets.js';
+import { boundElsewhere, boundPlaintext, oauthCredentialPlaintext, readBound, readOAuthCredential, type UpstreamBinding } from '../store/stored-secrets.js';
 import * as store from '../store/upstream-oauth-store.js';
 import type { UpstreamRow } from '../store/upstream-store.js';
 import { getUpstream, recordUpstreamError } from '../store/upstream-store.js';
@@ -70,6 +71,7 @@ import type { SigningAlgorithm } from './client-key.js';
 import { tenantClientId, type ClientMetadataSettings } from './client-metadata.js';
 import { describeUpstreamFailure, refusalIn, UpstreamRefused, type GuardedFetch } from './guarded-fetch.js';
 import { oauthScope } from './registration.js';
+import { bindingOf } from './sealed-headers.js';
 
 export type { OAuthGrant } from '../store/upstream-oauth-store.js';
 
@@ -192,12 +194,13 @@ export class UpstreamOAuth {
    * authorization); anything else forgets them. Null: the registration has no OAuth, and whatever
    * it had goes.
    */
-  async configure(catalogId: number, name: string, url: { now: string; before: string | undefined }, settings: OAuthSettings | null): Promise<void> {
+  async configure(upstream: UpstreamBinding, urlBefore: string | undefined, settings: OAuthSettings | null): Promise<void> {
+    const { catalogId, upstream: name } = upstream;
     this.#held.delete(keyOf({ catalogId, name }));
     if (!settings) return store.deleteOAuth(this.#deps.db, catalogId, name);
     const before = await store.getOAuth(this.#deps.db, catalogId, name);
-    const keep = url.before === url.now && before !== undefined && this.#unchanged(before, url.now, settings);
-    const binding = { issuer: settings.issuer ?? null, catalogId, upstream: name, url: url.now };
+    const keep = urlBefore === upstream.url && before !== undefined && this.#unchanged(before, upstream, settings);
+    const binding = { ...upstream, issuer: settings.issuer ?? null };
     const seal = (value: string | undefined) => (value === undefined ? null : this.#deps.secrets.seal(oauthCredentialPlaintext(binding, value)));
     await store.putOAuthSettings(
       this.#deps.db,
@@ -221,11 +224,11 @@ export class UpstreamOAuth {
    * that does not open for the row (altered, or sealed for another issuer) is a change: the
    * registration stores it afresh.
    */
-  #unchanged(before: store.OAuthRow, url: string, settings: OAuthSettings): boolean {
+  #unchanged(before: store.OAuthRow, upstream: UpstreamBinding, settings: OAuthSettings): boolean {
     const unopened = Symbol('unopened');
     const open = (which: ClientCredential) => {
       try {
-        return openClientCredential(this.#deps.secrets, before, url, which);
+        return openClientCredential(this.#deps.secrets, before, upstream, which);
       } catch (error) {
         if (error instanceof SecretOpenError) return unopened;
         throw error;
@@ -379,7 +382,7 @@ export class UpstreamOAuth {
   }
 
   #heldOf(row: UpstreamRow, stored: store.OAuthRow): HeldToken | undefined {
-    const tokens = openState<StoredOAuthTokens>(this.#deps.secrets, stored, row.url, 'tokens');
+    const tokens = openState<StoredOAuthTokens>(this.#deps.secrets, stored, bindingOf(row), 'tokens');
     if (!tokens) return undefined;
     const issuedAt = stored.issuedAt?.getTime() ?? Date.now();
     return { access: tokens.access_token, url: row.url, issuedAt, expiresAt: stored.expiresAt?.getTime() ?? null, version: stored.tokenVersion };
@@ -529,9 +532,9 @@ export class UpstreamOAuth {
 
   /** The held token's scope: as the authorization server answered it, else as asked (RFC 6749 §5.1 omits it then). */
   #grantedScope(row: UpstreamRow, settings: store.OAuthRow): string | undefined {
-    const tokens = openState<StoredOAuthTokens>(this.#deps.secrets, settings, row.url, 'tokens');
+    const tokens = openState<StoredOAuthTokens>(this.#deps.secrets, settings, bindingOf(row), 'tokens');
     if (!tokens) return undefined;
-    return tokens.scope ?? scopeToAsk(settings) ?? advertisedScope(openState<OAuthDiscoveryState>(this.#deps.secrets, settings, row.url, 'discovery'));
+    return tokens.scope ?? scopeToAsk(settings) ?? advertisedScope(openState<OAuthDiscoveryState>(this.#deps.secrets, settings, bindingOf(row), 'discovery'));
   }
 
   /**
@@ -542,8 +545,8 @@ export class UpstreamOAuth {
    */
   async #unusableCredentials(row: UpstreamRow, settings: store.OAuthRow, action: string): Promise<SecretOpenError | undefined> {
     try {
-      openClientCredential(this.#deps.secrets, settings, row.url, 'client_secret');
-      openClientCredential(this.#deps.secrets, settings, row.url, 'private_key');
+      openClientCredential(this.#deps.secrets, settings, bindingOf(row), 'client_secret');
+      openClientCredential(this.#deps.secrets, settings, bindingOf(row), 'private_key');
       return undefined;
     } catch (error) {
       if (!(error instanceof SecretOpenError)) throw error;
@@ -593,7 +596,7 @@ export class UpstreamOAuth {
       if (sealed === null) continue;
       let why: string | undefined;
       try {
-        why = stateMismatch(this.#deps.secrets.open(sealed), settings, row.url);
+        why = stateMismatch(this.#deps.secrets.open(sealed), bindingOf(row));
       } catch (error) {
         if (error instanceof SecretOpenError) continue;
         throw error;
@@ -677,7 +680,7 @@ class StoredProvider implements OAuthClientProvider {
     private readonly mode: Mode,
   ) {
     this.#tokenVersion = settings.tokenVersion;
-    this.addClientAuthentication = assertionSigner(settings, row.url, oauth.store.secrets());
+    this.addClientAuthentication = assertionSigner(settings, bindingOf(row), oauth.store.secrets());
   }
 
   get redirectUrl(): string | undefined {
@@ -720,7 +723,7 @@ class StoredProvider implements OAuthClientProvider {
   }
 
   #client(): (StoredOAuthClientInformation & { redirect_uris?: string[] }) | undefined {
-    return openState(this.oauth.store.secrets(), this.settings, this.row.url, 'client');
+    return openState(this.oauth.store.secrets(), this.settings, bindingOf(this.row), 'client');
   }
 
   /**
@@ -740,7 +743,7 @@ class StoredProvider implements OAuthClientProvider {
     const configured = this.settings.clientId;
     if (configured !== null) {
       if (stored?.client_id === configured) return stored;
-      const secret = openClientCredential(this.oauth.store.secrets(), this.settings, this.row.url, 'client_secret');
+      const secret = openClientCredential(this.oauth.store.secrets(), this.settings, bindingOf(this.row), 'client_secret');
       return { client_id: configured, ...(secret === undefined ? {} : { client_secret: secret }), ...(issuer === null ? {} : { issuer }) };
     }
     const usable =
@@ -768,7 +771,7 @@ class StoredProvider implements OAuthClientProvider {
   }
 
   tokens(): StoredOAuthTokens | undefined {
-    return openState(this.oauth.store.secrets(), this.settings, this.row.url, 'tokens');
+    return openState(this.oauth.store.secrets(), this.settings, bindingOf(this.row), 'tokens');
   }
 
   async saveTokens(tokens: StoredOAuthTokens): Promise<void> {
@@ -859,7 +862,7 @@ class StoredProvider implements OAuthClientProvider {
    * spelled with or without one (as sameIssuer does).
    */
   discoveryState(): OAuthDiscoveryState | undefined {
-    const stored = openState<OAuthDiscoveryState>(this.oauth.store.secrets(), this.settings, this.row.url, 'discovery');
+    const stored = openState<OAuthDiscoveryState>(this.oauth.store.secrets(), this.settings, bindingOf(this.row), 'discovery');
     if (stored) return stored;
     const { issuer } = this.settings;
     return issuer === null ? undefined : { authorizationServerUrl: issuer.endsWith('/') ? issuer : `${issuer}/` };
@@ -889,12 +892,12 @@ const expired = (held: HeldToken, now = Date.now()) => held.expiresAt !== null &
  * jti. The key is opened only to sign. client_id goes in the body too: RFC 7521 §4.2 makes it
  * optional, and some authorization servers (Entra ID) require it.
  */
-function assertionSigner(settings: store.OAuthRow, upstreamUrl: string, secrets: SecretBox): AddClientAuthentication | undefined {
+function assertionSigner(settings: store.OAuthRow, upstream: UpstreamBinding, secrets: SecretBox): AddClientAuthentication | undefined {
   const { clientId, privateKey, privateKeyAlg } = settings;
   if (clientId === null || privateKey === null || privateKeyAlg === null) return undefined;
   return async (headers, params, url, metadata) => {
     params.set('client_id', clientId);
-    const key = openClientCredential(secrets, settings, upstreamUrl, 'private_key')!;
+    const key = openClientCredential(secrets, settings, upstream, 'private_key')!;
     const sign = createPrivateKeyJwtAuth({ issuer: clientId, subject: clientId, privateKey: key, alg: privateKeyAlg });
     await sign(headers, params, url, metadata);
   };
@@ -906,54 +909,54 @@ type ClientCredential = 'client_secret' | 'private_key';
 type StateColumn = 'client' | 'tokens' | 'discovery';
 const STATE_COLUMNS: readonly StateColumn[] = ['client', 'tokens', 'discovery'];
 
-/** Why an opened state value is not this row's (undefined: it is): sealed alone, for another upstream, or for another URL. */
-function stateMismatch(plaintext: string, settings: store.OAuthRow, url: string): string | undefined {
-  const bound = readOAuthState(plaintext);
-  if (!bound) return 'sealed without the upstream it is for';
-  if (bound.catalogId !== settings.catalogId || bound.upstream !== settings.upstream) return 'sealed for another upstream';
-  if (bound.url !== url) return "sealed for another URL than the upstream's";
-  return undefined;
+/** Why an opened state value is not this row's (undefined: it is): sealed alone, or for another upstream, tenant or URL. */
+function stateMismatch(plaintext: string, binding: UpstreamBinding): string | undefined {
+  const bound = readBound(plaintext);
+  return bound ? boundElsewhere(bound, binding) : 'sealed without the upstream it is for';
 }
 
 /**
- * A state value opened for its row and the upstream's `url`; undefined when the row holds none.
- * Throws SecretOpenError when it does not open, or not for this row (#vet forgets those first).
+ * A state value opened for its upstream (`binding`: the row and URL it is read with); undefined
+ * when the row holds none. Throws SecretOpenError when it does not open, or not for this upstream
+ * (#vet forgets those first).
  */
-function openState<T>(secrets: SecretBox, settings: store.OAuthRow, url: string, which: StateColumn): T | undefined {
+function openState<T>(secrets: SecretBox, settings: store.OAuthRow, binding: UpstreamBinding, which: StateColumn): T | undefined {
   const sealed = settings[which];
   if (sealed === null) return undefined;
   const plaintext = secrets.open(sealed);
-  const why = stateMismatch(plaintext, settings, url);
+  const why = stateMismatch(plaintext, binding);
   if (why) throw new SecretOpenError('not_authentic', `OAuth ${which} ${why}: nothing was sent`);
-  return JSON.parse(readOAuthState(plaintext)!.value) as T;
+  return JSON.parse(readBound(plaintext)!.value) as T;
 }
 
-/** A state value sealed with the upstream's row and URL. */
+/** A state value sealed with the upstream's tenant, catalog, name and URL. */
 function sealState(secrets: SecretBox, row: UpstreamRow, value: unknown): string {
-  return secrets.seal(oauthStatePlaintext({ catalogId: row.catalogId, upstream: row.name, url: row.url }, JSON.stringify(value)));
+  return secrets.seal(boundPlaintext(bindingOf(row), JSON.stringify(value)));
 }
 
 /**
- * A configured client credential, opened for the row that holds it and the upstream's `url`;
- * undefined when it has none. Throws SecretOpenError (naming the field, never a value) when it does
- * not open, or was sealed for another issuer than the row's (changed or cleared since: the row was
- * altered), another upstream, or another URL (changed in the database).
+ * A configured client credential, opened for the upstream that holds it (`binding`: its row and
+ * URL as read now); undefined when it has none. Throws SecretOpenError (naming the field, never a
+ * value) when it does not open, or was sealed for another issuer than the row's (changed or cleared
+ * since: the row was altered), another upstream, tenant or URL.
  */
-function openClientCredential(secrets: SecretBox, settings: store.OAuthRow, url: string, which: ClientCredential): string | undefined {
+function openClientCredential(secrets: SecretBox, settings: store.OAuthRow, binding: UpstreamBinding, which: ClientCredential): string | undefined {
   const sealed = which === 'client_secret' ? settings.clientSecret : settings.privateKey;
   if (sealed === null) return undefined;
   const bound = readOAuthCredential(secrets.open(sealed));
+  const elsewhere =
+    bound && bound.tenant !== null && bound.url !== null ? boundElsewhere({ ...bound, tenant: bound.tenant, url: bound.url }, binding) : undefined;
   const sealedFor = !bound
     ? 'was sealed without the issuer it is for'
-    : bound.catalogId !== settings.catalogId || bound.upstream !== settings.upstream
+    : bound.catalogId !== binding.catalogId || bound.upstream !== binding.upstream
       ? 'was sealed for another upstream'
-      : bound.url !== url
-        ? bound.url === null
-          ? 'was sealed without the URL it is for'
-          : "was sealed for another URL than the upstream's"
-        : bound.issuer !== settings.issuer
-          ? `was sealed for another issuer than the upstream's auth.issuer${settings.issuer === null ? ' (cleared since)' : bound.issuer === null ? ' (none configured when sealed)' : ''}`
-          : undefined;
+      : bound.tenant === null || bound.url === null
+        ? 'was sealed without the tenant and URL it is for'
+        : elsewhere
+          ? `was ${elsewhere}`
+          : bound.issuer !== settings.issuer
+            ? `was sealed for another issuer than the upstream's auth.issuer${settings.issuer === null ? ' (cleared since)' : bound.issuer === null ? ' (none configured when sealed)' : ''}`
+            : undefined;
   if (sealedFor) throw new SecretOpenError('not_authentic', `auth.${which} ${sealedFor}: nothing was sent; register the upstream's auth again`);
   return bound!.value;
 }

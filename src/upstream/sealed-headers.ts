@@ -4,7 +4,16 @@
  */
 import { AppError } from '../errors.js';
 import { SecretOpenError, type SecretBox } from '../lib/secret-box.js';
-import { headerPlaintext, headerValueFor } from '../store/stored-secrets.js';
+import { boundElsewhere, boundPlaintext, readBound, type UpstreamBinding } from '../store/stored-secrets.js';
+import type { UpstreamRow } from '../store/upstream-store.js';
+
+/** What an upstream's row holds its credentials for: its tenant, catalog, name and URL as the row says now. */
+export const bindingOf = (row: Pick<UpstreamRow, 'tenant' | 'catalogId' | 'name' | 'url'>): UpstreamBinding => ({
+  tenant: row.tenant,
+  catalogId: row.catalogId,
+  upstream: row.name,
+  url: row.url,
+});
 
 /**
  * A registration that gives credentials to keep (header values, OAuth) needs SECRETS_KEY: without
@@ -20,22 +29,24 @@ export function requireSecretsKey(box: SecretBox, registration: { headers: Recor
   );
 }
 
-/** Each value sealed with the URL it is for. */
-export function sealHeaders(box: SecretBox, url: string, headers: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, box.seal(headerPlaintext(url, value))]));
+/** Each value sealed with what it is for: the tenant, catalog, upstream and URL (stored-secrets.ts, UpstreamBinding). */
+export function sealHeaders(box: SecretBox, binding: UpstreamBinding, headers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, box.seal(boundPlaintext(binding, value))]));
 }
 
 /**
- * The values to send to `url`; throws SecretOpenError (naming the key id or the header, never a
- * value) when one cannot be opened, or was sealed for another URL (the row was altered).
+ * The values to send for `binding`'s upstream; throws SecretOpenError (naming the key id or the
+ * header, never a value) when one cannot be opened, or was sealed for another upstream, tenant or
+ * URL (the row was altered, or the value copied from another row), or alone by an earlier release
+ * after the start bound the others.
  */
-export function openHeaders(box: SecretBox, url: string, headers: Record<string, string> | null | undefined): Record<string, string> {
+export function openHeaders(box: SecretBox, binding: UpstreamBinding, headers: Record<string, string> | null | undefined): Record<string, string> {
   return Object.fromEntries(
     Object.entries(headers ?? {}).map(([name, sealed]) => {
-      const value = headerValueFor(url, box.open(sealed));
-      if (value === null)
-        throw new SecretOpenError('not_authentic', `header ${name} was sealed for another URL than the upstream's: register the upstream again`);
-      return [name, value];
+      const bound = readBound(box.open(sealed));
+      const elsewhere = bound ? boundElsewhere(bound, binding) : 'sealed without the upstream it is for';
+      if (elsewhere) throw new SecretOpenError('not_authentic', `header ${name} was ${elsewhere}: nothing was sent; register the upstream again`);
+      return [name, bound!.value];
     }),
   );
 }

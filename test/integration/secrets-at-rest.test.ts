@@ -22,7 +22,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createSecretBox } from '../../src/lib/secret-box.js';
 import { queryRows } from '../../src/store/database.js';
-import { headerValueFor, sealStoredSecrets } from '../../src/store/stored-secrets.js';
+import { headerValueFor, sealStoredSecrets, type UpstreamBinding } from '../../src/store/stored-secrets.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { scratchDatabase, storeKind, uniqueName, type ScratchDatabase } from '../helpers/database.js';
 
@@ -98,6 +98,15 @@ async function dumpStore(scratch: ScratchDatabase): Promise<string> {
 
 function expectNoSecret(text: string, where: string): void {
   for (const form of SECRET_FORMS) expect(text.includes(form), `${where} holds a form of the secret`).toBe(false);
+}
+
+/** What upstream `name`'s credentials are sealed for (stored-secrets.ts, UpstreamBinding): its tenant, catalog, name and URL as the row says. */
+async function bindingOf(scratch: ScratchDatabase, name: string): Promise<UpstreamBinding> {
+  const [row] = await queryRows<UpstreamBinding>(
+    scratch.database.db,
+    sql`select c.tenant, u.catalog_id as "catalogId", u.name as upstream, u.url from mcp_upstreams u join catalogs c on c.id = u.catalog_id where u.name = ${name}`,
+  );
+  return row!;
 }
 
 async function storedHeaders(scratch: ScratchDatabase, name: string): Promise<Record<string, string>> {
@@ -185,8 +194,9 @@ describe(`secrets at rest (${storeKind()})`, () => {
     const app = await start(`${K2},${K1}`);
     const after = await storedHeaders(scratch, 'vault');
     for (const value of Object.values(after)) expect(value).toMatch(/^ts1:k2:/);
-    expect(headerValueFor(vault.url, createSecretBox(K2).open(after.Authorization!))).toBe(BEARER);
-    expect(headerValueFor(vault.url, createSecretBox(K1).open(before.Authorization!))).toBe(BEARER);
+    const binding = await bindingOf(scratch, 'vault');
+    expect(headerValueFor(binding, createSecretBox(K2).open(after.Authorization!))).toBe(BEARER);
+    expect(headerValueFor(binding, createSecretBox(K1).open(before.Authorization!))).toBe(BEARER);
     const called = await callThrough(app);
     expect(called.isError).toBeFalsy();
     expectNoSecret(await dumpStore(scratch), 'the dump after rotation');
@@ -242,6 +252,66 @@ describe(`secrets at rest (${storeKind()})`, () => {
     }
   }, 60_000);
 
+  /**
+   * A database writer without the key copies the upstream's sealed header values into an upstream
+   * of their own at the same URL (another catalog), or moves the catalog to another tenant: the
+   * values were sealed with their tenant, catalog and upstream, so neither sends them.
+   */
+  it('header values copied into another upstream at the same URL, or a catalog moved to another tenant: refused, nothing sent', async () => {
+    const app = await start(K2);
+    try {
+      const copycat = await app.request('PUT', '/v1/catalogs/copycat/upstreams/vault-too', { url: vault.url, trust: 'auto' }, auth);
+      expect(copycat.body.upstream.last_error).toBe('HTTP 401');
+      await scratch.database.db.execute(
+        sql`update mcp_upstreams set headers = (select headers from mcp_upstreams where name = 'vault') where name = 'vault-too'`,
+      );
+      const bearers = vault.seen.filter((seen) => seen === BEARER).length;
+      const copied = await app.deps.upstreams.sync(tenant, 'copycat', 'vault-too');
+      expect(copied.last_error).toMatch(/^credentials: header (Authorization|X-Api-Key) was sealed for another upstream: nothing was sent/);
+      // Without the binding the vault answered the copy with the owner's credentials here.
+      expect(vault.seen.filter((seen) => seen === BEARER).length).toBe(bearers);
+
+      const moved = uniqueName('other-tenant');
+      await scratch.database.db.execute(sql`update catalogs set tenant = ${moved} where tenant = ${tenant} and name = ${catalog}`);
+      const elsewhere = await app.deps.upstreams.sync(moved, catalog, 'vault');
+      expect(elsewhere.last_error).toMatch(/^credentials: header (Authorization|X-Api-Key) was sealed for another tenant than the catalog's/);
+      expect(vault.seen.filter((seen) => seen === BEARER).length).toBe(bearers);
+      await scratch.database.db.execute(sql`update catalogs set tenant = ${tenant} where tenant = ${moved} and name = ${catalog}`);
+      expect((await app.deps.upstreams.sync(tenant, catalog, 'vault')).last_error).toBeNull();
+    } finally {
+      await app.request('DELETE', '/v1/catalogs/copycat', undefined, auth);
+      await stop(app);
+    }
+  }, 60_000);
+
+  it('header values an earlier release sealed with their URL alone are bound to their upstream at the next start; one for another URL stays refused', async () => {
+    const binding = await bindingOf(scratch, 'vault');
+    const box = createSecretBox(K2);
+    await scratch.database.db.execute(
+      sql`update mcp_upstreams set headers = ${JSON.stringify({
+        Authorization: box.seal(JSON.stringify([vault.url, BEARER])),
+        'X-Api-Key': box.seal(JSON.stringify([vault.url, API_TOKEN])),
+      })}::json where name = 'vault'`,
+    );
+    const app = await start(K2);
+    const stored = await storedHeaders(scratch, 'vault');
+    expect(JSON.parse(box.open(stored.Authorization!))).toEqual([binding.tenant, binding.catalogId, 'vault', vault.url, BEARER]);
+    expect((await callThrough(app)).isError).toBeFalsy();
+    await stop(app);
+    // One sealed for another URL than the row's is left as it was, and refused.
+    const elsewhere = box.seal(JSON.stringify(['http://127.0.0.2:1/mcp', BEARER]));
+    await scratch.database.db.execute(
+      sql`update mcp_upstreams set headers = ${JSON.stringify({ ...stored, Authorization: elsewhere })}::json where name = 'vault'`,
+    );
+    const again = await start(K2);
+    expect((await storedHeaders(scratch, 'vault')).Authorization).toBe(elsewhere);
+    expect((await again.deps.upstreams.sync(tenant, catalog, 'vault')).last_error).toMatch(
+      /^credentials: header Authorization was sealed without the upstream it is for/,
+    );
+    expect((await register(again)).body.upstream.last_error).toBeNull();
+    await stop(again);
+  }, 60_000);
+
   it('plaintext an older release stored is sealed at the next start, and still used', async () => {
     await scratch.database.db.execute(
       sql`update mcp_upstreams set headers = ${JSON.stringify({ Authorization: BEARER, 'X-Api-Key': API_TOKEN })}::json where name = 'vault'`,
@@ -250,7 +320,7 @@ describe(`secrets at rest (${storeKind()})`, () => {
     const app = await start(K2);
     const stored = await storedHeaders(scratch, 'vault');
     for (const value of Object.values(stored)) expect(value).toMatch(/^ts1:k2:/);
-    expect(headerValueFor(vault.url, createSecretBox(K2).open(stored['X-Api-Key']!))).toBe(API_TOKEN);
+    expect(headerValueFor(await bindingOf(scratch, 'vault'), createSecretBox(K2).open(stored['X-Api-Key']!))).toBe(API_TOKEN);
     expect((await callThrough(app)).isError).toBeFalsy();
     expectNoSecret(await dumpStore(scratch), 'the dump after sealing plaintext');
     await stop(app);
@@ -275,12 +345,11 @@ describe(`secrets at rest (${storeKind()})`, () => {
     );
     expect(oauth!.clientSecret).toMatch(/^ts1:k3:/);
     // Sealed alone by an earlier release: bound now to their row's issuer (none), upstream and URL, as oauth.ts opens them.
-    const [upstreamRow] = await queryRows<{ url: string }>(db, sql`select url from mcp_upstreams where catalog_id = ${row!.catalogId} and name = 'vault'`);
-    const url = upstreamRow!.url;
-    expect(JSON.parse(rotated.open(oauth!.privateKey))).toEqual([null, row!.catalogId, 'vault', url, PRIVATE_KEY]);
-    expect(JSON.parse(rotated.open(oauth!.clientSecret))).toEqual([null, row!.catalogId, 'vault', url, API_TOKEN]);
-    // The tokens too, to their row and the URL (where they may go).
-    expect(JSON.parse(rotated.open(oauth!.tokens))).toEqual([row!.catalogId, 'vault', url, tokens]);
+    const { tenant: owner, url } = await bindingOf(scratch, 'vault');
+    expect(JSON.parse(rotated.open(oauth!.privateKey))).toEqual([null, owner, row!.catalogId, 'vault', url, PRIVATE_KEY]);
+    expect(JSON.parse(rotated.open(oauth!.clientSecret))).toEqual([null, owner, row!.catalogId, 'vault', url, API_TOKEN]);
+    // The tokens too, to their tenant, row and URL (where they may go).
+    expect(JSON.parse(rotated.open(oauth!.tokens))).toEqual([owner, row!.catalogId, 'vault', url, tokens]);
     const [pending] = await queryRows<{ codeVerifier: string }>(db, sql`select code_verifier as "codeVerifier" from upstream_oauth_pending`);
     expect(rotated.open(pending!.codeVerifier)).toBe('verifier-0123');
     expectNoSecret(await dumpStore(scratch), 'the dump with OAuth rows');

@@ -20,7 +20,7 @@ import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createSecretBox } from '../../src/lib/secret-box.js';
 import { queryRows } from '../../src/store/database.js';
-import { oauthStatePlaintext, readOAuthState, sealStoredSecrets } from '../../src/store/stored-secrets.js';
+import { boundPlaintext, readBound, sealStoredSecrets } from '../../src/store/stored-secrets.js';
 import { tenantClientId } from '../../src/upstream/client-metadata.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { scratchDatabase, storeKind, uniqueName, type ScratchDatabase } from '../helpers/database.js';
@@ -397,11 +397,11 @@ describe('OAuth renewals across replicas', () => {
 
 /** `value` sealed as oauth.ts seals an upstream's OAuth state: with its row and URL (what only one holding SECRETS_KEY can do). */
 async function sealForRow(app: TestApp, catalog: string, upstream: string, value: unknown): Promise<string> {
-  const [row] = await queryRows<{ catalogId: number; url: string }>(
+  const [row] = await queryRows<{ tenant: string; catalogId: number; url: string }>(
     app.deps.catalog.db,
-    sql`select u.catalog_id as "catalogId", u.url from mcp_upstreams u join catalogs c on c.id = u.catalog_id where c.name = ${catalog} and u.name = ${upstream}`,
+    sql`select c.tenant, u.catalog_id as "catalogId", u.url from mcp_upstreams u join catalogs c on c.id = u.catalog_id where c.name = ${catalog} and u.name = ${upstream}`,
   );
-  return createSecretBox(SECRETS_KEY).seal(oauthStatePlaintext({ catalogId: row!.catalogId, upstream, url: row!.url }, JSON.stringify(value)));
+  return createSecretBox(SECRETS_KEY).seal(boundPlaintext({ tenant: row!.tenant, catalogId: row!.catalogId, upstream, url: row!.url }, JSON.stringify(value)));
 }
 
 /**
@@ -940,7 +940,7 @@ describe('OAuth: the authorization server an operator names (auth.issuer)', () =
       sql`select o.tokens from upstream_oauth o join catalogs c on c.id = o.catalog_id where c.name = ${catalog} and o.upstream = ${name}`,
     );
     if (!row?.tokens) return null;
-    return (JSON.parse(readOAuthState(createSecretBox(SECRETS_KEY).open(row.tokens))!.value) as { access_token: string }).access_token;
+    return (JSON.parse(readBound(createSecretBox(SECRETS_KEY).open(row.tokens))!.value) as { access_token: string }).access_token;
   };
   const stateErrors = async () => {
     const page = await (await fetch(`${app.url}/metrics`, { headers: { authorization: 'Bearer metrics-issuer-token-0123' } })).text();
@@ -1074,7 +1074,7 @@ describe(`OAuth client secrets an earlier release stored without their issuer ($
       sql`update upstream_oauth set client_secret = ${box.seal(SECRET)}, tokens = null, client = null where upstream = 'sealed-alone'`,
     );
     await scratch.database.db.execute(sql`update upstream_oauth set client_secret = ${SECRET}, tokens = null, client = null where upstream = 'plaintext'`);
-    // Sealed with its issuer and upstream but not the URL (the release of 2026-12-07).
+    // Sealed with its issuer, catalog and upstream, not its tenant and URL (the release of 2026-12-07).
     const withoutUrl = await stored('without-url');
     await scratch.database.db.execute(
       sql`update upstream_oauth set client_secret = ${box.seal(JSON.stringify([upstream.issuer, withoutUrl.catalogId, 'without-url', SECRET]))},
@@ -1085,8 +1085,8 @@ describe(`OAuth client secrets an earlier release stored without their issuer ($
     for (const name of ['sealed-alone', 'plaintext', 'without-url']) {
       const row = await stored(name);
       expect(row.clientSecret).toMatch(/^ts1:/);
-      // The format oauth.ts opens: [issuer (null: none configured), catalog id, upstream, URL, value].
-      expect(JSON.parse(box.open(row.clientSecret))).toEqual([row.issuer, row.catalogId, name, upstream.url, SECRET]);
+      // The format oauth.ts opens: [issuer (null: none configured), tenant, catalog id, upstream, URL, value].
+      expect(JSON.parse(box.open(row.clientSecret))).toEqual([row.issuer, tenant, row.catalogId, name, upstream.url, SECRET]);
     }
     expect((await stored('sealed-alone')).issuer).toBe(upstream.issuer);
     expect((await stored('plaintext')).issuer).toBeNull();
@@ -1122,13 +1122,13 @@ describe(`OAuth client secrets an earlier release stored without their issuer ($
       scratch.database.db,
       sql`select tokens, catalog_id as "catalogId" from upstream_oauth where upstream = ${name}`,
     );
-    const value = readOAuthState(box.open(row!.tokens))!.value;
+    const value = readBound(box.open(row!.tokens))!.value;
     // What an earlier release wrote: the tokens sealed alone; its discovery (plaintext) the migration dropped.
     await scratch.database.db.execute(sql`update upstream_oauth set tokens = ${box.seal(value)}, discovery_sealed = null where upstream = ${name}`);
 
     app = await start();
     const [bound] = await queryRows<{ tokens: string }>(scratch.database.db, sql`select tokens from upstream_oauth where upstream = ${name}`);
-    expect(JSON.parse(box.open(bound!.tokens))).toEqual([row!.catalogId, name, upstream.url, value]);
+    expect(JSON.parse(box.open(bound!.tokens))).toEqual([tenant, row!.catalogId, name, upstream.url, value]);
     const grants = upstream.provider.counts.clientCredentials;
     const synced = await app.deps.upstreams.sync(tenant, catalog(name), name);
     expect(synced).toMatchObject({ last_error: null, tool_count: 2, auth: { status: 'authorized', last_error: null } });
