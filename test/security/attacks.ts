@@ -188,6 +188,9 @@ export async function startSecurityContext(): Promise<SecurityContext> {
 
 const text = (result: { content?: unknown }) => JSON.stringify(result.content ?? '');
 
+/** The secrets rows' services seal with one key: they share the test store, whose start opens every credential it holds. */
+const SUITE_SECRETS_KEY = Buffer.alloc(32, 41).toString('base64');
+
 /**
  * A request sent exactly as written: fetch drops a Host header and resolves `%2E%2E` in a path
  * before sending, which is what a browser page under DNS rebinding or a hand-made client does not.
@@ -1273,7 +1276,7 @@ export const ATTACKS: Attack[] = [
       const app = await startTestApp({
         API_KEYS: `ka-secrets-41:${alphaTenant},kb-secrets-41:${uniqueName('beta')}`,
         UPSTREAM_ALLOW: '127.0.0.1/32',
-        SECRETS_KEY: Buffer.alloc(32, 41).toString('base64'),
+        SECRETS_KEY: SUITE_SECRETS_KEY,
       });
       const vault = uniqueName('vault');
       const mine = uniqueName('mine');
@@ -1314,8 +1317,63 @@ export const ATTACKS: Attack[] = [
           seen: `bearers at beta's server: ${bearers}, client secrets: ${secrets}; beta's upstream: ${brief(copiedError, 70)}; alpha's moved upstream: ${brief(moved.last_error ?? 'no error', 90)}`,
         };
       } finally {
+        await app.request('DELETE', `/v1/catalogs/${vault}`, undefined, keys.alpha);
+        await app.request('DELETE', `/v1/catalogs/${mine}`, undefined, keys.beta);
         await app.close();
         await Promise.all([oauth.close(), thief.close()]);
+      }
+    },
+  },
+  {
+    finding: 'secrets at rest',
+    attack:
+      "a database writer without SECRETS_KEY copies the sealed header values of alpha's upstream into beta's upstream at the same URL, then moves alpha's catalog to beta's tenant; beta's upstreams are synced",
+    expected: "the server never receives alpha's header on beta's behalf: both refused (sealed for another upstream, for another tenant), nothing sent",
+    async run() {
+      const SECRET = 'Bearer alpha-header-secret-0123';
+      const received: string[] = [];
+      const server = http.createServer((req, res) => {
+        received.push(req.headers.authorization ?? '');
+        res.writeHead(404).end();
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/mcp`;
+      const tenants = { alpha: uniqueName('alpha'), beta: uniqueName('beta') };
+      const keys = { alpha: { authorization: 'Bearer ka-headers-42' }, beta: { authorization: 'Bearer kb-headers-42' } };
+      const app = await startTestApp({
+        API_KEYS: `ka-headers-42:${tenants.alpha},kb-headers-42:${tenants.beta}`,
+        UPSTREAM_ALLOW: '127.0.0.1/32',
+        SECRETS_KEY: SUITE_SECRETS_KEY,
+      });
+      const github = uniqueName('github');
+      try {
+        await app.request('PUT', `/v1/catalogs/${github}/upstreams/github`, { url, headers: { Authorization: SECRET } }, keys.alpha);
+        await app.request('PUT', `/v1/catalogs/${github}/upstreams/github`, { url }, keys.beta);
+        const sentByAlpha = received.filter((header) => header === SECRET).length;
+        const db = app.deps.catalog.db;
+        await db.execute(
+          sql`update mcp_upstreams b set headers = a.headers from mcp_upstreams a, catalogs ac, catalogs bc
+              where ac.id = a.catalog_id and ac.tenant = ${tenants.alpha} and ac.name = ${github} and a.name = 'github'
+                and bc.id = b.catalog_id and bc.tenant = ${tenants.beta} and bc.name = ${github} and b.name = 'github'`,
+        );
+        const copied = await app.deps.upstreams.sync(tenants.beta, github, 'github');
+        await db.execute(sql`delete from catalogs where tenant = ${tenants.beta} and name = ${github}`);
+        await db.execute(sql`update catalogs set tenant = ${tenants.beta} where tenant = ${tenants.alpha} and name = ${github}`);
+        const moved = await app.deps.upstreams.sync(tenants.beta, github, 'github');
+        const onBetasBehalf = received.filter((header) => header === SECRET).length - sentByAlpha;
+        return {
+          ok:
+            sentByAlpha >= 1 &&
+            onBetasBehalf === 0 &&
+            /sealed for another upstream: nothing was sent/.test(copied.last_error ?? '') &&
+            /sealed for another tenant than the catalog's/.test(moved.last_error ?? ''),
+          seen: `alpha's header reached the server ${sentByAlpha} time(s) for alpha, ${onBetasBehalf} for beta; the copy: ${brief(copied.last_error ?? 'no error', 80)}; the moved catalog: ${brief(moved.last_error ?? 'no error', 80)}`,
+        };
+      } finally {
+        await app.request('DELETE', `/v1/catalogs/${github}`, undefined, keys.beta);
+        await app.request('DELETE', `/v1/catalogs/${github}`, undefined, keys.alpha);
+        await app.close();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
       }
     },
   },
