@@ -188,9 +188,6 @@ export async function startSecurityContext(): Promise<SecurityContext> {
 
 const text = (result: { content?: unknown }) => JSON.stringify(result.content ?? '');
 
-/** The secrets rows' services seal with one key: they share the test store, whose start opens every credential it holds. */
-const SUITE_SECRETS_KEY = Buffer.alloc(32, 41).toString('base64');
-
 /**
  * A request sent exactly as written: fetch drops a Host header and resolves `%2E%2E` in a path
  * before sending, which is what a browser page under DNS rebinding or a hand-made client does not.
@@ -1273,10 +1270,10 @@ export const ATTACKS: Attack[] = [
       const thief = await startImpostorAuthServer();
       const keys = { alpha: { authorization: 'Bearer ka-secrets-41' }, beta: { authorization: 'Bearer kb-secrets-41' } };
       const alphaTenant = uniqueName('alpha');
+      // Sealing with the tests' SECRETS_KEY, as every test service on the shared store does.
       const app = await startTestApp({
         API_KEYS: `ka-secrets-41:${alphaTenant},kb-secrets-41:${uniqueName('beta')}`,
         UPSTREAM_ALLOW: '127.0.0.1/32',
-        SECRETS_KEY: SUITE_SECRETS_KEY,
       });
       const vault = uniqueName('vault');
       const mine = uniqueName('mine');
@@ -1343,7 +1340,6 @@ export const ATTACKS: Attack[] = [
       const app = await startTestApp({
         API_KEYS: `ka-headers-42:${tenants.alpha},kb-headers-42:${tenants.beta}`,
         UPSTREAM_ALLOW: '127.0.0.1/32',
-        SECRETS_KEY: SUITE_SECRETS_KEY,
       });
       const github = uniqueName('github');
       try {
