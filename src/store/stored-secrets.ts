@@ -156,7 +156,7 @@ export class StoredSecretsError extends Error {}
 interface StoredValue {
   where: string;
   value: string;
-  /** What a plaintext value is sealed as (a header value: with its URL; an OAuth client credential: with its issuer and upstream; OAuth state: with its row and URL). */
+  /** What a plaintext value is sealed as: with what it is for (UpstreamBinding; an OAuth client credential with its issuer too). */
   plaintext?: (value: string) => string;
   /**
    * A sealed value too is opened and sealed again as `plaintext` makes it, when that changes it:
@@ -280,9 +280,9 @@ async function storedValues(db: Executor): Promise<StoredValue[]> {
         where o.client_secret is not null or o.private_key is not null or o.client is not null or o.tokens is not null or o.discovery_sealed is not null`,
   );
   for (const row of oauth) {
-    // The client credentials are bound to the issuer their row names now and the upstream's URL, as a
-    // header value to its URL; the client information and tokens to their row and the URL now.
-    // An OAuth row without its upstream (none: the registration deletes both) is re-sealed only.
+    // Bound to what their row says now: the client credentials with the issuer it names, the client
+    // information and tokens without. An OAuth row without its upstream (none: the registration
+    // deletes both) is re-sealed only.
     const { url, tenant } = row;
     const binding =
       url === null || tenant === null
