@@ -71,10 +71,17 @@ export function boundElsewhere(bound: Partial<UpstreamBinding>, binding: Upstrea
   return undefined;
 }
 
+/** The value an opened plaintext (a header value, OAuth state) holds for `binding`, or why it holds none for it. */
+export function boundValue(binding: UpstreamBinding, plaintext: string): { value: string } | { elsewhere: string } {
+  const bound = readBound(plaintext);
+  const elsewhere = bound ? boundElsewhere(bound, binding) : 'sealed without the upstream it is for';
+  return elsewhere ? { elsewhere } : { value: bound!.value };
+}
+
 /** The header value an opened plaintext holds for `binding`; null when it was sealed for another (or is not one). */
 export function headerValueFor(binding: UpstreamBinding, plaintext: string): string | null {
-  const bound = readBound(plaintext);
-  return bound && !boundElsewhere(bound, binding) ? bound.value : null;
+  const opened = boundValue(binding, plaintext);
+  return 'value' in opened ? opened.value : null;
 }
 
 /**

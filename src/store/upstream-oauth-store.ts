@@ -16,7 +16,7 @@ export interface OAuthRow {
   grantType: OAuthGrant;
   scope: string | null;
   clientId: string | null;
-  /** Sealed with `issuer`, the upstream and its URL (stored-secrets.ts, oauthCredentialPlaintext): opened only for this row's issuer and URL. */
+  /** Sealed with `issuer` and what it is for (stored-secrets.ts, oauthCredentialPlaintext): opened only for this row's issuer, upstream and URL. */
   clientSecret: string | null;
   /** Sealed PEM of the key signing client assertions (private_key_jwt, migration 0022), in place of a secret; sealed as the secret is. */
   privateKey: string | null;
@@ -24,7 +24,7 @@ export interface OAuthRow {
   privateKeyAlg: string | null;
   /** The authorization server the operator named (migration 0022), the only one credentials go to; null: the upstream's. */
   issuer: string | null;
-  /** The client information in use, tokens and discovery: each sealed JSON bound to the catalog, upstream and URL (stored-secrets.ts, oauthStatePlaintext). */
+  /** The client information in use, tokens and discovery: each sealed JSON bound to its upstream (stored-secrets.ts, boundPlaintext). */
   client: string | null;
   discovery: string | null;
   tokens: string | null;

@@ -63,7 +63,7 @@ import { SecretOpenError, type SecretBox } from '../lib/secret-box.js';
 import type { Logger } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import type { Db } from '../store/database.js';
-import { boundElsewhere, boundPlaintext, oauthCredentialPlaintext, readBound, readOAuthCredential, type UpstreamBinding } from '../store/stored-secrets.js';
+import { boundElsewhere, boundPlaintext, boundValue, oauthCredentialPlaintext, readOAuthCredential, type UpstreamBinding } from '../store/stored-secrets.js';
 import * as store from '../store/upstream-oauth-store.js';
 import type { UpstreamRow } from '../store/upstream-store.js';
 import { getUpstream, recordUpstreamError } from '../store/upstream-store.js';
@@ -594,15 +594,15 @@ export class UpstreamOAuth {
     for (const which of STATE_COLUMNS) {
       const sealed = settings[which];
       if (sealed === null) continue;
-      let why: string | undefined;
+      let opened: ReturnType<typeof boundValue>;
       try {
-        why = stateMismatch(this.#deps.secrets.open(sealed), bindingOf(row));
+        opened = boundValue(bindingOf(row), this.#deps.secrets.open(sealed));
       } catch (error) {
         if (error instanceof SecretOpenError) continue;
         throw error;
       }
-      if (!why) continue;
-      const message = `OAuth ${which} ${why}: forgotten, nothing was sent with it`;
+      if ('value' in opened) continue;
+      const message = `OAuth ${which} ${opened.elsewhere}: forgotten, nothing was sent with it`;
       await store.forgetState(this.#deps.db, row.catalogId, row.name, which, sealed);
       await store.recordOAuthFailure(this.#deps.db, row.catalogId, row.name, null, message);
       this.#deps.logger.warn({ tenant: row.tenant, catalog: row.catalog, upstream: row.name }, message);
@@ -909,12 +909,6 @@ type ClientCredential = 'client_secret' | 'private_key';
 type StateColumn = 'client' | 'tokens' | 'discovery';
 const STATE_COLUMNS: readonly StateColumn[] = ['client', 'tokens', 'discovery'];
 
-/** Why an opened state value is not this row's (undefined: it is): sealed alone, or for another upstream, tenant or URL. */
-function stateMismatch(plaintext: string, binding: UpstreamBinding): string | undefined {
-  const bound = readBound(plaintext);
-  return bound ? boundElsewhere(bound, binding) : 'sealed without the upstream it is for';
-}
-
 /**
  * A state value opened for its upstream (`binding`: the row and URL it is read with); undefined
  * when the row holds none. Throws SecretOpenError when it does not open, or not for this upstream
@@ -923,10 +917,9 @@ function stateMismatch(plaintext: string, binding: UpstreamBinding): string | un
 function openState<T>(secrets: SecretBox, settings: store.OAuthRow, binding: UpstreamBinding, which: StateColumn): T | undefined {
   const sealed = settings[which];
   if (sealed === null) return undefined;
-  const plaintext = secrets.open(sealed);
-  const why = stateMismatch(plaintext, binding);
-  if (why) throw new SecretOpenError('not_authentic', `OAuth ${which} ${why}: nothing was sent`);
-  return JSON.parse(readBound(plaintext)!.value) as T;
+  const opened = boundValue(binding, secrets.open(sealed));
+  if ('elsewhere' in opened) throw new SecretOpenError('not_authentic', `OAuth ${which} ${opened.elsewhere}: nothing was sent`);
+  return JSON.parse(opened.value) as T;
 }
 
 /** A state value sealed with the upstream's tenant, catalog, name and URL. */

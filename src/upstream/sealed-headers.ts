@@ -4,7 +4,7 @@
  */
 import { AppError } from '../errors.js';
 import { SecretOpenError, type SecretBox } from '../lib/secret-box.js';
-import { boundElsewhere, boundPlaintext, readBound, type UpstreamBinding } from '../store/stored-secrets.js';
+import { boundPlaintext, boundValue, type UpstreamBinding } from '../store/stored-secrets.js';
 import type { UpstreamRow } from '../store/upstream-store.js';
 
 /** What an upstream's row holds its credentials for: its tenant, catalog, name and URL as the row says now. */
@@ -43,10 +43,10 @@ export function sealHeaders(box: SecretBox, binding: UpstreamBinding, headers: R
 export function openHeaders(box: SecretBox, binding: UpstreamBinding, headers: Record<string, string> | null | undefined): Record<string, string> {
   return Object.fromEntries(
     Object.entries(headers ?? {}).map(([name, sealed]) => {
-      const bound = readBound(box.open(sealed));
-      const elsewhere = bound ? boundElsewhere(bound, binding) : 'sealed without the upstream it is for';
-      if (elsewhere) throw new SecretOpenError('not_authentic', `header ${name} was ${elsewhere}: nothing was sent; register the upstream again`);
-      return [name, bound!.value];
+      const opened = boundValue(binding, box.open(sealed));
+      if ('elsewhere' in opened)
+        throw new SecretOpenError('not_authentic', `header ${name} was ${opened.elsewhere}: nothing was sent; register the upstream again`);
+      return [name, opened.value];
     }),
   );
 }

@@ -377,16 +377,11 @@ export class UpstreamService implements UpstreamCaller {
     const before = await store.getUpstream(this.#deps.db, tenant, catalog, input.name);
     // The catalog may be deleted between the read above and this write: then it is not found.
     const maxUpstreams = input.url.startsWith(STDIO_URL_PREFIX) ? undefined : this.#deps.catalog.tenantLimits?.maxUpstreams;
-    if (
-      !(await store.putUpstream(
-        this.#deps.db,
-        summary.id,
-        { ...input, headers: sealHeaders(this.#deps.secrets, { tenant, catalogId: summary.id, upstream: input.name, url: input.url }, input.headers) },
-        maxUpstreams,
-      ))
-    )
+    // What its credentials are sealed for (stored-secrets.ts, UpstreamBinding).
+    const binding = { tenant, catalogId: summary.id, upstream: input.name, url: input.url };
+    if (!(await store.putUpstream(this.#deps.db, summary.id, { ...input, headers: sealHeaders(this.#deps.secrets, binding, input.headers) }, maxUpstreams)))
       throw notFound(`catalog "${catalog}"`);
-    await this.#oauth.configure({ tenant, catalogId: summary.id, upstream: input.name, url: input.url }, before?.url, input.oauth ?? null);
+    await this.#oauth.configure(binding, before?.url, input.oauth ?? null);
     this.#audit.record({ event: 'registered', tenant, catalog, upstream: input.name, outcome: 'ok', ...actor });
     await this.#connections.drop(summary.id, input.name);
     return this.sync(tenant, catalog, input.name, actor);
